@@ -1,0 +1,27 @@
+"""Model / agent backends, one module each, behind :class:`~skillopt_sleep.backends.base.Backend`."""
+
+from __future__ import annotations
+
+import importlib
+
+from skillopt_sleep.backends.base import Backend
+from skillopt_sleep.config import BackendConfig
+from skillopt_sleep.errors import UnknownNameError
+
+#: name -> "module:Class"; exec-CLI backends register here when they exist.
+REGISTRY: dict[str, str] = {
+    "openai_compatible": "skillopt_sleep.backends.openai_compatible:OpenAICompatibleBackend",
+    "anthropic": "skillopt_sleep.backends.anthropic:AnthropicBackend",
+}
+
+
+def get_backend(config: BackendConfig) -> Backend:
+    """Instantiate the backend named by ``config.name``; UnknownNameError when there is none."""
+    target = REGISTRY.get(config.name)
+    if target is None:
+        raise UnknownNameError("backend", config.name, tuple(REGISTRY))
+    module, cls = target.split(":")
+    return getattr(importlib.import_module(module), cls)(config)
+
+
+__all__ = ["Backend", "get_backend", "REGISTRY"]

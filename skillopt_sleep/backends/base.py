@@ -1,0 +1,35 @@
+"""The backend interface: one method, :meth:`Backend.complete`.
+
+Every backend (HTTP APIs here, agent exec CLIs in their own modules) takes a
+:class:`~skillopt_sleep.config.BackendConfig` and raises only the
+:class:`~skillopt_sleep.errors.BackendError` tree: ``BackendUnreachable``,
+``BackendAuthError``, ``BackendModelError``, ``BackendTimeout``, ``BackendResponseError``.
+Transient failures (connection reset, 429, 5xx, timeouts) are retried ``max_retries`` times
+with exponential backoff; auth and unknown-model errors are never retried.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from skillopt_sleep.config import BackendConfig
+from skillopt_sleep.models import Completion, CompletionRequest
+
+
+class Backend(ABC):
+    #: registry name, e.g. ``"openai_compatible"``
+    name: str = ""
+
+    def __init__(self, config: BackendConfig):
+        self.config = config
+
+    @property
+    def model(self) -> str:
+        return self.config.model
+
+    @abstractmethod
+    def complete(self, request: CompletionRequest) -> Completion:
+        """Run one call. ``request.model`` empty means ``config.model``."""
+
+    def close(self) -> None:  # pragma: no cover - optional
+        """Release connections/processes."""

@@ -1,0 +1,234 @@
+"""Typed configuration.
+
+Precedence (lowest to highest): defaults < TOML file (``paths.config_file()``, or the path
+given to :func:`load_settings`) < ``SKILLOPT_SLEEP_*`` environment variables (nested keys
+joined by ``__``, e.g. ``SKILLOPT_SLEEP_TARGET__MODEL``) < CLI flags (passed as overrides).
+
+Every model forbids unknown keys, so a typo is a :class:`~skillopt_sleep.errors.ConfigError`
+naming the key (e.g. ``config: unknown key 'target.modle'``).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from skillopt_sleep import paths
+from skillopt_sleep.errors import ConfigError, UnknownNameError
+
+#: Backends the engine knows; ``backends.get_backend`` raises for anything else.
+KNOWN_BACKENDS = ("openai_compatible", "anthropic", "claude_code", "codex", "copilot")
+#: Sources the engine knows; ``sources.get_source`` raises for anything else.
+KNOWN_SOURCES = ("claude_code", "codex")
+#: Agents whose documents can be trained.
+KNOWN_AGENTS = ("claude_code", "codex", "copilot", "devin")
+
+Agent = Literal["claude_code", "codex", "copilot", "devin"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SourceConfig(_Strict):
+    """One harvested agent. ``roots`` empty means the agent's default locations."""
+
+    enabled: bool = True
+    roots: list[Path] = Field(default_factory=list)
+
+
+class BackendConfig(_Strict):
+    """One model / agent exec target.
+
+    ``api_key`` may be given directly or, better, through ``api_key_env`` (the name of an
+    environment variable holding it). ``timeout`` is per call, in seconds.
+    """
+
+    name: str = "openai_compatible"
+    model: str = ""
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    api_key_env: str = ""
+    timeout: float = Field(120.0, gt=0)
+    max_retries: int = Field(2, ge=0, le=10)
+    max_tokens: int = Field(1024, gt=0)
+    executable: str | None = None
+    workers: int = Field(1, ge=1, le=32)
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value not in KNOWN_BACKENDS:
+            raise ValueError(str(UnknownNameError("backend", value, KNOWN_BACKENDS)))
+        return value
+
+
+class DocumentConfig(_Strict):
+    """Which document a night trains.
+
+    * ``managed_skill`` — ``skillopt-sleep-learned/SKILL.md`` in the agent's skills folder
+      (Claude Code ``~/.claude/skills/``, Codex ``$CODEX_HOME/skills/``).
+    * ``claude_md`` / ``agents_md`` — ``CLAUDE.md`` / ``AGENTS.md`` in the project.
+    * ``path`` — any file (an existing skill); ``path`` must be set.
+
+    Only the managed block (between the skillopt-sleep markers) is ever edited.
+    """
+
+    kind: Literal["managed_skill", "claude_md", "agents_md", "path"] = "managed_skill"
+    agent: Agent = "claude_code"
+    path: Path | None = None
+
+
+class Settings(BaseSettings):
+    """All settings of one run. See ``docs/config.md`` for every key with its unit."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="SKILLOPT_SLEEP_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_default=True,
+    )
+
+    sources: dict[str, SourceConfig] = Field(
+        default_factory=lambda: {name: SourceConfig() for name in KNOWN_SOURCES}
+    )
+    #: Only sessions whose project (cwd) is this directory or below it; None = all projects.
+    project: Path | None = None
+    #: Only sessions touched in the last N days are mined.
+    lookback_days: int = Field(30, ge=1)
+
+    target: BackendConfig = Field(default_factory=BackendConfig)
+    optimizer: BackendConfig = Field(default_factory=BackendConfig)
+
+    epochs: int = Field(2, ge=1, le=50)
+    batch_size: int = Field(4, ge=1)
+    #: The learning rate: at most this many edits are tried per mini-batch.
+    edit_budget: int = Field(2, ge=1, le=20)
+    val_fraction: float = Field(0.25, ge=0.0, lt=1.0)
+    test_fraction: float = Field(0.25, ge=0.0, lt=1.0)
+    gate_metric: Literal["hard", "soft", "mixed"] = "mixed"
+    #: Reject an edit that makes any single val task worse, even if the mean improves.
+    no_regression: bool = True
+    #: Score rubrics with the optimizer model (soft score); off = rule checks only.
+    rubric: bool = True
+
+    max_calls_per_night: int = Field(400, ge=1)
+    max_tokens_per_night: int = Field(2_000_000, ge=1)
+
+    #: Mining: a task needs this many distinct sessions unless it carries a correction.
+    min_sessions: int = Field(2, ge=1)
+    #: Mining: token-set similarity (0..1, rapidfuzz) above which two intents are one task.
+    similarity: float = Field(0.72, gt=0.0, le=1.0)
+    max_tasks: int = Field(60, ge=1)
+
+    document: DocumentConfig = Field(default_factory=DocumentConfig)
+
+    #: Daemon: local time of the nightly run, "HH:MM".
+    schedule: str = "03:00"
+
+    @field_validator("sources")
+    @classmethod
+    def _known_sources(cls, value: dict[str, SourceConfig]) -> dict[str, SourceConfig]:
+        for name in value:
+            if name not in KNOWN_SOURCES:
+                raise ValueError(str(UnknownNameError("source", name, KNOWN_SOURCES)))
+        return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _hhmm(cls, value: str) -> str:
+        try:
+            hh, mm = value.split(":")
+            if not (0 <= int(hh) < 24 and 0 <= int(mm) < 60):
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"schedule must be HH:MM (24h), got {value!r}") from None
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # init (CLI overrides + the TOML file, merged by load_settings) > environment.
+        return (init_settings, env_settings)
+
+
+def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _format_error(exc: ValidationError, origin: str) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"] if p not in ("function-after",)) or "(root)"
+        if err["type"] == "extra_forbidden":
+            parts.append(f"unknown key {loc!r}")
+        else:
+            msg = err["msg"].removeprefix("Value error, ")
+            parts.append(f"{loc}: {msg}")
+    return f"config ({origin}): " + "; ".join(parts)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Parse a TOML config file. Raises ConfigError with the file and reason."""
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except (tomllib.TOMLDecodeError, OSError) as exc:
+        raise ConfigError(f"config file {path}: {exc}") from None
+
+
+#: Environment variables with our prefix that are not settings.
+_NON_SETTING_ENV = {"SKILLOPT_SLEEP_HOME"}
+
+
+def _check_environment() -> None:
+    import os
+
+    for key in os.environ:
+        if not key.startswith("SKILLOPT_SLEEP_") or key in _NON_SETTING_ENV:
+            continue
+        field = key.removeprefix("SKILLOPT_SLEEP_").split("__")[0].lower()
+        if field not in Settings.model_fields:
+            raise ConfigError(f"config (environment): unknown key {key!r}")
+
+
+def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings:
+    """Build :class:`Settings` from file < environment < ``overrides``.
+
+    ``overrides`` use the field names; nested dicts are merged key by key, ``None`` values are
+    ignored (so CLI flags that were not given do not clobber the file).
+    Raises ConfigError naming the offending key.
+    """
+    path = config_path or paths.config_file()
+    file_data = read_config_file(path)
+    if file_data:
+        try:
+            Settings.model_validate(file_data)  # report file typos against the file
+        except ValidationError as exc:
+            # Env may fill required things later; only structural errors matter here.
+            raise ConfigError(_format_error(exc, str(path))) from None
+    _check_environment()
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    merged = _deep_merge(file_data, clean)
+    try:
+        return Settings(**merged)
+    except ValidationError as exc:
+        raise ConfigError(_format_error(exc, "file, environment or flags")) from None

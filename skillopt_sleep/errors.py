@@ -1,0 +1,88 @@
+"""The exception tree. The CLI catches :class:`SkilloptError` once and prints ``str(exc)``
+as a one-line reason with a non-zero exit; anything else is a bug.
+
+    SkilloptError
+    ├── ConfigError            bad or unknown config key / value
+    ├── UnknownNameError       unknown backend, source or agent name
+    ├── StoreError             the database cannot be opened or migrated
+    ├── HarvestError           a source root cannot be read at all
+    ├── BackendError           a model/agent backend failed (see backends.errors)
+    │   ├── BackendUnreachable     connection refused, DNS, closed port
+    │   ├── BackendAuthError       401/403, missing or invalid key, not logged in
+    │   ├── BackendModelError      unknown model
+    │   ├── BackendTimeout         the call exceeded its timeout
+    │   └── BackendResponseError   malformed or unexpected answer, 5xx after retries
+    ├── BudgetExceeded         a per-night cap on calls or tokens was reached
+    ├── NightError             the night cannot run (no document, lock held, …)
+    └── ProposalError          unknown id, stale base, nothing to roll back, …
+"""
+
+from __future__ import annotations
+
+
+class SkilloptError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class ConfigError(SkilloptError):
+    pass
+
+
+class UnknownNameError(SkilloptError, ValueError):
+    """An unknown backend / source / agent name; the message lists the known ones."""
+
+    def __init__(self, kind: str, name: str, known: list[str] | tuple[str, ...]):
+        self.kind, self.name, self.known = kind, name, list(known)
+        super().__init__(f"unknown {kind} {name!r}; known: {', '.join(sorted(known))}")
+
+
+class StoreError(SkilloptError):
+    pass
+
+
+class HarvestError(SkilloptError):
+    pass
+
+
+class BackendError(SkilloptError):
+    """A backend failed. ``backend`` names it; ``fix`` is a hint for the user (may be empty)."""
+
+    def __init__(self, message: str, *, backend: str = "", fix: str = ""):
+        self.backend = backend
+        self.fix = fix
+        text = f"{backend}: {message}" if backend else message
+        if fix:
+            text = f"{text} ({fix})"
+        super().__init__(text)
+
+
+class BackendUnreachable(BackendError):
+    pass
+
+
+class BackendAuthError(BackendError):
+    pass
+
+
+class BackendModelError(BackendError):
+    pass
+
+
+class BackendTimeout(BackendError):
+    pass
+
+
+class BackendResponseError(BackendError):
+    pass
+
+
+class BudgetExceeded(SkilloptError):
+    pass
+
+
+class NightError(SkilloptError):
+    pass
+
+
+class ProposalError(SkilloptError):
+    pass

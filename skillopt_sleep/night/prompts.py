@@ -1,0 +1,119 @@
+"""The prompts the night sends to the optimizer model, and the parsers of its answers.
+
+Each prompt begins with a fixed marker line (``SKILLOPT-REFLECT v1``, ``SKILLOPT-JUDGE v1``,
+``SKILLOPT-CONSOLIDATE v1``) and carries its structured material as one fenced ``json`` block,
+so any capable model can follow it and the bundled simulator can parse it deterministically.
+The answer is asked for as a single JSON object; :func:`extract_json` tolerates prose and
+code fences around it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from skillopt_sleep.errors import BackendResponseError
+
+REFLECT_MARKER = "SKILLOPT-REFLECT v1"
+JUDGE_MARKER = "SKILLOPT-JUDGE v1"
+CONSOLIDATE_MARKER = "SKILLOPT-CONSOLIDATE v1"
+
+
+def _block(data: Any) -> str:
+    return "```json\n" + json.dumps(data, indent=2, ensure_ascii=False) + "\n```"
+
+
+def reflect_prompt(
+    *,
+    rules: list[str],
+    failures: list[dict[str, Any]],
+    successes: list[dict[str, Any]],
+    rejected: list[str],
+    budget: int,
+) -> str:
+    """Build the reflect prompt.
+
+    ``failures`` / ``successes`` items: ``{"task": str, "answer": str, "score": float,
+    "failed_checks": [{"kind", "value", "evidence"}], "corrections": [str]}``.
+    ``rejected``: texts of edits the gate rejected earlier (the rejected-edit buffer).
+    """
+    material = {
+        "rules": rules,
+        "failures": failures,
+        "successes": successes,
+        "rejected_edits": rejected,
+        "edit_budget": budget,
+    }
+    return f"""{REFLECT_MARKER}
+You improve a coding agent's skill document: a list of short rules the agent reads before it
+works. Below are the current rules, rollouts of the user's recurring tasks scored against
+checks derived from the user's own corrections, and edits that were already tried and
+rejected (do not propose them again).
+
+Propose at most {budget} edits that would make the failing rollouts pass without breaking the
+passing ones. Each edit is one of:
+  {{"op": "add", "text": "<new rule>", "rationale": "..."}}
+  {{"op": "replace", "old": "<existing rule, verbatim>", "text": "<new rule>", "rationale": "..."}}
+  {{"op": "delete", "old": "<existing rule, verbatim>", "rationale": "..."}}
+Rules are one line each, imperative, specific, and name concrete commands or values in
+backticks.
+
+{_block(material)}
+
+Answer with one JSON object and nothing else: {{"edits": [...]}}"""
+
+
+def judge_prompt(*, task: str, rubric: str, answer: str) -> str:
+    """Build the rubric-scoring prompt; the answer is ``{"score": 0..1}``."""
+    return f"""{JUDGE_MARKER}
+Score how well an assistant's answer satisfies a rubric written from the user's feedback.
+1.0 = fully satisfies, 0.0 = contradicts it. Judge only against the rubric.
+
+{_block({"task": task, "rubric": rubric, "answer": answer})}
+
+Answer with one JSON object and nothing else: {{"score": <number between 0 and 1>}}"""
+
+
+def consolidate_prompt(*, rules: list[str]) -> str:
+    """Build the epoch-end slow-update prompt; the answer is ``{"rules": [str, ...]}``."""
+    return f"""{CONSOLIDATE_MARKER}
+Consolidate this list of rules from a coding agent's skill document: merge duplicates and
+near-duplicates, drop rules that contradict a later rule, keep every distinct instruction and
+every concrete command or value. Do not invent new rules.
+
+{_block({"rules": rules})}
+
+Answer with one JSON object and nothing else: {{"rules": ["...", ...]}}"""
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.S)
+
+
+def extract_json(text: str, *, backend: str = "") -> dict[str, Any]:
+    """Return the first JSON object in ``text`` (fenced or bare).
+
+    Raises BackendResponseError when none parses, so a confused model fails loudly.
+    """
+    candidates = [m.group(1) for m in _FENCE.finditer(text)]
+    start = text.find("{")
+    if start != -1:
+        candidates.append(text[start : text.rfind("}") + 1])
+    for cand in candidates:
+        try:
+            value = json.loads(cand)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise BackendResponseError(
+        f"expected a JSON object in the answer, got: {text[:120]!r}", backend=backend
+    )
+
+
+def material_of(prompt: str) -> dict[str, Any]:
+    """The JSON material block of a prompt built here (used by the simulator)."""
+    match = _FENCE.search(prompt)
+    if not match:
+        raise ValueError("prompt has no json block")
+    return json.loads(match.group(1))

@@ -1,0 +1,230 @@
+"""Numbered schema migrations, applied on open, one transaction per step (sqlite-utils
+``Migrations``). Never edit a released step: add a new one."""
+
+from __future__ import annotations
+
+from sqlite_utils import Database, Migrations
+
+migrations = Migrations("skillopt_sleep")
+
+
+@migrations(name="m001_initial")
+def m001_initial(db: Database) -> None:
+    db["source_files"].create(
+        {
+            "path": str,
+            "source": str,
+            "inode": int,
+            "size": int,
+            "mtime": float,
+            "offset": int,  # bytes ingested (always at a line boundary)
+            "state": str,  # JSON: the harvester's per-file parse state
+            "head_hash": str,  # sha256 of the first <=4 KiB, to detect replaced files
+            "lines_ok": int,
+            "lines_skipped": int,
+            "status": str,  # ok | skipped | error
+            "last_error": str,
+            "updated_at": str,
+        },
+        pk="path",
+    )
+    db["sessions"].create(
+        {
+            "id": str,  # "<source>:<key>"
+            "source": str,
+            "key": str,
+            "project": str,
+            "file_path": str,
+            "started_at": str,
+            "updated_at": str,
+            "model": str,
+            "agent_version": str,
+            "headless": int,
+            "self_generated": int,
+            "title": str,
+            "n_messages": int,
+        },
+        pk="id",
+    )
+    db["sessions"].create_index(["project"])
+    db["messages"].create(
+        {
+            "id": int,
+            "session_id": str,
+            "source": str,
+            "uid": str,
+            "seq": int,
+            "role": str,
+            "kind": str,
+            "text": str,
+            "tool_names": str,  # JSON list
+            "timestamp": str,
+            "is_sidechain": int,
+            "is_error": int,
+        },
+        pk="id",
+        foreign_keys=[("session_id", "sessions", "id")],
+    )
+    db["messages"].create_index(["source", "uid"], unique=True)
+    db["messages"].create_index(["session_id", "seq"])
+    db["harvest_runs"].create(
+        {
+            "id": int,
+            "started_at": str,
+            "finished_at": str,
+            "source": str,
+            "files_seen": int,
+            "files_read": int,
+            "bytes_read": int,
+            "sessions_new": int,
+            "sessions_updated": int,
+            "sessions_filtered": str,  # JSON {reason: count}
+            "lines_skipped": str,  # JSON {reason: count}
+            "files_skipped": str,  # JSON {reason: count}
+        },
+        pk="id",
+    )
+    db["tasks"].create(
+        {
+            "id": str,
+            "project": str,
+            "intent": str,
+            "sessions": str,  # JSON list of session ids
+            "checks": str,  # JSON list of Check
+            "rubric": str,
+            "corrections": str,  # JSON list
+            "split": str,
+            "synthetic": int,
+            "tools": str,
+            "first_seen": str,
+            "last_seen": str,
+            "updated_at": str,
+        },
+        pk="id",
+    )
+    db["nights"].create(
+        {
+            "id": int,
+            "started_at": str,
+            "finished_at": str,
+            "status": str,  # running | succeeded | no_change | no_tasks | failed | interrupted
+            "project": str,
+            "dry_run": int,
+            "trigger": str,  # cli | daemon | mcp | demo
+            "pid": int,
+            "error": str,
+            "target_path": str,
+            "calls": int,
+            "cached_calls": int,
+            "input_tokens": int,
+            "output_tokens": int,
+            "seconds": float,
+            "val_before": float,
+            "val_after": float,
+            "test_before": float,
+            "test_after": float,
+            "proposal_id": str,
+            "summary": str,  # JSON
+        },
+        pk="id",
+    )
+    db["rollout_cache"].create(
+        {
+            "key": str,  # sha256(task intent, doc hash, backend, model, tools)
+            "text": str,
+            "tool_calls": str,
+            "input_tokens": int,
+            "output_tokens": int,
+            "seconds": float,
+            "created_at": str,
+        },
+        pk="key",
+    )
+    db["judge_cache"].create(
+        {"key": str, "score": float, "created_at": str},
+        pk="key",
+    )
+    db["rollouts"].create(
+        {
+            "id": int,
+            "night_id": int,
+            "task_id": str,
+            "split": str,
+            "phase": str,  # e.g. "train e1b0", "val candidate 3", "test before"
+            "doc_hash": str,
+            "backend": str,
+            "model": str,
+            "answer": str,
+            "tool_calls": str,
+            "hard": float,
+            "soft": float,
+            "score": float,
+            "checks": str,  # JSON per-check pass/fail
+            "cached": int,
+            "input_tokens": int,
+            "output_tokens": int,
+            "seconds": float,
+            "created_at": str,
+        },
+        pk="id",
+    )
+    db["rollouts"].create_index(["night_id"])
+    db["edits"].create(
+        {
+            "id": int,
+            "night_id": int,
+            "epoch": int,
+            "batch": int,
+            "op": str,  # add | delete | replace
+            "text": str,
+            "old": str,
+            "rationale": str,
+            "origin": str,  # reflect | consolidate
+            "status": str,  # applied | rejected | unmatched | unverified
+            "reason": str,
+            "val_before": float,
+            "val_after": float,
+            "created_at": str,
+        },
+        pk="id",
+    )
+    db["edits"].create_index(["night_id"])
+    db["proposals"].create(
+        {
+            "id": str,
+            "night_id": int,
+            "created_at": str,
+            "status": str,  # staged | adopted | rejected | rolled_back | superseded
+            "target_path": str,
+            "base_hash": str,  # sha256 of the live file when the night started ("" = absent)
+            "new_hash": str,
+            "dir": str,
+            "val_before": float,
+            "val_after": float,
+            "test_before": float,
+            "test_after": float,
+            "summary": str,
+            "reason": str,
+        },
+        pk="id",
+    )
+    db["adoptions"].create(
+        {
+            "id": int,
+            "proposal_id": str,
+            "target_path": str,
+            "adopted_at": str,
+            "backup_path": str,  # "" when the file did not exist before
+            "existed_before": int,
+            "before_hash": str,
+            "after_hash": str,
+            "rolled_back_at": str,
+        },
+        pk="id",
+    )
+    db["adoptions"].create_index(["target_path"])
+
+
+@migrations(name="m002_messages_fts")
+def m002_messages_fts(db: Database) -> None:
+    db["messages"].enable_fts(["text"], create_triggers=True, tokenize="porter")

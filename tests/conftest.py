@@ -1,0 +1,37 @@
+"""Shared fixtures. Every test runs with its own HOME and skillopt-sleep home under tmp_path,
+so nothing reads or writes the real user's agent logs or state."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("USERPROFILE", str(home))
+    monkeypatch.setenv("SKILLOPT_SLEEP_HOME", str(tmp_path / "skillopt-home"))
+    for var in list(os.environ):
+        if var.startswith("SKILLOPT_SLEEP_") and var != "SKILLOPT_SLEEP_HOME":
+            monkeypatch.delenv(var)
+    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME", "XDG_CONFIG_HOME",
+                "XDG_STATE_HOME", "XDG_DATA_HOME", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
+@pytest.fixture
+def corpus() -> Path:
+    """The shared real-log corpus (``SKILLOPT_CORPUS``, set by .ci/run)."""
+    value = os.environ.get("SKILLOPT_CORPUS")
+    if not value:
+        pytest.skip("SKILLOPT_CORPUS is not set: the shared session-log corpus is not available")
+    path = Path(value)
+    if not path.is_dir():
+        pytest.skip(f"SKILLOPT_CORPUS={value} is not a directory")
+    return path
