@@ -196,7 +196,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
 
 
 #: Environment variables with our prefix that are not settings.
-_NON_SETTING_ENV = {"SKILLOPT_SLEEP_HOME"}
+_NON_SETTING_ENV = {"SKILLOPT_SLEEP_HOME", "SKILLOPT_SLEEP_CONFIG_FILE"}
 
 
 def _check_environment() -> None:

@@ -57,7 +57,8 @@ class HarvestedSession(BaseModel):
 class Check(BaseModel):
     """A deterministic rule check on an answer.
 
-    kinds: ``contains`` / ``not_contains`` (case-insensitive substring), ``regex`` (Python
+    kinds: ``contains`` / ``not_contains`` (case-insensitive, matched as a whole token: ``npm``
+    does not match inside ``pnpm``), ``regex`` (Python
     ``re.search``, case-insensitive), ``max_chars`` / ``min_chars`` (``value`` is an int
     as a string), ``tool_called`` (a tool of that name appears in the rollout's tool calls).
     ``origin`` says where it came from (``correction``, ``feedback``, ``answer``).

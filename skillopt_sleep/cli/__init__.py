@@ -1,0 +1,269 @@
+"""The ``skillopt-sleep`` command line: parse, call one core function, print.
+
+Every :class:`~skillopt_sleep.errors.SkilloptError` is caught once, in :func:`main`, and
+printed as ``error: <one-line reason>`` with exit status 1.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from skillopt_sleep.errors import SkilloptError
+
+app = typer.Typer(
+    name="skillopt-sleep",
+    help="Train your coding agents' skill documents on the tasks you repeat, while you sleep.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+_state: dict[str, Any] = {"config": None}
+
+JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON.")
+
+
+@app.callback()
+def _root(
+    config: Optional[Path] = typer.Option(
+        None, "--config", help="Config file (default: the user config dir's config.toml).",
+        envvar="SKILLOPT_SLEEP_CONFIG_FILE",
+    ),
+) -> None:
+    _state["config"] = config
+
+
+def _settings(**overrides: Any):
+    from skillopt_sleep.config import load_settings
+
+    return load_settings(_state["config"], **overrides)
+
+
+def _store():
+    from skillopt_sleep.store import open_store
+
+    return open_store()
+
+
+def _print_json(data: Any) -> None:
+    out.print_json(json.dumps(data, default=str, ensure_ascii=False))
+
+
+def _fmt(x: Any) -> str:
+    return "—" if x is None else (f"{x:.3f}" if isinstance(x, float) else str(x))
+
+
+@app.command()
+def harvest(as_json: bool = JsonOpt) -> None:
+    """Read new bytes of every enabled agent's session logs into the store."""
+    from skillopt_sleep.sources.ingest import harvest as do_harvest
+
+    report = do_harvest(_store(), _settings(), progress=not as_json and sys.stderr.isatty())
+    data = report.model_dump() if hasattr(report, "model_dump") else report.__dict__
+    if as_json:
+        _print_json(data)
+        return
+    for name, acc in (data.get("sources") or {}).items():
+        out.print(f"[bold]{name}[/]: {acc}")
+
+
+@app.command()
+def tasks(
+    project: Optional[Path] = typer.Option(None, help="Only this project (default: all)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Mine and list recurring tasks with their split and checks."""
+    from skillopt_sleep.night.mine import mine
+
+    store = _store()
+    report = mine(store, _settings(project=project))
+    rows = [t.model_dump() for t in report.tasks]
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table("id", "split", "sessions", "checks", "intent")
+    for t in rows:
+        checks = ", ".join(f"{c['kind']} {c['value']!r}" for c in t["checks"])
+        table.add_row(t["id"], t["split"], str(len(t["sessions"])), checks or "rubric only",
+                      t["intent"].replace("\n", " ")[:70])
+    out.print(table)
+
+
+@app.command()
+def run(
+    dry_run: bool = typer.Option(False, "--dry-run", help="Harvest and mine only; no model calls, nothing staged."),
+    project: Optional[Path] = typer.Option(None, help="Only tasks from this project."),
+    target_backend: Optional[str] = typer.Option(None, help="Backend that replays tasks."),
+    target_model: Optional[str] = typer.Option(None),
+    optimizer_backend: Optional[str] = typer.Option(None, help="Backend that reflects and judges."),
+    optimizer_model: Optional[str] = typer.Option(None),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Run one night now: harvest, mine, replay, reflect, gate, stage a proposal."""
+    from skillopt_sleep.night.run import run_night
+
+    target = {k: v for k, v in (("name", target_backend), ("model", target_model)) if v}
+    optimizer = {k: v for k, v in (("name", optimizer_backend), ("model", optimizer_model)) if v}
+    settings = _settings(project=project, target=target or None, optimizer=optimizer or None)
+    say = (lambda m: None) if as_json else (lambda m: err.print(f"[dim]{m}[/]"))
+    result = run_night(_store(), settings, dry_run=dry_run, progress=say)
+    if as_json:
+        _print_json(result.__dict__)
+        return
+    out.print(f"night {result.night_id}: {result.status}")
+    if result.summary.get("reason"):
+        out.print(f"  {result.summary['reason']}")
+    out.print(f"  tasks: {result.summary.get('train', 0)} train, {result.summary.get('val', 0)} val, "
+              f"{result.summary.get('test', 0)} test")
+    if result.status not in ("planned", "no_tasks"):
+        out.print(f"  val {_fmt(result.val_before)} -> {_fmt(result.val_after)}, "
+                  f"test {_fmt(result.test_before)} -> {_fmt(result.test_after)}")
+        out.print(f"  model calls: {result.cost.get('calls')} (+{result.cost.get('cached_calls')} cached)")
+    if result.proposal_id:
+        out.print(f"  proposal {result.proposal_id} staged for {result.target_path}")
+        out.print(f"  review: skillopt-sleep show {result.proposal_id}; adopt: skillopt-sleep adopt {result.proposal_id}")
+
+
+@app.command("proposals")
+def proposals_cmd(
+    all_: bool = typer.Option(False, "--all", help="Include adopted, rejected and superseded ones."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """List staged proposals."""
+    from skillopt_sleep.proposals import list_proposals
+
+    rows = list_proposals(_store(), None if all_ else "staged")
+    if as_json:
+        _print_json(rows)
+        return
+    if not rows:
+        out.print("no proposals" + ("" if all_ else " staged (see --all)"))
+        return
+    table = Table("id", "status", "created", "val", "test", "target")
+    for r in rows:
+        table.add_row(r["id"], r["status"], r["created_at"], f"{_fmt(r['val_before'])} -> {_fmt(r['val_after'])}",
+                      f"{_fmt(r['test_before'])} -> {_fmt(r['test_after'])}", r["target_path"])
+    out.print(table)
+
+
+@app.command()
+def show(proposal_id: str = typer.Argument(..., metavar="ID"), as_json: bool = JsonOpt) -> None:
+    """Show a proposal's report: scores, edits with rationale, per-task deltas, diff."""
+    from skillopt_sleep.proposals import get_proposal, load_report
+
+    row = get_proposal(_store(), proposal_id)
+    if as_json:
+        _print_json(dict(load_report(row), status=row["status"]))
+        return
+    out.print(f"status: {row['status']}   folder: {row['dir']}")
+    out.print((Path(row["dir"]) / "report.md").read_text("utf-8"), markup=False)
+
+
+@app.command("adopt")
+def adopt_cmd(
+    proposal_id: str = typer.Argument(..., metavar="ID"),
+    force: bool = typer.Option(False, "--force", help="Apply the managed block even if the file changed."),
+) -> None:
+    """Write a staged proposal to its live file (atomically, with a backup)."""
+    from skillopt_sleep.proposals import adopt
+
+    a = adopt(_store(), proposal_id, force=force)
+    out.print(f"adopted {proposal_id} -> {a['target_path']}")
+    if a["backup_path"]:
+        out.print(f"  backup: {a['backup_path']}")
+    out.print("  undo with: skillopt-sleep rollback")
+
+
+@app.command("reject")
+def reject_cmd(
+    proposal_id: str = typer.Argument(..., metavar="ID"),
+    reason: str = typer.Option("", help="Why (kept with the proposal)."),
+) -> None:
+    """Discard a staged proposal."""
+    from skillopt_sleep.proposals import reject
+
+    reject(_store(), proposal_id, reason)
+    out.print(f"rejected {proposal_id}")
+
+
+@app.command("rollback")
+def rollback_cmd(
+    target: Optional[str] = typer.Argument(None, help="The live file (default: the latest adoption)."),
+    force: bool = typer.Option(False, "--force", help="Restore even if the file changed since adoption."),
+) -> None:
+    """Restore the file as it was before the latest adoption, byte for byte."""
+    from skillopt_sleep.proposals import rollback
+
+    a = rollback(_store(), target, force=force)
+    out.print(f"rolled back {a['proposal_id']}: {a['target_path']} restored")
+
+
+@app.command()
+def status(as_json: bool = JsonOpt) -> None:
+    """Show the last nights, pending proposals, harvest accounting and the last error."""
+    from skillopt_sleep.status import collect_status
+
+    data = collect_status(_store())
+    if as_json:
+        _print_json(data)
+        return
+    c = data["counts"]
+    out.print(f"store: {data['database']} ({c['sessions']} sessions, {c['messages']} messages, {c['tasks']} tasks)")
+    n = data["last_night"]
+    if n:
+        out.print(f"last night: #{n['id']} {n['status']} at {n['started_at']}"
+                  f" — val {_fmt(n['val_before'])} -> {_fmt(n['val_after'])},"
+                  f" test {_fmt(n['test_before'])} -> {_fmt(n['test_after'])}, calls {_fmt(n['calls'])}")
+        if n["error"]:
+            out.print(f"  error: {n['error']}", markup=False)
+    else:
+        out.print("last night: none yet (run `skillopt-sleep run`)")
+    for p in data["pending_proposals"]:
+        out.print(f"pending proposal {p['id']} for {p['target']} (val {_fmt(p['val_before'])} -> {_fmt(p['val_after'])})")
+    for name, h in data["harvest"].items():
+        out.print(f"harvest {name}: {h['files_seen']} files, {h['sessions_new']} new / "
+                  f"{h['sessions_updated']} updated sessions at {h['at']}; skipped lines {h['lines_skipped']}")
+
+
+@app.command()
+def demo(
+    keep: Optional[Path] = typer.Option(None, help="Use this folder instead of a temporary one and keep it."),
+) -> None:
+    """Run a full night in a sandbox against the bundled simulator (no agent or key needed)."""
+    from skillopt_sleep.demo import run_demo
+
+    result = run_demo(keep, say=lambda m: err.print(f"[dim]{m}[/]"))
+    out.print(f"demo night: {result['status']}; val {_fmt(result['val_before'])} -> {_fmt(result['val_after'])}, "
+              f"test {_fmt(result['test_before'])} -> {_fmt(result['test_after'])}")
+    out.print(f"report: {result['report']}")
+    if result.get("sandbox"):
+        out.print(f"sandbox: {result['sandbox']}")
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except SkilloptError as exc:
+        err.print(f"error: {exc}", markup=False)
+        sys.exit(1)
+    except (typer.Abort, KeyboardInterrupt):
+        err.print("aborted")
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # click usage errors
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise

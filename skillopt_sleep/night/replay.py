@@ -1,0 +1,213 @@
+"""Replay: run tasks through the target backend with a candidate document, cached.
+
+* :class:`Meter` wraps a backend: counts calls / cached calls / tokens / seconds, enforces the
+  per-night caps (raises :class:`~skillopt_sleep.errors.BudgetExceeded`), and serves repeated
+  requests from the store's ``rollout_cache`` (key: sha256 of backend name, model, base URL,
+  system text, prompt and tools), so an unchanged re-run of a night makes zero model calls.
+* :func:`score_answer` runs a task's rule checks (hard score, 0..1) and, when a rubric and a
+  judge are available, the rubric (soft score, 0..1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from skillopt_sleep.backends.base import Backend
+from skillopt_sleep.errors import BudgetExceeded
+from skillopt_sleep.models import Check, Completion, CompletionRequest, Task, Usage
+from skillopt_sleep.night import prompts
+from skillopt_sleep.store import Store, now_iso
+
+
+@dataclass
+class Cost:
+    calls: int = 0
+    cached_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class Meter:
+    """A caching, budgeted view of one backend. Thread-safe."""
+
+    def __init__(self, backend: Backend, store: Store, cost: Cost, *, max_calls: int,
+                 max_tokens: int, role: str):
+        self.backend, self.store, self.cost = backend, store, cost
+        self.max_calls, self.max_tokens, self.role = max_calls, max_tokens, role
+        self._lock = threading.Lock()
+
+    def key(self, req: CompletionRequest) -> str:
+        cfg = self.backend.config
+        blob = json.dumps(
+            [cfg.name, req.model or cfg.model, cfg.base_url or "", req.system, req.prompt,
+             sorted(req.tools), req.max_tokens],
+            ensure_ascii=False,
+        )
+        return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def complete(self, req: CompletionRequest) -> tuple[Completion, bool]:
+        """Return ``(completion, cached)``."""
+        key = self.key(req)
+        with self._lock:
+            hit = self.store.get("rollout_cache", key)
+        if hit:
+            with self._lock:
+                self.cost.cached_calls += 1
+            return (
+                Completion(
+                    text=hit["text"],
+                    tool_calls=json.loads(hit["tool_calls"] or "[]"),
+                    usage=Usage(input_tokens=hit["input_tokens"], output_tokens=hit["output_tokens"]),
+                    seconds=hit["seconds"],
+                ),
+                True,
+            )
+        with self._lock:
+            if self.cost.calls >= self.max_calls:
+                raise BudgetExceeded(f"per-night cap of {self.max_calls} model calls reached")
+            spent = self.cost.input_tokens + self.cost.output_tokens
+            if spent >= self.max_tokens:
+                raise BudgetExceeded(f"per-night cap of {self.max_tokens} tokens reached")
+            self.cost.calls += 1
+        started = time.monotonic()
+        comp = self.backend.complete(req)
+        elapsed = comp.seconds or (time.monotonic() - started)
+        with self._lock:
+            self.cost.input_tokens += comp.usage.input_tokens
+            self.cost.output_tokens += comp.usage.output_tokens
+            self.cost.seconds += elapsed
+            self.store.db["rollout_cache"].upsert(
+                {
+                    "key": key,
+                    "text": comp.text,
+                    "tool_calls": json.dumps(comp.tool_calls),
+                    "input_tokens": comp.usage.input_tokens,
+                    "output_tokens": comp.usage.output_tokens,
+                    "seconds": elapsed,
+                    "created_at": now_iso(),
+                },
+                pk="key",
+            )
+        return comp, False
+
+
+def _mentions(answer: str, value: str) -> bool:
+    """Case-insensitive match of ``value`` as a whole token: ``npm`` is not found in ``pnpm``."""
+    pattern = r"(?<![\w-])" + re.escape(value.strip()) + r"(?![\w-])"
+    return re.search(pattern, answer, re.I) is not None
+
+
+def run_check(check: Check, answer: str, tool_calls: list[str]) -> bool:
+    """Run one check (see :class:`~skillopt_sleep.models.Check`); True when it passes."""
+    value = check.value
+    if check.kind == "contains":
+        return _mentions(answer, value)
+    if check.kind == "not_contains":
+        return not _mentions(answer, value)
+    if check.kind == "regex":
+        try:
+            return re.search(value, answer, re.I) is not None
+        except re.error:
+            return False
+    if check.kind == "max_chars":
+        return len(answer) <= int(value)
+    if check.kind == "min_chars":
+        return len(answer) >= int(value)
+    if check.kind == "tool_called":
+        return any(t == value or t.endswith("__" + value) for t in tool_calls)
+    raise ValueError(f"unknown check kind {check.kind!r}")
+
+
+@dataclass
+class Scored:
+    """One scored rollout. ``score`` is what the gate compares (0..1)."""
+
+    task_id: str
+    answer: str
+    tool_calls: list[str]
+    hard: float | None
+    soft: float | None
+    score: float
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    cached: bool = False
+    usage: Usage = field(default_factory=Usage)
+    seconds: float = 0.0
+
+
+def combine(hard: float | None, soft: float | None, metric: str) -> float:
+    if metric == "hard":
+        return hard if hard is not None else (soft if soft is not None else 0.0)
+    if metric == "soft":
+        return soft if soft is not None else (hard if hard is not None else 0.0)
+    parts = [x for x in (hard, soft) if x is not None]
+    return sum(parts) / len(parts) if parts else 0.0
+
+
+def scorable(task: Task, judge_available: bool) -> bool:
+    return bool(task.checks) or (judge_available and bool(task.rubric))
+
+
+class Replayer:
+    """Replays tasks against a document through the target meter; scores with the judge meter."""
+
+    def __init__(self, target: Meter, judge: Meter | None, *, metric: str, workers: int = 1,
+                 on_rollout: Callable[[Scored], None] | None = None):
+        self.target, self.judge, self.metric = target, judge, metric
+        self.workers = max(1, workers)
+        self.on_rollout = on_rollout
+
+    def _one(self, task: Task, document: str) -> Scored:
+        req = CompletionRequest(
+            system=document, prompt=task.intent, tools=list(task.tools), purpose="target",
+            max_tokens=self.target.backend.config.max_tokens,
+        )
+        comp, cached = self.target.complete(req)
+        results = [
+            {"kind": c.kind, "value": c.value, "evidence": c.evidence,
+             "passed": run_check(c, comp.text, comp.tool_calls)}
+            for c in task.checks
+        ]
+        hard = sum(r["passed"] for r in results) / len(results) if results else None
+        soft = None
+        if self.judge is not None and task.rubric:
+            jreq = CompletionRequest(
+                prompt=prompts.judge_prompt(task=task.intent, rubric=task.rubric, answer=comp.text),
+                purpose="judge", max_tokens=200,
+            )
+            jcomp, _ = self.judge.complete(jreq)
+            data = prompts.extract_json(jcomp.text, backend=self.judge.backend.name)
+            try:
+                soft = min(1.0, max(0.0, float(data.get("score"))))
+            except (TypeError, ValueError):
+                soft = None
+        scored = Scored(
+            task_id=task.id, answer=comp.text, tool_calls=comp.tool_calls, hard=hard, soft=soft,
+            score=combine(hard, soft, self.metric), checks=results, cached=cached,
+            usage=comp.usage, seconds=comp.seconds,
+        )
+        if self.on_rollout:
+            self.on_rollout(scored)
+        return scored
+
+    def run(self, tasks: list[Task], document: str) -> dict[str, Scored]:
+        """Score every task against ``document``; returns ``{task_id: Scored}``."""
+        if self.workers == 1 or len(tasks) <= 1:
+            return {t.id: self._one(t, document) for t in tasks}
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            results = list(pool.map(lambda t: self._one(t, document), tasks))
+        return {s.task_id: s for s in results}
+
+
+def mean(scores: dict[str, Scored]) -> float:
+    return sum(s.score for s in scores.values()) / len(scores) if scores else 0.0

@@ -1,0 +1,361 @@
+"""One night: harvest → mine → replay → reflect → edit → gate → consolidate → stage.
+
+:func:`run_night` is the single entry point used by the CLI, the daemon and the MCP server.
+It records a ``nights`` row first and always finishes it: ``succeeded`` (a proposal was
+staged), ``no_change`` (nothing certified), ``no_tasks``, ``planned`` (dry run), ``failed``
+(a backend or budget error — re-raised so callers exit non-zero) or, when the process dies,
+``interrupted`` (set by the next run, see :func:`mark_interrupted`).
+
+The training loop follows the epoch / mini-batch shape of SkillOpt-style prompt optimisation:
+each epoch shuffles train tasks deterministically, each mini-batch is replayed, the optimizer
+reflects on its failures and successes and proposes at most ``edit_budget`` edits, and every
+edit is tried on its own against the val gate. Rejected edits go to a buffer shown to the
+optimizer for the rest of the night. Each epoch ends with a gated consolidation of the rules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from filelock import FileLock, Timeout
+
+from skillopt_sleep import paths
+from skillopt_sleep.backends import get_backend
+from skillopt_sleep.backends.base import Backend
+from skillopt_sleep.config import Settings
+from skillopt_sleep.errors import BudgetExceeded, NightError, SkilloptError
+from skillopt_sleep.models import CompletionRequest, Task
+from skillopt_sleep.night import prompts
+from skillopt_sleep.night.document import Document, Edit, apply_edit, parse_edits, read_live, \
+    resolve_target, sha256_text
+from skillopt_sleep.night.gate import gate
+from skillopt_sleep.night.replay import Cost, Meter, Replayer, Scored, mean, scorable
+from skillopt_sleep.store import Store, now_iso
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class NightResult:
+    night_id: int
+    status: str
+    proposal_id: str | None = None
+    target_path: str = ""
+    val_before: float | None = None
+    val_after: float | None = None
+    test_before: float | None = None
+    test_after: float | None = None
+    cost: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def mark_interrupted(store: Store) -> int:
+    """Mark ``running`` nights whose process is gone as ``interrupted``; returns how many."""
+    n = 0
+    for row in store.rows("nights", "status = ?", ["running"]):
+        if not _pid_alive(row.get("pid")) or row.get("pid") == os.getpid():
+            store.update("nights", row["id"], {"status": "interrupted", "finished_at": now_iso(),
+                                                "error": "the process running it stopped"})
+            n += 1
+    return n
+
+
+def night_lock() -> FileLock:
+    """The one-night-at-a-time lock shared by the CLI, the daemon and the MCP server."""
+    paths.state_dir().mkdir(parents=True, exist_ok=True)
+    return FileLock(str(paths.state_dir() / "night.lock"))
+
+
+class _Night:
+    def __init__(self, store: Store, settings: Settings, night_id: int, target: Backend,
+                 optimizer: Backend, say: Progress):
+        self.store, self.s, self.night_id, self.say = store, settings, night_id, say
+        self.cost = Cost()
+        caps = dict(max_calls=settings.max_calls_per_night, max_tokens=settings.max_tokens_per_night)
+        self.target = Meter(target, store, self.cost, role="target", **caps)
+        self.optimizer = Meter(optimizer, store, self.cost, role="optimizer", **caps)
+        self.replayer = Replayer(
+            self.target, self.optimizer if settings.rubric else None,
+            metric=settings.gate_metric, workers=target.config.workers,
+        )
+        self.edits: list[Edit] = []
+        self.rejected: list[str] = []
+
+    # ----------------------------------------------------------------- helpers
+    def replay(self, tasks: list[Task], doc: Document, rules: list[str], split: str,
+               phase: str) -> dict[str, Scored]:
+        text = doc.render(rules)
+        scores = self.replayer.run(tasks, text)
+        dh = sha256_text(text)
+        by_id = {t.id: t for t in tasks}
+        for tid, sc in scores.items():
+            self.store.insert("rollouts", {
+                "night_id": self.night_id, "task_id": tid, "split": by_id[tid].split,
+                "phase": phase, "doc_hash": dh, "backend": self.target.backend.name,
+                "model": self.target.backend.model, "answer": sc.answer,
+                "tool_calls": json.dumps(sc.tool_calls), "hard": sc.hard, "soft": sc.soft,
+                "score": sc.score, "checks": json.dumps(sc.checks), "cached": int(sc.cached),
+                "input_tokens": sc.usage.input_tokens, "output_tokens": sc.usage.output_tokens,
+                "seconds": sc.seconds, "created_at": now_iso(),
+            })
+        return scores
+
+    def reflect(self, batch: list[Task], scores: dict[str, Scored], rules: list[str]) -> list[Edit]:
+        def item(t: Task) -> dict[str, Any]:
+            sc = scores[t.id]
+            return {
+                "task": t.intent[:1500], "answer": sc.answer[:1500], "score": round(sc.score, 3),
+                "failed_checks": [
+                    {k: c[k] for k in ("kind", "value", "evidence")} for c in sc.checks if not c["passed"]
+                ],
+                "corrections": t.corrections[:5],
+            }
+        failures = [item(t) for t in batch if scores[t.id].score < 1.0]
+        successes = [item(t) for t in batch if scores[t.id].score >= 1.0]
+        prompt = prompts.reflect_prompt(rules=rules, failures=failures, successes=successes[:5],
+                                        rejected=self.rejected, budget=self.s.edit_budget)
+        comp, _ = self.optimizer.complete(CompletionRequest(prompt=prompt, purpose="reflect",
+                                                            max_tokens=2000))
+        data = prompts.extract_json(comp.text, backend=self.optimizer.backend.name)
+        return parse_edits(data)[: self.s.edit_budget]
+
+    def record_edit(self, e: Edit) -> None:
+        self.edits.append(e)
+        e.id = self.store.insert("edits", {
+            "night_id": self.night_id, "epoch": e.epoch, "batch": e.batch, "op": e.op,
+            "text": e.text, "old": e.old, "rationale": e.rationale, "origin": e.origin,
+            "status": e.status, "reason": e.reason, "val_before": e.val_before,
+            "val_after": e.val_after, "created_at": now_iso(),
+        })
+
+    # ----------------------------------------------------------------- the loop
+    def train(self, doc: Document, train: list[Task], val: list[Task], verified: bool
+              ) -> tuple[list[str], dict[str, Scored]]:
+        rules = list(doc.rules)
+        val_scores = self.replay(val, doc, rules, "val", "val baseline")
+        self.val_baseline = mean(val_scores)
+        for epoch in range(1, self.s.epochs + 1):
+            order = sorted(train, key=lambda t: t.id)
+            random.Random(f"{epoch}:{len(order)}").shuffle(order)
+            batches = [order[i : i + self.s.batch_size] for i in range(0, len(order), self.s.batch_size)]
+            for b, batch in enumerate(batches, 1):
+                self.say(f"epoch {epoch}/{self.s.epochs} batch {b}/{len(batches)}: replay")
+                scores = self.replay(batch, doc, rules, "train", f"train e{epoch}b{b}")
+                if all(sc.score >= 1.0 for sc in scores.values()):
+                    continue
+                for e in self.reflect(batch, scores, rules):
+                    e.epoch, e.batch = epoch, b
+                    candidate = apply_edit(rules, e)
+                    if candidate is None:
+                        e.status, e.reason = "unmatched", "does not apply to the current rules"
+                        self.record_edit(e)
+                        continue
+                    cand_scores = self.replay(val, doc, candidate, "val", f"val e{epoch}b{b} candidate")
+                    v = gate(val_scores, cand_scores, no_regression=self.s.no_regression)
+                    e.val_before, e.val_after, e.reason = v.before, v.after, v.reason
+                    if v.accepted:
+                        e.status = "applied" if verified else "unverified"
+                        rules, val_scores = candidate, cand_scores
+                    else:
+                        e.status = "rejected"
+                        self.rejected.append(e.describe())
+                    self.say(f"  {e.status}: {e.describe()} ({v.reason})")
+                    self.record_edit(e)
+            rules, val_scores = self.consolidate(doc, rules, val, val_scores, epoch, verified)
+        return rules, val_scores
+
+    def consolidate(self, doc: Document, rules: list[str], val: list[Task],
+                    val_scores: dict[str, Scored], epoch: int, verified: bool
+                    ) -> tuple[list[str], dict[str, Scored]]:
+        if len(rules) < 2:
+            return rules, val_scores
+        comp, _ = self.optimizer.complete(CompletionRequest(
+            prompt=prompts.consolidate_prompt(rules=rules), purpose="consolidate", max_tokens=2000))
+        data = prompts.extract_json(comp.text, backend=self.optimizer.backend.name)
+        merged = [str(r).strip() for r in data.get("rules") or [] if str(r).strip()]
+        if not merged or merged == rules:
+            return rules, val_scores
+        e = Edit(op="replace", old="\n".join(rules), text="\n".join(merged), origin="consolidate",
+                 rationale=f"epoch {epoch} slow update: {len(rules)} -> {len(merged)} rules",
+                 epoch=epoch)
+        cand = self.replay(val, doc, merged, "val", f"val e{epoch} consolidate")
+        v = gate(val_scores, cand, no_regression=self.s.no_regression, strict=False)
+        e.val_before, e.val_after, e.reason = v.before, v.after, v.reason
+        if v.accepted:
+            e.status = "applied" if verified else "unverified"
+            rules, val_scores = merged, cand
+        else:
+            e.status = "rejected"
+        self.record_edit(e)
+        return rules, val_scores
+
+
+def _open_backends(settings: Settings) -> tuple[Backend, Backend]:
+    target = get_backend(settings.target)
+    optimizer = get_backend(settings.optimizer)
+    return target, optimizer
+
+
+def run_night(
+    store: Store,
+    settings: Settings,
+    *,
+    dry_run: bool = False,
+    trigger: str = "cli",
+    harvest_first: bool = True,
+    progress: Progress | None = None,
+    env: dict[str, str] | None = None,
+    home: Path | None = None,
+) -> NightResult:
+    """Run one night and return its result.
+
+    Raises NightError when another night holds the lock, and re-raises backend / budget errors
+    after recording the failed night (so the CLI exits non-zero with the reason).
+    """
+    say = progress or (lambda _msg: None)
+    lock = night_lock()
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        running = store.rows("nights", "status = ?", ["running"], order_by="id desc", limit=1)
+        since = f" (started {running[0]['started_at']})" if running else ""
+        raise NightError(f"a night is running{since}") from None
+    try:
+        mark_interrupted(store)
+        night_id = store.insert("nights", {
+            "started_at": now_iso(), "status": "running", "trigger": trigger, "pid": os.getpid(),
+            "dry_run": int(dry_run), "project": str(settings.project or ""),
+        })
+        started = time.monotonic()
+        try:
+            result = _run(store, settings, night_id, dry_run=dry_run, say=say, env=env, home=home)
+        except (SkilloptError, KeyboardInterrupt) as exc:
+            status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+            store.update("nights", night_id, {
+                "status": status, "finished_at": now_iso(), "error": str(exc) or type(exc).__name__,
+                "seconds": time.monotonic() - started,
+            })
+            raise
+        except Exception as exc:  # a bug: still never leave the night "running"
+            store.update("nights", night_id, {
+                "status": "failed", "finished_at": now_iso(),
+                "error": f"internal error: {type(exc).__name__}: {exc}",
+                "seconds": time.monotonic() - started,
+            })
+            raise
+        return result
+    finally:
+        lock.release()
+
+
+def _split(tasks: list[Task]) -> tuple[list[Task], list[Task], list[Task]]:
+    return ([t for t in tasks if t.split == "train"], [t for t in tasks if t.split == "val"],
+            [t for t in tasks if t.split == "test"])
+
+
+def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progress,
+         env: dict[str, str] | None, home: Path | None) -> NightResult:
+    from skillopt_sleep.night.mine import mine
+    from skillopt_sleep.night.stage import stage_proposal
+    from skillopt_sleep.sources.ingest import harvest
+
+    t0 = time.monotonic()
+    say("harvesting sessions")
+    harvest(store, s)
+    say("mining recurring tasks")
+    report = mine(store, s)
+    target_path = resolve_target(s.document, s.project, env=env, home=home)
+    live = read_live(target_path)
+    base_hash = sha256_text(live)
+    doc = Document.parse(live, new_skill=s.document.kind == "managed_skill")
+    judge_ok = s.rubric
+    tasks = [t for t in report.tasks if scorable(t, judge_ok)]
+    train, val, test = _split(tasks)
+    summary: dict[str, Any] = {
+        "tasks": len(report.tasks), "scorable": len(tasks), "train": len(train), "val": len(val),
+        "test": len(test), "rules_before": len(doc.rules), "base_hash": base_hash,
+    }
+    store.update("nights", night_id, {"target_path": str(target_path), "summary": json.dumps(summary)})
+
+    def finish(status: str, **extra: Any) -> NightResult:
+        store.update("nights", night_id, {
+            "status": status, "finished_at": now_iso(), "seconds": time.monotonic() - t0,
+            "summary": json.dumps(summary), **extra,
+        })
+        return NightResult(night_id=night_id, status=status, target_path=str(target_path),
+                           summary=summary, proposal_id=extra.get("proposal_id"),
+                           val_before=extra.get("val_before"), val_after=extra.get("val_after"),
+                           test_before=extra.get("test_before"), test_after=extra.get("test_after"),
+                           cost={k: extra.get(k) for k in ("calls", "cached_calls", "input_tokens",
+                                                            "output_tokens")})
+
+    if not train:
+        summary["reason"] = "no recurring or corrected task to train on"
+        return finish("no_tasks")
+    if dry_run:
+        summary["reason"] = "dry run: nothing replayed"
+        return finish("planned")
+
+    target, optimizer = _open_backends(s)
+    night = _Night(store, s, night_id, target, optimizer, say)
+    verified = bool(val)
+    if not verified:
+        val = train
+        summary["unverified"] = "the val split is empty; train was used, which cannot certify"
+    budget_note = ""
+    try:
+        rules, val_scores = night.train(doc, train, val, verified)
+        val_before = night.val_baseline
+        say("scoring the test split before and after")
+        test_before = mean(night.replay(test, doc, doc.rules, "test", "test before")) if test else None
+        test_after = (mean(night.replay(test, doc, rules, "test", "test after"))
+                      if test and rules != doc.rules else test_before)
+    except BudgetExceeded as exc:
+        # a clean stop: partial results are recorded, nothing is staged (nothing certified end to end)
+        budget_note = str(exc)
+        rules, val_before, test_before, test_after = doc.rules, None, None, None
+        val_scores = {}
+    costs = night.cost.as_dict()
+    summary.update(
+        edits={st: sum(e.status == st for e in night.edits)
+               for st in ("applied", "rejected", "unmatched", "unverified")},
+        rules_after=len(rules),
+    )
+    val_after = mean(val_scores) if val_scores else None
+    extra = dict(val_before=val_before, val_after=val_after, test_before=test_before,
+                 test_after=test_after, calls=costs["calls"], cached_calls=costs["cached_calls"],
+                 input_tokens=costs["input_tokens"], output_tokens=costs["output_tokens"])
+    if budget_note:
+        summary["reason"] = f"stopped: {budget_note}"
+        return finish("no_change", **extra)
+    certified = verified and rules != doc.rules and any(e.status == "applied" for e in night.edits)
+    if not certified:
+        summary["reason"] = ("edits improved train only (unverified)" if rules != doc.rules
+                             else "no edit passed the val gate")
+        return finish("no_change", **extra)
+    new_text = doc.render(rules)
+    proposal_id = stage_proposal(
+        store, night_id=night_id, target_path=target_path, base_text=live, new_text=new_text,
+        base_hash=base_hash, edits=night.edits, tasks=tasks, cost=costs, summary=summary,
+        val_before=val_before, val_after=val_after, test_before=test_before, test_after=test_after,
+    )
+    return finish("succeeded", proposal_id=proposal_id, **extra)

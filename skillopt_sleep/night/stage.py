@@ -1,0 +1,149 @@
+"""Staging a proposal: the new document, a unified diff, and ``report.md`` / ``report.json``.
+
+Layout: ``<state>/proposals/<id>/`` with ``document`` (the full proposed file, bytes as they
+will be written on adopt), ``diff.patch``, ``report.json`` and ``report.md``. A newer staged
+proposal for the same target supersedes older staged ones.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+from typing import Any
+
+from skillopt_sleep import paths
+from skillopt_sleep.models import Task
+from skillopt_sleep.night.document import Edit, sha256_text
+from skillopt_sleep.store import Store, now_iso
+
+
+def unified_diff(base: str | None, new: str, target: Path) -> str:
+    return "".join(difflib.unified_diff(
+        (base or "").splitlines(keepends=True), new.splitlines(keepends=True),
+        fromfile=f"a/{target.name}" if base is not None else "/dev/null",
+        tofile=f"b/{target.name}",
+    ))
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def per_task_deltas(store: Store, night_id: int, split: str, before_phase: str,
+                    after_phase: str) -> list[dict[str, Any]]:
+    """Per-task score before/after for ``split`` from the night's recorded rollouts."""
+    rows = store.rows("rollouts", "night_id = ? and split = ?", [night_id, split], order_by="id")
+    before: dict[str, float] = {}
+    after: dict[str, float] = {}
+    for r in rows:
+        if r["phase"] == before_phase:
+            before.setdefault(r["task_id"], r["score"])
+        if r["phase"] == after_phase or (after_phase == "*accepted*" and r["phase"].startswith("val")):
+            after[r["task_id"]] = r["score"]
+    return [
+        {"task_id": tid, "before": before.get(tid), "after": after.get(tid, before.get(tid))}
+        for tid in sorted(set(before) | set(after))
+    ]
+
+
+def stage_proposal(
+    store: Store, *, night_id: int, target_path: Path, base_text: str | None, new_text: str,
+    base_hash: str, edits: list[Edit], tasks: list[Task], cost: dict[str, Any],
+    summary: dict[str, Any], val_before: float | None, val_after: float | None,
+    test_before: float | None, test_after: float | None,
+) -> str:
+    """Write the proposal folder and row; returns the proposal id (``p<night id>``)."""
+    pid = f"p{night_id}"
+    folder = paths.proposals_dir() / pid
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "document", "w", encoding="utf-8", newline="") as fh:
+        fh.write(new_text)
+    diff = unified_diff(base_text, new_text, target_path)
+    (folder / "diff.patch").write_text(diff, encoding="utf-8")
+
+    intents = {t.id: t.intent for t in tasks}
+    # val deltas: baseline vs the last val replay of the accepted document
+    val_rows = store.rows("rollouts", "night_id = ? and split = 'val'", [night_id], order_by="id")
+    new_hash_doc = sha256_text(new_text)
+    val_base = {r["task_id"]: r["score"] for r in val_rows if r["phase"] == "val baseline"}
+    val_new = {r["task_id"]: r["score"] for r in val_rows if r["doc_hash"] == new_hash_doc}
+    val_tasks = [
+        {"task_id": tid, "intent": intents.get(tid, "")[:200], "before": val_base.get(tid),
+         "after": val_new.get(tid, val_base.get(tid))}
+        for tid in sorted(val_base)
+    ]
+    test_tasks = per_task_deltas(store, night_id, "test", "test before", "test after")
+    for row in test_tasks:
+        row["intent"] = intents.get(row["task_id"], "")[:200]
+    report = {
+        "id": pid,
+        "night_id": night_id,
+        "created_at": now_iso(),
+        "target": str(target_path),
+        "base_hash": base_hash,
+        "new_hash": new_hash_doc,
+        "scores": {"val_before": val_before, "val_after": val_after,
+                   "test_before": test_before, "test_after": test_after},
+        "val_tasks": val_tasks,
+        "test_tasks": test_tasks,
+        "edits": [
+            {"op": e.op, "text": e.text, "old": e.old, "status": e.status, "reason": e.reason,
+             "rationale": e.rationale, "origin": e.origin, "epoch": e.epoch, "batch": e.batch,
+             "val_before": e.val_before, "val_after": e.val_after}
+            for e in edits
+        ],
+        "cost": cost,
+        "summary": summary,
+    }
+    (folder / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False), "utf-8")
+    (folder / "report.md").write_text(render_markdown(report, diff), encoding="utf-8")
+
+    for old in store.rows("proposals", "target_path = ? and status = 'staged'", [str(target_path)]):
+        store.update("proposals", old["id"], {"status": "superseded", "reason": f"superseded by {pid}"})
+    store.db["proposals"].upsert({
+        "id": pid, "night_id": night_id, "created_at": report["created_at"], "status": "staged",
+        "target_path": str(target_path), "base_hash": base_hash, "new_hash": new_hash_doc,
+        "dir": str(folder), "val_before": val_before, "val_after": val_after,
+        "test_before": test_before, "test_after": test_after,
+        "summary": json.dumps(summary), "reason": "",
+    }, pk="id")
+    return pid
+
+
+def render_markdown(report: dict[str, Any], diff: str) -> str:
+    sc = report["scores"]
+    lines = [
+        f"# skillopt-sleep proposal {report['id']}",
+        "",
+        f"- target: `{report['target']}`",
+        f"- night: {report['night_id']} ({report['created_at']})",
+        f"- val score: {_fmt(sc['val_before'])} → {_fmt(sc['val_after'])}",
+        f"- test score: {_fmt(sc['test_before'])} → {_fmt(sc['test_after'])} (held out; report only)",
+        f"- cost: {report['cost'].get('calls', 0)} model calls "
+        f"({report['cost'].get('cached_calls', 0)} cached), "
+        f"{report['cost'].get('input_tokens', 0) + report['cost'].get('output_tokens', 0)} tokens, "
+        f"{report['cost'].get('seconds', 0.0):.1f} s",
+        "",
+        f"Adopt with `skillopt-sleep adopt {report['id']}`, discard with "
+        f"`skillopt-sleep reject {report['id']}`.",
+        "",
+        "## Edits",
+        "",
+        "| status | edit | val | reason | rationale |",
+        "|---|---|---|---|---|",
+    ]
+    for e in report["edits"]:
+        what = e["text"] if e["op"] == "add" else (e["old"] if e["op"] == "delete" else f"{e['old']} → {e['text']}")
+        what = what.replace("\n", "; ").replace("|", "\\|")
+        lines.append(
+            f"| {e['status']} | {e['op']}: {what} | {_fmt(e['val_before'])} → {_fmt(e['val_after'])} "
+            f"| {e['reason'].replace('|', '/')} | {e['rationale'].replace('|', '/')} |"
+        )
+    for title, key in (("Val tasks", "val_tasks"), ("Test tasks", "test_tasks")):
+        lines += ["", f"## {title}", "", "| task | before | after |", "|---|---|---|"]
+        for t in report[key]:
+            intent = t.get("intent", "").replace("\n", " ").replace("|", "\\|")[:80]
+            lines.append(f"| {intent} | {_fmt(t['before'])} | {_fmt(t['after'])} |")
+    lines += ["", "## Diff", "", "```diff", diff.rstrip("\n"), "```", ""]
+    return "\n".join(lines)

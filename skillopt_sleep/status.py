@@ -1,0 +1,52 @@
+"""What ``status`` shows: the last nights, pending proposals, harvest accounting, last error."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from skillopt_sleep import paths
+from skillopt_sleep.store import Store
+
+
+def night_view(row: dict[str, Any]) -> dict[str, Any]:
+    out = {k: row.get(k) for k in (
+        "id", "status", "started_at", "finished_at", "trigger", "project", "target_path", "error",
+        "val_before", "val_after", "test_before", "test_after", "calls", "cached_calls",
+        "input_tokens", "output_tokens", "seconds", "proposal_id")}
+    out["summary"] = json.loads(row.get("summary") or "{}")
+    return out
+
+
+def collect_status(store: Store, *, nights: int = 5) -> dict[str, Any]:
+    last_nights = store.rows("nights", order_by="id desc", limit=nights)
+    failed = [n for n in last_nights if n["status"] in ("failed", "interrupted")]
+    harvest = {}
+    for row in store.rows("harvest_runs", order_by="id desc", limit=50):
+        harvest.setdefault(row["source"], {
+            "at": row["finished_at"] or row["started_at"], "files_seen": row["files_seen"],
+            "files_read": row["files_read"], "bytes_read": row["bytes_read"],
+            "sessions_new": row["sessions_new"], "sessions_updated": row["sessions_updated"],
+            "sessions_filtered": json.loads(row["sessions_filtered"] or "{}"),
+            "lines_skipped": json.loads(row["lines_skipped"] or "{}"),
+            "files_skipped": json.loads(row["files_skipped"] or "{}"),
+        })
+    counts = {
+        "sessions": store.db["sessions"].count,
+        "messages": store.db["messages"].count,
+        "tasks": store.db["tasks"].count,
+    }
+    return {
+        "database": str(paths.db_path()),
+        "counts": counts,
+        "last_night": night_view(last_nights[0]) if last_nights else None,
+        "nights": [night_view(n) for n in last_nights],
+        "last_error": (failed[0]["error"] if failed and failed[0] is last_nights[0] else None),
+        "pending_proposals": [
+            {"id": p["id"], "target": p["target_path"], "created_at": p["created_at"],
+             "val_before": p["val_before"], "val_after": p["val_after"],
+             "test_before": p["test_before"], "test_after": p["test_after"]}
+            for p in store.rows("proposals", "status = 'staged'", order_by="created_at desc")
+        ],
+        "harvest": harvest,
+    }
