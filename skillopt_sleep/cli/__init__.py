@@ -249,6 +249,20 @@ def demo(
         out.print(f"sandbox: {result['sandbox']}")
 
 
+#: Modules that add command groups; each defines ``register(app: typer.Typer) -> None``.
+COMMAND_MODULES: list[str] = []
+
+
+def _register_extra_commands() -> None:
+    import importlib
+
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"skillopt_sleep.cli.{name}").register(app)
+
+
+_register_extra_commands()
+
+
 def main() -> None:
     try:
         app(standalone_mode=False)
