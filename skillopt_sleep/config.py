@@ -10,12 +10,14 @@ naming the key (e.g. ``config: unknown key 'target.modle'``).
 
 from __future__ import annotations
 
+import contextvars
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict,
+                               TomlConfigSettingsSource)
 
 from skillopt_sleep import paths
 from skillopt_sleep.errors import ConfigError, UnknownNameError
@@ -26,6 +28,9 @@ KNOWN_BACKENDS = ("openai_compatible", "anthropic", "claude_code", "codex", "cop
 KNOWN_SOURCES = ("claude_code", "codex")
 #: Agents whose documents can be trained.
 KNOWN_AGENTS = ("claude_code", "codex", "copilot", "devin")
+
+#: The TOML file the next Settings() reads (set by load_settings; None = no file).
+_CONFIG_PATH: contextvars.ContextVar[Path | None] = contextvars.ContextVar("config_path", default=None)
 
 Agent = Literal["claude_code", "codex", "copilot", "devin"]
 
@@ -158,18 +163,9 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # init (CLI overrides + the TOML file, merged by load_settings) > environment.
-        return (init_settings, env_settings)
-
-
-def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in top.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
-        else:
-            out[key] = value
-    return out
+        # flags (init) > environment > the TOML file
+        file_source = TomlConfigSettingsSource(settings_cls, toml_file=_CONFIG_PATH.get())
+        return (init_settings, env_settings, file_source)
 
 
 def _format_error(exc: ValidationError, origin: str) -> str:
@@ -227,8 +223,10 @@ def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings
             raise ConfigError(_format_error(exc, str(path))) from None
     _check_environment()
     clean = {k: v for k, v in overrides.items() if v is not None}
-    merged = _deep_merge(file_data, clean)
+    token = _CONFIG_PATH.set(path if file_data else None)
     try:
-        return Settings(**merged)
+        return Settings(**clean)
     except ValidationError as exc:
         raise ConfigError(_format_error(exc, "file, environment or flags")) from None
+    finally:
+        _CONFIG_PATH.reset(token)

@@ -1,0 +1,65 @@
+from pathlib import Path
+
+import pytest
+
+from skillopt_sleep.config import load_settings
+from skillopt_sleep.errors import ConfigError
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "config.toml"
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def test_defaults_without_a_file(tmp_path):
+    s = load_settings(tmp_path / "missing.toml")
+    assert s.gate_metric == "mixed" and s.no_regression is True
+    assert s.document.kind == "managed_skill"
+    assert set(s.sources) == {"claude_code", "codex"}
+
+
+def test_misspelled_top_level_key_is_named(tmp_path):
+    with pytest.raises(ConfigError, match="unknown key 'edit_budjet'"):
+        load_settings(write(tmp_path, "edit_budjet = 3\n"))
+
+
+def test_misspelled_nested_key_is_named(tmp_path):
+    with pytest.raises(ConfigError, match=r"unknown key 'target\.modle'"):
+        load_settings(write(tmp_path, '[target]\nmodle = "x"\n'))
+
+
+def test_unknown_backend_and_source_names_are_errors(tmp_path):
+    with pytest.raises(ConfigError, match="unknown backend 'olama'"):
+        load_settings(write(tmp_path, '[target]\nname = "olama"\n'))
+    with pytest.raises(ConfigError, match="unknown source 'cursorr'"):
+        load_settings(write(tmp_path, "[sources.cursorr]\nenabled = true\n"))
+
+
+def test_bad_literal_choice(tmp_path):
+    with pytest.raises(ConfigError, match="gate_metric"):
+        load_settings(write(tmp_path, 'gate_metric = "median"\n'))
+
+
+def test_precedence_file_env_flags(tmp_path, monkeypatch):
+    path = write(tmp_path, 'epochs = 3\nedit_budget = 4\n[target]\nmodel = "from-file"\n')
+    assert load_settings(path).epochs == 3
+    monkeypatch.setenv("SKILLOPT_SLEEP_EPOCHS", "5")
+    monkeypatch.setenv("SKILLOPT_SLEEP_TARGET__MODEL", "from-env")
+    s = load_settings(path)
+    assert s.epochs == 5 and s.target.model == "from-env" and s.edit_budget == 4
+    s = load_settings(path, epochs=7, target={"model": "from-flag"})
+    assert s.epochs == 7 and s.target.model == "from-flag"
+    # a flag that was not given does not clobber
+    assert load_settings(path, epochs=None).epochs == 5
+
+
+def test_unknown_environment_key_is_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("SKILLOPT_SLEEP_EPOCS", "2")
+    with pytest.raises(ConfigError, match="SKILLOPT_SLEEP_EPOCS"):
+        load_settings(tmp_path / "missing.toml")
+
+
+def test_broken_toml_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="config file"):
+        load_settings(write(tmp_path, "epochs = = 2\n"))

@@ -1,0 +1,105 @@
+"""adopt / reject / rollback on staged proposals (the only writers of live files)."""
+
+from pathlib import Path
+
+import pytest
+
+from skillopt_sleep.errors import ProposalError
+from skillopt_sleep.night.document import Document, read_live, sha256_text
+from skillopt_sleep.night.stage import stage_proposal
+from skillopt_sleep.proposals import adopt, list_proposals, reject, rollback
+from skillopt_sleep.store import Store
+
+
+def stage(store: Store, target: Path, rules: list[str], night_id: int = 1) -> str:
+    live = read_live(target)
+    new = Document.parse(live, new_skill=live is None).render(rules)
+    return stage_proposal(
+        store, night_id=night_id, target_path=target, base_text=live, new_text=new,
+        base_hash=sha256_text(live), edits=[], tasks=[], cost={"calls": 1}, summary={},
+        val_before=0.0, val_after=1.0, test_before=0.0, test_after=1.0,
+    )
+
+
+@pytest.fixture
+def store(tmp_path):
+    return Store(tmp_path / "s.db")
+
+
+ORIGINAL = b"# My CLAUDE.md\r\n\r\nHand-written rule, keep me.\r\n\xe2\x9c\x93 unicode\r\n"
+
+
+def test_adopt_changes_only_the_managed_block_and_rollback_restores_bytes(store, tmp_path):
+    target = tmp_path / "proj" / "CLAUDE.md"
+    target.parent.mkdir()
+    target.write_bytes(ORIGINAL)
+    target.chmod(0o640)
+    pid = stage(store, target, ["Use `pnpm` instead of `npm`."])
+    assert target.read_bytes() == ORIGINAL  # staging never writes the live file
+    a = adopt(store, pid)
+    new = target.read_bytes()
+    assert new.startswith(ORIGINAL) and b"- Use `pnpm` instead of `npm`." in new
+    assert target.stat().st_mode & 0o777 == 0o640
+    assert Path(a["backup_path"]).read_bytes() == ORIGINAL
+    assert store.get("proposals", pid)["status"] == "adopted"
+    rollback(store, str(target))
+    assert target.read_bytes() == ORIGINAL
+    assert store.get("proposals", pid)["status"] == "rolled_back"
+    with pytest.raises(ProposalError, match="nothing to roll back"):
+        rollback(store, str(target))
+
+
+def test_adopt_creates_a_new_skill_and_rollback_removes_it(store, tmp_path):
+    target = tmp_path / "skills" / "skillopt-sleep-learned" / "SKILL.md"
+    pid = stage(store, target, ["Rule."])
+    adopt(store, pid)
+    assert target.read_text().startswith("---\nname: skillopt-sleep-learned\n")
+    rollback(store)
+    assert not target.exists()
+
+
+def test_adopt_refuses_a_changed_live_file(store, tmp_path):
+    target = tmp_path / "AGENTS.md"
+    target.write_bytes(b"v1\n")
+    pid = stage(store, target, ["Rule."])
+    target.write_bytes(b"v2 edited by the user\n")
+    with pytest.raises(ProposalError, match=r"changed since proposal p1 was made.*`adopt --force`"):
+        adopt(store, pid)
+    assert target.read_bytes() == b"v2 edited by the user\n"
+    adopt(store, pid, force=True)  # only the block is applied onto the current file
+    assert target.read_bytes().startswith(b"v2 edited by the user\n")
+    assert b"- Rule." in target.read_bytes()
+
+
+def test_rollback_refuses_when_changed_after_adoption(store, tmp_path):
+    target = tmp_path / "AGENTS.md"
+    target.write_bytes(b"v1\n")
+    adopt(store, stage(store, target, ["Rule."]))
+    target.write_bytes(target.read_bytes() + b"user addition\n")
+    with pytest.raises(ProposalError, match="changed since it was adopted"):
+        rollback(store)
+    rollback(store, force=True)
+    assert target.read_bytes() == b"v1\n"
+
+
+def test_stale_base_hash_unknown_id_and_reject(store, tmp_path):
+    target = tmp_path / "AGENTS.md"
+    target.write_bytes(b"x\n")
+    pid = stage(store, target, ["Rule."])
+    with pytest.raises(ProposalError, match="base_hash does not match"):
+        adopt(store, pid, base_hash="0" * 64)
+    with pytest.raises(ProposalError, match="no proposal 'p999'"):
+        adopt(store, "p999")
+    reject(store, pid, "not now")
+    assert store.get("proposals", pid)["status"] == "rejected"
+    with pytest.raises(ProposalError, match="is rejected, not staged"):
+        adopt(store, pid)
+    assert target.read_bytes() == b"x\n"
+
+
+def test_newer_proposal_supersedes_older(store, tmp_path):
+    target = tmp_path / "AGENTS.md"
+    first = stage(store, target, ["A."], night_id=1)
+    second = stage(store, target, ["B."], night_id=2)
+    assert [p["id"] for p in list_proposals(store, "staged")] == [second]
+    assert store.get("proposals", first)["status"] == "superseded"
