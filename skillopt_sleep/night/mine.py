@@ -1,0 +1,316 @@
+"""Mine recurring, replayable tasks from harvested sessions.
+
+:func:`mine` walks the stored sessions of the configured scope (not self-generated, touched
+within ``settings.lookback_days``), turns every real user prompt into an *intent* (later
+answers, tool names and the user's correction / approval attach to it), clusters intents that
+recur across sessions of the same project, and saves the qualifying clusters as
+:class:`~skillopt_sleep.models.Task` objects with stable ids and splits.
+
+Similarity is rapidfuzz ``fuzz.token_set_ratio`` on normalised text: agent prompts are short
+imperatives whose recurrences reorder words and add qualifiers ("run the unit tests with
+pytest" / "please run the pytest unit tests"), which token-set matching tolerates; it is cheap,
+deterministic and needs no model. Its one blind spot — a short intent whose words are a subset
+of a long one scores 100 ("fix" vs "fix the login bug") — is closed by also requiring the
+shorter intent to have at least half as many content words as the longer one.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, Field
+from rapidfuzz import fuzz, process
+
+from skillopt_sleep.config import Settings
+from skillopt_sleep.models import Check, Task
+from skillopt_sleep.night import corrections as fb
+from skillopt_sleep.night.split import assign_splits
+from skillopt_sleep.store import Store
+
+INTENT_CHARS = 2000
+_COMPARE_CHARS = 1000
+#: Words ignored when counting an intent's content words (question and politeness filler).
+_STOPWORDS = {"a", "an", "the", "to", "of", "for", "in", "on", "and", "or", "with", "please",
+              "can", "could", "you", "me", "my", "is", "it", "this", "that", "all", "now", "how",
+              "do", "does", "i", "we", "should", "would", "will", "what", "why", "where", "let",
+              "lets", "let's", "just", "again", "also", "our", "your", "be", "are", "some", "us"}
+
+
+class MineReport(BaseModel):
+    """What :func:`mine` found; ``dropped`` counts what was left out, by reason."""
+
+    tasks: list[Task] = Field(default_factory=list)
+    sessions_considered: int = 0
+    prompts: int = 0
+    clusters: int = 0
+    tasks_recurring: int = 0
+    tasks_corrected: int = 0
+    dropped: dict[str, int] = Field(default_factory=dict)
+
+
+@dataclass
+class Intent:
+    """One user request and what followed it inside its session."""
+
+    session_id: str
+    project: str
+    when: str
+    seq: int
+    text: str
+    norm: str = ""
+    tools: set[str] = field(default_factory=set)
+    answer: str = ""  # answer text of the latest turn
+    answered: bool = False
+    corrections: list[fb.Feedback] = field(default_factory=list)
+    positives: int = 0
+
+
+# ---------------------------------------------------------------------------- normalise
+_URL = re.compile(r"\b(?:https?|ftp|file)://\S+|\bwww\.\S+", re.I)
+_PATH = re.compile(r"(?<![\w<])(?:~|\.{1,2})?(?:/[\w.@+-]+)+/?|\b[\w.@+-]+(?:/[\w.@+-]+)+/?")
+_HASH = re.compile(r"\b(?=[0-9a-f-]*\d)(?=[0-9a-f-]*[a-f])[0-9a-f]{7,}(?:-[0-9a-f]{4,})*\b", re.I)
+_NUM = re.compile(r"\b\d+(?:[.,]\d+)*\b")
+
+
+def normalise_intent(text: str) -> str:
+    """Lowercase, mask urls/paths/hashes/numbers, drop punctuation, collapse whitespace."""
+    t = text.lower()
+    t = _URL.sub(" <url> ", t)
+    t = _PATH.sub(" <path> ", t)
+    t = _HASH.sub(" <hash> ", t)
+    t = _NUM.sub(" <n> ", t)
+    t = re.sub(r"[^\w\s<>-]", " ", t)
+    return " ".join(t.split())
+
+
+def _content(norm: str) -> int:
+    return len({w for w in norm.split() if w not in _STOPWORDS}) or 1
+
+
+def similar(a: str, b: str, threshold: float) -> float:
+    """Similarity (0..100) of two normalised intents, or 0 when below ``threshold`` (0..100)
+    or when one has less than half the content words of the other."""
+    ca, cb = _content(a), _content(b)
+    if min(ca, cb) * 2 < max(ca, cb):
+        return 0.0
+    score = fuzz.token_set_ratio(a[:_COMPARE_CHARS], b[:_COMPARE_CHARS])
+    return score if score >= threshold else 0.0
+
+
+# ---------------------------------------------------------------------------- walking
+def _parse(ts: str | None) -> _dt.datetime | None:
+    if not ts:
+        return None
+    try:
+        value = _dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)
+
+
+def _last_active(session: dict, messages: list[dict]) -> _dt.datetime | None:
+    """The latest message timestamp; else ``started_at``; else ``updated_at`` (which is the
+    harvest time, so it is only a fallback)."""
+    stamps = [d for d in (_parse(m.get("timestamp")) for m in messages) if d]
+    if stamps:
+        return max(stamps)
+    return _parse(session.get("started_at")) or _parse(session.get("updated_at"))
+
+
+def _walk(session: dict, messages: list[dict], dropped: Counter) -> tuple[list[Intent], int]:
+    """Split one session into intents; returns them and the number of prompts seen."""
+    intents: list[Intent] = []
+    current: Intent | None = None
+    prompts = 0
+    session_tools = sorted({t for m in messages for t in m["tool_names"]})
+    for m in messages:
+        if m.get("is_sidechain"):
+            continue
+        if m["role"] == "user" and m["kind"] == "prompt":
+            prompts += 1
+            text = (m["text"] or "").strip()
+            if fb.is_trivial(text):
+                dropped["trivial_prompt"] += 1
+                continue
+            label = fb.classify(text)
+            if label != "neutral":
+                if current is None or not current.answered:
+                    dropped["feedback_without_answer"] += 1
+                elif label == "correction":
+                    current.corrections.append(fb.analyze(text, current.answer, session_tools))
+                    current.answer = ""
+                else:
+                    current.positives += 1
+                    current.answer = ""
+                continue
+            current = Intent(
+                session_id=session["id"], project=session.get("project") or "",
+                when=m.get("timestamp") or session.get("started_at") or "", seq=m["seq"],
+                text=text[:INTENT_CHARS], norm=normalise_intent(text),
+            )
+            intents.append(current)
+        elif current is not None:
+            current.tools.update(m["tool_names"])
+            if m["role"] == "assistant":
+                current.answered = True
+                if m["text"]:
+                    current.answer = f"{current.answer}\n{m['text']}".strip()
+    return intents, prompts
+
+
+# ---------------------------------------------------------------------------- clustering
+def _cluster(intents: list[Intent], threshold: float) -> list[list[Intent]]:
+    """Greedy, deterministic: intents in (project, time, session, seq) order join the best
+    matching cluster of their project (compared with its first member), else start one."""
+    clusters: list[list[Intent]] = []
+    heads: dict[str, list[tuple[int, str]]] = {}  # project -> [(cluster index, head norm)]
+    for it in sorted(intents, key=lambda i: (i.project, i.when, i.session_id, i.seq)):
+        mine_heads = heads.setdefault(it.project, [])
+        choices = [h for _, h in mine_heads]
+        best, best_score = None, 0.0
+        for _, _, pos in process.extract(it.norm, choices, scorer=fuzz.token_set_ratio,
+                                         score_cutoff=threshold, limit=None):
+            score = similar(it.norm, choices[pos], threshold)
+            if score > best_score or (score and score == best_score and pos < best):
+                best, best_score = pos, score
+        if best is None:
+            mine_heads.append((len(clusters), it.norm))
+            clusters.append([it])
+        else:
+            clusters[mine_heads[best][0]].append(it)
+    return clusters
+
+
+def _merge_checks(members: list[Intent]) -> list[Check]:
+    """Union of the members' correction checks; duplicates dropped, a later correction wins
+    over an earlier contradicting one, and of several ``max_chars`` the loosest is kept."""
+    checks: list[Check] = []
+    for it in members:
+        for feedback in it.corrections:
+            for c in feedback.checks:
+                opposite = {"contains": "not_contains", "not_contains": "contains"}.get(c.kind)
+                checks = [o for o in checks if not (o.kind == opposite
+                                                     and o.value.lower() == c.value.lower())]
+                if not any(o.kind == c.kind and o.value.lower() == c.value.lower()
+                           for o in checks):
+                    checks.append(c)
+    limits = [c for c in checks if c.kind == "max_chars"]
+    if len(limits) > 1:
+        keep = max(limits, key=lambda c: int(c.value))
+        checks = [c for c in checks if c.kind != "max_chars" or c is keep]
+    return checks
+
+
+def _common_tool_checks(members: list[Intent], checks: list[Check]) -> list[Check]:
+    """``tool_called`` for a tool every member used and some correction named."""
+    have = {c.value for c in checks if c.kind == "tool_called"}
+    common = set.intersection(*(it.tools for it in members)) if members else set()
+    out = []
+    for tool in sorted(common - have):
+        for it in members:
+            hit = next((f for f in it.corrections if fb.mentions(f.text, tool)), None)
+            if hit:
+                out.append(Check(kind="tool_called", value=tool, origin="correction",
+                                 evidence=fb.evidence(hit.text)))
+                break
+    return out
+
+
+def _task_id(project: str, norm: str, stored: list[Task], used: set[str],
+             threshold: float) -> str:
+    best, best_score = None, 0.0
+    for t in stored:
+        if t.id in used or (t.project or "") != project:
+            continue
+        score = similar(norm, normalise_intent(t.intent), threshold)
+        if score > best_score:
+            best, best_score = t.id, score
+    if best:
+        return best
+    return hashlib.sha256(f"{project}\n{norm}".encode("utf-8")).hexdigest()[:16]
+
+
+def _build(members: list[Intent], task_id: str) -> Task:
+    checks = _merge_checks(members)
+    checks += _common_tool_checks(members, checks)
+    rubric: list[str] = []
+    texts: list[str] = []
+    for it in members:
+        for f in it.corrections:
+            if f.rubric and f.rubric not in rubric:
+                rubric.append(f.rubric)
+            if f.text not in texts:
+                texts.append(f.text)
+    sessions = list(dict.fromkeys(it.session_id for it in members))
+    tools = list(dict.fromkeys(c.value for c in checks if c.kind == "tool_called"))
+    return Task(id=task_id, project=members[0].project or None, intent=members[0].text,
+                sessions=sessions, checks=checks, rubric="\n".join(rubric), corrections=texts,
+                synthetic=False, tools=tools)
+
+
+# ---------------------------------------------------------------------------- entry point
+def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -> MineReport:
+    """Mine tasks from the store, assign splits (keeping stored ones) and save them."""
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=_dt.timezone.utc)
+    cutoff = now - _dt.timedelta(days=settings.lookback_days)
+    scope = str(settings.project).rstrip("/") if settings.project else None
+    dropped: Counter = Counter()
+    report = MineReport()
+    intents: list[Intent] = []
+    for s in store.sessions(scope, include_self=True):
+        project = s.get("project") or ""
+        if scope and not (project == scope or project.startswith(scope + "/")):
+            continue  # the store's LIKE treats "_" as a wildcard
+        if s.get("self_generated"):
+            dropped["self_generated_session"] += 1
+            continue
+        messages = store.messages(s["id"])
+        active = _last_active(s, messages)
+        if active is None or active < cutoff or active > now + _dt.timedelta(days=1):
+            dropped["outside_lookback"] += 1
+            continue
+        report.sessions_considered += 1
+        found, n_prompts = _walk(s, messages, dropped)
+        report.prompts += n_prompts
+        intents.extend(found)
+
+    threshold = settings.similarity * 100
+    clusters = _cluster(intents, threshold)
+    report.clusters = len(clusters)
+    kept = []
+    for members in clusters:
+        n_sessions = len({it.session_id for it in members})
+        corrected = any(it.corrections for it in members)
+        if n_sessions >= settings.min_sessions or corrected:
+            kept.append((not corrected, -n_sessions, members[0].when, members))
+        else:
+            dropped["too_few_sessions"] += 1
+    kept.sort(key=lambda k: k[:3])
+    if len(kept) > settings.max_tasks:
+        dropped["over_max_tasks"] += len(kept) - settings.max_tasks
+        kept = kept[: settings.max_tasks]
+
+    # Ids are matched oldest cluster first, so an old task keeps its stored id.
+    stored = [t for t in store.tasks() if not t.synthetic]
+    used: set[str] = set()
+    ids: dict[int, str] = {}
+    for i in sorted(range(len(kept)), key=lambda i: (kept[i][2], kept[i][3][0].session_id,
+                                                     kept[i][3][0].seq)):
+        members = kept[i][3]
+        ids[i] = _task_id(members[0].project, members[0].norm, stored, used, threshold)
+        used.add(ids[i])
+    tasks = [_build(k[3], ids[i]) for i, k in enumerate(kept)]
+    previous = {t.id: t.split for t in store.tasks()}
+    tasks = assign_splits(tasks, previous, settings.val_fraction, settings.test_fraction)
+    store.save_tasks(tasks)
+    report.tasks = tasks
+    report.tasks_recurring = sum(1 for t in tasks if len(t.sessions) >= settings.min_sessions)
+    report.tasks_corrected = sum(1 for t in tasks if t.corrections)
+    report.dropped = dict(sorted(dropped.items()))
+    return report

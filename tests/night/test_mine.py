@@ -1,0 +1,282 @@
+"""Mining recurring tasks from stored sessions."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from skillopt_sleep.config import Settings
+from skillopt_sleep.models import HarvestedMessage, HarvestedSession, Task
+from skillopt_sleep.night.mine import mine, normalise_intent, similar
+from skillopt_sleep.store import Store
+
+NOW = dt.datetime(2025, 6, 30, 12, 0, tzinfo=dt.timezone.utc)
+PROJ = "/home/u/app"
+OTHER = "/home/u/other"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store(tmp_path / "t.db")
+    yield s
+    s.close()
+
+
+def settings(**kw) -> Settings:
+    return Settings(**kw)
+
+
+def add(store: Store, key: str, turns: list[tuple[str, ...]], *, project: str = PROJ,
+        day: int = 28, self_generated: bool = False) -> str:
+    """turns: ("user", text) | ("assistant", text) | ("assistant", text, "Tool1,Tool2")."""
+    msgs = []
+    for i, turn in enumerate(turns):
+        role, text = turn[0], turn[1]
+        tools = turn[2].split(",") if len(turn) > 2 else []
+        msgs.append(HarvestedMessage(
+            uid=f"{key}-{i}", role=role, kind="prompt" if role == "user" else "answer",
+            text=text, tool_names=tools,
+            timestamp=f"2025-06-{day:02d}T10:{i:02d}:00Z",
+        ))
+    store.save_session(HarvestedSession(
+        source="claude_code", key=key, project=project, started_at=f"2025-06-{day:02d}T10:00:00Z",
+        self_generated=self_generated, messages=msgs,
+    ), file_path=f"/logs/{key}.jsonl")
+    return f"claude_code:{key}"
+
+
+def by_intent(report, fragment: str) -> Task:
+    found = [t for t in report.tasks if fragment in t.intent]
+    assert len(found) == 1, [t.intent for t in report.tasks]
+    return found[0]
+
+
+def test_normalise_masks_paths_numbers_hashes_urls() -> None:
+    text = "Fix   issue #123 in /src/app/main.py see https://x.io/a?b=1 commit 3f9a2c1d"
+    assert normalise_intent(text) == "fix issue <n> in <path> see <url> commit <hash>"
+
+
+def test_similarity_guards_subset_artefact() -> None:
+    assert similar("fix", "fix the login bug in the auth module", 72) == 0.0
+    assert similar("run the unit tests with pytest", "please run the pytest unit tests", 72) > 72
+    assert similar(normalise_intent("how do I install the dependencies?"),
+                   normalise_intent("install the dependencies please"), 72) > 72
+
+
+def test_reworded_prompts_cluster_across_sessions(store: Store) -> None:
+    a = add(store, "s1", [("user", "Run the unit tests with pytest"),
+                          ("assistant", "Done: 12 passed")], day=20)
+    b = add(store, "s2", [("user", "please run the pytest unit tests"), ("assistant", "All green")],
+            day=25)
+    add(store, "s3", [("user", "Write a haiku about databases"), ("assistant", "Rows...")], day=26)
+    report = mine(store, settings(), now=NOW)
+    assert len(report.tasks) == 1
+    t = report.tasks[0]
+    assert t.intent == "Run the unit tests with pytest"  # the oldest member's words
+    assert t.sessions == [a, b]
+    assert t.project == PROJ and not t.synthetic
+    assert report.sessions_considered == 3 and report.prompts == 3 and report.clusters == 2
+    assert report.tasks_recurring == 1 and report.tasks_corrected == 0
+    assert report.dropped == {"too_few_sessions": 1}
+    assert t.id == hashlib.sha256(
+        f"{PROJ}\n{normalise_intent(t.intent)}".encode()).hexdigest()[:16]
+    assert [x.id for x in store.tasks()] == [t.id]
+
+
+def test_different_prompts_do_not_cluster(store: Store) -> None:
+    add(store, "s1", [("user", "write a commit message for the staged changes"),
+                      ("assistant", "x")])
+    add(store, "s2", [("user", "write unit tests for the config loader"), ("assistant", "y")])
+    report = mine(store, settings(), now=NOW)
+    assert report.tasks == [] and report.clusters == 2
+
+
+def test_same_prompt_in_different_projects_does_not_cluster(store: Store) -> None:
+    add(store, "s1", [("user", "bump the version and publish to pypi"), ("assistant", "ok")])
+    add(store, "s2", [("user", "bump the version and publish to pypi"), ("assistant", "ok")],
+        project=OTHER)
+    report = mine(store, settings(), now=NOW)
+    assert report.tasks == [] and report.clusters == 2
+
+
+def test_project_scope_is_a_path_prefix(store: Store) -> None:
+    for i, proj in enumerate([PROJ, PROJ + "/sub", PROJ + "-fork", PROJ + "/sub"]):
+        add(store, f"s{i}", [("user", "update the changelog for the release"), ("assistant", "ok")],
+            project=proj)
+    report = mine(store, settings(project=Path(PROJ + "/sub")), now=NOW)
+    assert report.sessions_considered == 2
+    assert [t.sessions for t in report.tasks] == [["claude_code:s1", "claude_code:s3"]]
+
+
+def test_correction_makes_single_session_task_replayable(store: Store) -> None:
+    sid = add(store, "s1", [
+        ("user", "install the dependencies and build the frontend"),
+        ("assistant", "Run `npm install` then `npm run build`.", "Bash"),
+        ("user", "no, use pnpm"),
+        ("assistant", "Run `pnpm install` then `pnpm build`.", "Bash"),
+        ("user", "perfect"),
+        ("user", "now write a haiku"),
+        ("assistant", "ok"),
+    ])
+    report = mine(store, settings(), now=NOW)
+    assert report.tasks_corrected == 1 and report.tasks_recurring == 0
+    t = by_intent(report, "install the dependencies")
+    assert t.sessions == [sid]
+    assert t.corrections == ["no, use pnpm"]
+    assert [(c.kind, c.value) for c in t.checks] == [("contains", "pnpm"),
+                                                     ("not_contains", "npm")]
+    assert all(c.origin == "correction" and c.evidence == "no, use pnpm" for c in t.checks)
+    assert t.rubric == ('The user corrected: "no, use pnpm". '
+                        "The answer should use `pnpm` and not `npm`.")
+    assert t.tools == []
+    # "now write a haiku" is a new intent of one session without correction: dropped
+    assert report.dropped == {"too_few_sessions": 1}
+
+
+def test_checks_are_merged_across_members_and_rubric_joined(store: Store) -> None:
+    add(store, "s1", [
+        ("user", "write the commit message for my staged changes"),
+        ("assistant", "feat: add a very long and descriptive commit message " * 3),
+        ("user", "keep it under 50 characters"),
+    ], day=20)
+    add(store, "s2", [
+        ("user", "write a commit message for the staged changes"),
+        ("assistant", "Update files"),
+        ("user", "don't use emojis"),
+        ("user", "thanks!"),  # feedback without a new answer is still attached to the intent
+    ], day=22)
+    add(store, "s3", [
+        ("user", "write a commit message for the staged changes please"),
+        ("assistant", "x"),
+        ("user", "keep it under 50 chars"),
+    ], day=24)
+    report = mine(store, settings(), now=NOW)
+    t = by_intent(report, "commit message")
+    assert len(t.sessions) == 3
+    assert [(c.kind, c.value) for c in t.checks] == [
+        ("max_chars", "50"), ("not_contains", "emojis"),
+    ]
+    assert t.corrections == ["keep it under 50 characters", "don't use emojis",
+                             "keep it under 50 chars"]
+    assert t.rubric.count("\n") == 2 and "`emojis`" in t.rubric
+
+
+def test_tool_called_when_a_correction_asks_and_every_member_used_it(store: Store) -> None:
+    add(store, "s1", [
+        ("user", "find where the retry policy is configured"),
+        ("assistant", "I think it is in settings.", "Bash"),
+        ("user", "no, use the Grep tool"),
+        ("assistant", "Found it in retry.py", "Grep"),
+    ], day=20)
+    add(store, "s2", [
+        ("user", "find where the retry policy gets configured"),
+        ("assistant", "It is in retry.py", "Grep"),
+    ], day=21)
+    report = mine(store, settings(), now=NOW)
+    t = by_intent(report, "retry policy")
+    assert [(c.kind, c.value) for c in t.checks] == [("tool_called", "Grep")]
+    assert t.tools == ["Grep"]
+
+
+def test_self_generated_sessions_are_ignored(store: Store) -> None:
+    add(store, "s1", [("user", "bump the version and publish to pypi"), ("assistant", "ok")])
+    add(store, "s2", [("user", "bump the version and publish to pypi"), ("assistant", "ok")],
+        self_generated=True)
+    report = mine(store, settings(), now=NOW)
+    assert report.tasks == []
+    assert report.sessions_considered == 1
+    assert report.dropped["self_generated_session"] == 1
+
+
+def test_lookback_is_respected(store: Store) -> None:
+    add(store, "s1", [("user", "bump the version and publish to pypi"), ("assistant", "ok")], day=1)
+    add(store, "s2", [("user", "bump the version and publish to pypi"), ("assistant", "ok")],
+        day=28)
+    assert mine(store, settings(lookback_days=7), now=NOW).tasks == []
+    report = mine(store, settings(lookback_days=7), now=NOW)
+    assert report.dropped["outside_lookback"] == 1
+    assert len(mine(store, settings(lookback_days=30), now=NOW).tasks) == 1
+
+
+def test_trivial_prompts_and_orphan_feedback_are_dropped(store: Store) -> None:
+    add(store, "s1", [("user", "thanks"), ("user", "yes"), ("user", "continue")])
+    add(store, "s2", [("user", "yes"), ("user", "continue")])
+    report = mine(store, settings(), now=NOW)
+    assert report.tasks == [] and report.clusters == 0
+    assert report.dropped == {"trivial_prompt": 4, "feedback_without_answer": 1}
+
+
+def test_min_sessions_and_max_tasks(store: Store) -> None:
+    for day, key in ((20, "a"), (21, "b"), (22, "c")):
+        add(store, key, [("user", "update the changelog for the release"), ("assistant", "ok")],
+            day=day)
+    for day, key in ((20, "d"), (21, "e")):
+        add(store, key, [("user", "regenerate the api client from the openapi spec"),
+                         ("assistant", "ok")], day=day)
+    add(store, "f", [("user", "rename the helper module"), ("assistant", "x"),
+                     ("user", "that's wrong")], day=23)
+    assert len(mine(store, settings(min_sessions=3), now=NOW).tasks) == 2
+    report = mine(store, settings(max_tasks=2), now=NOW)
+    # corrected first, then most sessions
+    assert [t.intent for t in report.tasks] == ["rename the helper module",
+                                                "update the changelog for the release"]
+    assert report.dropped["over_max_tasks"] == 1
+
+
+def make_three_tasks(store: Store) -> None:
+    for day, key in ((10, "a"), (11, "b")):
+        add(store, key, [("user", "update the changelog for the release"), ("assistant", "ok")],
+            day=day)
+    for day, key in ((12, "c"), (13, "d")):
+        add(store, key, [("user", "regenerate the api client from the openapi spec"),
+                         ("assistant", "ok")], day=day)
+    for day, key in ((14, "e"), (15, "f")):
+        add(store, key, [("user", "bump the version and publish to pypi"), ("assistant", "ok")],
+            day=day)
+
+
+def test_ids_and_splits_are_stable_across_runs_and_new_sessions(store: Store) -> None:
+    make_three_tasks(store)
+    first = {t.id: t.split for t in mine(store, settings(), now=NOW).tasks}
+    assert len(first) == 3
+    assert sorted(first.values()) == ["test", "train", "val"]
+    second = {t.id: t.split for t in mine(store, settings(), now=NOW).tasks}
+    assert second == first
+    # a reworded recurrence joins an existing task; an unrelated recurring one is added
+    add(store, "g", [("user", "please update the changelog for this release"),
+                     ("assistant", "ok")], day=20)
+    for day, key in ((21, "h"), (22, "i")):
+        add(store, key, [("user", "profile the slow import of the cli module"),
+                         ("assistant", "ok")], day=day)
+    third = mine(store, settings(), now=NOW)
+    got = {t.id: t.split for t in third.tasks}
+    assert {k: got[k] for k in first} == first
+    assert len(got) == 4
+    changelog = by_intent(third, "changelog")
+    assert len(changelog.sessions) == 3 and changelog.id in first
+
+
+def test_id_survives_the_oldest_member_leaving_the_window(store: Store) -> None:
+    add(store, "a", [("user", "update the changelog for the release"), ("assistant", "ok")], day=1)
+    add(store, "b", [("user", "please update the changelog for this release"),
+                     ("assistant", "ok")], day=20)
+    add(store, "c", [("user", "update changelog for the new release"), ("assistant", "ok")], day=25)
+    first = mine(store, settings(lookback_days=60), now=NOW).tasks
+    later = mine(store, settings(lookback_days=20), now=NOW).tasks
+    assert len(first) == len(later) == 1
+    assert later[0].intent == "please update the changelog for this release"
+    assert later[0].id == first[0].id
+    assert len(store.tasks()) == 1
+
+
+def test_synthetic_stored_tasks_never_lend_ids_or_get_val(store: Store) -> None:
+    store.save_tasks([Task(id="synthetic0001", project=PROJ, synthetic=True, split="train",
+                           intent="update the changelog for the release")])
+    make_three_tasks(store)
+    report = mine(store, settings(), now=NOW)
+    assert "synthetic0001" not in {t.id for t in report.tasks}
+    assert all(not t.synthetic for t in report.tasks)
+    assert sorted(t.split for t in report.tasks) == ["test", "train", "val"]
