@@ -179,7 +179,7 @@ def run_demo(folder: Path | None = None, say: Callable[[str], None] | None = Non
     """Run the demo night; returns status, scores and the report path."""
     from skillopt_sleep.config import load_settings
     from skillopt_sleep.night.run import run_night
-    from skillopt_sleep.simulator import demo_persona_path, serve
+    from skillopt_sleep.simulator import serve
     from skillopt_sleep.store import Store
 
     say = say or (lambda _m: None)
@@ -190,7 +190,7 @@ def run_demo(folder: Path | None = None, say: Callable[[str], None] | None = Non
     project.mkdir(parents=True, exist_ok=True)
     write_conversations(home, project, DEMO_CONVERSATIONS)
     say(f"sandbox: {root} ({len(DEMO_CONVERSATIONS)} sessions written)")
-    with serve(demo_persona_path()) as sim, _env(SKILLOPT_SLEEP_HOME=str(root / "skillopt-home")):
+    with serve("demo") as sim, _env(SKILLOPT_SLEEP_HOME=str(root / "skillopt-home")):
         say(f"simulator on {sim.url}")
         settings = load_settings(root / "no-config.toml", **demo_settings(home, project, sim.url))
         store = Store(root / "skillopt-home" / "state" / "skillopt.db")

@@ -1,0 +1,135 @@
+"""The installed console script, run as a user would (a subprocess per command)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from skillopt_sleep.demo import DEMO_CONVERSATIONS, write_conversations
+from skillopt_sleep.simulator import serve
+
+
+def cli(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    exe = shutil.which("skillopt-sleep")
+    cmd = [exe, *args] if exe else [sys.executable, "-m", "skillopt_sleep", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env or dict(os.environ),
+                          cwd=cwd, timeout=240)
+
+
+def closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def write_config(path: Path, home: Path, project: Path, base_url: str, api_key: str = "sk-test") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"""
+project = "{project}"
+epochs = 1
+[sources.claude_code]
+roots = ["{home / '.claude' / 'projects'}"]
+[sources.codex]
+roots = ["{home / '.codex' / 'sessions'}"]
+[target]
+name = "openai_compatible"
+base_url = "{base_url}"
+model = "sim"
+api_key = "{api_key}"
+max_retries = 1
+timeout = 10
+[optimizer]
+name = "openai_compatible"
+base_url = "{base_url}"
+model = "sim"
+api_key = "{api_key}"
+max_retries = 1
+[document]
+kind = "path"
+path = "{project / 'AGENTS.md'}"
+""", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def sessions(tmp_path, isolated_home):
+    project = tmp_path / "webapp"
+    project.mkdir()
+    write_conversations(isolated_home, project, DEMO_CONVERSATIONS)
+    return isolated_home, project
+
+
+def assert_failed_loudly(res, needle: str, project: Path) -> None:
+    assert res.returncode != 0
+    lines = [ln for ln in res.stderr.strip().splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and needle in lines[0], res.stderr
+    status = json.loads(cli("status", "--json").stdout)
+    assert status["last_night"]["status"] == "failed"
+    assert needle in status["last_night"]["error"]
+    assert status["pending_proposals"] == []
+    assert not (project / "AGENTS.md").exists()
+    human = cli("status").stdout
+    assert "failed" in human and needle in human
+
+
+def test_backend_down_fails_the_night_loudly(sessions, tmp_path):
+    home, project = sessions
+    cfg = write_config(tmp_path / "c.toml", home, project, f"http://127.0.0.1:{closed_port()}/v1")
+    res = cli("--config", str(cfg), "run")
+    assert_failed_loudly(res, "cannot reach", project)
+
+
+def test_unauthorised_backend_fails_the_night_loudly(sessions, tmp_path):
+    home, project = sessions
+    with serve("demo", api_key="sk-right") as sim:
+        cfg = write_config(tmp_path / "c.toml", home, project, sim.url + "/v1", api_key="sk-wrong")
+        res = cli("--config", str(cfg), "run")
+    assert_failed_loudly(res, "401", project)
+    assert "sk-wrong" not in res.stderr
+
+
+def test_misspelled_config_key_is_one_line_error(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[optimizer]\nbase_ulr = 'http://127.0.0.1:1'\n")
+    res = cli("--config", str(cfg), "run")
+    assert res.returncode == 1
+    assert res.stderr.strip() == f"error: config ({cfg}): unknown key 'optimizer.base_ulr'"
+
+
+def test_run_adopt_rollback_through_the_cli(sessions, tmp_path):
+    home, project = sessions
+    with serve("demo") as sim:
+        cfg = write_config(tmp_path / "c.toml", home, project, sim.url + "/v1")
+        res = cli("--config", str(cfg), "run", "--json")
+        assert res.returncode == 0, res.stderr
+        night = json.loads(res.stdout)
+    assert night["status"] == "succeeded"
+    pid = night["proposal_id"]
+    listed = json.loads(cli("proposals", "--json").stdout)
+    assert [p["id"] for p in listed] == [pid]
+    shown = json.loads(cli("show", pid, "--json").stdout)
+    assert shown["scores"]["val_after"] > shown["scores"]["val_before"]
+    assert cli("adopt", pid).returncode == 0
+    assert "Use `pnpm` instead of `npm`." in (project / "AGENTS.md").read_text()
+    assert cli("rollback").returncode == 0
+    assert not (project / "AGENTS.md").exists()
+    res = cli("adopt", pid)
+    assert res.returncode == 1 and res.stderr.startswith("error: proposal p")
+
+
+def test_demo_runs_with_no_agent_installed(tmp_path):
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin")
+    res = cli("demo", "--keep", str(tmp_path / "demo"), env=env)
+    assert res.returncode == 0, res.stderr
+    assert "demo night: succeeded" in res.stdout
+    report = Path(res.stdout.split("report: ")[1].splitlines()[0])
+    assert report.is_file() and "Use `pnpm` instead of `npm`." in report.read_text()

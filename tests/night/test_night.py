@@ -1,0 +1,142 @@
+"""A whole night end to end: Claude Code + Codex format sessions in a temporary HOME, the
+``openai_compatible`` backend against the simulator on loopback, then adopt and rollback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from skillopt_sleep import paths
+from skillopt_sleep.config import load_settings
+from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings, write_conversations
+from skillopt_sleep.night.run import run_night
+from skillopt_sleep.proposals import adopt, rollback
+from skillopt_sleep.simulator import serve
+from skillopt_sleep.store import Store
+
+PERSONA = """
+name = "night-test"
+models = []
+default_answer = "Sure: {prompt}"
+
+[[answers]]
+match = "install.*dependenc|set ?up the project"
+text = "Run `npm install` in the project root."
+
+[[answers]]
+match = "run (the )?tests"
+text = "Run `npm test` to run the suite."
+
+[[answers]]
+match = "add (a )?dependency|add .* package"
+text = "Run `npm install <pkg>`."
+
+[[answers]]
+match = "lint"
+text = "Run `npm run lint`."
+
+[optimizer]
+order = ["derived", "harmful", "useless"]
+useless_edits = ["Be helpful and precise."]
+harmful_edits = ["Never mention `pnpm`."]
+"""
+
+USER_TEXT = b"# Project rules\n\nWritten by hand \xe2\x80\x94 keep me exactly.\n"
+
+
+@pytest.fixture
+def world(tmp_path, isolated_home):
+    project = tmp_path / "webapp"
+    project.mkdir()
+    write_conversations(isolated_home, project, DEMO_CONVERSATIONS)
+    persona = tmp_path / "persona.toml"
+    persona.write_text(PERSONA, encoding="utf-8")
+    target = project / "CLAUDE.md"
+    target.write_bytes(USER_TEXT)
+    return isolated_home, project, persona, target
+
+
+def settings_for(home: Path, project: Path, url: str, target: Path, **extra):
+    overrides = demo_settings(home, project, url)
+    overrides["document"] = {"kind": "path", "path": str(target)}
+    overrides["edit_budget"] = 3
+    overrides.update(extra)
+    return load_settings(Path("/nonexistent/config.toml"), **overrides)
+
+
+def test_a_whole_night_then_adopt_rollback_and_a_cached_rerun(world):
+    home, project, persona, target = world
+    store = Store(paths.db_path())
+    with serve(persona) as sim:
+        settings = settings_for(home, project, sim.url, target)
+        result = run_night(store, settings)
+        assert result.status == "succeeded", result.summary
+        calls_first = sum(sim.stats.by_role.values())
+        assert calls_first > 0 and result.cost["calls"] == calls_first
+
+        # a recurring task was mined: the install intent recurs across Claude Code and Codex
+        tasks = store.tasks()
+        install = [t for t in tasks if "install the dependencies" in t.intent.lower()]
+        assert install and len(install[0].sessions) >= 3
+        assert {s.split(":")[0] for s in install[0].sessions} == {"claude_code", "codex"}
+        assert any(c.kind == "contains" and c.value == "pnpm" for c in install[0].checks)
+
+        # the gate: helpful edit applied, harmful and useless rejected
+        edits = {e["text"]: e for e in store.rows("edits", "night_id = ?", [result.night_id])}
+        assert edits["Use `pnpm` instead of `npm`."]["status"] == "applied"
+        assert edits["Never mention `pnpm`."]["status"] == "rejected"
+        assert edits["Never mention `pnpm`."]["val_after"] < edits["Never mention `pnpm`."]["val_before"]
+        assert edits["Be helpful and precise."]["status"] == "rejected"
+        assert result.val_after > result.val_before
+        assert result.test_before is not None and result.test_after > result.test_before
+
+        # staged, not written
+        assert target.read_bytes() == USER_TEXT
+        prop = store.get("proposals", result.proposal_id)
+        folder = Path(prop["dir"])
+        report = json.loads((folder / "report.json").read_text())
+        assert report["scores"]["test_after"] > report["scores"]["test_before"]
+        assert {e["status"] for e in report["edits"]} >= {"applied", "rejected"}
+        assert "+- Use `pnpm` instead of `npm`." in (folder / "diff.patch").read_text()
+        assert (folder / "report.md").read_text().startswith("# skillopt-sleep proposal")
+
+        # the same night again: every call is served from the cache
+        again = run_night(store, settings)
+        assert sum(sim.stats.by_role.values()) == calls_first
+        assert again.cost["calls"] == 0 and again.cost["cached_calls"] > 0
+        assert again.status == "succeeded"
+
+    # adopt changes only the managed block; rollback restores byte for byte
+    adopt(store, again.proposal_id)
+    written = target.read_bytes()
+    assert written.startswith(USER_TEXT)
+    assert written[len(USER_TEXT):].decode() == (
+        "\n<!-- skillopt-sleep:begin — managed by skillopt-sleep; edit with care -->\n"
+        "- Use `pnpm` instead of `npm`.\n<!-- skillopt-sleep:end -->\n"
+    )
+    rollback(store, str(target))
+    assert target.read_bytes() == USER_TEXT
+
+
+def test_dry_run_makes_no_model_calls_and_stages_nothing(world):
+    home, project, persona, target = world
+    store = Store(paths.db_path())
+    with serve(persona) as sim:
+        result = run_night(store, settings_for(home, project, sim.url, target), dry_run=True)
+        assert result.status == "planned"
+        assert sum(sim.stats.by_role.values()) == 0
+    assert result.summary["train"] >= 1 and result.summary["val"] >= 1
+    assert store.rows("proposals") == []
+
+
+def test_budget_cap_stops_the_night_cleanly(world):
+    home, project, persona, target = world
+    store = Store(paths.db_path())
+    with serve(persona) as sim:
+        result = run_night(store, settings_for(home, project, sim.url, target, max_calls_per_night=3))
+        assert sum(sim.stats.by_role.values()) == 3
+    assert result.status == "no_change" and "cap of 3 model calls" in result.summary["reason"]
+    assert store.rows("proposals") == []
+    assert target.read_bytes() == USER_TEXT
