@@ -1,0 +1,90 @@
+"""OpenAI-compatible Chat Completions backend (OpenAI, Ollama, vLLM, LM Studio, the simulator).
+
+``POST {base_url}/chat/completions`` (``base_url`` default ``https://api.openai.com/v1``) with
+``{"model", "messages": [system?, user], "max_tokens"}``, non-streaming. The key comes from
+``config.api_key`` or ``$config.api_key_env`` (default ``OPENAI_API_KEY``) as
+``Authorization: Bearer``; loopback servers get a placeholder when none is set.
+``request.tools`` are not sent (HTTP backends answer in text only); tool calls present in
+the answer are still reported by name.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from skillopt_sleep.backends import _http
+from skillopt_sleep.backends.base import Backend
+from skillopt_sleep.config import BackendConfig
+from skillopt_sleep.errors import BackendResponseError
+from skillopt_sleep.models import Completion, CompletionRequest, Usage
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAICompatibleBackend(Backend):
+    name = "openai_compatible"
+    #: First retry delay in seconds (doubles each retry); tests set it small.
+    base_delay = 0.5
+
+    def __init__(self, config: BackendConfig, *, base_delay: float | None = None):
+        super().__init__(config)
+        self.base_url = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
+        delay = self.base_delay if base_delay is None else base_delay
+        self._http = _http.HttpCaller(config, self.name, self.base_url,
+                                      key_env="OPENAI_API_KEY", base_delay=delay)
+        self._token_field = "max_tokens"
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatibleBackend(base_url={self.base_url!r}, model={self.model!r})"
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        key = _http.resolve_key(self.config, "OPENAI_API_KEY", self.base_url, self.name)
+        model = _http.pick_model(request.model, self.config, self.base_url, self.name)
+        messages: list[dict[str, str]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.append({"role": "user", "content": request.prompt})
+        headers = {"Authorization": f"Bearer {key}"}
+        started = time.monotonic()
+        data = self._post(model, messages, request.max_tokens or self.config.max_tokens, headers)
+        return _completion(data, model, time.monotonic() - started, self.name)
+
+    def _post(self, model: str, messages: list[dict[str, str]], max_tokens: int,
+              headers: dict[str, str]) -> dict[str, Any]:
+        payload: dict[str, Any] = {"model": model, "messages": messages,
+                                   self._token_field: max_tokens}
+        try:
+            return self._http.post("/chat/completions", payload, headers, model=model)
+        except BackendResponseError as exc:
+            # Newer OpenAI models reject max_tokens and ask for max_completion_tokens.
+            if self._token_field == "max_tokens" and "max_completion_tokens" in str(exc):
+                self._token_field = "max_completion_tokens"
+                return self._post(model, messages, max_tokens, headers)
+            raise
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def _completion(data: dict[str, Any], model: str, seconds: float, backend: str) -> Completion:
+    try:
+        message = data["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        raise BackendResponseError(f"answer has no choices[0].message: {str(data)[:120]}",
+                                   backend=backend) from None
+    content = message.get("content")
+    if isinstance(content, list):  # some servers return content parts
+        content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    calls = [str((c.get("function") or {}).get("name", "")) for c in
+             message.get("tool_calls") or [] if isinstance(c, dict)]
+    usage = data.get("usage") or {}
+    return Completion(
+        text=str(content or ""),
+        tool_calls=[c for c in calls if c],
+        usage=Usage(input_tokens=int(usage.get("prompt_tokens") or 0),
+                    output_tokens=int(usage.get("completion_tokens") or 0)),
+        seconds=seconds,
+        model=str(data.get("model") or model),
+        raw=data,
+    )

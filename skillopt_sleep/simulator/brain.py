@@ -1,0 +1,274 @@
+"""The simulator's deterministic "brain": role detection, the rule language, and the
+reflect / judge / consolidate behaviours. No randomness, no model: same input, same output.
+
+Input is a :class:`Turn` (an API-neutral view of one request, built by ``wire.py``); output
+is a :class:`Reply` (text and/or one tool call).
+
+Roles: a request whose last user message contains a marker line of
+:mod:`skillopt_sleep.night.prompts` (``SKILLOPT-REFLECT v1`` / ``SKILLOPT-JUDGE v1`` /
+``SKILLOPT-CONSOLIDATE v1``) is that role; anything else is a ``target`` call.
+
+Rule language (case-insensitive, values in backticks), read from the request's system text
+and every message, applied to a target answer in this order:
+
+* ``Use `A` instead of `B`.``      replace whole-word-ish occurrences of B with A
+* ``Always mention `X`.``          append `` Also: `X`.`` when X is absent
+* ``Never mention `X`.``           remove X
+* ``Use the `T` tool.``            call tool T (when the request offers it) before answering
+* ``Keep answers under N characters.``  truncate the answer to N characters
+
+Any other sentence is ignored: without a matching rule the persona gives its canned answer
+(its "characteristic mistake").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillopt_sleep.night import prompts
+from skillopt_sleep.simulator.persona import Persona
+
+ROLES = ("target", "reflect", "judge", "consolidate")
+_MARKERS = {
+    "reflect": prompts.REFLECT_MARKER,
+    "judge": prompts.JUDGE_MARKER,
+    "consolidate": prompts.CONSOLIDATE_MARKER,
+}
+
+_USE_INSTEAD = re.compile(r"\buse\s+`([^`]+)`\s+instead\s+of\s+`([^`]+)`", re.I)
+_ALWAYS = re.compile(r"\balways\s+mention\s+`([^`]+)`", re.I)
+_NEVER = re.compile(r"\bnever\s+mention\s+`([^`]+)`", re.I)
+_USE_TOOL = re.compile(r"\buse\s+the\s+`([^`]+)`\s+tool", re.I)
+_MAX_CHARS = re.compile(r"\bkeep\s+answers\s+under\s+(\d+)\s+characters", re.I)
+_NEGATORS = re.compile(r"\b(not|never|instead\s+of|avoid|without|don't|do\s+not|no)\b", re.I)
+
+
+@dataclass
+class Turn:
+    """One request, API-neutral.
+
+    ``system``: all system/developer/instructions text. ``messages``: (role, text) pairs with
+    role ``user`` / ``assistant`` / ``tool`` (tool results). ``last_user``: full text of the
+    last user message; ``prompt``: its last real text block (system reminders dropped).
+    ``tools``: names of the tools offered. ``after_tool``: the last item is a tool result.
+    """
+
+    model: str = ""
+    system: str = ""
+    messages: list[tuple[str, str]] = field(default_factory=list)
+    last_user: str = ""
+    prompt: str = ""
+    tools: list[str] = field(default_factory=list)
+    after_tool: bool = False
+    stream: bool = False
+
+    def all_text(self) -> str:
+        return "\n".join([self.system, *(text for _, text in self.messages)])
+
+
+@dataclass
+class Reply:
+    role: str
+    text: str = ""
+    tool: str | None = None
+    tool_input: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Rules:
+    """The rules found in a context, in the order they appear."""
+
+    replace: list[tuple[str, str]] = field(default_factory=list)  # (new, old)
+    always: list[str] = field(default_factory=list)
+    never: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    max_chars: int | None = None
+
+
+def parse_rules(text: str) -> Rules:
+    """Read every rule of the rule language in ``text``. The smallest length limit wins."""
+    rules = Rules(
+        replace=[(m.group(1), m.group(2)) for m in _USE_INSTEAD.finditer(text)],
+        always=[m.group(1) for m in _ALWAYS.finditer(text)],
+        never=[m.group(1) for m in _NEVER.finditer(text)],
+        tools=[m.group(1) for m in _USE_TOOL.finditer(text)],
+    )
+    limits = [int(m.group(1)) for m in _MAX_CHARS.finditer(text)]
+    rules.max_chars = min(limits) if limits else None
+    return rules
+
+
+def _word(term: str) -> re.Pattern[str]:
+    """Whole-word-ish matcher: ``npm`` matches in ``npm test`` but not in ``pnpm``."""
+    return re.compile(r"(?<![\w-])" + re.escape(term) + r"(?![\w-])", re.I)
+
+
+def has_term(text: str, term: str) -> bool:
+    return bool(_word(term).search(text))
+
+
+def apply_rules(answer: str, rules: Rules) -> str:
+    """Apply replace, always, never, then the length limit to a target answer."""
+    for new, old in rules.replace:
+        answer = _word(old).sub(lambda _m, new=new: new, answer)
+    for term in rules.always:
+        if term.lower() not in answer.lower():
+            answer = f"{answer.rstrip()} Also: `{term}`."
+    for term in rules.never:
+        answer = re.sub(re.escape(term), "", answer, flags=re.I)
+        answer = re.sub(r"``", "", answer)
+        answer = re.sub(r"[ \t]{2,}", " ", answer).strip()
+    if rules.max_chars is not None:
+        answer = answer[: rules.max_chars].rstrip()
+    return answer
+
+
+def detect_role(turn: Turn) -> str:
+    for role, marker in _MARKERS.items():
+        if marker in turn.last_user:
+            return role
+    return "target"
+
+
+def _material(text: str, role: str) -> dict[str, Any]:
+    start = text.find(_MARKERS[role])
+    try:
+        return prompts.material_of(text[start:])
+    except (ValueError, json.JSONDecodeError):
+        return {}
+
+
+def _norm(rule: str) -> str:
+    return " ".join(str(rule).lower().split()).rstrip(".")
+
+
+class Brain:
+    """Answers one :class:`Turn` for a :class:`Persona`."""
+
+    def __init__(self, persona: Persona):
+        self.persona = persona
+
+    def respond(self, turn: Turn) -> Reply:
+        role = detect_role(turn)
+        if role == "target":
+            return self.target(turn)
+        material = _material(turn.last_user, role)
+        if role == "reflect":
+            out: dict[str, Any] = {"edits": self.reflect(material)}
+        elif role == "judge":
+            out = {"score": judge_score(str(material.get("rubric", "")),
+                                        str(material.get("answer", "")))}
+        else:
+            out = {"rules": consolidate(list(material.get("rules", [])))}
+        return Reply(role, json.dumps(out, ensure_ascii=False))
+
+    # -- target -------------------------------------------------------------------------
+    def target(self, turn: Turn) -> Reply:
+        persona = self.persona
+        asked = turn.prompt or turn.last_user
+        match = next((a for a in persona.answers if a.pattern.search(asked)), None)
+        if match is not None:
+            text = match.text
+        else:
+            text = persona.default_answer.replace("{prompt}", turn.prompt.strip())
+        rules = parse_rules(turn.all_text())
+        text = apply_rules(text, rules)
+        if not turn.after_tool:
+            offered = {t.lower(): t for t in turn.tools}
+            wanted = [(n, match.tool_input) for n in match.tools] if match else []
+            wanted += [(name, {}) for name in rules.tools]
+            for name, default in wanted:
+                if name.lower() in offered:
+                    tool_input = persona.tool_inputs.get(name, default)
+                    return Reply("target", "", offered[name.lower()], dict(tool_input))
+        return Reply("target", text)
+
+    # -- reflect ------------------------------------------------------------------------
+    def reflect(self, material: dict[str, Any]) -> list[dict[str, str]]:
+        """Edits ``[{"op": "add", "text", "rationale"}]`` (see the module docstring)."""
+        blocked = {_norm(r) for r in material.get("rules", [])}
+        blocked |= {_norm(r) for r in material.get("rejected_edits", [])}
+        budget = int(material.get("edit_budget", 2) or 0)
+        groups: dict[str, list[tuple[str, str]]] = {
+            "derived": derive_edits(material.get("failures", [])),
+            "useless": [(e, "generic advice") for e in self.persona.useless_edits],
+            "harmful": [(e, "shorter answers are easier to read") for e in
+                        self.persona.harmful_edits],
+        }
+        edits: list[dict[str, str]] = []
+        for group in self.persona.order:
+            for text, rationale in groups[group]:
+                if _norm(text) in blocked or len(edits) >= budget:
+                    continue
+                blocked.add(_norm(text))
+                edits.append({"op": "add", "text": text, "rationale": rationale})
+        return edits
+
+
+def derive_edits(failures: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(rule text, rationale) pairs derived from the failed checks, in failure order.
+
+    Within one failure the i-th failed ``contains X`` pairs with the i-th failed
+    ``not_contains Y`` into "Use `X` instead of `Y`."; leftovers become "Always mention" /
+    "Never mention"; ``max_chars N`` and ``tool_called T`` have their own rules.
+    """
+    out: list[tuple[str, str]] = []
+    for failure in failures:
+        checks = failure.get("failed_checks", []) or []
+        by_kind: dict[str, list[str]] = {}
+        for check in checks:
+            by_kind.setdefault(str(check.get("kind")), []).append(str(check.get("value", "")))
+        pos, neg = by_kind.get("contains", []), by_kind.get("not_contains", [])
+        why = f"fixes task: {str(failure.get('task', ''))[:80]}"
+        for x, y in zip(pos, neg):
+            out.append((f"Use `{x}` instead of `{y}`.", why))
+        out += [(f"Always mention `{x}`.", why) for x in pos[len(neg):]]
+        out += [(f"Never mention `{y}`.", why) for y in neg[len(pos):]]
+        out += [(f"Keep answers under {n} characters.", why) for n in by_kind.get("max_chars", [])]
+        out += [(f"Use the `{t}` tool.", why) for t in by_kind.get("tool_called", [])]
+    seen: set[str] = set()
+    unique = []
+    for text, why in out:
+        if _norm(text) not in seen:
+            seen.add(_norm(text))
+            unique.append((text, why))
+    return unique
+
+
+def judge_score(rubric: str, answer: str) -> float:
+    """Fraction of backticked rubric terms satisfied by ``answer`` (3 decimals).
+
+    A term counts when present, or when ABSENT if a negator (not, never, instead of, avoid,
+    without, don't, no) occurs in the few words before it (since the previous term).
+    No terms: 1.0 for a non-empty answer, else 0.0.
+    """
+    terms = list(re.finditer(r"`([^`]+)`", rubric))
+    if not terms:
+        return 1.0 if answer.strip() else 0.0
+    ok, prev_end = 0, 0
+    for m in terms:
+        window = " ".join(rubric[prev_end : m.start()].split()[-4:])
+        negative = bool(_NEGATORS.search(window))
+        ok += has_term(answer, m.group(1)) != negative
+        prev_end = m.end()
+    return round(ok / len(terms), 3)
+
+
+def consolidate(rules: list[str]) -> list[str]:
+    """Drop case/whitespace-insensitive duplicates, keeping the first of each, in order."""
+    seen: set[str] = set()
+    out = []
+    for rule in rules:
+        key = " ".join(str(rule).lower().split())
+        if key and key not in seen:
+            seen.add(key)
+            out.append(str(rule))
+    return out
+
+
+def tokens(text: str) -> int:
+    """Deterministic token count: ``len(text) // 4 + 1``."""
+    return len(text) // 4 + 1

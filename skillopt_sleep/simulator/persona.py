@@ -1,0 +1,113 @@
+"""Persona files: the data that drives the deterministic simulator's answers.
+
+A persona is a TOML file (see ``personas/demo.toml``)::
+
+    name = "demo-js"
+    models = []                      # accepted model names; empty = accept any model
+    default_answer = "... {prompt}"  # used when no answer matches; ``{prompt}`` is substituted
+
+    [[answers]]                      # first match wins
+    match = "run (the )?tests"       # Python regex, searched case-insensitively in the prompt
+    text = "Run `npm test` to run the suite."
+    tool = ["Bash", "exec_command"]  # optional: call the first of these tools the request
+                                     # offers (names case-insensitive), then answer `text`
+    tool_input = { command = "ls" }  # optional: the tool call's input object
+
+    [tool_inputs]                    # optional: per-tool inputs; override ``tool_input`` and
+    exec_command = { cmd = "ls" }    # serve "Use the `T` tool." rules
+
+    [optimizer]                      # reflect behaviour
+    order = ["harmful", "derived", "useless"]
+    useless_edits = ["Be helpful and precise."]
+    harmful_edits = ["Keep answers under 12 characters."]
+
+    [server]
+    fail_first = 0                   # the first N model calls answer HTTP ``fail_status``
+    fail_status = 500
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+EDIT_GROUPS = ("harmful", "derived", "useless")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One canned answer: ``pattern`` (compiled, case-insensitive) -> ``text``, optionally
+    preceded by a call to the first offered tool of ``tools``."""
+
+    pattern: re.Pattern[str]
+    text: str
+    tools: tuple[str, ...] = ()
+    tool_input: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Persona:
+    name: str = "persona"
+    models: tuple[str, ...] = ()
+    default_answer: str = "I am not sure; could you give more detail?"
+    answers: tuple[Answer, ...] = ()
+    tool_inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    order: tuple[str, ...] = EDIT_GROUPS
+    useless_edits: tuple[str, ...] = ()
+    harmful_edits: tuple[str, ...] = ()
+    fail_first: int = 0
+    fail_status: int = 500
+
+    def accepts(self, model: str) -> bool:
+        """True when ``model`` is listed, or when the persona lists no models."""
+        return not self.models or model in self.models
+
+
+def _answer(raw: dict[str, Any]) -> Answer:
+    try:
+        pattern = re.compile(str(raw["match"]), re.I)
+        text = str(raw["text"])
+    except KeyError as exc:
+        raise ValueError(f"persona answer needs `match` and `text`, missing {exc}") from None
+    except re.error as exc:
+        raise ValueError(f"persona answer has a bad regex {raw.get('match')!r}: {exc}") from None
+    tool = raw.get("tool") or ()
+    tools = (tool,) if isinstance(tool, str) else tuple(str(t) for t in tool)
+    return Answer(pattern, text, tools, dict(raw.get("tool_input", {})))
+
+
+def persona_from_dict(data: dict[str, Any]) -> Persona:
+    """Build a Persona from parsed TOML; ValueError on a malformed entry."""
+    opt = data.get("optimizer", {})
+    server = data.get("server", {})
+    order = tuple(opt.get("order", EDIT_GROUPS))
+    bad = [g for g in order if g not in EDIT_GROUPS]
+    if bad:
+        raise ValueError(f"persona optimizer.order: unknown group(s) {bad}; known {EDIT_GROUPS}")
+    return Persona(
+        name=str(data.get("name", "persona")),
+        models=tuple(str(m) for m in data.get("models", [])),
+        default_answer=str(data.get("default_answer", Persona.default_answer)),
+        answers=tuple(_answer(a) for a in data.get("answers", [])),
+        tool_inputs={str(k): dict(v) for k, v in data.get("tool_inputs", {}).items()},
+        order=order,
+        useless_edits=tuple(str(e) for e in opt.get("useless_edits", [])),
+        harmful_edits=tuple(str(e) for e in opt.get("harmful_edits", [])),
+        fail_first=int(server.get("fail_first", 0)),
+        fail_status=int(server.get("fail_status", 500)),
+    )
+
+
+def load_persona(source: Persona | str | Path | None = None) -> Persona:
+    """A Persona from an object, a TOML file path, or ``None`` / ``"demo"`` (the bundled demo)."""
+    if isinstance(source, Persona):
+        return source
+    if source is None or str(source) == "demo":
+        text = resources.files(__package__).joinpath("personas/demo.toml").read_text("utf-8")
+        return persona_from_dict(tomllib.loads(text))
+    with open(source, "rb") as fh:
+        return persona_from_dict(tomllib.load(fh))

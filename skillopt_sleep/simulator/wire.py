@@ -1,0 +1,335 @@
+"""Wire formats of the three APIs the simulator speaks: request parsing into a
+:class:`~skillopt_sleep.simulator.brain.Turn` and rendering of a
+:class:`~skillopt_sleep.simulator.brain.Reply` as JSON or as SSE event streams.
+
+* Anthropic Messages (``/v1/messages``): message object; SSE ``message_start``,
+  ``content_block_start`` / ``ping`` / ``content_block_delta`` (``text_delta`` /
+  ``input_json_delta``) / ``content_block_stop``, ``message_delta`` (stop_reason, usage),
+  ``message_stop``.
+* OpenAI Responses (``/v1/responses``): response object; SSE ``response.created``,
+  ``response.in_progress``, ``response.output_item.added``, ``response.content_part.added``,
+  ``response.output_text.delta`` / ``.done``, ``response.content_part.done``,
+  ``response.function_call_arguments.delta`` / ``.done``, ``response.output_item.done``,
+  ``response.completed`` (with usage). Every event has a ``sequence_number``.
+* OpenAI Chat Completions (``/v1/chat/completions``): ``chat.completion`` object; SSE
+  ``chat.completion.chunk`` deltas (content, ``tool_calls``), a usage chunk when
+  ``stream_options.include_usage`` is set, then ``data: [DONE]``.
+
+Unknown request fields are ignored. ``usage`` is ``(input_tokens, output_tokens)``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from skillopt_sleep.simulator.brain import Reply, Turn
+
+Usage = tuple[int, int]
+_CHUNK = 24  # characters per streamed text delta
+_TAGGED = re.compile(r"^\s*<([\w-]+)>.*?</\1>\s*", re.S)  # <system-reminder>..</system-reminder>
+_AGENTS_MD = "# AGENTS.md instructions"
+
+
+def _clean(text: str) -> str:
+    """Drop leading tagged context blocks (reminders, datetime, environment) from a text."""
+    while (match := _TAGGED.match(text)) is not None:
+        text = text[match.end():]
+    return "" if text.lstrip().startswith(_AGENTS_MD) else text.strip()
+
+
+def _text(content: Any) -> str:
+    """All text in a content value: a string, a block, or a list of blocks (recursively)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(t for t in (_text(c) for c in content) if t)
+    if isinstance(content, dict):
+        for key in ("text", "content", "output", "input", "arguments"):
+            if key in content and key != "type":
+                value = content[key]
+                return value if isinstance(value, str) else _text(value)
+    return ""
+
+
+def _blocks(content: Any) -> list[str]:
+    """Text blocks of a user message (tool results excluded)."""
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        return []
+    return [str(b.get("text", "")) for b in content if isinstance(b, dict)
+            and b.get("type", "text") in ("text", "input_text") and "text" in b]
+
+
+def _finish(turn: Turn, user_blocks: list[list[str]]) -> Turn:
+    """Set ``last_user`` / ``prompt`` from the user messages' text blocks (in order)."""
+    for blocks in reversed(user_blocks):
+        real = [_clean(b) for b in blocks if _clean(b)]
+        if real:
+            turn.last_user, turn.prompt = "\n".join(blocks), real[-1]
+            return turn
+    if user_blocks:
+        turn.last_user = turn.prompt = "\n".join(user_blocks[-1])
+    return turn
+
+
+def _tool_names(tools: Any) -> list[str]:
+    names = []
+    for tool in tools or []:
+        if isinstance(tool, dict):
+            fn = tool.get("function")
+            name = (fn or {}).get("name") if isinstance(fn, dict) else None
+            names.append(str(name or tool.get("name") or tool.get("type") or ""))
+    return [n for n in names if n]
+
+
+def _sse(event: str | None, data: dict[str, Any]) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+def _pieces(text: str) -> list[str]:
+    return [text[i : i + _CHUNK] for i in range(0, len(text), _CHUNK)]
+
+
+# ---- Anthropic Messages ----------------------------------------------------------------
+def parse_anthropic(body: dict[str, Any]) -> Turn:
+    turn = Turn(model=str(body.get("model", "")), stream=bool(body.get("stream")),
+                system=_text(body.get("system")), tools=_tool_names(body.get("tools")))
+    user_blocks: list[list[str]] = []
+    for msg in body.get("messages") or []:
+        role, content = msg.get("role", "user"), msg.get("content")
+        results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
+            if isinstance(content, list) else []
+        if results:
+            turn.messages.append(("tool", _text([_text(r.get("content")) for r in results])))
+        if role == "user":
+            blocks = _blocks(content)
+            if blocks:
+                user_blocks.append(blocks)
+                turn.messages.append(("user", "\n".join(blocks)))
+            turn.after_tool = bool(results)
+        else:
+            turn.messages.append(("assistant", _text(content)))
+            turn.after_tool = False
+    return _finish(turn, user_blocks)
+
+
+def anthropic_message(reply: Reply, turn: Turn, rid: str, usage: Usage) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if reply.text or not reply.tool:
+        content.append({"type": "text", "text": reply.text})
+    if reply.tool:
+        content.append({"type": "tool_use", "id": f"toolu_{rid}", "name": reply.tool,
+                        "input": reply.tool_input})
+    return {
+        "id": f"msg_{rid}", "type": "message", "role": "assistant", "model": turn.model,
+        "content": content, "stop_reason": "tool_use" if reply.tool else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": usage[0], "output_tokens": usage[1],
+                  "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+    }
+
+
+def anthropic_sse(reply: Reply, turn: Turn, rid: str, usage: Usage) -> Iterator[bytes]:
+    msg = anthropic_message(reply, turn, rid, usage)
+    start = dict(msg, content=[], stop_reason=None,
+                 usage=dict(msg["usage"], output_tokens=1))
+    yield _sse("message_start", {"type": "message_start", "message": start})
+    for index, block in enumerate(msg["content"]):
+        if block["type"] == "text":
+            first = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"])]
+        else:
+            first = dict(block, input={})
+            deltas = [{"type": "input_json_delta", "partial_json": p}
+                      for p in _pieces(json.dumps(block["input"]))]
+        yield _sse("content_block_start",
+                   {"type": "content_block_start", "index": index, "content_block": first})
+        if index == 0:
+            yield _sse("ping", {"type": "ping"})
+        for delta in deltas:
+            yield _sse("content_block_delta",
+                       {"type": "content_block_delta", "index": index, "delta": delta})
+        yield _sse("content_block_stop", {"type": "content_block_stop", "index": index})
+    yield _sse("message_delta", {
+        "type": "message_delta",
+        "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
+        "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
+    })
+    yield _sse("message_stop", {"type": "message_stop"})
+
+
+def anthropic_error(kind: str, message: str) -> dict[str, Any]:
+    """``kind``: authentication_error, not_found_error, invalid_request_error, api_error."""
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+# ---- OpenAI Responses ------------------------------------------------------------------
+def parse_responses(body: dict[str, Any]) -> Turn:
+    turn = Turn(model=str(body.get("model", "")), stream=bool(body.get("stream")),
+                system=_text(body.get("instructions")), tools=_tool_names(body.get("tools")))
+    items = body.get("input")
+    if isinstance(items, str):
+        items = [{"type": "message", "role": "user", "content": items}]
+    user_blocks: list[list[str]] = []
+    for item in items or []:
+        if not isinstance(item, dict):
+            continue
+        kind, role = item.get("type", "message"), item.get("role", "user")
+        if kind == "message" and role in ("system", "developer"):
+            turn.system += "\n" + _text(item.get("content"))
+        elif kind == "message" and role == "user":
+            blocks = _blocks(item.get("content"))
+            user_blocks.append(blocks)
+            turn.messages.append(("user", "\n".join(blocks)))
+        elif kind.endswith("_output"):
+            turn.messages.append(("tool", _text(item.get("output"))))
+        else:
+            turn.messages.append(("assistant", _text(item)))
+        turn.after_tool = kind.endswith("_output")
+    return _finish(turn, user_blocks)
+
+
+def _response(turn: Turn, rid: str, status: str, output: list[Any],
+              usage: Usage | None) -> dict[str, Any]:
+    return {
+        "id": f"resp_{rid}", "object": "response", "created_at": int(time.time()),
+        "status": status, "error": None, "incomplete_details": None, "instructions": None,
+        "max_output_tokens": None, "model": turn.model, "output": output,
+        "parallel_tool_calls": True, "previous_response_id": None,
+        "reasoning": {"effort": None, "summary": None}, "store": False, "temperature": 1.0,
+        "text": {"format": {"type": "text"}}, "tool_choice": "auto", "tools": [],
+        "top_p": 1.0, "truncation": "disabled", "user": None, "metadata": {},
+        "usage": None if usage is None else {
+            "input_tokens": usage[0], "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": usage[1], "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": usage[0] + usage[1],
+        },
+    }
+
+
+def _response_item(reply: Reply, rid: str) -> dict[str, Any]:
+    if reply.tool:
+        return {"type": "function_call", "id": f"fc_{rid}", "call_id": f"call_{rid}",
+                "name": reply.tool, "arguments": json.dumps(reply.tool_input),
+                "status": "completed"}
+    return {"type": "message", "id": f"msg_{rid}", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": reply.text, "annotations": []}]}
+
+
+def responses_object(reply: Reply, turn: Turn, rid: str, usage: Usage) -> dict[str, Any]:
+    return _response(turn, rid, "completed", [_response_item(reply, rid)], usage)
+
+
+def responses_sse(reply: Reply, turn: Turn, rid: str, usage: Usage) -> Iterator[bytes]:
+    seq = iter(range(10**6))
+
+    def ev(kind: str, **data: Any) -> bytes:
+        return _sse(kind, {"type": kind, "sequence_number": next(seq), **data})
+
+    yield ev("response.created", response=_response(turn, rid, "in_progress", [], None))
+    yield ev("response.in_progress", response=_response(turn, rid, "in_progress", [], None))
+    item = _response_item(reply, rid)
+    at = {"item_id": item["id"], "output_index": 0}
+    if item["type"] == "function_call":
+        yield ev("response.output_item.added",
+                 output_index=0, item=dict(item, arguments="", status="in_progress"))
+        for piece in _pieces(item["arguments"]):
+            yield ev("response.function_call_arguments.delta", **at, delta=piece)
+        yield ev("response.function_call_arguments.done", **at, name=item["name"],
+                 arguments=item["arguments"])
+    else:
+        part = {"type": "output_text", "text": "", "annotations": []}
+        yield ev("response.output_item.added",
+                 output_index=0, item=dict(item, status="in_progress", content=[]))
+        yield ev("response.content_part.added", **at, content_index=0, part=part)
+        for piece in _pieces(reply.text):
+            yield ev("response.output_text.delta", **at, content_index=0, delta=piece,
+                     logprobs=[])
+        yield ev("response.output_text.done", **at, content_index=0, text=reply.text,
+                 logprobs=[])
+        yield ev("response.content_part.done", **at, content_index=0,
+                 part=dict(part, text=reply.text))
+    yield ev("response.output_item.done", output_index=0, item=item)
+    yield ev("response.completed", response=_response(turn, rid, "completed", [item], usage))
+
+
+# ---- OpenAI Chat Completions -----------------------------------------------------------
+def parse_chat(body: dict[str, Any]) -> Turn:
+    turn = Turn(model=str(body.get("model", "")), stream=bool(body.get("stream")),
+                tools=_tool_names(body.get("tools") or body.get("functions")))
+    user_blocks: list[list[str]] = []
+    for msg in body.get("messages") or []:
+        role, content = msg.get("role", "user"), msg.get("content")
+        if role in ("system", "developer"):
+            turn.system += ("\n" if turn.system else "") + _text(content)
+        elif role == "user":
+            blocks = _blocks(content)
+            user_blocks.append(blocks)
+            turn.messages.append(("user", "\n".join(blocks)))
+        elif role in ("tool", "function"):
+            turn.messages.append(("tool", _text(content)))
+        else:
+            turn.messages.append(("assistant", _text(content)))
+        turn.after_tool = role in ("tool", "function")
+    return _finish(turn, user_blocks)
+
+
+def _chat_usage(usage: Usage) -> dict[str, int]:
+    return {"prompt_tokens": usage[0], "completion_tokens": usage[1],
+            "total_tokens": usage[0] + usage[1]}
+
+
+def _tool_call(reply: Reply, rid: str) -> dict[str, Any]:
+    return {"id": f"call_{rid}", "type": "function",
+            "function": {"name": reply.tool, "arguments": json.dumps(reply.tool_input)}}
+
+
+def chat_object(reply: Reply, turn: Turn, rid: str, usage: Usage) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None,
+                               "refusal": None}
+    if reply.tool:
+        message["tool_calls"] = [_tool_call(reply, rid)]
+    return {
+        "id": f"chatcmpl-{rid}", "object": "chat.completion", "created": int(time.time()),
+        "model": turn.model, "system_fingerprint": None,
+        "choices": [{"index": 0, "message": message, "logprobs": None,
+                     "finish_reason": "tool_calls" if reply.tool else "stop"}],
+        "usage": _chat_usage(usage),
+    }
+
+
+def chat_sse(reply: Reply, turn: Turn, rid: str, usage: Usage,
+             include_usage: bool = False) -> Iterator[bytes]:
+    base = {"id": f"chatcmpl-{rid}", "object": "chat.completion.chunk",
+            "created": int(time.time()), "model": turn.model, "system_fingerprint": None}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return _sse(None, dict(base, choices=[{"index": 0, "delta": delta, "logprobs": None,
+                                               "finish_reason": finish}]))
+
+    yield chunk({"role": "assistant", "content": ""})
+    for piece in _pieces(reply.text):
+        yield chunk({"content": piece})
+    if reply.tool:
+        call = _tool_call(reply, rid)
+        yield chunk({"tool_calls": [{"index": 0, **call,
+                                     "function": {"name": reply.tool, "arguments": ""}}]})
+        for piece in _pieces(call["function"]["arguments"]):
+            yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+    yield chunk({}, "tool_calls" if reply.tool else "stop")
+    if include_usage:
+        yield _sse(None, dict(base, choices=[], usage=_chat_usage(usage)))
+    yield b"data: [DONE]\n\n"
+
+
+def openai_error(message: str, kind: str, code: str | None) -> dict[str, Any]:
+    """``kind``: invalid_request_error / server_error; ``code``: invalid_api_key, ..."""
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}

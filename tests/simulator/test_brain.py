@@ -1,0 +1,163 @@
+"""The simulator's deterministic behaviour, role by role (no HTTP)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from skillopt_sleep.night import prompts
+from skillopt_sleep.simulator import Brain, Turn, judge_score, load_persona, parse_rules
+from skillopt_sleep.simulator.brain import apply_rules, consolidate, derive_edits, detect_role
+
+
+@pytest.fixture
+def brain() -> Brain:
+    return Brain(load_persona("demo"))
+
+
+def turn(prompt: str, system: str = "", tools: list[str] | None = None) -> Turn:
+    return Turn(model="m", system=system, messages=[("user", prompt)], last_user=prompt,
+                prompt=prompt, tools=tools or [])
+
+
+def test_target_persona_answers_and_default(brain: Brain) -> None:
+    assert brain.respond(turn("How do I install dependencies?")).text == \
+        "Run `npm install` in the project root."
+    assert brain.respond(turn("please RUN THE TESTS")).text == "Run `npm test` to run the suite."
+    assert brain.respond(turn("lint it")).text == "Run `npm run lint`."
+    default = brain.respond(turn("what is the weather")).text
+    assert default.startswith("I would start by reading the README")
+    assert default.endswith("what is the weather")
+
+
+def test_rules_in_system_text_change_the_target_answer(brain: Brain) -> None:
+    skill = "# Skill\n- Use `pnpm` instead of `npm`.\n- Always mention `--frozen-lockfile`.\n"
+    reply = brain.respond(turn("install dependencies", system=skill))
+    assert reply.role == "target"
+    assert reply.text == "Run `pnpm install` in the project root. Also: `--frozen-lockfile`."
+
+
+def test_rules_that_are_not_in_the_language_are_ignored(brain: Brain) -> None:
+    reply = brain.respond(turn("run the tests", system="Prefer pnpm over npm please."))
+    assert reply.text == "Run `npm test` to run the suite."
+
+
+def test_replace_is_whole_word_ish_and_never_and_limit() -> None:
+    rules = parse_rules("use `yarn` INSTEAD OF `npm`. Never mention `root`. "
+                        "Keep answers under 20 characters. Keep answers under 30 characters.")
+    assert rules.max_chars == 20
+    assert apply_rules("pnpm and npm", parse_rules("Use `yarn` instead of `npm`.")) == \
+        "pnpm and yarn"
+    out = apply_rules("Run `npm install` in the project root.", rules)
+    assert out == "Run `yarn install` i"
+    assert apply_rules("Run it in the project root.", parse_rules("Never mention `root`")) == \
+        "Run it in the project ."
+
+
+def test_harmful_length_rule_truncates(brain: Brain) -> None:
+    reply = brain.respond(turn("run the tests", system="Keep answers under 12 characters."))
+    assert reply.text == "Run `npm tes"
+    assert len(reply.text) <= 12
+
+
+def test_tool_call_when_offered_then_text_after_result(brain: Brain) -> None:
+    offered = brain.respond(turn("list the files", tools=["bash", "view"]))
+    assert (offered.tool, offered.tool_input, offered.text) == ("bash", {"command": "ls"}, "")
+    not_offered = brain.respond(turn("list the files"))
+    assert not_offered.tool is None and not_offered.text == "The project files are listed above."
+    after = turn("list the files", tools=["Bash"])
+    after.after_tool = True
+    assert brain.respond(after).text == "The project files are listed above."
+
+
+def test_use_the_tool_rule_calls_an_offered_tool(brain: Brain) -> None:
+    reply = brain.respond(turn("run the tests", system="Use the `Bash` tool.", tools=["Bash"]))
+    assert reply.tool == "Bash" and reply.tool_input == {"command": "ls"}
+
+
+def _failure(task: str, *checks: tuple[str, str]) -> dict:
+    return {"task": task, "answer": "a", "score": 0.0, "corrections": [],
+            "failed_checks": [{"kind": k, "value": v, "evidence": ""} for k, v in checks]}
+
+
+def test_derive_edits_from_failed_checks() -> None:
+    edits = derive_edits([
+        _failure("install", ("contains", "pnpm"), ("not_contains", "npm")),
+        _failure("lint", ("contains", "--fix")),
+        _failure("secrets", ("not_contains", "sudo")),
+        _failure("short", ("max_chars", "80"), ("tool_called", "Bash"), ("regex", "x")),
+        _failure("again", ("contains", "pnpm"), ("not_contains", "npm")),
+    ])
+    assert [text for text, _ in edits] == [
+        "Use `pnpm` instead of `npm`.", "Always mention `--fix`.", "Never mention `sudo`.",
+        "Keep answers under 80 characters.", "Use the `Bash` tool.",
+    ]
+
+
+def reflect(brain: Brain, *, rules=(), rejected=(), budget=2, failures=()) -> list[dict]:
+    prompt = prompts.reflect_prompt(rules=list(rules), failures=list(failures), successes=[],
+                                    rejected=list(rejected), budget=budget)
+    reply = brain.respond(turn(prompt))
+    assert reply.role == "reflect"
+    return prompts.extract_json(reply.text)["edits"]
+
+
+def test_reflect_orders_groups_and_respects_budget(brain: Brain) -> None:
+    failures = [_failure("install", ("contains", "pnpm"), ("not_contains", "npm"))]
+    edits = reflect(brain, failures=failures, budget=2)
+    assert [e["text"] for e in edits] == ["Keep answers under 12 characters.",
+                                          "Use `pnpm` instead of `npm`."]
+    assert all(e["op"] == "add" and e["rationale"] for e in edits)
+    assert len(reflect(brain, failures=failures, budget=1)) == 1
+    edits = reflect(brain, failures=failures, budget=5)
+    assert [e["text"] for e in edits][-1] == "Be helpful and precise."
+
+
+def test_reflect_skips_rejected_and_present_rules(brain: Brain) -> None:
+    failures = [_failure("install", ("contains", "pnpm"), ("not_contains", "npm")),
+                _failure("lint", ("contains", "--fix"))]
+    edits = reflect(brain, failures=failures, budget=5,
+                    rejected=["keep answers under 12 characters."],
+                    rules=["Use `pnpm`  instead of `npm`"])
+    assert [e["text"] for e in edits] == ["Always mention `--fix`.", "Be helpful and precise."]
+
+
+def test_reflect_order_from_persona(tmp_path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text('[optimizer]\norder = ["derived", "useless"]\n'
+                    'useless_edits = ["Be nice."]\n'
+                    'harmful_edits = ["Keep answers under 5 characters."]\n')
+    edits = reflect(Brain(load_persona(path)), budget=3,
+                    failures=[_failure("t", ("contains", "X"))])
+    assert [e["text"] for e in edits] == ["Always mention `X`.", "Be nice."]
+
+
+@pytest.mark.parametrize(("rubric", "answer", "score"), [
+    ("Use `pnpm` instead of `npm`.", "Run `pnpm install`.", 1.0),
+    ("Use `pnpm` instead of `npm`.", "Run `npm install`.", 0.0),
+    ("Mention `--frozen-lockfile` and `pnpm`; never `sudo`.", "pnpm install", 0.667),
+    ("Be concise.", "ok", 1.0),
+    ("Be concise.", "  ", 0.0),
+    ("Do not use `npm`, use `yarn`.", "yarn add x", 1.0),
+])
+def test_judge_score(rubric: str, answer: str, score: float) -> None:
+    assert judge_score(rubric, answer) == score
+
+
+def test_judge_and_consolidate_roles(brain: Brain) -> None:
+    prompt = prompts.judge_prompt(task="install", rubric="Use `pnpm` instead of `npm`.",
+                                  answer="Run `pnpm install`.")
+    reply = brain.respond(turn(prompt))
+    assert reply.role == "judge" and json.loads(reply.text) == {"score": 1.0}
+    prompt = prompts.consolidate_prompt(rules=["Use `pnpm`.", " use  `PNPM`. ", "Be brief."])
+    reply = brain.respond(turn(prompt))
+    assert reply.role == "consolidate"
+    assert json.loads(reply.text) == {"rules": ["Use `pnpm`.", "Be brief."]}
+    assert consolidate(["a", "A", "b"]) == ["a", "b"]
+
+
+def test_role_detection_uses_the_markers() -> None:
+    assert detect_role(turn("hello " + prompts.JUDGE_MARKER)) == "judge"
+    assert detect_role(turn(prompts.CONSOLIDATE_MARKER + "\n```json\n{}\n```")) == "consolidate"
+    assert detect_role(turn("SKILLOPT-REFLECT v2")) == "target"
