@@ -23,6 +23,7 @@ from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.errors import BudgetExceeded
 from skillopt_sleep.models import Check, Completion, CompletionRequest, Task, Usage
 from skillopt_sleep.night import prompts
+from skillopt_sleep.redact import redact
 from skillopt_sleep.store import Store, now_iso
 
 
@@ -192,7 +193,7 @@ class Replayer:
             except (TypeError, ValueError):
                 soft = None
         scored = Scored(
-            task_id=task.id, answer=comp.text, tool_calls=comp.tool_calls, hard=hard, soft=soft,
+            task_id=task.id, answer=redact(comp.text), tool_calls=comp.tool_calls, hard=hard, soft=soft,
             score=combine(hard, soft, self.metric), checks=results, cached=cached,
             usage=comp.usage, seconds=comp.seconds,
         )

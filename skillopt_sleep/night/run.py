@@ -39,6 +39,8 @@ from skillopt_sleep.night.replay import Cost, Meter, Replayer, Scored, mean, sco
 from skillopt_sleep.store import Store, now_iso
 
 Progress = Callable[[str], None]
+#: Called once per scored rollout (for progress bars).
+OnRollout = Callable[[Scored], None]
 
 
 @dataclass
@@ -87,7 +89,7 @@ def night_lock() -> FileLock:
 
 class _Night:
     def __init__(self, store: Store, settings: Settings, night_id: int, target: Backend,
-                 optimizer: Backend, say: Progress):
+                 optimizer: Backend, say: Progress, on_rollout: OnRollout | None = None):
         self.store, self.s, self.night_id, self.say = store, settings, night_id, say
         self.cost = Cost()
         caps = dict(max_calls=settings.max_calls_per_night, max_tokens=settings.max_tokens_per_night)
@@ -95,7 +97,7 @@ class _Night:
         self.optimizer = Meter(optimizer, store, self.cost, role="optimizer", **caps)
         self.replayer = Replayer(
             self.target, self.optimizer if settings.rubric else None,
-            metric=settings.gate_metric, workers=target.config.workers,
+            metric=settings.gate_metric, workers=target.config.workers, on_rollout=on_rollout,
         )
         self.edits: list[Edit] = []
         self.rejected: list[str] = []
@@ -223,6 +225,7 @@ def run_night(
     trigger: str = "cli",
     harvest_first: bool = True,
     progress: Progress | None = None,
+    on_rollout: OnRollout | None = None,
     env: dict[str, str] | None = None,
     home: Path | None = None,
 ) -> NightResult:
@@ -247,7 +250,8 @@ def run_night(
         })
         started = time.monotonic()
         try:
-            result = _run(store, settings, night_id, dry_run=dry_run, say=say, env=env, home=home)
+            result = _run(store, settings, night_id, dry_run=dry_run, say=say, env=env, home=home,
+                          on_rollout=on_rollout)
         except (SkilloptError, KeyboardInterrupt) as exc:
             status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
             store.update("nights", night_id, {
@@ -273,7 +277,8 @@ def _split(tasks: list[Task]) -> tuple[list[Task], list[Task], list[Task]]:
 
 
 def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progress,
-         env: dict[str, str] | None, home: Path | None) -> NightResult:
+         env: dict[str, str] | None, home: Path | None,
+         on_rollout: OnRollout | None = None) -> NightResult:
     from skillopt_sleep.night.mine import mine
     from skillopt_sleep.night.stage import stage_proposal
     from skillopt_sleep.sources.ingest import harvest
@@ -316,7 +321,7 @@ def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progre
         return finish("planned")
 
     target, optimizer = _open_backends(s)
-    night = _Night(store, s, night_id, target, optimizer, say)
+    night = _Night(store, s, night_id, target, optimizer, say, on_rollout)
     verified = bool(val)
     if not verified:
         val = train
