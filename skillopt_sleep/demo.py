@@ -170,6 +170,7 @@ def demo_settings(home: Path, project: Path, url: str) -> dict[str, Any]:
         "target": backend,
         "optimizer": backend,
         "epochs": 1,
+        "edit_budget": 3,
         "document": {"kind": "path", "path": str(project / ".claude" / "skills" /
                                                  "skillopt-sleep-learned" / "SKILL.md")},
     }
@@ -202,4 +203,5 @@ def run_demo(folder: Path | None = None, say: Callable[[str], None] | None = Non
         store.close()
     return {"status": result.status, "val_before": result.val_before, "val_after": result.val_after,
             "test_before": result.test_before, "test_after": result.test_after, "report": report,
-            "sandbox": str(root) if keep or report else "", "proposal_id": result.proposal_id}
+            "sandbox": str(root) if keep or report else "", "proposal_id": result.proposal_id,
+            "home": str(root / "skillopt-home")}

@@ -36,8 +36,8 @@ def gate(current: dict[str, Scored], candidate: dict[str, Scored], *, no_regress
         if tid in current and s.score < current[tid].score - EPSILON
     ]
     if strict and after <= before + EPSILON:
-        return Verdict(False, f"val {before:.3f} -> {after:.3f}: no strict improvement", before,
-                       after, regressions)
+        why = "worse" if after < before - EPSILON else "no strict improvement"
+        return Verdict(False, f"val {before:.3f} -> {after:.3f}: {why}", before, after, regressions)
     if not strict and after < before - EPSILON:
         return Verdict(False, f"val {before:.3f} -> {after:.3f}: lower", before, after, regressions)
     if no_regression and regressions:

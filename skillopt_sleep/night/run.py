@@ -271,6 +271,11 @@ def run_night(
         lock.release()
 
 
+def _harvest_line(report: Any) -> str:
+    return (f"{report.total('sessions_new')} new and {report.total('sessions_updated')} updated "
+            f"sessions from {report.total('files_read')} changed files")
+
+
 def _split(tasks: list[Task]) -> tuple[list[Task], list[Task], list[Task]]:
     return ([t for t in tasks if t.split == "train"], [t for t in tasks if t.split == "val"],
             [t for t in tasks if t.split == "test"])
@@ -285,13 +290,15 @@ def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progre
 
     t0 = time.monotonic()
     say("harvesting sessions")
-    harvest(store, s)
+    harvested = harvest(store, s)
+    say(f"harvest: {_harvest_line(harvested)}")
     say("mining recurring tasks")
     report = mine(store, s)
     target_path = resolve_target(s.document, s.project, env=env, home=home)
     live = read_live(target_path)
     base_hash = sha256_text(live)
-    doc = Document.parse(live, new_skill=s.document.kind == "managed_skill")
+    doc = Document.parse(live, new_skill=s.document.kind == "managed_skill"
+                         or target_path.name == "SKILL.md")
     judge_ok = s.rubric
     tasks = [t for t in report.tasks if scorable(t, judge_ok)]
     train, val, test = _split(tasks)
@@ -300,6 +307,8 @@ def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progre
         "test": len(test), "rules_before": len(doc.rules), "base_hash": base_hash,
     }
     store.update("nights", night_id, {"target_path": str(target_path), "summary": json.dumps(summary)})
+    say(f"tasks: {len(tasks)} scorable of {len(report.tasks)} mined — {len(train)} train, "
+        f"{len(val)} val, {len(test)} test; training {target_path}")
 
     def finish(status: str, **extra: Any) -> NightResult:
         store.update("nights", night_id, {
