@@ -15,6 +15,10 @@ from typing import Iterable, Iterator, Mapping
 
 from skillopt_sleep.models import HarvestedSession
 
+#: Put at the start of every prompt this tool sends to an agent (replays); a session whose first
+#: user prompt contains it is stored with ``self_generated=True`` and never mined.
+SELF_MARKER = "[skillopt-sleep replay]"
+
 
 @dataclass
 class ParseResult:

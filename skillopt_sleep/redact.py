@@ -1,0 +1,176 @@
+"""Secret redaction and text sanitising for everything harvested into the store.
+
+:func:`redact` replaces secrets with ``[REDACTED:<kind>]``. Kinds:
+
+* ``private_key`` — PEM ``-----BEGIN … PRIVATE KEY-----`` blocks (also cut-off ones);
+* ``anthropic_key`` (``sk-ant-…``), ``api_key`` (``sk-…``, ``sk-proj-…``), ``stripe_key``
+  (``sk_live_…``), ``google_api_key`` (``AIza…``);
+* ``github_token`` (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``/``github_pat_``),
+  ``slack_token`` (``xoxb-``/``xoxp-``/…);
+* ``aws_access_key_id`` (``AKIA…``/``ASIA…``), ``aws_secret_access_key`` (the value after
+  ``aws_secret_access_key =``/``:``);
+* ``jwt`` (three base64url parts starting ``eyJ``), ``bearer_token`` (``Bearer <token>``),
+  ``url_credentials`` (``scheme://user:pass@``);
+* ``password`` — ``password=…``, ``"password": "…"``, ``DB_PASSWORD: …`` style assignments;
+* ``secret`` — generic ``api_key|token|secret|… = value`` assignments.
+
+Assignments keep their key and separator (``password=[REDACTED:password]``). To leave ordinary
+code alone, an unquoted value is not redacted when it is a placeholder (``$VAR``, ``${…}``,
+``<…>``, ``***``), a call or subscript expression (``os.environ["X"]``, ``get_pw()``), or — for a
+lower-case key — a bare or dotted identifier (``password: str``, ``key: rsa.RSAPrivateKey``). Keys must *end*
+with the secret word, so ``max_tokens = 1024`` or ``"input_tokens": 5`` are never touched.
+
+:func:`sanitize` makes text safe to store: NULs removed, lone surrogates and undecodable bytes
+replaced with U+FFFD. All regexes are compiled once at import; ``redact`` is linear in the text.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["redact", "sanitize", "decode", "clean", "REDACTION_KINDS"]
+
+_PLACEHOLDER = re.compile(
+    r"""(?ix)^(?:
+        \[REDACTED.* | x{3,} | \*{3,} | \.{3,} | <[^>]*>? | \$.* | \{\{.* | %\(.* | %[A-Za-z_]+%?
+        | your[_\- ]?\S* | null | none | nil | true | false | undefined | required | optional
+        | redacted | \?+ | -+ | _+
+    )$"""
+)
+#: unquoted values that are code, not secrets: calls/subscripts, or (lower-case keys) identifiers
+_CODE_EXPR = re.compile(r"[A-Za-z_][\w.]*[(\[].*")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_.]*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+
+_Q = r"""\\?["'`]"""  # an optional backslash-escaped quote (JSON inside text)
+_VALUE = (
+    r"""(?:\\?"(?P<dq>[^"\\\n]{1,512})\\?"|\\?'(?P<sq>[^'\\\n]{1,512})\\?'"""
+    r"""|(?P<bare>[^\s"'`,;:<>{}()\[\]][^\s"'`,;<>{})\]]{0,511}))"""
+)
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def _assignment(words: str) -> re.Pattern[str]:
+    # anchored on the secret word (the key must end with it); the key's prefix is read back
+    # from the text by the replacer, which is much faster than matching it here
+    return re.compile(
+        r"(?i)(?:" + words + r")(?P<sep>(?:" + _Q + r")?\s{0,3}(?:=|:)\s{0,3})" + _VALUE
+    )
+
+
+_PASSWORD = _assignment(r"password|passwd|passphrase")
+_GENERIC = _assignment(
+    r"api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret"
+    r"|auth[_-]?token|access[_-]?token|refresh[_-]?token|api[_-]?token|bearer[_-]?token"
+    r"|session[_-]?token|token|secret"
+)
+
+#: (kind, substrings one of which must occur — ``lower`` ones in the lower-cased text — , pattern).
+#: The whole match is replaced, except a ``keep`` group which stays in front of the tag.
+_PATTERNS: list[tuple[str, tuple[str, ...], bool, re.Pattern[str]]] = [
+    ("private_key", ("PRIVATE KEY-----",), False, re.compile(
+        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY-----"
+        r"(?:[A-Za-z0-9+/=\s\\:,\-]{16,20000}?-----END[A-Z0-9 ]{0,40}PRIVATE KEY-----"
+        r"|(?:\\n|\s)*[A-Za-z0-9+/=]{16,}[A-Za-z0-9+/=\s\\]*)")),
+    ("anthropic_key", ("sk-ant-",), False, re.compile(r"(?<![\w-])sk-ant-[A-Za-z0-9_\-]{20,}")),
+    ("api_key", ("sk-",), False, re.compile(r"(?<![\w-])sk-(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{20,}")),
+    ("stripe_key", ("_live_", "_test_"), False,
+     re.compile(r"(?<![\w-])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}")),
+    ("google_api_key", ("AIza",), False, re.compile(r"(?<![\w-])AIza[0-9A-Za-z_\-]{35}")),
+    ("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), False,
+     re.compile(r"(?<![\w-])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{40,})")),
+    ("slack_token", ("xox",), False, re.compile(r"(?<![\w-])xox[abposr]-[A-Za-z0-9\-]{10,}")),
+    ("aws_access_key_id", ("AKIA", "ASIA"), False,
+     re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
+    ("aws_secret_access_key", ("aws_secret_access_key",), True, re.compile(
+        r"(?i)(?P<keep>aws_secret_access_key(?:" + _Q + r")?\s{0,3}[=:]\s{0,3}(?:" + _Q
+        + r")?)[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])")),
+    ("jwt", ("eyJ",), False,
+     re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}")),
+    ("bearer_token", ("bearer",), True,
+     re.compile(r"(?P<keep>(?i:bearer)\s+)(?=[A-Za-z\-._~+/]*\d)[A-Za-z0-9\-._~+/]{12,}=*")),
+    ("url_credentials", ("://",), False, re.compile(
+        r"(?P<keep>[a-z][a-z0-9+.\-]{1,20}://)[^/\s:@\[\]]{1,100}:[^/\s@\[\]]{1,200}(?=@)")),
+]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+REDACTION_KINDS = tuple(k for k, *_ in _PATTERNS) + ("password", "secret")
+
+
+def _sub_keep(kind: str):
+    tag = f"[REDACTED:{kind}]"
+
+    def repl(m: re.Match[str]) -> str:
+        keep = m.groupdict().get("keep")
+        return (keep or "") + tag
+
+    return repl
+
+
+def _key_before(m: re.Match[str]) -> str:
+    """The whole key an assignment match ends with (its word plus the identifier before it)."""
+    text, i = m.string, m.start()
+    while i > 0 and m.start() - i < 40 and text[i - 1] in _KEY_CHARS:
+        i -= 1
+    return text[i:m.start("sep")]
+
+
+def _sub_assignment(kind: str, min_len: int, allow_spaces: bool):
+    tag = f"[REDACTED:{kind}]"
+
+    def repl(m: re.Match[str]) -> str:
+        dq, sq, bare = m.group("dq"), m.group("sq"), m.group("bare")
+        group = "dq" if dq is not None else "sq" if sq is not None else "bare"
+        value = (m.group(group) or "").strip()
+        whole = m.group(0)
+        if len(value) < min_len or _PLACEHOLDER.match(value):
+            return whole
+        if bare is not None:
+            key = _key_before(m)
+            if _CODE_EXPR.fullmatch(bare) or (not key.isupper() and _IDENTIFIER.fullmatch(bare)):
+                return whole
+        elif not allow_spaces and " " in value:
+            return whole
+        off = m.start()
+        return whole[: m.start(group) - off] + tag + whole[m.end(group) - off:]
+
+    return repl
+
+
+_REPLACERS = [(trig, low, p, _sub_keep(kind)) for kind, trig, low, p in _PATTERNS] + [
+    (("pass",), True, _PASSWORD, _sub_assignment("password", 3, True)),
+    (("key", "token", "secret"), True, _GENERIC, _sub_assignment("secret", 8, False)),
+]
+
+
+def redact(text: str) -> str:
+    """Return ``text`` with every secret replaced by ``[REDACTED:<kind>]`` (see module doc)."""
+    if not text:
+        return text
+    lower = text.lower()
+    for triggers, low, pattern, repl in _REPLACERS:
+        hay = lower if low else text
+        if any(t in hay for t in triggers):
+            text = pattern.sub(repl, text)  # ``lower`` may go stale: only a superset matters
+    return text
+
+
+def sanitize(text: str) -> str:
+    """Make ``text`` storable: drop NULs, replace lone surrogates with U+FFFD."""
+    if not text:
+        return text
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    if not text.isascii():
+        text = _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+def decode(raw: bytes) -> str:
+    """Decode bytes as UTF-8 (invalid sequences become U+FFFD) and :func:`sanitize` them."""
+    return sanitize(raw.decode("utf-8", "replace"))
+
+
+def clean(text: str) -> str:
+    """:func:`sanitize` then :func:`redact`: what every harvested text goes through."""
+    return redact(sanitize(text))

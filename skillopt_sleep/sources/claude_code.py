@@ -1,0 +1,304 @@
+"""Claude Code transcripts: ``$CLAUDE_CONFIG_DIR/projects`` or ``~/.claude/projects``.
+
+Files: ``projects/<slug>/<sessionId>.jsonl`` and ``projects/<slug>/<sessionId>/subagents/
+agent-<id>.jsonl`` (``tool-results/`` and ``*.meta.json`` are not transcripts). Parsed: the JSONL
+record stream of Claude Code 2.0.x–2.1.x (one JSON object per line, ``type`` =
+``user``/``assistant``/``system``/``summary``/``progress``/``file-history-snapshot``/
+``queue-operation``/``attachment``/… — see the corpus SCHEMAS.md §1).
+
+What is kept:
+
+* ``prompt`` — user text typed by the user (string content or ``text`` blocks), with
+  ``<system-reminder>`` blocks cut out; a plugin/skill slash command with arguments is kept as
+  ``"/name args"``. Dropped (counted in ``skipped``): ``isMeta`` records (caveats, expanded
+  command/skill bodies, CLAUDE.md), ``isCompactSummary``/``isVisibleInTranscriptOnly``
+  summaries, ``<command-name>``/``<local-command-*>``/``<bash-*>`` wrappers,
+  ``<task-notification>``, "[Request interrupted by user…]", records whose ``origin.kind`` is
+  not ``human`` (or ``promptSource == "system"``), and every non-message record type
+  (``ignored_type:<type>``).
+* ``answer`` — assistant ``text`` blocks, with ``tool_use`` names in ``tool_names``. uid =
+  ``message.id`` so the records one API response is split into merge into one message.
+* ``tool`` — ``tool_result`` blocks: a short excerpt and ``is_error``.
+
+uid = record ``uuid`` (assistant: ``message.id``), so history copied into a resumed session's
+new file dedupes in the store. Session key = the record's ``sessionId`` (else the file stem);
+project = its ``cwd``.
+
+**Subagents** are attached to their parent session: the records of
+``<sessionId>/subagents/agent-*.jsonl`` are stored in session ``<sessionId>`` (the directory
+name) with ``is_sidechain=True``, as are inline ``isSidechain`` records of 2.0.x. Compaction-agent files (``agent-acompact-*``) only
+re-summarise the conversation and are skipped (``compaction_agent``).
+``headless``: ``entrypoint`` ``sdk-cli``/``sdk-ts``/``sdk-py`` (what ``claude -p`` writes) or
+``promptSource == "sdk"``. ``self_generated``: the session's first non-sidechain prompt
+contains :data:`~skillopt_sleep.sources.base.SELF_MARKER`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from skillopt_sleep.models import HarvestedMessage, HarvestedSession
+from skillopt_sleep.redact import clean, decode
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+
+#: characters kept of a prompt / answer, and of a tool result excerpt
+MAX_TEXT = 20_000
+TOOL_EXCERPT = 400
+
+HEADLESS_ENTRYPOINTS = frozenset({"sdk-cli", "sdk-ts", "sdk-py"})
+#: built-in slash commands whose arguments are settings, not tasks
+BUILTIN_COMMANDS = frozenset(
+    "/model /mcp /compact /clear /config /login /logout /resume /cost /help /exit /quit "
+    "/permissions /add-dir /agents /hooks /memory /status /doctor /ide /vim /theme /context "
+    "/output-style /plugin /rewind /export /statusline /terminal-setup /usage /fast".split()
+)
+
+_REMINDER = re.compile(r"<system-reminder>[\s\S]*?(?:</system-reminder>|$)")
+_HOOK = re.compile(r"<user-prompt-submit-hook>[\s\S]*?(?:</user-prompt-submit-hook>|$)")
+_CMD_NAME = re.compile(r"<command-name>\s*([\s\S]*?)\s*</command-name>")
+_CMD_ARGS = re.compile(r"<command-args>\s*([\s\S]*?)\s*</command-args>")
+_INJECTED_PREFIXES = (
+    ("<local-command-", "command"),
+    ("<bash-", "bash_mode"),
+    ("<task-notification>", "injected"),
+    ("[Request interrupted by user", "interrupted"),
+    ("Caveat: The messages below were generated", "injected"),
+    ("This session is being continued from a previous conversation", "compact_summary"),
+)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _block_text(content: Any) -> str:
+    """Text of a tool_result ``content`` (a string or a list of blocks)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return ""
+
+
+def clean_prompt(text: str) -> tuple[str | None, str]:
+    """Return ``(prompt, "")`` for a real typed prompt or ``(None, reason)`` for injected text."""
+    text = _HOOK.sub("", _REMINDER.sub("", text)).strip()
+    if not text:
+        return None, "injected"
+    if text.startswith(("<command-name>", "<command-message>")):
+        name = _CMD_NAME.search(text)
+        args = _CMD_ARGS.search(text)
+        cmd = name.group(1).strip() if name else ""
+        if cmd and args and args.group(1).strip() and cmd not in BUILTIN_COMMANDS:
+            return f"{cmd} {args.group(1).strip()}", ""
+        return None, "command"
+    for prefix, reason in _INJECTED_PREFIXES:
+        if text.startswith(prefix):
+            return None, reason
+    return text, ""
+
+
+class ClaudeCodeSource(Source):
+    """Harvester for Claude Code's ``projects/**/*.jsonl`` transcripts (see module doc)."""
+
+    name = "claude_code"
+
+    def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        base = env.get("CLAUDE_CONFIG_DIR")
+        return [Path(base).expanduser() / "projects" if base else home / ".claude" / "projects"]
+
+    def discover(self, root: Path) -> Iterator[Path]:
+        """Every ``*.jsonl`` below ``root`` except under ``tool-results/`` (sorted, so a parent
+        transcript comes before its ``<session>/subagents/`` files). Entries are yielded by
+        name; the ingester decides whether they are readable files."""
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d != "tool-results")
+            names = set(filenames) | {d for d in dirnames if d.endswith(".jsonl")}
+            for name in sorted(names):
+                if name.endswith(".jsonl"):
+                    yield Path(dirpath) / name
+
+    def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
+        """Parse complete JSONL records of one transcript file.
+
+        ``state`` maps ``"s"`` → ``{sessionId: {"fp": first prompt seen, "self", "headless"}}``.
+        """
+        state = dict(state)
+        per_session: dict[str, dict] = {k: dict(v) for k, v in state.get("s", {}).items()}
+        result = ParseResult(skipped=Counter())
+        skipped = result.skipped
+        sessions: dict[str, HarvestedSession] = {}
+        messages: dict[str, dict[str, HarvestedMessage]] = {}
+        subagent_file = path.parent.name == "subagents"
+        if subagent_file and path.name.startswith("agent-acompact"):
+            for _ in lines:
+                skipped["compaction_agent"] += 1
+            result.state = state
+            return result
+
+        for raw in lines:
+            try:
+                rec = json.loads(decode(raw))
+            except ValueError:
+                skipped["bad_json"] += 1
+                continue
+            if not isinstance(rec, dict):
+                skipped["not_an_object"] += 1
+                continue
+            rtype = rec.get("type")
+            if rtype not in ("user", "assistant", "custom-title", "ai-title"):
+                skipped[f"ignored_type:{rtype}"] += 1
+                continue
+            key = path.parent.parent.name if subagent_file else _str(rec.get("sessionId"))
+            key = key or path.stem
+            sess = sessions.get(key)
+            if sess is None:
+                sess = sessions[key] = HarvestedSession(source=self.name, key=key)
+                messages[key] = {}
+            meta = per_session.setdefault(key, {"fp": False, "self": False, "headless": False})
+            if rtype in ("custom-title", "ai-title"):
+                title = rec.get("customTitle") or rec.get("aiTitle")
+                if isinstance(title, str) and title.strip() and (rtype == "custom-title" or not sess.title):
+                    sess.title = clean(title.strip())[:200]
+                continue
+            sidechain = rec.get("isSidechain") is True or subagent_file
+            try:
+                self._envelope(rec, sess, meta)
+                if rtype == "assistant":
+                    self._assistant(rec, messages[key], sidechain, skipped, sess)
+                else:
+                    self._user(rec, messages[key], sidechain, skipped, meta)
+            except (TypeError, ValueError, AttributeError) as exc:  # a field of an odd type
+                skipped[f"malformed:{type(exc).__name__}"] += 1
+
+        for key, sess in sessions.items():
+            meta = per_session[key]
+            sess.messages = list(messages[key].values())
+            sess.headless = meta["headless"]
+            sess.self_generated = meta["self"]
+            result.sessions.append(sess)
+        state["s"] = per_session
+        result.state = state
+        return result
+
+    # ------------------------------------------------------------------ records
+    @staticmethod
+    def _envelope(rec: dict, sess: HarvestedSession, meta: dict) -> None:
+        cwd, ts, version = _str(rec.get("cwd")), _str(rec.get("timestamp")), _str(rec.get("version"))
+        if cwd:
+            sess.project = cwd
+        if ts and not sess.started_at:
+            sess.started_at = ts
+        if version:
+            sess.agent_version = version
+        if rec.get("entrypoint") in HEADLESS_ENTRYPOINTS or rec.get("promptSource") == "sdk":
+            meta["headless"] = True
+
+    def _assistant(self, rec: dict, out: dict, sidechain: bool, skipped: Counter,
+                   sess: HarvestedSession) -> None:
+        msg = rec.get("message")
+        if not isinstance(msg, dict):
+            skipped["no_message"] += 1
+            return
+        model = msg.get("model")
+        if rec.get("isApiErrorMessage") or model == "<synthetic>":
+            skipped["api_error"] += 1
+            return
+        if isinstance(model, str) and model and not model.startswith("["):
+            sess.model = model
+        uid = _str(msg.get("id")) or _str(rec.get("uuid"))
+        if not uid:
+            skipped["no_uid"] += 1
+            return
+        texts: list[str] = []
+        tools: list[str] = []
+        content = msg.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            for block in content:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "text" and isinstance(block.get("text"), str):
+                    texts.append(block["text"])
+                elif block.get("type") == "tool_use" and isinstance(block.get("name"), str):
+                    tools.append(block["name"])
+        text = "\n".join(t.strip() for t in texts if t.strip())
+        m = out.get(uid)
+        if m is None:
+            out[uid] = HarvestedMessage(
+                uid=uid, role="assistant", kind="answer", text=_cap(clean(text), MAX_TEXT),
+                tool_names=list(dict.fromkeys(tools)), timestamp=_str(rec.get("timestamp")),
+                is_sidechain=sidechain,
+            )
+            return
+        if text:
+            m.text = _cap(f"{m.text}\n{clean(text)}" if m.text else clean(text), MAX_TEXT)
+        m.tool_names += [t for t in tools if t not in m.tool_names]
+
+    def _user(self, rec: dict, out: dict, sidechain: bool, skipped: Counter, meta: dict) -> None:
+        uid = _str(rec.get("uuid"))
+        msg = rec.get("message")
+        if not uid or not isinstance(msg, dict):
+            skipped["no_uid"] += 1
+            return
+        content = msg.get("content")
+        texts: list[str] = []
+        results: list[tuple[str, bool]] = []
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            for block in content:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "text" and isinstance(block.get("text"), str):
+                    texts.append(block["text"])
+                elif block.get("type") == "tool_result":
+                    results.append((_block_text(block.get("content")), bool(block.get("is_error"))))
+        ts = _str(rec.get("timestamp"))
+        if results:
+            excerpt = "\n".join(r[0] for r in results)
+            excerpt = _REMINDER.sub("", excerpt).strip()
+            out[uid] = HarvestedMessage(
+                uid=uid, role="user", kind="tool", text=_cap(clean(excerpt[: TOOL_EXCERPT * 4]), TOOL_EXCERPT),
+                timestamp=ts, is_sidechain=sidechain, is_error=any(r[1] for r in results),
+            )
+        text = "\n".join(t for t in texts if t.strip())
+        if not text:
+            if not results:
+                skipped["empty"] += 1
+            return
+        if rec.get("isMeta"):
+            skipped["meta"] += 1
+            return
+        if rec.get("isCompactSummary") or rec.get("isVisibleInTranscriptOnly"):
+            skipped["compact_summary"] += 1
+            return
+        origin = rec.get("origin")
+        if (isinstance(origin, dict) and origin.get("kind") not in (None, "human")) or (
+            not isinstance(origin, dict) and rec.get("promptSource") == "system"
+        ):
+            skipped["injected"] += 1
+            return
+        prompt, reason = clean_prompt(text)
+        if prompt is None:
+            skipped[reason] += 1
+            return
+        if not sidechain and not meta["fp"]:
+            meta["fp"] = True
+            meta["self"] = SELF_MARKER in prompt
+        puid = f"{uid}:text" if results else uid
+        out[puid] = HarvestedMessage(
+            uid=puid, role="user", kind="prompt", text=_cap(clean(prompt), MAX_TEXT),
+            timestamp=ts, is_sidechain=sidechain,
+        )

@@ -1,0 +1,331 @@
+"""OpenAI Codex rollouts: ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`` and
+``$CODEX_HOME/archived_sessions/rollout-*.jsonl`` (``CODEX_HOME`` defaults to ``~/.codex``);
+``rollout-*.jsonl.zst`` (zstd) too, the plain file winning when both exist.
+
+Generations parsed (corpus SCHEMAS.md §2):
+
+1. **pre-envelope** Rust JSONL (to ~Sept 2025, often CRLF): a bare header
+   ``{id, timestamp, instructions, git, cwd?, originator?}``, ``{"record_type": "state"}``
+   markers, and bare ResponseItems (``message``, ``function_call``, …) without timestamps;
+2. **envelope** (0.3x → 0.104): ``{"timestamp", "type", "payload"}`` with ``session_meta``,
+   ``response_item``, ``event_msg``, ``turn_context``, ``compacted``;
+3. **newer** (0.146): also ``world_state``, ``inter_agent_communication*``, several
+   ``session_meta`` lines, ``item_completed`` events — all ignored except as noted.
+
+Prompts: in the envelope generations ``event_msg``/``user_message`` (Codex persists it for every
+user turn; the ``response_item`` copy, written before or after it and mixed with injected
+context, is skipped as ``user_item_in_envelope``); pre-envelope files have only user
+``message`` items. Injected user messages (``<environment_context>``,
+``<user_instructions>``, ``# AGENTS.md instructions``, ``<permissions instructions>``, …) are
+dropped; of an IDE preamble ("# Context from my IDE setup:") only the text after
+``## My request for Codex:`` is kept. Developer/system messages are never prompts.
+Answers: assistant ``message`` items and ``agent_message`` events — the same answer written both
+ways is stored once (recognised within the next few messages by a whitespace-free hash). Tool names from
+``function_call``/``custom_tool_call`` (names as written, e.g. ``mcp__server__tool``) and
+``local_shell``/``web_search``/``tool_search``/``image_generation`` calls, attached to the
+turn's current answer. Tool outputs become ``tool`` excerpts (``is_error`` from a non-zero exit
+code). Compacted ``replacement_history`` is copied history and is skipped.
+
+Session key: the first ``session_meta`` id (or the header id), else the uuid in the file name.
+uids are ``<key>:<line number>``, stable across re-reads. ``headless``: originator
+``codex_exec`` or source ``exec``; sub-agent threads (``source: {subagent: …}``) are
+``is_sidechain``. The ``state`` dict carries the key, cwd, line number and dedupe window.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from skillopt_sleep.models import HarvestedMessage, HarvestedSession
+from skillopt_sleep.redact import clean, decode
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+
+MAX_TEXT = 20_000
+TOOL_EXCERPT = 400
+#: how many recent messages a duplicate (response_item vs event_msg) is looked for in
+DEDUPE_WINDOW = 12
+
+_UUID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", re.I)
+_ENV_CWD = re.compile(r"<cwd>([^<]+)</cwd>")
+_EXIT = re.compile(r"(?:exit code|exited with code)\D{0,3}(-?\d+)", re.I)
+_INJECTED = (
+    "<environment_context>", "<user_instructions>", "# AGENTS.md instructions",
+    "<permissions instructions>", "<collaboration_mode>", "<skills_instructions>",
+    "<user_shell_command>", "<turn_aborted>", "<subagent_notification>", "<INSTRUCTIONS>",
+)
+_IDE_PREAMBLE = "# Context from my IDE setup:"
+_IDE_REQUEST = "## My request for Codex:"
+_IMAGE_TAG = re.compile(r"^</?image\b[^>]*>$")
+_TOOL_CALLS = {
+    "function_call": None, "custom_tool_call": None, "local_shell_call": "local_shell",
+    "web_search_call": "web_search", "tool_search_call": "tool_search",
+    "image_generation_call": "image_generation",
+}
+_RESPONSE_TYPES = {"message", "reasoning", "function_call_output", "custom_tool_call_output",
+                   *_TOOL_CALLS}
+
+
+def _kind(obj: dict) -> str | None:
+    value = obj.get("type")
+    return value if isinstance(value, str) else None
+
+
+def _cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def clean_user_text(text: str) -> str | None:
+    """The user's own words in a Codex user message, or None when it is injected context."""
+    text = text.strip()
+    if text.startswith(_IDE_PREAMBLE):
+        _, sep, rest = text.partition(_IDE_REQUEST)
+        return rest.strip() or None if sep else None
+    if not text or text.startswith(_INJECTED):
+        return None
+    return text
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts = []
+    for b in content if isinstance(content, list) else []:
+        if isinstance(b, dict) and isinstance(b.get("text"), str) and not _IMAGE_TAG.match(b["text"].strip()):
+            parts.append(b["text"])
+    return "\n".join(parts)
+
+
+def _tool_output(payload: dict) -> tuple[str, bool]:
+    out = payload.get("output")
+    if isinstance(out, dict):
+        out = out.get("content") or out.get("output") or json.dumps(out)[:TOOL_EXCERPT]
+    if not isinstance(out, str):
+        out = _content_text(out)
+    error = False
+    try:
+        inner = json.loads(out) if out.startswith("{") else None
+    except ValueError:
+        inner = None
+    if isinstance(inner, dict):
+        code = (inner.get("metadata") or {}).get("exit_code")
+        error = isinstance(code, int) and code != 0
+        out = inner.get("output") if isinstance(inner.get("output"), str) else out
+    else:
+        m = _EXIT.search(out[:2000])
+        error = bool(m and m.group(1) != "0") or out.startswith(("failed in sandbox", "error:"))
+    return out, error
+
+
+class CodexSource(Source):
+    """Harvester for Codex CLI/IDE/Desktop rollout files (see module doc)."""
+
+    name = "codex"
+
+    def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        base = Path(env["CODEX_HOME"]).expanduser() if env.get("CODEX_HOME") else home / ".codex"
+        return [base / "sessions", base / "archived_sessions"]
+
+    def discover(self, root: Path) -> Iterator[Path]:
+        """``rollout-*.jsonl`` and ``rollout-*.jsonl.zst`` below ``root``, sorted; a ``.zst``
+        is skipped when the plain file is there too."""
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            names = set(filenames)
+            for name in sorted(names):
+                if not name.startswith("rollout-"):
+                    continue
+                if name.endswith(".jsonl") or (name.endswith(".jsonl.zst") and name[:-4] not in names):
+                    yield Path(dirpath) / name
+
+    def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
+        """Parse complete rollout lines; see the module doc for the formats and ``state``."""
+        st = dict(state) if state else {}
+        if "key" not in st:
+            m = _UUID.search(path.name)
+            st.update(key=m.group(1) if m else path.name.split(".")[0], line=0, n=0, fp=False,
+                      self=False, headless=False, side=False, cur=None, recent=[], meta=False)
+        result = ParseResult(skipped=Counter())
+        sess = HarvestedSession(source=self.name, key=st["key"])
+        out: dict[str, HarvestedMessage] = {}
+        ctx = _Ctx(st, sess, out, result.skipped)
+        for raw in lines:
+            st["line"] += 1
+            try:
+                rec = json.loads(decode(raw))
+            except ValueError:
+                result.skipped["bad_json"] += 1
+                continue
+            if not isinstance(rec, dict):
+                result.skipped["not_an_object"] += 1
+                continue
+            try:
+                ctx.record(rec)
+            except (TypeError, ValueError, AttributeError) as exc:  # a field of an odd type
+                result.skipped[f"malformed:{type(exc).__name__}"] += 1
+        sess.key = st["key"]
+        sess.messages = list(out.values())
+        sess.project = sess.project or st.get("cwd")
+        sess.headless, sess.self_generated = st["headless"], st["self"]
+        result.sessions = [sess]
+        result.state = st
+        return result
+
+
+class _Ctx:
+    """Per-pass parse context; everything that must survive a pass lives in ``st``."""
+
+    def __init__(self, st: dict, sess: HarvestedSession, out: dict, skipped: Counter):
+        self.st, self.sess, self.out, self.skipped = st, sess, out, skipped
+        self.ts: str | None = None
+
+    def record(self, rec: dict) -> None:
+        payload, rtype = rec.get("payload"), _kind(rec)
+        self.ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
+        if isinstance(payload, dict) and isinstance(rtype, str):  # envelope
+            self.st["fmt"] = "envelope"
+            if rtype == "session_meta":
+                self.meta(payload)
+            elif rtype == "turn_context":
+                if isinstance(payload.get("model"), str):
+                    self.sess.model = payload["model"]
+                if isinstance(payload.get("cwd"), str) and not self.st.get("cwd"):
+                    self.st["cwd"] = payload["cwd"]
+            elif rtype == "response_item":
+                self.item(payload)
+            elif rtype == "event_msg":
+                self.event(payload)
+            else:
+                self.skipped[f"ignored_type:{rtype}"] += 1
+        elif "record_type" in rec:
+            self.skipped[f"ignored_type:record_type.{rec.get('record_type')}"] += 1
+        elif rtype in _RESPONSE_TYPES:  # pre-envelope bare ResponseItem
+            self.item(rec)
+        elif "id" in rec and "type" not in rec:  # pre-envelope header
+            self.meta(rec)
+        else:
+            self.skipped[f"ignored_type:{rtype}"] += 1
+
+    def meta(self, p: dict) -> None:
+        st, sess = self.st, self.sess
+        if st["meta"]:
+            self.skipped["ignored_type:session_meta.extra"] += 1
+            return
+        st["meta"] = True
+        sid = p.get("id") or p.get("session_id")
+        if isinstance(sid, str) and sid and st["n"] == 0:
+            st["key"] = sid
+        if isinstance(p.get("cwd"), str) and p["cwd"]:
+            st["cwd"] = p["cwd"]
+        ts = p.get("timestamp") or self.ts
+        if isinstance(ts, str):
+            sess.started_at = ts
+        if isinstance(p.get("cli_version"), str):
+            sess.agent_version = p["cli_version"]
+        source = p.get("source")
+        st["headless"] = p.get("originator") == "codex_exec" or source == "exec"
+        st["side"] = isinstance(source, dict) and "subagent" in source
+
+    def item(self, p: dict) -> None:
+        ptype = _kind(p)
+        if ptype == "message":
+            role = p.get("role")
+            text = _content_text(p.get("content"))
+            if role == "user" and self.st.get("fmt") == "envelope":
+                self.skipped["user_item_in_envelope"] += 1  # the user_message event is the prompt
+            elif role == "user":
+                self.prompt(text)
+            elif role == "assistant":
+                self.answer(text, "item")
+            else:
+                self.skipped[f"{role}_message"] += 1
+        elif ptype in _TOOL_CALLS:
+            name = p.get("name") if _TOOL_CALLS[ptype] is None else _TOOL_CALLS[ptype]
+            if not isinstance(name, str) or not name:
+                name = ptype.removesuffix("_call")
+            self.tool_call(name)
+        elif ptype in ("function_call_output", "custom_tool_call_output"):
+            text, error = _tool_output(p)
+            uid = f"{self.st['key']}:{self.st['line']}"
+            self.add(HarvestedMessage(uid=uid, role="user", kind="tool", is_error=error,
+                                      text=_cap(clean(text[: TOOL_EXCERPT * 4]), TOOL_EXCERPT)))
+        else:
+            self.skipped[f"ignored_type:response_item.{ptype}"] += 1
+
+    def event(self, p: dict) -> None:
+        ptype = _kind(p)
+        if ptype == "user_message" and isinstance(p.get("message"), str):
+            self.prompt(p["message"])
+        elif ptype == "agent_message" and isinstance(p.get("message"), str):
+            self.answer(p["message"], "event")
+        elif ptype == "thread_name_updated" and isinstance(p.get("thread_name"), str):
+            self.sess.title = clean(p["thread_name"])[:200]
+        else:
+            self.skipped[f"ignored_type:event_msg.{ptype}"] += 1
+
+    # ------------------------------------------------------------------ messages
+    def add(self, msg: HarvestedMessage) -> HarvestedMessage:
+        msg.timestamp = msg.timestamp or self.ts
+        if not self.sess.started_at and self.ts:
+            self.sess.started_at = self.ts
+        msg.is_sidechain = self.st["side"]
+        self.st["n"] += 1
+        self.out[msg.uid] = msg
+        return msg
+
+    def duplicate(self, role: str, channel: str, text: str) -> str | None:
+        """Return the uid of a recent message with the same text from the other channel."""
+        digest = hashlib.sha1("".join(text.split()).encode("utf-8", "replace")).hexdigest()[:16]
+        recent: list = self.st["recent"]
+        for entry in recent:
+            if entry[0] == role and entry[1] != channel and entry[2] == digest and not entry[4]:
+                entry[4] = True
+                return entry[3]
+        uid = f"{self.st['key']}:{self.st['line']}"
+        recent.append([role, channel, digest, uid, False])
+        del recent[:-DEDUPE_WINDOW]
+        return None
+
+    def prompt(self, raw: str) -> None:
+        if not self.st.get("cwd") and "<environment_context>" in raw[:200]:
+            m = _ENV_CWD.search(raw)
+            self.st["cwd"] = m.group(1).strip() if m else None
+        text = clean_user_text(raw)
+        if text is None:
+            self.skipped["injected"] += 1
+            return
+        self.st["cur"] = None
+        if not self.st["side"] and not self.st["fp"]:
+            self.st["fp"], self.st["self"] = True, SELF_MARKER in text
+        uid = f"{self.st['key']}:{self.st['line']}"
+        self.add(HarvestedMessage(uid=uid, role="user", kind="prompt", text=_cap(clean(text), MAX_TEXT)))
+
+    def answer(self, raw: str, channel: str) -> None:
+        text = raw.strip()
+        if not text:
+            self.skipped["empty"] += 1
+            return
+        dup = self.duplicate("assistant", channel, text)
+        if dup:
+            self.st["cur"] = dup
+            self.skipped[f"duplicate_{channel}"] += 1
+            return
+        uid = f"{self.st['key']}:{self.st['line']}"
+        self.st["cur"] = uid
+        self.add(HarvestedMessage(uid=uid, role="assistant", kind="answer", text=_cap(clean(text), MAX_TEXT)))
+
+    def tool_call(self, name: str) -> None:
+        uid = self.st["cur"]
+        if uid is None:
+            uid = self.st["cur"] = f"{self.st['key']}:{self.st['line']}"
+        msg = self.out.get(uid)
+        if msg is None:
+            # the answer was stored by an earlier pass (or is new): the store merges tool names
+            msg = self.add(HarvestedMessage(uid=uid, role="assistant", kind="answer"))
+        if name not in msg.tool_names:
+            msg.tool_names.append(name)

@@ -1,0 +1,492 @@
+"""Incremental ingestion of agent session logs into the store.
+
+:func:`harvest` walks every enabled source's roots and calls :func:`harvest_file` per file.
+Per file the ``source_files`` table keeps the inode, size (bytes), mtime (epoch seconds), the
+byte ``offset`` consumed (always just after a ``\\n``), the sha256 ``head_hash`` of the first
+``min(4096, size)`` bytes and the parser ``state`` (JSON). On a later pass:
+
+* unchanged size and mtime → nothing is read;
+* a grown file → only the bytes after ``offset`` are read (seek); an unterminated last line is
+  not consumed, so it is parsed on the pass after it is completed;
+* a replaced (other inode / head hash) or truncated (size < offset) file → re-read from 0 with
+  an empty state (uid dedupe in the store makes this idempotent);
+* ``*.zst`` → decompressed as a stream and re-read whole whenever size or mtime changes.
+
+Bad input never raises: unreadable files, vanished files and directories, binary files (NUL in
+the first 4 KiB), lines over :data:`MAX_LINE` bytes (read in :data:`CHUNK` pieces, so memory stays
+bounded), malformed JSON and non-UTF-8 bytes (decoded with U+FFFD) are counted by reason.
+Each file's pass runs in one ``store.db.atomic()`` transaction, so offsets never get ahead of the
+messages they stand for. Lookback is not applied here (the miner filters by date).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import stat as _stat
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Iterator
+
+from pydantic import BaseModel, Field
+
+from skillopt_sleep.config import Settings, SourceConfig
+from skillopt_sleep.store import Store, now_iso
+from skillopt_sleep.sources import get_source
+from skillopt_sleep.sources.base import Source
+
+#: longest line parsed (bytes); longer lines are skipped as ``line_too_long``
+MAX_LINE = 8 * 1024 * 1024
+#: read size (bytes)
+CHUNK = 1024 * 1024
+#: bytes of lines handed to one ``Source.parse`` call
+BATCH_BYTES = 4 * 1024 * 1024
+#: bytes hashed to recognise a replaced file
+HEAD = 4096
+
+
+class _Skip(Exception):
+    """A file is skipped for ``reason``."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class FileResult:
+    """What one pass over one file did. ``status``: ``read`` | ``unchanged`` | ``skipped``.
+
+    ``reason`` is the skip reason, or ``replaced``/``truncated`` when a file was re-read from 0.
+    ``bytes_read`` counts bytes of JSONL read (decompressed bytes for ``.zst``).
+    """
+
+    path: str
+    source: str
+    status: str = "unchanged"
+    reason: str = ""
+    bytes_read: int = 0
+    offset: int = 0
+    lines_ok: int = 0
+    messages: int = 0
+    lines_skipped: Counter = field(default_factory=Counter)
+    warnings: Counter = field(default_factory=Counter)
+    sessions_new: set[str] = field(default_factory=set)
+    sessions_updated: set[str] = field(default_factory=set)
+    sessions_filtered: Counter = field(default_factory=Counter)
+
+
+class SourceReport(BaseModel):
+    """Accounting of one source in one harvest run (also stored in ``harvest_runs``)."""
+
+    source: str
+    roots: list[str] = Field(default_factory=list)
+    started_at: str = ""
+    finished_at: str = ""
+    files_seen: int = 0
+    files_read: int = 0
+    files_unchanged: int = 0
+    bytes_read: int = 0
+    messages: int = 0
+    sessions_new: int = 0
+    sessions_updated: int = 0
+    sessions_filtered: dict[str, int] = Field(default_factory=dict)
+    lines_skipped: dict[str, int] = Field(default_factory=dict)
+    files_skipped: dict[str, int] = Field(default_factory=dict)
+    warnings: dict[str, int] = Field(default_factory=dict)
+
+
+class HarvestReport(BaseModel):
+    """A whole harvest run: one :class:`SourceReport` per source harvested."""
+
+    started_at: str = ""
+    finished_at: str = ""
+    sources: dict[str, SourceReport] = Field(default_factory=dict)
+
+    def total(self, name: str) -> int:
+        """Sum of an integer field (e.g. ``"sessions_new"``) over all sources."""
+        return sum(int(getattr(r, name)) for r in self.sources.values())
+
+
+def _bump(target: dict[str, int], counts: Counter | dict[str, int]) -> None:
+    for key, n in counts.items():
+        target[key] = target.get(key, 0) + n
+
+
+class _LineReader:
+    """Yield complete lines (without ``\\r\\n``) from ``fh`` read in :data:`CHUNK` pieces.
+
+    ``offset`` is the position just after the last consumed ``\\n``. With ``final`` (a finished
+    ``.zst`` stream) an unterminated last line is consumed too.
+    """
+
+    def __init__(self, fh: IO[bytes], offset: int, *, final: bool = False, check_binary: bool = False):
+        self.fh, self.offset, self.pos = fh, offset, offset
+        self.final, self.check_binary = final, check_binary
+        self.bytes_read = 0
+        self.skipped: Counter = Counter()
+        self.warnings: Counter = Counter()
+
+    def _emit(self, buf: bytearray | bytes) -> bytes | None:
+        line = bytes(buf).rstrip(b"\r")
+        if not line.strip():
+            return None
+        if not line.isascii():
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                self.warnings["non_utf8"] += 1
+        return line
+
+    def __iter__(self) -> Iterator[bytes]:
+        buf, discarding = bytearray(), False
+        while True:
+            chunk = self.fh.read(CHUNK)
+            if not chunk:
+                break
+            if self.check_binary:
+                self.check_binary = False
+                if b"\x00" in chunk[:HEAD]:
+                    raise _Skip("binary")
+            base = self.pos
+            self.pos += len(chunk)
+            self.bytes_read += len(chunk)
+            i = 0
+            while True:
+                nl = chunk.find(b"\n", i)
+                if nl < 0:
+                    if not discarding:
+                        buf += chunk[i:]
+                        if len(buf) > MAX_LINE:
+                            discarding, buf = True, bytearray()
+                    break
+                line = None
+                if discarding or len(buf) + (nl - i) > MAX_LINE:
+                    self.skipped["line_too_long"] += 1
+                else:
+                    buf += chunk[i:nl]
+                    line = self._emit(buf)
+                buf, discarding = bytearray(), False
+                self.offset = base + nl + 1
+                i = nl + 1
+                if line is not None:
+                    yield line
+        if self.final and (buf or discarding):
+            if discarding:
+                self.skipped["line_too_long"] += 1
+                line = None
+            else:
+                line = self._emit(buf)
+            self.offset = self.pos
+            if line is not None:
+                yield line
+
+
+def _batches(lines: Iterator[bytes]) -> Iterator[list[bytes]]:
+    batch: list[bytes] = []
+    size = 0
+    for line in lines:
+        batch.append(line)
+        size += len(line)
+        if size >= BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def _head_hash(head: bytes) -> str:
+    return hashlib.sha256(head).hexdigest()
+
+
+def _os_reason(exc: OSError, path: str) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return "dangling_symlink" if os.path.islink(path) else "vanished"
+    if isinstance(exc, PermissionError):
+        return "unreadable"
+    if isinstance(exc, IsADirectoryError):
+        return "not_a_file"
+    return "io_error"
+
+
+def harvest_file(store: Store, source: Source | str, path: Path | str) -> FileResult:
+    """Ingest what is new in one session file of ``source`` (a :class:`Source` or its name).
+
+    Never raises on bad input: the outcome and every skipped line / file is in the result.
+    """
+    src = get_source(source) if isinstance(source, str) else source
+    key = os.path.abspath(path)
+    res = FileResult(path=key, source=src.name)
+    try:
+        with store.db.atomic():
+            _ingest(store, src, Path(key), res)
+    except _Skip as exc:
+        _mark(store, src, key, res, exc.reason)
+    except OSError as exc:
+        _mark(store, src, key, res, _os_reason(exc, key), str(exc))
+    except sqlite3.IntegrityError as exc:  # another process ingested the same lines meanwhile
+        _mark(store, src, key, res, "conflict", str(exc))
+    except Exception as exc:  # a parser bug or corrupt compressed data: keep harvesting others
+        _mark(store, src, key, res, f"error:{type(exc).__name__}", str(exc))
+    return res
+
+
+def _mark(store: Store, src: Source, key: str, res: FileResult, reason: str, detail: str = "") -> None:
+    res.status, res.reason = "skipped", reason
+    res.bytes_read = res.lines_ok = res.messages = 0
+    res.sessions_new, res.sessions_updated = set(), set()
+    res.sessions_filtered, res.lines_skipped = Counter(), Counter()
+    old = store.get_file(key) or {}
+    row = {"path": key, "source": src.name, "offset": old.get("offset") or 0,
+           "state": old.get("state") or "{}", "status": "skipped", "last_error": detail or reason}
+    try:
+        with store.db.atomic():
+            store.put_file(row)
+    except sqlite3.Error:
+        pass
+
+
+def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
+    key = str(path)
+    st = os.stat(key)
+    if not _stat.S_ISREG(st.st_mode):
+        raise _Skip("not_a_file")
+    row = store.get_file(key)
+    usable = row is not None and row.get("status") == "ok"
+    if read_mode(src, path) != "jsonl":
+        _ingest_whole(store, src, path, res, st, row if usable else None)
+        return
+    zst = key.endswith(".zst")
+    if zst and usable and row["size"] == st.st_size and row["mtime"] == st.st_mtime:
+        res.offset = row["offset"]
+        return
+    with open(key, "rb") as fh:
+        head = fh.read(HEAD)
+        offset, state = 0, {}
+        if zst:
+            import zstandard
+
+            fh.seek(0)
+            stream: IO[bytes] = zstandard.ZstdDecompressor().stream_reader(fh)
+            reader = _LineReader(stream, 0, final=True, check_binary=True)
+        else:
+            if b"\x00" in head:
+                raise _Skip("binary")
+            if usable:
+                prev = min(HEAD, row["size"] or 0)
+                if row["inode"] != st.st_ino:
+                    res.reason = "replaced"
+                elif st.st_size < (row["offset"] or 0):
+                    res.reason = "truncated"
+                elif _head_hash(head[:prev]) != row["head_hash"]:
+                    res.reason = "replaced"
+                elif st.st_size == row["size"] and st.st_mtime == row["mtime"]:
+                    res.offset = row["offset"]
+                    return
+                else:
+                    offset = row["offset"] or 0
+                    try:
+                        state = json.loads(row["state"] or "{}")
+                    except ValueError:
+                        offset, state, res.reason = 0, {}, "bad_state"
+            fh.seek(offset)
+            reader = _LineReader(fh, offset)
+        res.status = "read"
+        known: set[str] = set()
+        empty: set[str] = set()
+        n_lines = n_skipped = 0
+        for batch in _batches(iter(reader)):
+            parsed = src.parse(path, batch, state)
+            state = parsed.state
+            n_lines += len(batch)
+            n_skipped += sum(parsed.skipped.values())
+            res.lines_skipped.update(parsed.skipped)
+            for sess in parsed.sessions:
+                sid = f"{sess.source}:{sess.key}"
+                if not sess.messages and sid not in known and store.get("sessions", sid) is None:
+                    empty.add(sid)
+                    continue
+                is_new, changed = store.save_session(sess, key)
+                known.add(sid)
+                res.messages += changed
+                if is_new:
+                    res.sessions_new.add(sid)
+                    if sess.self_generated:
+                        res.sessions_filtered["self_generated"] += 1
+                elif changed and sid not in res.sessions_new:
+                    res.sessions_updated.add(sid)
+        res.lines_skipped.update(reader.skipped)
+        res.warnings.update(reader.warnings)
+        res.lines_ok = n_lines - n_skipped
+        if empty - known:
+            res.sessions_filtered["no_messages"] += len(empty - known)
+        res.bytes_read = reader.bytes_read
+        res.offset = st.st_size if zst else reader.offset
+        size = st.st_size if zst else max(st.st_size, reader.pos)
+        again = bool(res.reason) or not usable
+        store.put_file({
+            "path": key, "source": src.name, "inode": st.st_ino, "size": size,
+            "mtime": st.st_mtime, "offset": res.offset, "state": json.dumps(state),
+            "head_hash": _head_hash(head[: min(HEAD, size)]),
+            "lines_ok": res.lines_ok + (0 if again else row.get("lines_ok") or 0),
+            "lines_skipped": sum(res.lines_skipped.values())
+            + (0 if again else row.get("lines_skipped") or 0),
+            "status": "ok", "last_error": "",
+        })
+
+
+#: largest whole-JSON file read in ``whole_file`` mode (bytes); larger ones are skipped
+MAX_WHOLE = 64 * 1024 * 1024
+
+
+def read_mode(src: Source, path: Path) -> str:
+    """How ``src`` wants ``path`` read: ``src.read_mode(path)`` if it defines one, else its
+    ``mode`` attribute, else ``"jsonl"``. Modes:
+
+    * ``jsonl`` — append-only JSONL by byte offset (the default, above);
+    * ``whole_file`` — one JSON document: re-read whole when size or mtime changed and its
+      sha256 differs; ``src.parse(path, [all bytes], state)`` gets it as a single "line";
+    * ``snapshot`` — something the source reads itself (a SQLite database opened read-only
+      with a high-water mark in ``state``, a tree of JSON files): re-read when
+      ``src.signature(path)`` changed, through ``src.read_snapshot(path, state)``.
+    """
+    fn = getattr(src, "read_mode", None)
+    return fn(path) if callable(fn) else getattr(src, "mode", "jsonl")
+
+
+def _ingest_whole(store: Store, src: Source, path: Path, res: FileResult, st: os.stat_result,
+                  row: dict | None) -> None:
+    """``whole_file`` / ``snapshot`` files (see :func:`read_mode`); ``row`` is the usable row."""
+    key = str(path)
+    mode = read_mode(src, path)
+    state: dict = {}
+    if row is not None:
+        try:
+            state = json.loads(row["state"] or "{}")
+        except ValueError:
+            state, res.reason = {}, "bad_state"
+    if mode == "whole_file":
+        if row is not None and row["size"] == st.st_size and row["mtime"] == st.st_mtime:
+            res.offset = row["offset"] or 0
+            return
+        if st.st_size > MAX_WHOLE:
+            raise _Skip("too_large")
+        with open(key, "rb") as fh:
+            data = fh.read(MAX_WHOLE + 1)
+        if b"\x00" in data[:HEAD]:
+            raise _Skip("binary")
+        digest = _head_hash(data)
+        unchanged = row is not None and row["head_hash"] == digest
+        n_bytes = len(data)
+    else:
+        digest = src.signature(path)  # type: ignore[attr-defined]
+        unchanged = row is not None and row["head_hash"] == digest
+        data, n_bytes = b"", 0
+    if not unchanged:
+        res.status = "read"
+        if mode == "whole_file":
+            parsed = src.parse(path, [data], state)
+        else:
+            parsed = src.read_snapshot(path, state)  # type: ignore[attr-defined]
+            n_bytes = int(getattr(parsed, "bytes_read", 0) or 0)
+        state = parsed.state
+        res.lines_skipped.update(parsed.skipped)
+        known: set[str] = set()
+        for sess in parsed.sessions:
+            sid = f"{sess.source}:{sess.key}"
+            if not sess.messages and store.get("sessions", sid) is None:
+                res.sessions_filtered["no_messages"] += 1
+                continue
+            is_new, changed = store.save_session(sess, key)
+            known.add(sid)
+            res.messages += changed
+            if is_new:
+                res.sessions_new.add(sid)
+                if sess.self_generated:
+                    res.sessions_filtered["self_generated"] += 1
+            elif changed:
+                res.sessions_updated.add(sid)
+        res.bytes_read = n_bytes
+        res.lines_ok = len(known)
+    res.offset = st.st_size
+    store.put_file({
+        "path": key, "source": src.name, "inode": st.st_ino, "size": st.st_size,
+        "mtime": st.st_mtime, "offset": st.st_size, "state": json.dumps(state),
+        "head_hash": digest, "lines_ok": res.lines_ok or (row or {}).get("lines_ok") or 0,
+        "lines_skipped": sum(res.lines_skipped.values()) or (row or {}).get("lines_skipped") or 0,
+        "status": "ok", "last_error": "",
+    })
+
+
+def _paths(src: Source, roots: list[Path], report: SourceReport) -> list[str]:
+    seen: dict[str, None] = {}
+    for root in roots:
+        try:
+            for p in src.discover(Path(root).expanduser()):
+                seen.setdefault(os.path.abspath(p), None)
+        except OSError:
+            report.files_skipped["root_unreadable"] = report.files_skipped.get("root_unreadable", 0) + 1
+    return list(seen)
+
+
+def harvest(store: Store, settings: Settings, *, sources: list[str] | None = None,
+            progress: bool = False) -> HarvestReport:
+    """Harvest every enabled source of ``settings`` (or only the ``sources`` named: those are
+    harvested even when disabled in the config). Empty ``roots`` mean the source's defaults for
+    this OS and environment. Each source's accounting is also written to ``harvest_runs``.
+    """
+    names = list(sources) if sources is not None else [
+        n for n, c in settings.sources.items() if c.enabled
+    ]
+    report = HarvestReport(started_at=now_iso())
+    for name in names:
+        src = get_source(name)
+        cfg = settings.sources.get(name) or SourceConfig()
+        roots = list(cfg.roots) or src.default_roots(os.environ, Path.home())
+        sr = SourceReport(source=name, roots=[str(r) for r in roots], started_at=now_iso())
+        paths = _paths(src, roots, sr)
+        sr.files_seen = len(paths)
+        new: set[str] = set()
+        updated: set[str] = set()
+        for fr in _run(store, src, paths, progress):
+            if fr.status == "skipped":
+                sr.files_skipped[fr.reason] = sr.files_skipped.get(fr.reason, 0) + 1
+            elif fr.status == "read":
+                sr.files_read += 1
+            else:
+                sr.files_unchanged += 1
+            sr.bytes_read += fr.bytes_read
+            sr.messages += fr.messages
+            new |= fr.sessions_new
+            updated |= fr.sessions_updated
+            _bump(sr.sessions_filtered, fr.sessions_filtered)
+            _bump(sr.lines_skipped, fr.lines_skipped)
+            _bump(sr.warnings, fr.warnings)
+        sr.sessions_new, sr.sessions_updated = len(new), len(updated - new)
+        sr.finished_at = now_iso()
+        store.record_harvest(sr.model_dump(include={
+            "started_at", "finished_at", "source", "files_seen", "files_read", "bytes_read",
+            "sessions_new", "sessions_updated", "sessions_filtered", "lines_skipped",
+            "files_skipped"}))
+        report.sources[name] = sr
+    report.finished_at = now_iso()
+    return report
+
+
+def _run(store: Store, src: Source, paths: list[str], progress: bool) -> Iterator[FileResult]:
+    if not progress:
+        for p in paths:
+            yield harvest_file(store, src, p)
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(TextColumn("harvest {task.description}"), BarColumn(), MofNCompleteColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(src.name, total=len(paths))
+        for p in paths:
+            yield harvest_file(store, src, p)
+            bar.advance(task)

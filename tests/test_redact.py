@@ -1,0 +1,100 @@
+"""Secret redaction and storage sanitising."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from skillopt_sleep.redact import clean, decode, redact, sanitize
+
+SECRETS = [
+    ("export OPENAI_API_KEY=sk-proj-abcdEFGH1234567890abcdEFGH", "export OPENAI_API_KEY=[REDACTED:api_key]"),
+    ("sk-ant-api03-abcdefghij1234567890_XYZ-abc is mine", "[REDACTED:anthropic_key] is mine"),
+    ("stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc", "stripe [REDACTED:stripe_key]"),
+    ("key=AIzaSyA1234567890abcdefghijklmnopqrstuv", "key=[REDACTED:google_api_key]"),
+    ("git push https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/o/r",
+     "git push https://[REDACTED:github_token]@github.com/o/r"),
+    ("GH=gho_abcdefghijklmnopqrstuvwxyz0123456789", "GH=[REDACTED:github_token]"),
+    ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS",
+     "[REDACTED:github_token]"),
+    ("slack xoxb-1234567890-abcdefghij", "slack [REDACTED:slack_token]"),
+    ("id AKIAIOSFODNN7EXAMPLE here", "id [REDACTED:aws_access_key_id] here"),
+    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+     "aws_secret_access_key = [REDACTED:aws_secret_access_key]"),
+    ("curl -H 'Authorization: Bearer abc123def456ghi789'",
+     "curl -H 'Authorization: Bearer [REDACTED:bearer_token]'"),
+    ("token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+     "token [REDACTED:jwt]"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nabc==\n-----END RSA PRIVATE KEY-----\nafter",
+     "[REDACTED:private_key]\nafter"),
+    ("cut: -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=", "cut: [REDACTED:private_key]"),
+    ('{"pem": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0B\\n-----END PRIVATE KEY-----\\n"}',
+     '{"pem": "[REDACTED:private_key]\\n"}'),
+    ("psql postgres://admin:pa55word@db:5432/x", "psql postgres://[REDACTED:url_credentials]@db:5432/x"),
+    ("mysql --password=hunter2 -u root", "mysql --password=[REDACTED:password] -u root"),
+    ('{"user": "bob", "password": "correct horse battery"}',
+     '{"user": "bob", "password": "[REDACTED:password]"}'),
+    ("DB_PASSWORD: s3cret", "DB_PASSWORD: [REDACTED:password]"),
+    ("PASSWORD: hunter", "PASSWORD: [REDACTED:password]"),
+    ("password = 'p@ss w0rd'", "password = '[REDACTED:password]'"),
+    ('\\"password\\": \\"hunter2\\"', '\\"password\\": \\"[REDACTED:password]\\"'),
+    ('api_key = "abcd1234efgh5678"', 'api_key = "[REDACTED:secret]"'),
+    ("GITHUB_TOKEN=abcdef1234567890", "GITHUB_TOKEN=[REDACTED:secret]"),
+    ("client_secret: 9f8e7d6c5b4a3210", "client_secret: [REDACTED:secret]"),
+]
+
+ORDINARY = [
+    "def login(user, password: str) -> bool:",
+    "login(password=password)",
+    "self.password = password",
+    'password = os.environ["DB_PASSWORD"]',
+    "password: ${DB_PASS}",
+    'token = request.headers["X-Token"]',
+    '"usage": {"input_tokens": 1234, "output_tokens": 56, "max_tokens": 4096}',
+    "The task-management-system-for-everyone is nice; pip install scikit-learn",
+    "Bearer tokens are described in RFC 6750; use Bearer authentication.",
+    "Enter your password: then press enter",
+    "token: the next token",
+    "the secret: keep calm and carry on",
+    "api_key = get_api_key()",
+    "cd /home/user/projects && git push origin main",
+    "ssh git@github.com:owner/repo.git",
+    "See https://example.com/path?q=1 for details",
+    "sk-learn is not a thing; neither is sk-1",
+    "tokenizer = AutoTokenizer.from_pretrained(name)",
+    "AKIA is a prefix of AWS ids",
+    "secret_key_base is a Rails setting",
+    "const PASSWORD_MIN_LENGTH = 12;",
+    "def f(self, private_key: ed25519.Ed25519PrivateKey) -> None:",
+    '_SK_START = b"-----BEGIN OPENSSH PRIVATE KEY-----"\n_SK_END = b"-----END OPENSSH PRIVATE KEY-----"',
+    "'HAVE_STRUCT_PASSWD_PW_PASSWD': 1,",
+]
+
+
+@pytest.mark.parametrize("text,expected", SECRETS)
+def test_each_secret_kind_is_redacted(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_and_code_are_untouched(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_redaction_is_idempotent_and_fast() -> None:
+    once = redact(SECRETS[0][0] + "\n" + SECRETS[16][0])
+    assert redact(once) == once
+    prose = ("The quick brown fox jumps over the lazy dog while the token counter says "
+             "input_tokens=12 and the password field is validated in login(password=pw). ") * 8000
+    start = time.perf_counter()
+    assert redact(prose) == prose  # ~1.3 MB
+    assert time.perf_counter() - start < 2.0
+
+
+def test_sanitize_and_decode() -> None:
+    assert sanitize("a\x00b") == "ab"
+    assert sanitize("x\ud83dy") == "x\ufffdy"  # lone surrogate
+    assert sanitize("caf\u00e9 \U0001f600") == "caf\u00e9 \U0001f600"
+    assert decode(b"caf\xe9\x00!") == "caf\ufffd!"
+    assert clean("pw\x00 password=hunter2") == "pw password=[REDACTED:password]"
