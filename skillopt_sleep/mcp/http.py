@@ -1,0 +1,98 @@
+"""The streamable-HTTP transport: 127.0.0.1 only, bearer token stored 0600 in the state dir.
+
+The token is created on first use at ``<state dir>/mcp-token`` (``secrets.token_urlsafe``) and
+checked with the SDK's bearer-auth middleware; a request without it, or with another token,
+gets ``401``. The SDK's DNS-rebinding protection (Host / Origin must be loopback) stays on.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+import stat
+import sys
+from pathlib import Path
+
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+
+from skillopt_sleep import paths
+from skillopt_sleep.errors import ConfigError
+
+HOST = "127.0.0.1"
+PATH = "/mcp"
+
+
+def token_path() -> Path:
+    return paths.state_dir() / "mcp-token"
+
+
+def ensure_token(path: Path | None = None) -> str:
+    """Read the bearer token, creating it (mode 0600) on first use; re-tightens a looser mode."""
+    path = path or token_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        if stat.S_IMODE(path.stat().st_mode) & 0o077:
+            os.chmod(path, 0o600)
+        token = path.read_text("utf-8").strip()
+        if len(token) < 16:
+            raise ConfigError(f"{path}: the MCP token is too short; delete the file to make a new one")
+        return token
+    token = secrets.token_urlsafe(32)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(token + "\n")
+    return token
+
+
+class StaticTokenVerifier:
+    """The SDK ``TokenVerifier`` for one shared secret (constant-time comparison)."""
+
+    def __init__(self, token: str):
+        self._token = token
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if hmac.compare_digest(token.encode(), self._token.encode()):
+            return AccessToken(token=token, client_id="skillopt-sleep-local", scopes=[])
+        return None
+
+
+def auth_settings() -> AuthSettings:
+    # Resource-server-only: no OAuth routes, no metadata; just "a valid bearer token".
+    return AuthSettings(issuer_url=f"http://{HOST}", resource_server_url=None, required_scopes=[])
+
+
+def serve_http(port: int, store_path: Path | None = None, settings_loader=None) -> None:
+    """Run the server on ``http://127.0.0.1:<port>/mcp`` until interrupted (port 0 = any free
+    port; the chosen URL is printed to stderr as ``listening on http://127.0.0.1:N/mcp``)."""
+    import anyio
+    import uvicorn
+
+    from skillopt_sleep.mcp.server import build_server
+
+    tpath = token_path()
+    token = ensure_token(tpath)
+    server = build_server(store_path, settings_loader, http_token=token)
+    app = server.streamable_http_app(streamable_http_path=PATH, host=HOST)
+    config = uvicorn.Config(app, host=HOST, port=port, log_level="warning", lifespan="on")
+    userver = uvicorn.Server(config)
+
+    async def announce() -> None:
+        while not userver.started:
+            if userver.should_exit:
+                return
+            await anyio.sleep(0.05)
+        sock = userver.servers[0].sockets[0]
+        host, real_port = sock.getsockname()[:2]
+        print(f"listening on http://{host}:{real_port}{PATH} (bearer token in {tpath})",
+              file=sys.stderr, flush=True)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(announce)
+            await userver.serve()
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)

@@ -1,0 +1,257 @@
+"""The MCP server (official ``mcp`` SDK 2.x, :class:`MCPServer`): tools, resources, one prompt.
+
+:func:`build_server` returns a server whose lifespan opens the store. Every tool failure is a
+tool error (``isError``) whose text is one line; nothing a client sends can stop the server.
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any, AsyncIterator, Callable, Literal, Optional, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field, ValidationError
+
+from skillopt_sleep.errors import SkilloptError
+from skillopt_sleep.mcp import models as m
+from skillopt_sleep.mcp import ops
+from skillopt_sleep.mcp.ops import ServerState, SettingsLoader, one_line
+
+T = TypeVar("T")
+
+INSTRUCTIONS = (
+    "skillopt-sleep trains the user's skill documents overnight on their recurring tasks and "
+    "stages proposals. Review with sleep_status / list_proposals / get_proposal; adopt only "
+    "after the user agrees, passing the proposal's base_hash; reject with a reason; undo an "
+    "adoption with rollback. run_night starts a night in the background: poll get_night."
+)
+
+READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                       open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+                        open_world_hint=False)
+
+
+class _Failure(Exception):
+    """A tool's one-line reason, unwrapped by :meth:`SleepServer.call_tool`."""
+
+
+def _guard(fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except SkilloptError as exc:
+        raise _Failure(one_line(str(exc)) or type(exc).__name__) from None
+    except Exception as exc:  # a bug: still a tool error, never a crash of the server
+        raise _Failure(one_line(f"internal error: {type(exc).__name__}: {exc}")) from None
+
+
+def _validation_line(tool: str, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        parts.append(f"{loc}: {err['msg']}")
+    return one_line(f"bad arguments for {tool}: " + "; ".join(parts))
+
+
+class SleepServer(MCPServer[ServerState]):
+    """MCPServer whose tool errors are one line: our reason, or the invalid argument."""
+
+    state: ServerState
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, _Failure):
+                raise ToolError(str(cause)) from cause
+            if isinstance(cause, ValidationError):
+                raise ToolError(_validation_line(name, cause)) from cause
+            raise ToolError(one_line(str(exc))) from exc
+
+
+ProposalId = Annotated[str, Field(min_length=1, max_length=100, description="Proposal id, e.g. 'p3'")]
+
+
+def build_server(store_path: Path | str | None = None,
+                 settings_loader: SettingsLoader | None = None, *,
+                 http_token: str | None = None) -> SleepServer:
+    """Build the skillopt-sleep MCP server.
+
+    ``store_path``: the SQLite store (default ``paths.db_path()``, resolved when the server
+    starts). ``settings_loader(**overrides) -> Settings`` loads settings for ``run_night``
+    (default: the user's config file and environment). ``http_token``: when given, every HTTP
+    request must carry ``Authorization: Bearer <token>`` (used by ``--transport http``).
+    """
+    state = ServerState(Path(store_path) if store_path else None, settings_loader)
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
+        state.open()
+        try:
+            yield state
+        finally:
+            state.close()
+
+    auth_kwargs: dict[str, Any] = {}
+    if http_token is not None:
+        from skillopt_sleep.mcp.http import auth_settings, StaticTokenVerifier
+
+        auth_kwargs = {"auth": auth_settings(), "token_verifier": StaticTokenVerifier(http_token)}
+
+    server = SleepServer(
+        "skillopt-sleep", title="skillopt-sleep", instructions=INSTRUCTIONS, version=_version(),
+        lifespan=lifespan, log_level="WARNING", **auth_kwargs,
+    )
+    server.state = state
+
+    def tool(annotations: ToolAnnotations) -> Callable[[Callable[..., T]], Callable[..., T]]:
+        def register(fn: Callable[..., T]) -> Callable[..., T]:
+            server.add_tool(fn, description=one_line(fn.__doc__ or "", 1000), annotations=annotations)
+            return fn
+        return register
+
+    # ------------------------------------------------------------------ tools
+    @tool(READ)
+    def sleep_status() -> m.Status:
+        """Last nights, pending proposals, store counts, harvest accounting, last error, and
+        whether a night is running now."""
+        return _guard(lambda: ops.sleep_status(state))
+
+    @tool(READ)
+    def list_proposals(
+        status: Annotated[Optional[Literal["staged", "adopted", "rejected", "rolled_back", "superseded"]],
+                          Field(description="Only this status (default: all)")] = None,
+        limit: Annotated[int, Field(ge=1, le=200)] = 50,
+    ) -> m.ProposalList:
+        """Proposals, newest first, with val/test scores and the base_hash needed to adopt."""
+        return _guard(lambda: ops.list_proposals(state, status, limit))
+
+    @tool(READ)
+    def get_proposal(id: ProposalId) -> m.ProposalDetail:
+        """One proposal: unified diff, every edit with status and rationale, per-task val and
+        test scores before/after, and cost."""
+        return _guard(lambda: ops.get_proposal(state, id))
+
+    @tool(WRITE)
+    def adopt_proposal(
+        id: ProposalId,
+        base_hash: Annotated[str, Field(max_length=64, description="The proposal's base_hash from get_proposal ('' if the file did not exist)")],
+    ) -> m.AdoptResult:
+        """Write a staged proposal to its live file (atomic, with a backup). Refused if the
+        file changed since the proposal was made or base_hash does not match. Ask the user first."""
+        return _guard(lambda: ops.adopt_proposal(state, id, base_hash))
+
+    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                             idempotent_hint=False, open_world_hint=False))
+    def reject_proposal(
+        id: ProposalId,
+        reason: Annotated[str, Field(max_length=2000, description="Why; kept with the proposal")] = "",
+    ) -> m.RejectResult:
+        """Discard a staged proposal (the live file is not touched)."""
+        return _guard(lambda: ops.reject_proposal(state, id, reason))
+
+    @tool(WRITE)
+    def rollback(
+        target: Annotated[Optional[str], Field(description="Live file path of a managed target (default: the latest adoption)")] = None,
+    ) -> m.RollbackResult:
+        """Restore a file as it was before its latest adoption, byte for byte. Refused if the
+        file changed since the adoption."""
+        return _guard(lambda: ops.rollback(state, target))
+
+    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                             idempotent_hint=False, open_world_hint=True))
+    def run_night(
+        dry_run: Annotated[bool, Field(description="Harvest and mine only; no model calls, nothing staged")] = False,
+        project: Annotated[Optional[str], Field(description="Absolute project directory (default: all projects)")] = None,
+    ) -> m.NightStarted:
+        """Start a night (harvest, mine, replay, gate, stage) in the background and return its
+        id at once; poll get_night(id). Refused if a night is already running."""
+        return _guard(lambda: ops.start_night(state, dry_run, project))
+
+    @tool(READ)
+    def get_night(id: Annotated[int, Field(ge=1, description="Night id")]) -> m.NightInfo:
+        """A night's status, progress lines, scores, cost and summary."""
+        return _guard(lambda: ops.get_night(state, id))
+
+    @tool(READ)
+    def list_tasks(
+        project: Annotated[Optional[str], Field(description="Only tasks of this project directory")] = None,
+        limit: Annotated[int, Field(ge=1, le=500)] = 50,
+    ) -> m.TaskList:
+        """Recurring tasks mined from past sessions (as stored by the last night): intent,
+        split, checks and the user's corrections."""
+        return _guard(lambda: ops.list_tasks(state, project, limit))
+
+    @tool(READ)
+    def search_sessions(
+        query: Annotated[str, Field(min_length=1, max_length=500, description="Full-text query (SQLite FTS5; plain words work)")],
+        agent: Annotated[Optional[str], Field(description="claude_code or codex")] = None,
+        project: Annotated[Optional[str], Field(description="Only sessions in this project directory")] = None,
+        limit: Annotated[int, Field(ge=1, le=100)] = 20,
+    ) -> m.SearchResult:
+        """Full-text search over harvested (redacted) session messages, best match first."""
+        return _guard(lambda: ops.search_sessions(state, query, agent, project, limit))
+
+    @tool(READ)
+    def get_skill(
+        target: Annotated[Optional[str], Field(description="A managed target path (default: the latest proposal's target)")] = None,
+    ) -> m.SkillInfo:
+        """The live text of a managed skill document and its learned rules."""
+        return _guard(lambda: ops.get_skill(state, target))
+
+    # ------------------------------------------------------------------ resources
+    def _resource(fn: Callable[[], str]) -> str:
+        try:
+            return fn()
+        except SkilloptError as exc:
+            raise ResourceError(one_line(str(exc))) from None
+
+    @server.resource("skillopt://proposals/{id}", name="proposal", mime_type="text/markdown",
+                     description="A proposal's report: scores, edits, per-task deltas, diff")
+    def proposal_resource(id: str) -> str:
+        return _resource(lambda: ops.proposal_markdown(state, id))
+
+    @server.resource("skillopt://reports/latest", name="latest-report", mime_type="text/markdown",
+                     description="The newest proposal's report (or why the last night staged none)")
+    def latest_report() -> str:
+        return _resource(lambda: ops.latest_report(state))
+
+    @server.resource("skillopt://status", name="status", mime_type="application/json",
+                     description="sleep_status as JSON")
+    def status_resource() -> str:
+        return _resource(lambda: ops.sleep_status(state).model_dump_json(indent=2))
+
+    # ------------------------------------------------------------------ prompt
+    @server.prompt(name="review_last_night", title="Review last night's proposal",
+                   description="Walk the user through last night's proposal and adopt or reject it")
+    def review_last_night() -> str:
+        try:
+            report = ops.latest_report(state)
+        except SkilloptError as exc:
+            report = f"(the report could not be read: {one_line(str(exc))})"
+        return (
+            "Review last night's skillopt-sleep proposal with me.\n\n"
+            "1. Call `sleep_status`, then `get_proposal` for the newest staged proposal.\n"
+            "2. Summarise in a few lines: the target file, val and test scores before → after, "
+            "each applied edit with its rationale, and any rejected edit with the gate's reason.\n"
+            "3. Show the diff and ask me whether to adopt it.\n"
+            "4. If I agree, call `adopt_proposal` with its id and base_hash; if I decline, call "
+            "`reject_proposal` with my reason. Never adopt without my explicit yes.\n\n"
+            "The latest report:\n\n" + report
+        )
+
+    return server
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("skillopt-sleep")
+    except Exception:  # pragma: no cover
+        return "0"
+
