@@ -523,10 +523,8 @@ def test_codex_calls_sleep_status_and_its_rollout_holds_the_result(env: Env) -> 
         assert proc.returncode == 0, proc.stderr[-2000:]
         offered = [r.get("tools") for r in sim.stats.requests]
         called = [r["tool"] for r in sim.stats.requests if r.get("tool")]
-        if not called and any("mcp__skillopt_sleep" in (o or []) for o in offered):
-            # Codex offers MCP tools as one Responses-API "namespace" tool and expects
-            # {"type": "function_call", "namespace": "mcp__skillopt_sleep", "name": "sleep_status"}
-            pytest.xfail("the simulator cannot call a tool inside a Responses-API namespace yet")
+        # Codex offers MCP tools as one Responses-API "namespace" tool; the simulator answers
+        # {"type": "function_call", "namespace": "mcp__skillopt_sleep", "name": "sleep_status"}
         assert called, f"no tool was called; offered: {offered}"
         assert proc.stdout.strip() == "I checked the skillopt-sleep status.", proc.stdout
     rollout = next((codex_home / "sessions").rglob("rollout-*.jsonl"))

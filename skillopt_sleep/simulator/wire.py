@@ -172,9 +172,24 @@ def anthropic_error(kind: str, message: str) -> dict[str, Any]:
 
 
 # ---- OpenAI Responses ------------------------------------------------------------------
+def _namespaced(tools: Any) -> dict[str, tuple[str, str]]:
+    """Responses-API ``namespace`` tools (Codex groups each MCP server's tools in one):
+    ``{"<ns>__<tool>": (ns, tool)}``, so a persona can name ``mcp__server__tool``."""
+    out: dict[str, tuple[str, str]] = {}
+    for tool in tools or []:
+        if isinstance(tool, dict) and tool.get("type") == "namespace":
+            for sub in tool.get("tools") or []:
+                if isinstance(sub, dict) and sub.get("name"):
+                    out[f"{tool.get('name')}__{sub['name']}"] = (str(tool.get("name")), sub["name"])
+    return out
+
+
 def parse_responses(body: dict[str, Any]) -> Turn:
+    namespaced = _namespaced(body.get("tools"))
     turn = Turn(model=str(body.get("model", "")), stream=bool(body.get("stream")),
-                system=_text(body.get("instructions")), tools=_tool_names(body.get("tools")))
+                system=_text(body.get("instructions")),
+                tools=_tool_names(body.get("tools")) + list(namespaced))
+    turn.namespaced = namespaced  # type: ignore[attr-defined]
     items = body.get("input")
     if isinstance(items, str):
         items = [{"type": "message", "role": "user", "content": items}]
@@ -215,17 +230,21 @@ def _response(turn: Turn, rid: str, status: str, output: list[Any],
     }
 
 
-def _response_item(reply: Reply, rid: str) -> dict[str, Any]:
+def _response_item(reply: Reply, rid: str, turn: Turn | None = None) -> dict[str, Any]:
     if reply.tool:
-        return {"type": "function_call", "id": f"fc_{rid}", "call_id": f"call_{rid}",
+        item = {"type": "function_call", "id": f"fc_{rid}", "call_id": f"call_{rid}",
                 "name": reply.tool, "arguments": json.dumps(reply.tool_input),
                 "status": "completed"}
+        ns = getattr(turn, "namespaced", {}).get(reply.tool)
+        if ns:
+            item["namespace"], item["name"] = ns
+        return item
     return {"type": "message", "id": f"msg_{rid}", "status": "completed", "role": "assistant",
             "content": [{"type": "output_text", "text": reply.text, "annotations": []}]}
 
 
 def responses_object(reply: Reply, turn: Turn, rid: str, usage: Usage) -> dict[str, Any]:
-    return _response(turn, rid, "completed", [_response_item(reply, rid)], usage)
+    return _response(turn, rid, "completed", [_response_item(reply, rid, turn)], usage)
 
 
 def responses_sse(reply: Reply, turn: Turn, rid: str, usage: Usage) -> Iterator[bytes]:
@@ -236,7 +255,7 @@ def responses_sse(reply: Reply, turn: Turn, rid: str, usage: Usage) -> Iterator[
 
     yield ev("response.created", response=_response(turn, rid, "in_progress", [], None))
     yield ev("response.in_progress", response=_response(turn, rid, "in_progress", [], None))
-    item = _response_item(reply, rid)
+    item = _response_item(reply, rid, turn)
     at = {"item_id": item["id"], "output_index": 0}
     if item["type"] == "function_call":
         yield ev("response.output_item.added",
