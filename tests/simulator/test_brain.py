@@ -106,8 +106,9 @@ def reflect(brain: Brain, *, rules=(), rejected=(), budget=2, failures=()) -> li
 def test_reflect_orders_groups_and_respects_budget(brain: Brain) -> None:
     failures = [_failure("install", ("contains", "pnpm"), ("not_contains", "npm"))]
     edits = reflect(brain, failures=failures, budget=2)
-    assert [e["text"] for e in edits] == ["Keep answers under 12 characters.",
-                                          "Use `pnpm` instead of `npm`."]
+    # the demo persona's order: derived, harmful, useless
+    assert [e["text"] for e in edits] == ["Use `pnpm` instead of `npm`.",
+                                          "Never mention `pnpm`."]
     assert all(e["op"] == "add" and e["rationale"] for e in edits)
     assert len(reflect(brain, failures=failures, budget=1)) == 1
     edits = reflect(brain, failures=failures, budget=5)
@@ -118,7 +119,7 @@ def test_reflect_skips_rejected_and_present_rules(brain: Brain) -> None:
     failures = [_failure("install", ("contains", "pnpm"), ("not_contains", "npm")),
                 _failure("lint", ("contains", "--fix"))]
     edits = reflect(brain, failures=failures, budget=5,
-                    rejected=["keep answers under 12 characters."],
+                    rejected=["never mention `pnpm`."],
                     rules=["Use `pnpm`  instead of `npm`"])
     assert [e["text"] for e in edits] == ["Always mention `--fix`.", "Be helpful and precise."]
 
