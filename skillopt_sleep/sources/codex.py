@@ -12,15 +12,16 @@ Generations parsed (corpus SCHEMAS.md §2):
 3. **newer** (0.146): also ``world_state``, ``inter_agent_communication*``, several
    ``session_meta`` lines, ``item_completed`` events — all ignored except as noted.
 
-Prompts: in the envelope generations ``event_msg``/``user_message`` (Codex persists it for every
-user turn; the ``response_item`` copy, written before or after it and mixed with injected
-context, is skipped as ``user_item_in_envelope``); pre-envelope files have only user
-``message`` items. Injected user messages (``<environment_context>``,
-``<user_instructions>``, ``# AGENTS.md instructions``, ``<permissions instructions>``, …) are
+Prompts: user ``message`` items, ``event_msg``/``user_message`` and (0.146+, e.g. 0.169
+``codex exec``) ``event_msg``/``item_completed`` ``UserMessage`` — one typed prompt is written as
+two or three of these, before or after each other, so a copy is recognised within the next few
+messages by a whitespace-free hash of the cleaned text and stored once. Injected user messages
+(``<environment_context>``, ``<user_instructions>``, ``# AGENTS.md instructions``,
+``<permissions instructions>``, …, and any message that is one ``<tag>…</tag>`` block) are
 dropped; of an IDE preamble ("# Context from my IDE setup:") only the text after
 ``## My request for Codex:`` is kept. Developer/system messages are never prompts.
-Answers: assistant ``message`` items and ``agent_message`` events — the same answer written both
-ways is stored once (recognised within the next few messages by a whitespace-free hash). Tool names from
+Answers: assistant ``message`` items, ``agent_message`` events and ``item_completed``
+``AgentMessage`` (deduped likewise). Tool names from
 ``function_call``/``custom_tool_call`` (names as written, e.g. ``mcp__server__tool``) and
 ``local_shell``/``web_search``/``tool_search``/``image_generation`` calls, attached to the
 turn's current answer. Tool outputs become ``tool`` excerpts (``is_error`` from a non-zero exit
@@ -61,6 +62,8 @@ _INJECTED = (
 )
 _IDE_PREAMBLE = "# Context from my IDE setup:"
 _IDE_REQUEST = "## My request for Codex:"
+#: a message that is one XML-ish block, e.g. ``<environment_context>…</environment_context>``
+_WRAPPED = re.compile(r"^<([A-Za-z_][\w -]*)>[\s\S]*</\1>$")
 _IMAGE_TAG = re.compile(r"^</?image\b[^>]*>$")
 _TOOL_CALLS = {
     "function_call": None, "custom_tool_call": None, "local_shell_call": "local_shell",
@@ -86,7 +89,7 @@ def clean_user_text(text: str) -> str | None:
     if text.startswith(_IDE_PREAMBLE):
         _, sep, rest = text.partition(_IDE_REQUEST)
         return rest.strip() or None if sep else None
-    if not text or text.startswith(_INJECTED):
+    if not text or text.startswith(_INJECTED) or _WRAPPED.match(text):
         return None
     return text
 
@@ -188,7 +191,6 @@ class _Ctx:
         payload, rtype = rec.get("payload"), _kind(rec)
         self.ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
         if isinstance(payload, dict) and isinstance(rtype, str):  # envelope
-            self.st["fmt"] = "envelope"
             if rtype == "session_meta":
                 self.meta(payload)
             elif rtype == "turn_context":
@@ -236,10 +238,8 @@ class _Ctx:
         if ptype == "message":
             role = p.get("role")
             text = _content_text(p.get("content"))
-            if role == "user" and self.st.get("fmt") == "envelope":
-                self.skipped["user_item_in_envelope"] += 1  # the user_message event is the prompt
-            elif role == "user":
-                self.prompt(text)
+            if role == "user":
+                self.prompt(text, "item")
             elif role == "assistant":
                 self.answer(text, "item")
             else:
@@ -259,10 +259,16 @@ class _Ctx:
 
     def event(self, p: dict) -> None:
         ptype = _kind(p)
+        item = p.get("item") if ptype == "item_completed" else None
+        itype = _kind(item) if isinstance(item, dict) else None
         if ptype == "user_message" and isinstance(p.get("message"), str):
-            self.prompt(p["message"])
+            self.prompt(p["message"], "event")
         elif ptype == "agent_message" and isinstance(p.get("message"), str):
             self.answer(p["message"], "event")
+        elif itype == "UserMessage":  # paginated-history builds (0.146+)
+            self.prompt(_content_text(item.get("content")), "completed")
+        elif itype == "AgentMessage":
+            self.answer(_content_text(item.get("content")), "completed")
         elif ptype == "thread_name_updated" and isinstance(p.get("thread_name"), str):
             self.sess.title = clean(p["thread_name"])[:200]
         else:
@@ -279,19 +285,19 @@ class _Ctx:
         return msg
 
     def duplicate(self, role: str, channel: str, text: str) -> str | None:
-        """Return the uid of a recent message with the same text from the other channel."""
+        """The uid of a recent message with the same text not yet seen on ``channel`` (the same
+        message written as another record type), else None (and this one is remembered)."""
         digest = hashlib.sha1("".join(text.split()).encode("utf-8", "replace")).hexdigest()[:16]
         recent: list = self.st["recent"]
-        for entry in recent:
-            if entry[0] == role and entry[1] != channel and entry[2] == digest and not entry[4]:
-                entry[4] = True
+        for entry in recent:  # [role, [channels], digest, uid]
+            if entry[0] == role and entry[2] == digest and channel not in entry[1]:
+                entry[1].append(channel)
                 return entry[3]
-        uid = f"{self.st['key']}:{self.st['line']}"
-        recent.append([role, channel, digest, uid, False])
+        recent.append([role, [channel], digest, f"{self.st['key']}:{self.st['line']}"])
         del recent[:-DEDUPE_WINDOW]
         return None
 
-    def prompt(self, raw: str) -> None:
+    def prompt(self, raw: str, channel: str) -> None:
         if not self.st.get("cwd") and "<environment_context>" in raw[:200]:
             m = _ENV_CWD.search(raw)
             self.st["cwd"] = m.group(1).strip() if m else None
@@ -300,6 +306,9 @@ class _Ctx:
             self.skipped["injected"] += 1
             return
         self.st["cur"] = None
+        if self.duplicate("user", channel, text):
+            self.skipped[f"duplicate_{channel}"] += 1
+            return
         if not self.st["side"] and not self.st["fp"]:
             self.st["fp"], self.st["self"] = True, SELF_MARKER in text
         uid = f"{self.st['key']}:{self.st['line']}"

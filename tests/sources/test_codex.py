@@ -72,9 +72,42 @@ def test_envelope_session(store: Store, codex_home: Path) -> None:
     sess = store.get("sessions", S)
     assert sess["project"] == CWD and sess["model"] == "gpt-5.3-codex"
     assert sess["agent_version"] == "0.104.0" and sess["headless"] == 0
-    assert res.lines_skipped["user_item_in_envelope"] == 4  # AGENTS.md, env, IDE copy, prompt copy
-    assert res.lines_skipped["duplicate_item"] == 1 and res.lines_skipped["duplicate_event"] == 1
+    assert res.lines_skipped["injected"] == 2 and res.lines_skipped["developer_message"] == 1
+    # each prompt and answer was written twice, in either order
+    assert res.lines_skipped["duplicate_item"] == 2 and res.lines_skipped["duplicate_event"] == 2
     assert res.lines_skipped["ignored_type:compacted"] == 1
+
+
+def _completed(item_type: str, t: str) -> dict:
+    block = {"type": "text", "text": t, "text_elements": []} if item_type == "UserMessage" \
+        else {"type": "Text", "text": t}
+    return cx("event_msg", {"type": "item_completed", "thread_id": UUID, "turn_id": "t1",
+                            "item": {"type": item_type, "id": "i1", "content": [block]}})
+
+
+def test_paginated_history_layout(store: Store, codex_home: Path) -> None:
+    """0.146+/0.169 ``codex exec``: no user_message event; UserMessage/AgentMessage items in
+    ``item_completed`` events next to the response items (shapes from a real 0.169 run)."""
+    path = write(_rollout(codex_home), [
+        cx_meta(UUID, originator="codex_exec", source="exec"),
+        cx("event_msg", {"type": "task_started", "turn_id": "t1"}),
+        cx("response_item", {"type": "message", "role": "developer",
+                             "content": [{"type": "input_text", "text": "<skills_instructions>x"}]}),
+        cx_user_item(ENV),
+        cx("world_state", {"full": True, "state": {}}),
+        cx_turn("gpt-5"),
+        cx_user_item("list the TODOs"), _completed("UserMessage", "list the TODOs"),
+        cx_user_event("list the TODOs"),  # a build writing all three: still one prompt
+        _completed("AgentMessage", "There are 3."), cx_answer_item("There are 3."),
+        cx("token_usage_record", {"usage": {"input_tokens": 5}}),
+        _completed("UserMessage", "list the TODOs"), cx_user_item("list the TODOs"),  # asked again
+    ])
+    res = harvest_file(store, "codex", path)
+    assert _kinds(store) == [("prompt", "list the TODOs"), ("answer", "There are 3."),
+                             ("prompt", "list the TODOs")]
+    assert res.lines_skipped["duplicate_completed"] == 1 and res.lines_skipped["duplicate_event"] == 1
+    assert res.lines_skipped["ignored_type:token_usage_record"] == 1
+    assert store.get("sessions", S)["headless"] == 1
 
 
 def test_state_carries_the_session_across_passes(store: Store, codex_home: Path) -> None:

@@ -162,3 +162,20 @@ def test_a_crash_mid_file_leaves_no_partial_pass(store: Store, claude_root: Path
     assert row["offset"] == 0 and row["status"] == "skipped" and "boom" in row["last_error"]
     ok = harvest_file(store, "claude_code", path)
     assert ok.status == "read" and _prompts(store) == ["one", "two"]
+
+
+def test_directory_vanishing_during_discovery(store: Store, claude_root: Path) -> None:
+    import shutil
+
+    from skillopt_sleep.sources import get_source
+
+    for name in ("a", "b"):
+        write(claude_root / name / f"{SID}.jsonl", [cc_user("u1", "x")])
+    found = get_source("claude_code").discover(claude_root)
+    first = next(found)
+    assert first.parent.name == "a"
+    shutil.rmtree(claude_root / "b")  # removed while the walk is under way
+    shutil.rmtree(claude_root / "a")
+    assert list(found) == []
+    res = harvest_file(store, "claude_code", first)
+    assert res.status == "skipped" and res.reason == "vanished"

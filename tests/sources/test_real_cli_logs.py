@@ -1,0 +1,86 @@
+"""Harvest transcripts genuinely written by the pinned agent CLIs (``claude -p``, ``codex exec``
+from ``node_modules/.bin``) in the test's temporary HOME, answering from the simulator on
+loopback. In CI (env ``CI`` set) a missing CLI fails; elsewhere the test is skipped."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from skillopt_sleep.config import Settings
+from skillopt_sleep.simulator import serve
+from skillopt_sleep.sources.base import SELF_MARKER
+from skillopt_sleep.sources.ingest import harvest
+from skillopt_sleep.store import Store
+
+pytestmark = pytest.mark.cli
+
+NODE_BIN = Path(__file__).resolve().parents[2] / "node_modules" / ".bin"
+KEY = "sk-test-000"
+PROMPT = f"{SELF_MARKER} list the project files"
+
+
+def _cli(name: str) -> str:
+    found = shutil.which(name, path=str(NODE_BIN))
+    if found:
+        return found
+    if os.environ.get("CI"):
+        pytest.fail(f"{name} is not installed in {NODE_BIN}")
+    pytest.skip(f"{name} is not installed in {NODE_BIN} (npm ci)")
+
+
+def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=180,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def _only_session(store: Store, source: str) -> tuple[dict, list[dict]]:
+    rows = [s for s in store.sessions(include_self=True) if s["source"] == source]
+    assert len(rows) == 1
+    return rows[0], store.messages(rows[0]["id"])
+
+
+def test_claude_p_transcript(isolated_home: Path, store: Store) -> None:
+    claude = _cli("claude")
+    work = isolated_home / "work"
+    work.mkdir()
+    with serve("demo", api_key=KEY) as sim:
+        env = dict(os.environ, ANTHROPIC_BASE_URL=sim.url, ANTHROPIC_API_KEY=KEY,
+                   DISABLE_TELEMETRY="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
+        _run([claude, "-p", PROMPT], work, env)
+    report = harvest(store, Settings(), sources=["claude_code"])
+    cc = report.sources["claude_code"]
+    assert cc.files_read == 1 and cc.files_skipped == {} and "bad_json" not in cc.lines_skipped
+    assert cc.sessions_filtered == {"self_generated": 1}
+    sess, msgs = _only_session(store, "claude_code")
+    assert sess["headless"] == 1 and sess["self_generated"] == 1
+    assert sess["project"] == str(work) and sess["agent_version"]
+    assert [(m["kind"], m["text"]) for m in msgs][0] == ("prompt", PROMPT)
+    assert [m["kind"] for m in msgs] == ["prompt", "answer"] and msgs[1]["text"]
+
+
+def test_codex_exec_rollout(isolated_home: Path, store: Store) -> None:
+    codex = _cli("codex")
+    work = isolated_home / "work"
+    work.mkdir()
+    (isolated_home / ".codex").mkdir()
+    with serve("demo", api_key=KEY) as sim:
+        provider = (f'{{name="sim", base_url="{sim.url}/v1", wire_api="responses", '
+                    f'env_key="SIM_KEY", request_max_retries=0, stream_max_retries=0}}')
+        env = dict(os.environ, SIM_KEY=KEY, NO_COLOR="1")
+        _run([codex, "exec", "--skip-git-repo-check", "--sandbox", "read-only",
+              "-c", f"model_providers.sim={provider}", "-c", 'model_provider="sim"',
+              "-m", "gpt-5", PROMPT], work, env)
+    report = harvest(store, Settings(), sources=["codex"])
+    cx = report.sources["codex"]
+    assert cx.files_read == 1 and cx.files_skipped == {} and "bad_json" not in cx.lines_skipped
+    sess, msgs = _only_session(store, "codex")
+    assert sess["headless"] == 1 and sess["self_generated"] == 1 and sess["model"] == "gpt-5"
+    assert sess["project"] == str(work) and sess["agent_version"]
+    assert [m["kind"] for m in msgs] == ["prompt", "answer"]  # each written 2-3 ways, stored once
+    assert msgs[0]["text"] == PROMPT and msgs[1]["text"]
