@@ -25,7 +25,10 @@ from skillopt_sleep.errors import ConfigError, UnknownNameError
 #: Backends the engine knows; ``backends.get_backend`` raises for anything else.
 KNOWN_BACKENDS = ("openai_compatible", "anthropic", "claude_code", "codex", "copilot")
 #: Sources the engine knows; ``sources.get_source`` raises for anything else.
-KNOWN_SOURCES = ("claude_code", "codex")
+KNOWN_SOURCES = ("claude_code", "codex", "copilot_cli", "copilot_vscode", "devin", "cursor", "opencode")
+#: Sources harvested when the config names none; the others are enabled by
+#: ``skillopt-sleep sources --enable-found`` (or the first ``sources`` run of a new install).
+DEFAULT_SOURCES = ("claude_code", "codex")
 #: Agents whose documents can be trained.
 KNOWN_AGENTS = ("claude_code", "codex", "copilot", "devin")
 
@@ -99,7 +102,7 @@ class Settings(BaseSettings):
     )
 
     sources: dict[str, SourceConfig] = Field(
-        default_factory=lambda: {name: SourceConfig() for name in KNOWN_SOURCES}
+        default_factory=lambda: {name: SourceConfig() for name in DEFAULT_SOURCES}
     )
     #: Only sessions whose project (cwd) is this directory or below it; None = all projects.
     project: Path | None = None

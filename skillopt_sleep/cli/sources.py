@@ -1,0 +1,65 @@
+"""``skillopt-sleep sources``: every known agent, whether its logs exist here, and what is enabled."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("sources")
+    def sources_cmd(
+        as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+        enable_found: bool = typer.Option(
+            False, "--enable-found",
+            help="Enable the agents whose logs were found (adds [sources.<name>] tables the config "
+                 "file does not have yet; never changes ones it has)."),
+    ) -> None:
+        """List every known agent: root found?, sessions and bytes, enabled?, readable format?
+
+        On a new install (no config file yet) the first run writes one that enables every agent
+        whose logs were found.
+        """
+        from skillopt_sleep import paths
+        from skillopt_sleep.cli import _print_json, _settings, _state, out
+        from skillopt_sleep.sources.discovery import discover_sources, enable_found as do_enable
+
+        config_path = _state["config"] or paths.config_file()
+        settings = _settings()
+        statuses = discover_sources(settings, config_path=config_path)
+        created = not config_path.exists()
+        changed: list[str] = []
+        if enable_found or created:
+            changed = do_enable(config_path, statuses)
+            if changed or created:
+                from skillopt_sleep.config import load_settings
+
+                statuses = discover_sources(load_settings(config_path), config_path=config_path)
+        if as_json:
+            _print_json({"config": str(config_path), "created": created, "enabled_now": changed,
+                         "sources": [s.to_dict() for s in statuses]})
+            return
+        from rich.table import Table
+
+        table = Table("agent", "enabled", "root", "sessions", "bytes", "status")
+        for s in statuses:
+            root = next((r["path"] for r in s.roots if r["exists"]), s.roots[0]["path"] if s.roots else "—")
+            table.add_row(s.name, "yes" if s.enabled else "no", ("" if s.found else "(missing) ") + root,
+                          str(s.sessions), _size(s.bytes), s.status)
+        out.print(table)
+        if created:
+            out.print(f"created {config_path}" + (f" enabling: {', '.join(changed)}" if changed else ""))
+        elif changed:
+            out.print(f"enabled in {config_path}: {', '.join(changed)}")
+        else:
+            idle = [s.name for s in statuses if s.found and not s.enabled and not s.configured]
+            if idle:
+                out.print(f"found but not enabled: {', '.join(idle)} "
+                          "(run `skillopt-sleep sources --enable-found`)")
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)

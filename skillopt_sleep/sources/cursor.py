@@ -1,0 +1,192 @@
+"""Cursor agent transcripts: ``~/.cursor/projects/<slug>/agent-transcripts/<id>/<id>.jsonl``
+(also flat ``agent-transcripts/<id>.jsonl``), sub-agents under ``<id>/subagents/<sub>.jsonl``
+(corpus SCHEMAS.md §5). ``CURSOR_CONFIG_DIR`` replaces ``~/.cursor``; override with
+``[sources.cursor] roots = [...]``.
+
+Lines are ``{role, message: {content: [text | tool_use | tool_result | thinking]}}`` with no
+ids, timestamps or usage. Append-only, so read by byte offset; uids are
+``<session>:<file stem>:<line number>``.
+
+* ``prompt`` — the text inside ``<user_query>…</user_query>``; text outside it (attached
+  files, rules, reminders Cursor adds) is injected context and dropped (``injected``). A user
+  text with no ``<user_query>`` tag at all (older builds) is kept whole.
+* ``answer`` — assistant ``text`` blocks with ``tool_use`` names; ``thinking`` is dropped.
+* ``tool`` — ``tool_result`` blocks (excerpt, ``is_error``).
+
+Session key = the transcript id (the sub-agent's parent id for ``subagents/`` files, whose
+messages are ``is_sidechain``). Project: the transcript names no folder, so it is decoded from
+the ``<slug>`` (the workspace path with ``/`` → ``-``): the existing directory the slug
+resolves to on this machine, else ``/`` + the slug with ``-`` read as ``/``. started_at is the
+file's mtime at first read (lines carry no time).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from skillopt_sleep.models import HarvestedMessage, HarvestedSession
+from skillopt_sleep.redact import clean, decode
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.sources.copilot_cli import cap
+
+MAX_TEXT = 20_000
+TOOL_EXCERPT = 400
+_QUERY = re.compile(r"<user_query>\s*([\s\S]*?)\s*(?:</user_query>|$)")
+
+
+def decode_slug(slug: str) -> str:
+    """Best effort: the directory a Cursor project slug stands for (see module doc)."""
+    if re.match(r"^[A-Za-z]-", slug) and os.name == "nt":  # c-Users-me-proj
+        return slug[0] + ":\\" + slug[2:].replace("-", "\\")
+    parts = [p for p in slug.split("-") if p]
+    path, i = Path("/"), 0
+    while i < len(parts):  # greedy: the longest dash-joined name that exists
+        for j in range(len(parts), i, -1):
+            cand = path / "-".join(parts[i:j])
+            if cand.is_dir():
+                path, i = cand, j
+                break
+        else:
+            return str(path / "/".join(parts[i:])) if str(path) != "/" else "/" + "/".join(parts)
+    return str(path)
+
+
+def user_query(text: str) -> str | None:
+    """The user's words of a Cursor user text, or None when it is only injected context."""
+    found = _QUERY.findall(text)
+    if found:
+        joined = "\n".join(q.strip() for q in found if q.strip())
+        return joined or None
+    text = text.strip()
+    if not text or text.startswith("<"):
+        return None
+    return text
+
+
+def _blocks(rec: dict) -> list:
+    msg = rec.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else rec.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return content if isinstance(content, list) else []
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return ""
+
+
+class CursorSource(Source):
+    """Harvester for Cursor agent-transcript JSONL files (see module doc)."""
+
+    name = "cursor"
+    mode = "jsonl"
+
+    def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        base = Path(env["CURSOR_CONFIG_DIR"]).expanduser() if env.get("CURSOR_CONFIG_DIR") else home / ".cursor"
+        return [base / "projects"]
+
+    def discover(self, root: Path) -> Iterator[Path]:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            if "agent-transcripts" not in Path(dirpath).parts:
+                continue
+            for name in sorted(filenames):
+                if name.endswith(".jsonl"):
+                    yield Path(dirpath) / name
+
+    def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
+        side = path.parent.name == "subagents"
+        if not state:
+            key = path.parent.parent.name if side else path.stem
+            parts = path.parts
+            slug = parts[parts.index("agent-transcripts") - 1] if "agent-transcripts" in parts[1:] else None
+            try:
+                started = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
+            except OSError:
+                started = None
+            state = {"key": key, "line": 0, "fp": False, "self": False, "started": started,
+                     "project": decode_slug(slug) if slug else None}
+        st = dict(state)
+        result = ParseResult(skipped=Counter())
+        sess = HarvestedSession(source=self.name, key=st["key"], project=st["project"],
+                                started_at=st["started"])
+        prefix = f"{st['key']}:{path.stem}"
+        for raw in lines:
+            st["line"] += 1
+            try:
+                rec = json.loads(decode(raw))
+            except ValueError:
+                result.skipped["bad_json"] += 1
+                continue
+            if not isinstance(rec, dict):
+                result.skipped["not_an_object"] += 1
+                continue
+            role = rec.get("role")
+            if role is None and isinstance(rec.get("message"), dict):
+                role = rec["message"].get("role")
+            uid = f"{prefix}:{st['line']}"
+            ts = st["started"]
+            if role == "user":
+                texts, results = [], []
+                for b in _blocks(rec):
+                    if not isinstance(b, dict):
+                        continue
+                    if b.get("type") == "text" and isinstance(b.get("text"), str):
+                        texts.append(b["text"])
+                    elif b.get("type") == "tool_result":
+                        results.append((_result_text(b.get("content")), bool(b.get("is_error"))))
+                    else:
+                        result.skipped[f"ignored_block:{b.get('type')}"] += 1
+                if results:
+                    excerpt = "\n".join(r[0] for r in results)
+                    sess.messages.append(HarvestedMessage(
+                        uid=f"{uid}:r", role="user", kind="tool", timestamp=ts, is_sidechain=side,
+                        text=cap(clean(excerpt[: TOOL_EXCERPT * 2]), TOOL_EXCERPT),
+                        is_error=any(r[1] for r in results)))
+                if not texts:
+                    if not results:
+                        result.skipped["empty"] += 1
+                    continue
+                prompt = user_query("\n".join(texts))
+                if prompt is None:
+                    result.skipped["injected"] += 1
+                    continue
+                if not side and not st["fp"]:
+                    st["fp"], st["self"] = True, SELF_MARKER in prompt
+                sess.messages.append(HarvestedMessage(uid=uid, role="user", kind="prompt", timestamp=ts,
+                                                      is_sidechain=side, text=cap(clean(prompt), MAX_TEXT)))
+            elif role == "assistant":
+                texts, tools = [], []
+                for b in _blocks(rec):
+                    if not isinstance(b, dict):
+                        continue
+                    if b.get("type") == "text" and isinstance(b.get("text"), str):
+                        texts.append(b["text"])
+                    elif b.get("type") == "tool_use" and isinstance(b.get("name"), str):
+                        if b["name"] not in tools:
+                            tools.append(b["name"])
+                    else:
+                        result.skipped[f"ignored_block:{b.get('type')}"] += 1
+                text = "\n".join(t.strip() for t in texts if t.strip())
+                if not text and not tools:
+                    result.skipped["empty"] += 1
+                    continue
+                sess.messages.append(HarvestedMessage(uid=uid, role="assistant", kind="answer", timestamp=ts,
+                                                      is_sidechain=side, text=cap(clean(text), MAX_TEXT),
+                                                      tool_names=tools))
+            else:
+                result.skipped[f"unknown_role:{role}"] += 1
+        sess.self_generated = st["self"]
+        result.sessions = [sess]
+        result.state = st
+        return result

@@ -1,0 +1,252 @@
+"""Devin CLI transcripts: ``<data>/devin/cli/transcripts/<session-id>.json`` (corpus SCHEMAS.md §4).
+
+``<data>`` is ``$XDG_DATA_HOME`` or ``~/.local/share`` (Linux and macOS; macOS also
+``~/Library/Application Support``), ``%APPDATA%`` on Windows. Override with
+``[sources.devin] roots = [...]`` (the ``cli`` folder or a ``transcripts`` folder).
+
+Each transcript is one JSON document, read whole and re-read when its size, mtime and hash
+change (uids are stable, so a re-read only adds what is new). Two shapes are understood:
+
+* **ATIF** (``schema_version`` ``"ATIF-v1.x"``): ``steps[]`` with ``source`` ``user`` /
+  ``agent`` / ``system``, ``message`` (a string or content parts), ``tool_calls[]``
+  (``function_name``), ``observation.results[]`` and ``timestamp``. ``system`` steps and
+  user steps whose ``metadata.is_user_input`` is false are injected context (dropped, counted).
+  Agent retries (the same ``metadata.request_id`` / ``extra.request_id``) are stored once.
+* the **sessions.db projection** ``{session: {id, working_directory, title, model, …},
+  nodes: [{role, content, tool_calls, metadata.is_user_input}]}``.
+
+Session key = ``session_id`` (else the file stem). Project = a working directory in the
+document (``session.working_directory``, ``extra``/``agent.extra`` ``cwd``/``working_directory``),
+else the ``working_directory`` of that session in the sibling ``sessions.db`` (opened
+read-only). ``self_generated``: the first prompt contains
+:data:`~skillopt_sleep.sources.base.SELF_MARKER`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from skillopt_sleep.models import HarvestedMessage, HarvestedSession
+from skillopt_sleep.redact import clean, decode
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.sources.copilot_cli import cap, looks_like_path
+from skillopt_sleep.sources.copilot_vscode import ms_to_iso
+
+MAX_TEXT = 20_000
+TOOL_EXCERPT = 400
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(p.get("text", "") if isinstance(p, dict) else p if isinstance(p, str) else ""
+                         for p in value).strip()
+    if isinstance(value, dict) and isinstance(value.get("text"), str):
+        return value["text"]
+    return ""
+
+
+def _cwd(*dicts: Any) -> str | None:
+    for d in dicts:
+        if isinstance(d, dict):
+            for k in ("working_directory", "cwd", "workdir", "workspace"):
+                if looks_like_path(d.get(k)):
+                    return d[k]
+    return None
+
+
+def _db_cwd(path: Path, key: str) -> str | None:
+    """The session's ``working_directory`` in the sibling ``sessions.db`` (read-only)."""
+    for db in (path.parent.parent / "sessions.db", path.parent / "sessions.db"):
+        if not db.is_file():
+            continue
+        try:
+            con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=2)
+            try:
+                row = con.execute("select working_directory from sessions where id = ?", (key,)).fetchone()
+            finally:
+                con.close()
+        except sqlite3.Error:
+            continue
+        if row and looks_like_path(row[0]):
+            return row[0]
+    return None
+
+
+class DevinSource(Source):
+    """Harvester for Devin CLI ATIF transcripts (see module doc)."""
+
+    name = "devin"
+    mode = "whole_file"
+
+    def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        if os.name == "nt":
+            base = Path(env["APPDATA"]) if env.get("APPDATA") else home / "AppData" / "Roaming"
+            return [base / "devin" / "cli" / "transcripts"]
+        data = Path(env["XDG_DATA_HOME"]).expanduser() if env.get("XDG_DATA_HOME") else home / ".local" / "share"
+        roots = [data / "devin" / "cli" / "transcripts"]
+        if sys.platform == "darwin":
+            roots.append(home / "Library" / "Application Support" / "devin" / "cli" / "transcripts")
+        return roots
+
+    def discover(self, root: Path) -> Iterator[Path]:
+        top = root / "transcripts" if (root / "transcripts").is_dir() else root
+        try:
+            names = sorted(os.listdir(top))
+        except OSError:
+            return
+        for name in names:
+            if name.endswith(".json"):
+                yield top / name
+
+    def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
+        result = ParseResult(skipped=Counter(), state=dict(state or {}))
+        for raw in lines:
+            try:
+                doc = json.loads(decode(raw))
+            except ValueError:
+                result.skipped["bad_json"] += 1
+                continue
+            if not isinstance(doc, dict):
+                result.skipped["not_an_object"] += 1
+            elif isinstance(doc.get("steps"), list):
+                result.sessions.append(self._atif(path, doc, result.skipped))
+            elif isinstance(doc.get("nodes"), list) and isinstance(doc.get("session"), dict):
+                result.sessions.append(self._projection(path, doc, result.skipped))
+            else:
+                result.skipped["unknown_document"] += 1
+        return result
+
+    # ------------------------------------------------------------------ shapes
+    def _atif(self, path: Path, doc: dict, skipped: Counter) -> HarvestedSession:
+        key = doc.get("session_id") if isinstance(doc.get("session_id"), str) and doc["session_id"] else path.stem
+        agent = doc.get("agent") if isinstance(doc.get("agent"), dict) else {}
+        sess = HarvestedSession(source=self.name, key=key)
+        if isinstance(agent.get("model_name"), str):
+            sess.model = agent["model_name"]
+        if isinstance(agent.get("version"), str):
+            sess.agent_version = agent["version"]
+        sess.project = _cwd(doc, doc.get("extra"), agent.get("extra"), doc.get("metadata")) or _db_cwd(path, key)
+        if isinstance(doc.get("title"), str):
+            sess.title = clean(doc["title"])[:200]
+        seen_requests: set[str] = set()
+        first = True
+        for n, step in enumerate(doc["steps"]):
+            if not isinstance(step, dict):
+                skipped["bad_step"] += 1
+                continue
+            sid = step.get("step_id", n)
+            uid = f"{key}:{sid}"
+            ts = step.get("timestamp") if isinstance(step.get("timestamp"), str) else ms_to_iso(step.get("timestamp"))
+            if ts and not sess.started_at:
+                sess.started_at = ts
+            meta = step.get("metadata") if isinstance(step.get("metadata"), dict) else {}
+            extra = step.get("extra") if isinstance(step.get("extra"), dict) else {}
+            source = step.get("source")
+            text = _text(step.get("message")).strip()
+            if source == "user":
+                if meta.get("is_user_input") is False:
+                    skipped["injected"] += 1
+                    continue
+                if not text:
+                    skipped["empty"] += 1
+                    continue
+                if first:
+                    first = False
+                    sess.self_generated = SELF_MARKER in text
+                sess.messages.append(HarvestedMessage(uid=uid, role="user", kind="prompt", timestamp=ts,
+                                                      text=cap(clean(text), MAX_TEXT)))
+            elif source == "agent":
+                rid = meta.get("request_id") or extra.get("request_id")
+                if isinstance(rid, str) and rid:
+                    if rid in seen_requests:
+                        skipped["retry"] += 1
+                        continue
+                    seen_requests.add(rid)
+                model = extra.get("generation_model") or meta.get("generation_model")
+                if isinstance(model, str) and model:
+                    sess.model = model
+                tools = []
+                for call in step.get("tool_calls") or []:
+                    name = call.get("function_name") or call.get("name") if isinstance(call, dict) else None
+                    if isinstance(name, str) and name and name not in tools:
+                        tools.append(name)
+                if text or tools:
+                    sess.messages.append(HarvestedMessage(uid=uid, role="assistant", kind="answer", timestamp=ts,
+                                                          text=cap(clean(text), MAX_TEXT), tool_names=tools))
+                else:
+                    skipped["empty"] += 1
+                obs = step.get("observation")
+                results = obs.get("results") if isinstance(obs, dict) else None
+                for j, r in enumerate(results if isinstance(results, list) else []):
+                    content = _text(r.get("content")) if isinstance(r, dict) else ""
+                    sess.messages.append(HarvestedMessage(
+                        uid=f"{uid}:o{j}", role="user", kind="tool", timestamp=ts,
+                        text=cap(clean(content[: TOOL_EXCERPT * 2]), TOOL_EXCERPT),
+                        is_error=bool(isinstance(r, dict) and r.get("is_error"))))
+            elif source == "system":
+                skipped["system_message"] += 1
+            else:
+                skipped[f"unknown_source:{source}"] += 1
+        return sess
+
+    def _projection(self, path: Path, doc: dict, skipped: Counter) -> HarvestedSession:
+        row = doc["session"]
+        key = row.get("id") if isinstance(row.get("id"), str) and row["id"] else path.stem
+        sess = HarvestedSession(source=self.name, key=key, project=_cwd(row) or _db_cwd(path, key),
+                                started_at=ms_to_iso(row.get("created_at")))
+        if isinstance(row.get("model"), str):
+            sess.model = row["model"]
+        if isinstance(row.get("title"), str):
+            sess.title = clean(row["title"])[:200]
+        first = True
+        seen_requests: set[str] = set()
+        for n, node in enumerate(doc["nodes"]):
+            if not isinstance(node, dict):
+                skipped["bad_node"] += 1
+                continue
+            msg = node.get("chat_message") if isinstance(node.get("chat_message"), dict) else node
+            uid = f"{key}:{node.get('message_id') or node.get('node_id') or n}"
+            meta = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
+            role, text = msg.get("role"), _text(msg.get("content")).strip()
+            if role == "user":
+                if meta.get("is_user_input") is False:
+                    skipped["injected"] += 1
+                    continue
+                if not text:
+                    skipped["empty"] += 1
+                    continue
+                if first:
+                    first = False
+                    sess.self_generated = SELF_MARKER in text
+                sess.messages.append(HarvestedMessage(uid=uid, role="user", kind="prompt",
+                                                      text=cap(clean(text), MAX_TEXT)))
+            elif role == "assistant":
+                rid = meta.get("request_id")
+                if isinstance(rid, str) and rid:
+                    if rid in seen_requests:
+                        skipped["retry"] += 1
+                        continue
+                    seen_requests.add(rid)
+                tools = []
+                for call in msg.get("tool_calls") or []:
+                    name = (call.get("name") or (call.get("function") or {}).get("name")) if isinstance(call, dict) else None
+                    if isinstance(name, str) and name and name not in tools:
+                        tools.append(name)
+                sess.messages.append(HarvestedMessage(uid=uid, role="assistant", kind="answer",
+                                                      text=cap(clean(text), MAX_TEXT), tool_names=tools))
+            elif role == "tool":
+                sess.messages.append(HarvestedMessage(uid=uid, role="user", kind="tool",
+                                                      text=cap(clean(text[: TOOL_EXCERPT * 2]), TOOL_EXCERPT)))
+            elif role == "system":
+                skipped["system_message"] += 1
+            else:
+                skipped[f"unknown_role:{role}"] += 1
+        return sess

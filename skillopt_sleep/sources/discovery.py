@@ -1,0 +1,201 @@
+"""Which agents' logs exist on this machine, and which sources are enabled.
+
+:func:`discover_sources` looks at every known source's roots (the config's ``roots``, else the
+source's per-OS defaults with their environment overrides) without touching the store: whether
+a root exists, how many session files / bytes are there, and whether the harvester can read
+them. A sample of the newest files (:data:`PROBE_FILES`, at most :data:`PROBE_BYTES` each) is
+parsed in memory; when files exist but none of them yields a single message the status is
+``unrecognised format`` (a format this version cannot read, reported instead of being
+silently empty).
+
+:func:`enable_found` turns on the sources whose logs were found. It never changes a source the
+config file already names: it only appends ``[sources.<name>]`` tables for sources the file
+does not mention (creating the file on a new install), so an existing config is never
+overwritten silently.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from skillopt_sleep.errors import ConfigError
+from skillopt_sleep.config import DEFAULT_SOURCES, KNOWN_SOURCES, Settings, SourceConfig
+from skillopt_sleep.sources import get_source
+from skillopt_sleep.sources.base import Source
+
+#: files parsed per source to tell a readable format from an unrecognised one
+PROBE_FILES = 5
+#: bytes read of each probed file
+PROBE_BYTES = 2 * 1024 * 1024
+#: files counted per source before giving up (bounded walk)
+MAX_FILES = 200_000
+
+STATUS_NOT_FOUND = "not found"
+STATUS_EMPTY = "no sessions"
+STATUS_OK = "ok"
+STATUS_UNRECOGNISED = "unrecognised format"
+
+
+@dataclass
+class SourceStatus:
+    """One agent on this machine. ``sessions`` counts session files (a database counts its
+    sessions), ``bytes`` their total size."""
+
+    name: str
+    enabled: bool
+    configured: bool  # the config file names this source
+    roots: list[dict] = field(default_factory=list)  # [{"path", "exists"}]
+    found: bool = False  # some root exists
+    files: int = 0
+    sessions: int = 0
+    bytes: int = 0
+    probed: int = 0
+    readable: int = 0  # probed files that yielded at least one message
+    status: str = STATUS_NOT_FOUND
+    skipped: dict[str, int] = field(default_factory=dict)  # what the probe skipped, by reason
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _probe(src: Source, path: Path) -> tuple[int, dict[str, int]]:
+    """Messages parsed from (the start of) one file, in memory, and the skip counts."""
+    from skillopt_sleep.sources.ingest import read_mode
+
+    mode = read_mode(src, path)
+    try:
+        if mode == "snapshot":
+            res = src.read_snapshot(path, {})  # type: ignore[attr-defined]
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read(PROBE_BYTES)
+            if b"\x00" in data[:4096]:
+                return 0, {"binary": 1}
+            if mode == "whole_file":
+                res = src.parse(path, [data], {})
+            else:
+                lines = data.split(b"\n")
+                if len(data) == PROBE_BYTES:
+                    lines = lines[:-1]  # a cut last line
+                res = src.parse(path, [ln.rstrip(b"\r") for ln in lines if ln.strip()], {})
+    except Exception as exc:  # a probe must never break the listing
+        return 0, {f"error:{type(exc).__name__}": 1}
+    return sum(len(s.messages) for s in res.sessions), dict(res.skipped)
+
+
+def source_status(name: str, cfg: SourceConfig, configured: bool, env: Mapping[str, str],
+                  home: Path) -> SourceStatus:
+    src = get_source(name)
+    roots = [Path(r).expanduser() for r in cfg.roots] or src.default_roots(env, home)
+    st = SourceStatus(name=name, enabled=cfg.enabled, configured=configured)
+    files: list[tuple[float, Path]] = []
+    seen: set[str] = set()
+    for root in roots:
+        exists = root.exists()
+        st.roots.append({"path": str(root), "exists": exists})
+        st.found = st.found or exists
+        if not exists:
+            continue
+        try:
+            for p in src.discover(root):
+                key = os.path.abspath(p)
+                if key in seen:
+                    continue
+                seen.add(key)
+                try:
+                    stat = os.stat(p)
+                except OSError:
+                    continue
+                files.append((stat.st_mtime, Path(p)))
+                st.bytes += stat.st_size
+                if len(files) >= MAX_FILES:
+                    break
+        except OSError:
+            st.skipped["root_unreadable"] = st.skipped.get("root_unreadable", 0) + 1
+    st.files = len(files)
+    counter = getattr(src, "count_sessions", None)
+    st.sessions = sum(counter(p) for _, p in files) if callable(counter) else st.files
+    if not st.found:
+        st.status = STATUS_NOT_FOUND
+        return st
+    if not files:
+        st.status = STATUS_EMPTY
+        return st
+    for _, path in sorted(files, key=lambda x: -x[0])[:PROBE_FILES]:
+        n, skipped = _probe(src, path)
+        st.probed += 1
+        st.readable += n > 0
+        for k, v in skipped.items():
+            st.skipped[k] = st.skipped.get(k, 0) + v
+    st.status = STATUS_OK if st.readable else STATUS_UNRECOGNISED
+    return st
+
+
+def configured_sources(config_path: Path | None) -> set[str]:
+    """Source names the config file itself has a ``[sources.<name>]`` table for."""
+    if config_path is None or not config_path.is_file():
+        return set()
+    try:
+        with open(config_path, "rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError):
+        return set()
+    sources = data.get("sources")
+    return set(sources) if isinstance(sources, dict) else set()
+
+
+def discover_sources(settings: Settings, *, config_path: Path | None = None,
+                     env: Mapping[str, str] | None = None, home: Path | None = None) -> list[SourceStatus]:
+    """The status of every known source (see the module doc), in :data:`KNOWN_SOURCES` order."""
+    env = os.environ if env is None else env
+    home = Path.home() if home is None else home
+    named = configured_sources(config_path)
+    out = []
+    for name in KNOWN_SOURCES:
+        cfg = settings.sources.get(name)
+        if cfg is None:  # the config's [sources] table does not list it: not harvested
+            cfg = SourceConfig(enabled=False)
+        out.append(source_status(name, cfg, name in named, env, home))
+    return out
+
+
+def enable_found(config_path: Path, statuses: list[SourceStatus]) -> list[str]:
+    """Append ``[sources.<name>]`` tables to ``config_path`` for every source it does not
+    name yet: ``enabled = true`` when its logs were found (or it is a default source),
+    ``false`` otherwise, so the file keeps listing every source explicitly. Sources the file
+    already names are left exactly as they are. Returns the names newly enabled."""
+    named = configured_sources(config_path)
+    missing = [s for s in statuses if s.name not in named]
+    if not missing:
+        return []
+    lines = []
+    enabled = []
+    for s in missing:
+        on = s.found or (s.name in DEFAULT_SOURCES and not named)
+        if on:
+            enabled.append(s.name)
+        lines.append(f"\n[sources.{s.name}]\nenabled = {'true' if on else 'false'}\n")
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    old = config_path.read_text("utf-8") if config_path.exists() else None
+    if old is None:
+        new = "# skillopt-sleep configuration (created by `skillopt-sleep sources`).\n"
+    else:
+        new = old if not old or old.endswith("\n") else old + "\n"
+    new += "".join(lines)
+    try:
+        tomllib.loads(new)
+    except tomllib.TOMLDecodeError as exc:  # e.g. an inline `sources = {…}` table
+        raise ConfigError(f"config file {config_path}: cannot add [sources.*] tables ({exc}); "
+                          "add them by hand") from None
+    tmp = config_path.with_name(config_path.name + ".tmp")
+    tmp.write_text(new, encoding="utf-8")
+    os.replace(tmp, config_path)
+    return enabled
+
+
+__all__ = ["SourceStatus", "discover_sources", "enable_found", "source_status", "configured_sources",
+           "STATUS_NOT_FOUND", "STATUS_EMPTY", "STATUS_OK", "STATUS_UNRECOGNISED"]

@@ -1,0 +1,349 @@
+"""OpenCode sessions (corpus SCHEMAS.md §6): the data folder ``$XDG_DATA_HOME/opencode`` or
+``~/.local/share/opencode`` (OpenCode uses the XDG layout on every OS). Override with
+``[sources.opencode] roots = [...]``.
+
+Two storage generations:
+
+* **SQLite** ``opencode.db`` (current builds; WAL) with tables ``session`` (``id``,
+  ``directory``, ``title``, ``parent_id``, ``time_created`` …), ``message`` and ``part``
+  (``id``, ``session_id``/``message_id``, ``time_created``, ``time_updated``, ``data`` JSON).
+  Opened **read-only** (``file:…?mode=ro`` URI), never written. Incremental by a high-water
+  mark: ``state["hw"]`` is the largest ``message.time_updated`` fully harvested; each pass
+  reads only messages updated after it.
+* the older **JSON tree** ``storage/session/<projectID>/<ses>.json``,
+  ``storage/message/<ses>/<msg>.json``, ``storage/part/<msg>/<prt>.json``. One session is one
+  unit: its signature (names, sizes and mtimes of its message and part files) decides whether
+  it is read again.
+
+An assistant message still being written (no ``time.completed``, no ``error``, updated less
+than :data:`SETTLE_SECONDS` ago) is left for a later pass, so no half-streamed text is stored.
+Per message: ``text`` parts make the prompt / answer (``synthetic`` text parts are injected
+context: dropped, counted), ``tool`` parts add the tool name to the answer and a ``tool``
+excerpt (``is_error`` on status ``error`` or a non-zero ``metadata.exit``); ``reasoning``,
+``step-start``/``step-finish``, ``file``, ``patch``, ``snapshot``, … are counted as
+``ignored_part:<type>``. Project = the session's ``directory``. A session with a
+``parentID``/``parent_id`` is a sub-agent: its messages are ``is_sidechain``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from skillopt_sleep.models import HarvestedMessage, HarvestedSession
+from skillopt_sleep.redact import clean, decode
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.sources.copilot_cli import cap
+from skillopt_sleep.sources.copilot_vscode import ms_to_iso
+
+MAX_TEXT = 20_000
+TOOL_EXCERPT = 400
+#: an unfinished assistant message untouched this long (seconds) is taken as final
+SETTLE_SECONDS = 300
+DB_NAME = "opencode.db"
+
+
+def _load(path: Path) -> Any:
+    try:
+        return json.loads(decode(path.read_bytes()))
+    except (OSError, ValueError):
+        return None
+
+
+def _settled(info: dict, updated_ms: float | None, now: float) -> bool:
+    if info.get("role") != "assistant":
+        return True
+    t = info.get("time") if isinstance(info.get("time"), dict) else {}
+    if t.get("completed") or info.get("error"):
+        return True
+    return updated_ms is None or now * 1000 - updated_ms > SETTLE_SECONDS * 1000
+
+
+class _Builder:
+    """Turns OpenCode message infos + parts into harvested messages of one store pass."""
+
+    def __init__(self, source: str, skipped: Counter):
+        self.source, self.skipped = source, skipped
+        self.sessions: dict[str, HarvestedSession] = {}
+        self.side: dict[str, bool] = {}
+        self.first_prompt: dict[str, bool] = {}
+
+    def session(self, sid: str, row: dict | None = None) -> HarvestedSession:
+        sess = self.sessions.get(sid)
+        if sess is None:
+            sess = self.sessions[sid] = HarvestedSession(source=self.source, key=sid)
+            self.side[sid] = False
+        if row:
+            if isinstance(row.get("directory"), str) and row["directory"]:
+                sess.project = row["directory"]
+            if isinstance(row.get("title"), str) and row["title"]:
+                sess.title = clean(row["title"])[:200]
+            if isinstance(row.get("version"), str):
+                sess.agent_version = row["version"]
+            t = row.get("time") if isinstance(row.get("time"), dict) else {}
+            sess.started_at = sess.started_at or ms_to_iso(t.get("created") or row.get("time_created"))
+            self.side[sid] = bool(row.get("parentID") or row.get("parent_id"))
+        return sess
+
+    def message(self, sid: str, info: dict, parts: list[dict]) -> None:
+        sess = self.session(sid)
+        mid = info.get("id")
+        if not isinstance(mid, str) or not mid:
+            self.skipped["no_id"] += 1
+            return
+        role = info.get("role")
+        t = info.get("time") if isinstance(info.get("time"), dict) else {}
+        ts = ms_to_iso(t.get("created"))
+        model = info.get("modelID")
+        if model is None and isinstance(info.get("model"), dict):
+            model = info["model"].get("modelID")
+        if role == "assistant" and isinstance(model, str) and model:
+            sess.model = model
+        side = self.side.get(sid, False)
+        texts, tools, tool_msgs = [], [], []
+        for p in parts:
+            ptype = p.get("type")
+            if ptype == "text" and isinstance(p.get("text"), str):
+                if p.get("synthetic") or p.get("ignored"):
+                    self.skipped["injected"] += 1
+                else:
+                    texts.append(p["text"])
+            elif ptype == "tool":
+                name = p.get("tool")
+                if isinstance(name, str) and name and name not in tools:
+                    tools.append(name)
+                state = p.get("state") if isinstance(p.get("state"), dict) else {}
+                out = state.get("output") if isinstance(state.get("output"), str) else state.get("error")
+                meta = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+                exit_code = meta.get("exit")
+                error = state.get("status") == "error" or (isinstance(exit_code, int) and exit_code != 0)
+                pid = p.get("id") if isinstance(p.get("id"), str) else f"{mid}:{len(tools)}"
+                tool_msgs.append(HarvestedMessage(
+                    uid=pid, role="user", kind="tool", timestamp=ts, is_sidechain=side, is_error=error,
+                    text=cap(clean(str(out or "")[: TOOL_EXCERPT * 2]), TOOL_EXCERPT)))
+            else:
+                self.skipped[f"ignored_part:{ptype}"] += 1
+        text = "\n".join(x.strip() for x in texts if x.strip())
+        if role == "user":
+            if not text:
+                self.skipped["empty"] += 1
+                return
+            if not side and not self.first_prompt.get(sid):
+                self.first_prompt[sid] = True
+                sess.self_generated = SELF_MARKER in text
+            msg = HarvestedMessage(uid=mid, role="user", kind="prompt", timestamp=ts, is_sidechain=side,
+                                   text=cap(clean(text), MAX_TEXT))
+        elif role == "assistant":
+            if not text and not tools:
+                self.skipped["empty"] += 1
+                return
+            msg = HarvestedMessage(uid=mid, role="assistant", kind="answer", timestamp=ts, is_sidechain=side,
+                                   text=cap(clean(text), MAX_TEXT), tool_names=tools)
+        else:
+            self.skipped[f"unknown_role:{role}"] += 1
+            return
+        sess.messages += [msg, *tool_msgs]
+
+
+class OpenCodeSource(Source):
+    """Harvester for OpenCode's SQLite database and JSON storage tree (see module doc)."""
+
+    name = "opencode"
+
+    def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        base = Path(env["XDG_DATA_HOME"]).expanduser() if env.get("XDG_DATA_HOME") else home / ".local" / "share"
+        return [base / "opencode"]
+
+    def discover(self, root: Path) -> Iterator[Path]:
+        """``opencode.db`` and every ``storage/session/<project>/<ses>.json``."""
+        db = root / DB_NAME
+        if db.exists():
+            yield db
+        top = root / "storage" / "session" if (root / "storage").is_dir() else root / "session"
+        if not top.is_dir() and root.name == "session":
+            top = root
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames.sort()
+            for name in sorted(filenames):
+                if name.endswith(".json"):
+                    yield Path(dirpath) / name
+
+    def read_mode(self, path: Path) -> str:
+        return "snapshot"
+
+    def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
+        """Not line based: everything goes through :meth:`read_snapshot`."""
+        for _ in lines:
+            pass
+        return self.read_snapshot(path, state)
+
+    # ------------------------------------------------------------------ snapshots
+    def signature(self, path: Path) -> str:
+        h = hashlib.sha256()
+        if path.name == DB_NAME or path.suffix == ".db":
+            files = [path, Path(f"{path}-wal")]
+        else:
+            files = [path, *self._tree_files(path)]
+        for f in files:
+            try:
+                st = f.stat()
+                h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+            except OSError:
+                h.update(f"{f}:-\n".encode())
+        return h.hexdigest()
+
+    def read_snapshot(self, path: Path, state: dict) -> ParseResult:
+        if path.name == DB_NAME or path.suffix == ".db":
+            return self._read_db(path, dict(state or {}))
+        return self._read_tree(path, dict(state or {}))
+
+    def count_sessions(self, path: Path) -> int:
+        """Sessions in one unit (discovery): a database's ``session`` rows, else 1."""
+        if path.suffix != ".db":
+            return 1
+        try:
+            con = _connect(path)
+            try:
+                return int(con.execute("select count(*) from session").fetchone()[0])
+            finally:
+                con.close()
+        except sqlite3.Error:
+            return 0
+
+    # JSON tree ----------------------------------------------------------
+    @staticmethod
+    def _storage(path: Path) -> Path:
+        return path.parent.parent.parent  # storage/session/<project>/<ses>.json
+
+    def _tree_files(self, path: Path) -> list[Path]:
+        info = _load(path)
+        sid = info.get("id") if isinstance(info, dict) else None
+        if not isinstance(sid, str):
+            return []
+        storage = self._storage(path)
+        files: list[Path] = []
+        mdir = storage / "message" / sid
+        try:
+            msgs = sorted(mdir.glob("*.json"))
+        except OSError:
+            msgs = []
+        for m in msgs:
+            files.append(m)
+            data = _load(m)
+            mid = data.get("id") if isinstance(data, dict) else None
+            if isinstance(mid, str):
+                files += sorted((storage / "part" / mid).glob("*.json"))
+        return files
+
+    def _read_tree(self, path: Path, state: dict) -> ParseResult:
+        result = ParseResult(skipped=Counter(), state=state)
+        info = _load(path)
+        if not isinstance(info, dict) or not isinstance(info.get("id"), str):
+            result.skipped["unknown_document"] += 1
+            return result
+        b = _Builder(self.name, result.skipped)
+        sid = info["id"]
+        b.session(sid, info)
+        storage = self._storage(path)
+        now = time.time()
+        infos = []
+        for m in sorted((storage / "message" / sid).glob("*.json")):
+            data = _load(m)
+            if not isinstance(data, dict):
+                result.skipped["bad_json"] += 1
+                continue
+            try:
+                mtime = m.stat().st_mtime * 1000
+            except OSError:
+                mtime = None
+            infos.append((data, mtime))
+        infos.sort(key=lambda x: ((x[0].get("time") or {}).get("created") or 0, str(x[0].get("id"))))
+        n_bytes = 0
+        for data, mtime in infos:
+            if not _settled(data, mtime, now):
+                result.skipped["unfinished"] += 1
+                continue
+            parts = []
+            for p in sorted((storage / "part" / str(data.get("id"))).glob("*.json")):
+                pdata = _load(p)
+                if isinstance(pdata, dict):
+                    parts.append(pdata)
+                    n_bytes += len(json.dumps(pdata))
+                else:
+                    result.skipped["bad_json"] += 1
+            b.message(sid, data, parts)
+        result.sessions = list(b.sessions.values())
+        result.bytes_read = n_bytes  # type: ignore[attr-defined]
+        return result
+
+    # SQLite -------------------------------------------------------------
+    def _read_db(self, path: Path, state: dict) -> ParseResult:
+        result = ParseResult(skipped=Counter(), state=state)
+        hw = float(state.get("hw") or 0)
+        b = _Builder(self.name, result.skipped)
+        n_bytes = 0
+        try:
+            con = _connect(path)
+        except sqlite3.Error as exc:
+            result.skipped[f"db_error:{type(exc).__name__}"] += 1
+            return result
+        try:
+            con.row_factory = sqlite3.Row
+            msgs = con.execute(
+                "select id, session_id, time_created, time_updated, data from message "
+                "where time_updated > ? order by time_updated, id", (hw,)).fetchall()
+            sids = sorted({m["session_id"] for m in msgs})
+            for sid in sids:
+                row = con.execute("select * from session where id = ?", (sid,)).fetchone()
+                b.session(sid, dict(row) if row else None)
+            now = time.time()
+            new_hw, blocked = hw, False
+            for m in msgs:
+                try:
+                    info = json.loads(m["data"])
+                except (TypeError, ValueError):
+                    result.skipped["bad_json"] += 1
+                    continue
+                if not isinstance(info, dict):
+                    result.skipped["bad_json"] += 1
+                    continue
+                info.setdefault("id", m["id"])
+                if not _settled(info, m["time_updated"], now):
+                    result.skipped["unfinished"] += 1
+                    blocked = True  # the high-water mark stops before it
+                    continue
+                parts = []
+                for p in con.execute("select id, data from part where message_id = ? order by id", (m["id"],)):
+                    n_bytes += len(p["data"] or "")
+                    try:
+                        pdata = json.loads(p["data"])
+                    except (TypeError, ValueError):
+                        result.skipped["bad_json"] += 1
+                        continue
+                    if isinstance(pdata, dict):
+                        pdata.setdefault("id", p["id"])
+                        parts.append(pdata)
+                n_bytes += len(m["data"] or "")
+                b.message(m["session_id"], info, parts)
+                if not blocked:
+                    new_hw = max(new_hw, float(m["time_updated"] or 0))
+            state["hw"] = new_hw
+        except sqlite3.Error as exc:
+            result.skipped[f"db_error:{type(exc).__name__}"] += 1
+        finally:
+            con.close()
+        result.sessions = list(b.sessions.values())
+        result.bytes_read = n_bytes  # type: ignore[attr-defined]
+        result.state = state
+        return result
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """Open a SQLite database read-only (``mode=ro``): this tool never writes agent files."""
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)

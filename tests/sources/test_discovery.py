@@ -1,0 +1,188 @@
+"""Discovery (`skillopt-sleep sources`), enabling found agents, and a night mining tasks from
+Claude Code + Codex + Copilot + Devin sessions of one project."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from skillopt_sleep.config import KNOWN_SOURCES, Settings, SourceConfig, load_settings
+from skillopt_sleep.demo import write_claude_session, write_codex_session
+from skillopt_sleep.night.mine import mine
+from skillopt_sleep.sources.discovery import (STATUS_EMPTY, STATUS_NOT_FOUND, STATUS_OK, STATUS_UNRECOGNISED,
+                                              configured_sources, discover_sources, enable_found)
+from skillopt_sleep.sources.ingest import harvest
+from skillopt_sleep.store import Store
+
+
+def _ts(base: dt.datetime, s: int) -> str:
+    return (base + dt.timedelta(seconds=s)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def write_copilot_session(home: Path, project: Path, turns: list[tuple[str, str, str | None]], *,
+                          when: dt.datetime | None = None) -> Path:
+    """One Copilot CLI session in its real layout (``~/.copilot/session-state/<id>/events.jsonl``)."""
+    when = when or dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=3)
+    sid = str(uuid.uuid4())
+    events, n = [], 0
+
+    def ev(type_: str, data: dict) -> None:
+        nonlocal n
+        n += 1
+        events.append({"type": type_, "data": data, "id": str(uuid.uuid4()), "timestamp": _ts(when, n),
+                       "parentId": None})
+
+    ev("session.start", {"sessionId": sid, "version": 1, "producer": "copilot-agent", "copilotVersion": "1.0.102",
+                         "startTime": _ts(when, 0), "context": {"cwd": str(project)}})
+    for prompt, answer, correction in turns:
+        for text, reply in ((prompt, answer), (correction, "Understood.")):
+            if text is None:
+                continue
+            ev("user.message", {"content": text, "transformedContent": f"<current_datetime>x</current_datetime>\n\n{text}"})
+            ev("assistant.message", {"messageId": str(uuid.uuid4()), "content": reply, "toolRequests": []})
+    path = home / ".copilot" / "session-state" / sid / "events.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return path
+
+
+def write_devin_session(home: Path, project: Path, turns: list[tuple[str, str, str | None]], *,
+                        when: dt.datetime | None = None) -> Path:
+    """One Devin CLI ATIF transcript (``~/.local/share/devin/cli/transcripts/<id>.json``)."""
+    when = when or dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=4)
+    sid = f"devin-{uuid.uuid4().hex[:8]}"
+    steps: list[dict] = [{"step_id": 1, "timestamp": _ts(when, 0), "source": "system", "message": "You are Devin."}]
+    for prompt, answer, correction in turns:
+        for text, reply in ((prompt, answer), (correction, "Understood.")):
+            if text is None:
+                continue
+            steps.append({"step_id": len(steps) + 1, "timestamp": _ts(when, len(steps)), "source": "user",
+                          "message": text})
+            steps.append({"step_id": len(steps) + 1, "timestamp": _ts(when, len(steps)), "source": "agent",
+                          "message": reply})
+    doc = {"schema_version": "ATIF-v1.7", "session_id": sid,
+           "agent": {"name": "devin", "version": "3000.3.27", "model_name": "swe-1-7",
+                     "extra": {"cwd": str(project)}}, "steps": steps}
+    path = home / ".local" / "share" / "devin" / "cli" / "transcripts" / f"{sid}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_night_mines_one_task_across_four_agents(isolated_home: Path, store: Store, tmp_path: Path) -> None:
+    project = tmp_path / "webapp"
+    project.mkdir()
+    ask = "how do I run the tests?"
+    write_claude_session(isolated_home, project, [(ask, "Run `npm test`.", None)])
+    write_codex_session(isolated_home, project, [(ask, "Run `npm test`.", None)])
+    write_copilot_session(isolated_home, project, [(ask, "Run `npm test`.", "no, use pnpm instead of npm")])
+    write_devin_session(isolated_home, project, [("how do I run the tests", "Run `npm test`.", None)])
+    settings = Settings(project=project, sources={n: SourceConfig() for n in ("claude_code", "codex",
+                                                                              "copilot_cli", "devin")})
+    report = harvest(store, settings)
+    assert {n: r.sessions_new for n, r in report.sources.items()} == {
+        "claude_code": 1, "codex": 1, "copilot_cli": 1, "devin": 1}
+    mined = mine(store, settings)
+    task = next(t for t in mined.tasks if "run the tests" in t.intent)
+    assert {s.split(":", 1)[0] for s in task.sessions} == {"claude_code", "codex", "copilot_cli", "devin"}
+    assert task.project == str(project)
+    assert task.corrections == ["no, use pnpm instead of npm"]
+
+
+# ---------------------------------------------------------------------------- discovery
+def status_of(settings: Settings, home: Path, config: Path | None = None) -> dict:
+    return {s.name: s for s in discover_sources(settings, config_path=config, env={}, home=home)}
+
+
+def test_discovery_reports_found_empty_missing_and_unrecognised(isolated_home: Path, tmp_path: Path) -> None:
+    write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
+    (isolated_home / ".codex" / "sessions").mkdir(parents=True)  # installed, no sessions yet
+    # Devin transcripts in a format this version cannot read
+    bad = isolated_home / ".local" / "share" / "devin" / "cli" / "transcripts"
+    bad.mkdir(parents=True)
+    (bad / "a.json").write_text(json.dumps({"schema_version": "ATIF-v9", "events": [{"x": 1}]}))
+    (bad / "b.json").write_text("not json at all")
+    st = status_of(Settings(), isolated_home)
+    assert list(st) == list(KNOWN_SOURCES)
+    cp = st["copilot_cli"]
+    assert (cp.found, cp.sessions, cp.status, cp.enabled) == (True, 1, STATUS_OK, False)
+    assert cp.bytes == sum(p.stat().st_size for p in (isolated_home / ".copilot").rglob("*.jsonl"))
+    assert (st["codex"].found, st["codex"].status, st["codex"].enabled) == (True, STATUS_EMPTY, True)
+    assert (st["claude_code"].found, st["claude_code"].status) == (False, STATUS_NOT_FOUND)
+    dv = st["devin"]
+    assert (dv.sessions, dv.probed, dv.readable, dv.status) == (2, 2, 0, STATUS_UNRECOGNISED)
+    assert dv.skipped == {"unknown_document": 1, "bad_json": 1}
+
+
+def test_unrecognised_jsonl_format(isolated_home: Path) -> None:
+    root = isolated_home / ".cursor" / "projects" / "x" / "agent-transcripts"
+    root.mkdir(parents=True)
+    (root / "t.jsonl").write_text('{"speaker": "me", "said": "hi"}\n{"speaker": "bot", "said": "yo"}\n')
+    assert status_of(Settings(), isolated_home)["cursor"].status == STATUS_UNRECOGNISED
+
+
+def test_enable_found_never_overwrites_an_existing_config(isolated_home: Path, tmp_path: Path) -> None:
+    write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
+    write_devin_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
+    config = tmp_path / "config.toml"
+    config.write_text('epochs = 3\n\n[sources.claude_code]\nenabled = false\n\n[sources.devin]\nenabled = false\n')
+    statuses = discover_sources(load_settings(config), config_path=config, env={}, home=isolated_home)
+    assert enable_found(config, statuses) == ["copilot_cli"]
+    text = config.read_text()
+    assert text.startswith('epochs = 3\n\n[sources.claude_code]\nenabled = false\n\n[sources.devin]\nenabled = false\n')
+    settings = load_settings(config)
+    assert settings.epochs == 3
+    assert {n: c.enabled for n, c in settings.sources.items()} == {
+        "claude_code": False, "devin": False, "codex": False, "copilot_cli": True,
+        "copilot_vscode": False, "cursor": False, "opencode": False}
+    assert configured_sources(config) == set(KNOWN_SOURCES)
+    assert enable_found(config, statuses) == []  # idempotent: nothing left to add
+    assert config.read_text() == text
+
+
+def test_enable_found_on_a_new_install_keeps_the_defaults(isolated_home: Path, tmp_path: Path) -> None:
+    write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
+    config = tmp_path / "new" / "config.toml"
+    statuses = discover_sources(Settings(), config_path=config, env={}, home=isolated_home)
+    assert enable_found(config, statuses) == ["claude_code", "codex", "copilot_cli"]
+    enabled = {n for n, c in load_settings(config).sources.items() if c.enabled}
+    assert enabled == {"claude_code", "codex", "copilot_cli"}
+
+
+def test_default_settings_harvest_claude_code_and_codex_only() -> None:
+    assert {n for n, c in Settings().sources.items() if c.enabled} == {"claude_code", "codex"}
+    assert set(Settings(sources={n: SourceConfig() for n in KNOWN_SOURCES}).sources) == set(KNOWN_SOURCES)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "skillopt_sleep", *args], capture_output=True, text=True,
+                          env=dict(os.environ, COLUMNS="240"), timeout=120)
+
+
+def test_sources_command(isolated_home: Path, tmp_path: Path) -> None:
+    write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
+    bad = isolated_home / ".local" / "share" / "opencode" / "storage" / "session" / "p"
+    bad.mkdir(parents=True)
+    (bad / "s.json").write_text('{"no": "id"}')
+    first = cli("sources", "--json")
+    assert first.returncode == 0, first.stderr
+    data = json.loads(first.stdout)
+    assert data["created"] is True and data["enabled_now"] == ["claude_code", "codex", "copilot_cli", "opencode"]
+    rows = {s["name"]: s for s in data["sources"]}
+    assert (rows["copilot_cli"]["enabled"], rows["copilot_cli"]["sessions"], rows["copilot_cli"]["status"]) == (
+        True, 1, "ok")
+    assert rows["opencode"]["status"] == "unrecognised format"
+    assert rows["devin"]["status"] == "not found" and rows["devin"]["enabled"] is False
+    assert Path(data["config"]).is_file()
+    table = cli("sources")
+    assert table.returncode == 0, table.stderr
+    assert "copilot_cli" in table.stdout and "unrecognised format" in table.stdout
+    again = json.loads(cli("sources", "--json", "--enable-found").stdout)
+    assert again["created"] is False and again["enabled_now"] == []

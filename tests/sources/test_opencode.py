@@ -1,0 +1,110 @@
+"""OpenCode harvester: the JSON storage tree (corpus) and the SQLite database (read-only, high-water)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+from skillopt_sleep.config import Settings, SourceConfig
+from skillopt_sleep.sources.ingest import harvest, harvest_file
+from skillopt_sleep.sources.opencode import OpenCodeSource
+from skillopt_sleep.store import Store
+
+
+def test_corpus_storage_tree(corpus: Path, store: Store) -> None:
+    root = corpus / "opencode" / "synthetic" / "storage_v2"
+    report = harvest(store, Settings(sources={"opencode": SourceConfig(roots=[root])}))
+    acc = report.sources["opencode"]
+    assert (acc.files_seen, acc.sessions_new) == (2, 2)
+    small = store.get("sessions", "opencode:s_stage0_small")
+    assert (small["project"], small["title"], small["model"]) == ("/tmp/repo", "OpenCode Small", "gpt-4o-mini")
+    assert [(m["kind"], m["text"], m["tool_names"], m["is_error"]) for m in store.messages(small["id"])] == [
+        ("prompt", "Hello", [], 0), ("answer", "Found 2 files.", ["bash"], 0), ("tool", "a.txt\nb.txt\n", [], 0)]
+    large = store.messages("opencode:s_stage0_large")
+    assert [m["text"] for m in large if m["kind"] == "prompt"] == ["Step 1", "Step 2"]
+    assert [m["is_error"] for m in large if m["kind"] == "tool"] == [1]  # exit 1
+    assert store.get("sessions", "opencode:s_stage0_large")["project"] == "/tmp/large"
+    assert acc.lines_skipped["injected"] == 1  # the synthetic text part
+    assert acc.lines_skipped["ignored_part:reasoning"] == 1
+    again = harvest(store, Settings(sources={"opencode": SourceConfig(roots=[root])}))
+    assert again.sources["opencode"].files_unchanged == 2
+
+
+def make_db(path: Path) -> sqlite3.Connection:
+    con = sqlite3.connect(path)
+    con.executescript("""
+        create table session (id text primary key, project_id text, parent_id text, slug text,
+            directory text, title text, version text, time_created integer, time_updated integer);
+        create table message (id text primary key, session_id text, time_created integer,
+            time_updated integer, data text);
+        create table part (id text primary key, message_id text, session_id text,
+            time_created integer, time_updated integer, data text);
+    """)
+    return con
+
+
+def add_message(con, sid: str, mid: str, t: int, info: dict, parts: list[dict]) -> None:
+    con.execute("insert into message values (?,?,?,?,?)", (mid, sid, t, t, json.dumps(info)))
+    for i, p in enumerate(parts):
+        con.execute("insert into part values (?,?,?,?,?,?)", (f"{mid}_p{i}", mid, sid, t, t, json.dumps(p)))
+    con.commit()
+
+
+def test_sqlite_read_only_and_incremental(tmp_path: Path, store: Store) -> None:
+    root = tmp_path / "opencode"
+    root.mkdir()
+    db = root / "opencode.db"
+    con = make_db(db)
+    now = int(time.time() * 1000) - 3_600_000
+    con.execute("insert into session values ('ses_1','p','', 'x','/home/dev/site','Site', '1.2.3', ?, ?)", (now, now))
+    con.execute("insert into session values ('ses_sub','p','ses_1','y','/home/dev/site','Sub', '1.2.3', ?, ?)", (now, now))
+    add_message(con, "ses_1", "msg_1", now, {"role": "user", "time": {"created": now}},
+                [{"type": "text", "text": "build the site"}])
+    add_message(con, "ses_1", "msg_2", now + 1, {"role": "assistant", "modelID": "gpt-5",
+                                                   "time": {"created": now + 1, "completed": now + 2}},
+                [{"type": "step-start"}, {"type": "text", "text": "Built."},
+                 {"type": "tool", "tool": "bash", "state": {"status": "error", "output": "boom"}}])
+    add_message(con, "ses_sub", "msg_s", now + 2, {"role": "user", "time": {"created": now + 2}},
+                [{"type": "text", "text": "sub task"}])
+    con.close()
+    before = hashlib.sha256(db.read_bytes()).hexdigest(), db.stat().st_mtime_ns
+    r = harvest_file(store, OpenCodeSource(), db)
+    assert r.status == "read" and r.sessions_new == {"opencode:ses_1", "opencode:ses_sub"}
+    assert (hashlib.sha256(db.read_bytes()).hexdigest(), db.stat().st_mtime_ns) == before  # never written
+    assert [(m["kind"], m["text"], m["tool_names"], m["is_error"]) for m in store.messages("opencode:ses_1")] == [
+        ("prompt", "build the site", [], 0), ("answer", "Built.", ["bash"], 0), ("tool", "boom", [], 1)]
+    assert store.get("sessions", "opencode:ses_1")["project"] == "/home/dev/site"
+    assert all(m["is_sidechain"] for m in store.messages("opencode:ses_sub"))
+    assert r.lines_skipped == {"ignored_part:step-start": 1}
+    assert harvest_file(store, OpenCodeSource(), db).status == "unchanged"
+
+    # an assistant message still streaming is left for later; the high-water mark waits for it
+    con = sqlite3.connect(db)
+    fresh = int(time.time() * 1000)
+    add_message(con, "ses_1", "msg_3", fresh, {"role": "user", "time": {"created": fresh}},
+                [{"type": "text", "text": "deploy it"}])
+    add_message(con, "ses_1", "msg_4", fresh + 1, {"role": "assistant", "time": {"created": fresh + 1}},
+                [{"type": "text", "text": "Deplo"}])
+    con.close()
+    r2 = harvest_file(store, OpenCodeSource(), db)
+    assert (r2.messages, r2.lines_skipped) == (1, {"unfinished": 1})
+    con = sqlite3.connect(db)
+    con.execute("update message set time_updated = ?, data = ? where id = 'msg_4'",
+                (fresh + 5, json.dumps({"role": "assistant", "time": {"created": fresh + 1, "completed": fresh + 5}})))
+    con.execute("update part set data = ? where message_id = 'msg_4'", (json.dumps({"type": "text", "text": "Deployed."}),))
+    con.commit()
+    con.close()
+    r3 = harvest_file(store, OpenCodeSource(), db)
+    assert r3.messages == 1
+    assert [m["text"] for m in store.messages("opencode:ses_1")][-2:] == ["deploy it", "Deployed."]
+
+
+def test_unreadable_database_is_counted(tmp_path: Path) -> None:
+    db = tmp_path / "opencode.db"
+    db.write_bytes(b"SQLite format 3\x00" + b"garbage" * 100)
+    res = OpenCodeSource().read_snapshot(db, {})
+    assert res.sessions == [] and sum(res.skipped.values()) == 1
+    assert next(iter(res.skipped)).startswith("db_error:")
