@@ -102,7 +102,9 @@ class Store:
                 mid, text, tools = found
                 tools_l = json.loads(tools or "[]")
                 new_text = text
-                if msg.text and msg.text not in (text or ""):
+                if msg.text and text and msg.text.startswith(text):
+                    new_text = msg.text  # the same message, grown (e.g. a streamed answer)
+                elif msg.text and msg.text not in (text or ""):
                     new_text = f"{text}\n{msg.text}" if text else msg.text
                 new_tools = tools_l + [t for t in msg.tool_names if t not in tools_l]
                 if new_text != text or new_tools != tools_l:
