@@ -12,6 +12,9 @@ from skillopt_sleep.errors import UnknownNameError
 REGISTRY: dict[str, str] = {
     "openai_compatible": "skillopt_sleep.backends.openai_compatible:OpenAICompatibleBackend",
     "anthropic": "skillopt_sleep.backends.anthropic:AnthropicBackend",
+    "claude_code": "skillopt_sleep.backends.claude_code:ClaudeCodeBackend",
+    "codex": "skillopt_sleep.backends.codex:CodexBackend",
+    "copilot": "skillopt_sleep.backends.copilot:CopilotBackend",
 }
 
 

@@ -1,0 +1,432 @@
+"""Shared process handling of the agent exec backends (``claude -p``, ``codex exec``,
+``copilot -p``).
+
+* **Executable:** ``config.executable`` (a path, or a name looked up on ``PATH``), else the
+  CLI's default name on ``PATH``; a clear :class:`BackendUnreachable` naming the install
+  command when absent.
+* **Process hygiene:** every call runs in its own session / process group
+  (``start_new_session``) inside a fresh, empty temporary working directory. On timeout the
+  whole group gets SIGTERM, then SIGKILL; after a normal exit any process the CLI left behind
+  in its group is killed too, so no orphan survives a call.
+* **Retries:** bounded (``config.max_retries``), exponential backoff, transient failures only
+  (timeouts, connection failures reported by the CLI, HTTP 429 / 5xx / overloaded). Auth,
+  unknown model, unsupported flag and unreachable-at-preflight are never retried.
+* **Loud failures:** each backend turns the CLI's exit code and structured output into the
+  :mod:`skillopt_sleep.errors` tree with a one-line reason and a fix. The CLI's error text is
+  never returned as an answer. stderr and error text are redacted before they reach any
+  message (and so the store / logs).
+* **Never harvest yourself:** the prompt's first line is
+  :data:`~skillopt_sleep.sources.base.SELF_MARKER`, so a session a CLI insists on writing is
+  recognised by the harvesters as ``self_generated`` and never mined.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from abc import abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from skillopt_sleep.backends.base import Backend
+from skillopt_sleep.config import BackendConfig
+from skillopt_sleep.errors import (
+    BackendAuthError,
+    BackendError,
+    BackendModelError,
+    BackendResponseError,
+    BackendTimeout,
+    BackendUnreachable,
+)
+from skillopt_sleep.models import Completion, CompletionRequest, Usage
+
+try:  # the redactor is shared with the harvesters
+    from skillopt_sleep.redact import redact as _redact
+except ImportError:  # pragma: no cover - only while the module is being written
+    _redact = None
+
+try:
+    from skillopt_sleep.sources.base import SELF_MARKER
+except ImportError:  # pragma: no cover
+    SELF_MARKER = "[skillopt-sleep replay]"
+
+#: Seconds between SIGTERM and SIGKILL of a timed-out process group.
+KILL_GRACE = 2.0
+#: Cap on one backoff sleep, in seconds.
+MAX_DELAY = 30.0
+#: Characters of stderr / error text kept in an error message.
+ERROR_CHARS = 300
+
+
+def redact(text: str) -> str:
+    """Secrets in ``text`` replaced (:func:`skillopt_sleep.redact.redact`, plus any leftover
+    ``sk-…`` key)."""
+    if _redact is not None:
+        text = _redact(text)
+    return re.sub(r"\bsk-[A-Za-z0-9_\-]{8,}", "[REDACTED:api_key]", text)
+
+
+def one_line(text: str, limit: int = ERROR_CHARS) -> str:
+    """Redacted, whitespace-collapsed, shortened ``text`` for an error message."""
+    flat = " ".join(redact(text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def marked(prompt: str) -> str:
+    """The prompt sent to an agent: SELF_MARKER on the first line, then the task."""
+    return f"{SELF_MARKER}\n{prompt}"
+
+
+# ---------------------------------------------------------------- processes
+@dataclass
+class ProcessResult:
+    returncode: int
+    stdout: str
+    stderr: str  # already redacted
+    seconds: float
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - a foreign process reused the id
+        return False
+    return True
+
+
+def run_process(argv: list[str], *, stdin: str | None, env: dict[str, str], cwd: Path,
+                timeout: float, backend: str) -> ProcessResult:
+    """Run ``argv`` in its own process group; kill the whole group on timeout.
+
+    Raises BackendTimeout (the group is dead by then) or BackendUnreachable when the
+    executable cannot be started.
+    """
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=str(cwd),
+            start_new_session=True, text=True, encoding="utf-8", errors="replace",
+        )
+    except OSError as exc:
+        raise BackendUnreachable(f"cannot start {argv[0]}: {exc.strerror or exc}",
+                                 backend=backend,
+                                 fix="check `executable` in the backend config") from None
+    pgid = proc.pid  # start_new_session: the child leads its own group
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(pgid, signal.SIGTERM)
+        try:
+            proc.communicate(timeout=KILL_GRACE)
+        except subprocess.TimeoutExpired:
+            pass
+        _kill_group(pgid, signal.SIGKILL)
+        try:
+            proc.communicate(timeout=KILL_GRACE)
+        except subprocess.TimeoutExpired:  # pragma: no cover - pipes held by a zombie
+            pass
+        raise BackendTimeout(f"{Path(argv[0]).name} gave no answer within {timeout:g}s; "
+                             "its process group was killed", backend=backend,
+                             fix="raise `timeout` in the backend config") from None
+    except BaseException:
+        _kill_group(pgid, signal.SIGKILL)
+        proc.wait()
+        raise
+    finally:
+        # anything the CLI left running in its group (helpers, daemons) dies with the call
+        if _group_alive(pgid):
+            _kill_group(pgid, signal.SIGKILL)
+    return ProcessResult(proc.returncode, out or "", redact(err or ""),
+                         time.monotonic() - started)
+
+
+# ---------------------------------------------------------------- helpers
+def resolve_executable(config: BackendConfig, default: str, backend: str, install: str) -> str:
+    """``config.executable`` (path or name on PATH), else ``default`` on PATH."""
+    wanted = config.executable or default
+    if os.sep in wanted or (os.altsep and os.altsep in wanted):
+        path = Path(wanted).expanduser()
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+        raise BackendUnreachable(f"executable {wanted!r} not found or not executable",
+                                 backend=backend, fix="fix `executable` in the backend config")
+    found = shutil.which(wanted)
+    if found:
+        return found
+    where = "`executable` in the backend config" if config.executable else "PATH"
+    raise BackendUnreachable(f"`{wanted}` is not installed or not on {where}", backend=backend,
+                             fix=f"install it with `{install}` or set `executable` in the "
+                                 "backend config")
+
+
+def api_key(config: BackendConfig) -> str | None:
+    """The configured key: ``config.api_key``, else ``$config.api_key_env``; None if neither."""
+    if config.api_key is not None and config.api_key.get_secret_value():
+        return config.api_key.get_secret_value()
+    if config.api_key_env:
+        value = os.environ.get(config.api_key_env, "").strip()
+        return value or None
+    return None
+
+
+def check_reachable(base_url: str, backend: str, timeout: float = 3.0) -> None:
+    """Fail fast (BackendUnreachable, not retried) when nothing listens at ``base_url``."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise BackendUnreachable(f"cannot reach {base_url} ({exc.strerror or exc})",
+                                 backend=backend,
+                                 fix="check `base_url` in the backend config; is the server "
+                                     "running?") from None
+
+
+#: (pattern, kind) over the CLI's error text; first match wins. kind: auth / model /
+#: unreachable / transient / flag.
+_CLASSES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(p, re.I), kind) for p, kind in [
+        (r"unknown option|unexpected argument|unrecognized (option|argument)|"
+         r"invalid value .* for '--", "flag"),
+        (r"not logged in|please run /login|log ?in required|invalid api key|"
+         r"incorrect api key|authentication (failed|error)|unauthori[sz]ed|\b401\b|\b403\b|"
+         r"missing environment variable|api key (is )?(missing|required|not set)|"
+         r"no (api key|credentials)|forbidden", "auth"),
+        (r"model[^.\n]{0,60}(not found|does not exist|not available|unknown|not supported)|"
+         r"issue with the selected model|unknown model|model_not_found|invalid model", "model"),
+        (r"econnrefused|connection refused|connection failed|could not connect|"
+         r"cannot connect|unable to connect|error sending request|enotfound|"
+         r"getaddrinfo|dns error|network is unreachable|ehostunreach|econnreset|"
+         r"connection reset", "unreachable"),
+        (r"\b(429|500|502|503|504|529)\b|overloaded|rate.?limit|too many requests|"
+         r"server error|temporar|high demand|try again|timed? ?out", "transient"),
+    ]
+]
+
+
+@dataclass
+class Failure:
+    """A failed call, classified. ``transient`` failures are retried."""
+
+    kind: str  # auth / model / unreachable / transient / flag / other
+    message: str
+    status: int | None = None
+
+    @property
+    def transient(self) -> bool:
+        return self.kind in ("transient", "unreachable")
+
+
+def classify(message: str, status: int | None = None) -> Failure:
+    """Classify an error text (and HTTP status, when the CLI reports one)."""
+    text = one_line(message, 2000)
+    if status in (401, 403):
+        return Failure("auth", text, status)
+    if status == 404 and "model" in text.lower():
+        return Failure("model", text, status)
+    if status is not None and (status == 429 or status >= 500):
+        return Failure("transient", text, status)
+    for pattern, kind in _CLASSES:
+        if pattern.search(text):
+            return Failure(kind, text, status)
+    return Failure("other", text, status)
+
+
+# ---------------------------------------------------------------- the base class
+@dataclass
+class CallSetup:
+    """Everything one CLI invocation needs; ``files`` are written into ``cwd`` first."""
+
+    argv: list[str]
+    env: dict[str, str]
+    stdin: str | None = None
+    files: dict[str, str] = field(default_factory=dict)
+
+
+class ExecBackend(Backend):
+    """An agent CLI as a backend. Subclasses define the command line and the output parser."""
+
+    #: the CLI's default executable name
+    executable_name: str = ""
+    #: the install command shown when the executable is missing
+    install_hint: str = ""
+    #: what to tell a user whose credentials are missing or rejected
+    login_fix: str = ""
+    #: sleep between retries (seconds, doubled each attempt); tests shorten it
+    base_delay: float = 1.0
+
+    def __init__(self, config: BackendConfig, *, sleep: Callable[[float], None] = time.sleep):
+        super().__init__(config)
+        self.sleep = sleep
+        self._checked_url: str | None = None
+
+    # -- subclass hooks ------------------------------------------------------------------
+    @abstractmethod
+    def build(self, request: CompletionRequest, executable: str, cwd: Path,
+              scratch: Path) -> CallSetup:
+        """The command line for one call (``cwd`` is the empty working directory, ``scratch``
+        a private folder for output files)."""
+
+    @abstractmethod
+    def parse(self, result: ProcessResult, request: CompletionRequest,
+              scratch: Path) -> Completion | Failure:
+        """Turn a finished process into a Completion, or a Failure to raise / retry."""
+
+    def cleanup(self, setup: CallSetup, cwd: Path) -> None:
+        """After a call: remove what the CLI left about it outside ``cwd`` (best effort)."""
+
+    def base_env(self) -> dict[str, str]:
+        """The child's environment: ours, without our own settings variables."""
+        return {k: v for k, v in os.environ.items() if not k.startswith("SKILLOPT_SLEEP_")}
+
+    # -- the call ------------------------------------------------------------------------
+    def executable(self) -> str:
+        return resolve_executable(self.config, self.executable_name, self.name,
+                                  self.install_hint)
+
+    def error_for(self, failure: Failure) -> BackendError:
+        where = f" ({self.config.base_url})" if self.config.base_url else ""
+        if failure.kind == "auth":
+            return BackendAuthError(f"not logged in or the API key was rejected{where}: "
+                                    f"{failure.message}", backend=self.name, fix=self.login_fix)
+        if failure.kind == "model":
+            return BackendModelError(f"unknown model {self.model or '(CLI default)'!r}: "
+                                     f"{failure.message}", backend=self.name,
+                                     fix="check `model` in the backend config")
+        if failure.kind == "unreachable":
+            return BackendUnreachable(f"the CLI cannot reach its model API{where}: "
+                                      f"{failure.message}", backend=self.name,
+                                      fix="check `base_url` and the network; is the server "
+                                          "running?")
+        if failure.kind == "flag":
+            return BackendResponseError(f"the installed `{self.executable_name}` rejected a "
+                                        f"flag: {failure.message}", backend=self.name,
+                                        fix=f"install the supported version (`{self.install_hint}`)")
+        return BackendResponseError(failure.message or "the CLI failed without a message",
+                                    backend=self.name)
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        executable = self.executable()
+        if self.config.base_url and self._checked_url != self.config.base_url:
+            check_reachable(self.config.base_url, self.name)
+            self._checked_url = self.config.base_url
+        attempts = self.config.max_retries + 1
+        for attempt in range(attempts):
+            last = attempt == attempts - 1
+            try:
+                outcome = self._once(request, executable)
+            except BackendTimeout:
+                if last:
+                    raise
+                self.sleep(min(self.base_delay * 2**attempt, MAX_DELAY))
+                continue
+            if isinstance(outcome, Completion):
+                return outcome
+            if outcome.transient and not last:
+                self.sleep(min(self.base_delay * 2**attempt, MAX_DELAY))
+                continue
+            error = self.error_for(outcome)
+            if outcome.transient and attempts > 1:
+                error.args = (f"{error.args[0]} (after {attempts} attempts)",)
+            raise error
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _once(self, request: CompletionRequest, executable: str) -> Completion | Failure:
+        with tempfile.TemporaryDirectory(prefix="skillopt-sleep-replay-") as tmp:
+            cwd, scratch = Path(tmp) / "work", Path(tmp) / "scratch"
+            cwd.mkdir()
+            scratch.mkdir()
+            setup = self.build(request, executable, cwd, scratch)
+            for name, text in setup.files.items():
+                (cwd / name).write_text(text, encoding="utf-8")
+            try:
+                result = run_process(setup.argv, stdin=setup.stdin, env=setup.env, cwd=cwd,
+                                     timeout=self.config.timeout, backend=self.name)
+            finally:
+                self.cleanup(setup, cwd)
+            return self.parse(result, request, scratch)
+
+
+def remove_empty_tree(path: Path) -> None:
+    """Delete ``path`` and its sub-folders when (and only when) they hold no file at all."""
+    if not path.is_dir() or any(p.is_file() or p.is_symlink() for p in path.rglob("*")):
+        return
+    for sub in sorted((p for p in path.rglob("*")), key=lambda p: len(p.parts), reverse=True):
+        try:
+            sub.rmdir()
+        except OSError:
+            return
+    try:
+        path.rmdir()
+    except OSError:
+        pass
+
+
+def stderr_failure(result: ProcessResult, what: str) -> Failure:
+    """A Failure from a non-zero exit with no structured error: classify stderr."""
+    tail = result.stderr.strip().splitlines()[-5:]
+    text = " ".join(tail) or f"{what} exited with status {result.returncode} and no output"
+    return classify(text)
+
+
+def json_lines(stdout: str) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL stream; other lines (banners, warnings) are skipped."""
+    out = []
+    for line in stdout.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            out.append(value)
+    return out
+
+
+def usage_of(input_tokens: Any, output_tokens: Any) -> Usage:
+    def num(v: Any) -> int:
+        try:
+            return max(0, int(v or 0))
+        except (TypeError, ValueError):
+            return 0
+    return Usage(input_tokens=num(input_tokens), output_tokens=num(output_tokens))
+
+
+def map_tool_names(native: list[str], requested: list[str],
+                   aliases: dict[str, tuple[str, ...]]) -> list[str]:
+    """Names of the tools called, in the task's vocabulary where one was asked for.
+
+    ``aliases`` maps a task tool name (Claude Code's, e.g. ``Bash``) to the CLI's own names
+    (e.g. ``("bash",)``). A native call matching a requested tool (case-insensitively or by
+    alias) is reported under the requested name; any other call keeps its native name.
+    """
+    out = []
+    for name in native:
+        low = name.lower()
+        hit = next((r for r in requested if r.lower() == low
+                    or low in (a.lower() for a in aliases.get(r, ()))), None)
+        out.append(hit or name)
+    return out

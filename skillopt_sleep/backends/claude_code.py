@@ -1,0 +1,118 @@
+"""``claude_code``: replay through Claude Code's headless mode (``claude -p``).
+
+One call is::
+
+    claude -p --output-format stream-json --verbose --no-session-persistence
+           --disable-slash-commands --strict-mcp-config --permission-mode dontAsk
+           --tools <T…|""> [--allowedTools <T…>] [--model M]
+           [--append-system-prompt <the skill document>]
+
+with the prompt (first line :data:`SELF_MARKER`) on stdin, in an empty temporary working
+directory (so no project ``CLAUDE.md`` is loaded). ``--disable-slash-commands`` keeps the
+installed skills (the live document among them) out of the comparison; the candidate document
+arrives through ``--append-system-prompt``. Plain calls run with no tools (``--tools ""``); a
+task that needs tools runs with exactly those tools available and pre-approved (``dontAsk``
+denies everything else). The answer, the tool calls (``tool_use`` blocks of the assistant
+events), the usage and the duration come from the ``stream-json`` events.
+
+``base_url`` sets ``ANTHROPIC_BASE_URL``; a configured key (``api_key`` / ``api_key_env``)
+is passed as ``ANTHROPIC_API_KEY``; otherwise the user's own login is used. Telemetry,
+error reporting, the auto-updater and other non-essential traffic are switched off, and the
+CLI's internal retries are off (``CLAUDE_CODE_MAX_RETRIES=0``) so ours, bounded, apply.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from skillopt_sleep.backends._exec import (CallSetup, ExecBackend, Failure, ProcessResult,
+                                           api_key, classify, json_lines, marked, map_tool_names,
+                                           remove_empty_tree, stderr_failure, usage_of)
+from skillopt_sleep.models import Completion, CompletionRequest
+
+#: every flag this backend may pass (checked against ``claude --help`` by the tests)
+FLAGS = ("-p", "--output-format", "--verbose", "--no-session-persistence",
+         "--disable-slash-commands", "--strict-mcp-config", "--permission-mode", "--tools",
+         "--allowedTools", "--model", "--append-system-prompt")
+
+QUIET_ENV = {
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "CLAUDE_CODE_MAX_RETRIES": "0",
+    "NO_COLOR": "1",
+}
+
+
+class ClaudeCodeBackend(ExecBackend):
+    name = "claude_code"
+    executable_name = "claude"
+    install_hint = "npm install -g @anthropic-ai/claude-code"
+    login_fix = ("run `claude auth login`, or set `api_key_env` in the backend config to a "
+                 "variable holding an Anthropic API key")
+
+    def build(self, request: CompletionRequest, executable: str, cwd: Path,
+              scratch: Path) -> CallSetup:
+        argv = [executable, "-p", "--output-format", "stream-json", "--verbose",
+                "--no-session-persistence", "--disable-slash-commands", "--strict-mcp-config",
+                "--permission-mode", "dontAsk"]
+        if request.tools:
+            argv += ["--tools", ",".join(request.tools), "--allowedTools", ",".join(request.tools)]
+        else:
+            argv += ["--tools", ""]
+        model = request.model or self.config.model
+        if model:
+            argv += ["--model", model]
+        if request.system:
+            argv += ["--append-system-prompt", request.system]
+        env = self.base_env()
+        env.update(QUIET_ENV)
+        if self.config.base_url:
+            env["ANTHROPIC_BASE_URL"] = self.config.base_url.rstrip("/").removesuffix("/v1")
+        key = api_key(self.config)
+        if key:
+            env["ANTHROPIC_API_KEY"] = key
+        return CallSetup(argv=argv, env=env, stdin=marked(request.prompt))
+
+    def cleanup(self, setup: CallSetup, cwd: Path) -> None:
+        # --no-session-persistence writes no transcript, but Claude Code still creates an
+        # empty ~/.claude/projects/<cwd slug>/ folder for the temporary cwd: remove it.
+        config = setup.env.get("CLAUDE_CONFIG_DIR") or str(Path(setup.env.get("HOME") or
+                                                               Path.home()) / ".claude")
+        for folder in {str(cwd), os.path.realpath(cwd)}:
+            remove_empty_tree(Path(config) / "projects" / re.sub(r"[^A-Za-z0-9]", "-", folder))
+
+    def parse(self, result: ProcessResult, request: CompletionRequest,
+              scratch: Path) -> Completion | Failure:
+        events = json_lines(result.stdout)
+        final = next((e for e in reversed(events) if e.get("type") == "result"), None)
+        if final is None:
+            return stderr_failure(result, "claude")
+        if final.get("is_error") or result.returncode != 0 or final.get("subtype") != "success":
+            text = final.get("result") or "; ".join(map(str, final.get("errors") or [])) \
+                or result.stderr or f"claude exited with status {result.returncode}"
+            status = final.get("api_error_status")
+            return classify(str(text), status if isinstance(status, int) else None)
+        tools: list[str] = []
+        for event in events:
+            if event.get("type") != "assistant" or event.get("parent_tool_use_id"):
+                continue
+            for block in (event.get("message") or {}).get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    tools.append(str(block.get("name", "")))
+        usage = final.get("usage") or {}
+        inp = sum(int(usage.get(k) or 0) for k in
+                  ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+        model = next(iter(final.get("modelUsage") or {}), "") or request.model or self.model
+        seconds = final.get("duration_ms")
+        return Completion(
+            text=str(final.get("result") or ""),
+            tool_calls=map_tool_names([t for t in tools if t], request.tools, {}),
+            usage=usage_of(inp, usage.get("output_tokens")),
+            seconds=(seconds / 1000.0) if isinstance(seconds, (int, float)) else result.seconds,
+            model=model, raw={"session_id": final.get("session_id")},
+        )
+

@@ -1,0 +1,153 @@
+"""``codex``: replay through ``codex exec``.
+
+One call is::
+
+    codex exec --json -o <scratch>/last.txt --skip-git-repo-check --sandbox read-only
+               --ephemeral -C <empty temp dir> [-m MODEL]
+               --disable unbounded_connection_retries
+               --disable multi_agent … [--disable shell_tool --disable unified_exec]
+               (the shell tools only when the task needs a shell)
+               -c developer_instructions=<the skill document>
+               -c analytics.enabled=false -c check_for_update_on_startup=false …
+               [-c model_providers.skillopt_sleep={…} -c model_provider="skillopt_sleep"]
+               -
+
+with the prompt (first line :data:`SELF_MARKER`) on stdin. ``--ephemeral`` keeps the run out
+of ``$CODEX_HOME/sessions``. The skill document reaches the model as
+``developer_instructions`` (a developer message of the Responses request). The answer is the
+``-o`` file (else the last ``agent_message`` item), tool calls are the ``command_execution`` /
+``mcp_tool_call`` / ``web_search`` / ``file_change`` items of the ``--json`` event stream,
+usage is ``turn.completed.usage``; a ``turn.failed`` / ``error`` event is a failure.
+
+``base_url`` defines a provider ``skillopt_sleep`` (``wire_api = "responses"``, no internal
+retries) and selects it; a configured key goes to it through the environment variable
+``SKILLOPT_CODEX_API_KEY`` (``env_key``). Without ``base_url`` the user's own Codex config and
+login are used unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from skillopt_sleep.backends._exec import (CallSetup, ExecBackend, Failure, ProcessResult,
+                                           api_key, classify, json_lines, marked, map_tool_names,
+                                           stderr_failure, usage_of)
+from skillopt_sleep.models import Completion, CompletionRequest
+
+FLAGS = ("--json", "-o", "--skip-git-repo-check", "--sandbox", "--ephemeral", "-C", "-m",
+         "--disable", "-c")
+PROVIDER = "skillopt_sleep"
+KEY_ENV = "SKILLOPT_CODEX_API_KEY"
+#: features never needed by a replay
+OFF_FEATURES = ("multi_agent", "goals", "image_generation", "apps", "plugins", "browser_use",
+                "computer_use")
+#: the shell tools, off unless the task needs a shell
+SHELL_FEATURES = ("shell_tool", "unified_exec")
+QUIET = ('analytics.enabled=false', 'feedback.enabled=false',
+         'check_for_update_on_startup=false', 'otel.exporter="none"')
+#: task tool name -> Codex's names for the same capability
+ALIASES = {"Bash": ("exec_command", "shell", "command_execution", "local_shell"),
+           "Edit": ("apply_patch", "file_change"), "Write": ("apply_patch", "file_change"),
+           "WebSearch": ("web_search",)}
+
+
+def _toml(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
+
+
+def _openai_base(url: str) -> str:
+    url = url.rstrip("/")
+    return url if urlsplit(url).path not in ("", "/") else url + "/v1"
+
+
+class CodexBackend(ExecBackend):
+    name = "codex"
+    executable_name = "codex"
+    install_hint = "npm install -g @openai/codex"
+    login_fix = ("run `codex login`, or set `api_key_env` in the backend config to a variable "
+                 "holding the API key")
+
+    def build(self, request: CompletionRequest, executable: str, cwd: Path,
+              scratch: Path) -> CallSetup:
+        argv = [executable, "exec", "--json", "-o", str(scratch / "last.txt"),
+                "--skip-git-repo-check", "--sandbox", "read-only", "--ephemeral", "-C", str(cwd),
+                "--disable", "unbounded_connection_retries"]
+        model = request.model or self.config.model
+        if model:
+            argv += ["-m", model]
+        wanted = {a for t in request.tools for a in (t, *ALIASES.get(t, ()))}
+        off = list(OFF_FEATURES)
+        if not wanted & {"exec_command", "shell", "local_shell"}:
+            off += SHELL_FEATURES
+        for feature in off:
+            argv += ["--disable", feature]
+        if "web_search" not in wanted:
+            argv += ["-c", 'web_search="disabled"']
+        for item in QUIET:
+            argv += ["-c", item]
+        if request.system:
+            argv += ["-c", f"developer_instructions={_toml(request.system)}"]
+        env = self.base_env()
+        env["NO_COLOR"] = "1"
+        if self.config.base_url:
+            provider = (f'{{name="skillopt-sleep", base_url={_toml(_openai_base(self.config.base_url))}, '
+                        f'wire_api="responses", request_max_retries=0, stream_max_retries=0')
+            key = api_key(self.config)
+            if key:
+                env[KEY_ENV] = key
+                provider += f', env_key="{KEY_ENV}"'
+            argv += ["-c", f"model_providers.{PROVIDER}={provider}}}",
+                     "-c", f'model_provider="{PROVIDER}"']
+        argv.append("-")
+        return CallSetup(argv=argv, env=env, stdin=marked(request.prompt))
+
+    def parse(self, result: ProcessResult, request: CompletionRequest,
+              scratch: Path) -> Completion | Failure:
+        events = json_lines(result.stdout)
+        failed = next((e for e in reversed(events) if e.get("type") == "turn.failed"), None)
+        errors = [e for e in events if e.get("type") == "error"]
+        if failed is not None or result.returncode != 0:
+            message = ((failed or {}).get("error") or {}).get("message") if failed else None
+            if not message and errors:
+                message = errors[-1].get("message")
+            if not message:
+                return stderr_failure(result, "codex")
+            return classify(str(message))
+        done = [e for e in events if e.get("type") == "turn.completed"]
+        if not done:
+            return classify("codex exec finished without a completed turn: "
+                            + (result.stderr.strip()[-200:] or "no output"))
+        texts, tools = [], []
+        for event in events:
+            if event.get("type") != "item.completed":
+                continue
+            item = event.get("item") or {}
+            kind = item.get("type")
+            if kind == "agent_message":
+                texts.append(str(item.get("text") or ""))
+            elif kind == "command_execution":
+                tools.append("exec_command")
+            elif kind == "mcp_tool_call":
+                tools.append(str(item.get("tool") or item.get("name") or "mcp_tool_call"))
+            elif kind == "web_search":
+                tools.append("web_search")
+            elif kind == "file_change":
+                tools.append("apply_patch")
+        last = scratch / "last.txt"
+        text = last.read_text(encoding="utf-8", errors="replace") if last.exists() else ""
+        text = text.strip() or (texts[-1] if texts else "")
+        inp = out = 0
+        for event in done:
+            usage = event.get("usage") or {}
+            inp += int(usage.get("input_tokens") or 0)
+            out += int(usage.get("output_tokens") or 0)
+        return Completion(
+            text=text, tool_calls=map_tool_names(tools, request.tools, ALIASES),
+            usage=usage_of(inp, out), seconds=result.seconds,
+            model=request.model or self.model,
+            raw={"thread_id": next((e.get("thread_id") for e in events
+                                    if e.get("type") == "thread.started"), None)},
+        )
+

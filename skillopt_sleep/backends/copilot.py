@@ -1,0 +1,146 @@
+"""``copilot``: replay through GitHub Copilot CLI's prompt mode (``copilot -p``).
+
+One call is::
+
+    copilot -p <prompt> --output-format json --usage-output-file <scratch>/usage.json
+            --no-auto-update --disable-client-telemetry --disable-builtin-mcps --no-ask-user
+            --no-color --available-tools=<T,…> [--allow-tool=<permission>…] [--model M]
+
+run in an empty temporary working directory that holds the skill document as ``AGENTS.md``
+(Copilot loads ``AGENTS.md`` from the working directory as custom instructions; that is how
+the document reaches the model). The prompt's first line is :data:`SELF_MARKER`.
+
+Tools: plain calls see no tool at all (``--available-tools`` naming a tool that does not exist
+hides every tool); a task that needs tools sees exactly those (``Bash`` → ``bash``, ``Read``
+→ ``view``, …) and only their permissions are granted (``shell`` for ``bash``, ``write`` for
+edits) — never ``--allow-all``. Tool calls are the ``tool.execution_start`` events of the JSONL
+stream, reported under the task's tool names. Usage is the ``--usage-output-file`` JSON; wall
+time is the ``result`` event's ``sessionDurationMs``.
+
+``base_url`` runs Copilot against that OpenAI-compatible provider (BYOK, offline):
+``COPILOT_OFFLINE=true``, ``COPILOT_PROVIDER_BASE_URL``, ``COPILOT_PROVIDER_API_KEY`` (from
+``api_key`` / ``api_key_env``), and ``COPILOT_HOME`` set to a throw-away folder so no session
+is written into the user's ``~/.copilot``. Without ``base_url`` the user's GitHub login is
+used; Copilot then writes a session under ``~/.copilot/session-state`` that the marker line
+identifies as a replay.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from skillopt_sleep.backends._exec import (CallSetup, ExecBackend, Failure, ProcessResult,
+                                           api_key, classify, json_lines, marked, map_tool_names,
+                                           stderr_failure, usage_of)
+from skillopt_sleep.models import Completion, CompletionRequest
+
+FLAGS = ("-p", "--output-format", "--usage-output-file", "--no-auto-update",
+         "--disable-client-telemetry", "--disable-builtin-mcps", "--no-ask-user", "--no-color",
+         "--available-tools", "--allow-tool", "--model")
+#: ``--available-tools`` value for plain calls: matches no tool, so none is offered
+NO_TOOLS = "skillopt-sleep-no-tools"
+#: task tool name -> Copilot's tool names
+ALIASES: dict[str, tuple[str, ...]] = {
+    "Bash": ("bash", "read_bash", "stop_bash", "list_bash"), "Read": ("view",),
+    "Edit": ("edit",), "Write": ("create",), "Grep": ("grep",), "Glob": ("glob",),
+    "WebFetch": ("web_fetch", "fetch"), "Task": ("task",),
+}
+#: Copilot tool -> the permission pattern it needs (tools not listed need none)
+PERMISSIONS = {"bash": "shell", "edit": "write", "create": "write", "web_fetch": "url"}
+
+
+def _openai_base(url: str) -> str:
+    url = url.rstrip("/")
+    return url if urlsplit(url).path not in ("", "/") else url + "/v1"
+
+
+class CopilotBackend(ExecBackend):
+    name = "copilot"
+    executable_name = "copilot"
+    install_hint = "npm install -g @github/copilot"
+    login_fix = ("run `copilot login` (or `/login` in copilot), or for a custom provider set "
+                 "`api_key_env` in the backend config")
+
+    def build(self, request: CompletionRequest, executable: str, cwd: Path,
+              scratch: Path) -> CallSetup:
+        argv = [executable, "-p", marked(request.prompt), "--output-format", "json",
+                "--usage-output-file", str(scratch / "usage.json"), "--no-auto-update",
+                "--disable-client-telemetry", "--disable-builtin-mcps", "--no-ask-user",
+                "--no-color"]
+        if request.tools:
+            native: list[str] = []
+            for tool in request.tools:
+                for name in ALIASES.get(tool, (tool,)):
+                    if name not in native:
+                        native.append(name)
+            argv.append("--available-tools=" + ",".join(native))
+            for perm in sorted({PERMISSIONS[n] for n in native if n in PERMISSIONS}):
+                argv.append(f"--allow-tool={perm}")
+        else:
+            argv.append(f"--available-tools={NO_TOOLS}")
+        model = request.model or self.config.model
+        if model:
+            argv += ["--model", model]
+        env = self.base_env()
+        env.update({"COPILOT_AUTO_UPDATE": "false", "NO_COLOR": "1"})
+        env.pop("COPILOT_ALLOW_ALL", None)  # never allow-all, whatever the user's shell says
+        if self.config.base_url:
+            home = scratch / "copilot-home"
+            home.mkdir(exist_ok=True)
+            env.update({"COPILOT_OFFLINE": "true", "COPILOT_HOME": str(home),
+                        "COPILOT_PROVIDER_BASE_URL": _openai_base(self.config.base_url)})
+            key = api_key(self.config)
+            if key:
+                env["COPILOT_PROVIDER_API_KEY"] = key
+            if model:
+                env["COPILOT_MODEL"] = model
+        files = {"AGENTS.md": request.system} if request.system else {}
+        return CallSetup(argv=argv, env=env, stdin=None, files=files)
+
+    def parse(self, result: ProcessResult, request: CompletionRequest,
+              scratch: Path) -> Completion | Failure:
+        events = json_lines(result.stdout)
+        final = next((e for e in reversed(events) if e.get("type") == "result"), None)
+        errors = [e.get("data") or {} for e in events if e.get("type") == "session.error"]
+        if errors:
+            err = errors[-1]
+            kind = str(err.get("errorType") or "")
+            status = err.get("statusCode") if isinstance(err.get("statusCode"), int) else None
+            failure = classify(str(err.get("message") or kind), status)
+            if kind == "authentication" and failure.kind == "other":
+                failure.kind = "auth"
+            return failure
+        exit_code = (final or {}).get("exitCode", result.returncode)
+        if final is None or result.returncode != 0 or exit_code not in (0, None):
+            return stderr_failure(result, "copilot")
+        texts: list[str] = []
+        tools: list[str] = []
+        for event in events:
+            kind, data = event.get("type"), event.get("data") or {}
+            if kind == "assistant.message" and not data.get("parentToolCallId"):
+                if str(data.get("content") or "").strip():
+                    texts.append(str(data["content"]))
+            elif kind == "tool.execution_start" and not data.get("parentToolCallId"):
+                tools.append(str(data.get("toolName") or ""))
+        inp = out = 0
+        usage_file = scratch / "usage.json"
+        if usage_file.exists():
+            try:
+                metrics = json.loads(usage_file.read_text(encoding="utf-8")).get("modelMetrics") or {}
+            except ValueError:
+                metrics = {}
+            for m in metrics.values():
+                usage = (m or {}).get("usage") or {}
+                inp += int(usage.get("inputTokens") or 0)
+                out += int(usage.get("outputTokens") or 0)
+        ms = ((final or {}).get("usage") or {}).get("sessionDurationMs")
+        return Completion(
+            text=texts[-1] if texts else "",
+            tool_calls=map_tool_names([t for t in tools if t], request.tools, ALIASES),
+            usage=usage_of(inp, out),
+            seconds=ms / 1000.0 if isinstance(ms, (int, float)) else result.seconds,
+            model=request.model or self.model, raw={"session_id": (final or {}).get("sessionId")},
+        )
+

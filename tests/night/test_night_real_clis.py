@@ -1,0 +1,215 @@
+"""Whole nights through the real agent CLIs (``claude -p``, ``codex exec``, ``copilot -p`` from
+``node_modules/.bin``, pinned in package.json) against the simulator on loopback.
+
+Each CLI runs with HOME = the test's temporary home (conftest), points at the simulator by
+its documented environment / config, and never reaches the network. In CI (env ``CI`` set) a
+missing CLI fails these tests; elsewhere they are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from skillopt_sleep import paths
+from skillopt_sleep.config import load_settings
+from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings, write_conversations
+from skillopt_sleep.errors import BackendAuthError, BackendError, BackendModelError, \
+    BackendUnreachable
+from skillopt_sleep.night.run import run_night
+from skillopt_sleep.simulator import load_persona, serve
+from skillopt_sleep.simulator.persona import persona_from_dict
+from skillopt_sleep.sources.ingest import harvest
+from skillopt_sleep.status import collect_status
+from skillopt_sleep.store import Store
+
+import tomllib
+
+pytestmark = pytest.mark.cli
+
+NODE_BIN = Path(__file__).resolve().parents[2] / "node_modules" / ".bin"
+
+PERSONA = """
+name = "night-cli-test"
+models = ["sim-demo"]
+default_answer = "Sure: {prompt}"
+
+[[answers]]
+match = "install.*dependenc|set ?up the project"
+text = "Run `npm install` in the project root."
+
+[[answers]]
+match = "run (the )?tests"
+text = "Run `npm test` to run the suite."
+
+[[answers]]
+match = "add (a )?dependency|add .* package"
+text = "Run `npm install <pkg>`."
+
+[[answers]]
+match = "lint"
+text = "Run `npm run lint`."
+
+[optimizer]
+order = ["derived", "harmful", "useless"]
+useless_edits = ["Be helpful and precise."]
+harmful_edits = ["Never mention `pnpm`."]
+"""
+SIM_KEY = "sk-sim-night-0123456789"
+USER_TEXT = "# Project rules\n\nWritten by hand.\n"
+
+
+def require_cli(name: str) -> str:
+    """The CLI's path; FAIL when it is missing and CI is set, else skip."""
+    found = shutil.which(name, path=f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    if found:
+        return found
+    reason = f"`{name}` is not installed (run `npm ci` to install the pinned agent CLIs)"
+    if os.environ.get("CI"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def cli_path(monkeypatch):
+    """node_modules/.bin first on PATH (CI's .ci/run does the same)."""
+    monkeypatch.setenv("PATH", f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+@pytest.fixture
+def world(tmp_path, isolated_home, cli_path):
+    project = tmp_path / "webapp"
+    project.mkdir()
+    write_conversations(isolated_home, project, DEMO_CONVERSATIONS)
+    persona = tomllib.loads(PERSONA)
+    target = project / "CLAUDE.md"
+    target.write_text(USER_TEXT, encoding="utf-8")
+    return isolated_home, project, persona_from_dict(persona), target
+
+
+def backend(name: str, url: str, **extra) -> dict:
+    base = {"name": name, "base_url": url, "model": "sim-demo", "api_key": SIM_KEY,
+            "max_retries": 0, "timeout": 60, "workers": 2}
+    base.update(extra)
+    return base
+
+
+def settings_for(home: Path, project: Path, target: Path, tgt: dict, opt: dict, **extra):
+    overrides = demo_settings(home, project, "http://127.0.0.1:9")
+    overrides.update(document={"kind": "path", "path": str(target)}, edit_budget=3,
+                     target=tgt, optimizer=opt, **extra)
+    return load_settings(Path("/nonexistent/config.toml"), **overrides)
+
+
+def session_files(home: Path) -> set[Path]:
+    roots = [home / ".claude" / "projects", home / ".codex" / "sessions",
+             home / ".codex" / "archived_sessions", home / ".copilot" / "session-state"]
+    return {p for r in roots if r.exists() for p in r.rglob("*") if p.is_file()}
+
+
+def check_night(store: Store, result, target: Path, target_backend: str) -> None:
+    assert result.status == "succeeded", (result.summary, result.error)
+    edits = {e["text"]: e for e in store.rows("edits", "night_id = ?", [result.night_id])}
+    assert edits["Use `pnpm` instead of `npm`."]["status"] == "applied"
+    assert edits["Never mention `pnpm`."]["status"] == "rejected"
+    assert result.val_after > result.val_before
+    # staged, not written
+    assert target.read_text(encoding="utf-8") == USER_TEXT
+    prop = store.get("proposals", result.proposal_id)
+    assert "+- Use `pnpm` instead of `npm`." in (Path(prop["dir"]) / "diff.patch").read_text()
+    # tokens and wall time per rollout, from the CLI's own usage output
+    rollouts = store.rows("rollouts", "night_id = ?", [result.night_id])
+    fresh = [r for r in rollouts if not r["cached"]]
+    assert fresh and all(r["backend"] == target_backend for r in rollouts)
+    assert all(r["input_tokens"] > 100 and r["output_tokens"] > 0 for r in fresh)
+    assert all(0 < r["seconds"] < 60 for r in fresh)
+    night = store.get("nights", result.night_id)
+    assert night["calls"] > 0 and night["input_tokens"] > 0 and night["output_tokens"] > 0
+
+
+def test_night_target_claude_optimizer_codex(world):
+    require_cli("claude")
+    require_cli("codex")
+    home, project, persona, target = world
+    before = session_files(home)
+    store = Store(paths.db_path())
+    with serve(persona, api_key=SIM_KEY) as sim:
+        settings = settings_for(home, project, target, backend("claude_code", sim.url),
+                                backend("codex", sim.url + "/v1"))
+        result = run_night(store, settings)
+        check_night(store, result, target, "claude_code")
+        endpoints = sim.stats.by_endpoint
+        assert endpoints["/messages"] > 0 and endpoints["/responses"] > 0  # both CLIs ran
+
+        # never harvest yourself: no session file appeared, and a re-harvest finds nothing new
+        assert session_files(home) == before
+        harvested = store.db["sessions"].count
+        report = harvest(store, settings)
+        assert store.db["sessions"].count == harvested
+        assert all(not s.get("self_generated") for s in store.sessions(include_self=True))
+        assert report is not None
+
+
+def test_night_target_copilot(world):
+    require_cli("copilot")
+    require_cli("codex")
+    home, project, persona, target = world
+    before = session_files(home)
+    store = Store(paths.db_path())
+    with serve(persona, api_key=SIM_KEY) as sim:
+        settings = settings_for(home, project, target, backend("copilot", sim.url + "/v1"),
+                                backend("codex", sim.url + "/v1"))
+        result = run_night(store, settings)
+        check_night(store, result, target, "copilot")
+        assert sim.stats.by_endpoint["/chat/completions"] > 0
+        assert session_files(home) == before
+        harvested = store.db["sessions"].count
+        harvest(store, settings)
+        assert store.db["sessions"].count == harvested
+
+
+@pytest.mark.parametrize("case", ["no_key", "wrong_url", "unknown_model"])
+def test_night_fails_loudly_and_stages_nothing(world, case):
+    require_cli("claude")
+    home, project, persona, target = world
+    store = Store(paths.db_path())
+    with serve(persona, api_key=SIM_KEY) as sim:
+        tgt = backend("claude_code", sim.url)
+        if case == "no_key":
+            tgt["api_key"] = None
+            expected, words = BackendAuthError, ("claude auth login", "api_key_env")
+        elif case == "wrong_url":
+            tgt["base_url"] = "http://127.0.0.1:9"
+            expected, words = BackendUnreachable, ("base_url",)
+        else:
+            tgt["model"] = "no-such-model"
+            expected, words = BackendModelError, ("`model`",)
+        # the optimizer is healthy: the failure must come from (and name) the target
+        settings = settings_for(home, project, target, tgt, backend("anthropic", sim.url))
+        with pytest.raises(BackendError) as info:
+            run_night(store, settings)
+    assert isinstance(info.value, expected), info.value
+    message = str(info.value)
+    assert message.startswith("claude_code: ") and "\n" not in message
+    assert all(w in message for w in words), message
+    assert SIM_KEY not in message
+    night = store.rows("nights", order_by="id desc", limit=1)[0]
+    assert night["status"] == "failed" and night["error"] == message
+    assert store.rows("proposals") == []
+    assert target.read_text(encoding="utf-8") == USER_TEXT
+    # no CLI error text was stored as an answer
+    assert all("Not logged in" not in r["answer"] and "API Error" not in r["answer"]
+               for r in store.rows("rollouts"))
+    status = collect_status(store)
+    assert status["last_night"]["status"] == "failed"
+    assert status["last_error"] == message
+
+
+def test_unknown_model_persona_is_strict():
+    """Guard for the failure tests above: the persona rejects unknown models."""
+    persona = dataclasses.replace(load_persona("demo"), models=("sim-demo",))
+    assert persona.accepts("sim-demo") and not persona.accepts("no-such-model")
