@@ -515,7 +515,9 @@ def test_codex_calls_sleep_status_and_its_rollout_holds_the_result(env: Env) -> 
             f'base_url = "{sim.url}/v1"\nwire_api = "responses"\nenv_key = "SIM_API_KEY"\n\n'
             '[mcp_servers.skillopt-sleep]\n'
             f'command = {json.dumps(server["command"])}\nargs = {json.dumps(server["args"])}\n'
-            f'env = {{ SKILLOPT_SLEEP_HOME = {json.dumps(str(env.sk_home))} }}\n', "utf-8")
+            f'env = {{ SKILLOPT_SLEEP_HOME = {json.dumps(str(env.sk_home))} }}\n'
+            # a cold start (no .pyc yet, a loaded CI machine) can exceed Codex's 10 s default
+            'startup_timeout_sec = 120\n', "utf-8")
         proc = subprocess.run(
             [codex, "exec", "--skip-git-repo-check", "what is the sleep status?"],
             cwd=env.project, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180,
