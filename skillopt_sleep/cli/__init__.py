@@ -250,7 +250,7 @@ def demo(
 
 
 #: Modules that add command groups; each defines ``register(app: typer.Typer) -> None``.
-COMMAND_MODULES: list[str] = ["mcp", "sources"]
+COMMAND_MODULES: list[str] = ["mcp", "sources", "install"]
 
 
 def _register_extra_commands() -> None:

@@ -55,6 +55,12 @@ def _agent_home(agent: str, env: Mapping[str, str], home: Path) -> Path:
         return Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
     if agent == "codex":
         return Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
+    if agent == "copilot":  # Copilot CLI: $COPILOT_HOME, default ~/.copilot (skills/<name>/SKILL.md)
+        return Path(env["COPILOT_HOME"]) if env.get("COPILOT_HOME") else home / ".copilot"
+    if agent == "devin":  # Devin CLI: ~/.config/devin (Windows %APPDATA%\devin)
+        if os.name == "nt" and env.get("APPDATA"):
+            return Path(env["APPDATA"]) / "devin"
+        return home / ".config" / "devin"
     raise NightError(
         f"a managed skill for agent {agent!r} is not supported yet; "
         "set document.kind = \"path\" with document.path"

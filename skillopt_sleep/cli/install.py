@@ -1,0 +1,100 @@
+"""``skillopt-sleep install <agent>``, ``uninstall <agent>`` and ``hook session-end``."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+class AgentName(str, Enum):
+    claude_code = "claude-code"
+    codex = "codex"
+    copilot = "copilot"
+    devin = "devin"
+
+
+_SYMBOL = {"create": "+", "update": "~", "unchanged": "=", "restore": "<", "delete": "-",
+           "edit": "~", "keep": "=", "missing": "?"}
+
+
+def _print(report, verb: str) -> None:
+    from skillopt_sleep.cli import _print_json, out  # noqa: F401
+
+    head = f"{verb} {report.agent} ({report.scope})" + (" — dry run, nothing written" if report.dry_run else "")
+    out.print(head, markup=False)
+    for c in report.changes:
+        out.print(f"  {_SYMBOL.get(c.action, '?')} {c.action:<9} {c.path}  [{c.what}]", markup=False)
+    for n in report.notes:
+        out.print(f"  note: {n}", markup=False)
+    if not report.changes:
+        out.print("  nothing to do", markup=False)
+    elif not report.changed:
+        out.print("  no changes (already " + ("installed" if verb.startswith("install") else "as recorded") + ")",
+                  markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("install")
+    def install_cmd(
+        agent: AgentName = typer.Argument(..., help="claude-code, codex, copilot or devin."),
+        user: bool = typer.Option(False, "--user", help="Install for your user account (the default)."),
+        project: Optional[Path] = typer.Option(None, "--project", metavar="DIR",
+                                               help="Install into this project's config instead."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change; write nothing."),
+        as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+    ) -> None:
+        """Install the agent shell: MCP server entry, skill, instructions snippet (Claude Code:
+        the plugin with slash commands and the SessionEnd hook). Merges into existing config
+        files, backs up what it changes, and is idempotent."""
+        from skillopt_sleep.cli import _print_json
+        from skillopt_sleep.install import InstallError, install
+
+        if user and project:
+            raise InstallError("--user and --project are mutually exclusive")
+        report = install(agent.value, project, dry_run=dry_run)
+        if as_json:
+            _print_json(report.as_dict())
+        else:
+            _print(report, "install")
+
+    @app.command("uninstall")
+    def uninstall_cmd(
+        agent: AgentName = typer.Argument(..., help="claude-code, codex, copilot or devin."),
+        user: bool = typer.Option(False, "--user", help="Uninstall from your user account (the default)."),
+        project: Optional[Path] = typer.Option(None, "--project", metavar="DIR",
+                                               help="Uninstall from this project's config."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change; write nothing."),
+        as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+    ) -> None:
+        """Undo `install`: every file it changed gets its original bytes back (or loses only
+        install's part, if you edited it since)."""
+        from skillopt_sleep.cli import _print_json
+        from skillopt_sleep.install import InstallError, uninstall
+
+        if user and project:
+            raise InstallError("--user and --project are mutually exclusive")
+        report = uninstall(agent.value, project, dry_run=dry_run)
+        if as_json:
+            _print_json(report.as_dict())
+        else:
+            _print(report, "uninstall")
+
+    hook = typer.Typer(help="Entry points for agent hooks (fast, silent, never fail).",
+                       no_args_is_help=True)
+
+    @hook.command("session-end")
+    def session_end(
+        verbose: bool = typer.Option(False, "--verbose", help="Print what happened."),
+    ) -> None:
+        """Ask a running daemon to index new session bytes now; returns at once and exits 0
+        whether or not a daemon runs (the Claude Code SessionEnd hook calls this)."""
+        from skillopt_sleep.install import session_end_hook
+
+        result = session_end_hook()
+        if verbose:
+            typer.echo(result)
+
+    app.add_typer(hook, name="hook")

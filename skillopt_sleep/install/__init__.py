@@ -1,0 +1,560 @@
+"""``skillopt-sleep install <agent>`` / ``uninstall <agent>``: put the agent shell in place.
+
+The shells live in the repository's top-level ``plugins/`` folder (the source of truth); a wheel
+ships a copy under ``<prefix>/share/skillopt-sleep/plugins`` (see :func:`plugins_root`).
+
+What each agent gets (``--user``, the default, or ``--project DIR``):
+
+* ``claude-code`` — the plugin in ``plugins/claude-code`` (MCP server, slash commands,
+  SessionEnd hook, skill) is enabled in Claude Code's ``settings.json`` (``~/.claude`` or
+  ``$CLAUDE_CONFIG_DIR``; ``DIR/.claude/settings.json``) through ``extraKnownMarketplaces``
+  (a ``directory`` marketplace pointing at the plugin folder) and ``enabledPlugins``.
+* ``codex`` — ``[mcp_servers.skillopt-sleep]`` in ``$CODEX_HOME/config.toml``
+  (``DIR/.codex/config.toml``), the ``skillopt-sleep`` skill folder (``$CODEX_HOME/skills``;
+  ``DIR/.agents/skills``) and a marked snippet in ``AGENTS.md``.
+* ``copilot`` — ``mcpServers.skillopt-sleep`` in ``$COPILOT_HOME/mcp-config.json``, the skill in
+  ``$COPILOT_HOME/skills`` and a snippet in ``$COPILOT_HOME/copilot-instructions.md``; for a
+  project ``DIR/.vscode/mcp.json`` (VS Code), ``DIR/.github/skills`` and
+  ``DIR/.github/copilot-instructions.md``.
+* ``devin`` — ``mcpServers.skillopt-sleep`` in ``~/.config/devin/config.json``
+  (``DIR/.devin/config.json``), the skill in ``~/.config/devin/skills`` (``DIR/.devin/skills``)
+  and a snippet in ``~/.config/devin/AGENTS.md`` (``DIR/AGENTS.md``).
+
+Config files are merged, never replaced: JSON(C) with :mod:`.jsonedit` (other keys, order,
+indentation and comments kept), TOML with tomlkit (round-trip). Before a file is first changed
+its original bytes (or its absence) are saved under ``<state>/install/<agent>-<scope>/``;
+``uninstall`` writes them back byte for byte — or, when the file was edited since, removes only
+what install added. A second ``install`` changes nothing. All writes go through
+:func:`skillopt_sleep.proposals.atomic_write`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import site
+import sys
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from skillopt_sleep import paths
+from skillopt_sleep.errors import SkilloptError
+from skillopt_sleep.install import jsonedit
+
+AGENTS = ("claude-code", "codex", "copilot", "devin")
+SERVER = "skillopt-sleep"
+PLUGIN_ID = "skillopt-sleep@skillopt-sleep"  # <plugin>@<marketplace>
+SKILL_DIR = "skillopt-sleep"
+BLOCK_BEGIN = "<!-- skillopt-sleep-plugin:begin — added by `skillopt-sleep install` -->"
+BLOCK_END = "<!-- skillopt-sleep-plugin:end -->"
+_BLOCK_RE = re.compile(
+    r"(?:\r?\n)?<!-- skillopt-sleep-plugin:begin\b[^\n]*-->.*?<!-- skillopt-sleep-plugin:end -->[ \t]*(?:\r?\n)?",
+    re.S,
+)
+#: Hook timeout for the daemon's reply (seconds): the hook never waits longer.
+HOOK_TIMEOUT = 0.3
+
+
+class InstallError(SkilloptError):
+    """install / uninstall cannot proceed (unknown agent, unreadable config, missing shell)."""
+
+
+# ----------------------------------------------------------------------------- locations
+def plugins_root() -> Path:
+    """The folder holding ``claude-code/``, ``codex/``, ``copilot/``, ``devin/``.
+
+    ``SKILLOPT_SLEEP_PLUGINS_DIR`` wins; then a source checkout (``<repo>/plugins`` next to the
+    package — editable installs); then the copy a wheel installs as data files under
+    ``<prefix>/share/skillopt-sleep/plugins`` (``sys.prefix``, the user base, the scheme's data
+    path).
+    """
+    candidates: list[Path] = []
+    if os.environ.get("SKILLOPT_SLEEP_PLUGINS_DIR"):
+        candidates.append(Path(os.environ["SKILLOPT_SLEEP_PLUGINS_DIR"]).expanduser())
+    candidates.append(Path(__file__).resolve().parents[2] / "plugins")
+    share = Path("share") / "skillopt-sleep" / "plugins"
+    bases = [sys.prefix, sysconfig.get_path("data"), getattr(site, "USER_BASE", None) or "",
+             sys.base_prefix]
+    try:
+        bases.append(sysconfig.get_path("data", f"{os.name}_user"))
+    except KeyError:  # pragma: no cover
+        pass
+    candidates += [Path(b) / share for b in bases if b]
+    for c in candidates:
+        if (c / "claude-code" / ".claude-plugin" / "plugin.json").is_file():
+            return c.resolve()
+    raise InstallError(
+        "the agent plugin files were not found (looked in "
+        + ", ".join(str(c) for c in candidates)
+        + "); reinstall skillopt-sleep or set SKILLOPT_SLEEP_PLUGINS_DIR"
+    )
+
+
+def agent_home(agent: str, env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
+    """The agent's user config folder (honours CLAUDE_CONFIG_DIR, CODEX_HOME, COPILOT_HOME)."""
+    from skillopt_sleep.night.document import _agent_home
+
+    env = os.environ if env is None else env
+    return _agent_home(agent.replace("-", "_"), env, home or Path.home())
+
+
+# ----------------------------------------------------------------------------- steps
+def _sha(data: bytes | None) -> str:
+    return "" if data is None else hashlib.sha256(data).hexdigest()
+
+
+def _decode(path: Path, data: bytes | None) -> str | None:
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InstallError(f"{path} is not UTF-8 text; not touching it") from None
+
+
+def _newline(text: str | None) -> str:
+    return "\r\n" if text and "\r\n" in text else "\n"
+
+
+@dataclass
+class Step:
+    """One file install touches. ``kind``: json | toml | block | file."""
+
+    path: Path
+    kind: str
+    what: str
+    keys: list[str] = field(default_factory=list)
+    value: Any = None  # json/toml: the value at keys; block: markdown; file: bytes
+
+    # -- the file content with our part present
+    def apply(self, cur: bytes | None) -> bytes:
+        text = _decode(self.path, cur)
+        if self.kind == "file":
+            return self.value
+        if self.kind == "json":
+            try:
+                return jsonedit.set_key(text, self.keys, self.value).encode("utf-8")
+            except jsonedit.JsonEditError as exc:
+                raise InstallError(f"{self.path}: not valid JSON ({exc}); not touching it") from None
+        if self.kind == "toml":
+            return _toml_set(self.path, text, self.keys, self.value).encode("utf-8")
+        if self.kind == "block":
+            return _block_set(text, self.value).encode("utf-8")
+        raise AssertionError(self.kind)
+
+    # -- key paths that did not exist before (json / toml), outermost first
+    def missing_prefix(self, cur: bytes | None) -> list[str] | None:
+        if self.kind not in ("json", "toml"):
+            return None
+        text = _decode(self.path, cur)
+        for i in range(1, len(self.keys) + 1):
+            if _get(self.kind, text, self.keys[:i]) is None:
+                return self.keys[:i]
+        return None
+
+    # -- the file without our part (None: delete it)
+    def unapply(self, cur: bytes, created: list[str] | None) -> bytes | None:
+        text = _decode(self.path, cur) or ""
+        if self.kind == "file":
+            return cur  # edited since install: keep the user's version
+        if self.kind == "block":
+            out = _block_remove(text)
+        else:
+            remove = _json_remove if self.kind == "json" else _toml_remove
+            out = remove(self.path, text, self.keys)
+            if created:  # drop containers install created that are now empty
+                for depth in range(len(self.keys) - 1, len(created) - 1, -1):
+                    prefix = self.keys[:depth]
+                    if _get(self.kind, out, prefix) in ({}, None):
+                        out = remove(self.path, out, prefix)
+                    else:
+                        break
+        return out.encode("utf-8")
+
+
+def _get(kind: str, text: str | None, keys: list[str]) -> Any:
+    if text is None or not text.strip():
+        return None
+    if kind == "json":
+        try:
+            return jsonedit.get_key(text, keys)
+        except jsonedit.JsonEditError:
+            return None
+    import tomlkit
+
+    node: Any = tomlkit.parse(text)
+    for k in keys:
+        if not hasattr(node, "get") or k not in node:
+            return None
+        node = node[k]
+    return node.unwrap() if hasattr(node, "unwrap") else node
+
+
+def _json_remove(path: Path, text: str, keys: list[str]) -> str:
+    try:
+        return jsonedit.remove_key(text, keys)
+    except jsonedit.JsonEditError as exc:
+        raise InstallError(f"{path}: not valid JSON ({exc}); not touching it") from None
+
+
+def _toml_doc(path: Path, text: str | None):
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        return tomlkit.parse(text or "")
+    except TOMLKitError as exc:
+        raise InstallError(f"{path}: not valid TOML ({exc}); not touching it") from None
+
+
+def _toml_set(path: Path, text: str | None, keys: list[str], value: dict[str, Any]) -> str:
+    import tomlkit
+
+    doc = _toml_doc(path, text)
+    if _get("toml", text, keys) == value:
+        return text or ""
+    node: Any = doc
+    for k in keys[:-1]:
+        if k not in node:
+            node.add(k, tomlkit.table(is_super_table=True))
+        node = node[k]
+        if not hasattr(node, "add"):
+            raise InstallError(f"{path}: {'.'.join(keys)} — {k} is not a table; not touching it")
+    table = tomlkit.table()
+    for k, v in value.items():
+        table.add(k, v)
+    table.add(tomlkit.nl())
+    if keys[-1] in node:
+        node[keys[-1]] = table
+    else:
+        node.add(keys[-1], table)
+    return tomlkit.dumps(doc)
+
+
+def _toml_remove(path: Path, text: str, keys: list[str]) -> str:
+    doc = _toml_doc(path, text)
+    node: Any = doc
+    for k in keys[:-1]:
+        if k not in node:
+            return text
+        node = node[k]
+    if keys[-1] not in node:
+        return text
+    del node[keys[-1]]
+    import tomlkit
+
+    return tomlkit.dumps(doc)
+
+
+def _block_set(text: str | None, body: str) -> str:
+    nl = _newline(text)
+    block = nl.join([BLOCK_BEGIN, *body.strip("\n").splitlines(), BLOCK_END]) + nl
+    text = text or ""
+    m = _BLOCK_RE.search(text)
+    if m:
+        lead = m.group(0)[: len(m.group(0)) - len(m.group(0).lstrip("\r\n"))]
+        new = text[: m.start()] + lead + block + text[m.end():]
+        return text if new == text else new
+    if not text:
+        return block
+    sep = "" if text.endswith(nl + nl) else (nl if text.endswith(nl) else nl + nl)
+    return text + sep + block
+
+
+def _block_remove(text: str) -> str:
+    m = _BLOCK_RE.search(text)
+    if not m:
+        return text
+    before, after = text[: m.start()], text[m.end():]
+    nl = _newline(text)
+    if not after and before.endswith(nl + nl):
+        before = before[: -len(nl)]
+    return before + (nl if after and not before.endswith(nl) and before else "") + after
+
+
+# ----------------------------------------------------------------------------- plans
+def _read_json(path: Path) -> Any:
+    try:
+        return jsonedit.loads(path.read_text("utf-8"))
+    except (OSError, jsonedit.JsonEditError, ValueError) as exc:
+        raise InstallError(f"plugin file {path} unreadable ({exc})") from None
+
+
+def _skill_steps(src: Path, dest_root: Path, what: str) -> list[Step]:
+    steps = []
+    for f in sorted(p for p in src.rglob("*") if p.is_file()):
+        steps.append(Step(dest_root / f.relative_to(src), "file", what, value=f.read_bytes()))
+    return steps
+
+
+def plan(agent: str, project: Path | None = None, *, env: Mapping[str, str] | None = None,
+         home: Path | None = None) -> list[Step]:
+    """The files ``install <agent>`` touches, for the user (``project`` None) or a project."""
+    if agent not in AGENTS:
+        raise InstallError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
+    root = plugins_root()
+    shell = root / agent
+    env = os.environ if env is None else env
+    user_dir = None if project else agent_home(agent, env, home)
+    skill_src = shell / "skills" / SKILL_DIR
+
+    if agent == "claude-code":
+        settings = (project / ".claude" if project else user_dir) / "settings.json"
+        market = {"source": {"source": "directory", "path": str(shell)}}
+        return [
+            Step(settings, "json", "plugin marketplace (directory: plugins/claude-code)",
+                 ["extraKnownMarketplaces", SERVER], market),
+            Step(settings, "json", f"enable plugin {PLUGIN_ID}", ["enabledPlugins", PLUGIN_ID], True),
+        ]
+    if agent == "codex":
+        import tomlkit
+
+        snippet = tomlkit.parse((shell / "config.toml").read_text("utf-8"))
+        server = snippet["mcp_servers"][SERVER].unwrap()
+        cfg = (project / ".codex" if project else user_dir) / "config.toml"
+        skills = (project / ".agents" / "skills" if project else user_dir / "skills") / SKILL_DIR
+        agents_md = (project if project else user_dir) / "AGENTS.md"
+        return [
+            Step(cfg, "toml", f"MCP server [mcp_servers.{SERVER}]", ["mcp_servers", SERVER], server),
+            *_skill_steps(skill_src, skills, "skill skillopt-sleep"),
+            Step(agents_md, "block", "AGENTS.md snippet", value=(shell / "AGENTS.md").read_text("utf-8")),
+        ]
+    if agent == "copilot":
+        body = (shell / "copilot-instructions.md").read_text("utf-8")
+        if project:
+            vs = _read_json(shell / "vscode-mcp.json")["servers"][SERVER]
+            return [
+                Step(project / ".vscode" / "mcp.json", "json", "VS Code MCP server", ["servers", SERVER], vs),
+                *_skill_steps(skill_src, project / ".github" / "skills" / SKILL_DIR, "skill skillopt-sleep"),
+                Step(project / ".github" / "copilot-instructions.md", "block", "copilot-instructions snippet",
+                     value=body),
+            ]
+        cli = _read_json(shell / "mcp-config.json")["mcpServers"][SERVER]
+        return [
+            Step(user_dir / "mcp-config.json", "json", "Copilot CLI MCP server", ["mcpServers", SERVER], cli),
+            *_skill_steps(skill_src, user_dir / "skills" / SKILL_DIR, "skill skillopt-sleep"),
+            Step(user_dir / "copilot-instructions.md", "block", "copilot-instructions snippet", value=body),
+        ]
+    # devin
+    server = _read_json(shell / "config.json")["mcpServers"][SERVER]
+    base = project / ".devin" if project else user_dir
+    return [
+        Step(base / "config.json", "json", "MCP server", ["mcpServers", SERVER], server),
+        *_skill_steps(skill_src, base / "skills" / SKILL_DIR, "skill skillopt-sleep"),
+        Step((project if project else user_dir) / "AGENTS.md", "block", "rules snippet (AGENTS.md)",
+             value=(shell / "AGENTS.md").read_text("utf-8")),
+    ]
+
+
+# ----------------------------------------------------------------------------- engine
+@dataclass
+class Change:
+    path: Path
+    action: str  # create | update | unchanged | restore | delete | edit | keep | missing
+    what: str
+
+
+@dataclass
+class Report:
+    agent: str
+    scope: str
+    dry_run: bool
+    changes: list[Change] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return any(c.action not in ("unchanged", "keep", "missing") for c in self.changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"agent": self.agent, "scope": self.scope, "dry_run": self.dry_run,
+                "changed": self.changed, "notes": self.notes,
+                "changes": [{"path": str(c.path), "action": c.action, "what": c.what}
+                            for c in self.changes]}
+
+
+def _scope(project: Path | None) -> tuple[str, str]:
+    if project is None:
+        return "user", "user"
+    digest = hashlib.sha1(str(project).encode("utf-8")).hexdigest()[:12]
+    return f"project {project}", f"project-{digest}"
+
+
+def state_folder(agent: str, project: Path | None) -> Path:
+    """Where the manifest and original bytes of one installation are kept."""
+    return paths.state_dir() / "install" / f"{agent}-{_scope(project)[1]}"
+
+
+def _load_manifest(folder: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((folder / "manifest.json").read_text("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise InstallError(f"install record {folder / 'manifest.json'} unreadable ({exc})") from None
+
+
+def _write(path: Path, data: bytes) -> None:
+    from skillopt_sleep.proposals import atomic_write
+
+    atomic_write(path, data)
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise InstallError(f"{path} is a directory") from None
+
+
+def _normalize_project(project: Path | None) -> Path | None:
+    if project is None:
+        return None
+    project = Path(project).expanduser().resolve()
+    if not project.is_dir():
+        raise InstallError(f"--project {project}: not a directory")
+    return project
+
+
+def install(agent: str, project: Path | None = None, *, dry_run: bool = False,
+            env: Mapping[str, str] | None = None, home: Path | None = None) -> Report:
+    """Install the agent shell; idempotent. See the module docstring."""
+    project = _normalize_project(project)
+    steps = plan(agent, project, env=env, home=home)
+    report = Report(agent, _scope(project)[0], dry_run)
+    # several steps may edit one file: fold them in order
+    by_path: dict[Path, list[Step]] = {}
+    for s in steps:
+        by_path.setdefault(s.path, []).append(s)
+    pending: list[tuple[Path, bytes | None, bytes, list[Step]]] = []
+    for path, group in by_path.items():
+        cur = _read(path)
+        new = cur
+        for s in group:
+            new = s.apply(new)
+        what = "; ".join(dict.fromkeys(s.what for s in group))
+        if new == cur:
+            report.changes.append(Change(path, "unchanged", what))
+            continue
+        report.changes.append(Change(path, "create" if cur is None else "update", what))
+        pending.append((path, cur, new, group))
+    if agent != "claude-code" and not shutil.which("skillopt-sleep", path=(env or os.environ).get("PATH")):
+        report.notes.append("`skillopt-sleep` is not on PATH: the agent starts the MCP server as "
+                            "`skillopt-sleep mcp`, so put it on PATH (e.g. pipx install skillopt-sleep)")
+    if dry_run or not pending:
+        return report
+    folder = state_folder(agent, project)
+    manifest = _load_manifest(folder) or {"agent": agent, "project": str(project) if project else None,
+                                          "files": {}}
+    files: dict[str, Any] = manifest["files"]
+    for path, cur, new, group in pending:
+        entry = files.get(str(path))
+        if entry is None:
+            n = len(files)
+            original = None
+            if cur is not None:
+                original = f"originals/{n}"
+                _write(folder / original, cur)
+            created_dirs = []
+            d = path.parent
+            while not d.exists():
+                created_dirs.append(str(d))
+                d = d.parent
+            entry = files[str(path)] = {
+                "existed": cur is not None, "original": original, "created_dirs": created_dirs,
+                "created_keys": [s.missing_prefix(cur) for s in group],
+            }
+        _write(path, new)
+        entry["installed_sha"] = _sha(new)
+        _write(folder / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))
+    return report
+
+
+def uninstall(agent: str, project: Path | None = None, *, dry_run: bool = False,
+              env: Mapping[str, str] | None = None, home: Path | None = None) -> Report:
+    """Undo :func:`install`: original bytes back when a file is as install left it, otherwise
+    only install's part removed (the user's later edits kept)."""
+    project = _normalize_project(project)
+    if agent not in AGENTS:
+        raise InstallError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
+    report = Report(agent, _scope(project)[0], dry_run)
+    folder = state_folder(agent, project)
+    manifest = _load_manifest(folder)
+    if manifest is None:
+        report.notes.append(f"{agent} is not installed for this scope (no record in {folder})")
+        return report
+    try:
+        groups: dict[str, list[Step]] = {}
+        for s in plan(agent, project, env=env, home=home):
+            groups.setdefault(str(s.path), []).append(s)
+    except InstallError:
+        groups = {}
+    for path_s, entry in reversed(list(manifest["files"].items())):
+        path = Path(path_s)
+        cur = _read(path)
+        if cur is None:
+            report.changes.append(Change(path, "missing", "already removed"))
+            continue
+        if _sha(cur) == entry.get("installed_sha"):
+            if entry["existed"]:
+                report.changes.append(Change(path, "restore", "original bytes"))
+                if not dry_run:
+                    _write(path, (folder / entry["original"]).read_bytes())
+            else:
+                report.changes.append(Change(path, "delete", "created by install"))
+                if not dry_run:
+                    path.unlink()
+                    for d in entry.get("created_dirs", []):
+                        try:
+                            Path(d).rmdir()
+                        except OSError:
+                            break
+            continue
+        group = groups.get(path_s)
+        if not group:
+            report.changes.append(Change(path, "keep", "changed since install; not in the current plan"))
+            continue
+        new: bytes | None = cur
+        for s, created in zip(reversed(group), reversed(entry.get("created_keys") or [None] * len(group))):
+            new = s.unapply(new, created)
+        if new == cur:
+            report.changes.append(Change(path, "keep", "changed since install; kept as is"))
+            continue
+        report.changes.append(Change(path, "edit", "changed since install: removed only install's part"))
+        if not dry_run:
+            _write(path, new)
+    if not dry_run:
+        shutil.rmtree(folder)
+    return report
+
+
+# ----------------------------------------------------------------------------- hook
+def session_end_hook(timeout: float = HOOK_TIMEOUT) -> str:
+    """Ask a running daemon to ingest now. Never raises, never waits more than ``timeout``.
+
+    Returns what happened (``"sent"``, ``"answered"``, ``"no daemon"``, ``"unavailable"``) for
+    callers that want to log it; the Claude Code hook discards it.
+    """
+    try:
+        from skillopt_sleep.daemon.control import NoDaemon, request
+    except Exception:  # the daemon is not part of this build
+        return "unavailable"
+    try:
+        reply = request("ingest-now", timeout=timeout)
+    except NoDaemon as exc:
+        # connected but the ingest outlasted the timeout: the daemon keeps going
+        return "sent" if "did not answer" in str(exc) else "no daemon"
+    except Exception:
+        return "no daemon"
+    return "answered" if reply.get("ok") else "refused"
+
+
+__all__ = ["AGENTS", "Change", "InstallError", "Report", "Step", "agent_home", "install", "plan",
+           "plugins_root", "session_end_hook", "state_folder", "uninstall"]

@@ -1,0 +1,310 @@
+"""`install <agent>` against the pinned real agent CLIs (node_modules/.bin) and the simulator.
+
+Each test uses a throw-away HOME / CODEX_HOME / COPILOT_HOME / SKILLOPT_SLEEP_HOME and talks to
+127.0.0.1 only. A missing CLI fails when ``CI`` is set and skips otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import tomlkit
+
+from skillopt_sleep.install import install, uninstall
+from skillopt_sleep.simulator import Simulator, serve
+
+pytestmark = pytest.mark.cli
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = ROOT / "node_modules" / ".bin"
+PLUGIN = ROOT / "plugins" / "claude-code"
+TIMEOUT = 180
+CLAUDE_TOOL = "mcp__plugin_skillopt-sleep_skillopt-sleep__sleep_status"
+PERSONA = """
+name = "install-tests"
+default_answer = "No idea: {prompt}"
+
+[[answers]]
+match = "sleep status"
+text = "The sleep status is above."
+# Claude Code names plugin MCP tools mcp__plugin_<plugin>_<server>__<tool>; Codex offers them
+# in a Responses "namespace" mcp__<server, - as _>, which the simulator flattens to <ns>__<tool>
+tool = ["%s", "mcp__skillopt_sleep__sleep_status"]
+tool_input = {}
+""" % CLAUDE_TOOL
+
+
+def binary(name: str) -> str:
+    path = BIN / name
+    if not path.exists():
+        reason = f"{path} is missing (run `npm ci` in {ROOT})"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return str(path)
+
+
+def base_env(home: Path, **extra: str) -> dict[str, str]:
+    """No inherited keys or agent settings; this interpreter's scripts dir first on PATH so
+    the agents start *this* `skillopt-sleep mcp`."""
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "/usr/bin:/bin")])
+    env = {"PATH": path, "HOME": str(home), "LANG": "C.UTF-8", "NO_COLOR": "1",
+           "NO_PROXY": "127.0.0.1,localhost", "SKILLOPT_SLEEP_HOME": os.environ["SKILLOPT_SLEEP_HOME"]}
+    env.update(extra)
+    return env
+
+
+def run(argv: list[str], env: dict[str, str], cwd: Path | None = None,
+        timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{argv[:3]} exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    return proc
+
+
+class Recorder:
+    """Wraps the simulator's brain to keep the full text of every request (system prompt,
+    messages, tool results), which ``sim.stats`` abbreviates."""
+
+    def __init__(self, brain):
+        self.brain, self.texts = brain, []
+
+    def respond(self, turn):
+        self.texts.append(turn.all_text())
+        return self.brain.respond(turn)
+
+    def __getattr__(self, name):
+        return getattr(self.brain, name)
+
+
+@pytest.fixture
+def sim(tmp_path: Path) -> Iterator[Simulator]:
+    persona = tmp_path / "persona.toml"
+    persona.write_text(PERSONA)
+    with serve(persona, api_key="sim-key") as running:
+        running.brain = Recorder(running.brain)
+        yield running
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "hello.txt").write_text("hi\n")
+    return work
+
+
+def claude_env(home: Path, sim: Simulator) -> dict[str, str]:
+    # ENABLE_TOOL_SEARCH=false: offer MCP tools directly instead of behind ToolSearch;
+    # MCP_CONNECTION_NONBLOCKING=false: -p waits for the MCP servers before the first request
+    return base_env(home, ANTHROPIC_BASE_URL=sim.url, ANTHROPIC_API_KEY="sim-key",
+                    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
+                    ENABLE_TOOL_SEARCH="false", MCP_CONNECTION_NONBLOCKING="false")
+
+
+def claude_p(home: Path, sim: Simulator, cwd: Path, prompt: str, *extra: str) -> dict:
+    proc = run([binary("claude"), "-p", prompt, "--output-format", "json", *extra], claude_env(home, sim), cwd)
+    return json.loads(proc.stdout)
+
+
+def transcript(home: Path, session_id: str) -> list[dict]:
+    path = next((home / ".claude" / "projects").rglob(f"{session_id}.jsonl"))
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def codex_home(home: Path, sim: Simulator) -> Path:
+    """A CODEX_HOME whose config.toml already has a provider, comments and another server."""
+    ch = home / "codex-home"
+    ch.mkdir(exist_ok=True)
+    (ch / "config.toml").write_text(
+        '# my codex config\nmodel = "sim"\nmodel_provider = "sim"  # the simulator\n'
+        # wait for MCP servers before the first model request (a cold `skillopt-sleep mcp`
+        # takes ~1.5 s to import the MCP SDK; codex's default grace is shorter)
+        'mcp_optional_startup_grace_ms = 30000\n\n'
+        f'[model_providers.sim]\nname = "Simulator"\nbase_url = "{sim.url}/v1"\n'
+        'wire_api = "responses"\nenv_key = "SIM_API_KEY"\n\n'
+        '[mcp_servers.other]\ncommand = "other-mcp-server"  # never started: disabled\nenabled = false\n')
+    return ch
+
+
+# ----------------------------------------------------------------------------- Claude Code
+def test_claude_plugin_validate_passes() -> None:
+    env = base_env(Path(os.environ["HOME"]))
+    for target in (PLUGIN, PLUGIN / ".claude-plugin" / "plugin.json"):
+        proc = run([binary("claude"), "plugin", "validate", "--strict", str(target)], env)
+        assert "Validation passed" in proc.stdout
+    out = run([binary("claude"), "plugin", "validate", str(PLUGIN)], env).stdout
+    for part in ("SessionEnd", "mcpServers: skillopt-sleep", "skills: skillopt-sleep:skillopt-sleep",
+                 "commands: skillopt-sleep:status", "commands: skillopt-sleep:review",
+                 "commands: skillopt-sleep:adopt", "commands: skillopt-sleep:run"):
+        assert part in out
+
+
+def test_claude_marketplace_add_and_plugin_install(isolated_home: Path) -> None:
+    env = base_env(isolated_home)
+    run([binary("claude"), "plugin", "marketplace", "add", str(PLUGIN)], env, isolated_home)
+    run([binary("claude"), "plugin", "install", "skillopt-sleep@skillopt-sleep"], env, isolated_home)
+    listing = run([binary("claude"), "plugin", "list"], env, isolated_home).stdout
+    assert "skillopt-sleep@skillopt-sleep" in listing and "enabled" in listing
+    settings = json.loads((isolated_home / ".claude" / "settings.json").read_text())
+    assert settings["enabledPlugins"] == {"skillopt-sleep@skillopt-sleep": True}
+
+
+def test_claude_p_calls_the_plugins_mcp_tool_after_install(isolated_home: Path, sim: Simulator,
+                                                           workdir: Path) -> None:
+    run([sys.executable, "-m", "skillopt_sleep", "install", "claude-code"], base_env(isolated_home))
+    out = claude_p(isolated_home, sim, workdir, "what is the sleep status?", "--allowedTools", CLAUDE_TOOL)
+    assert out["result"] == "The sleep status is above."
+    called = [r["tool"] for r in sim.stats.requests if r["endpoint"] == "/messages"]
+    assert called.count(CLAUDE_TOOL) == 1 and called[-1] is None, sim.stats.requests
+    offered = next(r["tools"] for r in sim.stats.requests if r["endpoint"] == "/messages")
+    assert {f"mcp__plugin_skillopt-sleep_skillopt-sleep__{t}" for t in (
+        "sleep_status", "get_proposal", "adopt_proposal", "run_night")} <= set(offered)
+    # the tool ran: its result (the real server's status of this store) is in the transcript
+    results = [c for e in transcript(isolated_home, out["session_id"]) if e.get("type") == "user"
+               for c in (e["message"].get("content") or []) if isinstance(c, dict) and c.get("type") == "tool_result"]
+    assert len(results) == 1 and not results[0].get("is_error"), results
+    text = json.dumps(results[0]["content"])
+    assert "pending_proposals" in text and os.environ["SKILLOPT_SLEEP_HOME"] in text.replace("\\\\", "\\")
+    assert "pending_proposals" in sim.brain.texts[-1]  # and it was sent back to the model
+
+
+def test_session_end_hook_reaches_the_running_daemon(isolated_home: Path, sim: Simulator,
+                                                     workdir: Path) -> None:
+    from skillopt_sleep import paths
+    from skillopt_sleep.daemon.control import daemon_status
+
+    cfg = paths.config_file()
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(tomlkit.dumps({
+        "sources": {"claude_code": {"roots": [str(isolated_home / ".claude" / "projects")]},
+                    "codex": {"roots": [str(isolated_home / ".codex" / "sessions")]}},
+        "rescan_seconds": 3600, "schedule": "03:00"}))
+    env = base_env(isolated_home, SKILLOPT_DAEMON_QUIET="1")
+    run([sys.executable, "-m", "skillopt_sleep", "install", "claude-code"], env)
+    run([sys.executable, "-m", "skillopt_sleep", "start"], env, timeout=90)
+    try:
+        deadline = time.monotonic() + 30
+        while daemon_status().get("ingest_pending") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        before = daemon_status()
+        assert before["running"], before
+        fulls_before = before.get("last_ingest") or {}
+        claude_p(isolated_home, sim, workdir, "hello there")
+        # only an ingest-now request makes a *full* pass (file events ingest single files)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            last = daemon_status().get("last_ingest") or {}
+            if last.get("full") and last != fulls_before and last.get("at") != fulls_before.get("at"):
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"no full ingest after the session ended: {daemon_status()}")
+        assert last["sessions_new"] + last["sessions_updated"] >= 0
+    finally:
+        subprocess.run([sys.executable, "-m", "skillopt_sleep", "stop"], env=env, capture_output=True,
+                       timeout=90)
+
+
+# ----------------------------------------------------------------------------- Codex
+def test_codex_mcp_list_shows_the_server_and_the_config_keeps_everything(isolated_home: Path,
+                                                                          sim: Simulator) -> None:
+    ch = codex_home(isolated_home, sim)
+    original = (ch / "config.toml").read_bytes()
+    env = base_env(isolated_home, CODEX_HOME=str(ch))
+    run([sys.executable, "-m", "skillopt_sleep", "install", "codex"], env)
+    text = (ch / "config.toml").read_text()
+    assert text.startswith(original.decode())  # providers, comments and servers untouched
+    listing = run([binary("codex"), "mcp", "list", "--json"], env).stdout
+    servers = {s["name"]: s for s in json.loads(listing)}
+    assert set(servers) == {"other", "skillopt-sleep"}
+    assert servers["skillopt-sleep"]["transport"]["command"] == "skillopt-sleep"
+    assert servers["skillopt-sleep"]["transport"]["args"] == ["mcp"]
+    assert servers["skillopt-sleep"]["enabled"] is True
+    second = run([sys.executable, "-m", "skillopt_sleep", "install", "codex", "--json"], env).stdout
+    assert json.loads(second)["changed"] is False
+    run([sys.executable, "-m", "skillopt_sleep", "uninstall", "codex"], env)
+    assert (ch / "config.toml").read_bytes() == original
+    assert sorted(p.name for p in ch.iterdir()) == ["config.toml"] or \
+        "skillopt-sleep" not in (ch / "config.toml").read_text()
+
+
+def test_codex_exec_calls_the_mcp_tool(isolated_home: Path, sim: Simulator, workdir: Path) -> None:
+    ch = codex_home(isolated_home, sim)
+    env = base_env(isolated_home, CODEX_HOME=str(ch), SIM_API_KEY="sim-key")
+    run([sys.executable, "-m", "skillopt_sleep", "install", "codex"], env)
+    proc = run([binary("codex"), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+                "what is the sleep status?"], env, workdir)
+    assert proc.stdout.strip() == "The sleep status is above.", proc.stderr[-3000:]
+    tools = [r["tool"] for r in sim.stats.requests if r["endpoint"] == "/responses"]
+    assert tools[0] == "mcp__skillopt_sleep__sleep_status", proc.stderr[-3000:]
+    assert "pending_proposals" in sim.brain.texts[-1]  # the server's answer went back to the model
+
+
+# ----------------------------------------------------------------------------- Copilot
+def test_copilot_lists_the_server(isolated_home: Path) -> None:
+    cp = isolated_home / "copilot-home"
+    env = base_env(isolated_home, COPILOT_HOME=str(cp), COPILOT_AUTO_UPDATE="false")
+    run([sys.executable, "-m", "skillopt_sleep", "install", "copilot"], env)
+    listing = run([binary("copilot"), "mcp", "list", "--json"], env).stdout
+    assert "skillopt-sleep" in listing
+    got = run([binary("copilot"), "mcp", "get", "skillopt-sleep"], env).stdout
+    assert "skillopt-sleep mcp" in got
+    run([sys.executable, "-m", "skillopt_sleep", "uninstall", "copilot"], env)
+    assert "skillopt-sleep" not in run([binary("copilot"), "mcp", "list", "--json"], env).stdout
+
+
+# ----------------------------------------------------------------------------- learned skill
+def adopt_a_real_proposal(home: Path, agent: str) -> Path:
+    """Run a real night against the demo simulator with the managed skill of ``agent`` as
+    target, adopt its proposal, return the written SKILL.md."""
+    from skillopt_sleep.config import load_settings
+    from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings, write_conversations
+    from skillopt_sleep.night.run import run_night
+    from skillopt_sleep.proposals import adopt
+    from skillopt_sleep.store import open_store
+
+    project = home / "webapp"
+    project.mkdir(exist_ok=True)
+    write_conversations(home, project, DEMO_CONVERSATIONS)
+    with serve("demo") as demo:
+        settings = demo_settings(home, project, demo.url)
+        settings["document"] = {"kind": "managed_skill", "agent": agent}
+        store = open_store()
+        try:
+            result = run_night(store, load_settings(home / "none.toml", **settings))
+            assert result.status == "succeeded" and result.proposal_id, result
+            adopted = adopt(store, result.proposal_id)
+        finally:
+            store.close()
+    target = Path(adopted["target_path"])
+    text = target.read_text()
+    assert text.startswith("---\nname: skillopt-sleep-learned\ndescription: ")
+    return target
+
+
+def test_adopted_skill_is_in_claude_codes_skill_listing(isolated_home: Path, sim: Simulator,
+                                                        workdir: Path) -> None:
+    target = adopt_a_real_proposal(isolated_home, "claude_code")
+    assert target == isolated_home / ".claude" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
+    claude_p(isolated_home, sim, workdir, "hello")
+    assert any("skillopt-sleep-learned" in t for t in sim.brain.texts), "skill not listed to the model"
+
+
+def test_adopted_skill_is_in_codexs_skill_listing(isolated_home: Path, sim: Simulator, workdir: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    ch = codex_home(isolated_home, sim)
+    monkeypatch.setenv("CODEX_HOME", str(ch))
+    target = adopt_a_real_proposal(isolated_home, "codex")
+    assert target == ch / "skills" / "skillopt-sleep-learned" / "SKILL.md"
+    env = base_env(isolated_home, CODEX_HOME=str(ch), SIM_API_KEY="sim-key")
+    run([binary("codex"), "exec", "--skip-git-repo-check", "hello"], env, workdir)
+    assert any("skillopt-sleep-learned" in t for t in sim.brain.texts), "skill not listed to the model"
