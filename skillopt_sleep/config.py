@@ -135,8 +135,20 @@ class Settings(BaseSettings):
 
     document: DocumentConfig = Field(default_factory=DocumentConfig)
 
-    #: Daemon: local time of the nightly run, "HH:MM".
+    #: Daemon: local time of the nightly run, "HH:MM" (or "HH:MM:SS").
     schedule: str = "03:00"
+    #: Daemon: run a missed night (machine asleep or off at ``schedule``) once, soon after.
+    catch_up: bool = True
+    #: Daemon: APScheduler misfire grace period for the nightly job, in seconds.
+    misfire_grace_seconds: int = Field(3600, ge=1)
+    #: Daemon: only start a night when no agent session was written in the last N minutes.
+    idle_minutes: int | None = Field(None, ge=1)
+    #: Daemon: only start a night on mains power (where the OS reports a battery).
+    require_mains: bool = False
+    #: Daemon: full rescan of every source root every N seconds (backs up missed events).
+    rescan_seconds: float = Field(300.0, ge=1.0)
+    #: Daemon: wait this long after the last write event before ingesting (seconds).
+    debounce_seconds: float = Field(0.5, ge=0.0, le=60.0)
 
     @field_validator("sources")
     @classmethod
@@ -150,8 +162,9 @@ class Settings(BaseSettings):
     @classmethod
     def _hhmm(cls, value: str) -> str:
         try:
-            hh, mm = value.split(":")
-            if not (0 <= int(hh) < 24 and 0 <= int(mm) < 60):
+            hh, mm, *ss = value.split(":")
+            if len(ss) > 1 or not (0 <= int(hh) < 24 and 0 <= int(mm) < 60
+                                   and all(0 <= int(x) < 60 for x in ss)):
                 raise ValueError
         except ValueError:
             raise ValueError(f"schedule must be HH:MM (24h), got {value!r}") from None

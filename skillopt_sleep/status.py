@@ -36,7 +36,12 @@ def collect_status(store: Store, *, nights: int = 5) -> dict[str, Any]:
         "messages": store.db["messages"].count,
         "tasks": store.db["tasks"].count,
     }
+    from skillopt_sleep.daemon.control import daemon_status
+
+    by_source = dict(store.db.execute("select source, count(*) from sessions group by source").fetchall())
     return {
+        "daemon": daemon_status(),
+        "sessions_by_source": by_source,
         "database": str(paths.db_path()),
         "counts": counts,
         "last_night": night_view(last_nights[0]) if last_nights else None,

@@ -216,6 +216,7 @@ def status(as_json: bool = JsonOpt) -> None:
     if as_json:
         _print_json(data)
         return
+    _print_daemon(data.get("daemon") or {})
     c = data["counts"]
     out.print(f"store: {data['database']} ({c['sessions']} sessions, {c['messages']} messages, {c['tasks']} tasks)")
     n = data["last_night"]
@@ -234,6 +235,33 @@ def status(as_json: bool = JsonOpt) -> None:
                   f"{h['sessions_updated']} updated sessions at {h['at']}; skipped lines {h['lines_skipped']}")
 
 
+def _print_daemon(d: dict[str, Any]) -> None:
+    if not d.get("running"):
+        out.print("daemon: not running (start it with `skillopt-sleep start`)")
+        return
+    if d.get("responding") is False:
+        out.print(f"daemon: running (pid {d.get('pid')}) but not answering")
+        return
+    out.print(f"daemon: running (pid {d['pid']}), up {int(d.get('uptime_seconds') or 0)}s")
+    for w in d.get("watched") or []:
+        extra = f" via {w['watching']}" if w["state"] == "waiting" else (f": {w['error']}" if w["error"] else "")
+        out.print(f"  {w['source']}: {w['root']} [{w['state']}{extra}] {w.get('files', 0)} files, "
+                  f"{w.get('sessions', 0)} sessions", markup=False)
+    li = d.get("last_ingest") or {}
+    if li:
+        out.print(f"  last ingest: {li.get('at')} ({li.get('files', 0)} files, "
+                  f"{li.get('sessions_new', 0)} new / {li.get('sessions_updated', 0)} updated sessions)")
+    night = d.get("night") or {}
+    if night.get("running"):
+        out.print(f"  night running: {night.get('trigger')} since {night.get('started_at')} (pid {night.get('pid')})")
+    nxt = d.get("next_night") or {}
+    if nxt:
+        when = "now (due)" if nxt.get("pending") else nxt.get("at")
+        out.print(f"  next night: {when}" + (f" — {nxt['waiting']}" if nxt.get("waiting") else ""))
+    if d.get("last_error"):
+        out.print(f"  daemon error: {d['last_error']['message']} at {d['last_error']['at']}", markup=False)
+
+
 @app.command()
 def demo(
     keep: Optional[Path] = typer.Option(None, help="Use this folder instead of a temporary one and keep it."),
@@ -250,7 +278,7 @@ def demo(
 
 
 #: Modules that add command groups; each defines ``register(app: typer.Typer) -> None``.
-COMMAND_MODULES: list[str] = ["mcp", "sources", "install"]
+COMMAND_MODULES: list[str] = ["mcp", "sources", "install", "daemon"]
 
 
 def _register_extra_commands() -> None:

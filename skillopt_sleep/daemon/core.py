@@ -1,0 +1,689 @@
+"""The daemon process itself (``skillopt-sleep start --foreground``).
+
+Start-up, in order: take the single-instance lock (else report "already running"), set up the
+rotating log, write the pidfile, open the store (WAL, migrated), mark nights whose process is
+gone ``interrupted``, start the ingest thread (first job: a full incremental pass, which
+resumes from the stored offsets), the watchers, the scheduler (which may start a catch-up
+night) and the control socket, then report ready.
+
+Threads: ``ingest`` owns its own store connection and is the only writer of session data in
+this process; ``watch`` threads only queue paths; the night runs in a child process
+(:mod:`.worker`); ``control`` threads answer requests using short-lived connections.
+The main thread's heartbeat re-arms watchers, ticks the scheduler, detects resume from
+sleep (the wall clock jumps ahead of the monotonic clock) and triggers the periodic rescan.
+
+Stop (SIGTERM, SIGINT or a ``stop`` request): stop accepting work, interrupt a running night
+(SIGTERM to the worker → recorded ``interrupted``; killed after a grace period), let the
+ingest thread finish the file it is on (each file is one transaction), close everything,
+remove the pidfile and socket.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import logging.handlers
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from filelock import Timeout
+
+from skillopt_sleep import paths
+from skillopt_sleep.daemon import control, process
+from skillopt_sleep.daemon.scheduler import NightScheduler, system_clock
+from skillopt_sleep.daemon.watcher import Batch, Debouncer, Watcher
+
+log = logging.getLogger("skillopt_sleep.daemon")
+
+HEARTBEAT = 5.0  # seconds between main-loop checks
+RESUME_JUMP = 60.0  # wall clock ahead of monotonic by this much = we were asleep
+NIGHT_STOP_GRACE = 30.0  # seconds a night gets to record itself interrupted on stop
+_DONE_STATUSES = ("succeeded", "no_change", "no_tasks")
+
+
+def setup_logging(foreground: bool) -> logging.Handler:
+    paths.state_dir().mkdir(parents=True, exist_ok=True)
+    handler = logging.handlers.RotatingFileHandler(process.log_path(), maxBytes=1_000_000,
+                                                   backupCount=3, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s [%(threadName)s] %(message)s"))
+    root = logging.getLogger("skillopt_sleep")
+    root.setLevel(logging.INFO)
+    root.addHandler(handler)
+    if foreground and sys.stderr is not None and not os.environ.get("SKILLOPT_DAEMON_QUIET"):
+        stream = logging.StreamHandler(sys.stderr)
+        stream.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+        root.addHandler(stream)
+    for noisy in ("apscheduler", "watchdog"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    return handler
+
+
+def _utc(ts: float | None = None) -> str:
+    return dt.datetime.fromtimestamp(ts if ts is not None else time.time(),
+                                     dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def recover_nights(store: Any) -> int:
+    """Mark ``running`` nights ``interrupted`` when nobody holds the night lock.
+
+    :func:`~skillopt_sleep.night.run.mark_interrupted` trusts ``kill(pid, 0)``, which also
+    succeeds for a zombie (a worker orphaned by a killed daemon, under a PID 1 that does not
+    reap) or a reused pid. The night lock is held for a night's whole life and released by the
+    kernel when its process dies, so a free lock proves no night is running."""
+    from skillopt_sleep.night.run import night_lock
+    from skillopt_sleep.store import now_iso
+
+    probe = night_lock()
+    try:
+        probe.acquire(timeout=0)
+    except Timeout:
+        return 0
+    try:
+        n = 0
+        for row in store.rows("nights", "status = ?", ["running"]):
+            store.update("nights", row["id"], {"status": "interrupted", "finished_at": now_iso(),
+                                                "error": "the process running it stopped"})
+            n += 1
+        return n
+    finally:
+        probe.release()
+
+
+class NightRunner:
+    """Launches nights in a worker process, one at a time."""
+
+    def __init__(self, daemon: "Daemon"):
+        self.daemon = daemon
+        self._lock = threading.Lock()
+        self.proc: subprocess.Popen | None = None
+        self.trigger = ""
+        self.started_at = ""
+        self.done = threading.Event()
+        self.done.set()
+        self.last: dict[str, Any] | None = None
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def _busy_reason(self) -> str:
+        from skillopt_sleep.night.run import night_lock
+
+        if self.running():
+            return f"a night is running (started {self._started_from_store() or self.started_at})"
+        probe = night_lock()
+        try:
+            probe.acquire(timeout=0)
+        except Timeout:
+            return f"a night is running (started {self._started_from_store() or 'just now'})"
+        probe.release()
+        return ""
+
+    def _started_from_store(self) -> str:
+        try:
+            with self.daemon.store() as store:
+                rows = store.rows("nights", "status = ?", ["running"], order_by="id desc", limit=1)
+            return rows[0]["started_at"] if rows else ""
+        except Exception:
+            return ""
+
+    def launch(self, trigger: str) -> dict[str, Any]:
+        with self._lock:
+            if self.daemon.stopping.is_set():
+                return {"ok": False, "error": "the daemon is stopping"}
+            why = self._busy_reason()
+            if why:
+                log.info("night (%s) refused: %s", trigger, why)
+                return {"ok": False, "error": why}
+            cmd = [sys.executable, "-m", "skillopt_sleep.daemon.worker", "--trigger", trigger,
+                   "--parent", str(os.getpid())]
+            if self.daemon.config_path:
+                cmd += ["--config", str(self.daemon.config_path)]
+            errlog = open(paths.state_dir() / "night.log", "ab")
+            errlog.write(f"--- {_utc()} night ({trigger})\n".encode())
+            errlog.flush()
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=errlog, cwd=str(paths.state_dir()))
+            errlog.close()
+            self.trigger, self.started_at = trigger, _utc()
+            self.done = threading.Event()
+            proc, done = self.proc, self.done
+            log.info("night started (%s), worker pid %d", trigger, proc.pid)
+            threading.Thread(target=self._wait, args=(proc, done), name="night-wait",
+                             daemon=True).start()
+            return {"ok": True, "started": True, "pid": proc.pid, "trigger": trigger}
+
+    def _wait(self, proc: subprocess.Popen, done: threading.Event) -> None:
+        out, _ = proc.communicate()
+        lines = [ln for ln in (out or b"").decode("utf-8", "replace").splitlines() if ln.strip()]
+        try:
+            result = json.loads(lines[-1]) if lines else {}
+        except ValueError:
+            result = {}
+        if not result:
+            result = {"ok": False, "error": f"the night worker exited with status {proc.returncode}"}
+        result["exit_code"] = proc.returncode
+        try:
+            with self._lock, self.daemon.store() as store:
+                if recover_nights(store):
+                    log.warning("the night worker left its night running: marked interrupted")
+        except Exception:
+            log.exception("could not check the night's final status")
+        result["trigger"] = self.trigger
+        self.last = result
+        r = result.get("result") or {}
+        if result.get("ok"):
+            log.info("night %s finished: %s%s", r.get("night_id"), r.get("status"),
+                     f", proposal {r['proposal_id']}" if r.get("proposal_id") else "")
+        else:
+            log.warning("night failed: %s", result.get("error"))
+            self.daemon.note_error(f"night: {result.get('error')}")
+        done.set()
+
+    def wait(self, timeout: float | None = None) -> dict[str, Any] | None:
+        self.done.wait(timeout)
+        return self.last
+
+    def interrupt(self, grace: float = NIGHT_STOP_GRACE) -> None:
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return
+        log.info("interrupting the running night (worker pid %d)", proc.pid)
+        try:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            log.warning("the night did not stop within %.0fs: killing it", grace)
+            self._kill_tree(proc.pid)
+        except ProcessLookupError:
+            pass
+        self.done.wait(5)
+
+    @staticmethod
+    def _kill_tree(pid: int) -> None:
+        import psutil
+
+        try:
+            parent = psutil.Process(pid)
+            procs = parent.children(recursive=True) + [parent]
+        except psutil.NoSuchProcess:
+            return
+        for p in procs:
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(procs, timeout=5)
+
+
+class _StoreCtx:
+    def __init__(self) -> None:
+        from skillopt_sleep.store import open_store
+
+        self.store = open_store()
+
+    def __enter__(self):
+        return self.store
+
+    def __exit__(self, *exc: Any) -> None:
+        self.store.close()
+
+
+class Daemon:
+    def __init__(self, config_path: Path | None = None, *, clock=system_clock,
+                 ready_fd: int | None = None, foreground: bool = True):
+        self.config_path = Path(config_path).resolve() if config_path else None
+        self.clock = clock
+        self.ready_fd = ready_fd
+        self.foreground = foreground
+        self.stopping = threading.Event()
+        self.started_mono = time.monotonic()
+        self.started_at = _utc()
+        self.settings: Any = None
+        self.sources: dict[str, Any] = {}
+        self.roots: list[tuple[str, Path]] = []
+        self.debouncer: Debouncer | None = None
+        self.watcher: Watcher | None = None
+        self.scheduler: NightScheduler | None = None
+        self.server: control.ControlServer | None = None
+        self.night = NightRunner(self)
+        self.last_ingest: dict[str, Any] = {}
+        self.last_error: dict[str, Any] | None = None
+        self.last_rescan = 0.0
+        self._ingest_thread: threading.Thread | None = None
+        self._ingest_idle = threading.Event()
+        self._ingest_done_seq = 0
+        self._ingest_req_seq = 0
+        self._seq_cond = threading.Condition()
+        self.last_activity_ts: float | None = None
+
+    # ------------------------------------------------------------------ helpers
+    def store(self) -> _StoreCtx:
+        return _StoreCtx()
+
+    def note_error(self, message: str) -> None:
+        self.last_error = {"at": _utc(), "message": message}
+
+    def _signal_ready(self, message: str) -> None:
+        if self.ready_fd is None:
+            return
+        try:
+            os.write(self.ready_fd, (message + "\n").encode())
+            os.close(self.ready_fd)
+        except OSError:
+            pass
+        self.ready_fd = None
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> int:
+        lock = process.instance_lock()
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            pid = process.running_pid()
+            self._signal_ready(f"already {pid or 0}")
+            print(f"already running (pid {pid})" if pid else "already running")
+            return 0
+        handler = None
+        try:
+            handler = setup_logging(self.foreground)
+            try:
+                self._start()
+            except Exception as exc:
+                from skillopt_sleep.errors import SkilloptError
+
+                reason = str(exc) if isinstance(exc, SkilloptError) else f"{type(exc).__name__}: {exc}"
+                log.exception("the daemon failed to start: %s", reason)
+                self._signal_ready(f"error {reason}")
+                self._shutdown()
+                return 1
+            self._signal_ready(f"ready {os.getpid()}")
+            log.info("ready (pid %d)", os.getpid())
+            self._loop()
+            self._shutdown()
+            return 0
+        finally:
+            try:
+                info = process.read_pidfile() or {}
+                if info.get("pid") == os.getpid():
+                    process.pid_path().unlink()
+            except OSError:
+                pass
+            lock.release()
+            if handler is not None:
+                logging.getLogger("skillopt_sleep").removeHandler(handler)
+                handler.close()
+
+    def _install_signals(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def on_signal(signum: int, _frame: Any) -> None:
+            log.info("signal %d: stopping", signum)
+            self.stopping.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        if hasattr(signal, "SIGHUP"):
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    def _start(self) -> None:
+        from skillopt_sleep.config import load_settings
+        from skillopt_sleep.night.run import mark_interrupted
+        from skillopt_sleep.sources import get_source
+
+        self._install_signals()
+        process.write_json_atomic(process.pid_path(), {
+            "pid": os.getpid(), "started_at": self.started_at, "ready": False,
+            "argv": sys.argv, "config": str(self.config_path or "")})
+        log.info("starting (pid %d, state %s)", os.getpid(), paths.state_dir())
+        self.settings = s = load_settings(self.config_path)
+        with self.store() as store:
+            n = mark_interrupted(store) + recover_nights(store)
+            if n:
+                log.warning("%d night(s) left running by a stopped process marked interrupted", n)
+        for name, cfg in s.sources.items():
+            if not cfg.enabled:
+                continue
+            src = get_source(name)
+            self.sources[name] = src
+            roots = list(cfg.roots) or src.default_roots(os.environ, Path.home())
+            self.roots += [(name, Path(r).expanduser()) for r in roots]
+        self.debouncer = Debouncer(s.debounce_seconds)
+        self.debouncer.request_full()  # resume from the stored offsets
+        self._ingest_thread = threading.Thread(target=self._ingest_loop, name="ingest", daemon=True)
+        self._ingest_thread.start()
+        self.watcher = Watcher(self.roots, on_file=self._on_file, on_dir=self._on_dir).start()
+        self.last_rescan = time.monotonic()
+        self.scheduler = NightScheduler(
+            schedule=s.schedule, launch=self.night.launch, clock=self.clock, catch_up=s.catch_up,
+            misfire_grace=s.misfire_grace_seconds, idle_minutes=s.idle_minutes,
+            require_mains=s.require_mains, last_activity=self._last_activity,
+            night_since=self._night_since).start()
+        self.server = control.ControlServer(self.handle).start()
+        process.write_json_atomic(process.pid_path(), {
+            "pid": os.getpid(), "started_at": self.started_at, "ready": True,
+            "argv": sys.argv, "config": str(self.config_path or "")})
+        threading.Thread(target=self._tick_scheduler, args=("start",), name="catch-up",
+                         daemon=True).start()
+
+    def _tick_scheduler(self, reason: str) -> None:
+        if self.scheduler is None or self.stopping.is_set():
+            return
+        try:
+            self.scheduler.tick(reason)
+        except Exception as exc:
+            log.exception("scheduler tick failed")
+            self.note_error(f"scheduler: {exc}")
+
+    def _loop(self) -> None:
+        assert self.settings is not None
+        wall, mono = time.time(), time.monotonic()
+        while not self.stopping.wait(HEARTBEAT):
+            now_wall, now_mono = time.time(), time.monotonic()
+            resumed = (now_wall - wall) - (now_mono - mono) > RESUME_JUMP
+            wall, mono = now_wall, now_mono
+            if resumed:
+                log.info("the machine resumed from sleep: checking the schedule and rescanning")
+                if self.scheduler:
+                    self.scheduler.wakeup()
+            if self.watcher:
+                self.watcher.check()
+            if resumed or now_mono - self.last_rescan >= self.settings.rescan_seconds:
+                self.last_rescan = now_mono
+                if self.debouncer:
+                    self.debouncer.request_rescan()
+            self._tick_scheduler("resume" if resumed else "heartbeat")
+
+    def _shutdown(self) -> None:
+        self.stopping.set()
+        log.info("stopping")
+        if self.server:
+            self.server.close()
+        if self.scheduler:
+            self.scheduler.shutdown()
+        self.night.interrupt()
+        if self.watcher:
+            self.watcher.stop()
+        if self.debouncer:
+            self.debouncer.wake()
+        if self._ingest_thread:
+            self._ingest_thread.join(timeout=60)
+        log.info("stopped")
+
+    # ------------------------------------------------------------------ ingestion
+    def _on_file(self, source: str, path: Path) -> None:
+        name = path.name
+        if name.endswith(".jsonl") or name.endswith(".jsonl.zst"):
+            assert self.debouncer is not None
+            self.debouncer.add_file(source, path)
+
+    def _on_dir(self, source: str, path: Path) -> None:
+        assert self.debouncer is not None
+        self.debouncer.add_dir(source, path)
+
+    def _root_of(self, source: str, path: Path) -> Path | None:
+        best = None
+        for name, root in self.roots:
+            if name == source and (path == root or root in path.parents):
+                if best is None or len(root.parts) > len(best.parts):
+                    best = root
+        return best
+
+    def _session_files(self, batch: Batch) -> list[tuple[str, str]]:
+        """Resolve a batch (changed files, appeared folders) to session files. A path counts
+        only if the source's ``discover``, started at the path's top folder below its root,
+        yields it (so a source's exclusions, e.g. Claude Code ``tool-results/``, apply)."""
+        wanted: list[tuple[str, Path, bool]] = []  # (source, path, is_dir)
+        scans: dict[tuple[str, Path], set[str]] = {}
+        for items, is_dir in ((batch.files, False), (batch.dirs, True)):
+            for source, raw in items:
+                path = Path(os.path.abspath(raw))
+                root = self._root_of(source, path)
+                if root is None:
+                    continue
+                rel = path.relative_to(root).parts
+                top = root if (len(rel) <= 1 and not is_dir) or not rel else root / rel[0]
+                scans.setdefault((source, top), set())
+                wanted.append((source, path, is_dir))
+        for (source, top) in list(scans):
+            try:
+                scans[(source, top)] = {os.path.abspath(p) for p in self.sources[source].discover(top)}
+            except OSError as exc:
+                log.warning("cannot list %s: %s", top, exc)
+        found: dict[tuple[str, str], None] = {}
+        for source, path, is_dir in wanted:
+            root = self._root_of(source, path)
+            assert root is not None
+            rel = path.relative_to(root).parts
+            top = root if (len(rel) <= 1 and not is_dir) or not rel else root / rel[0]
+            listed = scans.get((source, top), set())
+            if is_dir:
+                prefix = str(path).rstrip(os.sep) + os.sep
+                for p in sorted(listed):
+                    if p.startswith(prefix):
+                        found[(source, p)] = None
+            elif str(path) in listed:
+                found[(source, str(path))] = None
+        return list(found)
+
+    def _ingest_loop(self) -> None:
+        from skillopt_sleep.sources.ingest import harvest, harvest_file
+
+        assert self.debouncer is not None
+        store_ctx = None
+        try:
+            store_ctx = self.store()
+            store = store_ctx.store
+            while not self.stopping.is_set():
+                batch = self.debouncer.take(self.stopping)
+                if batch is None:
+                    break
+                seq = batch.token
+                t0 = time.monotonic()
+                info: dict[str, Any] = {"at": _utc(), "files": 0, "sessions_new": 0,
+                                        "sessions_updated": 0, "messages": 0, "full": batch.full}
+                try:
+                    with _ingest_lock():
+                        if batch.full:
+                            report = harvest(store, self.settings, sources=list(self.sources))
+                            info["files"] = report.total("files_read")
+                            info["sessions_new"] = report.total("sessions_new")
+                            info["sessions_updated"] = report.total("sessions_updated")
+                            info["messages"] = report.total("messages")
+                            if info["files"]:
+                                self._activity()
+                        else:
+                            todo = self._session_files(batch)
+                            if batch.rescan:
+                                todo += [t for t in self._changed_files(store) if t not in todo]
+                                info["rescan"] = True
+                            for source, path in todo:
+                                if self.stopping.is_set():
+                                    break
+                                fr = harvest_file(store, self.sources[source], path)
+                                if fr.status == "read":
+                                    info["files"] += 1
+                                    self._activity(path)
+                                elif fr.status == "skipped" and fr.reason not in ("vanished",):
+                                    log.warning("skipped %s: %s", path, fr.reason)
+                                info["sessions_new"] += len(fr.sessions_new)
+                                info["sessions_updated"] += len(fr.sessions_updated)
+                                info["messages"] += fr.messages
+                except Exception as exc:
+                    log.exception("ingest failed")
+                    self.note_error(f"ingest: {exc}")
+                    info["error"] = str(exc)
+                info["seconds"] = round(time.monotonic() - t0, 4)
+                if info["files"] or batch.full or batch.rescan or info.get("error"):
+                    self.last_ingest = info
+                if info["files"]:
+                    log.info("ingested %d file(s): %d new / %d updated session(s), %d message(s)%s",
+                             info["files"], info["sessions_new"], info["sessions_updated"],
+                             info["messages"], " (full pass)" if batch.full else "")
+                with self._seq_cond:
+                    self._ingest_done_seq = max(self._ingest_done_seq, seq)
+                    self._seq_cond.notify_all()
+        except Exception as exc:  # pragma: no cover - keep a record; the heartbeat stays up
+            log.exception("the ingest thread died")
+            self.note_error(f"ingest thread: {exc}")
+        finally:
+            if store_ctx is not None:
+                store_ctx.store.close()
+
+    def _changed_files(self, store: Any) -> list[tuple[str, str]]:
+        """Session files whose size, mtime or inode differ from what the store has (or that
+        it has never seen, or skipped): the periodic rescan, without reading unchanged files."""
+        out: list[tuple[str, str]] = []
+        for name, src in self.sources.items():
+            known = {r[0]: r[1:] for r in store.db.execute(
+                "select path, size, mtime, inode, status from source_files where source = ?", [name])}
+            for source, root in self.roots:
+                if source != name or not root.is_dir():
+                    continue
+                try:
+                    found = [os.path.abspath(p) for p in src.discover(root)]
+                except OSError as exc:
+                    log.warning("rescan of %s failed: %s", root, exc)
+                    continue
+                for key in found:
+                    try:
+                        st = os.stat(key)
+                    except OSError:
+                        continue
+                    row = known.get(key)
+                    if row and row[3] == "ok" and row[0] == st.st_size and row[1] == st.st_mtime \
+                            and row[2] == st.st_ino:
+                        continue
+                    out.append((name, key))
+        return out
+
+    def _activity(self, path: str | None = None) -> None:
+        ts = time.time()
+        if path:
+            try:
+                ts = os.stat(path).st_mtime
+            except OSError:
+                pass
+        if self.last_activity_ts is None or ts > self.last_activity_ts:
+            self.last_activity_ts = ts
+
+    def _last_activity(self) -> dt.datetime | None:
+        ts = self.last_activity_ts
+        try:
+            with self.store() as store:
+                row = store.db.execute("select max(mtime) from source_files").fetchone()
+            if row and row[0]:
+                ts = max(ts or 0, float(row[0]))
+        except Exception:
+            pass
+        if ts is None:
+            return None
+        return dt.datetime.fromtimestamp(ts, dt.timezone.utc).astimezone(self.clock().tzinfo)
+
+    def _night_since(self, slot: dt.datetime) -> bool:
+        since = slot.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
+        with self.store() as store:
+            rows = store.rows("nights", "started_at >= ? and dry_run = 0 and trigger != 'demo' "
+                              "and status in ('succeeded', 'no_change', 'no_tasks')", [since], limit=1)
+        return bool(rows)
+
+    def ingest_now(self, timeout: float = 600) -> dict[str, Any]:
+        assert self.debouncer is not None
+        with self._seq_cond:
+            self._ingest_req_seq += 1
+            seq = self._ingest_req_seq
+        self.debouncer.request_full(immediate=True, token=seq)
+        deadline = time.monotonic() + timeout
+        with self._seq_cond:
+            while self._ingest_done_seq < seq:
+                left = deadline - time.monotonic()
+                if left <= 0 or self.stopping.is_set():
+                    return {"ok": False, "error": "the ingest did not finish in time"}
+                self._seq_cond.wait(min(left, 1.0))
+        return {"ok": True, "ingest": self.last_ingest}
+
+    # ------------------------------------------------------------------ control
+    def handle(self, req: dict[str, Any]) -> dict[str, Any]:
+        cmd = req.get("cmd")
+        if cmd == "ping":
+            return {"ok": True, "pid": os.getpid()}
+        if cmd == "status":
+            return {"ok": True, "status": self.status()}
+        if cmd == "ingest-now":
+            return self.ingest_now()
+        if cmd == "run-now":
+            trigger = str(req.get("trigger") or "daemon")
+            started = self.night.launch(trigger)
+            if not started.get("ok") or not req.get("wait"):
+                return started
+            result = self.night.wait()
+            return dict(result or {"ok": False, "error": "the night did not report"}, started=True)
+        if cmd == "stop":
+            self.stopping.set()
+            return {"ok": True, "pid": os.getpid(), "stopping": True}
+        return {"ok": False, "error": f"unknown command {cmd!r}"}
+
+    def status(self) -> dict[str, Any]:
+        watched = self.watcher.status() if self.watcher else []
+        try:
+            with self.store() as store:
+                for w in watched:
+                    root = w["root"].rstrip(os.sep) + os.sep
+                    w["files"] = store.db.execute(
+                        "select count(*) from source_files where source = ? and substr(path, 1, ?) = ?",
+                        [w["source"], len(root), root]).fetchone()[0]
+                    w["sessions"] = store.db.execute(
+                        "select count(*) from sessions where source = ? and substr(file_path, 1, ?) = ?",
+                        [w["source"], len(root), root]).fetchone()[0]
+        except Exception as exc:
+            log.warning("status: %s", exc)
+        night: dict[str, Any] = {"running": self.night.running()}
+        if night["running"] and self.night.proc is not None:
+            night.update(pid=self.night.proc.pid, trigger=self.night.trigger,
+                         started_at=self.night.started_at)
+        return {
+            "pid": os.getpid(),
+            "started_at": self.started_at,
+            "uptime_seconds": round(time.monotonic() - self.started_mono, 1),
+            "state_dir": str(paths.state_dir()),
+            "log": str(process.log_path()),
+            "watched": watched,
+            "last_ingest": self.last_ingest,
+            "ingest_pending": self.debouncer.pending() if self.debouncer else 0,
+            "night": night,
+            "last_daemon_night": self.night.last,
+            "schedule": self.settings.schedule if self.settings else None,
+            "next_night": self.scheduler.next_night() if self.scheduler else None,
+            "last_scheduled": self.scheduler.last_launch if self.scheduler else None,
+            "last_error": self.last_error,
+        }
+
+
+class _IngestLock:
+    """Serialises the daemon's ingest passes with the night worker's pre-harvest."""
+
+    def __init__(self) -> None:
+        from filelock import FileLock
+
+        self.lock = FileLock(str(paths.state_dir() / "ingest.lock"))
+
+    def __enter__(self) -> None:
+        self.lock.acquire(timeout=600)
+
+    def __exit__(self, *exc: Any) -> None:
+        self.lock.release()
+
+
+def _ingest_lock() -> _IngestLock:
+    return _IngestLock()
+
+
+def run_foreground(config_path: Path | None = None, ready_fd: int | None = None) -> int:
+    return Daemon(config_path, ready_fd=ready_fd, foreground=ready_fd is None).run()

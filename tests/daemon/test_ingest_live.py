@@ -1,0 +1,96 @@
+"""Live harvest: files written while the daemon runs reach the store without `harvest`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from pathlib import Path
+
+from skillopt_sleep.daemon import control
+from skillopt_sleep.demo import write_claude_session, write_codex_session
+
+from .conftest import DaemonHarness, append_claude_turn, append_codex_turn, db_rows, wait_for
+
+
+def _sessions(source: str) -> list[tuple]:
+    return db_rows("select id, n_messages from sessions where source = ? order by id", (source,))
+
+
+def test_new_and_appended_transcripts_are_indexed_live(harness: DaemonHarness) -> None:
+    harness.write_config()  # neither root exists yet: the daemon watches their parents
+    harness.start()
+    t0 = time.monotonic()
+    claude = write_claude_session(harness.home, harness.project, [("how do I run the tests?", "Run `npm test`.", None)])
+    codex = write_codex_session(harness.home, harness.project, [("run the linter", "Run `npm run lint`.", None)],
+                                when=dt.datetime.now(dt.timezone.utc))  # a new YYYY/MM/DD folder
+    wait_for(lambda: _sessions("claude_code") and _sessions("codex"), 10, what="both sessions indexed")
+    assert time.monotonic() - t0 < 10
+    (c_id, c_n), = _sessions("claude_code")
+    (x_id, x_n), = _sessions("codex")
+
+    append_claude_turn(claude, "and the linter?", "Run `npm run lint` too.")
+    append_codex_turn(codex, "and the tests?", "Run `npm test` too.")
+    wait_for(lambda: _sessions("claude_code") == [(c_id, c_n + 2)] and _sessions("codex") == [(x_id, x_n + 2)],
+             10, what="appended turns indexed")
+    texts = {r[0] for r in db_rows("select text from messages")}
+    assert "and the linter?" in texts and "and the tests?" in texts
+
+    # a later day folder and a second file in an existing project folder
+    later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=3)
+    write_codex_session(harness.home, harness.project, [("deploy", "Run `npm run deploy`.", None)], when=later)
+    write_claude_session(harness.home, harness.project, [("build it", "Run `npm run build`.", None)])
+    wait_for(lambda: len(_sessions("codex")) == 2 and len(_sessions("claude_code")) == 2, 10,
+             what="second sessions indexed")
+    # offsets always at the end of what was read
+    for path, offset, size in db_rows("select path, offset, size from source_files"):
+        assert offset == os.path.getsize(path) == size
+    st = control.daemon_status()
+    assert st["last_ingest"]["files"] >= 1
+    assert {(w["source"], w["state"]) for w in st["watched"]} == {("claude_code", "watching"), ("codex", "watching")}
+    assert sum(w["sessions"] for w in st["watched"]) == 4
+
+
+def test_ingest_now_through_daemon_and_fallback(harness: DaemonHarness) -> None:
+    harness.write_config()
+    write_claude_session(harness.home, harness.project, [("q", "a", None)])
+    reply = control.ingest_now()  # no daemon: in-process
+    assert reply["via"] == "in-process"
+    assert len(_sessions("claude_code")) == 1
+    harness.start()
+    write_claude_session(harness.home, harness.project, [("q2", "a2", None)])
+    reply = control.ingest_now()
+    assert reply["via"] == "daemon" and reply["ok"]
+    assert len(_sessions("claude_code")) == 2
+
+
+def test_kill9_during_ingestion_then_restart_loses_and_duplicates_nothing(harness: DaemonHarness) -> None:
+    harness.write_config(debounce_seconds=0.0)
+    n_files, turns = 300, 15
+    expected = 0
+    for i in range(n_files):
+        t = [(f"task {i} step {j} " + "x" * 200, f"answer {i}.{j} " + "y" * 400, None) for j in range(turns)]
+        write_claude_session(harness.home, harness.project, t)
+        expected += 2 * turns
+    pid = harness.start()  # its first job: the full incremental pass over these files
+
+    def count() -> int:
+        rows = db_rows("select count(*) from sessions")
+        return rows[0][0] if rows else 0
+
+    wait_for(lambda: count() > 0, 20, interval=0.002, what="ingestion to begin")
+    harness.kill9(pid)
+    before = count()
+    print(f"killed with {before}/{n_files} sessions in the store")
+    assert 0 < before < n_files, "the kill should land part-way through"
+    harness.start()
+    wait_for(lambda: count() == n_files, 60, what="all sessions")
+    wait_for(lambda: db_rows("select count(*) from messages")[0][0] == expected, 30, what="all messages")
+    assert db_rows("select count(*) from (select 1 from messages group by source, uid "
+                   "having count(*) > 1)") == [(0,)]
+    assert db_rows("select min(n_messages), max(n_messages) from sessions") == [(2 * turns, 2 * turns)]
+    assert db_rows("select count(*) from (select seq from messages group by session_id, seq "
+                   "having count(*) > 1)") == [(0,)]
+    assert db_rows("pragma integrity_check") == [("ok",)]
+    for path, offset in db_rows("select path, offset from source_files"):
+        assert offset == os.path.getsize(path)

@@ -1,0 +1,110 @@
+"""start / stop / status / service against real detached daemon processes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+
+import psutil
+import pytest
+
+from skillopt_sleep.daemon import control, process, units
+
+from .conftest import DaemonHarness, GatedProxy, db_rows, wait_for
+
+
+def test_start_twice_status_stop(harness: DaemonHarness) -> None:
+    harness.write_config()
+    pid = harness.start()
+    assert process.running_pid() == pid
+    again = harness.cli("start")
+    assert again.returncode == 0 and f"already running (pid {pid})" in again.stdout
+    fg = harness.cli("start", "--foreground")
+    assert fg.returncode == 0 and f"already running (pid {pid})" in fg.stdout
+
+    sock = control.socket_path()
+    assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
+    st = harness.cli("status").stdout
+    assert f"daemon: running (pid {pid})" in st
+    assert "claude_code:" in st and "next night:" in st
+    live = control.daemon_status()
+    assert live["running"] and live["pid"] == pid and live["uptime_seconds"] >= 0
+    assert {w["source"] for w in live["watched"]} == {"claude_code", "codex"}
+
+    out = harness.cli("stop").stdout
+    assert f"stopped (pid {pid}" in out
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert process.running_pid() is None
+    assert not sock.exists()
+    assert "not running" in harness.cli("stop").stdout
+    assert "daemon: not running" in harness.cli("status").stdout
+
+
+def test_stale_pidfile_after_kill9_does_not_block_start(harness: DaemonHarness) -> None:
+    harness.write_config()
+    pid = harness.start()
+    harness.kill9(pid)
+    assert process.read_pidfile()["pid"] == pid  # stale file left behind
+    assert process.running_pid() is None
+    pid2 = harness.start()
+    assert pid2 != pid and process.running_pid() == pid2
+
+
+def test_start_reports_config_error(harness: DaemonHarness) -> None:
+    path = harness.write_config()
+    path.write_text(path.read_text() + "\nbogus_key = 1\n")
+    proc = harness.cli("start", check=False)
+    assert proc.returncode == 1
+    assert "bogus_key" in proc.stderr
+    assert process.running_pid() is None
+
+
+def test_stop_interrupts_night_and_kills_children(harness: DaemonHarness, sim_proxy: GatedProxy) -> None:
+    harness.write_demo_sessions()
+    live = harness.write_live_skill()
+    harness.night_config(sim_proxy.url)
+    pid = harness.start()
+    reply = control.run_now(wait=False, trigger="cli")
+    assert reply["via"] == "daemon" and reply["started"]
+    worker = reply["pid"]
+    wait_for(lambda: sim_proxy.seen > 0, 30, what="the night to call the model")
+    assert worker in [c.pid for c in psutil.Process(pid).children(recursive=True)]
+    out = harness.cli("stop").stdout
+    assert f"stopped (pid {pid}" in out
+    assert not psutil.pid_exists(worker) or psutil.Process(worker).status() == psutil.STATUS_ZOMBIE
+    rows = db_rows("select status, trigger from nights")
+    assert rows == [("interrupted", "cli")]
+    assert harness.skill.read_bytes() == live
+
+
+def test_service_install_writes_systemd_unit(harness: DaemonHarness) -> None:
+    if units.platform_kind() != "systemd":
+        pytest.skip("Linux only")
+    proc = harness.cli("service", "install")
+    path = units.unit_path("systemd")
+    assert str(path) in proc.stdout and path.is_relative_to(harness.home)
+    text = path.read_text()
+    assert "[Service]" in text and "[Install]" in text and "WantedBy=default.target" in text
+    exec_line = next(ln for ln in text.splitlines() if ln.startswith("ExecStart="))
+    assert exec_line.endswith(" start --foreground")
+    assert "KillMode=mixed" in text and "Restart=on-failure" in text
+    if shutil.which("systemd-analyze"):
+        v = subprocess.run(["systemd-analyze", "verify", str(path)], capture_output=True, text=True,
+                           timeout=60, env=harness.env)
+        problems = [ln for ln in (v.stdout + v.stderr).splitlines() if "skillopt-sleep.service" in ln]
+        assert v.returncode == 0 or not problems, v.stdout + v.stderr
+    out = harness.cli("service", "uninstall").stdout
+    assert "removed systemd service" in out and not path.exists()
+    assert "no service installed" in harness.cli("service", "uninstall").stdout
+
+
+def test_integration_files_match_templates() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "integrations"
+    for kind, rel in units.INTEGRATION_FILES.items():
+        text = (root / rel).read_text(units.ENCODING[kind])
+        assert text == units.RENDER[kind](units.INTEGRATION_ARGV[kind]), rel
+        assert "start --foreground" in text or "<string>--foreground</string>" in text
