@@ -31,6 +31,7 @@ from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings, write_convers
 from skillopt_sleep.night.run import night_lock, run_night
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
+from tests.agent_clis import agent_binary
 
 TOOLS = {"sleep_status", "list_proposals", "get_proposal", "adopt_proposal", "reject_proposal",
          "rollback", "run_night", "get_night", "list_tasks", "search_sessions", "get_skill"}
@@ -441,14 +442,6 @@ AGENT_TOOL_NAMES = ["mcp__skillopt-sleep__sleep_status", "mcp__skillopt_sleep__s
                     "sleep_status"]
 
 
-def agent_binary(name: str) -> str:
-    path = BIN / name
-    if not path.exists():
-        reason = f"{path} is missing (run `npm ci`)"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return str(path)
 
 
 def agent_persona(root: Path) -> Path:

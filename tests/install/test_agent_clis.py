@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import tomlkit
 
-from skillopt_sleep.install import install, uninstall
 from skillopt_sleep.simulator import Simulator, serve
+from tests.agent_clis import agent_binary
 
 pytestmark = pytest.mark.cli
 
@@ -42,13 +42,7 @@ tool_input = {}
 
 
 def binary(name: str) -> str:
-    path = BIN / name
-    if not path.exists():
-        reason = f"{path} is missing (run `npm ci` in {ROOT})"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return str(path)
+    return agent_binary(name)
 
 
 def base_env(home: Path, **extra: str) -> dict[str, str]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -28,10 +27,10 @@ from skillopt_sleep.status import collect_status
 from skillopt_sleep.store import Store
 
 import tomllib
+from tests.agent_clis import NODE_BIN, agent_binary
 
 pytestmark = pytest.mark.cli
 
-NODE_BIN = Path(__file__).resolve().parents[2] / "node_modules" / ".bin"
 
 PERSONA = """
 name = "night-cli-test"
@@ -64,14 +63,7 @@ USER_TEXT = "# Project rules\n\nWritten by hand.\n"
 
 
 def require_cli(name: str) -> str:
-    """The CLI's path; FAIL when it is missing and CI is set, else skip."""
-    found = shutil.which(name, path=f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    if found:
-        return found
-    reason = f"`{name}` is not installed (run `npm ci` to install the pinned agent CLIs)"
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
+    return agent_binary(name)
 
 
 @pytest.fixture

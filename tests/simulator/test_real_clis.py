@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from skillopt_sleep.simulator import Simulator, serve
+from tests.agent_clis import agent_binary
 
 pytestmark = pytest.mark.cli
 
@@ -26,13 +27,7 @@ TIMEOUT = 120
 
 
 def binary(name: str) -> str:
-    path = BIN / name
-    if not path.exists():
-        reason = f"{path} is missing (run `npm ci` in {ROOT})"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return str(path)
+    return agent_binary(name, BIN)
 
 
 @pytest.fixture

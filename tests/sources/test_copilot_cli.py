@@ -14,6 +14,7 @@ from skillopt_sleep.night.mine import mine
 from skillopt_sleep.sources.copilot_cli import CopilotCliSource
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
+from tests.agent_clis import agent_binary
 
 ROOT = Path(__file__).resolve().parents[2]
 COPILOT = ROOT / "node_modules" / ".bin" / "copilot"
@@ -175,12 +176,7 @@ def test_headless_and_self_generated(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------- the real CLI
 def copilot_binary() -> str:
-    if not COPILOT.exists():
-        reason = f"{COPILOT} is missing (run `npm ci` in {ROOT})"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return str(COPILOT)
+    return agent_binary("copilot")
 
 
 @pytest.mark.cli

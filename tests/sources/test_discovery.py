@@ -11,7 +11,6 @@ import sys
 import uuid
 from pathlib import Path
 
-import pytest
 
 from skillopt_sleep.config import KNOWN_SOURCES, Settings, SourceConfig, load_settings
 from skillopt_sleep.demo import write_claude_session, write_codex_session

@@ -5,7 +5,6 @@ loopback. In CI (env ``CI`` set) a missing CLI fails; elsewhere the test is skip
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,21 +15,16 @@ from skillopt_sleep.simulator import serve
 from skillopt_sleep.sources.base import SELF_MARKER
 from skillopt_sleep.sources.ingest import harvest
 from skillopt_sleep.store import Store
+from tests.agent_clis import agent_binary
 
 pytestmark = pytest.mark.cli
 
-NODE_BIN = Path(__file__).resolve().parents[2] / "node_modules" / ".bin"
 KEY = "sk-test-000"
 PROMPT = f"{SELF_MARKER} list the project files"
 
 
 def _cli(name: str) -> str:
-    found = shutil.which(name, path=str(NODE_BIN))
-    if found:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail(f"{name} is not installed in {NODE_BIN}")
-    pytest.skip(f"{name} is not installed in {NODE_BIN} (npm ci)")
+    return agent_binary(name)
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> None:
