@@ -72,8 +72,16 @@ def harvest(as_json: bool = JsonOpt) -> None:
     if as_json:
         _print_json(data)
         return
+    table = Table("source", "files", "read", "bytes", "new", "updated", "skipped", "roots")
     for name, acc in (data.get("sources") or {}).items():
-        out.print(f"[bold]{name}[/]: {acc}")
+        skipped = {**acc.get("files_skipped", {}), **acc.get("sessions_filtered", {})}
+        table.add_row(
+            name, str(acc["files_seen"]), str(acc["files_read"]), str(acc["bytes_read"]),
+            str(acc["sessions_new"]), str(acc["sessions_updated"]),
+            ", ".join(f"{k} {v}" for k, v in skipped.items()) or "—",
+            "\n".join(acc.get("roots", [])),
+        )
+    out.print(table)
 
 
 @app.command()
@@ -114,8 +122,21 @@ def run(
     target = {k: v for k, v in (("name", target_backend), ("model", target_model)) if v}
     optimizer = {k: v for k, v in (("name", optimizer_backend), ("model", optimizer_model)) if v}
     settings = _settings(project=project, target=target or None, optimizer=optimizer or None)
-    say = (lambda m: None) if as_json else (lambda m: err.print(f"[dim]{m}[/]"))
-    result = run_night(_store(), settings, dry_run=dry_run, progress=say)
+    if as_json or not err.is_terminal:
+        say = (lambda m: None) if as_json else (lambda m: err.print(m, markup=False))
+        result = run_night(_store(), settings, dry_run=dry_run, progress=say)
+    else:
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"),
+                      TextColumn("[dim]{task.completed} rollouts"), TimeElapsedColumn(),
+                      console=err, transient=True) as bar:
+            job = bar.add_task("starting", total=None)
+            result = run_night(
+                _store(), settings, dry_run=dry_run,
+                progress=lambda m: (bar.update(job, description=m), bar.console.print(f"[dim]{m}[/]")),
+                on_rollout=lambda _s: bar.advance(job),
+            )
     if as_json:
         _print_json(result.__dict__)
         return
@@ -275,6 +296,8 @@ def demo(
     out.print(f"report: {result['report']}")
     if result.get("sandbox"):
         out.print(f"sandbox: {result['sandbox']}")
+    if result.get("proposal_id"):
+        out.print(f"look around: SKILLOPT_SLEEP_HOME={result['home']} skillopt-sleep show {result['proposal_id']}")
 
 
 #: Modules that add command groups; each defines ``register(app: typer.Typer) -> None``.
@@ -308,4 +331,22 @@ def main() -> None:
         if isinstance(exc, click.ClickException):
             exc.show()
             sys.exit(exc.exit_code)
-        raise
+        _internal_error(exc)
+
+
+def _internal_error(exc: BaseException) -> None:
+    """A bug: one line on stderr, the traceback in ``<state>/last-error.txt``, exit 2."""
+    import traceback
+
+    from skillopt_sleep import paths
+
+    where = ""
+    try:
+        paths.state_dir().mkdir(parents=True, exist_ok=True)
+        target = paths.state_dir() / "last-error.txt"
+        target.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+        where = f" (traceback in {target})"
+    except OSError:
+        pass
+    err.print(f"error: internal error: {type(exc).__name__}: {exc}{where}", markup=False)
+    sys.exit(2)
