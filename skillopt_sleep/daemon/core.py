@@ -45,7 +45,8 @@ log = logging.getLogger("skillopt_sleep.daemon")
 HEARTBEAT = 5.0  # seconds between main-loop checks
 RESUME_JUMP = 60.0  # wall clock ahead of monotonic by this much = we were asleep
 NIGHT_STOP_GRACE = 30.0  # seconds a night gets to record itself interrupted on stop
-_DONE_STATUSES = ("succeeded", "no_change", "no_tasks")
+_SIDECARS = ("-wal", "-journal", "-shm")
+NIGHT_LOG_MAX = 5_000_000  # bytes; night.log is started afresh beyond this
 
 
 def setup_logging(foreground: bool) -> logging.Handler:
@@ -145,7 +146,13 @@ class NightRunner:
                    "--parent", str(os.getpid())]
             if self.daemon.config_path:
                 cmd += ["--config", str(self.daemon.config_path)]
-            errlog = open(paths.state_dir() / "night.log", "ab")
+            night_log = paths.state_dir() / "night.log"
+            try:
+                if night_log.stat().st_size > NIGHT_LOG_MAX:
+                    os.replace(night_log, night_log.with_name("night.log.1"))
+            except OSError:
+                pass
+            errlog = open(night_log, "ab")
             errlog.write(f"--- {_utc()} night ({trigger})\n".encode())
             errlog.flush()
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -419,10 +426,9 @@ class Daemon:
 
     # ------------------------------------------------------------------ ingestion
     def _on_file(self, source: str, path: Path) -> None:
-        name = path.name
-        if name.endswith(".jsonl") or name.endswith(".jsonl.zst"):
-            assert self.debouncer is not None
-            self.debouncer.add_file(source, path)
+        # any file: the source's own discover() decides below (formats differ per agent)
+        assert self.debouncer is not None
+        self.debouncer.add_file(source, path)
 
     def _on_dir(self, source: str, path: Path) -> None:
         assert self.debouncer is not None
@@ -471,6 +477,10 @@ class Daemon:
                         found[(source, p)] = None
             elif str(path) in listed:
                 found[(source, str(path))] = None
+            else:  # an SQLite sidecar (e.g. "x.db-wal") stands for its database
+                for suffix in _SIDECARS:
+                    if str(path).endswith(suffix) and str(path)[: -len(suffix)] in listed:
+                        found[(source, str(path)[: -len(suffix)])] = None
         return list(found)
 
     def _ingest_loop(self) -> None:

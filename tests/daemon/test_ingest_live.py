@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
-from pathlib import Path
 
 from skillopt_sleep.daemon import control
 from skillopt_sleep.demo import write_claude_session, write_codex_session
@@ -94,3 +93,44 @@ def test_kill9_during_ingestion_then_restart_loses_and_duplicates_nothing(harnes
     assert db_rows("pragma integrity_check") == [("ok",)]
     for path, offset in db_rows("select path, offset from source_files"):
         assert offset == os.path.getsize(path)
+
+
+def test_rotated_file_and_sidecar_events_are_picked_up(harness: DaemonHarness) -> None:
+    harness.write_config()
+    harness.start()
+    path = write_claude_session(harness.home, harness.project, [("first", "one", None)])
+    wait_for(lambda: len(_sessions("claude_code")) == 1, 10, what="first session")
+    # rotation: the file is replaced (new inode) by a longer copy of itself
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(path.read_bytes())
+    append_claude_turn(tmp, "after rotation", "still here")
+    os.replace(tmp, path)
+    wait_for(lambda: _sessions("claude_code")[0][1] == 4, 10, what="the rotated file re-read")
+    assert db_rows("select count(*) from messages") == [(4,)]
+
+
+def test_changed_files_rescan_reads_only_what_changed(harness: DaemonHarness) -> None:
+    """The periodic rescan (backing up dropped watcher events), in-process."""
+    from skillopt_sleep.config import load_settings
+    from skillopt_sleep.daemon.core import Daemon
+    from skillopt_sleep.sources import get_source
+    from skillopt_sleep.sources.ingest import harvest_file
+    from skillopt_sleep.store import open_store
+
+    harness.write_config()
+    s = load_settings()
+    d = Daemon()
+    d.sources = {n: get_source(n) for n in ("claude_code", "codex")}
+    d.roots = [(n, c.roots[0]) for n, c in s.sources.items() if n in d.sources]
+    a = write_claude_session(harness.home, harness.project, [("q", "a", None)])
+    b = write_codex_session(harness.home, harness.project, [("q", "a", None)])
+    store = open_store()
+    try:
+        assert sorted(d._changed_files(store)) == sorted([("claude_code", str(a)), ("codex", str(b))])
+        for source, p in d._changed_files(store):
+            harvest_file(store, d.sources[source], p)
+        assert d._changed_files(store) == []
+        append_codex_turn(b, "more", "ok")
+        assert d._changed_files(store) == [("codex", str(b))]
+    finally:
+        store.close()
