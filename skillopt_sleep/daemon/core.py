@@ -502,11 +502,13 @@ class Daemon:
                 try:
                     with _ingest_lock():
                         if batch.full:
-                            report = harvest(store, self.settings, sources=list(self.sources))
-                            info["files"] = report.total("files_read")
-                            info["sessions_new"] = report.total("sessions_new")
-                            info["sessions_updated"] = report.total("sessions_updated")
-                            info["messages"] = report.total("messages")
+                            for name in self.sources:  # one source at a time: stop can cut in
+                                if self.stopping.is_set():
+                                    break
+                                report = harvest(store, self.settings, sources=[name])
+                                for key in ("sessions_new", "sessions_updated", "messages"):
+                                    info[key] += report.total(key)
+                                info["files"] += report.total("files_read")
                             if info["files"]:
                                 self._activity()
                         else:
