@@ -122,6 +122,9 @@ def run(
     target = {k: v for k, v in (("name", target_backend), ("model", target_model)) if v}
     optimizer = {k: v for k, v in (("name", optimizer_backend), ("model", optimizer_model)) if v}
     settings = _settings(project=project, target=target or None, optimizer=optimizer or None)
+    plain = not (dry_run or project or target or optimizer or _state["config"])
+    if plain and _daemon_runs_it(as_json):
+        return
     if as_json or not err.is_terminal:
         say = (lambda m: None) if as_json else (lambda m: err.print(m, markup=False))
         result = run_night(_store(), settings, dry_run=dry_run, progress=say)
@@ -152,6 +155,33 @@ def run(
     if result.proposal_id:
         out.print(f"  proposal {result.proposal_id} staged for {result.target_path}")
         out.print(f"  review: skillopt-sleep show {result.proposal_id}; adopt: skillopt-sleep adopt {result.proposal_id}")
+
+
+def _daemon_runs_it(as_json: bool) -> bool:
+    """A plain ``run`` goes to the running daemon (it uses the same config); False when none
+    answers. Raises NightError (one line) when the daemon refuses or the night fails."""
+    from skillopt_sleep.daemon.control import NoDaemon, request
+    from skillopt_sleep.errors import NightError
+
+    try:
+        request("ping", timeout=2)
+    except NoDaemon:
+        return False
+    if not as_json:
+        err.print("[dim]the daemon is running: it runs the night; waiting for the result[/]")
+    reply = request("run-now", timeout=None, wait=True, trigger="cli")
+    if not reply.get("ok"):
+        raise NightError(reply.get("error") or "the daemon refused to run a night")
+    result = reply.get("result") or {}
+    if as_json:
+        _print_json(dict(result, via="daemon"))
+        return True
+    out.print(f"night {result.get('night_id')} (run by the daemon): {result.get('status')}")
+    if (result.get("summary") or {}).get("reason"):
+        out.print(f"  {result['summary']['reason']}")
+    if result.get("proposal_id"):
+        out.print(f"  proposal {result['proposal_id']} staged for {result.get('target_path')}")
+    return True
 
 
 @app.command("proposals")

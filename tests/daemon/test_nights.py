@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import time
 
 import psutil
@@ -49,6 +50,22 @@ def test_run_now_stages_a_proposal_and_a_second_is_refused(harness: DaemonHarnes
     assert reply["ok"] and reply["via"] == "daemon"
     assert reply["result"]["status"] in ("succeeded", "no_change")
     assert len(_nights()) == 2
+
+
+def test_plain_cli_run_goes_through_the_running_daemon(harness: DaemonHarness,
+                                                      sim_proxy: GatedProxy) -> None:
+    harness.write_demo_sessions()
+    harness.night_config(sim_proxy.url)
+    sim_proxy.open()
+    harness.start()
+    proc = harness.cli("run", "--json", timeout=120)
+    result = json.loads(proc.stdout)
+    assert result["via"] == "daemon" and result["status"] == "succeeded"
+    (nid, status, trigger, proposal), = _nights()
+    assert (nid, status, trigger, proposal) == (result["night_id"], "succeeded", "cli",
+                                               result["proposal_id"])
+    human = harness.cli("run", timeout=120)
+    assert "(run by the daemon)" in human.stdout
 
 
 def test_scheduler_triggered_night(harness: DaemonHarness, sim_proxy: GatedProxy) -> None:
