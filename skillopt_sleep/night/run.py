@@ -101,6 +101,10 @@ class _Night:
         )
         self.edits: list[Edit] = []
         self.rejected: list[str] = []
+        # the last gate-certified state, kept so a budget stop can still stage it
+        self.rules: list[str] | None = None
+        self.val_scores: dict[str, Scored] = {}
+        self.val_baseline: float | None = None
 
     # ----------------------------------------------------------------- helpers
     def replay(self, tasks: list[Task], doc: Document, rules: list[str], split: str,
@@ -155,6 +159,7 @@ class _Night:
         rules = list(doc.rules)
         val_scores = self.replay(val, doc, rules, "val", "val baseline")
         self.val_baseline = mean(val_scores)
+        self.rules, self.val_scores = rules, val_scores
         for epoch in range(1, self.s.epochs + 1):
             order = sorted(train, key=lambda t: t.id)
             random.Random(f"{epoch}:{len(order)}").shuffle(order)
@@ -177,6 +182,7 @@ class _Night:
                     if v.accepted:
                         e.status = "applied" if verified else "unverified"
                         rules, val_scores = candidate, cand_scores
+                        self.rules, self.val_scores = rules, val_scores
                     else:
                         e.status = "rejected"
                         self.rejected.append(e.describe())
@@ -205,6 +211,7 @@ class _Night:
         if v.accepted:
             e.status = "applied" if verified else "unverified"
             rules, val_scores = merged, cand
+            self.rules, self.val_scores = rules, val_scores
         else:
             e.status = "rejected"
         self.record_edit(e)
@@ -344,10 +351,13 @@ def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progre
         test_after = (mean(night.replay(test, doc, rules, "test", "test after"))
                       if test and rules != doc.rules else test_before)
     except BudgetExceeded as exc:
-        # a clean stop: partial results are recorded, nothing is staged (nothing certified end to end)
+        # a clean stop: what the gate certified before the cap is kept (and staged below);
+        # the test split is not scored
         budget_note = str(exc)
-        rules, val_before, test_before, test_after = doc.rules, None, None, None
-        val_scores = {}
+        rules = night.rules if night.rules is not None else list(doc.rules)
+        val_scores, val_before = night.val_scores, night.val_baseline
+        test_before = test_after = None
+        summary["test"] = "not scored: " + budget_note
     costs = night.cost.as_dict()
     summary.update(
         edits={st: sum(e.status == st for e in night.edits)
@@ -359,13 +369,16 @@ def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progre
                  test_after=test_after, calls=costs["calls"], cached_calls=costs["cached_calls"],
                  input_tokens=costs["input_tokens"], output_tokens=costs["output_tokens"])
     if budget_note:
-        summary["reason"] = f"stopped: {budget_note}"
-        return finish("no_change", **extra)
+        summary["stopped"] = budget_note
     certified = verified and rules != doc.rules and any(e.status == "applied" for e in night.edits)
     if not certified:
         summary["reason"] = ("edits improved train only (unverified)" if rules != doc.rules
                              else "no edit passed the val gate")
+        if budget_note:
+            summary["reason"] = f"stopped: {budget_note}; {summary['reason']} before that"
         return finish("no_change", **extra)
+    if budget_note:
+        summary["reason"] = f"stopped: {budget_note}; staging what the gate certified before that"
     new_text = doc.render(rules)
     proposal_id = stage_proposal(
         store, night_id=night_id, target_path=target_path, base_text=live, new_text=new_text,

@@ -140,3 +140,21 @@ def test_budget_cap_stops_the_night_cleanly(world):
     assert result.status == "no_change" and "cap of 3 model calls" in result.summary["reason"]
     assert store.rows("proposals") == []
     assert target.read_bytes() == USER_TEXT
+
+
+def test_budget_cap_after_a_certified_edit_stages_it(world):
+    home, project, persona, target = world
+    store = Store(paths.db_path())
+    with serve(persona) as sim:
+        full = run_night(Store(paths.state_dir() / "probe.db"), settings_for(home, project, sim.url, target))
+        # stop right after the helpful edit was gated: enough calls for it, too few for the rest
+        applied = [e for e in Store(paths.state_dir() / "probe.db").rows("edits") if e["status"] == "applied"]
+        assert full.status == "succeeded" and applied
+        sim.reset()
+        cap = full.cost["calls"] - 2
+        result = run_night(store, settings_for(home, project, sim.url, target, max_calls_per_night=cap))
+    assert result.status == "succeeded" and "staging what the gate certified" in result.summary["reason"]
+    assert result.test_before is None and result.summary["test"].startswith("not scored")
+    staged = (Path(store.get("proposals", result.proposal_id)["dir"]) / "document").read_text()
+    assert "- Use `pnpm` instead of `npm`." in staged
+    assert target.read_bytes() == USER_TEXT
