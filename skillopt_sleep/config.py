@@ -67,6 +67,13 @@ class BackendConfig(_Strict):
     executable: str | None = None
     workers: int = Field(1, ge=1, le=32)
 
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
+        return value
+
     @field_validator("name")
     @classmethod
     def _known(cls, value: str) -> str:
@@ -156,7 +163,8 @@ class Settings(BaseSettings):
         for name in value:
             if name not in KNOWN_SOURCES:
                 raise ValueError(str(UnknownNameError("source", name, KNOWN_SOURCES)))
-        return value
+        # naming one source configures it; it does not switch the default ones off
+        return {**{name: SourceConfig() for name in DEFAULT_SOURCES}, **value}
 
     @field_validator("schedule")
     @classmethod
@@ -207,6 +215,15 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path}: {exc}") from None
 
 
+class _FileOnly(Settings):
+    """Settings read from the TOML data alone (no environment), to attribute errors."""
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings,
+                                   dotenv_settings, file_secret_settings):
+        return (init_settings,)
+
+
 #: Environment variables with our prefix that are not settings.
 _NON_SETTING_ENV = {"SKILLOPT_SLEEP_HOME", "SKILLOPT_SLEEP_CONFIG_FILE"}
 
@@ -217,9 +234,15 @@ def _check_environment() -> None:
     for key in os.environ:
         if not key.startswith("SKILLOPT_SLEEP_") or key in _NON_SETTING_ENV:
             continue
-        field = key.removeprefix("SKILLOPT_SLEEP_").split("__")[0].lower()
-        if field not in Settings.model_fields:
-            raise ConfigError(f"config (environment): unknown key {key!r}")
+        parts = key.removeprefix("SKILLOPT_SLEEP_").lower().split("__")
+        model: Any = Settings
+        for part in parts:
+            fields = getattr(model, "model_fields", None)
+            if fields is None:
+                break  # a dict (e.g. sources.<name>) or a plain value: validated later
+            if part not in fields:
+                raise ConfigError(f"config (environment): unknown key {key!r}")
+            model = fields[part].annotation
 
 
 def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings:
@@ -233,7 +256,7 @@ def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings
     file_data = read_config_file(path)
     if file_data:
         try:
-            Settings.model_validate(file_data)  # report file typos against the file
+            _FileOnly(**file_data)  # report file mistakes against the file alone
         except ValidationError as exc:
             # Env may fill required things later; only structural errors matter here.
             raise ConfigError(_format_error(exc, str(path))) from None
@@ -243,6 +266,6 @@ def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings
     try:
         return Settings(**clean)
     except ValidationError as exc:
-        raise ConfigError(_format_error(exc, "file, environment or flags")) from None
+        raise ConfigError(_format_error(exc, "environment or flags")) from None
     finally:
         _CONFIG_PATH.reset(token)

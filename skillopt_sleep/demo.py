@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from skillopt_sleep.errors import NightError
+
 #: (prompt, answer, correction or None) turns per conversation in the demo project.
 DEMO_CONVERSATIONS: list[tuple[str, list[tuple[str, str, str | None]]]] = [
     ("claude_code", [("how do I install the dependencies?", "Run `npm install` in the project root.",
@@ -186,6 +188,8 @@ def run_demo(folder: Path | None = None, say: Callable[[str], None] | None = Non
     say = say or (lambda _m: None)
     keep = folder is not None
     root = Path(folder) if folder else Path(tempfile.mkdtemp(prefix="skillopt-sleep-demo-"))
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise NightError(f"demo folder {root} must be a new or empty folder")
     root.mkdir(parents=True, exist_ok=True)
     home, project = root / "home", root / "webapp"
     project.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,13 @@ from skillopt_sleep.store import Store, now_iso
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically; creates parent folders; keeps the mode."""
+    """Replace ``path`` with ``data`` atomically; creates parent folders; keeps the mode.
+
+    A symlink is written through (its target is replaced), so a link such as
+    ``AGENTS.md -> CLAUDE.md`` stays a link.
+    """
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o7777 if path.exists() else None
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -49,10 +55,31 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def _read_bytes(path: Path) -> bytes | None:
+    """The file's bytes, None when absent; ProposalError when it cannot be read."""
     try:
         return path.read_bytes()
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise ProposalError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _write(path: Path, data: bytes) -> None:
+    try:
+        atomic_write(path, data)
+    except OSError as exc:
+        raise ProposalError(f"cannot write {path}: {exc.strerror or exc}; nothing was changed") from None
+
+
+def _keep_copy(data: bytes, name: str, why: str) -> Path:
+    """Save bytes about to be overwritten under ``<state>/backups/<why>-<time>/``."""
+    import time
+
+    folder = paths.backups_dir() / f"{why}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / name
+    _write(target, data)
+    return target
 
 
 def _hash_bytes(data: bytes | None) -> str:
@@ -69,9 +96,17 @@ def get_proposal(store: Store, proposal_id: str) -> dict[str, Any]:
 
 
 def list_proposals(store: Store, status: str | None = None) -> list[dict[str, Any]]:
+    """Proposal rows, newest first; ``summary`` decoded from its JSON column."""
     if status:
-        return store.rows("proposals", "status = ?", [status], order_by="created_at desc, id desc")
-    return store.rows("proposals", order_by="created_at desc, id desc")
+        rows = store.rows("proposals", "status = ?", [status], order_by="created_at desc, id desc")
+    else:
+        rows = store.rows("proposals", order_by="created_at desc, id desc")
+    for row in rows:
+        try:
+            row["summary"] = json.loads(row.get("summary") or "{}")
+        except json.JSONDecodeError:
+            pass
+    return rows
 
 
 def load_report(row: dict[str, Any]) -> dict[str, Any]:
@@ -112,20 +147,14 @@ def adopt(store: Store, proposal_id: str, *, base_hash: str | None = None,
             )
         rules = Document.parse(new_text).rules
         new_text = Document.parse(read_live(target), new_skill=live is None).render(rules)
-    backup_path = ""
+    # backup first, then the live write, then the record: a failed write leaves no adoption
+    backup_path = str(_keep_copy(live, target.name, f"adopt-{proposal_id}")) if live is not None else ""
+    _write(target, new_text.encode("utf-8"))
     adoption_id = store.insert("adoptions", {
         "proposal_id": proposal_id, "target_path": str(target), "adopted_at": now_iso(),
         "existed_before": int(live is not None), "before_hash": live_hash,
-        "after_hash": sha256_text(new_text), "backup_path": "", "rolled_back_at": None,
+        "after_hash": sha256_text(new_text), "backup_path": backup_path, "rolled_back_at": None,
     })
-    if live is not None:
-        folder = paths.backups_dir() / str(adoption_id)
-        folder.mkdir(parents=True, exist_ok=True)
-        backup = folder / target.name
-        atomic_write(backup, live)
-        backup_path = str(backup)
-        store.update("adoptions", adoption_id, {"backup_path": backup_path})
-    atomic_write(target, new_text.encode("utf-8"))
     store.update("proposals", proposal_id, {"status": "adopted"})
     return store.get("adoptions", adoption_id)
 
@@ -146,30 +175,39 @@ def rollback(store: Store, target: str | None = None, *, force: bool = False) ->
     """
     where, args = "rolled_back_at is null", []
     if target:
-        where += " and target_path = ?"
-        args.append(str(Path(target).expanduser().resolve()))
+        given = Path(target).expanduser()
+        where += " and target_path in (?, ?)"
+        args += [str(given.absolute()), str(given.resolve())]
     rows = store.rows("adoptions", where, args, order_by="id desc", limit=1)
     if not rows:
         raise ProposalError(f"nothing to roll back{' for ' + target if target else ''}")
     a = rows[0]
     path = Path(a["target_path"])
     live = _read_bytes(path)
-    if _hash_bytes(live) != a["after_hash"] and not force:
-        raise ProposalError(
-            f"{path} changed since it was adopted; `rollback --force` restores the old version anyway"
-        )
+    kept = ""
+    if _hash_bytes(live) != a["after_hash"]:
+        if not force:
+            raise ProposalError(
+                f"{path} changed since it was adopted; `rollback --force` restores the old "
+                "version anyway (your current file is kept in the backups folder)"
+            )
+        if live is not None:  # never lose what the user wrote after adopting
+            kept = str(_keep_copy(live, path.name, "before-rollback"))
     if a["existed_before"]:
         try:
             data = Path(a["backup_path"]).read_bytes()
         except OSError as exc:
             raise ProposalError(f"backup {a['backup_path']} unreadable ({exc})") from None
-        atomic_write(path, data)
+        _write(path, data)
     elif path.exists():
-        path.unlink()
+        try:
+            (Path(os.path.realpath(path)) if path.is_symlink() else path).unlink()
+        except OSError as exc:
+            raise ProposalError(f"cannot remove {path}: {exc.strerror or exc}") from None
         try:
             path.parent.rmdir()  # the managed skill folder we created, if now empty
         except OSError:
             pass
     store.update("adoptions", a["id"], {"rolled_back_at": now_iso()})
     store.update("proposals", a["proposal_id"], {"status": "rolled_back"})
-    return store.get("adoptions", a["id"])
+    return dict(store.get("adoptions", a["id"]), kept_copy=kept)

@@ -137,8 +137,16 @@ def _sub_assignment(kind: str, min_len: int, allow_spaces: bool):
     return repl
 
 
+#: "my password is hunter2", "password hunter2secret": prose, no ``=``/``:``. Only values
+#: that look like a password (6+ chars with a digit or a symbol) so "password is required"
+#: stays readable.
+_PASSWORD_PROSE = re.compile(
+    r"(?P<keep>(?i:\b(?:password|passwd|passphrase|pwd))(?:\s+(?i:is|was))?\s+)"
+    r"(?=\S*[\d!@#$%^&*_+?~])(?![\[(=])[^\s`'\"]{6,}")
+
 _REPLACERS = [(trig, low, p, _sub_keep(kind)) for kind, trig, low, p in _PATTERNS] + [
     (("pass",), True, _PASSWORD, _sub_assignment("password", 3, True)),
+    (("pass", "pwd"), True, _PASSWORD_PROSE, _sub_keep("password")),
     (("key", "token", "secret"), True, _GENERIC, _sub_assignment("secret", 8, False)),
 ]
 

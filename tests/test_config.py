@@ -63,3 +63,26 @@ def test_unknown_environment_key_is_named(tmp_path, monkeypatch):
 def test_broken_toml_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="config file"):
         load_settings(write(tmp_path, "epochs = = 2\n"))
+
+
+def test_naming_one_source_keeps_the_default_ones(tmp_path):
+    s = load_settings(write(tmp_path, '[sources.claude_code]\nroots = ["/somewhere"]\n'))
+    assert s.sources["codex"].enabled and s.sources["claude_code"].roots == [Path("/somewhere")]
+    s = load_settings(write(tmp_path, "[sources.codex]\nenabled = false\n"))
+    assert not s.sources["codex"].enabled
+
+
+def test_environment_mistakes_are_blamed_on_the_environment(tmp_path, monkeypatch):
+    path = write(tmp_path, "epochs = 2\n")
+    monkeypatch.setenv("SKILLOPT_SLEEP_TARGET__MODLE", "x")
+    with pytest.raises(ConfigError, match=r"config \(environment\): unknown key 'SKILLOPT_SLEEP_TARGET__MODLE'"):
+        load_settings(path)
+    monkeypatch.delenv("SKILLOPT_SLEEP_TARGET__MODLE")
+    monkeypatch.setenv("SKILLOPT_SLEEP_EPOCHS", "abc")
+    with pytest.raises(ConfigError, match=r"config \(environment or flags\): epochs"):
+        load_settings(path)
+
+
+def test_base_url_must_be_http(tmp_path):
+    with pytest.raises(ConfigError, match="target.base_url: must be an http"):
+        load_settings(write(tmp_path, '[target]\nbase_url = "not a url"\n'))

@@ -103,3 +103,38 @@ def test_newer_proposal_supersedes_older(store, tmp_path):
     second = stage(store, target, ["B."], night_id=2)
     assert [p["id"] for p in list_proposals(store, "staged")] == [second]
     assert store.get("proposals", first)["status"] == "superseded"
+
+
+def test_adopt_writes_through_a_symlink_and_rollback_keeps_it(store, tmp_path):
+    real = tmp_path / "dotfiles" / "CLAUDE.md"
+    real.parent.mkdir()
+    real.write_bytes(b"mine\n")
+    link = tmp_path / "proj" / "AGENTS.md"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    adopt(store, stage(store, link, ["Rule."]))
+    assert link.is_symlink() and b"- Rule." in real.read_bytes()
+    rollback(store)
+    assert link.is_symlink() and real.read_bytes() == b"mine\n"
+
+
+def test_forced_rollback_keeps_the_users_later_edit(store, tmp_path):
+    target = tmp_path / "AGENTS.md"
+    target.write_bytes(b"v1\n")
+    adopt(store, stage(store, target, ["Rule."]))
+    edited = target.read_bytes() + b"my later note\n"
+    target.write_bytes(edited)
+    a = rollback(store, force=True)
+    assert target.read_bytes() == b"v1\n"
+    assert Path(a["kept_copy"]).read_bytes() == edited
+
+
+def test_unwritable_target_is_a_proposal_error_and_records_nothing(store, tmp_path):
+    parent = tmp_path / "gone"
+    target = parent / "AGENTS.md"
+    pid = stage(store, target, ["Rule."])
+    parent.write_text("now a file, not a folder")
+    with pytest.raises(ProposalError, match="cannot (read|write)"):
+        adopt(store, pid)
+    assert store.rows("adoptions") == []
+    assert store.get("proposals", pid)["status"] == "staged"

@@ -98,3 +98,14 @@ def test_sanitize_and_decode() -> None:
     assert sanitize("caf\u00e9 \U0001f600") == "caf\u00e9 \U0001f600"
     assert decode(b"caf\xe9\x00!") == "caf\ufffd!"
     assert clean("pw\x00 password=hunter2") == "pw password=[REDACTED:password]"
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("my password is hunter2secret", "my password is [REDACTED:password]"),
+    ("password hunter2secret please", "password [REDACTED:password] please"),
+    ("the password was S3cr3t!", "the password was [REDACTED:password]"),
+    ("the password is required", "the password is required"),
+    ("password field must have 8+ chars", "password field must have 8+ chars"),
+])
+def test_passwords_in_prose(text, expected):
+    assert redact(text) == expected

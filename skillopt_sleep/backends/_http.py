@@ -53,6 +53,11 @@ def resolve_key(config: BackendConfig, default_env: str, base_url: str, backend:
     """
     if config.api_key is not None and config.api_key.get_secret_value():
         return config.api_key.get_secret_value()
+    if config.api_key_env and not os.environ.get(config.api_key_env, "").strip():
+        raise BackendAuthError(
+            f"api_key_env names ${config.api_key_env}, which is not set", backend=backend,
+            fix=f"export {config.api_key_env}=<your key> before running, or fix `api_key_env`",
+        )
     env = config.api_key_env or default_env
     value = os.environ.get(env, "").strip()
     if value:

@@ -24,7 +24,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(highlight=False, soft_wrap=True)
+# piped output is not cut to 80 columns (rich's default without a terminal)
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 _state: dict[str, Any] = {"config": None}
@@ -39,6 +40,10 @@ def _root(
         envvar="SKILLOPT_SLEEP_CONFIG_FILE",
     ),
 ) -> None:
+    if config is not None and not config.is_file():
+        from skillopt_sleep.errors import ConfigError
+
+        raise ConfigError(f"config file {config} does not exist (given with --config)")
     _state["config"] = config
 
 
@@ -209,14 +214,19 @@ def proposals_cmd(
 @app.command()
 def show(proposal_id: str = typer.Argument(..., metavar="ID"), as_json: bool = JsonOpt) -> None:
     """Show a proposal's report: scores, edits with rationale, per-task deltas, diff."""
+    from skillopt_sleep.errors import ProposalError
     from skillopt_sleep.proposals import get_proposal, load_report
 
     row = get_proposal(_store(), proposal_id)
     if as_json:
         _print_json(dict(load_report(row), status=row["status"]))
         return
+    try:
+        report = (Path(row["dir"]) / "report.md").read_text("utf-8")
+    except OSError as exc:
+        raise ProposalError(f"proposal {proposal_id}: report unreadable ({exc.strerror or exc})") from None
     out.print(f"status: {row['status']}   folder: {row['dir']}")
-    out.print((Path(row["dir"]) / "report.md").read_text("utf-8"), markup=False)
+    out.print(report, markup=False)
 
 
 @app.command("adopt")
@@ -256,6 +266,8 @@ def rollback_cmd(
 
     a = rollback(_store(), target, force=force)
     out.print(f"rolled back {a['proposal_id']}: {a['target_path']} restored")
+    if a.get("kept_copy"):
+        out.print(f"  your edited version was kept at {a['kept_copy']}")
 
 
 @app.command()
@@ -345,22 +357,17 @@ _register_extra_commands()
 
 
 def main() -> None:
+    """Console entry point. Click reports usage errors (exit 2) and Ctrl-C (exit 130) itself;
+    a SkilloptError is one line with exit 1; anything else is a bug (one line, exit 2)."""
     try:
-        app(standalone_mode=False)
+        app()  # standalone mode: ends with sys.exit
     except SkilloptError as exc:
         err.print(f"error: {exc}", markup=False)
         sys.exit(1)
-    except (typer.Abort, KeyboardInterrupt):
+    except KeyboardInterrupt:
         err.print("aborted")
         sys.exit(130)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
+    except Exception as exc:
         _internal_error(exc)
 
 

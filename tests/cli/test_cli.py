@@ -133,3 +133,35 @@ def test_demo_runs_with_no_agent_installed(tmp_path):
     assert "demo night: succeeded" in res.stdout
     report = Path(res.stdout.split("report: ")[1].splitlines()[0])
     assert report.is_file() and "Use `pnpm` instead of `npm`." in report.read_text()
+
+
+def test_usage_mistakes_are_usage_errors_not_internal_ones(tmp_path):
+    for args in (["status", "--bogus"], ["bogus"], ["show"]):
+        res = cli(*args)
+        assert res.returncode == 2, (args, res.stderr)
+        assert "internal error" not in res.stderr
+    state = Path(os.environ["SKILLOPT_SLEEP_HOME"]) / "state" / "last-error.txt"
+    assert not state.exists()
+
+
+def test_a_missing_config_file_given_explicitly_is_an_error(tmp_path):
+    res = cli("--config", str(tmp_path / "nope.toml"), "run", "--dry-run")
+    assert res.returncode == 1
+    assert res.stderr.strip() == f"error: config file {tmp_path / 'nope.toml'} does not exist (given with --config)"
+
+
+def test_unset_api_key_env_is_named(sessions, tmp_path):
+    home, project = sessions
+    cfg = write_config(tmp_path / "c.toml", home, project, "http://127.0.0.1:9/v1")
+    cfg.write_text(cfg.read_text().replace('api_key = "sk-test"\nmax_retries = 1\ntimeout = 10',
+                                           'api_key_env = "SKILLOPT_TEST_UNSET_KEY"\nmax_retries = 1'))
+    res = cli("--config", str(cfg), "run")
+    assert res.returncode == 1
+    assert "$SKILLOPT_TEST_UNSET_KEY, which is not set" in res.stderr
+
+
+def test_demo_refuses_a_folder_in_use(tmp_path):
+    busy = tmp_path / "busy"
+    busy.write_text("a file")
+    res = cli("demo", "--keep", str(busy))
+    assert res.returncode == 1 and res.stderr.startswith("error: demo folder")
