@@ -305,8 +305,10 @@ class Daemon:
             except Exception as exc:
                 from skillopt_sleep.errors import SkilloptError
 
-                reason = str(exc) if isinstance(exc, SkilloptError) else f"{type(exc).__name__}: {exc}"
-                log.exception("the daemon failed to start: %s", reason)
+                known = isinstance(exc, SkilloptError)
+                reason = str(exc) if known else f"{type(exc).__name__}: {exc}"
+                # a known error (bad config, …) is one line; a bug keeps its traceback in the log
+                log.error("the daemon failed to start: %s", reason, exc_info=not known)
                 self._signal_ready(f"error {reason}")
                 self._shutdown()
                 return 1
