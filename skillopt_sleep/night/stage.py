@@ -39,7 +39,7 @@ def per_task_deltas(store: Store, night_id: int, split: str, before_phase: str,
     for r in rows:
         if r["phase"] == before_phase:
             before.setdefault(r["task_id"], r["score"])
-        if r["phase"] == after_phase or (after_phase == "*accepted*" and r["phase"].startswith("val")):
+        if r["phase"] == after_phase:
             after[r["task_id"]] = r["score"]
     return [
         {"task_id": tid, "before": before.get(tid), "after": after.get(tid, before.get(tid))}
