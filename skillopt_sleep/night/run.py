@@ -370,7 +370,9 @@ def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progre
                  input_tokens=costs["input_tokens"], output_tokens=costs["output_tokens"])
     if budget_note:
         summary["stopped"] = budget_note
-    certified = verified and rules != doc.rules and any(e.status == "applied" for e in night.edits)
+    # a consolidation alone (a merge that kept the score) is no reason to propose a change
+    certified = verified and rules != doc.rules and any(
+        e.status == "applied" and e.origin != "consolidate" for e in night.edits)
     if not certified:
         summary["reason"] = ("edits improved train only (unverified)" if rules != doc.rules
                              else "no edit passed the val gate")
