@@ -158,3 +158,21 @@ def test_budget_cap_after_a_certified_edit_stages_it(world):
     staged = (Path(store.get("proposals", result.proposal_id)["dir"]) / "document").read_text()
     assert "- Use `pnpm` instead of `npm`." in staged
     assert target.read_bytes() == USER_TEXT
+
+
+def test_epoch_end_consolidation_is_gated_and_recorded(world):
+    home, project, persona, target = world
+    block = ("\n<!-- skillopt-sleep:begin — managed by skillopt-sleep; edit with care -->\n"
+             "- Keep commits small.\n- keep  commits small.\n<!-- skillopt-sleep:end -->\n")
+    target.write_bytes(USER_TEXT + block.encode())
+    store = Store(paths.db_path())
+    with serve(persona) as sim:
+        result = run_night(store, settings_for(home, project, sim.url, target))
+        assert sim.stats.by_role["consolidate"] == 1
+    assert result.status == "succeeded"
+    merged = [e for e in store.rows("edits", "night_id = ?", [result.night_id]) if e["origin"] == "consolidate"]
+    assert len(merged) == 1 and merged[0]["status"] == "applied"
+    assert merged[0]["rationale"] == "epoch 1 slow update: 3 -> 2 rules"
+    staged = (Path(store.get("proposals", result.proposal_id)["dir"]) / "document").read_text()
+    assert staged.startswith(USER_TEXT.decode())
+    assert staged.count("ommits small.") == 1 and "- Use `pnpm` instead of `npm`." in staged
