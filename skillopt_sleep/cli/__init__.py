@@ -23,6 +23,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 # piped output is not cut to 80 columns (rich's default without a terminal)
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
