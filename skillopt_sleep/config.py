@@ -225,7 +225,15 @@ class _FileOnly(Settings):
 
 
 #: Environment variables with our prefix that are not settings.
-_NON_SETTING_ENV = {"SKILLOPT_SLEEP_HOME", "SKILLOPT_SLEEP_CONFIG_FILE"}
+_NON_SETTING_ENV = {"SKILLOPT_SLEEP_HOME", "SKILLOPT_SLEEP_CONFIG_FILE", "SKILLOPT_SLEEP_PLUGINS_DIR"}
+
+
+def environment_overrides() -> list[str]:
+    """The ``SKILLOPT_SLEEP_*`` settings variables set in this process's environment."""
+    import os
+
+    return sorted(k for k in os.environ
+                  if k.startswith("SKILLOPT_SLEEP_") and k not in _NON_SETTING_ENV)
 
 
 def _check_environment() -> None:

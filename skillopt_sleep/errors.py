@@ -50,6 +50,7 @@ class BackendError(SkilloptError):
     def __init__(self, message: str, *, backend: str = "", fix: str = ""):
         self.backend = backend
         self.fix = fix
+        message = " ".join(str(message).split())  # one line, whatever the server sent
         text = f"{backend}: {message}" if backend else message
         if fix:
             text = f"{text} ({fix})"

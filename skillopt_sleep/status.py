@@ -19,6 +19,9 @@ def night_view(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def collect_status(store: Store, *, nights: int = 5) -> dict[str, Any]:
+    from skillopt_sleep.night.run import recover_nights
+
+    recover_nights(store)  # a "running" night nobody runs any more (kill -9) is interrupted
     last_nights = store.rows("nights", order_by="id desc", limit=nights)
     failed = [n for n in last_nights if n["status"] in ("failed", "interrupted")]
     harvest = {}

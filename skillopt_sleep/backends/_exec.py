@@ -173,8 +173,9 @@ def resolve_executable(config: BackendConfig, default: str, backend: str, instal
     found = shutil.which(wanted)
     if found:
         return found
-    where = "`executable` in the backend config" if config.executable else "PATH"
-    raise BackendUnreachable(f"`{wanted}` is not installed or not on {where}", backend=backend,
+    what = ("set as `executable` in the backend config, is not on PATH" if config.executable
+            else "is not installed or not on PATH")
+    raise BackendUnreachable(f"`{wanted}` {what}", backend=backend,
                              fix=f"install it with `{install}` or set `executable` in the "
                                  "backend config")
 
@@ -325,6 +326,12 @@ class ExecBackend(Backend):
                                         fix=f"install the supported version (`{self.install_hint}`)")
         return BackendResponseError(failure.message or "the CLI failed without a message",
                                     backend=self.name)
+
+    def check(self) -> None:
+        """The CLI is installed and, with a ``base_url``, something listens there."""
+        self.executable()
+        if self.config.base_url:
+            check_reachable(self.config.base_url, self.name)
 
     def complete(self, request: CompletionRequest) -> Completion:
         executable = self.executable()

@@ -119,15 +119,29 @@ class HttpCaller:
         delay = hinted if hinted is not None else self.base_delay * (2**attempt)
         return max(0.0, min(delay, MAX_DELAY))
 
+    def check(self, path: str, headers: dict[str, str]) -> None:
+        """GET ``base_url + path`` (a model listing: not a model call). Unreachable, timed
+        out or 401/403 raise the BackendError tree; any other answer (a server without that
+        route, say) shows the server is there and passes."""
+        try:
+            self.request("GET", path, None, headers, model="")
+        except BackendResponseError:
+            pass
+
     def post(self, path: str, payload: dict[str, Any], headers: dict[str, str],
              *, model: str) -> dict[str, Any]:
         """POST ``base_url + path``; the parsed JSON object of a 2xx answer, or a BackendError."""
+        return self.request("POST", path, payload, headers, model=model)
+
+    def request(self, method: str, path: str, payload: dict[str, Any] | None,
+                headers: dict[str, str], *, model: str) -> dict[str, Any]:
+        """Send with retries; the parsed JSON object of a 2xx answer, or a BackendError."""
         url = self.base_url + path
         attempts = self.config.max_retries + 1
         for attempt in range(attempts):
             last = attempt == attempts - 1
             try:
-                response = self.client.post(url, json=payload, headers=headers)
+                response = self.client.request(method, url, json=payload, headers=headers)
             except httpx.TimeoutException as exc:
                 if last:
                     raise BackendTimeout(
@@ -159,7 +173,7 @@ class HttpCaller:
                 raise BackendAuthError(
                     f"HTTP {status} from {url}: {_message(response)}", backend=self.backend,
                     fix=f"check the API key in {where}")
-            if status in (400, 404) and _is_model_error(response):
+            if status in (400, 404) and model and _is_model_error(response):
                 raise BackendModelError(f"unknown model {model!r}: {_message(response)}",
                                         backend=self.backend,
                                         fix="check `model` in the backend config")

@@ -54,6 +54,10 @@ class AnthropicBackend(Backend):
         data = self._http.post("/v1/messages", payload, headers, model=model)
         return _completion(data, model, time.monotonic() - started, self.name)
 
+    def check(self) -> None:
+        key = _http.resolve_key(self.config, "ANTHROPIC_API_KEY", self.base_url, self.name)
+        self._http.check("/v1/models", {"x-api-key": key, "anthropic-version": API_VERSION})
+
     def close(self) -> None:
         self._http.close()
 

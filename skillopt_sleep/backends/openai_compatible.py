@@ -50,6 +50,10 @@ class OpenAICompatibleBackend(Backend):
         data = self._post(model, messages, request.max_tokens or self.config.max_tokens, headers)
         return _completion(data, model, time.monotonic() - started, self.name)
 
+    def check(self) -> None:
+        key = _http.resolve_key(self.config, "OPENAI_API_KEY", self.base_url, self.name)
+        self._http.check("/models", {"Authorization": f"Bearer {key}"})
+
     def _post(self, model: str, messages: list[dict[str, str]], max_tokens: int,
               headers: dict[str, str]) -> dict[str, Any]:
         payload: dict[str, Any] = {"model": model, "messages": messages,

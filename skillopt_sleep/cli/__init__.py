@@ -128,7 +128,11 @@ def run(
     target = {k: v for k, v in (("name", target_backend), ("model", target_model)) if v}
     optimizer = {k: v for k, v in (("name", optimizer_backend), ("model", optimizer_model)) if v}
     settings = _settings(project=project, target=target or None, optimizer=optimizer or None)
-    plain = not (dry_run or project or target or optimizer or _state["config"])
+    from skillopt_sleep.config import environment_overrides
+
+    # the daemon runs with its own config and environment: only a plain run goes to it
+    plain = not (dry_run or project or target or optimizer or _state["config"]
+                 or environment_overrides())
     if plain and _daemon_runs_it(as_json):
         return
     if as_json or not err.is_terminal:
@@ -175,7 +179,11 @@ def _daemon_runs_it(as_json: bool) -> bool:
         return False
     if not as_json:
         err.print("[dim]the daemon is running: it runs the night; waiting for the result[/]")
-    reply = request("run-now", timeout=None, wait=True, trigger="cli")
+    try:
+        reply = request("run-now", timeout=None, wait=True, trigger="cli")
+    except NoDaemon as exc:
+        raise NightError(f"the daemon stopped during the night ({exc}); `skillopt-sleep status` "
+                         "shows the night, the daemon log says why") from None
     if not reply.get("ok"):
         raise NightError(reply.get("error") or "the daemon refused to run a night")
     result = reply.get("result") or {}

@@ -39,6 +39,7 @@ from skillopt_sleep import paths
 from skillopt_sleep.daemon import control, process
 from skillopt_sleep.daemon.scheduler import NightScheduler, system_clock
 from skillopt_sleep.daemon.watcher import Batch, Debouncer, Watcher
+from skillopt_sleep.night.run import recover_nights
 
 log = logging.getLogger("skillopt_sleep.daemon")
 
@@ -69,32 +70,6 @@ def setup_logging(foreground: bool) -> logging.Handler:
 def _utc(ts: float | None = None) -> str:
     return dt.datetime.fromtimestamp(ts if ts is not None else time.time(),
                                      dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def recover_nights(store: Any) -> int:
-    """Mark ``running`` nights ``interrupted`` when nobody holds the night lock.
-
-    :func:`~skillopt_sleep.night.run.mark_interrupted` trusts ``kill(pid, 0)``, which also
-    succeeds for a zombie (a worker orphaned by a killed daemon, under a PID 1 that does not
-    reap) or a reused pid. The night lock is held for a night's whole life and released by the
-    kernel when its process dies, so a free lock proves no night is running."""
-    from skillopt_sleep.night.run import night_lock
-    from skillopt_sleep.store import now_iso
-
-    probe = night_lock()
-    try:
-        probe.acquire(timeout=0)
-    except Timeout:
-        return 0
-    try:
-        n = 0
-        for row in store.rows("nights", "status = ?", ["running"]):
-            store.update("nights", row["id"], {"status": "interrupted", "finished_at": now_iso(),
-                                                "error": "the process running it stopped"})
-            n += 1
-        return n
-    finally:
-        probe.release()
 
 
 class NightRunner:
@@ -188,6 +163,9 @@ class NightRunner:
         if result.get("ok"):
             log.info("night %s finished: %s%s", r.get("night_id"), r.get("status"),
                      f", proposal {r['proposal_id']}" if r.get("proposal_id") else "")
+            err = self.daemon.last_error
+            if err and str(err.get("message", "")).startswith("night:"):
+                self.daemon.last_error = None  # a later good night clears a night's error
         else:
             log.warning("night failed: %s", result.get("error"))
             self.daemon.note_error(f"night: {result.get('error')}")

@@ -51,21 +51,32 @@ def command_argv(config: Path | None = None) -> list[str]:
     return argv
 
 
+#: Carried into the service definition: where the state lives and how the agent CLIs are found
+#: (a service manager starts with a bare environment). Settings overrides and keys are not:
+#: they belong in the config file, never in a unit file.
+SERVICE_ENV = ("PATH", "SKILLOPT_SLEEP_HOME", "SKILLOPT_SLEEP_CONFIG_FILE")
+
+
+def service_env() -> dict[str, str]:
+    return {k: os.environ[k] for k in SERVICE_ENV if os.environ.get(k)}
+
+
 def _sd_quote(arg: str) -> str:
     if arg and all(c.isalnum() or c in "/._-%=:+," for c in arg):
         return arg
     return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def render_systemd(argv: list[str]) -> str:
+def render_systemd(argv: list[str], env: dict[str, str] | None = None) -> str:
     cmd = " ".join(_sd_quote(a) for a in argv + ["start", "--foreground"])
+    envs = "".join(f"Environment={_sd_quote(f'{k}={v}')}\n" for k, v in (env or {}).items())
     return f"""[Unit]
 Description=skillopt-sleep: train coding-agent skill documents on the tasks you repeat
 After=default.target
 
 [Service]
 Type=simple
-ExecStart={cmd}
+{envs}ExecStart={cmd}
 Restart=on-failure
 RestartSec=30
 KillMode=mixed
@@ -78,15 +89,20 @@ WantedBy=default.target
 """
 
 
-def render_launchd(argv: list[str]) -> str:
+def render_launchd(argv: list[str], env: dict[str, str] | None = None) -> str:
     args = "\n".join(f"        <string>{escape(a)}</string>" for a in argv + ["start", "--foreground"])
+    envs = ""
+    if env:
+        pairs = "".join(f"        <key>{escape(k)}</key>\n        <string>{escape(v)}</string>\n"
+                        for k, v in env.items())
+        envs = f"    <key>EnvironmentVariables</key>\n    <dict>\n{pairs}    </dict>\n"
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
 <plist version="1.0">
 <dict>
     <key>Label</key>
     <string>{LABEL}</string>
-    <key>ProgramArguments</key>
+{envs}    <key>ProgramArguments</key>
     <array>
 {args}
     </array>
@@ -112,7 +128,8 @@ def _win_quote(arg: str) -> str:
     return f'"{arg}"' if (" " in arg or not arg) else arg
 
 
-def render_windows(argv: list[str]) -> str:
+def render_windows(argv: list[str], env: dict[str, str] | None = None) -> str:
+    # Task Scheduler has no per-task environment: the task inherits the user's.
     command, *rest = argv
     arguments = " ".join(_win_quote(a) for a in rest + ["start", "--foreground"])
     return f"""<?xml version="1.0" encoding="UTF-16"?>
@@ -202,7 +219,7 @@ def install(kind: str | None = None, *, config: Path | None = None, activate: bo
     """Write the service definition for this OS; with ``activate`` also enable and start it."""
     kind = kind or platform_kind()
     path = unit_path(kind)
-    text = RENDER[kind](command_argv(config))
+    text = RENDER[kind](command_argv(config), service_env())
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding=ENCODING[kind])

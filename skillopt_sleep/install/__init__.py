@@ -50,12 +50,22 @@ AGENTS = ("claude-code", "codex", "copilot", "devin")
 SERVER = "skillopt-sleep"
 PLUGIN_ID = "skillopt-sleep@skillopt-sleep"  # <plugin>@<marketplace>
 SKILL_DIR = "skillopt-sleep"
-BLOCK_BEGIN = "<!-- skillopt-sleep-plugin:begin — added by `skillopt-sleep install` -->"
-BLOCK_END = "<!-- skillopt-sleep-plugin:end -->"
-_BLOCK_RE = re.compile(
-    r"(?:\r?\n)?<!-- skillopt-sleep-plugin:begin\b[^\n]*-->.*?<!-- skillopt-sleep-plugin:end -->[ \t]*(?:\r?\n)?",
-    re.S,
-)
+def _block_begin(tag: str) -> str:
+    """Each agent's snippet has its own markers: Codex and Devin share ``DIR/AGENTS.md``."""
+    return f"<!-- skillopt-sleep-plugin:begin {tag} — added by `skillopt-sleep install {tag}` -->"
+
+
+def _block_end(tag: str) -> str:
+    return f"<!-- skillopt-sleep-plugin:end {tag} -->"
+
+
+def _block_re(tag: str) -> re.Pattern[str]:
+    t = re.escape(tag)
+    return re.compile(
+        r"(?:\r?\n)?<!-- skillopt-sleep-plugin:begin " + t + r"\b[^\n]*-->.*?"
+        r"<!-- skillopt-sleep-plugin:end " + t + r" -->[ \t]*(?:\r?\n)?",
+        re.S,
+    )
 #: Hook timeout for the daemon's reply (seconds): the hook never waits longer.
 HOOK_TIMEOUT = 0.3
 
@@ -130,6 +140,7 @@ class Step:
     what: str
     keys: list[str] = field(default_factory=list)
     value: Any = None  # json/toml: the value at keys; block: markdown; file: bytes
+    tag: str = ""  # block: the agent whose snippet it is
 
     # -- the file content with our part present
     def apply(self, cur: bytes | None) -> bytes:
@@ -144,7 +155,7 @@ class Step:
         if self.kind == "toml":
             return _toml_set(self.path, text, self.keys, self.value).encode("utf-8")
         if self.kind == "block":
-            return _block_set(text, self.value).encode("utf-8")
+            return _block_set(text, self.value, self.tag).encode("utf-8")
         raise AssertionError(self.kind)
 
     # -- key paths that did not exist before (json / toml), outermost first
@@ -163,7 +174,7 @@ class Step:
         if self.kind == "file":
             return cur  # edited since install: keep the user's version
         if self.kind == "block":
-            out = _block_remove(text)
+            out = _block_remove(text, self.tag)
         else:
             remove = _json_remove if self.kind == "json" else _toml_remove
             out = remove(self.path, text, self.keys)
@@ -251,11 +262,11 @@ def _toml_remove(path: Path, text: str, keys: list[str]) -> str:
     return tomlkit.dumps(doc)
 
 
-def _block_set(text: str | None, body: str) -> str:
+def _block_set(text: str | None, body: str, tag: str) -> str:
     nl = _newline(text)
-    block = nl.join([BLOCK_BEGIN, *body.strip("\n").splitlines(), BLOCK_END]) + nl
+    block = nl.join([_block_begin(tag), *body.strip("\n").splitlines(), _block_end(tag)]) + nl
     text = text or ""
-    m = _BLOCK_RE.search(text)
+    m = _block_re(tag).search(text)
     if m:
         lead = m.group(0)[: len(m.group(0)) - len(m.group(0).lstrip("\r\n"))]
         new = text[: m.start()] + lead + block + text[m.end():]
@@ -266,8 +277,8 @@ def _block_set(text: str | None, body: str) -> str:
     return text + sep + block
 
 
-def _block_remove(text: str) -> str:
-    m = _BLOCK_RE.search(text)
+def _block_remove(text: str, tag: str) -> str:
+    m = _block_re(tag).search(text)
     if not m:
         return text
     before, after = text[: m.start()], text[m.end():]
@@ -322,7 +333,8 @@ def plan(agent: str, project: Path | None = None, *, env: Mapping[str, str] | No
         return [
             Step(cfg, "toml", f"MCP server [mcp_servers.{SERVER}]", ["mcp_servers", SERVER], server),
             *_skill_steps(skill_src, skills, "skill skillopt-sleep"),
-            Step(agents_md, "block", "AGENTS.md snippet", value=(shell / "AGENTS.md").read_text("utf-8")),
+            Step(agents_md, "block", "AGENTS.md snippet", value=(shell / "AGENTS.md").read_text("utf-8"),
+                 tag="codex"),
         ]
     if agent == "copilot":
         body = (shell / "copilot-instructions.md").read_text("utf-8")
@@ -332,13 +344,14 @@ def plan(agent: str, project: Path | None = None, *, env: Mapping[str, str] | No
                 Step(project / ".vscode" / "mcp.json", "json", "VS Code MCP server", ["servers", SERVER], vs),
                 *_skill_steps(skill_src, project / ".github" / "skills" / SKILL_DIR, "skill skillopt-sleep"),
                 Step(project / ".github" / "copilot-instructions.md", "block", "copilot-instructions snippet",
-                     value=body),
+                     value=body, tag="copilot"),
             ]
         cli = _read_json(shell / "mcp-config.json")["mcpServers"][SERVER]
         return [
             Step(user_dir / "mcp-config.json", "json", "Copilot CLI MCP server", ["mcpServers", SERVER], cli),
             *_skill_steps(skill_src, user_dir / "skills" / SKILL_DIR, "skill skillopt-sleep"),
-            Step(user_dir / "copilot-instructions.md", "block", "copilot-instructions snippet", value=body),
+            Step(user_dir / "copilot-instructions.md", "block", "copilot-instructions snippet", value=body,
+                 tag="copilot"),
         ]
     # devin
     server = _read_json(shell / "config.json")["mcpServers"][SERVER]
@@ -347,7 +360,7 @@ def plan(agent: str, project: Path | None = None, *, env: Mapping[str, str] | No
         Step(base / "config.json", "json", "MCP server", ["mcpServers", SERVER], server),
         *_skill_steps(skill_src, base / "skills" / SKILL_DIR, "skill skillopt-sleep"),
         Step((project if project else user_dir) / "AGENTS.md", "block", "rules snippet (AGENTS.md)",
-             value=(shell / "AGENTS.md").read_text("utf-8")),
+             value=(shell / "AGENTS.md").read_text("utf-8"), tag="devin"),
     ]
 
 

@@ -97,8 +97,17 @@ def similar(a: str, b: str, threshold: float) -> float:
     ca, cb = _content(a), _content(b)
     if min(ca, cb) * 2 < max(ca, cb):
         return 0.0
-    score = fuzz.token_set_ratio(a[:_COMPARE_CHARS], b[:_COMPARE_CHARS])
+    # compare content words only: shared filler ("how do I … the") must not make
+    # "how do I lint the project" look like "how do I run the tests"
+    wa, wb = _content_text(a), _content_text(b)
+    if not (wa and wb):
+        wa, wb = a, b
+    score = fuzz.token_set_ratio(wa[:_COMPARE_CHARS], wb[:_COMPARE_CHARS])
     return score if score >= threshold else 0.0
+
+
+def _content_text(norm: str) -> str:
+    return " ".join(w for w in norm.split() if w not in _STOPWORDS)
 
 
 # ---------------------------------------------------------------------------- walking

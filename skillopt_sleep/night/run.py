@@ -81,6 +81,31 @@ def mark_interrupted(store: Store) -> int:
     return n
 
 
+def recover_nights(store: Store) -> int:
+    """Mark ``running`` nights ``interrupted`` when nobody holds the night lock.
+
+    :func:`mark_interrupted` trusts ``kill(pid, 0)``, which also succeeds for a zombie (a
+    worker orphaned by a killed daemon, under a PID 1 that does not reap) or a reused pid. The
+    night lock is held for a night's whole life and released by the kernel when its process
+    dies, so a free lock proves no night is running. Returns how many were marked."""
+    if not store.rows("nights", "status = ?", ["running"], limit=1):
+        return 0
+    probe = night_lock()
+    try:
+        probe.acquire(timeout=0)
+    except Timeout:
+        return 0
+    try:
+        n = 0
+        for row in store.rows("nights", "status = ?", ["running"]):
+            store.update("nights", row["id"], {"status": "interrupted", "finished_at": now_iso(),
+                                                "error": "the process running it stopped"})
+            n += 1
+        return n
+    finally:
+        probe.release()
+
+
 def night_lock() -> FileLock:
     """The one-night-at-a-time lock shared by the CLI, the daemon and the MCP server."""
     paths.state_dir().mkdir(parents=True, exist_ok=True)
@@ -337,6 +362,10 @@ def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progre
         return finish("planned")
 
     target, optimizer = _open_backends(s)
+    say("checking the backends")
+    target.check()  # loud even when every rollout would come from the cache
+    if optimizer is not target:
+        optimizer.check()
     night = _Night(store, s, night_id, target, optimizer, say, on_rollout)
     verified = bool(val)
     if not verified:
@@ -382,6 +411,11 @@ def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progre
     if budget_note:
         summary["reason"] = f"stopped: {budget_note}; staging what the gate certified before that"
     new_text = doc.render(rules)
+    same = store.rows("proposals", "target_path = ? and status = 'staged' and base_hash = ? "
+                      "and new_hash = ?", [str(target_path), base_hash, sha256_text(new_text)])
+    if same:  # an unchanged re-run: the staged proposal already says this
+        summary["reason"] = f"same result as the staged proposal {same[0]['id']}"
+        return finish("succeeded", proposal_id=same[0]["id"], **extra)
     proposal_id = stage_proposal(
         store, night_id=night_id, target_path=target_path, base_text=live, new_text=new_text,
         base_hash=base_hash, edits=night.edits, tasks=tasks, cost=costs, summary=summary,

@@ -165,3 +165,16 @@ def test_demo_refuses_a_folder_in_use(tmp_path):
     busy.write_text("a file")
     res = cli("demo", "--keep", str(busy))
     assert res.returncode == 1 and res.stderr.startswith("error: demo folder")
+
+
+def test_status_marks_a_night_whose_process_died_as_interrupted():
+    from skillopt_sleep import paths
+    from skillopt_sleep.store import Store
+
+    store = Store(paths.db_path())
+    # as left by a `run` killed with -9: "running", its lock released by the kernel
+    store.insert("nights", {"started_at": "2026-11-30T01:00:00+00:00", "status": "running",
+                            "pid": 999999, "trigger": "cli"})
+    data = json.loads(cli("status", "--json").stdout)
+    assert data["last_night"]["status"] == "interrupted"
+    assert data["last_night"]["error"] == "the process running it stopped"

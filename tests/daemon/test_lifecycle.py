@@ -107,3 +107,23 @@ def test_integration_files_match_templates() -> None:
         text = (root / rel).read_text(units.ENCODING[kind])
         assert text == units.RENDER[kind](units.INTEGRATION_ARGV[kind]), rel
         assert "start --foreground" in text or "<string>--foreground</string>" in text
+
+
+def test_service_unit_carries_the_state_folder_and_path(monkeypatch, tmp_path):
+    import shutil
+    import subprocess
+
+    from skillopt_sleep.daemon import units
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("PATH", f"{tmp_path}/node bin:/usr/bin:/bin")
+    res = units.install("systemd")
+    text = res.path.read_text()
+    assert f'Environment="PATH={tmp_path}/node bin:/usr/bin:/bin"\n' in text
+    assert f"Environment=SKILLOPT_SLEEP_HOME={tmp_path}/skillopt-home\n" in text
+    if shutil.which("systemd-analyze", path="/usr/bin:/bin"):
+        proc = subprocess.run(["/usr/bin/systemd-analyze", "verify", "--user", str(res.path)],
+                              capture_output=True, text=True)
+        assert "Environment" not in proc.stderr, proc.stderr
+    plist = units.render_launchd(["/x"], {"PATH": "/a"})
+    assert "<key>EnvironmentVariables</key>\n    <dict>\n        <key>PATH</key>" in plist

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
+import sys
 import time
 
 import psutil
@@ -66,6 +68,12 @@ def test_plain_cli_run_goes_through_the_running_daemon(harness: DaemonHarness,
                                                result["proposal_id"])
     human = harness.cli("run", timeout=120)
     assert "(run by the daemon)" in human.stdout
+    # a settings variable in the caller's environment: the daemon would not see it, so the
+    # night runs in this process (and fails on the unknown model, as it must)
+    env = dict(harness.env, SKILLOPT_SLEEP_TARGET__MODEL="no-such-model")
+    proc = subprocess.run([sys.executable, "-m", "skillopt_sleep", "run"], env=env, text=True,
+                          capture_output=True, timeout=120, cwd=str(harness.project))
+    assert "run by the daemon" not in proc.stdout
 
 
 def test_scheduler_triggered_night(harness: DaemonHarness, sim_proxy: GatedProxy) -> None:

@@ -106,7 +106,7 @@ def test_codex_merge_keeps_providers_comments_and_servers(agent_homes: Path) -> 
     assert skill.startswith("---\nname: skillopt-sleep\ndescription: ")
     agents_md = (codex / "AGENTS.md").read_text()
     assert agents_md.startswith(AGENTS_MD + "\n<!-- skillopt-sleep-plugin:begin")
-    assert "`skillopt-sleep`" in agents_md and agents_md.endswith("<!-- skillopt-sleep-plugin:end -->\n")
+    assert "`skillopt-sleep`" in agents_md and agents_md.endswith("<!-- skillopt-sleep-plugin:end codex -->\n")
 
 
 def test_claude_code_settings_enable_the_plugin_directory(agent_homes: Path) -> None:
@@ -160,10 +160,17 @@ def test_project_scope(tmp_path: Path, isolated_home: Path) -> None:
                 ".devin/skills/skillopt-sleep/SKILL.md", ".devin/config.json",
                 ".github/copilot-instructions.md"):
         assert (project / rel).is_file(), rel
-    # codex and devin share AGENTS.md: one block, undone by whichever uninstall runs last
-    assert (project / "AGENTS.md").read_text().count("skillopt-sleep-plugin:begin") == 1
-    for agent in reversed(AGENTS):
-        uninstall(agent, project)
+    # codex and devin share AGENTS.md: one block each, so one uninstall leaves the other's
+    text = (project / "AGENTS.md").read_text()
+    assert text.count("skillopt-sleep-plugin:begin codex") == 1
+    assert text.count("skillopt-sleep-plugin:begin devin") == 1
+    uninstall("codex", project)
+    text = (project / "AGENTS.md").read_text()
+    assert "plugin:begin codex" not in text and "plugin:begin devin" in text
+    assert not install("devin", project).changed  # devin still counts as installed
+    for agent in AGENTS:
+        if agent != "codex":
+            uninstall(agent, project)
     assert snapshot(project) == before
 
 

@@ -280,3 +280,12 @@ def test_synthetic_stored_tasks_never_lend_ids_or_get_val(store: Store) -> None:
     assert "synthetic0001" not in {t.id for t in report.tasks}
     assert all(not t.synthetic for t in report.tasks)
     assert sorted(t.split for t in report.tasks) == ["test", "train", "val"]
+
+
+def test_shared_filler_words_do_not_merge_different_tasks():
+    from skillopt_sleep.night.mine import normalise_intent, similar
+
+    assert similar(normalise_intent("How do I lint the project?"),
+                   normalise_intent("How do I run the tests?"), 72) == 0.0
+    assert similar(normalise_intent("how do I install the dependencies?"),
+                   normalise_intent("install the dependencies please"), 72) == 100.0

@@ -10,6 +10,7 @@ import pytest
 
 from skillopt_sleep import paths
 from skillopt_sleep.config import load_settings
+from skillopt_sleep.errors import BackendUnreachable
 from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings, write_conversations
 from skillopt_sleep.night.run import run_night
 from skillopt_sleep.proposals import adopt, rollback
@@ -106,7 +107,16 @@ def test_a_whole_night_then_adopt_rollback_and_a_cached_rerun(world):
         again = run_night(store, settings)
         assert sum(sim.stats.by_role.values()) == calls_first
         assert again.cost["calls"] == 0 and again.cost["cached_calls"] > 0
-        assert again.status == "succeeded"
+        assert again.status == "succeeded" and again.proposal_id == result.proposal_id
+        assert "same result as the staged proposal" in again.summary["reason"]
+        assert [p["id"] for p in store.rows("proposals")] == [result.proposal_id]
+
+        # ...but a dead backend still fails the fully cached night loudly
+    dead = settings_for(home, project, "http://127.0.0.1:9", target)
+    with pytest.raises(BackendUnreachable, match="cannot reach"):
+        run_night(store, dead)
+    assert store.rows("nights", order_by="id desc", limit=1)[0]["status"] == "failed"
+    assert [p["status"] for p in store.rows("proposals")] == ["staged"]
 
     # adopt changes only the managed block; rollback restores byte for byte
     adopt(store, again.proposal_id)
