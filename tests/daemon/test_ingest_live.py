@@ -6,6 +6,8 @@ import datetime as dt
 import os
 import time
 
+import pytest
+
 from skillopt_sleep.daemon import control
 from skillopt_sleep.demo import write_claude_session, write_codex_session
 
@@ -134,3 +136,23 @@ def test_changed_files_rescan_reads_only_what_changed(harness: DaemonHarness) ->
         assert d._changed_files(store) == [("codex", str(b))]
     finally:
         store.close()
+
+
+@pytest.mark.cli
+def test_sessions_written_by_the_real_clis_are_indexed_live(harness: DaemonHarness) -> None:
+    """The real `claude -p` and `codex exec` (against the simulator) write into the watched
+    HOME while the daemon runs; their sessions reach the store without `harvest`."""
+    from skillopt_sleep.testing.transcripts import build_transcripts
+    from tests.agent_clis import NODE_BIN, agent_binary
+
+    agent_binary("claude"), agent_binary("codex")  # fail under CI when missing
+    harness.write_config()
+    harness.start()
+    built = build_transcripts(harness.home, harness.project, clis=("claude", "codex"),
+                              include_replay=False,
+                              search_path=f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    want = {"claude_code": len(built["claude"].sessions), "codex": len(built["codex"].sessions)}
+    wait_for(lambda: all(len(_sessions(s)) >= n for s, n in want.items()), 20,
+             what="the real CLIs' sessions indexed")
+    prompts = {r[0] for r in db_rows("select text from messages where kind = 'prompt'")}
+    assert any("install" in p.lower() for p in prompts), prompts
