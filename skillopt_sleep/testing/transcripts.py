@@ -109,15 +109,9 @@ def _run(argv: list[str], env: dict[str, str], cwd: Path, stdin: str | None,
 
 
 def _json_lines(text: str) -> list[dict[str, Any]]:
-    out = []
-    for line in text.splitlines():
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            out.append(value)
-    return out
+    from skillopt_sleep.backends._exec import json_lines
+
+    return json_lines(text)
 
 
 def _base_env(home: Path, path: str) -> dict[str, str]:
