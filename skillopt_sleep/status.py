@@ -23,7 +23,10 @@ def collect_status(store: Store, *, nights: int = 5) -> dict[str, Any]:
 
     recover_nights(store)  # a "running" night nobody runs any more (kill -9) is interrupted
     last_nights = store.rows("nights", order_by="id desc", limit=nights)
-    failed = [n for n in last_nights if n["status"] in ("failed", "interrupted")]
+    # a dry run that only planned is not "the last night"; one that failed is
+    real = store.rows("nights", "not (dry_run = 1 and status = 'planned')", order_by="id desc",
+                      limit=1)
+    last = real[0] if real else None
     harvest = {}
     for row in store.rows("harvest_runs", order_by="id desc", limit=50):
         harvest.setdefault(row["source"], {
@@ -47,9 +50,10 @@ def collect_status(store: Store, *, nights: int = 5) -> dict[str, Any]:
         "sessions_by_source": by_source,
         "database": str(paths.db_path()),
         "counts": counts,
-        "last_night": night_view(last_nights[0]) if last_nights else None,
+        "last_night": night_view(last) if last else None,
         "nights": [night_view(n) for n in last_nights],
-        "last_error": (failed[0]["error"] if failed and failed[0] is last_nights[0] else None),
+        "last_error": (last["error"] if last and last["status"] in ("failed", "interrupted")
+                       else None),
         "pending_proposals": [
             {"id": p["id"], "target": p["target_path"], "created_at": p["created_at"],
              "val_before": p["val_before"], "val_after": p["val_after"],

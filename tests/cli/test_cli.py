@@ -178,3 +178,13 @@ def test_status_marks_a_night_whose_process_died_as_interrupted():
     data = json.loads(cli("status", "--json").stdout)
     assert data["last_night"]["status"] == "interrupted"
     assert data["last_night"]["error"] == "the process running it stopped"
+
+
+def test_a_dry_run_does_not_hide_the_last_real_night(sessions, tmp_path):
+    home, project = sessions
+    cfg = write_config(tmp_path / "c.toml", home, project, f"http://127.0.0.1:{closed_port()}/v1")
+    assert cli("--config", str(cfg), "run").returncode == 1
+    assert cli("--config", str(cfg), "run", "--dry-run").returncode == 0
+    status = json.loads(cli("status", "--json").stdout)
+    assert status["last_night"]["status"] == "failed" and "cannot reach" in status["last_error"]
+    assert [n["status"] for n in status["nights"]][:2] == ["planned", "failed"]
