@@ -156,6 +156,8 @@ def run(
     out.print(f"night {result.night_id}: {result.status}")
     if result.summary.get("reason"):
         out.print(f"  {result.summary['reason']}")
+    if result.summary.get("warning"):
+        out.print(f"  warning: {result.summary['warning']}", markup=False)
     out.print(f"  tasks: {result.summary.get('train', 0)} train, {result.summary.get('val', 0)} val, "
               f"{result.summary.get('test', 0)} test")
     if result.status not in ("planned", "no_tasks"):

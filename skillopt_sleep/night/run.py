@@ -338,6 +338,12 @@ def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progre
         "tasks": len(report.tasks), "scorable": len(tasks), "train": len(train), "val": len(val),
         "test": len(test), "rules_before": len(doc.rules), "base_hash": base_hash,
     }
+    agent_of = {"claude_code": "claude_code", "codex": "codex", "copilot": "copilot"}
+    replayed_on = agent_of.get(s.target.name)
+    if s.document.kind == "managed_skill" and replayed_on and replayed_on != s.document.agent:
+        summary["warning"] = (f"the document is {s.document.agent}'s skill but the night replays "
+                              f"through {s.target.name}; set document.agent = \"{replayed_on}\"")
+        say(f"warning: {summary['warning']}")
     store.update("nights", night_id, {"target_path": str(target_path), "summary": json.dumps(summary)})
     say(f"tasks: {len(tasks)} scorable of {len(report.tasks)} mined — {len(train)} train, "
         f"{len(val)} val, {len(test)} test; training {target_path}")

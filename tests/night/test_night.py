@@ -186,3 +186,16 @@ def test_epoch_end_consolidation_is_gated_and_recorded(world):
     staged = (Path(store.get("proposals", result.proposal_id)["dir"]) / "document").read_text()
     assert staged.startswith(USER_TEXT.decode())
     assert staged.count("ommits small.") == 1 and "- Use `pnpm` instead of `npm`." in staged
+
+
+def test_a_skill_of_another_agent_than_the_replay_target_is_warned_about(world, tmp_path):
+    home, project, persona, target = world
+    store = Store(paths.db_path())
+    settings = load_settings(Path("/nonexistent/config.toml"), **{
+        **demo_settings(home, project, "http://127.0.0.1:9/v1"),
+        "document": {"kind": "managed_skill", "agent": "codex"},
+        "target": {"name": "claude_code", "executable": "/bin/true"},
+    })
+    result = run_night(store, settings, dry_run=True, env={"CODEX_HOME": str(tmp_path / "cx")})
+    assert result.summary["warning"].startswith("the document is codex's skill but the night "
+                                                "replays through claude_code")
