@@ -50,6 +50,12 @@ def register(app: typer.Typer) -> None:
             out.print(f"created {config_path}" + (f" enabling: {', '.join(changed)}" if changed else ""))
         elif changed:
             out.print(f"enabled in {config_path}: {', '.join(changed)}")
+        if changed:
+            from skillopt_sleep.daemon.control import daemon_status
+
+            if daemon_status(timeout=1).get("running"):
+                out.print("the running daemon watches its old list: restart it "
+                          "(`skillopt-sleep stop && skillopt-sleep start`)")
         else:
             idle = [s.name for s in statuses if s.found and not s.enabled and not s.configured]
             if idle:
