@@ -151,9 +151,15 @@ def test_claude_marketplace_add_and_plugin_install(isolated_home: Path) -> None:
     assert settings["enabledPlugins"] == {"skillopt-sleep@skillopt-sleep": True}
 
 
-def test_claude_p_calls_the_plugins_mcp_tool_after_install(isolated_home: Path, sim: Simulator,
-                                                           workdir: Path) -> None:
-    run([sys.executable, "-m", "skillopt_sleep", "install", "claude-code"], base_env(isolated_home))
+@pytest.mark.parametrize("how", ["skillopt-sleep install", "claude plugin marketplace"])
+def test_claude_p_calls_the_plugins_mcp_tool_after_install(how: str, isolated_home: Path,
+                                                           sim: Simulator, workdir: Path) -> None:
+    env = base_env(isolated_home)
+    if how == "skillopt-sleep install":
+        run([sys.executable, "-m", "skillopt_sleep", "install", "claude-code"], env)
+    else:  # Claude Code's own route: marketplace add, then plugin install
+        run([binary("claude"), "plugin", "marketplace", "add", str(PLUGIN)], env, isolated_home)
+        run([binary("claude"), "plugin", "install", "skillopt-sleep@skillopt-sleep"], env, isolated_home)
     out = claude_p(isolated_home, sim, workdir, "what is the sleep status?", "--allowedTools", CLAUDE_TOOL)
     assert out["result"] == "The sleep status is above."
     called = [r["tool"] for r in sim.stats.requests if r["endpoint"] == "/messages"]
@@ -202,7 +208,13 @@ def test_session_end_hook_reaches_the_running_daemon(isolated_home: Path, sim: S
             time.sleep(0.1)
         else:
             pytest.fail(f"no full ingest after the session ended: {daemon_status()}")
-        assert last["sessions_new"] + last["sessions_updated"] >= 0
+        # and the session that just ended is in the store
+        from skillopt_sleep.store import Store
+
+        store = Store(paths.db_path())
+        prompts = [m["text"] for m in store.rows("messages", "source = 'claude_code' and kind = 'prompt'")]
+        store.close()
+        assert "hello there" in prompts, prompts
     finally:
         subprocess.run([sys.executable, "-m", "skillopt_sleep", "stop"], env=env, capture_output=True,
                        timeout=90)

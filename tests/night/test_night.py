@@ -199,3 +199,24 @@ def test_a_skill_of_another_agent_than_the_replay_target_is_warned_about(world, 
     result = run_night(store, settings, dry_run=True, env={"CODEX_HOME": str(tmp_path / "cx")})
     assert result.summary["warning"].startswith("the document is codex's skill but the night "
                                                 "replays through claude_code")
+
+
+def test_with_no_val_split_an_improvement_is_unverified_and_not_staged(tmp_path, isolated_home):
+    project = tmp_path / "solo"
+    project.mkdir()
+    # one recurring task only: fewer than 3 tasks keeps val (and test) empty
+    write_conversations(isolated_home, project, [c for c in DEMO_CONVERSATIONS
+                                                 if "install the dependencies" in c[1][0][0].lower()])
+    persona = tmp_path / "persona.toml"
+    persona.write_text(PERSONA, encoding="utf-8")
+    target = project / "CLAUDE.md"
+    target.write_bytes(USER_TEXT)
+    store = Store(paths.db_path())
+    with serve(persona) as sim:
+        result = run_night(store, settings_for(isolated_home, project, sim.url, target))
+    assert result.summary["val"] == 0 and "cannot certify" in result.summary["unverified"]
+    assert result.status == "no_change" and result.proposal_id is None
+    assert result.summary["reason"] == "edits improved train only (unverified)"
+    statuses = {e["text"]: e["status"] for e in store.rows("edits")}
+    assert statuses["Use `pnpm` instead of `npm`."] == "unverified"
+    assert store.rows("proposals") == [] and target.read_bytes() == USER_TEXT

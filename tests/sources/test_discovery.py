@@ -95,6 +95,44 @@ def test_night_mines_one_task_across_four_agents(isolated_home: Path, store: Sto
     assert task.corrections == ["no, use pnpm instead of npm"]
 
 
+def test_a_whole_night_over_four_agents_sessions(isolated_home: Path, store: Store, tmp_path: Path) -> None:
+    """Recurring tasks spread over Claude Code, Codex, Copilot CLI and Devin sessions of one
+    project go through the whole night: replay, gate, proposal."""
+    from skillopt_sleep.night.run import run_night
+    from skillopt_sleep.simulator import serve
+
+    project = tmp_path / "webapp"
+    project.mkdir()
+    fix = "no, use pnpm instead of npm"
+    writers = [write_claude_session, write_codex_session, write_copilot_session, write_devin_session]
+    asks = [("how do I run the tests?", "Run `npm test`."),
+            ("how do I install the dependencies?", "Run `npm install`."),
+            ("run the linter", "Run `npm run lint`."),
+            ("add the zod package as a dependency", "Run `npm install zod`.")]
+    for i, (ask, answer) in enumerate(asks):  # each task in two agents' sessions, one corrected
+        writers[i % 4](isolated_home, project, [(ask, answer, fix)])
+        writers[(i + 1) % 4](isolated_home, project, [(ask, answer, None)])
+    skill = project / "SKILL.md"
+    with serve("demo") as sim:
+        backend = {"name": "openai_compatible", "base_url": sim.url + "/v1", "model": "sim",
+                   "max_retries": 0}
+        settings = load_settings(tmp_path / "none.toml", project=str(project), epochs=1, edit_budget=3,
+                                 target=backend, optimizer=backend,
+                                 sources={n: {} for n in ("claude_code", "codex", "copilot_cli", "devin")},
+                                 document={"kind": "path", "path": str(skill)})
+        result = run_night(store, settings)
+    assert result.status == "succeeded", result.summary
+    assert result.summary["train"] >= 1 and result.summary["val"] >= 1 and result.summary["test"] >= 1
+    sources = {s.split(":", 1)[0] for t in store.tasks() for s in t.sessions}
+    assert sources == {"claude_code", "codex", "copilot_cli", "devin"}
+    replayed = {r["task_id"] for r in store.rows("rollouts", "night_id = ?", [result.night_id])}
+    assert replayed == {t.id for t in store.tasks()}
+    assert result.test_after > result.test_before
+    assert "- Use `pnpm` instead of `npm`." in (
+        Path(store.get("proposals", result.proposal_id)["dir"]) / "document").read_text()
+    assert not skill.exists()  # staged only
+
+
 # ---------------------------------------------------------------------------- discovery
 def status_of(settings: Settings, home: Path, config: Path | None = None) -> dict:
     return {s.name: s for s in discover_sources(settings, config_path=config, env={}, home=home)}
