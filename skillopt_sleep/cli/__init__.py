@@ -54,6 +54,22 @@ def _settings(**overrides: Any):
     return load_settings(_state["config"], **overrides)
 
 
+def first_run_setup() -> None:
+    """On a new install (no config file, none given) write one that enables every agent whose
+    logs exist on this machine, and say so. Used by ``harvest``, ``run`` and ``start``."""
+    from skillopt_sleep import paths
+
+    path = paths.config_file()
+    if _state["config"] is not None or path.exists():
+        return
+    from skillopt_sleep.config import load_settings
+    from skillopt_sleep.sources.discovery import discover_sources, enable_found
+
+    enabled = enable_found(path, discover_sources(load_settings(path), config_path=path))
+    err.print(f"first run: wrote {path}, harvesting {', '.join(enabled) or 'nothing found yet'} "
+              "(`skillopt-sleep sources` lists every agent)", markup=False)
+
+
 def _store():
     from skillopt_sleep.store import open_store
 
@@ -73,6 +89,7 @@ def harvest(as_json: bool = JsonOpt) -> None:
     """Read new bytes of every enabled agent's session logs into the store."""
     from skillopt_sleep.sources.ingest import harvest as do_harvest
 
+    first_run_setup()
     report = do_harvest(_store(), _settings(), progress=not as_json and sys.stderr.isatty())
     data = report.model_dump() if hasattr(report, "model_dump") else report.__dict__
     if as_json:
@@ -125,6 +142,8 @@ def run(
     """Run one night now: harvest, mine, replay, reflect, gate, stage a proposal."""
     from skillopt_sleep.night.run import run_night
 
+    if not dry_run:
+        first_run_setup()
     target = {k: v for k, v in (("name", target_backend), ("model", target_model)) if v}
     optimizer = {k: v for k, v in (("name", optimizer_backend), ("model", optimizer_model)) if v}
     settings = _settings(project=project, target=target or None, optimizer=optimizer or None)

@@ -28,6 +28,9 @@ def start(
     """Start the background daemon: live harvest, nightly schedule, control socket."""
     from skillopt_sleep.daemon import process
 
+    from skillopt_sleep.cli import first_run_setup
+
+    first_run_setup()
     config = _state.get("config")
     if foreground:
         from skillopt_sleep.daemon.core import run_foreground

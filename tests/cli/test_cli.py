@@ -188,3 +188,17 @@ def test_a_dry_run_does_not_hide_the_last_real_night(sessions, tmp_path):
     status = json.loads(cli("status", "--json").stdout)
     assert status["last_night"]["status"] == "failed" and "cannot reach" in status["last_error"]
     assert [n["status"] for n in status["nights"]][:2] == ["planned", "failed"]
+
+
+def test_first_harvest_of_a_new_install_enables_the_agents_found(isolated_home, tmp_path):
+    from tests.sources.test_discovery import write_copilot_session
+
+    write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
+    res = cli("harvest", "--json")
+    assert res.returncode == 0, res.stderr
+    assert "first run: wrote" in res.stderr and "copilot_cli" in res.stderr
+    report = json.loads(res.stdout)
+    assert report["sources"]["copilot_cli"]["sessions_new"] == 1
+    # the file lists every agent; a second run changes nothing and says nothing
+    again = cli("harvest", "--json")
+    assert "first run" not in again.stderr
