@@ -6,7 +6,9 @@ Routes (a leading ``/v1`` is optional on every API route):
 * ``POST /v1/responses`` (OpenAI Responses), ``POST /v1/chat/completions`` (OpenAI Chat)
 * ``GET /v1/models`` (a list in a shape both Anthropic and OpenAI clients accept)
 * ``GET /_sim/stats`` (JSON of :meth:`Stats.snapshot`), ``POST /_sim/reset`` (zero the stats),
-  ``POST /_sim/fail`` with ``{"count": N, "status": 500}`` (fail the next N model calls)
+  ``POST /_sim/fail`` with ``{"count": N, "status": 500}`` (fail the next N model calls),
+  ``POST /_sim/stall`` with ``{"count": N, "seconds": S}`` (hold the next N model calls for S
+  seconds, then drop the connection without an answer: a hanging model API)
 
 With ``api_key`` set, API routes need it as ``x-api-key`` or ``Authorization: Bearer``;
 otherwise 401 in the API's own error shape. A model the persona does not list gives 404
@@ -163,6 +165,10 @@ class _Handler(BaseHTTPRequestHandler):
             spec = self._body()
             sim.fail_next(int(spec.get("count", 1)), int(spec.get("status", 500)))
             return self._json(200, {"ok": True})
+        if path == "/_sim/stall":
+            spec = self._body()
+            sim.stall_next(int(spec.get("count", 1)), float(spec.get("seconds", 30.0)))
+            return self._json(200, {"ok": True})
         if path == "/messages/count_tokens":
             body = self._body()
             text = wire.parse_anthropic(body).all_text()
@@ -191,6 +197,14 @@ class _Handler(BaseHTTPRequestHandler):
         turn = getattr(wire, f"parse_{api}")(body)
         rec.update(model=turn.model, stream=turn.stream, prompt=turn.prompt[:200],
                    tools=turn.tools)
+        stall = sim.take_stall()
+        if stall is not None:
+            # hang: no status line, no byte; then drop the connection (bounded, so this
+            # handler thread always ends by itself, and at once when the simulator closes)
+            sim.stats.record(**rec, status=0, stalled=True)
+            sim.closing.wait(stall)
+            self.close_connection = True
+            return None
         if not self._authorized():
             sim.stats.record(**rec, status=401)
             return self._unauthorized(api)
@@ -246,6 +260,9 @@ class Simulator:
         self.stats = Stats()
         self._lock = threading.Lock()
         self._failures = [self.persona.fail_status] * self.persona.fail_first
+        self._stalls: list[float] = []
+        #: set by :meth:`close`; releases stalled requests at once
+        self.closing = threading.Event()
         self._ids = 0
         self._httpd = _Server((host, port), _Handler)
         self._httpd.sim = self
@@ -270,16 +287,28 @@ class Simulator:
         with self._lock:
             return self._failures.pop(0) if self._failures else None
 
+    def stall_next(self, count: int, seconds: float = 30.0) -> None:
+        """Make the next ``count`` model calls hang: the request is read, nothing is sent for
+        ``seconds`` (at most 600), then the connection is closed without an answer. A stalled
+        request is recorded with ``status`` 0 and ``stalled`` True."""
+        with self._lock:
+            self._stalls = [max(0.0, min(float(seconds), 600.0))] * count
+
+    def take_stall(self) -> float | None:
+        with self._lock:
+            return self._stalls.pop(0) if self._stalls else None
+
     def next_id(self) -> str:
         with self._lock:
             self._ids += 1
             return f"sim{self._ids:06d}"
 
     def reset(self) -> None:
-        """Zero the stats and cancel pending failures."""
+        """Zero the stats and cancel pending failures and stalls."""
         self.stats.reset()
         with self._lock:
             self._failures = []
+            self._stalls = []
 
     def start(self) -> Simulator:
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
@@ -291,6 +320,7 @@ class Simulator:
         self._httpd.serve_forever()
 
     def close(self) -> None:
+        self.closing.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         if self._thread:

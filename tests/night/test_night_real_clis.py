@@ -9,7 +9,11 @@ missing CLI fails these tests; elsewhere they are skipped with the reason.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -199,6 +203,102 @@ def test_night_fails_loudly_and_stages_nothing(world, case):
     status = collect_status(store)
     assert status["last_night"]["status"] == "failed"
     assert status["last_error"] == message
+
+
+#: target backend -> (CLI, the URL it is given for the simulator, the login command its fix names)
+TARGETS = {"claude_code": ("claude", "", "`claude auth login`"),
+           "codex": ("codex", "/v1", "`codex login`"),
+           "copilot": ("copilot", "/v1", "`copilot login`")}
+WRONG_KEY = "sk-sim-wrong-9876543210"
+
+
+def closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there any more
+    return port
+
+
+def toml_table(name: str, values: dict) -> str:
+    lines = [f"[{name}]"]
+    for key, value in values.items():
+        if value is not None:  # a JSON string / number is a TOML one too
+            lines.append(f"{key} = {json.dumps(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """The real entry point, as a user runs it (HOME, PATH, SKILLOPT_SLEEP_HOME: the test's)."""
+    return subprocess.run([sys.executable, "-m", "skillopt_sleep", *args], capture_output=True,
+                          text=True, env=dict(os.environ), timeout=240, check=False)
+
+
+@pytest.mark.parametrize("case", ["no_key", "wrong_key", "wrong_url", "unknown_model"])
+@pytest.mark.parametrize("name", sorted(TARGETS))
+def test_cli_night_with_a_broken_target_cli_exits_1_and_stages_nothing(world, tmp_path, name,
+                                                                       case):
+    """``python -m skillopt_sleep --config FILE run`` with each real agent CLI as the target,
+    broken four ways; the optimizer is healthy, so the failure must come from (and name) the
+    target, with its fix."""
+    binary, suffix, login = TARGETS[name]
+    require_cli(binary)
+    home, project, persona, target = world
+    with serve(persona, api_key=SIM_KEY) as sim:
+        tgt = backend(name, sim.url + suffix)
+        if case == "no_key":
+            # no key configured: claude falls back to its (absent) login and says "Not logged
+            # in" without sending a request; codex and copilot send no key and get a 401
+            tgt["api_key"] = None
+            words = ("not logged in or the API key was rejected", login, "`api_key_env`")
+        elif case == "wrong_key":
+            tgt["api_key"] = WRONG_KEY
+            words = ("not logged in or the API key was rejected", login, "`api_key_env`")
+        elif case == "wrong_url":
+            # a closed port: the backend's pre-flight check fails before the CLI is started
+            tgt["base_url"] = f"http://127.0.0.1:{closed_port()}{suffix}"
+            words = (f"cannot reach {tgt['base_url']}", "check `base_url`")
+        else:
+            tgt["model"] = "no-such-model"  # the persona lists only sim-demo: 404
+            words = ("unknown model 'no-such-model'", "check `model`")
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f"project = {json.dumps(str(project))}\nepochs = 1\nedit_budget = 3\n"
+            + toml_table("sources.claude_code", {"roots": [str(home / ".claude" / "projects")]})
+            + toml_table("sources.codex", {"roots": [str(home / ".codex" / "sessions")]})
+            + toml_table("document", {"kind": "path", "path": str(target)})
+            + toml_table("target", tgt)
+            + toml_table("optimizer", backend("anthropic", sim.url)), encoding="utf-8")
+        res = run_cli("--config", str(config), "run")
+        seen = sim.stats.snapshot()["requests"]
+
+    assert res.returncode == 1, (res.returncode, res.stdout, res.stderr)
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error: ")]
+    assert len(errors) == 1, res.stderr
+    message = errors[0].removeprefix("error: ")
+    assert message.startswith(f"{name}: "), message
+    assert all(w in message for w in words), (words, message)
+    assert "internal error" not in message
+    assert SIM_KEY not in res.stderr + res.stdout and WRONG_KEY not in res.stderr + res.stdout
+    # the simulator saw what the case is about (the CLI really talked to it)
+    statuses = {r["status"] for r in seen if r.get("model") == tgt["model"]}
+    if case == "wrong_key" or (case == "no_key" and name != "claude_code"):
+        assert 401 in statuses, seen
+    elif case == "unknown_model":
+        assert statuses == {404}, seen
+
+    status = run_cli("status", "--json")
+    assert status.returncode == 0, status.stderr
+    data = json.loads(status.stdout)
+    assert data["last_night"]["status"] == "failed"
+    assert data["last_night"]["error"] == message and data["last_error"] == message
+    assert data["pending_proposals"] == []
+    store = Store(paths.db_path())
+    assert store.rows("proposals") == []
+    assert target.read_text(encoding="utf-8") == USER_TEXT
+    # no CLI error text was stored as an answer
+    assert all(r["backend"] != name or not r["answer"] for r in store.rows("rollouts")), \
+        store.rows("rollouts")
 
 
 def test_unknown_model_persona_is_strict():
