@@ -35,7 +35,6 @@ contains :data:`~skillopt_sleep.sources.base.SELF_MARKER`.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections import Counter
@@ -43,8 +42,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.redact import clean, decode
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.redact import clean
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, json_records
 
 #: characters kept of a prompt / answer, and of a tool result excerpt
 MAX_TEXT = 20_000
@@ -146,15 +145,7 @@ class ClaudeCodeSource(Source):
             result.state = state
             return result
 
-        for raw in lines:
-            try:
-                rec = json.loads(decode(raw))
-            except ValueError:
-                skipped["bad_json"] += 1
-                continue
-            if not isinstance(rec, dict):
-                skipped["not_an_object"] += 1
-                continue
+        for rec in json_records(lines, skipped):
             rtype = rec.get("type")
             if rtype not in ("user", "assistant", "custom-title", "ai-title"):
                 skipped[f"ignored_type:{rtype}"] += 1

@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.redact import clean, decode
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.redact import clean
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, json_records
 
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
@@ -157,16 +157,7 @@ class CodexSource(Source):
         sess = HarvestedSession(source=self.name, key=st["key"])
         out: dict[str, HarvestedMessage] = {}
         ctx = _Ctx(st, sess, out, result.skipped)
-        for raw in lines:
-            st["line"] += 1
-            try:
-                rec = json.loads(decode(raw))
-            except ValueError:
-                result.skipped["bad_json"] += 1
-                continue
-            if not isinstance(rec, dict):
-                result.skipped["not_an_object"] += 1
-                continue
+        for rec in json_records(lines, result.skipped, st):
             try:
                 ctx.record(rec)
             except (TypeError, ValueError, AttributeError) as exc:  # a field of an odd type

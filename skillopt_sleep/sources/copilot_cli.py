@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.redact import clean, decode
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.redact import clean
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, json_records
 
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
@@ -99,16 +99,7 @@ def parse_events(source: str, path: Path, lines: Iterable[bytes], state: dict,
         out[msg.uid] = msg
         return msg
 
-    for raw in lines:
-        st["line"] += 1
-        try:
-            rec = json.loads(decode(raw))
-        except ValueError:
-            skipped["bad_json"] += 1
-            continue
-        if not isinstance(rec, dict):
-            skipped["not_an_object"] += 1
-            continue
+    for rec in json_records(lines, skipped, st):
         etype, data = rec.get("type"), rec.get("data")
         if not isinstance(etype, str) or not isinstance(data, dict):
             if isinstance(rec.get("role"), str):  # a bare chat message line (older builds)

@@ -45,7 +45,7 @@ from urllib.parse import unquote, urlparse
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, decode
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, json_records
 from skillopt_sleep.sources.copilot_cli import cap, parse_events
 
 MAX_TEXT = 20_000
@@ -170,15 +170,7 @@ class CopilotVSCodeSource(Source):
                     continue
                 ctx.full_state(doc)
         else:
-            for raw in lines:
-                try:
-                    rec = json.loads(decode(raw))
-                except ValueError:
-                    ctx.skipped["bad_json"] += 1
-                    continue
-                if not isinstance(rec, dict):
-                    ctx.skipped["not_an_object"] += 1
-                    continue
+            for rec in json_records(lines, ctx.skipped):
                 ctx.record(rec)
         return ctx.finish()
 

@@ -22,7 +22,6 @@ file's mtime at first read (lines carry no time).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections import Counter
@@ -31,8 +30,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.redact import clean, decode
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.redact import clean
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, json_records
 from skillopt_sleep.sources.copilot_cli import cap
 
 MAX_TEXT = 20_000
@@ -121,16 +120,7 @@ class CursorSource(Source):
         sess = HarvestedSession(source=self.name, key=st["key"], project=st["project"],
                                 started_at=st["started"])
         prefix = f"{st['key']}:{path.stem}"
-        for raw in lines:
-            st["line"] += 1
-            try:
-                rec = json.loads(decode(raw))
-            except ValueError:
-                result.skipped["bad_json"] += 1
-                continue
-            if not isinstance(rec, dict):
-                result.skipped["not_an_object"] += 1
-                continue
+        for rec in json_records(lines, result.skipped, st):
             role = rec.get("role")
             if role is None and isinstance(rec.get("message"), dict):
                 role = rec["message"].get("role")

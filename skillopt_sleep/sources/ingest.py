@@ -198,6 +198,27 @@ def _batches(lines: Iterator[bytes]) -> Iterator[list[bytes]]:
         yield batch
 
 
+def _save_sessions(store: Store, sessions: list, key: str, res: "FileResult", known: set[str],
+                   empty: set[str]) -> None:
+    """Store parsed sessions, counting new / updated / self-generated into ``res``. A session
+    with no message and no stored row yet goes to ``empty`` (counted by the caller once the
+    whole file is read, since a later batch may still bring its messages)."""
+    for sess in sessions:
+        sid = f"{sess.source}:{sess.key}"
+        if not sess.messages and sid not in known and store.get("sessions", sid) is None:
+            empty.add(sid)
+            continue
+        is_new, changed = store.save_session(sess, key)
+        known.add(sid)
+        res.messages += changed
+        if is_new:
+            res.sessions_new.add(sid)
+            if sess.self_generated:
+                res.sessions_filtered["self_generated"] += 1
+        elif changed and sid not in res.sessions_new:
+            res.sessions_updated.add(sid)
+
+
 def _head_hash(head: bytes) -> str:
     return hashlib.sha256(head).hexdigest()
 
@@ -304,20 +325,7 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
             n_lines += len(batch)
             n_skipped += sum(parsed.skipped.values())
             res.lines_skipped.update(parsed.skipped)
-            for sess in parsed.sessions:
-                sid = f"{sess.source}:{sess.key}"
-                if not sess.messages and sid not in known and store.get("sessions", sid) is None:
-                    empty.add(sid)
-                    continue
-                is_new, changed = store.save_session(sess, key)
-                known.add(sid)
-                res.messages += changed
-                if is_new:
-                    res.sessions_new.add(sid)
-                    if sess.self_generated:
-                        res.sessions_filtered["self_generated"] += 1
-                elif changed and sid not in res.sessions_new:
-                    res.sessions_updated.add(sid)
+            _save_sessions(store, parsed.sessions, key, res, known, empty)
         res.lines_skipped.update(reader.skipped)
         res.warnings.update(reader.warnings)
         res.lines_ok = n_lines - n_skipped
@@ -395,20 +403,10 @@ def _ingest_whole(store: Store, src: Source, path: Path, res: FileResult, st: os
         state = parsed.state
         res.lines_skipped.update(parsed.skipped)
         known: set[str] = set()
-        for sess in parsed.sessions:
-            sid = f"{sess.source}:{sess.key}"
-            if not sess.messages and store.get("sessions", sid) is None:
-                res.sessions_filtered["no_messages"] += 1
-                continue
-            is_new, changed = store.save_session(sess, key)
-            known.add(sid)
-            res.messages += changed
-            if is_new:
-                res.sessions_new.add(sid)
-                if sess.self_generated:
-                    res.sessions_filtered["self_generated"] += 1
-            elif changed:
-                res.sessions_updated.add(sid)
+        empty: set[str] = set()
+        _save_sessions(store, parsed.sessions, key, res, known, empty)
+        if empty - known:
+            res.sessions_filtered["no_messages"] += len(empty - known)
         res.bytes_read = n_bytes
         res.lines_ok = len(known)
     res.offset = st.st_size

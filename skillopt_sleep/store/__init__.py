@@ -17,7 +17,7 @@ from sqlite_utils import Database
 
 from skillopt_sleep import paths
 from skillopt_sleep.errors import StoreError
-from skillopt_sleep.models import HarvestedMessage, HarvestedSession, Task
+from skillopt_sleep.models import HarvestedSession, Task
 from skillopt_sleep.store.migrations import migrations
 
 

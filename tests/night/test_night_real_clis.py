@@ -31,37 +31,16 @@ from skillopt_sleep.status import collect_status
 from skillopt_sleep.store import Store
 
 import tomllib
+from tests.night.test_night import PERSONA as ENGINE_PERSONA
 from tests.agent_clis import NODE_BIN, agent_binary
 
 pytestmark = pytest.mark.cli
 
 
-PERSONA = """
-name = "night-cli-test"
-models = ["sim-demo"]
-default_answer = "Sure: {prompt}"
-
-[[answers]]
-match = "install.*dependenc|set ?up the project"
-text = "Run `npm install` in the project root."
-
-[[answers]]
-match = "run (the )?tests"
-text = "Run `npm test` to run the suite."
-
-[[answers]]
-match = "add (a )?dependency|add .* package"
-text = "Run `npm install <pkg>`."
-
-[[answers]]
-match = "lint"
-text = "Run `npm run lint`."
-
-[optimizer]
-order = ["derived", "harmful", "useless"]
-useless_edits = ["Be helpful and precise."]
-harmful_edits = ["Never mention `pnpm`."]
-"""
+# the engine test's persona, answering only the model the CLIs are configured with
+PERSONA = ENGINE_PERSONA.replace('name = "night-test"\nmodels = []',
+                                 'name = "night-cli-test"\nmodels = ["sim-demo"]')
+assert 'models = ["sim-demo"]' in PERSONA
 SIM_KEY = "sk-sim-night-0123456789"
 USER_TEXT = "# Project rules\n\nWritten by hand.\n"
 
