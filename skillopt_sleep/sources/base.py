@@ -27,11 +27,14 @@ class ParseResult:
     ``sessions`` hold only the messages found in *these* lines (the store merges them).
     ``skipped`` counts lines dropped by reason (``bad_json``, ``unknown_type``, …).
     ``state`` is the updated per-file state to persist for the next pass.
+    ``pending`` says something was left for a later pass (e.g. an answer still being
+    written): a snapshot source is then read again on the next pass even if unchanged.
     """
 
     sessions: list[HarvestedSession] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
     state: dict = field(default_factory=dict)
+    pending: bool = False
 
 
 def json_records(lines: Iterable[bytes], skipped: Counter, state: dict | None = None

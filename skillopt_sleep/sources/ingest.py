@@ -401,6 +401,8 @@ def _ingest_whole(store: Store, src: Source, path: Path, res: FileResult, st: os
             parsed = src.read_snapshot(path, state)  # type: ignore[attr-defined]
             n_bytes = int(getattr(parsed, "bytes_read", 0) or 0)
         state = parsed.state
+        if parsed.pending:  # something left for later: never "unchanged" next pass
+            digest = f"pending:{digest}"
         res.lines_skipped.update(parsed.skipped)
         known: set[str] = set()
         empty: set[str] = set()

@@ -15,8 +15,12 @@ Two storage generations:
   unit: its signature (names, sizes and mtimes of its message and part files) decides whether
   it is read again.
 
-An assistant message still being written (no ``time.completed``, no ``error``, updated less
-than :data:`SETTLE_SECONDS` ago) is left for a later pass, so no half-streamed text is stored.
+An assistant message still being written (no ``time.completed``, no ``error``, and its
+latest activity less than :data:`SETTLE_SECONDS` ago) is left for a later pass, so no
+half-streamed text is stored; the pass is then marked ``pending`` and the unit is read again
+next time even if nothing changed. Activity is taken from the content — the message's
+``time.created`` and its parts' ``time``/``state.time`` ``start``/``end`` (and the database's
+``time_updated``) — never from file mtimes, which a copy or a backup restore resets.
 Per message: ``text`` parts make the prompt / answer (``synthetic`` text parts are injected
 context: dropped, counted), ``tool`` parts add the tool name to the answer and a ``tool``
 excerpt (``is_error`` on status ``error`` or a non-zero ``metadata.exit``); ``reasoning``,
@@ -56,13 +60,29 @@ def _load(path: Path) -> Any:
         return None
 
 
-def _settled(info: dict, updated_ms: float | None, now: float) -> bool:
+def _ms(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def _last_activity_ms(info: dict, parts: list[dict], updated_ms: Any = None) -> float:
+    """The latest timestamp (epoch ms) the message's own content shows, 0 when none."""
+    times = [_ms(updated_ms)]
+    for rec in (info, *parts):
+        for t in (rec.get("time"), (rec.get("state") or {}).get("time") if isinstance(rec.get("state"), dict) else None):
+            if isinstance(t, dict):
+                times += [_ms(t.get(k)) for k in ("created", "start", "end", "completed")]
+    return max(times)
+
+
+def _settled(info: dict, parts: list[dict], updated_ms: Any, now: float) -> bool:
+    """False for an assistant message still being written (see the module docstring)."""
     if info.get("role") != "assistant":
         return True
     t = info.get("time") if isinstance(info.get("time"), dict) else {}
     if t.get("completed") or info.get("error"):
         return True
-    return updated_ms is None or now * 1000 - updated_ms > SETTLE_SECONDS * 1000
+    last = _last_activity_ms(info, parts, updated_ms)
+    return last == 0 or now * 1000 - last > SETTLE_SECONDS * 1000
 
 
 class _Builder:
@@ -258,25 +278,24 @@ class OpenCodeSource(Source):
             if not isinstance(data, dict):
                 result.skipped["bad_json"] += 1
                 continue
-            try:
-                mtime = m.stat().st_mtime * 1000
-            except OSError:
-                mtime = None
-            infos.append((data, mtime))
-        infos.sort(key=lambda x: ((x[0].get("time") or {}).get("created") or 0, str(x[0].get("id"))))
+            infos.append(data)
+        infos.sort(key=lambda x: (_ms((x.get("time") or {}).get("created")), str(x.get("id"))))
         n_bytes = 0
-        for data, mtime in infos:
-            if not _settled(data, mtime, now):
-                result.skipped["unfinished"] += 1
-                continue
-            parts = []
+        for data in infos:
+            parts, bad = [], 0
             for p in sorted((storage / "part" / str(data.get("id"))).glob("*.json")):
                 pdata = _load(p)
                 if isinstance(pdata, dict):
                     parts.append(pdata)
-                    n_bytes += len(json.dumps(pdata))
                 else:
-                    result.skipped["bad_json"] += 1
+                    bad += 1
+            if not _settled(data, parts, None, now):
+                result.skipped["unfinished"] += 1
+                result.pending = True
+                continue
+            if bad:
+                result.skipped["bad_json"] += bad
+            n_bytes += sum(len(json.dumps(p)) for p in parts)
             b.message(sid, data, parts)
         result.sessions = list(b.sessions.values())
         result.bytes_read = n_bytes  # type: ignore[attr-defined]
@@ -314,22 +333,25 @@ class OpenCodeSource(Source):
                     result.skipped["bad_json"] += 1
                     continue
                 info.setdefault("id", m["id"])
-                if not _settled(info, m["time_updated"], now):
-                    result.skipped["unfinished"] += 1
-                    blocked = True  # the high-water mark stops before it
-                    continue
-                parts = []
+                parts, bad, p_bytes = [], 0, 0
                 for p in con.execute("select id, data from part where message_id = ? order by id", (m["id"],)):
-                    n_bytes += len(p["data"] or "")
+                    p_bytes += len(p["data"] or "")
                     try:
                         pdata = json.loads(p["data"])
                     except (TypeError, ValueError):
-                        result.skipped["bad_json"] += 1
+                        bad += 1
                         continue
                     if isinstance(pdata, dict):
                         pdata.setdefault("id", p["id"])
                         parts.append(pdata)
-                n_bytes += len(m["data"] or "")
+                if not _settled(info, parts, m["time_updated"], now):
+                    result.skipped["unfinished"] += 1
+                    result.pending = True
+                    blocked = True  # the high-water mark stops before it
+                    continue
+                if bad:
+                    result.skipped["bad_json"] += bad
+                n_bytes += p_bytes + len(m["data"] or "")
                 b.message(m["session_id"], info, parts)
                 if not blocked:
                     new_hw = max(new_hw, float(m["time_updated"] or 0))

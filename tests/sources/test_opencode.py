@@ -108,3 +108,76 @@ def test_unreadable_database_is_counted(tmp_path: Path) -> None:
     res = OpenCodeSource().read_snapshot(db, {})
     assert res.sessions == [] and sum(res.skipped.values()) == 1
     assert next(iter(res.skipped)).startswith("db_error:")
+
+
+def _tree_session(root: Path, sid: str, msgs: list[tuple[dict, list[dict]]]) -> Path:
+    storage = root / "storage"
+    ses = storage / "session" / "proj" / f"{sid}.json"
+    ses.parent.mkdir(parents=True)
+    ses.write_text(json.dumps({"id": sid, "directory": "/home/dev/app", "title": "App"}))
+    for i, (info, parts) in enumerate(msgs):
+        mdir = storage / "message" / sid
+        mdir.mkdir(parents=True, exist_ok=True)
+        (mdir / f"msg_{i}.json").write_text(json.dumps(info))
+        pdir = storage / "part" / info["id"]
+        pdir.mkdir(parents=True)
+        for j, p in enumerate(parts):
+            (pdir / f"{j}.json").write_text(json.dumps(p))
+    return ses
+
+
+def test_tree_answer_left_unfinished_is_read_on_a_later_pass_without_any_change(
+        tmp_path: Path, store: Store, monkeypatch) -> None:
+    """An answer that never gets ``time.completed`` (OpenCode killed mid-stream) is taken as
+    final once its content shows no activity for SETTLE_SECONDS, even though no file changed."""
+    import skillopt_sleep.sources.opencode as oc
+
+    now = int(time.time() * 1000)
+    ses = _tree_session(tmp_path, "ses_live", [
+        ({"id": "m_u", "role": "user", "time": {"created": now}}, [{"type": "text", "text": "lint the app"}]),
+        ({"id": "m_a", "role": "assistant", "time": {"created": now + 1}},
+         [{"type": "text", "text": "Running ruff", "time": {"start": now + 2}}]),
+    ])
+    first = harvest_file(store, OpenCodeSource(), ses)
+    assert (first.status, first.lines_skipped) == ("read", {"unfinished": 1})
+    assert [m["text"] for m in store.messages("opencode:ses_live")] == ["lint the app"]
+    later = time.time() + oc.SETTLE_SECONDS + 5
+    monkeypatch.setattr(oc.time, "time", lambda: later)
+    second = harvest_file(store, OpenCodeSource(), ses)
+    assert second.status == "read" and second.lines_skipped == {}
+    assert [m["text"] for m in store.messages("opencode:ses_live")] == ["lint the app", "Running ruff"]
+    assert harvest_file(store, OpenCodeSource(), ses).status == "unchanged"  # nothing pending now
+
+
+def test_tree_copied_with_fresh_mtimes_is_judged_by_its_content(tmp_path: Path, store: Store) -> None:
+    """A backup restored today has new file mtimes; its old, never-completed answer is final."""
+    old = 1_700_000_000_000
+    ses = _tree_session(tmp_path, "ses_old", [
+        ({"id": "m_u", "role": "user", "time": {"created": old}}, [{"type": "text", "text": "hello"}]),
+        ({"id": "m_a", "role": "assistant", "time": {"created": old + 1}}, [{"type": "text", "text": "Hi."}]),
+    ])
+    r = harvest_file(store, OpenCodeSource(), ses)
+    assert (r.status, r.lines_skipped) == ("read", {})
+    assert [m["text"] for m in store.messages("opencode:ses_old")] == ["hello", "Hi."]
+
+
+def test_db_answer_left_unfinished_is_read_on_a_later_pass_without_any_change(
+        tmp_path: Path, store: Store, monkeypatch) -> None:
+    import skillopt_sleep.sources.opencode as oc
+
+    db = tmp_path / "opencode.db"
+    con = make_db(db)
+    now = int(time.time() * 1000)
+    con.execute("insert into session values ('ses_1','p','', 'x','/home/dev/site','Site', '1.2.3', ?, ?)", (now, now))
+    add_message(con, "ses_1", "msg_1", now, {"role": "user", "time": {"created": now}},
+                [{"type": "text", "text": "build it"}])
+    add_message(con, "ses_1", "msg_2", now + 1, {"role": "assistant", "time": {"created": now + 1}},
+                [{"type": "text", "text": "Buil"}])
+    con.close()
+    assert harvest_file(store, OpenCodeSource(), db).lines_skipped == {"unfinished": 1}
+    later = time.time() + oc.SETTLE_SECONDS + 5
+    monkeypatch.setattr(oc.time, "time", lambda: later)
+    r = harvest_file(store, OpenCodeSource(), db)
+    assert r.status == "read" and r.messages == 1
+    assert [m["text"] for m in store.messages("opencode:ses_1")] == ["build it", "Buil"]
+    assert harvest_file(store, OpenCodeSource(), db).status == "unchanged"
