@@ -8,7 +8,8 @@ night) and the control socket, then report ready.
 
 Threads: ``ingest`` owns its own store connection and is the only writer of session data in
 this process; ``watch`` threads only queue paths; the night runs in a child process
-(:mod:`.worker`); ``control`` threads answer requests using short-lived connections.
+(:mod:`.worker`, managed by :mod:`.nights`); ``control`` threads answer requests using
+short-lived connections.
 The main thread's heartbeat re-arms watchers, ticks the scheduler, detects resume from
 sleep (the wall clock jumps ahead of the monotonic clock) and triggers the periodic rescan.
 
@@ -21,12 +22,10 @@ remove the pidfile and socket.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import logging.handlers
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -37,6 +36,7 @@ from filelock import Timeout
 
 from skillopt_sleep import paths
 from skillopt_sleep.daemon import control, process
+from skillopt_sleep.daemon.nights import NightRunner, _utc
 from skillopt_sleep.daemon.scheduler import NightScheduler, system_clock
 from skillopt_sleep.daemon.watcher import Batch, Debouncer, Watcher
 from skillopt_sleep.night.run import recover_nights
@@ -45,9 +45,7 @@ log = logging.getLogger("skillopt_sleep.daemon")
 
 HEARTBEAT = 5.0  # seconds between main-loop checks
 RESUME_JUMP = 60.0  # wall clock ahead of monotonic by this much = we were asleep
-NIGHT_STOP_GRACE = 30.0  # seconds a night gets to record itself interrupted on stop
 _SIDECARS = ("-wal", "-journal", "-shm")
-NIGHT_LOG_MAX = 5_000_000  # bytes; night.log is started afresh beyond this
 
 
 def setup_logging(foreground: bool) -> logging.Handler:
@@ -66,145 +64,6 @@ def setup_logging(foreground: bool) -> logging.Handler:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     return handler
 
-
-def _utc(ts: float | None = None) -> str:
-    return dt.datetime.fromtimestamp(ts if ts is not None else time.time(),
-                                     dt.timezone.utc).isoformat(timespec="seconds")
-
-
-class NightRunner:
-    """Launches nights in a worker process, one at a time."""
-
-    def __init__(self, daemon: "Daemon"):
-        self.daemon = daemon
-        self._lock = threading.Lock()
-        self.proc: subprocess.Popen | None = None
-        self.trigger = ""
-        self.started_at = ""
-        self.done = threading.Event()
-        self.done.set()
-        self.last: dict[str, Any] | None = None
-
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def _busy_reason(self) -> str:
-        from skillopt_sleep.night.run import night_lock
-
-        if self.running():
-            return f"a night is running (started {self._started_from_store() or self.started_at})"
-        probe = night_lock()
-        try:
-            probe.acquire(timeout=0)
-        except Timeout:
-            return f"a night is running (started {self._started_from_store() or 'just now'})"
-        probe.release()
-        return ""
-
-    def _started_from_store(self) -> str:
-        try:
-            with self.daemon.store() as store:
-                rows = store.rows("nights", "status = ?", ["running"], order_by="id desc", limit=1)
-            return rows[0]["started_at"] if rows else ""
-        except Exception:
-            return ""
-
-    def launch(self, trigger: str) -> dict[str, Any]:
-        with self._lock:
-            if self.daemon.stopping.is_set():
-                return {"ok": False, "error": "the daemon is stopping"}
-            why = self._busy_reason()
-            if why:
-                log.info("night (%s) refused: %s", trigger, why)
-                return {"ok": False, "error": why}
-            cmd = [sys.executable, "-m", "skillopt_sleep.daemon.worker", "--trigger", trigger,
-                   "--parent", str(os.getpid())]
-            if self.daemon.config_path:
-                cmd += ["--config", str(self.daemon.config_path)]
-            night_log = paths.state_dir() / "night.log"
-            try:
-                if night_log.stat().st_size > NIGHT_LOG_MAX:
-                    os.replace(night_log, night_log.with_name("night.log.1"))
-            except OSError:
-                pass
-            errlog = open(night_log, "ab")
-            errlog.write(f"--- {_utc()} night ({trigger})\n".encode())
-            errlog.flush()
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                         stderr=errlog, cwd=str(paths.state_dir()))
-            errlog.close()
-            self.trigger, self.started_at = trigger, _utc()
-            self.done = threading.Event()
-            proc, done = self.proc, self.done
-            log.info("night started (%s), worker pid %d", trigger, proc.pid)
-            threading.Thread(target=self._wait, args=(proc, done), name="night-wait",
-                             daemon=True).start()
-            return {"ok": True, "started": True, "pid": proc.pid, "trigger": trigger}
-
-    def _wait(self, proc: subprocess.Popen, done: threading.Event) -> None:
-        out, _ = proc.communicate()
-        lines = [ln for ln in (out or b"").decode("utf-8", "replace").splitlines() if ln.strip()]
-        try:
-            result = json.loads(lines[-1]) if lines else {}
-        except ValueError:
-            result = {}
-        if not result:
-            result = {"ok": False, "error": f"the night worker exited with status {proc.returncode}"}
-        result["exit_code"] = proc.returncode
-        try:
-            with self._lock, self.daemon.store() as store:
-                if recover_nights(store):
-                    log.warning("the night worker left its night running: marked interrupted")
-        except Exception:
-            log.exception("could not check the night's final status")
-        result["trigger"] = self.trigger
-        self.last = result
-        r = result.get("result") or {}
-        if result.get("ok"):
-            log.info("night %s finished: %s%s", r.get("night_id"), r.get("status"),
-                     f", proposal {r['proposal_id']}" if r.get("proposal_id") else "")
-            err = self.daemon.last_error
-            if err and str(err.get("message", "")).startswith("night:"):
-                self.daemon.last_error = None  # a later good night clears a night's error
-        else:
-            log.warning("night failed: %s", result.get("error"))
-            self.daemon.note_error(f"night: {result.get('error')}")
-        done.set()
-
-    def wait(self, timeout: float | None = None) -> dict[str, Any] | None:
-        self.done.wait(timeout)
-        return self.last
-
-    def interrupt(self, grace: float = NIGHT_STOP_GRACE) -> None:
-        proc = self.proc
-        if proc is None or proc.poll() is not None:
-            return
-        log.info("interrupting the running night (worker pid %d)", proc.pid)
-        try:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            log.warning("the night did not stop within %.0fs: killing it", grace)
-            self._kill_tree(proc.pid)
-        except ProcessLookupError:
-            pass
-        self.done.wait(5)
-
-    @staticmethod
-    def _kill_tree(pid: int) -> None:
-        import psutil
-
-        try:
-            parent = psutil.Process(pid)
-            procs = parent.children(recursive=True) + [parent]
-        except psutil.NoSuchProcess:
-            return
-        for p in procs:
-            try:
-                p.kill()
-            except psutil.NoSuchProcess:
-                pass
-        psutil.wait_procs(procs, timeout=5)
 
 
 class _StoreCtx:
