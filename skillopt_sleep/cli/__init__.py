@@ -351,6 +351,10 @@ def _print_daemon(d: dict[str, Any]) -> None:
     if nxt:
         when = "now (due)" if nxt.get("pending") else nxt.get("at")
         out.print(f"  next night: {when}" + (f" — {nxt['waiting']}" if nxt.get("waiting") else ""))
+    if d.get("config_changed"):
+        out.print(f"  config {d.get('config')} changed since the daemon started: nights use it, the "
+                  "schedule and watched folders after a restart (`skillopt-sleep stop`, then `start`)",
+                  markup=False)
     if d.get("last_error"):
         out.print(f"  daemon error: {d['last_error']['message']} at {d['last_error']['at']}", markup=False)
 

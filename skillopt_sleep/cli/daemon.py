@@ -37,14 +37,31 @@ def start(
 
         pid = process.running_pid() if ready_fd is None else None
         if pid:
+            _same_config_or_exit(pid, config)
             out.print(f"already running (pid {pid})")
             raise typer.Exit(0)
         raise typer.Exit(run_foreground(config, ready_fd=ready_fd))
     res = process.start_detached(config, timeout=timeout)
     if res.already:
+        _same_config_or_exit(res.pid, config)
         out.print(f"already running (pid {res.pid})")
         return
     out.print(f"started (pid {res.pid}); log: {process.log_path()}")
+
+
+def _same_config_or_exit(pid: int, config) -> None:
+    """A running daemon started with another config file cannot honour this one: say so."""
+    from pathlib import Path
+
+    from skillopt_sleep import paths
+    from skillopt_sleep.daemon import process
+
+    running = (process.read_pidfile() or {}).get("config") or str(paths.config_file())
+    wanted = str(Path(config).expanduser().resolve()) if config else str(paths.config_file())
+    if running != wanted:
+        err.print(f"error: the daemon is already running (pid {pid}) with config {running}; "
+                  f"run `skillopt-sleep stop` first to start it with {wanted}", markup=False)
+        raise typer.Exit(1)
 
 
 def stop(timeout: float = typer.Option(60.0, help="Seconds to wait before killing it.")) -> None:

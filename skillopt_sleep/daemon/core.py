@@ -83,6 +83,8 @@ class Daemon:
     def __init__(self, config_path: Path | None = None, *, clock=system_clock,
                  ready_fd: int | None = None, foreground: bool = True):
         self.config_path = Path(config_path).resolve() if config_path else None
+        self.config_file = self.config_path or paths.config_file()
+        self.config_stamp = _file_stamp(self.config_file)
         self.clock = clock
         self.ready_fd = ready_fd
         self.foreground = foreground
@@ -510,11 +512,23 @@ class Daemon:
             "ingest_pending": self.debouncer.pending() if self.debouncer else 0,
             "night": night,
             "last_daemon_night": self.night.last,
+            "config": str(self.config_file),
+            # the schedule and watched folders are read at start; nights read the file anew
+            "config_changed": _file_stamp(self.config_file) != self.config_stamp,
             "schedule": self.settings.schedule if self.settings else None,
             "next_night": self.scheduler.next_night() if self.scheduler else None,
             "last_scheduled": self.scheduler.last_launch if self.scheduler else None,
             "last_error": self.last_error,
         }
+
+
+def _file_stamp(path: Path) -> tuple[int, int] | None:
+    """(mtime ns, size) of ``path``, None when it does not exist."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 class _IngestLock:

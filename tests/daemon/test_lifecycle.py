@@ -42,6 +42,26 @@ def test_start_twice_status_stop(harness: DaemonHarness) -> None:
     assert "daemon: not running" in harness.cli("status").stdout
 
 
+def test_start_with_another_config_is_refused_and_a_changed_config_shows_in_status(
+        harness: DaemonHarness, tmp_path) -> None:
+    path = harness.write_config()
+    pid = harness.start()
+    other = tmp_path / "other.toml"
+    other.write_text(path.read_text())
+    refused = harness.cli("--config", str(other), "start", check=False)
+    assert refused.returncode == 1
+    assert f"already running (pid {pid}) with config {path}" in refused.stderr
+    assert f"to start it with {other}" in refused.stderr
+    assert harness.cli("start").returncode == 0  # the same (default) config: fine
+    assert control.daemon_status()["config_changed"] is False
+    assert "changed since the daemon started" not in harness.cli("status").stdout
+
+    harness.write_config(debounce_seconds=0.5)  # the user edits the file under the daemon
+    assert control.daemon_status()["config_changed"] is True
+    st = harness.cli("status").stdout
+    assert f"config {path} changed since the daemon started" in st
+
+
 def test_stale_pidfile_after_kill9_does_not_block_start(harness: DaemonHarness) -> None:
     harness.write_config()
     pid = harness.start()
