@@ -1,14 +1,17 @@
-"""``copilot``: replay through GitHub Copilot CLI's prompt mode (``copilot -p``).
+"""``copilot``: replay through GitHub Copilot CLI's non-interactive prompt mode.
 
-One call is::
+One call is (the prompt on stdin)::
 
-    copilot -p <prompt> --output-format json --usage-output-file <scratch>/usage.json
+    copilot --output-format json --usage-output-file <scratch>/usage.json
             --no-auto-update --disable-client-telemetry --disable-builtin-mcps --no-ask-user
             --no-color --available-tools=<T,…> [--allow-tool=<permission>…] [--model M]
 
 run in an empty temporary working directory that holds the skill document as ``AGENTS.md``
 (Copilot loads ``AGENTS.md`` from the working directory as custom instructions; that is how
-the document reaches the model). The prompt's first line is :data:`SELF_MARKER`.
+the document reaches the model). The prompt's first line is :data:`SELF_MARKER`. The prompt
+goes in on piped stdin (Copilot 1.0.102 reads a piped prompt as ``-p`` would), not as a
+``-p`` argument: one argument is capped at 128 KiB on Linux (``MAX_ARG_STRLEN``), which a
+reflect prompt can exceed.
 
 Tools: plain calls see no tool at all (``--available-tools`` naming a tool that does not exist
 hides every tool); a task that needs tools sees exactly those (``Bash`` → ``bash``, ``Read``
@@ -36,7 +39,7 @@ from skillopt_sleep.backends._exec import (CallSetup, ExecBackend, Failure, Proc
                                            stderr_failure, usage_of)
 from skillopt_sleep.models import Completion, CompletionRequest
 
-FLAGS = ("-p", "--output-format", "--usage-output-file", "--no-auto-update",
+FLAGS = ("--output-format", "--usage-output-file", "--no-auto-update",
          "--disable-client-telemetry", "--disable-builtin-mcps", "--no-ask-user", "--no-color",
          "--available-tools", "--allow-tool", "--model")
 #: ``--available-tools`` value for plain calls: matches no tool, so none is offered
@@ -65,7 +68,7 @@ class CopilotBackend(ExecBackend):
 
     def build(self, request: CompletionRequest, executable: str, cwd: Path,
               scratch: Path) -> CallSetup:
-        argv = [executable, "-p", marked(request.prompt), "--output-format", "json",
+        argv = [executable, "--output-format", "json",
                 "--usage-output-file", str(scratch / "usage.json"), "--no-auto-update",
                 "--disable-client-telemetry", "--disable-builtin-mcps", "--no-ask-user",
                 "--no-color"]
@@ -97,7 +100,7 @@ class CopilotBackend(ExecBackend):
             if model:
                 env["COPILOT_MODEL"] = model
         files = {"AGENTS.md": request.system} if request.system else {}
-        return CallSetup(argv=argv, env=env, stdin=None, files=files)
+        return CallSetup(argv=argv, env=env, stdin=marked(request.prompt), files=files)
 
     def parse(self, result: ProcessResult, request: CompletionRequest,
               scratch: Path) -> Completion | Failure:

@@ -42,7 +42,8 @@ class Stats:
     """Counts of requests by ``endpoint`` (path without ``/v1``) and by ``role`` (target /
     reflect / judge / consolidate; model calls only), and the last ``keep`` request records
     ``{"endpoint", "method", "status", "role", "model", "stream", "prompt", "tools",
-    "tool"}`` (``prompt``: first 200 chars of the user's prompt; ``tools``: names offered;
+    "tool", "prompt_chars", "prompt_tail"}`` (``prompt``: first 200 chars of the user's
+    prompt, ``prompt_tail`` its last 200, ``prompt_chars`` its length; ``tools``: names offered;
     ``tool``: the tool call answered, if any)."""
 
     keep: int = 200
@@ -196,6 +197,7 @@ class _Handler(BaseHTTPRequestHandler):
                                None)
         turn = getattr(wire, f"parse_{api}")(body)
         rec.update(model=turn.model, stream=turn.stream, prompt=turn.prompt[:200],
+                   prompt_tail=turn.prompt[-200:], prompt_chars=len(turn.prompt),
                    tools=turn.tools)
         stall = sim.take_stall()
         if stall is not None:

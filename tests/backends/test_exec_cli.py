@@ -129,3 +129,19 @@ def test_a_replay_through_the_real_cli(name, binary, isolated_home):
         assert not {"edit", "create", "Write", "Edit", "apply_patch"} & set(asked["tools"])
     # first line of defence: no session was written into the agent's log folders
     assert [p for p in agent_logs(isolated_home) if p.is_file()] == []
+
+
+@pytest.mark.parametrize("name,binary", [("claude_code", "claude"), ("codex", "codex"),
+                                         ("copilot", "copilot")])
+def test_a_prompt_over_the_argument_size_limit_reaches_the_model_whole(name, binary, isolated_home):
+    """Linux caps one argv string at 128 KiB; every backend passes the prompt on stdin."""
+    require_cli(binary)
+    filler = "a line of context the reflect prompt carries along. " * 4000  # ~200 KB
+    prompt = f"how do I install the dependencies?\n{filler}\nEND-OF-PROMPT"
+    assert len(prompt.encode()) > 131072
+    with serve(PERSONA, api_key="sk-sim-test-key") as sim:
+        got = get_backend(config(name, sim.url)).complete(CompletionRequest(prompt=prompt))
+        assert got.text == "Run `npm install` in the project root."
+        seen = sim.stats.snapshot()["requests"][0]
+        assert seen["prompt_tail"].rstrip().endswith("END-OF-PROMPT")
+        assert seen["prompt_chars"] >= len(prompt)
