@@ -74,7 +74,9 @@ class Task(BaseModel):
     """A recurring, replayable task mined from sessions.
 
     ``id`` is a stable hash of the project and the normalised representative intent, so the
-    same task keeps its id (and split) across nights.
+    same task keeps its id (and split) across nights. ``split`` is ``""`` (unassigned) while
+    the task is not scorable — no rule check, and no rubric a judge scores — since a night
+    cannot replay it (see :mod:`skillopt_sleep.night.split`).
     """
 
     id: str
@@ -84,7 +86,7 @@ class Task(BaseModel):
     checks: list[Check] = Field(default_factory=list)
     rubric: str = ""
     corrections: list[str] = Field(default_factory=list)
-    split: Literal["train", "val", "test"] = "train"
+    split: Literal["train", "val", "test", ""] = "train"
     synthetic: bool = False
     tools: list[str] = Field(default_factory=list)  # tools the judges require
 

@@ -4,7 +4,8 @@
 within ``settings.lookback_days``), turns every real user prompt into an *intent* (later
 answers, tool names and the user's correction / approval attach to it), clusters intents that
 recur across sessions of the same project, and saves the qualifying clusters as
-:class:`~skillopt_sleep.models.Task` objects with stable ids and splits.
+:class:`~skillopt_sleep.models.Task` objects with stable ids and splits (a task the night
+cannot score — no rule check, no rubric it judges — is saved without a split, ``""``).
 
 Similarity is rapidfuzz ``fuzz.token_set_ratio`` on normalised text: agent prompts are short
 imperatives whose recurrences reorder words and add qualifiers ("run the unit tests with
@@ -28,6 +29,7 @@ from rapidfuzz import fuzz, process
 from skillopt_sleep.config import Settings
 from skillopt_sleep.models import Check, Task
 from skillopt_sleep.night import corrections as fb
+from skillopt_sleep.night.replay import scorable
 from skillopt_sleep.night.split import assign_splits
 from skillopt_sleep.store import Store
 
@@ -49,6 +51,7 @@ class MineReport(BaseModel):
     clusters: int = 0
     tasks_recurring: int = 0
     tasks_corrected: int = 0
+    tasks_scorable: int = 0  # with a split; the others are unassigned ("")
     dropped: dict[str, int] = Field(default_factory=dict)
 
 
@@ -261,6 +264,26 @@ def _build(members: list[Intent], task_id: str) -> Task:
                 synthetic=False, tools=tools)
 
 
+def _previous_splits(store: Store, ids: list[str], judge_ok: bool) -> dict[str, str]:
+    """The split each task had before, for :func:`assign_splits`.
+
+    A stored split counts only if the stored task was scorable (as the night judges it):
+    versions before unassigned splits gave unscorable tasks val/test slots, and such a slot
+    must not keep a task — or the whole night — stuck. A task without a stored split (it was
+    unscorable for a while) gets back the split it was last replayed in, so a task once
+    replayed as val/test never comes back as train; one never replayed has nothing to leak."""
+    previous = {t.id: t.split for t in store.tasks() if t.split and scorable(t, judge_ok)}
+    missing = [i for i in ids if i not in previous]
+    for start in range(0, len(missing), 500):
+        chunk = missing[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        rows = store.db.execute(
+            f"select task_id, split from rollouts where id in (select max(id) from rollouts "
+            f"where task_id in ({marks}) group by task_id)", chunk).fetchall()
+        previous.update({tid: split for tid, split in rows if split})
+    return previous
+
+
 # ---------------------------------------------------------------------------- entry point
 def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -> MineReport:
     """Mine tasks from the store, assign splits (keeping stored ones) and save them."""
@@ -315,11 +338,15 @@ def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -
         ids[i] = _task_id(members[0].project, members[0].norm, stored, used, threshold)
         used.add(ids[i])
     tasks = [_build(k[3], ids[i]) for i, k in enumerate(kept)]
-    previous = {t.id: t.split for t in store.tasks()}
-    tasks = assign_splits(tasks, previous, settings.val_fraction, settings.test_fraction)
+    # splits are given over the tasks the night can score, as it will judge them
+    judge_ok = settings.rubric
+    previous = _previous_splits(store, [t.id for t in tasks], judge_ok)
+    tasks = assign_splits(tasks, previous, settings.val_fraction, settings.test_fraction,
+                          is_scorable=lambda t: scorable(t, judge_ok))
     store.save_tasks(tasks)
     report.tasks = tasks
     report.tasks_recurring = sum(1 for t in tasks if len(t.sessions) >= settings.min_sessions)
     report.tasks_corrected = sum(1 for t in tasks if t.corrections)
+    report.tasks_scorable = sum(1 for t in tasks if t.split)
     report.dropped = dict(sorted(dropped.items()))
     return report

@@ -313,6 +313,24 @@ def _split(tasks: list[Task]) -> tuple[list[Task], list[Task], list[Task]]:
             [t for t in tasks if t.split == "test"])
 
 
+def _no_tasks_reason(mined: list[Task], scored: list[Task], val: list[Task], test: list[Task],
+                     s: Settings) -> str:
+    """Why a night has nothing to train on, worded so the user knows what would help."""
+    n = len(mined)
+    if not n:
+        where = f" in {s.project}" if s.project else ""
+        return (f"no task mined: no request{where} recurred in {s.min_sessions} or more sessions "
+                f"or was corrected in the last {s.lookback_days} days")
+    if not scored:
+        why = ("no correction or rule to check an answer against" if s.rubric else
+               "no rule check to score an answer with (rubric scoring is off)")
+        return (f"{n} task{'s' if n != 1 else ''} mined, none scorable: {why}; correct the "
+                f"agent when it answers a recurring request wrong (e.g. \"no, use pnpm\")")
+    return (f"no scorable task in train ({len(val)} val, {len(test)} test held out, "
+            f"{n - len(scored)} unscorable): a night needs another scorable task to train on; "
+            f"correct the agent when it gets a recurring request wrong")
+
+
 def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progress,
          env: dict[str, str] | None, home: Path | None,
          on_rollout: OnRollout | None = None) -> NightResult:
@@ -361,7 +379,7 @@ def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progre
                                                             "output_tokens")})
 
     if not train:
-        summary["reason"] = "no recurring or corrected task to train on"
+        summary["reason"] = _no_tasks_reason(report.tasks, tasks, val, test, s)
         return finish("no_tasks")
     if dry_run:
         summary["reason"] = "dry run: nothing replayed"
@@ -392,7 +410,7 @@ def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progre
         rules = night.rules if night.rules is not None else list(doc.rules)
         val_scores, val_before = night.val_scores, night.val_baseline
         test_before = test_after = None
-        summary["test"] = "not scored: " + budget_note
+        summary["test_note"] = "not scored: " + budget_note
     costs = night.cost.as_dict()
     summary.update(
         edits={st: sum(e.status == st for e in night.edits)

@@ -2,10 +2,15 @@
 
 The rule (:func:`assign_splits`):
 
+0. Only *scorable* tasks get a split (a rule check, or a rubric the night's judge will score:
+   see :func:`~skillopt_sleep.night.replay.scorable`). An unscorable task gets ``""``
+   (unassigned): the night cannot replay it, so it must not take a val or test slot nor count
+   towards the quotas below. It gets a split, by this same rule, on the night it becomes
+   scorable (a correction arrives).
 1. Synthetic tasks are always ``train`` (they are never used to judge a document).
 2. A real task that already had a split (``previous``, i.e. what the store holds) keeps it, so
    a task never leaks from val/test into train between nights.
-3. Let ``n`` be the number of real tasks. With ``n >= 3`` the targets are
+3. Let ``n`` be the number of real scorable tasks. With ``n >= 3`` the targets are
    ``max(1, floor(n * fraction + 0.5))`` for test and for val (a fraction of 0 means 0), capped
    so that at least one real task stays in train; with ``n < 3`` every new task goes to train
    (there is too little to hold anything out).
@@ -15,16 +20,23 @@ The rule (:func:`assign_splits`):
 5. Only if val or test would still be empty with ``n >= 3`` (every new task already placed, the
    old ones all train) are previously-train tasks moved, again in hash order, so that val and
    test each hold at least one task. Tasks are never moved out of val or test.
+
+What counts as ``previous`` is the miner's business (:func:`~skillopt_sleep.night.mine.mine`):
+a stored split given to a task while it was unscorable (by versions before rule 0) is not one,
+and a task stored unassigned has the split it was last replayed in, if any (so a val/test task
+that was unscorable for a while comes back to val/test, not train).
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Literal, Mapping
+from typing import Callable, Literal, Mapping
 
 from skillopt_sleep.models import Task
 
 Split = Literal["train", "val", "test"]
+#: The split of a task that has none (it is not scorable).
+UNASSIGNED = ""
 _SPLITS = ("train", "val", "test")
 
 
@@ -45,12 +57,16 @@ def assign_splits(
     previous: Mapping[str, str],
     val_fraction: float,
     test_fraction: float,
+    is_scorable: Callable[[Task], bool] | None = None,
 ) -> list[Task]:
     """Return copies of ``tasks`` (same order) with ``split`` set by the module's rule.
 
     ``previous`` maps task ids to the split they had before (typically every stored task).
+    ``is_scorable`` says which tasks the night can score (default: all); the others get
+    :data:`UNASSIGNED` and take no part in the assignment.
     """
-    real = [t for t in tasks if not t.synthetic]
+    ok = {t.id for t in tasks if is_scorable is None or is_scorable(t)}
+    real = [t for t in tasks if not t.synthetic and t.id in ok]
     n = len(real)
     split: dict[str, str] = {}
     for t in real:
@@ -87,6 +103,6 @@ def assign_splits(
                 split[movable[0].id] = name
     out = []
     for t in tasks:
-        value = "train" if t.synthetic else split[t.id]
+        value = UNASSIGNED if t.id not in ok else "train" if t.synthetic else split[t.id]
         out.append(t.model_copy(update={"split": value}))
     return out

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from skillopt_sleep.config import Settings
-from skillopt_sleep.models import HarvestedMessage, HarvestedSession, Task
+from skillopt_sleep.models import Check, HarvestedMessage, HarvestedSession, Task
 from skillopt_sleep.night.mine import mine, normalise_intent, similar
 from skillopt_sleep.store import Store
 
@@ -227,15 +227,17 @@ def test_min_sessions_and_max_tasks(store: Store) -> None:
 
 
 def make_three_tasks(store: Store) -> None:
+    """Three recurring tasks, each corrected once (so each is scorable and gets a split)."""
     for day, key in ((10, "a"), (11, "b")):
-        add(store, key, [("user", "update the changelog for the release"), ("assistant", "ok")],
-            day=day)
+        add(store, key, [("user", "update the changelog for the release"), ("assistant", "ok")]
+            + [("user", "no, use git-cliff")] * (key == "a"), day=day)
     for day, key in ((12, "c"), (13, "d")):
         add(store, key, [("user", "regenerate the api client from the openapi spec"),
-                         ("assistant", "ok")], day=day)
-    for day, key in ((14, "e"), (15, "f")):
-        add(store, key, [("user", "bump the version and publish to pypi"), ("assistant", "ok")],
+                         ("assistant", "ok")] + [("user", "no, use openapi-generator")] * (key == "c"),
             day=day)
+    for day, key in ((14, "e"), (15, "f")):
+        add(store, key, [("user", "bump the version and publish to pypi"), ("assistant", "ok")]
+            + [("user", "no, use twine")] * (key == "e"), day=day)
 
 
 def test_ids_and_splits_are_stable_across_runs_and_new_sessions(store: Store) -> None:
@@ -255,6 +257,7 @@ def test_ids_and_splits_are_stable_across_runs_and_new_sessions(store: Store) ->
     got = {t.id: t.split for t in third.tasks}
     assert {k: got[k] for k in first} == first
     assert len(got) == 4
+    assert by_intent(third, "profile the slow import").split == ""  # nothing to score it by
     changelog = by_intent(third, "changelog")
     assert len(changelog.sessions) == 3 and changelog.id in first
 
@@ -289,3 +292,105 @@ def test_shared_filler_words_do_not_merge_different_tasks():
                    normalise_intent("How do I run the tests?"), 72) == 0.0
     assert similar(normalise_intent("how do I install the dependencies?"),
                    normalise_intent("install the dependencies please"), 72) == 100.0
+
+
+def make_user_trial(store: Store) -> None:
+    """The user trial: a corrected task and two recurring ones with nothing to score them by."""
+    add(store, "i1", [("user", "install the dependencies"), ("assistant", "Run `npm install`."),
+                      ("user", "no, use pnpm")], day=20)
+    for day, key in ((21, "d1"), (22, "d2")):
+        add(store, key, [("user", "build the docs site"), ("assistant", "Run `make docs`.")],
+            day=day)
+    for day, key in ((23, "l1"), (24, "l2")):
+        add(store, key, [("user", "check the lint errors"), ("assistant", "Run `npm run lint`.")],
+            day=day)
+
+
+def splits_by_intent(tasks: list[Task]) -> dict[str, str]:
+    return {t.intent: t.split for t in tasks}
+
+
+def test_unscorable_tasks_get_no_split_and_do_not_hold_out_the_scorable_one(store: Store) -> None:
+    make_user_trial(store)
+    report = mine(store, settings(), now=NOW)
+    # one scorable task is too few to hold out: it trains; the others are unassigned
+    assert splits_by_intent(report.tasks) == {"install the dependencies": "train",
+                                              "build the docs site": "",
+                                              "check the lint errors": ""}
+    assert report.tasks_scorable == 1
+    assert splits_by_intent(store.tasks()) == splits_by_intent(report.tasks)
+    # stable across nights
+    assert splits_by_intent(mine(store, settings(), now=NOW).tasks) == splits_by_intent(report.tasks)
+
+
+def test_a_task_gets_a_split_the_night_it_becomes_scorable(store: Store) -> None:
+    make_user_trial(store)
+    mine(store, settings(), now=NOW)
+    add(store, "d3", [("user", "build the docs site"), ("assistant", "Run `make docs`."),
+                      ("user", "no, use mkdocs")], day=25)
+    report = mine(store, settings(), now=NOW)
+    docs = by_intent(report, "build the docs site")
+    assert [c.value for c in docs.checks] == ["mkdocs"]
+    # two scorable tasks: still too few to hold one out, so the newcomer trains too
+    assert splits_by_intent(report.tasks) == {"install the dependencies": "train",
+                                              "build the docs site": "train",
+                                              "check the lint errors": ""}
+
+
+def test_a_rubric_only_task_has_a_split_only_when_the_night_judges_rubrics(store: Store) -> None:
+    add(store, "w1", [("user", "rename the helper module"), ("assistant", "x"),
+                      ("user", "that's wrong")], day=23)
+    t = mine(store, settings(), now=NOW).tasks[0]
+    assert not t.checks and t.rubric and t.split == "train"
+    t = mine(store, settings(rubric=False), now=NOW).tasks[0]
+    assert t.split == ""
+
+
+def test_splits_stored_for_unscorable_tasks_by_older_versions_do_not_block(store: Store) -> None:
+    make_user_trial(store)
+    tasks = mine(store, settings(), now=NOW).tasks
+    # what the old miner stored: splits over all three tasks, unscorable ones included
+    old = {"install the dependencies": "val", "build the docs site": "test",
+           "check the lint errors": "train"}
+    store.save_tasks([t.model_copy(update={"split": old[t.intent]}) for t in tasks])
+    # a correction arrives for the docs task before the first night of this version: its old
+    # test slot (given while it was unscorable) does not keep it out of train
+    add(store, "d3", [("user", "build the docs site"), ("assistant", "Run `make docs`."),
+                      ("user", "no, use mkdocs")], day=25)
+    report = mine(store, settings(), now=NOW)
+    # the scorable task keeps its held-out split (it must never leak into train)
+    assert splits_by_intent(report.tasks) == {"install the dependencies": "val",
+                                              "build the docs site": "train",
+                                              "check the lint errors": ""}
+
+
+def test_a_task_replayed_as_val_gets_val_back_after_being_unscorable(tmp_path: Path) -> None:
+    def night_after(replayed: bool) -> tuple[dict[str, str], str]:
+        store = Store(tmp_path / f"replayed-{replayed}.db")
+        make_three_tasks(store)
+        first = mine(store, settings(), now=NOW).tasks
+        val = next(t for t in first if t.split == "val")
+        if replayed:  # an earlier night replayed it as val
+            store.insert("rollouts", {"night_id": 1, "task_id": val.id, "split": "val",
+                                      "phase": "val baseline", "score": 0.0})
+        # then a night where its correction had left the window: the miner stored it unassigned,
+        # and a new corrected task took the free val slot
+        store.save_tasks([val.model_copy(update={"split": "", "checks": [], "rubric": ""})])
+        for day, key in ((16, "g"), (17, "h")):
+            add(store, key, [("user", "write the release notes"), ("assistant", "ok")]
+                + [("user", "no, use towncrier")] * (key == "g"), day=day)
+        notes_id = hashlib.sha256(
+            f"{PROJ}\n{normalise_intent('write the release notes')}".encode()).hexdigest()[:16]
+        store.save_tasks([Task(id=notes_id, project=PROJ, intent="write the release notes",
+                               split="val", checks=[Check(kind="contains", value="towncrier")])])
+        # its correction is back in the window: scorable again
+        again = {t.id: t.split for t in mine(store, settings(), now=NOW).tasks}
+        store.close()
+        return again, val.id
+
+    again, val_id = night_after(replayed=True)
+    assert again[val_id] == "val"
+    assert sorted(again.values()) == ["test", "train", "val", "val"]  # over quota: allowed
+    # never replayed, it has nothing to leak: the quota rule places it (val is full: train)
+    again, val_id = night_after(replayed=False)
+    assert again[val_id] == "train"

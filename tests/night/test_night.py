@@ -164,7 +164,13 @@ def test_budget_cap_after_a_certified_edit_stages_it(world):
         cap = full.cost["calls"] - 2
         result = run_night(store, settings_for(home, project, sim.url, target, max_calls_per_night=cap))
     assert result.status == "succeeded" and "staging what the gate certified" in result.summary["reason"]
-    assert result.test_before is None and result.summary["test"].startswith("not scored")
+    assert result.test_before is None and result.test_after is None
+    # the count of test tasks stays a count; why they were not scored is said beside it
+    assert result.summary["test"] == 1
+    assert result.summary["test_note"] == "not scored: " + result.summary["stopped"]
+    assert "cap of" in result.summary["test_note"]
+    stored = json.loads(store.get("nights", result.night_id)["summary"])
+    assert stored["test"] == 1 and stored["test_note"].startswith("not scored: ")
     staged = (Path(store.get("proposals", result.proposal_id)["dir"]) / "document").read_text()
     assert "- Use `pnpm` instead of `npm`." in staged
     assert target.read_bytes() == USER_TEXT
@@ -220,3 +226,97 @@ def test_with_no_val_split_an_improvement_is_unverified_and_not_staged(tmp_path,
     statuses = {e["text"]: e["status"] for e in store.rows("edits")}
     assert statuses["Use `pnpm` instead of `npm`."] == "unverified"
     assert store.rows("proposals") == [] and target.read_bytes() == USER_TEXT
+
+
+#: The user trial: one corrected task, two recurring ones nothing can score.
+TRIAL = [
+    ("claude_code", [("install the dependencies", "Run `npm install` in the project root.",
+                      "no, use pnpm instead of npm")]),
+    ("claude_code", [("build the docs site", "Run `make docs`.", None)]),
+    ("codex", [("build the docs site", "Run `make docs`.", None)]),
+    ("claude_code", [("check the lint errors", "Run `npm run lint`.", None)]),
+    ("codex", [("check the lint errors", "Run `npm run lint`.", None)]),
+]
+
+
+def trial_world(tmp_path: Path, home: Path, conversations) -> tuple[Path, Path, Path]:
+    project = tmp_path / "trial"
+    project.mkdir()
+    write_conversations(home, project, conversations)
+    persona = tmp_path / "persona.toml"
+    persona.write_text(PERSONA, encoding="utf-8")
+    target = project / "CLAUDE.md"
+    target.write_bytes(USER_TEXT)
+    return project, persona, target
+
+
+def test_unscorable_tasks_take_no_val_or_test_slot(tmp_path, isolated_home):
+    project, persona, target = trial_world(tmp_path, isolated_home, TRIAL)
+    store = Store(paths.db_path())
+    with serve(persona) as sim:
+        settings = settings_for(isolated_home, project, sim.url, target)
+        result = run_night(store, settings)
+        assert sum(sim.stats.by_role.values()) > 0
+    s = result.summary
+    assert (s["tasks"], s["scorable"], s["train"], s["val"], s["test"]) == (3, 1, 1, 0, 0)
+    # the scorable task was trained on (one task is too few to hold out, so unverified)
+    assert result.status == "no_change", s
+    assert s["reason"] == "edits improved train only (unverified)"
+    assert {t.intent: t.split for t in store.tasks()} == {
+        "install the dependencies": "train", "build the docs site": "",
+        "check the lint errors": ""}
+
+
+def test_no_tasks_says_that_the_mined_tasks_are_not_scorable(tmp_path, isolated_home):
+    project, persona, target = trial_world(tmp_path, isolated_home, TRIAL[1:])
+    store = Store(paths.db_path())
+    settings = settings_for(isolated_home, project, "http://127.0.0.1:9/v1", target)
+    result = run_night(store, settings)  # ends before any backend is needed
+    assert result.status == "no_tasks"
+    assert result.summary["reason"] == (
+        "2 tasks mined, none scorable: no correction or rule to check an answer against; "
+        'correct the agent when it answers a recurring request wrong (e.g. "no, use pnpm")')
+    # with no task mined at all the reason says that instead
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run_night(store, settings_for(isolated_home, empty, "http://127.0.0.1:9/v1", target))
+    assert result.status == "no_tasks"
+    assert result.summary["reason"].startswith(f"no task mined: no request in {empty} recurred")
+
+
+def old_trial_store(tmp_path: Path, home: Path):
+    """The database the user trial left: splits over all three tasks, the scorable one in val."""
+    project, persona, target = trial_world(tmp_path, home, TRIAL)
+    store = Store(paths.db_path())
+    run_night(store, settings_for(home, project, "http://127.0.0.1:9/v1", target), dry_run=True)
+    old = {"install the dependencies": "val", "build the docs site": "test",
+           "check the lint errors": "train"}
+    store.save_tasks([t.model_copy(update={"split": old[t.intent]}) for t in store.tasks()])
+    return store, project, persona, target
+
+
+def test_no_tasks_says_when_every_scorable_task_is_held_out(tmp_path, isolated_home):
+    store, project, _persona, target = old_trial_store(tmp_path, isolated_home)
+    result = run_night(store, settings_for(isolated_home, project, "http://127.0.0.1:9/v1", target))
+    assert result.status == "no_tasks"
+    assert result.summary["reason"] == (
+        "no scorable task in train (1 val, 0 test held out, 2 unscorable): a night needs "
+        "another scorable task to train on; correct the agent when it gets a recurring request "
+        "wrong")
+
+
+def test_a_split_stored_by_an_older_version_for_an_unscorable_task_does_not_block(
+        tmp_path, isolated_home):
+    store, project, persona, target = old_trial_store(tmp_path, isolated_home)
+    # a correction arrives for the docs task: its old test slot does not hold it out of train
+    write_conversations(isolated_home, project, [
+        ("claude_code", [("build the docs site", "Run `make docs`.", "no, use mkdocs")])])
+    with serve(persona) as sim:
+        result = run_night(store, settings_for(isolated_home, project, sim.url, target))
+        assert sum(sim.stats.by_role.values()) > 0
+    s = result.summary
+    assert (s["scorable"], s["train"], s["val"], s["test"]) == (2, 1, 1, 0)
+    assert result.status in ("no_change", "succeeded"), s
+    assert {t.intent: t.split for t in store.tasks()} == {
+        "install the dependencies": "val", "build the docs site": "train",
+        "check the lint errors": ""}

@@ -87,3 +87,28 @@ def test_zero_fraction_disables_a_split() -> None:
     out = assign_splits([task(i) for i in range(6)], {}, 0.0, 0.25)
     assert not any(t.split == "val" for t in out)
     assert sum(t.split == "test" for t in out) == 2
+
+
+def test_unscorable_tasks_get_no_split_and_take_no_slot() -> None:
+    # the user trial: one corrected task and two recurring ones nothing can score
+    tasks = [task(1), task(2), task(3)]
+    ok = {"task01"}
+    out = splits(assign_splits(tasks, {}, 0.25, 0.25, is_scorable=lambda t: t.id in ok))
+    # one scorable task is too few to hold anything out: it trains; the others are unassigned
+    assert out == {"task01": "train", "task02": "", "task03": ""}
+    # a split stored for an unscorable task is not kept
+    out = splits(assign_splits(tasks, {"task02": "val", "task03": "test"}, 0.25, 0.25,
+                               is_scorable=lambda t: t.id in ok))
+    assert out == {"task01": "train", "task02": "", "task03": ""}
+
+
+def test_a_task_gets_a_split_by_the_quota_rule_once_it_is_scorable() -> None:
+    tasks = [task(i) for i in range(4)]
+    first = splits(assign_splits(tasks, {}, 0.25, 0.25, is_scorable=lambda t: t.id != "task03"))
+    assert first["task03"] == "" and sorted(first.values()) == ["", "test", "train", "val"]
+    # now scorable: the three keep their splits, the newcomer fills what the quotas leave
+    second = splits(assign_splits(tasks, {k: v for k, v in first.items() if v}, 0.25, 0.25))
+    assert {k: second[k] for k in first if first[k]} == {k: v for k, v in first.items() if v}
+    assert second["task03"] == "train"
+    assert second == splits(assign_splits(tasks, {k: v for k, v in first.items() if v}, 0.25,
+                                          0.25, is_scorable=lambda t: True))
