@@ -112,6 +112,8 @@ class Settings(BaseSettings):
         default_factory=lambda: {name: SourceConfig() for name in DEFAULT_SOURCES}
     )
     #: Only sessions whose project (cwd) is this directory or below it; None = all projects.
+    #: ``~`` is expanded, a relative path is taken from the current directory and symlinks are
+    #: resolved (agents record their working directory resolved); it must be a directory.
     project: Path | None = None
     #: Only sessions touched in the last N days are mined.
     lookback_days: int = Field(30, ge=1)
@@ -165,6 +167,16 @@ class Settings(BaseSettings):
                 raise ValueError(str(UnknownNameError("source", name, KNOWN_SOURCES)))
         # naming one source configures it; it does not switch the default ones off
         return {**{name: SourceConfig() for name in DEFAULT_SOURCES}, **value}
+
+    @field_validator("project")
+    @classmethod
+    def _project_dir(cls, value: Path | None) -> Path | None:
+        if value is None or not str(value).strip():
+            return None
+        path = Path(value).expanduser().resolve()
+        if not path.is_dir():
+            raise ValueError(f"{str(value)!r} is not a directory ({path})")
+        return path
 
     @field_validator("schedule")
     @classmethod

@@ -86,3 +86,19 @@ def test_environment_mistakes_are_blamed_on_the_environment(tmp_path, monkeypatc
 def test_base_url_must_be_http(tmp_path):
     with pytest.raises(ConfigError, match="target.base_url: must be an http"):
         load_settings(write(tmp_path, '[target]\nbase_url = "not a url"\n'))
+
+
+def test_project_is_expanded_resolved_and_must_be_a_directory(tmp_path, monkeypatch):
+    """`--project .`, `~/src/app` and a symlinked folder all name the folder the agents record
+    as their (resolved) working directory; a missing folder is an error, not zero tasks."""
+    app = tmp_path / "src" / "app"
+    app.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(app)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(app)
+    assert load_settings(None, project=".").project == app.resolve()
+    assert load_settings(write(tmp_path, 'project = "~/src/app"\n')).project == app.resolve()
+    assert load_settings(None, project=str(tmp_path / "link")).project == app.resolve()
+    monkeypatch.setenv("SKILLOPT_SLEEP_PROJECT", "~/src/nope")
+    with pytest.raises(ConfigError, match=r"project: '~/src/nope' is not a directory"):
+        load_settings(None)

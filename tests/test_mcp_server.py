@@ -286,6 +286,8 @@ def test_every_error_is_a_one_line_tool_error_and_the_server_keeps_serving(
             assert "bad arguments for search_sessions: query" in await fails(s, "search_sessions", {"query": ""})
             assert "unknown agent 'vim'" in await fails(s, "search_sessions", {"query": "npm", "agent": "vim"})
             assert "absolute path" in await fails(s, "run_night", {"dry_run": True, "project": "webapp"})
+            assert "absolute path" in await fails(s, "list_tasks", {"project": "webapp"})
+            assert "absolute path" in await fails(s, "search_sessions", {"query": "npm", "project": "."})
             assert "not a directory" in await fails(s, "run_night", {"project": str(outside)})
             assert "Unknown tool" in await fails(s, "no_such_tool")
             # a night already running (the lock the CLI and the daemon take)
@@ -509,8 +511,10 @@ def test_codex_calls_sleep_status_and_its_rollout_holds_the_result(env: Env) -> 
             '[mcp_servers.skillopt-sleep]\n'
             f'command = {json.dumps(server["command"])}\nargs = {json.dumps(server["args"])}\n'
             f'env = {{ SKILLOPT_SLEEP_HOME = {json.dumps(str(env.sk_home))} }}\n'
-            # a cold start (no .pyc yet, a loaded CI machine) can exceed Codex's 10 s default
-            'startup_timeout_sec = 120\n', "utf-8")
+            # a cold start (no .pyc yet, a loaded CI machine) can exceed Codex's 10 s default;
+            # `required`: Codex 0.169 otherwise sends the first turn without the tools of a
+            # server still starting (seen on a loaded machine)
+            'startup_timeout_sec = 120\nrequired = true\n', "utf-8")
         proc = subprocess.run(
             [codex, "exec", "--skip-git-repo-check", "what is the sleep status?"],
             cwd=env.project, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180,
@@ -520,7 +524,7 @@ def test_codex_calls_sleep_status_and_its_rollout_holds_the_result(env: Env) -> 
         called = [r["tool"] for r in sim.stats.requests if r.get("tool")]
         # Codex offers MCP tools as one Responses-API "namespace" tool; the simulator answers
         # {"type": "function_call", "namespace": "mcp__skillopt_sleep", "name": "sleep_status"}
-        assert called, f"no tool was called; offered: {offered}"
+        assert called, f"no tool was called; offered: {offered}; codex said: {proc.stderr[-3000:]}"
         assert proc.stdout.strip() == "I checked the skillopt-sleep status.", proc.stdout
     rollout = next((codex_home / "sessions").rglob("rollout-*.jsonl"))
     text = rollout.read_text("utf-8")

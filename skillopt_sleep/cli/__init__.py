@@ -140,7 +140,6 @@ def run(
     as_json: bool = JsonOpt,
 ) -> None:
     """Run one night now: harvest, mine, replay, reflect, gate, stage a proposal."""
-    from skillopt_sleep.night.run import run_night
 
     if not dry_run:
         first_run_setup()
@@ -154,6 +153,56 @@ def run(
                  or environment_overrides())
     if plain and _daemon_runs_it(as_json):
         return
+    with _signals_interrupt():
+        result = _run_here(settings, dry_run, as_json)
+    if as_json:
+        _print_json(result.__dict__)
+        return
+    _print_night(result.__dict__)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM / SIGHUP during an in-process night: unwinds like Ctrl-C (which Typer turns
+    into exit 130), so the agent CLI running a rollout is killed with its process group and
+    the night is recorded ``interrupted``; the process then exits ``128 + signal``."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+class _signals_interrupt:
+    """While a night runs in this process, SIGTERM and SIGHUP raise :class:`Terminated`."""
+
+    def __enter__(self) -> None:
+        import signal
+        import threading
+
+        self.saved: dict[int, Any] = {}
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def raise_terminated(signum: int, _frame: Any) -> None:
+            raise Terminated(signum)
+
+        for name in ("SIGTERM", "SIGHUP"):
+            sig = getattr(signal, name, None)
+            if sig is not None:
+                self.saved[sig] = signal.signal(sig, raise_terminated)
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        import signal
+
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+        if isinstance(exc, Terminated):
+            err.print(f"aborted by signal {exc.signum}")
+            raise typer.Exit(128 + exc.signum) from None
+
+
+def _run_here(settings: Any, dry_run: bool, as_json: bool) -> Any:
+    from skillopt_sleep.night.run import run_night
+
     if as_json or not err.is_terminal:
         say = (lambda m: None) if as_json else (lambda m: err.print(m, markup=False))
         result = run_night(_store(), settings, dry_run=dry_run, progress=say)
@@ -169,23 +218,28 @@ def run(
                 progress=lambda m: (bar.update(job, description=m), bar.console.print(f"[dim]{m}[/]")),
                 on_rollout=lambda _s: bar.advance(job),
             )
-    if as_json:
-        _print_json(result.__dict__)
-        return
-    out.print(f"night {result.night_id}: {result.status}")
-    if result.summary.get("reason"):
-        out.print(f"  {result.summary['reason']}")
-    if result.summary.get("warning"):
-        out.print(f"  warning: {result.summary['warning']}", markup=False)
-    out.print(f"  tasks: {result.summary.get('train', 0)} train, {result.summary.get('val', 0)} val, "
-              f"{result.summary.get('test', 0)} test")
-    if result.status not in ("planned", "no_tasks"):
-        out.print(f"  val {_fmt(result.val_before)} -> {_fmt(result.val_after)}, "
-                  f"test {_fmt(result.test_before)} -> {_fmt(result.test_after)}")
-        out.print(f"  model calls: {result.cost.get('calls')} (+{result.cost.get('cached_calls')} cached)")
-    if result.proposal_id:
-        out.print(f"  proposal {result.proposal_id} staged for {result.target_path}")
-        out.print(f"  review: skillopt-sleep show {result.proposal_id}; adopt: skillopt-sleep adopt {result.proposal_id}")
+    return result
+
+
+def _print_night(r: dict[str, Any], by: str = "") -> None:
+    """A night's outcome (a ``NightResult`` as a dict, from this process or the daemon)."""
+    summary = r.get("summary") or {}
+    cost = r.get("cost") or {}
+    out.print(f"night {r.get('night_id')}{by}: {r.get('status')}")
+    if summary.get("reason"):
+        out.print(f"  {summary['reason']}", markup=False)
+    if summary.get("warning"):
+        out.print(f"  warning: {summary['warning']}", markup=False)
+    out.print(f"  tasks: {summary.get('train', 0)} train, {summary.get('val', 0)} val, "
+              f"{summary.get('test', 0)} test")
+    if r.get("status") not in ("planned", "no_tasks"):
+        out.print(f"  val {_fmt(r.get('val_before'))} -> {_fmt(r.get('val_after'))}, "
+                  f"test {_fmt(r.get('test_before'))} -> {_fmt(r.get('test_after'))}")
+        out.print(f"  model calls: {cost.get('calls')} (+{cost.get('cached_calls')} cached)")
+    if r.get("proposal_id"):
+        out.print(f"  proposal {r['proposal_id']} staged for {r.get('target_path')}", markup=False)
+        out.print(f"  review: skillopt-sleep show {r['proposal_id']}; "
+                  f"adopt: skillopt-sleep adopt {r['proposal_id']}")
 
 
 def _daemon_runs_it(as_json: bool) -> bool:
@@ -206,16 +260,15 @@ def _daemon_runs_it(as_json: bool) -> bool:
         raise NightError(f"the daemon stopped during the night ({exc}); `skillopt-sleep status` "
                          "shows the night, the daemon log says why") from None
     if not reply.get("ok"):
+        if reply.get("interrupted") or reply.get("error") == "interrupted":
+            raise NightError("the night was interrupted (the daemon stopped or the night was "
+                             "killed); `skillopt-sleep status` shows it")
         raise NightError(reply.get("error") or "the daemon refused to run a night")
     result = reply.get("result") or {}
     if as_json:
         _print_json(dict(result, via="daemon"))
         return True
-    out.print(f"night {result.get('night_id')} (run by the daemon): {result.get('status')}")
-    if (result.get("summary") or {}).get("reason"):
-        out.print(f"  {result['summary']['reason']}")
-    if result.get("proposal_id"):
-        out.print(f"  proposal {result['proposal_id']} staged for {result.get('target_path')}")
+    _print_night(result, by=" (run by the daemon)")
     return True
 
 
@@ -302,12 +355,21 @@ def rollback_cmd(
 
 @app.command()
 def status(as_json: bool = JsonOpt) -> None:
-    """Show the last nights, pending proposals, harvest accounting and the last error."""
+    """Show the last nights, pending proposals, harvest accounting and the last error. A
+    config file that does not load is reported too (after the rest), with exit 1."""
     from skillopt_sleep.status import collect_status
 
+    config_error = None
+    try:
+        _settings()
+    except SkilloptError as exc:
+        config_error = str(exc)
     data = collect_status(_store())
+    data["config_error"] = config_error
     if as_json:
         _print_json(data)
+        if config_error:
+            raise typer.Exit(1)
         return
     _print_daemon(data.get("daemon") or {})
     c = data["counts"]
@@ -325,7 +387,19 @@ def status(as_json: bool = JsonOpt) -> None:
         out.print(f"pending proposal {p['id']} for {p['target']} (val {_fmt(p['val_before'])} -> {_fmt(p['val_after'])})")
     for name, h in data["harvest"].items():
         out.print(f"harvest {name}: {h['files_seen']} files, {h['sessions_new']} new / "
-                  f"{h['sessions_updated']} updated sessions at {h['at']}; skipped lines {h['lines_skipped']}")
+                  f"{h['sessions_updated']} updated sessions at {h['at']}"
+                  + (f"; skipped lines: {_counts(h['lines_skipped'])}" if h['lines_skipped'] else ""),
+                  markup=False)
+    if config_error:
+        err.print(f"error: {config_error}", markup=False)
+        raise typer.Exit(1)
+
+
+def _counts(counts: Any) -> str:
+    """``{"bad_json": 2, "injected": 5}`` as ``injected 5, bad_json 2`` (largest first)."""
+    if not isinstance(counts, dict):
+        return str(counts)
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _print_daemon(d: dict[str, Any]) -> None:
@@ -366,7 +440,8 @@ def demo(
     """Run a full night in a sandbox against the bundled simulator (no agent or key needed)."""
     from skillopt_sleep.demo import run_demo
 
-    result = run_demo(keep, say=lambda m: err.print(f"[dim]{m}[/]"))
+    with _signals_interrupt():
+        result = run_demo(keep, say=lambda m: err.print(f"[dim]{m}[/]"))
     out.print(f"demo night: {result['status']}; val {_fmt(result['val_before'])} -> {_fmt(result['val_after'])}, "
               f"test {_fmt(result['test_before'])} -> {_fmt(result['test_after'])}")
     out.print(f"report: {result['report']}")
@@ -392,7 +467,7 @@ _register_extra_commands()
 
 def main() -> None:
     """Console entry point. Click reports usage errors (exit 2) and Ctrl-C (exit 130) itself;
-    a SkilloptError is one line with exit 1; anything else is a bug (one line, exit 2)."""
+    a SkilloptError is one line with exit 1; anything else is a bug (one line, exit 3)."""
     try:
         app()  # standalone mode: ends with sys.exit
     except SkilloptError as exc:
@@ -406,7 +481,7 @@ def main() -> None:
 
 
 def _internal_error(exc: BaseException) -> None:
-    """A bug: one line on stderr, the traceback in ``<state>/last-error.txt``, exit 2."""
+    """A bug: one line on stderr, the traceback in ``<state>/last-error.txt``, exit 3."""
     import traceback
 
     from skillopt_sleep import paths
@@ -420,4 +495,4 @@ def _internal_error(exc: BaseException) -> None:
     except OSError:
         pass
     err.print(f"error: internal error: {type(exc).__name__}: {exc}{where}", markup=False)
-    sys.exit(2)
+    sys.exit(3)

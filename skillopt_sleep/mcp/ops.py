@@ -146,15 +146,25 @@ def get_night(state: ServerState, night_id: int) -> m.NightInfo:
     return _night(state, row)
 
 
-def _project_arg(project: str | None) -> Path | None:
+def _project_arg(project: str | None, *, must_exist: bool = True) -> Path | None:
+    """An agent's ``project`` argument: absolute (the server's cwd means nothing to the
+    caller), ``~`` expanded; a directory unless ``must_exist`` is off (filters may name a
+    project folder that is gone). Raises BadArgument."""
     if not project:
         return None
     path = Path(project).expanduser()
     if not path.is_absolute():
         raise BadArgument(f"project must be an absolute path, got {project!r}")
     if not path.is_dir():
-        raise BadArgument(f"project {project!r} is not a directory")
+        if must_exist:
+            raise BadArgument(f"project {project!r} is not a directory")
+        return Path(os.path.normpath(path))
     return path.resolve()
+
+
+def _under(project: str | None, root: Path) -> bool:
+    r = str(root).rstrip("/")
+    return bool(project) and (project == r or project.startswith(r + "/"))
 
 
 def _daemon_run_now(state: ServerState, before: int, dry_run: bool, project: Path | None,
@@ -359,10 +369,10 @@ def get_skill(state: ServerState, target: str | None) -> m.SkillInfo:
 # ---------------------------------------------------------------------------- tasks / search
 @_locked
 def list_tasks(state: ServerState, project: str | None, limit: int) -> m.TaskList:
+    root = _project_arg(project, must_exist=False)
     tasks = state.use().tasks()
-    if project:
-        root = project.rstrip("/")
-        tasks = [t for t in tasks if t.project and (t.project == root or t.project.startswith(root + "/"))]
+    if root is not None:
+        tasks = [t for t in tasks if _under(t.project, root)]
     return m.TaskList(total=len(tasks), tasks=[
         m.TaskInfo(id=t.id, project=t.project, intent=t.intent, split=t.split,
                    sessions=len(t.sessions), checks=[c.model_dump() for c in t.checks],
@@ -380,6 +390,7 @@ def search_sessions(state: ServerState, query: str, agent: str | None, project: 
                     limit: int) -> m.SearchResult:
     if not query.strip():
         raise BadArgument("query is empty")
+    root = _project_arg(project, must_exist=False)
     if agent and agent not in KNOWN_SOURCES:
         raise BadArgument(f"unknown agent {agent!r}; known: {', '.join(KNOWN_SOURCES)}")
     db = state.use().db
@@ -387,10 +398,9 @@ def search_sessions(state: ServerState, query: str, agent: str | None, project: 
     if agent:
         where.append("m.source = ?")
         args.append(agent)
-    if project:
-        root = project.rstrip("/")
+    if root is not None:
         where.append("(s.project = ? or s.project like ?)")
-        args += [root, root + "/%"]
+        args += [str(root).rstrip("/"), str(root).rstrip("/") + "/%"]
     sql = (
         "select m.id, m.session_id, m.source, s.project, m.role, m.kind, m.timestamp, "
         "snippet(messages_fts, 0, '[', ']', '…', 16) as snip "

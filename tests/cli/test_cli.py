@@ -202,3 +202,43 @@ def test_first_harvest_of_a_new_install_enables_the_agents_found(isolated_home, 
     # the file lists every agent; a second run changes nothing and says nothing
     again = cli("harvest", "--json")
     assert "first run" not in again.stderr
+
+
+def test_an_internal_error_is_one_line_exit_3_with_the_traceback_kept(monkeypatch, capsys):
+    """A bug (here: an exception no part of the tool expects, raised inside `status`) is not
+    a usage mistake (2) nor a known failure (1): one line, exit 3, the traceback on disk."""
+    import skillopt_sleep.status
+    from skillopt_sleep import cli as cli_mod
+
+    def broken(_store):
+        raise RuntimeError("a bug in the status code")
+
+    monkeypatch.setattr(skillopt_sleep.status, "collect_status", broken)
+    monkeypatch.setattr(sys, "argv", ["skillopt-sleep", "status"])
+    with pytest.raises(SystemExit) as info:
+        cli_mod.main()
+    assert info.value.code == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: internal error: RuntimeError: a bug in the status code")
+    trace = Path(os.environ["SKILLOPT_SLEEP_HOME"]) / "state" / "last-error.txt"
+    assert "Traceback" in trace.read_text() and "a bug in the status code" in trace.read_text()
+
+
+def test_status_reports_a_config_that_does_not_load_and_exits_1(tmp_path):
+    home = Path(os.environ["HOME"])
+    project = tmp_path / "webapp"
+    project.mkdir()
+    write_conversations(home, project, DEMO_CONVERSATIONS)
+    assert cli("harvest").returncode == 0
+    good = cli("status")
+    assert good.returncode == 0, good.stderr
+    assert "skipped lines: " in good.stdout and "{" not in good.stdout  # counts, not a dict
+    bad = tmp_path / "bad.toml"
+    bad.write_text('projet = "/tmp/x"\n', encoding="utf-8")
+    res = cli("--config", str(bad), "status")
+    assert res.returncode == 1
+    assert "store:" in res.stdout  # the rest of the status is still shown
+    assert res.stderr.strip() == f"error: config ({bad}): unknown key 'projet'"
+    js = cli("--config", str(bad), "status", "--json")
+    assert js.returncode == 1 and json.loads(js.stdout)["config_error"] == f"config ({bad}): unknown key 'projet'"
+    assert json.loads(cli("status", "--json").stdout)["config_error"] is None

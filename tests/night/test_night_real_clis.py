@@ -284,3 +284,57 @@ def test_unknown_model_persona_is_strict():
     """Guard for the failure tests above: the persona rejects unknown models."""
     persona = dataclasses.replace(load_persona("demo"), models=("sim-demo",))
     assert persona.accepts("sim-demo") and not persona.accepts("no-such-model")
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_cli_run_terminated_kills_the_agent_cli_and_records_the_night_interrupted(
+        world, tmp_path, signame):
+    """`skillopt-sleep run` (a night in the CLI's own process) gets SIGTERM (`timeout`, a
+    service manager) or SIGHUP (its terminal closed) while `claude -p` waits on its model:
+    the claude process group dies with it, the night is `interrupted`, exit 128 + signal."""
+    import signal
+    import time
+
+    import psutil
+
+    exe = require_cli("claude")
+    home, project, persona, target = world
+    sig = getattr(signal, signame)
+    # the optimizer answers; every call of the target's simulator hangs: the night waits on claude
+    with serve(persona, api_key=SIM_KEY) as opt, serve(persona, api_key=SIM_KEY) as sim:
+        sim.stall_next(1000, 120.0)
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f"project = {json.dumps(str(project))}\nepochs = 1\n"
+            + toml_table("sources.claude_code", {"roots": [str(home / ".claude" / "projects")]})
+            + toml_table("sources.codex", {"roots": [str(home / ".codex" / "sessions")]})
+            + toml_table("document", {"kind": "path", "path": str(target)})
+            + toml_table("target", backend("claude_code", sim.url, timeout=300, workers=1))
+            + toml_table("optimizer", backend("anthropic", opt.url)), encoding="utf-8")
+        proc = subprocess.Popen([sys.executable, "-m", "skillopt_sleep", "--config", str(config), "run"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=dict(os.environ))
+        me = psutil.Process(proc.pid)
+        seen: list[psutil.Process] = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            for child in me.children(recursive=True):
+                if child not in seen:
+                    seen.append(child)
+            if any(r.get("stalled") for r in sim.stats.snapshot()["requests"]):
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None, proc.communicate()
+        assert any(r.get("stalled") for r in sim.stats.snapshot()["requests"]), "claude never called"
+        seen += [c for c in me.children(recursive=True) if c not in seen]
+        assert any(os.path.realpath(exe) in " ".join(c.cmdline()) or "claude" in " ".join(c.cmdline())
+                   for c in seen if c.is_running())
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, (proc.returncode, out, err)
+    assert f"aborted by signal {int(sig)}" in err
+    gone, alive = psutil.wait_procs(seen, timeout=10)
+    assert [p for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []
+    night = Store(paths.db_path()).rows("nights", order_by="id desc", limit=1)[0]
+    assert night["status"] == "interrupted"
+    assert target.read_text(encoding="utf-8") == USER_TEXT
