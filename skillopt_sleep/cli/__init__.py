@@ -121,10 +121,19 @@ def tasks(
     if as_json:
         _print_json(rows)
         return
+    if not rows:
+        dropped = ", ".join(f"{k} {v}" for k, v in report.dropped.items())
+        out.print(f"no recurring or corrected task yet ({report.sessions_considered} sessions, "
+                  f"{report.prompts} prompts considered" + (f"; dropped: {dropped}" if dropped else "")
+                  + ")" + ("; harvest first: `skillopt-sleep harvest`" if not store.db["sessions"].count else ""),
+                  markup=False)
+        return
     table = Table("id", "split", "sessions", "checks", "intent")
     for t in rows:
         checks = ", ".join(f"{c['kind']} {c['value']!r}" for c in t["checks"])
-        table.add_row(t["id"], t["split"], str(len(t["sessions"])), checks or "rubric only",
+        if not checks:
+            checks = "rubric" if t.get("rubric") else "none: not scored until a correction arrives"
+        table.add_row(t["id"], t["split"] or "-", str(len(t["sessions"])), checks,
                       t["intent"].replace("\n", " ")[:70])
     out.print(table)
 

@@ -40,7 +40,7 @@ def register(app: typer.Typer) -> None:
             return
         from rich.table import Table
 
-        table = Table("agent", "enabled", "root", "sessions", "bytes", "status")
+        table = Table("agent", "enabled", "root", "session files", "bytes", "status")
         for s in statuses:
             root = next((r["path"] for r in s.roots if r["exists"]), s.roots[0]["path"] if s.roots else "—")
             table.add_row(s.name, "yes" if s.enabled else "no", ("" if s.found else "(missing) ") + root,

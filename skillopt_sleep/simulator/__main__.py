@@ -16,7 +16,7 @@ from skillopt_sleep.simulator.server import Simulator
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m skillopt_sleep.simulator",
-                                     description=__doc__.splitlines()[2].strip())
+                                     description=" ".join(__doc__.split("\n\n")[1].split()))
     parser.add_argument("--persona", default="demo", help="persona TOML file (default: demo)")
     parser.add_argument("--port", type=int, default=0, help="port (0 = ephemeral)")
     parser.add_argument("--host", default="127.0.0.1", help="loopback address only")

@@ -182,7 +182,7 @@ def enable_found(config_path: Path, statuses: list[SourceStatus]) -> list[str]:
     config_path.parent.mkdir(parents=True, exist_ok=True)
     old = config_path.read_text("utf-8") if config_path.exists() else None
     if old is None:
-        new = "# skillopt-sleep configuration (created by `skillopt-sleep sources`).\n"
+        new = "# skillopt-sleep configuration. [sources.*]: the agents whose logs were found here.\n"
     else:
         new = old if not old or old.endswith("\n") else old + "\n"
     new += "".join(lines)

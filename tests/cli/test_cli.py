@@ -242,3 +242,38 @@ def test_status_reports_a_config_that_does_not_load_and_exits_1(tmp_path):
     js = cli("--config", str(bad), "status", "--json")
     assert js.returncode == 1 and json.loads(js.stdout)["config_error"] == f"config ({bad}): unknown key 'projet'"
     assert json.loads(cli("status", "--json").stdout)["config_error"] is None
+
+
+def test_tasks_on_an_empty_store_says_so_instead_of_an_empty_table():
+    res = cli("tasks")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("no recurring or corrected task yet (0 sessions, 0 prompts considered")
+    assert json.loads(cli("tasks", "--json").stdout) == []
+
+
+def test_simulator_help_describes_it_whole():
+    res = subprocess.run([sys.executable, "-m", "skillopt_sleep.simulator", "--help"],
+                         capture_output=True, text=True, timeout=60)
+    text = " ".join(res.stdout.split())
+    assert res.returncode == 0
+    assert "prints its URL on one line (``http://127.0.0.1:PORT``) once it accepts connections" in text
+
+
+def test_tasks_marks_a_task_with_nothing_to_score_it_by(tmp_path):
+    """A task asked again and again but never corrected has no check: it is listed, without
+    a split, saying it is not scored until a correction arrives."""
+    home = Path(os.environ["HOME"])
+    project = tmp_path / "docs-site"
+    project.mkdir()
+    write_conversations(home, project, [
+        ("claude_code", [("build the docs site", "Run `mkdocs build`.", None)]),
+        ("codex", [("build the docs site", "Run `mkdocs build`.", None)]),
+    ])
+    assert "harvest first" in cli("tasks").stdout
+    assert cli("harvest").returncode == 0
+    res = cli("tasks")
+    assert res.returncode == 0, res.stderr
+    text = " ".join(res.stdout.split())
+    assert "build the docs site" in text and "not scored until a correction arrives" in text
+    [task] = json.loads(cli("tasks", "--json").stdout)
+    assert task["split"] == "" and task["checks"] == []
