@@ -21,7 +21,7 @@ _SYMBOL = {"create": "+", "update": "~", "unchanged": "=", "restore": "<", "dele
 
 
 def _print(report, verb: str) -> None:
-    from skillopt_sleep.cli import _print_json, out  # noqa: F401
+    from skillopt_sleep.cli import out
 
     head = f"{verb} {report.agent} ({report.scope})" + (" — dry run, nothing written" if report.dry_run else "")
     out.print(head, markup=False)
