@@ -14,6 +14,7 @@ as a one-line reason with a non-zero exit; anything else is a bug.
     │   └── BackendResponseError   malformed or unexpected answer, 5xx after retries
     ├── BudgetExceeded         a per-night cap on calls or tokens was reached
     ├── NightError             the night cannot run (no document, lock held, …)
+    │   └── DocumentError          the trained document cannot be read (not UTF-8, unreadable)
     └── ProposalError          unknown id, stale base, nothing to roll back, …
 """
 
@@ -83,6 +84,11 @@ class BudgetExceeded(SkilloptError):
 
 class NightError(SkilloptError):
     pass
+
+
+class DocumentError(NightError):
+    """The live document cannot be read as text: not UTF-8 (the message names the first bad
+    byte and its offset) or unreadable. Raised before anything is written."""
 
 
 class ProposalError(SkilloptError):

@@ -1,7 +1,10 @@
 """Adopt, reject and roll back staged proposals. The only code that writes a user's live file.
 
 Writes are atomic (temp file in the same folder, fsync, ``os.replace``, fsync of the folder),
-keep the file's mode, and are preceded by a byte-exact backup in ``<state>/backups/<n>/``.
+keep the file's mode (a new file gets the umask's default), and are preceded by a byte-exact
+backup in ``<state>/backups/<n>/``. adopt records the folders it creates for a new file in
+``<proposal dir>/adoption.json``; rollback removes exactly those, when empty. A live file that is
+not UTF-8 text is refused before anything is written.
 ``adopt`` refuses when the live file changed since the proposal's base; ``rollback`` refuses
 when the live file changed since the adoption. ``force=True`` overrides both (adopt then
 re-applies only the proposed managed block onto the current file).
@@ -16,29 +19,49 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_sleep import paths
-from skillopt_sleep.errors import ProposalError
-from skillopt_sleep.night.document import Document, read_live, sha256_text
+from skillopt_sleep.errors import DocumentError, ProposalError
+from skillopt_sleep.night.document import SKILL_NAME, Document, decode_live, sha256_text
 from skillopt_sleep.store import Store, now_iso
 
+ADOPTION_RECORD = "adoption.json"  # in the proposal's folder: what adopt created (folders)
 
-def atomic_write(path: Path, data: bytes) -> None:
+
+def _umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux ``/proc``)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)  # the only portable way to read it; restored at once
+    os.umask(old)
+    return old
+
+
+def atomic_write(path: Path, data: bytes, *, new_mode: int | None = None) -> None:
     """Replace ``path`` with ``data`` atomically; creates parent folders; keeps the mode.
 
+    An existing file keeps its mode; a new one gets ``new_mode``, by default what any program
+    creating it would give it (``0o666 & ~umask``), not the temp file's private 0600.
     A symlink is written through (its target is replaced), so a link such as
     ``AGENTS.md -> CLAUDE.md`` stays a link.
     """
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    if path.exists():
+        mode = path.stat().st_mode & 0o7777
+    else:
+        mode = new_mode if new_mode is not None else 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -54,6 +77,28 @@ def atomic_write(path: Path, data: bytes) -> None:
         pass
 
 
+def _missing_dirs(path: Path) -> list[Path]:
+    """The folders writing ``path`` would create, deepest first."""
+    out: list[Path] = []
+    parent = path.parent
+    while not os.path.lexists(parent) and parent != parent.parent:
+        out.append(parent)
+        parent = parent.parent
+    return out
+
+
+def _remove_empty_dirs(dirs: list[str] | list[Path]) -> list[str]:
+    """rmdir each folder (deepest first) that is empty now; the ones removed."""
+    removed = []
+    for d in dirs:
+        try:
+            os.rmdir(d)
+        except OSError:  # not empty (the user put something there), gone, or not ours to remove
+            continue
+        removed.append(str(d))
+    return removed
+
+
 def _read_bytes(path: Path) -> bytes | None:
     """The file's bytes, None when absent; ProposalError when it cannot be read."""
     try:
@@ -64,9 +109,9 @@ def _read_bytes(path: Path) -> bytes | None:
         raise ProposalError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def _write(path: Path, data: bytes) -> None:
+def _write(path: Path, data: bytes, *, new_mode: int | None = None) -> None:
     try:
-        atomic_write(path, data)
+        atomic_write(path, data, new_mode=new_mode)
     except OSError as exc:
         raise ProposalError(f"cannot write {path}: {exc.strerror or exc}; nothing was changed") from None
 
@@ -78,7 +123,7 @@ def _keep_copy(data: bytes, name: str, why: str) -> Path:
     folder = paths.backups_dir() / f"{why}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / name
-    _write(target, data)
+    _write(target, data, new_mode=0o600)  # a copy of the user's file stays private to them
     return target
 
 
@@ -136,8 +181,16 @@ def adopt(store: Store, proposal_id: str, *, base_hash: str | None = None,
         new_text = staged.read_bytes().decode("utf-8")
     except OSError as exc:
         raise ProposalError(f"proposal {proposal_id}: staged document unreadable ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ProposalError(f"proposal {proposal_id}: staged document is not UTF-8 ({exc.reason} "
+                            f"at offset {exc.start})") from None
     live = _read_bytes(target)
-    live_hash = _hash_bytes(live)
+    try:  # decoded from the bytes just read (not read again), so the hash and text agree
+        live_text = None if live is None else decode_live(
+            live, target, fix="convert it to UTF-8, then run a new night; nothing was changed")
+    except DocumentError as exc:
+        raise ProposalError(str(exc)) from None
+    live_hash = sha256_text(live_text)
     if live_hash != row["base_hash"]:
         if not force:
             raise ProposalError(
@@ -146,10 +199,23 @@ def adopt(store: Store, proposal_id: str, *, base_hash: str | None = None,
                 "its managed block onto the current file"
             )
         rules = Document.parse(new_text).rules
-        new_text = Document.parse(read_live(target), new_skill=live is None).render(rules)
-    # backup first, then the live write, then the record: a failed write leaves no adoption
-    backup_path = str(_keep_copy(live, target.name, f"adopt-{proposal_id}")) if live is not None else ""
-    _write(target, new_text.encode("utf-8"))
+        new_text = Document.parse(live_text, new_skill=live is None).render(rules)
+    # the folders this write creates, recorded before it so that rollback removes exactly them
+    written = Path(os.path.realpath(target)) if target.is_symlink() else target
+    created = _missing_dirs(written)
+    record = Path(row["dir"]) / ADOPTION_RECORD
+    _write(record, json.dumps({
+        "proposal_id": proposal_id, "target_path": str(target), "written_path": str(written),
+        "existed_before": live is not None, "created_dirs": [str(d) for d in created],
+    }, indent=2).encode("utf-8"))
+    try:
+        # backup first, then the live write, then the record: a failed write leaves no adoption
+        backup_path = str(_keep_copy(live, target.name, f"adopt-{proposal_id}")) if live is not None else ""
+        _write(target, new_text.encode("utf-8"))
+    except BaseException:
+        _remove_empty_dirs(created)
+        record.unlink(missing_ok=True)
+        raise
     adoption_id = store.insert("adoptions", {
         "proposal_id": proposal_id, "target_path": str(target), "adopted_at": now_iso(),
         "existed_before": int(live is not None), "before_hash": live_hash,
@@ -157,6 +223,22 @@ def adopt(store: Store, proposal_id: str, *, base_hash: str | None = None,
     })
     store.update("proposals", proposal_id, {"status": "adopted"})
     return store.get("adoptions", adoption_id)
+
+
+def _created_dirs(store: Store, adoption: dict[str, Any]) -> list[str]:
+    """The folders ``adoption`` created (deepest first), from the record adopt left in the
+    proposal's folder. Without one (an adoption made by an older version) only the managed
+    skill folder right above the file counts, as it did then."""
+    folder = (store.get("proposals", adoption["proposal_id"]) or {}).get("dir")
+    if folder:
+        try:
+            data = json.loads((Path(folder) / ADOPTION_RECORD).read_text("utf-8"))
+            if data.get("target_path") == adoption["target_path"]:
+                return [str(d) for d in data.get("created_dirs") or []]
+        except (OSError, ValueError, AttributeError):
+            pass
+    parent = Path(adoption["target_path"]).parent
+    return [str(parent)] if parent.name == SKILL_NAME else []
 
 
 def reject(store: Store, proposal_id: str, reason: str = "") -> dict[str, Any]:
@@ -199,15 +281,15 @@ def rollback(store: Store, target: str | None = None, *, force: bool = False) ->
         except OSError as exc:
             raise ProposalError(f"backup {a['backup_path']} unreadable ({exc})") from None
         _write(path, data)
-    elif path.exists():
-        try:
-            (Path(os.path.realpath(path)) if path.is_symlink() else path).unlink()
-        except OSError as exc:
-            raise ProposalError(f"cannot remove {path}: {exc.strerror or exc}") from None
-        try:
-            path.parent.rmdir()  # the managed skill folder we created, if now empty
-        except OSError:
-            pass
+    removed: list[str] = []
+    if not a["existed_before"]:
+        if path.exists():
+            try:
+                (Path(os.path.realpath(path)) if path.is_symlink() else path).unlink()
+            except OSError as exc:
+                raise ProposalError(f"cannot remove {path}: {exc.strerror or exc}") from None
+        # exactly the folders adopt created, and only those now empty
+        removed = _remove_empty_dirs(_created_dirs(store, a))
     store.update("adoptions", a["id"], {"rolled_back_at": now_iso()})
     store.update("proposals", a["proposal_id"], {"status": "rolled_back"})
-    return dict(store.get("adoptions", a["id"]), kept_copy=kept)
+    return dict(store.get("adoptions", a["id"]), kept_copy=kept, removed_dirs=removed)

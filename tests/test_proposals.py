@@ -1,11 +1,14 @@
 """adopt / reject / rollback on staged proposals (the only writers of live files)."""
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
 
+from skillopt_sleep import paths
 from skillopt_sleep.errors import ProposalError
-from skillopt_sleep.night.document import Document, read_live, sha256_text
+from skillopt_sleep.night.document import BEGIN, END, Document, read_live, sha256_text
 from skillopt_sleep.night.stage import stage_proposal
 from skillopt_sleep.proposals import adopt, list_proposals, reject, rollback
 from skillopt_sleep.store import Store
@@ -138,3 +141,134 @@ def test_unwritable_target_is_a_proposal_error_and_records_nothing(store, tmp_pa
         adopt(store, pid)
     assert store.rows("adoptions") == []
     assert store.get("proposals", pid)["status"] == "staged"
+
+
+# ---------------------------------------------------------------- a live file that is not UTF-8
+LATIN1 = b"# notes\n\xff\xfe latin1 caf\xe9\n"
+
+
+def test_adopt_refuses_a_live_file_that_is_not_utf8_and_writes_nothing(store, tmp_path):
+    target = tmp_path / "CLAUDE.md"
+    target.write_bytes(b"# notes\n")
+    pid = stage(store, target, ["Rule."])
+    target.write_bytes(LATIN1)  # e.g. re-saved as Latin-1 by an editor after the night
+    for force in (False, True):
+        with pytest.raises(ProposalError, match=r"CLAUDE.md is not UTF-8 text \(byte 0xff at offset 8\);"
+                                                r".*nothing was changed"):
+            adopt(store, pid, force=force)
+    assert target.read_bytes() == LATIN1
+    assert store.rows("adoptions") == [] and store.get("proposals", pid)["status"] == "staged"
+    assert not paths.backups_dir().exists()
+    assert not (Path(store.get("proposals", pid)["dir"]) / "adoption.json").exists()
+
+
+def test_rollback_of_a_file_made_non_utf8_after_adopt(store, tmp_path):
+    target = tmp_path / "CLAUDE.md"
+    target.write_bytes(b"v1\n")
+    adopt(store, stage(store, target, ["Rule."]))
+    target.write_bytes(LATIN1)
+    with pytest.raises(ProposalError, match="changed since it was adopted"):
+        rollback(store)
+    assert target.read_bytes() == LATIN1
+    a = rollback(store, force=True)
+    assert target.read_bytes() == b"v1\n"
+    assert Path(a["kept_copy"]).read_bytes() == LATIN1  # the user's bytes, kept exactly
+
+
+# ---------------------------------------------------------------- modes
+@pytest.fixture
+def umask():
+    old = os.umask(0o022)
+    os.umask(old)
+
+    def set_(mask: int) -> None:
+        os.umask(mask)
+
+    yield set_
+    os.umask(old)
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX modes")
+@pytest.mark.parametrize("mask", [0o022, 0o027, 0o002])
+def test_a_file_adopt_creates_gets_the_umask_default_mode(store, tmp_path, umask, mask):
+    umask(mask)
+    target = tmp_path / "proj" / "AGENTS.md"
+    adopt(store, stage(store, target, ["Rule."]))
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~mask
+    # a copy of the user's file in the backups folder stays private
+    target.write_bytes(target.read_bytes() + b"mine\n")
+    kept = Path(rollback(store, force=True)["kept_copy"])
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX modes")
+def test_an_existing_file_keeps_its_own_mode_whatever_the_umask(store, tmp_path, umask):
+    umask(0o077)
+    target = tmp_path / "AGENTS.md"
+    target.write_bytes(b"v1\n")
+    target.chmod(0o664)
+    adopt(store, stage(store, target, ["Rule."]))
+    assert stat.S_IMODE(target.stat().st_mode) == 0o664
+    rollback(store)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o664 and target.read_bytes() == b"v1\n"
+
+
+# ---------------------------------------------------------------- folders adopt creates
+def skill_path(home: Path) -> Path:
+    return home / ".claude" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
+
+
+def test_rollback_removes_every_folder_adopt_created(store, tmp_path):
+    home = tmp_path / "h"
+    home.mkdir()
+    target = skill_path(home)
+    adopt(store, stage(store, target, ["Rule."]))
+    assert target.is_file()
+    a = rollback(store)
+    assert not (home / ".claude").exists() and home.is_dir()
+    assert a["removed_dirs"] == [str(target.parent), str(target.parent.parent), str(home / ".claude")]
+
+
+def test_rollback_keeps_folders_that_existed_before_adopt_even_if_empty(store, tmp_path):
+    home = tmp_path / "h"
+    (home / ".claude" / "skills").mkdir(parents=True)  # there before, empty
+    target = skill_path(home)
+    adopt(store, stage(store, target, ["Rule."]))
+    rollback(store)
+    assert not target.parent.exists()
+    assert (home / ".claude" / "skills").is_dir()
+
+
+def test_rollback_keeps_a_created_folder_the_user_put_something_in(store, tmp_path):
+    home = tmp_path / "h"
+    home.mkdir()
+    target = skill_path(home)
+    adopt(store, stage(store, target, ["Rule."]))
+    other = home / ".claude" / "skills" / "my-own-skill" / "SKILL.md"
+    other.parent.mkdir()
+    other.write_text("mine\n")
+    rollback(store)
+    assert not target.parent.exists()
+    assert other.read_text() == "mine\n"
+
+
+def test_rollback_of_an_adoption_that_replaced_a_file_removes_no_folder(store, tmp_path):
+    target = skill_path(tmp_path / "h")
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"---\nname: skillopt-sleep-learned\n---\n")
+    adopt(store, stage(store, target, ["Rule."]))
+    target.unlink()  # the user deleted it; a forced rollback restores it into its folder
+    rollback(store, force=True)
+    assert target.read_bytes() == b"---\nname: skillopt-sleep-learned\n---\n"
+
+
+# ---------------------------------------------------------------- forced adopt, line endings
+def test_forced_adopt_onto_a_crlf_file_whose_last_line_ends_in_lf(store, tmp_path):
+    target = tmp_path / "CLAUDE.md"
+    target.write_bytes(b"v1\r\n")
+    pid = stage(store, target, ["Use `pnpm` instead of `npm`."])
+    edited = b"# Notes\r\n\r\nKeep me.  \r\nlast line from another editor\n"
+    target.write_bytes(edited)
+    adopt(store, pid, force=True)
+    assert target.read_bytes() == edited + (
+        "\r\n" + BEGIN + "\r\n- Use `pnpm` instead of `npm`.\r\n" + END + "\r\n").encode("utf-8")

@@ -23,7 +23,7 @@ from typing import Literal, Mapping
 from rapidfuzz import fuzz
 
 from skillopt_sleep.config import DocumentConfig
-from skillopt_sleep.errors import NightError
+from skillopt_sleep.errors import DocumentError, NightError
 
 BEGIN = "<!-- skillopt-sleep:begin — managed by skillopt-sleep; edit with care -->"
 END = "<!-- skillopt-sleep:end -->"
@@ -85,13 +85,31 @@ def resolve_target(
     return _agent_home(doc.agent, env, home) / "skills" / SKILL_NAME / "SKILL.md"
 
 
-def read_live(path: Path) -> str | None:
-    """The live file's text, or None when absent. Newlines are kept exactly (no translation)."""
+def decode_live(data: bytes, path: Path | str, *,
+                fix: str = "convert it to UTF-8 or train another document") -> str:
+    """The text of a live file's bytes. DocumentError (naming the first bad byte) when they
+    are not UTF-8; newlines are kept exactly."""
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            return fh.read()
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = exc.object[exc.start]
+        raise DocumentError(
+            f"{path} is not UTF-8 text (byte 0x{bad:02x} at offset {exc.start}); {fix}"
+        ) from None
+
+
+def read_live(path: Path) -> str | None:
+    """The live file's text, or None when absent. Newlines are kept exactly (no translation).
+
+    Raises DocumentError when the file is not UTF-8 text or cannot be read; never writes.
+    """
+    try:
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise DocumentError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return decode_live(data, path)
 
 
 @dataclass
@@ -130,10 +148,20 @@ class Document:
             return self.before + body + self.after
         if not rules:
             return self.before
-        sep = ""
-        if self.before and not self.before.endswith(nl + nl):
-            sep = nl if self.before.endswith(nl) else nl + nl
-        return self.before + sep + body + nl
+        return self.before + _separator(self.before, nl) + body + nl
+
+
+def _separator(before: str, nl: str) -> str:
+    """What goes between ``before`` and an appended block so that exactly one blank line
+    separates them: ends the last line if it is unterminated, then adds the blank line unless
+    ``before`` already ends with one. Whatever line ending ``before`` already has (a CRLF file's
+    last line may end in a bare LF) counts as one; only added line endings use ``nl``."""
+    if not before:
+        return ""
+    if not before.endswith("\n"):
+        return nl + nl
+    last_line_start = before[:-1].removesuffix("\r")
+    return "" if last_line_start.endswith("\n") else nl
 
 
 @dataclass

@@ -1,10 +1,14 @@
+import os
+import shutil
+import subprocess
+import sys
 
 import pytest
 
 from skillopt_sleep.config import DocumentConfig
-from skillopt_sleep.errors import NightError
+from skillopt_sleep.errors import DocumentError, NightError, SkilloptError
 from skillopt_sleep.night.document import (BEGIN, END, Document, Edit, apply_edit, parse_edits,
-                                           resolve_target)
+                                           read_live, resolve_target)
 
 
 def test_block_is_appended_and_outside_bytes_kept():
@@ -65,3 +69,74 @@ def test_resolve_targets(tmp_path):
         resolve_target(DocumentConfig(kind="claude_md"), None, env={}, home=home)
     with pytest.raises(NightError, match="document.path"):
         resolve_target(DocumentConfig(kind="path"), None, env={}, home=home)
+
+
+# ---------------------------------------------------------------- a live file that is not UTF-8
+LATIN1 = b"# notes\n\xff\xfe latin1 caf\xe9\n"
+
+
+def test_read_live_of_a_file_that_is_not_utf8_is_a_typed_error(tmp_path):
+    target = tmp_path / "CLAUDE.md"
+    target.write_bytes(LATIN1)
+    with pytest.raises(DocumentError) as info:
+        read_live(target)
+    assert str(info.value) == (f"{target} is not UTF-8 text (byte 0xff at offset 8); "
+                               "convert it to UTF-8 or train another document")
+    assert isinstance(info.value, SkilloptError)
+    assert target.read_bytes() == LATIN1
+    assert read_live(tmp_path / "absent.md") is None
+    crlf = tmp_path / "crlf.md"
+    crlf.write_bytes(b"\xef\xbb\xbfa\r\nb\rc\n")  # BOM and line endings are kept exactly
+    assert read_live(crlf) == "\ufeffa\r\nb\rc\n"
+
+
+def test_read_live_of_an_unreadable_path_is_a_typed_error(tmp_path):
+    target = tmp_path / "CLAUDE.md"
+    target.mkdir()  # unreadable as a file, for root too
+    with pytest.raises(DocumentError, match=r"cannot read .*CLAUDE.md: "):
+        read_live(target)
+
+
+def test_a_night_on_a_claude_md_that_is_not_utf8_fails_in_one_line(tmp_path, isolated_home):
+    """The user trial: document.kind = "claude_md", a Latin-1 CLAUDE.md, `skillopt-sleep run`."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    target = project / "CLAUDE.md"
+    target.write_bytes(LATIN1)
+    cfg = tmp_path / "c.toml"
+    backend = '\nname = "openai_compatible"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\napi_key = "k"\n'
+    cfg.write_text(f'project = "{project}"\n[target]{backend}[optimizer]{backend}'
+                   '[document]\nkind = "claude_md"\n', encoding="utf-8")
+    exe = shutil.which("skillopt-sleep")
+    cmd = [exe] if exe else [sys.executable, "-m", "skillopt_sleep"]
+    res = subprocess.run([*cmd, "--config", str(cfg), "run"], capture_output=True, text=True,
+                         timeout=240)
+    assert res.returncode == 1, res.stderr
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert errors == [f"error: {target} is not UTF-8 text (byte 0xff at offset 8); "
+                      "convert it to UTF-8 or train another document"], res.stderr
+    assert "Traceback" not in res.stderr and "internal error" not in res.stderr
+    assert target.read_bytes() == LATIN1
+    assert sorted(p.name for p in project.iterdir()) == ["CLAUDE.md"]
+
+
+# ---------------------------------------------------------------- the separating blank line
+@pytest.mark.parametrize("before, sep", [
+    ("a\r\nb\r\nc\n", "\r\n"),         # CRLF file whose last line ends in LF: one blank line
+    ("a\r\nb\r\n", "\r\n"),
+    ("a\r\nb", "\r\n\r\n"),            # unterminated last line: end it, then one blank line
+    ("a\r\n\r\n", ""),                 # a blank line already there
+    ("a\r\n\n", ""),                   # ... whatever its line ending
+    ("a\n\r\n", ""),
+    ("a\nb\n", "\n"),
+    ("a\nb", "\n\n"),
+    ("a\n\n", ""),
+    ("", ""),
+])
+def test_an_appended_block_is_separated_by_exactly_one_blank_line(before, sep):
+    nl = "\r\n" if "\r\n" in before else "\n"
+    out = Document.parse(before).render(["Rule."])
+    assert out == before + sep + BEGIN + nl + "- Rule." + nl + END + nl
+    again = Document.parse(out)
+    assert again.before == before + sep and again.rules == ["Rule."]
+    assert again.render([]) == before + sep + BEGIN + nl + END + nl  # later nights: block only
