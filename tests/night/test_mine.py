@@ -102,11 +102,13 @@ def test_same_prompt_in_different_projects_does_not_cluster(store: Store) -> Non
     assert report.tasks == [] and report.clusters == 2
 
 
-def test_project_scope_is_a_path_prefix(store: Store) -> None:
-    for i, proj in enumerate([PROJ, PROJ + "/sub", PROJ + "-fork", PROJ + "/sub"]):
+def test_project_scope_is_a_path_prefix(store: Store, tmp_path: Path) -> None:
+    root = str((tmp_path / "app").resolve())  # the project setting must be a real directory
+    Path(root, "sub").mkdir(parents=True)
+    for i, proj in enumerate([root, root + "/sub", root + "-fork", root + "/sub"]):
         add(store, f"s{i}", [("user", "update the changelog for the release"), ("assistant", "ok")],
             project=proj)
-    report = mine(store, settings(project=Path(PROJ + "/sub")), now=NOW)
+    report = mine(store, settings(project=Path(root + "/sub")), now=NOW)
     assert report.sessions_considered == 2
     assert [t.sessions for t in report.tasks] == [["claude_code:s1", "claude_code:s3"]]
 
