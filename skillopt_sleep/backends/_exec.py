@@ -30,6 +30,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from abc import abstractmethod
 from collections.abc import Callable
@@ -113,12 +114,42 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+#: process groups of the agent-CLI calls in flight in this process, and a counter bumped by
+#: :func:`cancel_running` (a call started before a bump neither runs on nor retries)
+_live: set[int] = set()
+_live_lock = threading.Lock()
+_generation = 0
+
+
+def generation() -> int:
+    return _generation
+
+
+def cancel_running() -> int:
+    """Kill every agent-CLI call in flight in this process, whole process groups, and stop
+    calls already started from retrying. For an interrupted night whose rollouts run in
+    parallel threads (the main thread gets the signal; the workers are blocked in their
+    calls). Returns the number of process groups killed."""
+    global _generation
+    with _live_lock:
+        _generation += 1
+        groups = list(_live)
+    for pgid in groups:
+        _kill_group(pgid, signal.SIGKILL)
+    return len(groups)
+
+
+class _Cancelled(BackendError):
+    """A call of a night being interrupted (see :func:`cancel_running`)."""
+
+
 def run_process(argv: list[str], *, stdin: str | None, env: dict[str, str], cwd: Path,
-                timeout: float, backend: str) -> ProcessResult:
+                timeout: float, backend: str, started_in: int | None = None) -> ProcessResult:
     """Run ``argv`` in its own process group; kill the whole group on timeout.
 
-    Raises BackendTimeout (the group is dead by then) or BackendUnreachable when the
-    executable cannot be started.
+    ``started_in``: the :func:`generation` the call began in; the process is killed at once
+    if :func:`cancel_running` ran since. Raises BackendTimeout (the group is dead by then) or
+    BackendUnreachable when the executable cannot be started.
     """
     started = time.monotonic()
     try:
@@ -132,6 +163,11 @@ def run_process(argv: list[str], *, stdin: str | None, env: dict[str, str], cwd:
                                  backend=backend,
                                  fix="check `executable` in the backend config") from None
     pgid = proc.pid  # start_new_session: the child leads its own group
+    with _live_lock:
+        _live.add(pgid)
+        cancelled = started_in is not None and started_in != _generation
+    if cancelled:
+        _kill_group(pgid, signal.SIGKILL)
     try:
         out, err = proc.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -153,6 +189,8 @@ def run_process(argv: list[str], *, stdin: str | None, env: dict[str, str], cwd:
         proc.wait()
         raise
     finally:
+        with _live_lock:
+            _live.discard(pgid)
         # anything the CLI left running in its group (helpers, daemons) dies with the call
         if _group_alive(pgid):
             _kill_group(pgid, signal.SIGKILL)
@@ -339,10 +377,14 @@ class ExecBackend(Backend):
             check_reachable(self.config.base_url, self.name)
             self._checked_url = self.config.base_url
         attempts = self.config.max_retries + 1
+        began = _generation
         for attempt in range(attempts):
             last = attempt == attempts - 1
+            if _generation != began:
+                raise _Cancelled("the call was cancelled: the night is being interrupted",
+                                 backend=self.name)
             try:
-                outcome = self._once(request, executable)
+                outcome = self._once(request, executable, began)
             except BackendTimeout:
                 if last:
                     raise
@@ -350,6 +392,9 @@ class ExecBackend(Backend):
                 continue
             if isinstance(outcome, Completion):
                 return outcome
+            if _generation != began:
+                raise _Cancelled("the call was cancelled: the night is being interrupted",
+                                 backend=self.name)
             if outcome.transient and not last:
                 self.sleep(min(self.base_delay * 2**attempt, MAX_DELAY))
                 continue
@@ -359,7 +404,8 @@ class ExecBackend(Backend):
             raise error
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _once(self, request: CompletionRequest, executable: str) -> Completion | Failure:
+    def _once(self, request: CompletionRequest, executable: str,
+              began: int | None = None) -> Completion | Failure:
         with tempfile.TemporaryDirectory(prefix="skillopt-sleep-replay-") as tmp:
             cwd, scratch = Path(tmp) / "work", Path(tmp) / "scratch"
             cwd.mkdir()
@@ -369,7 +415,8 @@ class ExecBackend(Backend):
                 (cwd / name).write_text(text, encoding="utf-8")
             try:
                 result = run_process(setup.argv, stdin=setup.stdin, env=setup.env, cwd=cwd,
-                                     timeout=self.config.timeout, backend=self.name)
+                                     timeout=self.config.timeout, backend=self.name,
+                                     started_in=began)
             finally:
                 self.cleanup(setup, cwd)
             return self.parse(result, request, scratch)

@@ -241,6 +241,8 @@ def _print_night(r: dict[str, Any], by: str = "") -> None:
         out.print(f"  warning: {summary['warning']}", markup=False)
     out.print(f"  tasks: {summary.get('train', 0)} train, {summary.get('val', 0)} val, "
               f"{summary.get('test', 0)} test")
+    if summary.get("test_note"):
+        out.print(f"  test {summary['test_note']}", markup=False)
     if r.get("status") not in ("planned", "no_tasks"):
         out.print(f"  val {_fmt(r.get('val_before'))} -> {_fmt(r.get('val_after'))}, "
                   f"test {_fmt(r.get('test_before'))} -> {_fmt(r.get('test_after'))}")

@@ -205,8 +205,19 @@ class Replayer:
         """Score every task against ``document``; returns ``{task_id: Scored}``."""
         if self.workers == 1 or len(tasks) <= 1:
             return {t.id: self._one(t, document) for t in tasks}
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            results = list(pool.map(lambda t: self._one(t, document), tasks))
+        pool = ThreadPoolExecutor(max_workers=self.workers)
+        try:
+            futures = [pool.submit(self._one, t, document) for t in tasks]
+            results = [f.result() for f in futures]
+        except BaseException:
+            # a failed rollout or an interrupt (Ctrl-C, SIGTERM): queued rollouts are dropped
+            # and the agent CLIs the other workers wait on are killed, so nothing runs on
+            from skillopt_sleep.backends._exec import cancel_running
+
+            pool.shutdown(wait=False, cancel_futures=True)
+            cancel_running()
+            raise
+        pool.shutdown()
         return {s.task_id: s for s in results}
 
 

@@ -286,12 +286,14 @@ def test_unknown_model_persona_is_strict():
     assert persona.accepts("sim-demo") and not persona.accepts("no-such-model")
 
 
-@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("signame,workers", [("SIGTERM", 2), ("SIGHUP", 1)])
 def test_cli_run_terminated_kills_the_agent_cli_and_records_the_night_interrupted(
-        world, tmp_path, signame):
+        world, tmp_path, signame, workers):
     """`skillopt-sleep run` (a night in the CLI's own process) gets SIGTERM (`timeout`, a
     service manager) or SIGHUP (its terminal closed) while `claude -p` waits on its model:
-    the claude process group dies with it, the night is `interrupted`, exit 128 + signal."""
+    the claude process groups die with it — with parallel rollouts too, where the calls run
+    in worker threads and the queued ones must not start — the night is `interrupted`, and
+    the CLI exits 128 + signal at once."""
     import signal
     import time
 
@@ -305,11 +307,12 @@ def test_cli_run_terminated_kills_the_agent_cli_and_records_the_night_interrupte
         sim.stall_next(1000, 120.0)
         config = tmp_path / "config.toml"
         config.write_text(
-            f"project = {json.dumps(str(project))}\nepochs = 1\n"
+            # val_fraction: the first phase (the val baseline) has more tasks than workers
+            f"project = {json.dumps(str(project))}\nepochs = 1\nval_fraction = 0.5\n"
             + toml_table("sources.claude_code", {"roots": [str(home / ".claude" / "projects")]})
             + toml_table("sources.codex", {"roots": [str(home / ".codex" / "sessions")]})
             + toml_table("document", {"kind": "path", "path": str(target)})
-            + toml_table("target", backend("claude_code", sim.url, timeout=300, workers=1))
+            + toml_table("target", backend("claude_code", sim.url, timeout=300, workers=workers))
             + toml_table("optimizer", backend("anthropic", opt.url)), encoding="utf-8")
         proc = subprocess.Popen([sys.executable, "-m", "skillopt_sleep", "--config", str(config), "run"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -321,7 +324,7 @@ def test_cli_run_terminated_kills_the_agent_cli_and_records_the_night_interrupte
             for child in me.children(recursive=True):
                 if child not in seen:
                     seen.append(child)
-            if any(r.get("stalled") for r in sim.stats.snapshot()["requests"]):
+            if len([r for r in sim.stats.snapshot()["requests"] if r.get("stalled")]) >= workers:
                 break
             time.sleep(0.1)
         assert proc.poll() is None, proc.communicate()
@@ -330,7 +333,10 @@ def test_cli_run_terminated_kills_the_agent_cli_and_records_the_night_interrupte
         assert any(os.path.realpath(exe) in " ".join(c.cmdline()) or "claude" in " ".join(c.cmdline())
                    for c in seen if c.is_running())
         proc.send_signal(sig)
+        signalled = time.monotonic()
         out, err = proc.communicate(timeout=60)
+        assert time.monotonic() - signalled < 30  # not held up by the stalled calls (120 s)
+        assert len([r for r in sim.stats.snapshot()["requests"] if r.get("stalled")]) == workers
     assert proc.returncode == 128 + sig, (proc.returncode, out, err)
     assert f"aborted by signal {int(sig)}" in err
     gone, alive = psutil.wait_procs(seen, timeout=10)
