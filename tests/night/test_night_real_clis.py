@@ -207,6 +207,21 @@ def toml_table(name: str, values: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_night_config(path: Path, world, target_backend: dict, optimizer_backend: dict,
+                       **top: object) -> Path:
+    """A config file for a CLI night over the world's sessions, training its CLAUDE.md."""
+    home, project, _persona, target = world
+    path.write_text(
+        f"project = {json.dumps(str(project))}\nepochs = 1\n"
+        + "".join(f"{k} = {json.dumps(v)}\n" for k, v in top.items())
+        + toml_table("sources.claude_code", {"roots": [str(home / ".claude" / "projects")]})
+        + toml_table("sources.codex", {"roots": [str(home / ".codex" / "sessions")]})
+        + toml_table("document", {"kind": "path", "path": str(target)})
+        + toml_table("target", target_backend)
+        + toml_table("optimizer", optimizer_backend), encoding="utf-8")
+    return path
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     """The real entry point, as a user runs it (HOME, PATH, SKILLOPT_SLEEP_HOME: the test's)."""
     return subprocess.run([sys.executable, "-m", "skillopt_sleep", *args], capture_output=True,
@@ -240,14 +255,8 @@ def test_cli_night_with_a_broken_target_cli_exits_1_and_stages_nothing(world, tm
         else:
             tgt["model"] = "no-such-model"  # the persona lists only sim-demo: 404
             words = ("unknown model 'no-such-model'", "check `model`")
-        config = tmp_path / "config.toml"
-        config.write_text(
-            f"project = {json.dumps(str(project))}\nepochs = 1\nedit_budget = 3\n"
-            + toml_table("sources.claude_code", {"roots": [str(home / ".claude" / "projects")]})
-            + toml_table("sources.codex", {"roots": [str(home / ".codex" / "sessions")]})
-            + toml_table("document", {"kind": "path", "path": str(target)})
-            + toml_table("target", tgt)
-            + toml_table("optimizer", backend("anthropic", sim.url)), encoding="utf-8")
+        config = write_night_config(tmp_path / "config.toml", world, tgt,
+                                    backend("anthropic", sim.url), edit_budget=3)
         res = run_cli("--config", str(config), "run")
         seen = sim.stats.snapshot()["requests"]
 
@@ -305,15 +314,11 @@ def test_cli_run_terminated_kills_the_agent_cli_and_records_the_night_interrupte
     # the optimizer answers; every call of the target's simulator hangs: the night waits on claude
     with serve(persona, api_key=SIM_KEY) as opt, serve(persona, api_key=SIM_KEY) as sim:
         sim.stall_next(1000, 120.0)
-        config = tmp_path / "config.toml"
-        config.write_text(
-            # val_fraction: the first phase (the val baseline) has more tasks than workers
-            f"project = {json.dumps(str(project))}\nepochs = 1\nval_fraction = 0.5\n"
-            + toml_table("sources.claude_code", {"roots": [str(home / ".claude" / "projects")]})
-            + toml_table("sources.codex", {"roots": [str(home / ".codex" / "sessions")]})
-            + toml_table("document", {"kind": "path", "path": str(target)})
-            + toml_table("target", backend("claude_code", sim.url, timeout=300, workers=workers))
-            + toml_table("optimizer", backend("anthropic", opt.url)), encoding="utf-8")
+        # val_fraction: the first phase (the val baseline) has more tasks than workers
+        config = write_night_config(
+            tmp_path / "config.toml", world,
+            backend("claude_code", sim.url, timeout=300, workers=workers),
+            backend("anthropic", opt.url), val_fraction=0.5)
         proc = subprocess.Popen([sys.executable, "-m", "skillopt_sleep", "--config", str(config), "run"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=dict(os.environ))
