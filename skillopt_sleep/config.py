@@ -11,6 +11,7 @@ naming the key (e.g. ``config: unknown key 'target.modle'``).
 from __future__ import annotations
 
 import contextvars
+import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -112,8 +113,9 @@ class Settings(BaseSettings):
         default_factory=lambda: {name: SourceConfig() for name in DEFAULT_SOURCES}
     )
     #: Only sessions whose project (cwd) is this directory or below it; None = all projects.
-    #: ``~`` is expanded, a relative path is taken from the current directory and symlinks are
-    #: resolved (agents record their working directory resolved); it must be a directory.
+    #: ``~`` is expanded, symlinks are resolved (agents record their working directory
+    #: resolved); it must be a directory. A relative path is taken from the config file's folder
+    #: when it is in the file, from the current directory when given as a flag or variable.
     project: Path | None = None
     #: Only sessions touched in the last N days are mined.
     lookback_days: int = Field(30, ge=1)
@@ -274,6 +276,12 @@ def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings
     """
     path = config_path or paths.config_file()
     file_data = read_config_file(path)
+    project = file_data.get("project")
+    if isinstance(project, str) and project.strip() and not Path(project).expanduser().is_absolute():
+        # a relative path in the file is the file's own folder's, whatever the current one
+        file_data["project"] = str(Path(path).resolve().parent / project)
+        if overrides.get("project") is None and "SKILLOPT_SLEEP_PROJECT" not in os.environ:
+            overrides["project"] = file_data["project"]
     if file_data:
         try:
             _FileOnly(**file_data)  # report file mistakes against the file alone

@@ -102,3 +102,21 @@ def test_project_is_expanded_resolved_and_must_be_a_directory(tmp_path, monkeypa
     monkeypatch.setenv("SKILLOPT_SLEEP_PROJECT", "~/src/nope")
     with pytest.raises(ConfigError, match=r"project: '~/src/nope' is not a directory"):
         load_settings(None)
+
+
+def test_a_relative_project_in_the_file_is_the_files_folders(tmp_path, monkeypatch):
+    """The daemon and its night worker run in the state folder: a relative `project` in the
+    config file must not depend on the current directory."""
+    (tmp_path / "conf" / "webapp").mkdir(parents=True)
+    cfg = tmp_path / "conf" / "config.toml"
+    cfg.write_text('project = "webapp"\n', encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert load_settings(cfg).project == (tmp_path / "conf" / "webapp").resolve()
+    assert load_settings(cfg, project=None).project == (tmp_path / "conf" / "webapp").resolve()
+    # a flag or a variable is the user's current directory's
+    (elsewhere / "other").mkdir()
+    assert load_settings(cfg, project="other").project == (elsewhere / "other").resolve()
+    monkeypatch.setenv("SKILLOPT_SLEEP_PROJECT", "other")
+    assert load_settings(cfg).project == (elsewhere / "other").resolve()

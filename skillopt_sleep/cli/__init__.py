@@ -125,7 +125,7 @@ def tasks(
         dropped = ", ".join(f"{k} {v}" for k, v in report.dropped.items())
         out.print(f"no recurring or corrected task yet ({report.sessions_considered} sessions, "
                   f"{report.prompts} prompts considered" + (f"; dropped: {dropped}" if dropped else "")
-                  + ")" + ("; harvest first: `skillopt-sleep harvest`" if not store.db["sessions"].count else ""),
+                  + ")" + ("; harvest first: `skillopt-sleep harvest`" if not store.db["harvest_runs"].count else ""),
                   markup=False)
         return
     table = Table("id", "split", "sessions", "checks", "intent")
@@ -205,8 +205,11 @@ class _signals_interrupt:
         for sig, handler in self.saved.items():
             signal.signal(sig, handler)
         if isinstance(exc, Terminated):
-            err.print(f"aborted by signal {exc.signum}")
+            err.print(f"aborted by signal {exc.signum}: the night is recorded interrupted")
             raise typer.Exit(128 + exc.signum) from None
+        if isinstance(exc, KeyboardInterrupt):
+            err.print("aborted (Ctrl-C): the night is recorded interrupted")
+            raise typer.Exit(130) from None
 
 
 def _run_here(settings: Any, dry_run: bool, as_json: bool) -> Any:
@@ -267,6 +270,10 @@ def _daemon_runs_it(as_json: bool) -> bool:
         err.print("[dim]the daemon is running: it runs the night; waiting for the result[/]")
     try:
         reply = request("run-now", timeout=None, wait=True, trigger="cli")
+    except KeyboardInterrupt:
+        err.print("stopped waiting (Ctrl-C); the night goes on in the daemon: follow it with "
+                  "`skillopt-sleep status`, stop it with `skillopt-sleep stop`")
+        raise typer.Exit(130) from None
     except NoDaemon as exc:
         raise NightError(f"the daemon stopped during the night ({exc}); `skillopt-sleep status` "
                          "shows the night, the daemon log says why") from None
@@ -436,7 +443,10 @@ def _print_daemon(d: dict[str, Any]) -> None:
     if nxt:
         when = "now (due)" if nxt.get("pending") else nxt.get("at")
         out.print(f"  next night: {when}" + (f" — {nxt['waiting']}" if nxt.get("waiting") else ""))
-    if d.get("config_changed"):
+    if d.get("config_error"):
+        out.print(f"  config {d.get('config')} changed since the daemon started and no longer "
+                  f"loads — the next night will fail: {d['config_error']}", markup=False)
+    elif d.get("config_changed"):
         out.print(f"  config {d.get('config')} changed since the daemon started: nights use it, the "
                   "schedule and watched folders after a restart (`skillopt-sleep stop`, then `start`)",
                   markup=False)

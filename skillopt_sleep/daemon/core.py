@@ -515,6 +515,8 @@ class Daemon:
             "config": str(self.config_file),
             # the schedule and watched folders are read at start; nights read the file anew
             "config_changed": _file_stamp(self.config_file) != self.config_stamp,
+            "config_error": _config_error(self.config_path) if
+            _file_stamp(self.config_file) != self.config_stamp else None,
             "schedule": self.settings.schedule if self.settings else None,
             "next_night": self.scheduler.next_night() if self.scheduler else None,
             "last_scheduled": self.scheduler.last_launch if self.scheduler else None,
@@ -522,13 +524,26 @@ class Daemon:
         }
 
 
-def _file_stamp(path: Path) -> tuple[int, int] | None:
-    """(mtime ns, size) of ``path``, None when it does not exist."""
+def _file_stamp(path: Path) -> str | None:
+    """sha256 of ``path``'s bytes (an edit undone is no change), None when it does not exist."""
+    import hashlib
+
     try:
-        st = path.stat()
+        return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         return None
-    return st.st_mtime_ns, st.st_size
+
+
+def _config_error(config_path: Path | None) -> str | None:
+    """Why the config file as it is now would not load (the next night would fail), or None."""
+    from skillopt_sleep.config import load_settings
+    from skillopt_sleep.errors import SkilloptError
+
+    try:
+        load_settings(config_path)
+    except SkilloptError as exc:
+        return str(exc)
+    return None
 
 
 class _IngestLock:

@@ -51,10 +51,14 @@ def command_argv(config: Path | None = None) -> list[str]:
     return argv
 
 
-#: Carried into the service definition: where the state lives and how the agent CLIs are found
-#: (a service manager starts with a bare environment). Settings overrides and keys are not:
-#: they belong in the config file, never in a unit file.
-SERVICE_ENV = ("PATH", "SKILLOPT_SLEEP_HOME", "SKILLOPT_SLEEP_CONFIG_FILE")
+#: Carried into the service definition: where the state lives, how the agent CLIs are found,
+#: and where the agents keep their logs and skills (a service manager starts with a bare
+#: environment, so without them the daemon would watch other folders than `start` run from
+#: the same shell). Settings overrides and keys are not: they belong in the config file,
+#: never in a unit file.
+SERVICE_ENV = ("PATH", "SKILLOPT_SLEEP_HOME", "SKILLOPT_SLEEP_CONFIG_FILE", "CODEX_HOME",
+               "COPILOT_HOME", "CLAUDE_CONFIG_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
+               "XDG_STATE_HOME")
 
 
 def service_env() -> dict[str, str]:

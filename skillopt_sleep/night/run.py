@@ -285,9 +285,12 @@ def run_night(
             result = _run(store, settings, night_id, dry_run=dry_run, say=say, env=env, home=home,
                           on_rollout=on_rollout)
         except (SkilloptError, KeyboardInterrupt) as exc:
-            status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+            if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or a signal turned into one
+                status, error = "interrupted", f"interrupted ({str(exc) or 'Ctrl-C'})"
+            else:
+                status, error = "failed", str(exc) or type(exc).__name__
             store.update("nights", night_id, {
-                "status": status, "finished_at": now_iso(), "error": str(exc) or type(exc).__name__,
+                "status": status, "finished_at": now_iso(), "error": error,
                 "seconds": time.monotonic() - started,
             })
             raise

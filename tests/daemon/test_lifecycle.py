@@ -56,10 +56,18 @@ def test_start_with_another_config_is_refused_and_a_changed_config_shows_in_stat
     assert control.daemon_status()["config_changed"] is False
     assert "changed since the daemon started" not in harness.cli("status").stdout
 
+    original = path.read_bytes()
     harness.write_config(debounce_seconds=0.5)  # the user edits the file under the daemon
     assert control.daemon_status()["config_changed"] is True
     st = harness.cli("status").stdout
-    assert f"config {path} changed since the daemon started" in st
+    assert f"config {path} changed since the daemon started: nights use it" in st
+    path.write_text(path.read_text() + "\n[broken\n")  # a typo: the next night would fail
+    broken = harness.cli("status", check=False)
+    assert broken.returncode == 1 and broken.stderr.startswith(f"error: config file {path}")
+    assert f"config {path} changed since the daemon started and no longer loads" in broken.stdout
+    path.write_bytes(original)  # the edit undone, byte for byte (a newer mtime): no change
+    assert control.daemon_status()["config_changed"] is False
+    assert "changed since the daemon started" not in harness.cli("status").stdout
 
 
 def test_stale_pidfile_after_kill9_does_not_block_start(harness: DaemonHarness) -> None:
@@ -102,10 +110,16 @@ def test_stop_interrupts_night_and_kills_children(harness: DaemonHarness, sim_pr
 def test_service_install_writes_systemd_unit(harness: DaemonHarness) -> None:
     if units.platform_kind() != "systemd":
         pytest.skip("Linux only")
+    codex_home = harness.home / "codex-elsewhere"
+    harness.env.update(CODEX_HOME=str(codex_home), SKILLOPT_SLEEP_TARGET__API_KEY="sk-never-in-a-unit")
     proc = harness.cli("service", "install")
     path = units.unit_path("systemd")
     assert str(path) in proc.stdout and path.is_relative_to(harness.home)
     text = path.read_text()
+    # the daemon watches the agents' folders the shell that installed it points at ...
+    assert f"Environment=CODEX_HOME={codex_home}" in text
+    # ... and no key lands in a unit file
+    assert "sk-never-in-a-unit" not in text and "API_KEY" not in text
     assert "[Service]" in text and "[Install]" in text and "WantedBy=default.target" in text
     exec_line = next(ln for ln in text.splitlines() if ln.startswith("ExecStart="))
     assert exec_line.endswith(" start --foreground")

@@ -295,7 +295,7 @@ def test_unknown_model_persona_is_strict():
     assert persona.accepts("sim-demo") and not persona.accepts("no-such-model")
 
 
-@pytest.mark.parametrize("signame,workers", [("SIGTERM", 2), ("SIGHUP", 1)])
+@pytest.mark.parametrize("signame,workers", [("SIGTERM", 2), ("SIGHUP", 1), ("SIGINT", 1)])
 def test_cli_run_terminated_kills_the_agent_cli_and_records_the_night_interrupted(
         world, tmp_path, signame, workers):
     """`skillopt-sleep run` (a night in the CLI's own process) gets SIGTERM (`timeout`, a
@@ -343,9 +343,12 @@ def test_cli_run_terminated_kills_the_agent_cli_and_records_the_night_interrupte
         assert time.monotonic() - signalled < 30  # not held up by the stalled calls (120 s)
         assert len([r for r in sim.stats.snapshot()["requests"] if r.get("stalled")]) == workers
     assert proc.returncode == 128 + sig, (proc.returncode, out, err)
-    assert f"aborted by signal {int(sig)}" in err
+    said = "aborted (Ctrl-C)" if signame == "SIGINT" else f"aborted by signal {int(sig)}"
+    assert f"{said}: the night is recorded interrupted" in err
     gone, alive = psutil.wait_procs(seen, timeout=10)
     assert [p for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []
     night = Store(paths.db_path()).rows("nights", order_by="id desc", limit=1)[0]
     assert night["status"] == "interrupted"
+    assert night["error"] == ("interrupted (Ctrl-C)" if signame == "SIGINT"
+                              else f"interrupted (signal {int(sig)})")
     assert target.read_text(encoding="utf-8") == USER_TEXT
