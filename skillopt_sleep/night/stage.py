@@ -95,6 +95,7 @@ def stage_proposal(
         ],
         "cost": cost,
         "summary": summary,
+        "scored_as": scoring_note(target_path),
     }
     (folder / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False), "utf-8")
     (folder / "report.md").write_text(render_markdown(report, diff), encoding="utf-8")
@@ -111,6 +112,17 @@ def stage_proposal(
     return pid
 
 
+def scoring_note(target_path: Path | str) -> str:
+    """How the scores relate to daily use of the adopted document (shown in every report)."""
+    if Path(target_path).name == "SKILL.md":
+        return ("The night scored this document given whole to the agent as instructions. "
+                "Adopted as a skill, it reaches the agent only when the agent loads the skill "
+                "(its description decides), so the gain in daily use can be smaller; rules "
+                "that must always apply belong in CLAUDE.md / AGENTS.md (`document.kind`).")
+    return ("The night scored this document given whole to the agent as instructions, as the "
+            "agent loads it in every session.")
+
+
 def render_markdown(report: dict[str, Any], diff: str) -> str:
     sc = report["scores"]
     lines = [
@@ -124,6 +136,8 @@ def render_markdown(report: dict[str, Any], diff: str) -> str:
         f"({report['cost'].get('cached_calls', 0)} cached), "
         f"{report['cost'].get('input_tokens', 0) + report['cost'].get('output_tokens', 0)} tokens, "
         f"{report['cost'].get('seconds', 0.0):.1f} s",
+        "",
+        report.get("scored_as", ""),
         "",
         f"Adopt with `skillopt-sleep adopt {report['id']}`, discard with "
         f"`skillopt-sleep reject {report['id']}`.",
