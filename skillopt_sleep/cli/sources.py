@@ -11,17 +11,19 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
         enable_found: bool = typer.Option(
             False, "--enable-found",
-            help="Enable the agents whose logs were found (adds [sources.<name>] tables the config "
-                 "file does not have yet; never changes ones it has)."),
+            help="Enable the agents whose logs were found: adds [sources.<name>] tables the config "
+                 "file does not have yet and switches `enabled = false` to true for agents whose "
+                 "logs exist now (edited in place; nothing else in the file changes)."),
     ) -> None:
         """List every known agent: root found?, sessions and bytes, enabled?, readable format?
 
         On a new install (no config file yet) the first run writes one that enables every agent
-        whose logs were found.
+        whose logs were found. Later, agents found but not enabled are named with a hint;
+        `--enable-found` enables them.
         """
         from skillopt_sleep import paths
         from skillopt_sleep.cli import _print_json, _settings, _state, out
-        from skillopt_sleep.sources.discovery import discover_sources, enable_found as do_enable
+        from skillopt_sleep.sources.discovery import discover_sources, enable_found as do_enable, enableable
 
         config_path = _state["config"] or paths.config_file()
         settings = _settings()
@@ -29,14 +31,15 @@ def register(app: typer.Typer) -> None:
         created = not config_path.exists()
         changed: list[str] = []
         if enable_found or created:
-            changed = do_enable(config_path, statuses)
+            changed = do_enable(config_path, statuses, switch_disabled=enable_found)
             if changed or created:
                 from skillopt_sleep.config import load_settings
 
                 statuses = discover_sources(load_settings(config_path), config_path=config_path)
+        idle = enableable(config_path, statuses)  # found here, not enabled
         if as_json:
             _print_json({"config": str(config_path), "created": created, "enabled_now": changed,
-                         "sources": [s.to_dict() for s in statuses]})
+                         "found_not_enabled": idle, "sources": [s.to_dict() for s in statuses]})
             return
         from rich.table import Table
 
@@ -56,11 +59,11 @@ def register(app: typer.Typer) -> None:
             if daemon_status(timeout=1).get("running"):
                 out.print("the running daemon watches its old list: restart it "
                           "(`skillopt-sleep stop && skillopt-sleep start`)")
-        else:
-            idle = [s.name for s in statuses if s.found and not s.enabled and not s.configured]
-            if idle:
-                out.print(f"found but not enabled: {', '.join(idle)} "
-                          "(run `skillopt-sleep sources --enable-found`)")
+        elif enable_found:
+            out.print("--enable-found: nothing to enable (every agent whose logs were found is enabled)")
+        if idle:
+            out.print(f"found but not enabled: {', '.join(idle)} "
+                      "(run `skillopt-sleep sources --enable-found` to enable them)", markup=False)
 
 
 def _size(n: int) -> str:

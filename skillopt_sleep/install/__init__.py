@@ -20,6 +20,10 @@ What each agent gets (``--user``, the default, or ``--project DIR``):
   (``DIR/.devin/config.json``), the skill in ``~/.config/devin/skills`` (``DIR/.devin/skills``)
   and a snippet in ``~/.config/devin/AGENTS.md`` (``DIR/AGENTS.md``).
 
+Codex reads ``DIR/.codex/config.toml`` and Claude Code ``DIR/.claude/settings.json`` only once
+the user trusts ``DIR`` in the agent; trusting is a security decision, so install never writes it
+and prints how instead (:func:`trust_note`).
+
 Config files are merged, never replaced: JSON(C) with :mod:`.jsonedit` (other keys, order,
 indentation and comments kept), TOML with tomlkit (round-trip). Before a file is first changed
 its original bytes (or its absence) are saved under ``<state>/install/<agent>-<scope>/``;
@@ -436,6 +440,32 @@ def _normalize_project(project: Path | None) -> Path | None:
     return project
 
 
+def trust_note(agent: str, project: Path, *, env: Mapping[str, str] | None = None,
+               home: Path | None = None) -> str | None:
+    """What the user must do before the agent reads the project-scoped config install wrote.
+
+    Codex loads ``DIR/.codex/config.toml`` and Claude Code ``DIR/.claude/settings.json`` only
+    for a folder the user trusts. Trusting a folder is the user's security decision, so install
+    never writes it; it says how instead."""
+    if agent == "codex":
+        import tomlkit
+
+        cfg = agent_home("codex", env, home) / "config.toml"
+        line = tomlkit.dumps({"projects": {str(project): {"trust_level": "trusted"}}}).strip()
+        return (f"Codex ignores {project / '.codex' / 'config.toml'} until you trust this project: "
+                f"run `codex` once in {project} and accept the trust prompt, or add to {cfg}:\n"
+                + "\n".join("      " + ln for ln in line.splitlines()))
+    if agent == "claude-code":
+        env = os.environ if env is None else env
+        state = (Path(env["CLAUDE_CONFIG_DIR"]).expanduser() if env.get("CLAUDE_CONFIG_DIR")
+                 else (home or Path.home())) / ".claude.json"
+        return (f"Claude Code ignores {project / '.claude' / 'settings.json'} (the plugin) until you "
+                f"trust this folder: run `claude` once in {project} and accept the trust prompt "
+                f"(recorded as hasTrustDialogAccepted for the project in {state}); "
+                "skillopt-sleep does not trust folders for you")
+    return None
+
+
 def install(agent: str, project: Path | None = None, *, dry_run: bool = False,
             env: Mapping[str, str] | None = None, home: Path | None = None) -> Report:
     """Install the agent shell; idempotent. See the module docstring."""
@@ -461,6 +491,10 @@ def install(agent: str, project: Path | None = None, *, dry_run: bool = False,
     if agent != "claude-code" and not shutil.which("skillopt-sleep", path=(env or os.environ).get("PATH")):
         report.notes.append("`skillopt-sleep` is not on PATH: the agent starts the MCP server as "
                             "`skillopt-sleep mcp`, so put it on PATH (e.g. pipx install skillopt-sleep)")
+    if project is not None:
+        note = trust_note(agent, project, env=env, home=home)
+        if note:
+            report.notes.append(note)
     if dry_run or not pending:
         return report
     folder = state_folder(agent, project)
@@ -570,4 +604,4 @@ def session_end_hook(timeout: float = HOOK_TIMEOUT) -> str:
 
 
 __all__ = ["AGENTS", "Change", "InstallError", "Report", "Step", "agent_home", "install", "plan",
-           "plugins_root", "session_end_hook", "state_folder", "uninstall"]
+           "plugins_root", "session_end_hook", "state_folder", "trust_note", "uninstall"]

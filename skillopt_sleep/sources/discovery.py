@@ -8,15 +8,19 @@ parsed in memory; when files exist but none of them yields a single message the 
 ``unrecognised format`` (a format this version cannot read, reported instead of being
 silently empty).
 
-:func:`enable_found` turns on the sources whose logs were found. It never changes a source the
-config file already names: it only appends ``[sources.<name>]`` tables for sources the file
-does not mention (creating the file on a new install), so an existing config is never
-overwritten silently.
+:func:`enable_found` turns on the sources whose logs were found. By default (the first run of a
+new install) it only appends ``[sources.<name>]`` tables for sources the file does not mention
+(creating the file), so an existing config is never overwritten silently. With
+``switch_disabled`` (``skillopt-sleep sources --enable-found``, an explicit request) it also
+switches ``enabled = false`` to ``true`` for sources whose logs are found now, editing the file
+in place with tomlkit: comments, order and every other byte are kept. An ``enabled = false``
+for a source whose logs are not found stays.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -163,39 +167,100 @@ def discover_sources(settings: Settings, *, config_path: Path | None = None,
     return out
 
 
-def enable_found(config_path: Path, statuses: list[SourceStatus]) -> list[str]:
+def _disabled_in_file(doc, name: str) -> bool:
+    """The parsed (tomlkit) config sets ``enabled = false`` for ``sources.<name>`` itself."""
+    sources = doc.get("sources")
+    table = sources.get(name) if hasattr(sources, "get") else None
+    return hasattr(table, "get") and table.get("enabled") is False
+
+
+def _plan_enable(config_path: Path, statuses: list[SourceStatus],
+                 switch_disabled: bool) -> tuple[str | None, str | None, list[str]]:
+    """(old text, new text, names enabled) for :func:`enable_found`; new text None: no change."""
+    named = configured_sources(config_path)
+    # bytes, not read_text: universal newlines would turn a CRLF file into LF
+    old = config_path.read_bytes().decode("utf-8") if config_path.exists() else None
+    text = old
+    enabled: list[str] = []
+    if switch_disabled and old is not None and named:
+        switch = [s.name for s in statuses if s.name in named and s.found]
+        if switch:
+            import tomlkit
+            from tomlkit.exceptions import TOMLKitError
+
+            try:
+                doc = tomlkit.parse(old)
+            except TOMLKitError as exc:
+                raise ConfigError(f"config file {config_path}: not valid TOML ({exc})") from None
+            switch = [n for n in switch if _disabled_in_file(doc, n)]
+            for name in switch:
+                doc["sources"][name]["enabled"] = True  # tomlkit keeps the rest of the file as is
+            if switch:
+                text = tomlkit.dumps(doc)
+                expected = tomllib.loads(old)
+                for name in switch:
+                    expected["sources"][name]["enabled"] = True
+                if tomllib.loads(text) != expected:  # pragma: no cover - a tomlkit bug
+                    raise ConfigError(f"config file {config_path}: cannot switch on "
+                                      f"{', '.join(switch)} safely; set `enabled = true` by hand")
+                enabled += switch
+    missing = [s for s in statuses if s.name not in named]
+    if missing:
+        nl = "\r\n" if text and "\r\n" in text else "\n"
+        lines = []
+        for s in missing:
+            on = s.found or (s.name in DEFAULT_SOURCES and not named)
+            if on:
+                enabled.append(s.name)
+            lines.append(f"{nl}[sources.{s.name}]{nl}enabled = {'true' if on else 'false'}{nl}")
+        if text is None:
+            text = "# skillopt-sleep configuration. [sources.*]: the agents whose logs were found here.\n"
+        elif text and not text.endswith("\n"):
+            text += nl
+        text += "".join(lines)
+        try:
+            tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:  # e.g. an inline `sources = {…}` table
+            raise ConfigError(f"config file {config_path}: cannot add [sources.*] tables ({exc}); "
+                              "add them by hand") from None
+    if text is None or text == old:
+        return old, None, []
+    order = {n: i for i, n in enumerate(KNOWN_SOURCES)}
+    return old, text, sorted(enabled, key=lambda n: order.get(n, len(order)))
+
+
+def enable_found(config_path: Path, statuses: list[SourceStatus], *,
+                 switch_disabled: bool = False) -> list[str]:
     """Append ``[sources.<name>]`` tables to ``config_path`` for every source it does not
     name yet: ``enabled = true`` when its logs were found (or it is a default source),
     ``false`` otherwise, so the file keeps listing every source explicitly. Sources the file
-    already names are left exactly as they are. Returns the names newly enabled."""
-    named = configured_sources(config_path)
-    missing = [s for s in statuses if s.name not in named]
-    if not missing:
+    already names are left exactly as they are, unless ``switch_disabled``: then a source the
+    file sets ``enabled = false`` whose logs are found now is switched to ``true`` in place
+    (tomlkit round-trip; nothing else in the file changes). Returns the names newly enabled."""
+    old, new, enabled = _plan_enable(config_path, statuses, switch_disabled)
+    if new is None:
         return []
-    lines = []
-    enabled = []
-    for s in missing:
-        on = s.found or (s.name in DEFAULT_SOURCES and not named)
-        if on:
-            enabled.append(s.name)
-        lines.append(f"\n[sources.{s.name}]\nenabled = {'true' if on else 'false'}\n")
     config_path.parent.mkdir(parents=True, exist_ok=True)
-    old = config_path.read_text("utf-8") if config_path.exists() else None
-    if old is None:
-        new = "# skillopt-sleep configuration. [sources.*]: the agents whose logs were found here.\n"
-    else:
-        new = old if not old or old.endswith("\n") else old + "\n"
-    new += "".join(lines)
-    try:
-        tomllib.loads(new)
-    except tomllib.TOMLDecodeError as exc:  # e.g. an inline `sources = {…}` table
-        raise ConfigError(f"config file {config_path}: cannot add [sources.*] tables ({exc}); "
-                          "add them by hand") from None
     tmp = config_path.with_name(config_path.name + ".tmp")
-    tmp.write_text(new, encoding="utf-8")
+    with open(tmp, "w", encoding="utf-8", newline="") as fh:
+        fh.write(new)
+    if old is not None:
+        try:
+            shutil.copymode(config_path, tmp)
+        except OSError:
+            pass
     os.replace(tmp, config_path)
     return enabled
 
 
-__all__ = ["SourceStatus", "discover_sources", "enable_found", "source_status", "configured_sources",
+def enableable(config_path: Path, statuses: list[SourceStatus]) -> list[str]:
+    """The sources ``enable_found(…, switch_disabled=True)`` would enable (found here but not
+    enabled); writes nothing. A file it could not edit yields the found, disabled ones."""
+    try:
+        return _plan_enable(config_path, statuses, True)[2]
+    except (ConfigError, OSError, UnicodeDecodeError):
+        return [s.name for s in statuses if s.found and not s.enabled]
+
+
+__all__ = ["SourceStatus", "discover_sources", "enable_found", "enableable", "source_status", "configured_sources",
            "STATUS_NOT_FOUND", "STATUS_EMPTY", "STATUS_OK", "STATUS_UNRECOGNISED"]

@@ -243,6 +243,28 @@ def test_codex_mcp_list_shows_the_server_and_the_config_keeps_everything(isolate
         "skillopt-sleep" not in (ch / "config.toml").read_text()
 
 
+def test_codex_ignores_a_project_install_until_the_project_is_trusted(isolated_home: Path,
+                                                                       tmp_path: Path) -> None:
+    """`install codex --project DIR` never trusts DIR; the note's exact lines, added to
+    $CODEX_HOME/config.toml, are what makes codex load DIR/.codex/config.toml."""
+    ch = isolated_home / "codex-home"
+    ch.mkdir()
+    project = tmp_path / "webapp"
+    project.mkdir()
+    env = base_env(isolated_home, CODEX_HOME=str(ch))
+    report = json.loads(run([sys.executable, "-m", "skillopt_sleep", "install", "codex", "--project",
+                             str(project), "--json"], env).stdout)
+    assert not (ch / "config.toml").exists()  # no trust setting written for the user
+    listed = lambda: {s["name"] for s in json.loads(  # noqa: E731
+        run([binary("codex"), "mcp", "list", "--json"], env, project).stdout)}
+    assert "skillopt-sleep" not in listed()
+    note = next(n for n in report["notes"] if "trust" in n)
+    lines = [ln.strip() for ln in note.splitlines()[1:]]
+    assert lines == [f'[projects."{project.resolve()}"]', 'trust_level = "trusted"']
+    (ch / "config.toml").write_text("\n".join(lines) + "\n")
+    assert "skillopt-sleep" in listed()
+
+
 def test_codex_exec_calls_the_mcp_tool(isolated_home: Path, sim: Simulator, workdir: Path) -> None:
     ch = codex_home(isolated_home, sim)
     env = base_env(isolated_home, CODEX_HOME=str(ch), SIM_API_KEY="sim-key")

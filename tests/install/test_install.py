@@ -174,6 +174,41 @@ def test_project_scope(tmp_path: Path, isolated_home: Path) -> None:
     assert snapshot(project) == before
 
 
+def test_project_install_says_codex_and_claude_code_must_trust_the_folder(
+        tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    codex_home = isolated_home / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    project = tmp_path / "web app"
+    project.mkdir()
+    home_before = snapshot(isolated_home)
+    env = dict(os.environ, COLUMNS="500")
+    run = lambda *a: subprocess.run([sys.executable, "-m", "skillopt_sleep", *a], env=env,  # noqa: E731
+                                    capture_output=True, text=True, timeout=60)
+    p = run("install", "codex", "--project", str(project), "--json")
+    assert p.returncode == 0, p.stderr
+    notes = [n for n in json.loads(p.stdout)["notes"] if "trust" in n]
+    assert len(notes) == 1 and str(codex_home / "config.toml") in notes[0]
+    assert "accept the trust prompt" in notes[0]
+    # the exact lines to add: a valid TOML table trusting the absolute project path
+    trusted = tomlkit.parse("\n".join(ln.strip() for ln in notes[0].splitlines()[1:])).unwrap()
+    assert trusted == {"projects": {str(project.resolve()): {"trust_level": "trusted"}}}
+    p = run("install", "claude-code", "--project", str(project))
+    assert p.returncode == 0, p.stderr
+    out = " ".join(p.stdout.split())
+    assert "note: Claude Code ignores" in out and "accept the trust prompt" in out
+    assert "hasTrustDialogAccepted" in out and str(isolated_home / ".claude.json") in out
+    # a second install (nothing to change) still says it; dry runs too
+    assert any("trust" in n for n in install("codex", project).notes)
+    assert any("trust" in n for n in install("claude-code", project, dry_run=True).notes)
+    # never written for the user: trusting a folder is the user's decision
+    assert snapshot(isolated_home) == home_before
+    # other agents and user installs need no trust step
+    for agent in ("copilot", "devin"):
+        assert not any("trust" in n for n in install(agent, project).notes)
+    for agent in ("codex", "claude-code"):
+        assert not any("trust" in n for n in install(agent).notes)
+
+
 def test_dry_run_writes_nothing(agent_homes: Path) -> None:
     before = snapshot(agent_homes)
     for agent in AGENTS:

@@ -16,7 +16,8 @@ from skillopt_sleep.config import KNOWN_SOURCES, Settings, SourceConfig, load_se
 from skillopt_sleep.demo import write_claude_session, write_codex_session
 from skillopt_sleep.night.mine import mine
 from skillopt_sleep.sources.discovery import (STATUS_EMPTY, STATUS_NOT_FOUND, STATUS_OK, STATUS_UNRECOGNISED,
-                                              configured_sources, discover_sources, enable_found)
+                                              configured_sources, discover_sources, enable_found,
+                                              enableable)
 from skillopt_sleep.sources.ingest import harvest
 from skillopt_sleep.store import Store
 
@@ -184,6 +185,76 @@ def test_enable_found_never_overwrites_an_existing_config(isolated_home: Path, t
     assert config.read_text() == text
 
 
+FIRST_RUN_CONFIG = """\
+# skillopt-sleep configuration. [sources.*]: the agents whose logs were found here.
+epochs = 3  # my own setting
+
+[sources.claude_code]
+enabled = true
+
+[sources.codex]
+enabled = true
+
+[sources.copilot_cli]
+# added by the first run, before Copilot CLI was installed
+enabled   = false   # not yet
+
+[sources.copilot_vscode]
+enabled = false
+
+[sources.devin]
+enabled = false
+
+[sources.cursor]
+enabled = false
+
+[sources.opencode]
+enabled = false
+"""
+
+
+def test_enable_found_switches_on_a_disabled_agent_found_later(isolated_home: Path, tmp_path: Path) -> None:
+    """The first run wrote `enabled = false` for Copilot CLI; its logs exist now. Only the
+    explicit request switches it on, in place, changing nothing else in the file; a disabled
+    agent whose logs are still missing stays off."""
+    config = tmp_path / "config.toml"
+    config.write_bytes(FIRST_RUN_CONFIG.encode())
+    write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
+    statuses = discover_sources(load_settings(config), config_path=config, env={}, home=isolated_home)
+    assert enable_found(config, statuses) == []  # the first-run behaviour: named sources untouched
+    assert config.read_bytes() == FIRST_RUN_CONFIG.encode()
+    assert enableable(config, statuses) == ["copilot_cli"]
+    assert enable_found(config, statuses, switch_disabled=True) == ["copilot_cli"]
+    assert config.read_text() == FIRST_RUN_CONFIG.replace("enabled   = false   # not yet",
+                                                          "enabled   = true   # not yet")
+    settings = load_settings(config)
+    assert {n for n, c in settings.sources.items() if c.enabled} == {"claude_code", "codex", "copilot_cli"}
+    assert settings.epochs == 3
+    statuses = discover_sources(settings, config_path=config, env={}, home=isolated_home)
+    assert enable_found(config, statuses, switch_disabled=True) == []  # idempotent
+    assert enableable(config, statuses) == []
+
+
+def test_enable_found_switches_dotted_and_inline_tables_and_keeps_crlf(isolated_home: Path,
+                                                                      tmp_path: Path) -> None:
+    write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
+    write_devin_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
+    config = tmp_path / "config.toml"
+    text = ("# mine\r\n[sources]\r\ncopilot_cli.enabled = false # later\r\n"
+            'devin = { enabled = false, roots = [] }\r\n'
+            "claude_code.enabled = false\r\ncodex.enabled = true\r\n"
+            "copilot_vscode.enabled = false\r\nopencode.enabled = false\r\n")
+    config.write_bytes(text.encode())
+    (isolated_home / ".claude" / "projects").mkdir(parents=True)  # found: the user's false is switched too
+    statuses = discover_sources(load_settings(config), config_path=config, env={}, home=isolated_home)
+    assert enable_found(config, statuses, switch_disabled=True) == ["claude_code", "copilot_cli", "devin"]
+    assert config.read_bytes() == (
+        text.replace("copilot_cli.enabled = false", "copilot_cli.enabled = true")
+        .replace("devin = { enabled = false", "devin = { enabled = true")
+        .replace("claude_code.enabled = false", "claude_code.enabled = true")
+        + "\r\n[sources.cursor]\r\nenabled = false\r\n").encode()  # appended in the file's line endings
+
+
 def test_enable_found_on_a_new_install_keeps_the_defaults(isolated_home: Path, tmp_path: Path) -> None:
     write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
     config = tmp_path / "new" / "config.toml"
@@ -223,3 +294,49 @@ def test_sources_command(isolated_home: Path, tmp_path: Path) -> None:
     assert "copilot_cli" in table.stdout and "unrecognised format" in table.stdout
     again = json.loads(cli("sources", "--json", "--enable-found").stdout)
     assert again["created"] is False and again["enabled_now"] == []
+
+
+def test_sources_hints_and_enable_found_switches_on_an_agent_installed_later(isolated_home: Path,
+                                                                            tmp_path: Path) -> None:
+    """The user trial: the first run wrote `enabled = false` for Copilot CLI (not installed
+    then); once its logs exist, `sources` names it with the command, and `--enable-found`
+    switches it on (only that line changes) and says so."""
+    first = json.loads(cli("sources", "--json").stdout)
+    config = Path(first["config"])
+    assert first["created"] is True and "copilot_cli" not in first["enabled_now"]
+    config.write_text(config.read_text().replace("[sources.copilot_cli]", "# my note\n[sources.copilot_cli]"))
+    before = config.read_text()
+    assert "[sources.copilot_cli]\nenabled = false\n" in before
+    write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
+    listing = cli("sources")
+    assert listing.returncode == 0, listing.stderr
+    assert "found but not enabled: copilot_cli" in listing.stdout
+    assert "skillopt-sleep sources --enable-found" in listing.stdout
+    assert json.loads(cli("sources", "--json").stdout)["found_not_enabled"] == ["copilot_cli"]
+    assert config.read_text() == before  # listing changes nothing
+    enabled = cli("sources", "--enable-found")
+    assert enabled.returncode == 0, enabled.stderr
+    assert f"enabled in {config}: copilot_cli" in " ".join(enabled.stdout.split())
+    assert "found but not enabled" not in enabled.stdout
+    assert config.read_text() == before.replace("[sources.copilot_cli]\nenabled = false\n",
+                                                "[sources.copilot_cli]\nenabled = true\n")
+    again = cli("sources", "--enable-found")
+    assert "nothing to enable" in again.stdout and config.read_text() != before
+    data = json.loads(cli("sources", "--json").stdout)
+    assert data["found_not_enabled"] == []
+    assert {s["name"]: s["enabled"] for s in data["sources"]}["copilot_cli"] is True
+    assert {s["name"]: s["enabled"] for s in data["sources"]}["devin"] is False  # not found: stays off
+
+
+def test_naming_one_source_keeps_the_defaults_as_the_docs_say(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[sources.copilot_cli]\nenabled = true\n")
+    assert {n for n, c in load_settings(config).sources.items() if c.enabled} == {
+        "claude_code", "codex", "copilot_cli"}
+    config.write_text("[sources.copilot_cli]\n\n[sources.codex]\nenabled = false\n")
+    assert {n for n, c in load_settings(config).sources.items() if c.enabled} == {"claude_code", "copilot_cli"}
+    doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "sources.md").read_text().split())
+    assert "harvests only those" not in doc
+    assert ("Naming a source in `[sources]` configures that source; it does not switch the others off. "
+            "The default ones (`claude_code`, `codex`) stay enabled unless the file sets `enabled = false` "
+            "for them") in doc
