@@ -194,38 +194,121 @@ def _clean_rule(text: str) -> str:
     return text.removeprefix("- ").strip()
 
 
+# ------------------------------------------------------------------ when two rules are the same
+#: Fuzzy similarity (rapidfuzz ``ratio``, case-insensitive) two rules need to count as the same
+#: rule: with the same code spans a rewording ("Always use `pnpm` instead of `npm`." for "Use
+#: `pnpm` instead of `npm`.") passes; with no code spans to anchor them only near-identical
+#: text does ("Be brief." / "Be brief!").
+SAME_SPANS_SIMILARITY = 85.0
+PLAIN_SIMILARITY = 95.0
+
+_SPAN_RE = re.compile(r"`([^`]+)`")
+_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
+_NEGATION_RE = re.compile(
+    r"\b(?:not|never|no|none|nor|avoid|without|cannot|dont|(?:can|don|doesn|isn|won)['’]t)\b")
+
+
+def code_spans(rule: str) -> tuple[str, ...]:
+    """The backticked terms of a rule, in order, inner whitespace collapsed."""
+    return tuple(" ".join(m.group(1).split()) for m in _SPAN_RE.finditer(rule))
+
+
+def _has_term(text: str, term: str) -> bool:
+    return re.search(r"(?<!\w)" + re.escape(term) + r"(?!\w)", text) is not None
+
+
+def _similarity(a: str, b: str) -> tuple[float, float] | None:
+    """``(score, threshold)`` for comparing rules ``a`` and ``b``, or None when they cannot be
+    the same rule whatever their wording: different code spans (compared exactly: `pytest -q`
+    is not `pytest -x`), different numbers ("under 200" / "under 300") or one negated where
+    the other is not. A rule written without backticks may still be a rule's plain rewording
+    when every code span of the other occurs in it as a term; that is held to the plain-text
+    threshold."""
+    a, b = _clean_rule(a), _clean_rule(b)
+    sa, sb = code_spans(a), code_spans(b)
+    pa, pb = a.replace("`", ""), b.replace("`", "")
+    if sorted(_NUMBER_RE.findall(pa)) != sorted(_NUMBER_RE.findall(pb)):
+        return None
+    if sorted(_NEGATION_RE.findall(pa.casefold())) != sorted(_NEGATION_RE.findall(pb.casefold())):
+        return None
+    if sa or sb:
+        if sa == sb:
+            return fuzz.ratio(_fold(a), _fold(b)), SAME_SPANS_SIMILARITY
+        plain, spans = (pa, sb) if not sa else (pb, sa) if not sb else ("", ())
+        if not spans or not all(_has_term(plain, t) for t in spans):
+            return None
+    return fuzz.ratio(_fold(pa), _fold(pb)), PLAIN_SIMILARITY
+
+
+def _fold(rule: str) -> str:
+    """A rule's text for fuzzy comparison: case-insensitive, its final punctuation dropped."""
+    return rule.casefold().rstrip(" .!;:")
+
+
+def same_rule(a: str, b: str) -> bool:
+    """True when rules ``a`` and ``b`` say the same thing: identical once whitespace is
+    normalised, or a near-duplicate — same code spans, numbers and negation, and similar
+    enough text (see :func:`_similarity`). Rules whose code spans differ never are."""
+    if _clean_rule(a) == _clean_rule(b):
+        return True
+    sim = _similarity(a, b)
+    return sim is not None and sim[0] >= sim[1]
+
+
 def find_rule(rules: list[str], old: str) -> int | None:
-    """Index of the rule ``old`` refers to: exact, then case/space-insensitive, then fuzzy (>=90)."""
+    """Index of the rule ``old`` refers to: the exact rule, else the most similar rule that is
+    :func:`same_rule` as ``old`` (so a rule with other code spans is never picked)."""
     target = _clean_rule(old)
     if target in rules:
         return rules.index(target)
-    low = [r.casefold() for r in rules]
-    if target.casefold() in low:
-        return low.index(target.casefold())
-    best, best_score = None, 0.0
+    best, best_score = None, -1.0
     for i, r in enumerate(rules):
-        score = fuzz.ratio(r.casefold(), target.casefold())
-        if score > best_score:
-            best, best_score = i, score
-    return best if best_score >= 90 else None
+        sim = _similarity(r, target)
+        if sim is not None and sim[0] >= sim[1] and sim[0] > best_score:
+            best, best_score = i, sim[0]
+    return best
+
+
+def _quote(text: str, limit: int = 200) -> str:
+    text = _clean_rule(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def apply_edit(rules: list[str], edit: Edit, *, max_rules: int = 60) -> list[str] | None:
-    """Return the new rules, or None when the edit does not apply (unmatched / no-op)."""
+    """Return the new rules, or None when the edit does not apply; then ``edit.reason`` says
+    why (a duplicate of an existing rule, no rule matching ``old``, ...)."""
+    new, reason = _try_edit(rules, edit, max_rules=max_rules)
+    if new is None:
+        edit.reason = reason
+    return new
+
+
+def _try_edit(rules: list[str], edit: Edit, *, max_rules: int) -> tuple[list[str] | None, str]:
     if edit.op == "add":
         text = _clean_rule(edit.text)
-        if not text or find_rule(rules, text) is not None or len(rules) >= max_rules:
-            return None
-        return rules + [text]
-    idx = find_rule(rules, edit.old) if edit.old else None
+        if not text:
+            return None, "the edit has no rule text"
+        idx = find_rule(rules, text)
+        if idx is not None:
+            if rules[idx] == text:
+                return None, f"already a rule: {_quote(rules[idx])}"
+            return None, f"a near-duplicate of the existing rule: {_quote(rules[idx])}"
+        if len(rules) >= max_rules:
+            return None, f"the document already has the most rules allowed ({max_rules})"
+        return rules + [text], ""
+    if not _clean_rule(edit.old):
+        return None, f"the {edit.op} names no rule (its old text is empty)"
+    idx = find_rule(rules, edit.old)
     if idx is None:
-        return None
+        return None, f"no rule matches '{_quote(edit.old)}'"
     if edit.op == "delete":
-        return rules[:idx] + rules[idx + 1 :]
+        return rules[:idx] + rules[idx + 1 :], ""
     text = _clean_rule(edit.text)
-    if not text or text == rules[idx]:
-        return None
-    return rules[:idx] + [text] + rules[idx + 1 :]
+    if not text:
+        return None, f"the replacement for '{_quote(rules[idx])}' is empty"
+    if text == rules[idx]:
+        return None, f"the replacement is the rule itself: {_quote(rules[idx])}"
+    return rules[:idx] + [text] + rules[idx + 1 :], ""
 
 
 def parse_edits(data: dict, *, origin: str = "reflect") -> list[Edit]:

@@ -198,7 +198,7 @@ class _Night:
                     e.epoch, e.batch = epoch, b
                     candidate = apply_edit(rules, e)
                     if candidate is None:
-                        e.status, e.reason = "unmatched", "does not apply to the current rules"
+                        e.status = "unmatched"  # apply_edit said why in e.reason
                         self.record_edit(e)
                         continue
                     cand_scores = self.replay(val, doc, candidate, "val", f"val e{epoch}b{b} candidate")

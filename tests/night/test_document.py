@@ -7,8 +7,8 @@ import pytest
 
 from skillopt_sleep.config import DocumentConfig
 from skillopt_sleep.errors import DocumentError, NightError, SkilloptError
-from skillopt_sleep.night.document import (BEGIN, END, Document, Edit, apply_edit, parse_edits,
-                                           read_live, resolve_target)
+from skillopt_sleep.night.document import (BEGIN, END, Document, Edit, apply_edit, find_rule,
+                                           parse_edits, read_live, resolve_target, same_rule)
 
 
 def test_block_is_appended_and_outside_bytes_kept():
@@ -140,3 +140,82 @@ def test_an_appended_block_is_separated_by_exactly_one_blank_line(before, sep):
     again = Document.parse(out)
     assert again.before == before + sep and again.rules == ["Rule."]
     assert again.render([]) == before + sep + BEGIN + nl + END + nl  # later nights: block only
+
+
+# ---------------------------------------------------------------- near-duplicate rules
+def test_an_add_with_other_code_spans_is_not_a_near_duplicate():
+    """The user trial: `yarn` was dropped as a near-duplicate of `yarn lint` (similarity 91.8)."""
+    rules = ["Use `yarn lint` instead of `npm`."]
+    e = Edit(op="add", text="Use `yarn` instead of `npm`.")
+    assert apply_edit(rules, e) == rules + ["Use `yarn` instead of `npm`."]
+    tests = ["Run tests with `pytest -x`."]
+    assert apply_edit(tests, Edit(op="add", text="Run tests with `pytest -q`.")) == \
+        tests + ["Run tests with `pytest -q`."]
+    assert not same_rule("Run tests with `pytest -q`.", "Run tests with `pytest -x`.")
+    assert not same_rule("Use `pnpm` instead of `npm`.", "Use `pnpm` instead of `npx`.")
+
+
+@pytest.mark.parametrize("existing, added", [
+    ("Use `pnpm` instead of `npm`.", "Always use `pnpm` instead of `npm`."),  # a rewording
+    ("Use `pnpm` instead of `npm`.", "use  `pnpm` instead of `npm`"),
+    ("Use `pnpm` instead of `npm`.", "Use pnpm instead of npm."),  # the same terms, no backticks
+    ("Keep commits small.", "keep commits small!"),
+])
+def test_a_rewording_of_a_rule_is_a_near_duplicate_and_says_so(existing, added):
+    rules = [existing, "Be brief."]
+    e = Edit(op="add", text=added)
+    assert apply_edit(rules, e) is None
+    assert e.reason == f"a near-duplicate of the existing rule: {existing}"
+    exact = Edit(op="add", text=f"  {existing} ")
+    assert apply_edit(rules, exact) is None and exact.reason == f"already a rule: {existing}"
+
+
+@pytest.mark.parametrize("a, b", [
+    ("Keep answers under 200 characters.", "Keep answers under 300 characters."),  # numbers
+    ("Do run the linter before committing.", "Do not run the linter before committing."),
+    ("Always mention `pnpm`.", "Never mention `pnpm`."),
+    ("Use yarn lint instead of npm.", "Use `yarn` instead of `npm`."),  # plain text, other terms
+    ("Prefer small functions.", "Prefer small modules."),  # no backticks: stricter (ratio 88)
+])
+def test_rules_that_differ_in_what_they_say_are_not_near_duplicates(a, b):
+    assert not same_rule(a, b) and not same_rule(b, a)
+    assert apply_edit([a], Edit(op="add", text=b)) == [a, b]
+
+
+def test_delete_and_replace_find_their_rule_only_by_the_same_code_spans():
+    rules = ["Run tests with `pytest -x`.", "Use `yarn lint` instead of `npm`."]
+    # a reworded reference still finds its rule...
+    assert apply_edit(rules, Edit(op="delete", old="- run tests with `pytest -x`")) == rules[1:]
+    assert apply_edit(rules, Edit(op="delete", old="Run tests with pytest -x")) == rules[1:]
+    assert apply_edit(rules, Edit(op="replace", old="Always use `yarn lint` instead of `npm`.",
+                                  text="Use `pnpm lint`.")) == [rules[0], "Use `pnpm lint`."]
+    # ...but one naming other code spans finds none, and says so
+    for e in (Edit(op="delete", old="Run tests with `pytest -q`."),
+              Edit(op="replace", old="Use `yarn` instead of `npm`.", text="Use `pnpm`.")):
+        assert apply_edit(rules, e) is None
+        assert e.reason == f"no rule matches '{e.old}'"
+    # the most similar rule with the same code spans is the one changed, not a closer-worded
+    # rule with other ones (before: `pytest -x`, similarity 96.3 against 93.1)
+    two = ["Run tests with `pytest -x`.", "Run all tests with `pytest -q`."]
+    assert find_rule(two, "Run tests with `pytest -q`.") == 1
+    assert apply_edit(two, Edit(op="delete", old="Run tests with `pytest -q`.")) == two[:1]
+    pnpm = ["Use `pnpm` instead of `npm`.", "Always use `pnpm` instead of `npm` in CI."]
+    assert find_rule(pnpm, "Always use `pnpm` instead of `npm` in CI!") == 1
+    assert find_rule(pnpm, "Use `pnpm` instead of `npm`!") == 0
+
+
+def test_an_edit_that_does_not_apply_says_why():
+    rules = ["Use `pnpm` instead of `npm`."]
+    cases = [
+        (Edit(op="add", text="  "), "the edit has no rule text"),
+        (Edit(op="delete", old=""), "the delete names no rule (its old text is empty)"),
+        (Edit(op="replace", old=rules[0], text=""),
+         "the replacement for 'Use `pnpm` instead of `npm`.' is empty"),
+        (Edit(op="replace", old="use `pnpm` instead of `npm`", text=rules[0]),
+         "the replacement is the rule itself: Use `pnpm` instead of `npm`."),
+    ]
+    for e, reason in cases:
+        assert apply_edit(rules, e) is None and e.reason == reason
+    full = Edit(op="add", text="Be brief.")
+    assert apply_edit(rules, full, max_rules=1) is None
+    assert full.reason == "the document already has the most rules allowed (1)"

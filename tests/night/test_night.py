@@ -320,3 +320,32 @@ def test_a_split_stored_by_an_older_version_for_an_unscorable_task_does_not_bloc
     assert {t.intent: t.split for t in store.tasks()} == {
         "install the dependencies": "val", "build the docs site": "train",
         "check the lint errors": ""}
+
+
+def test_a_rule_with_other_code_spans_is_learned_and_a_duplicate_says_what_it_duplicates(world):
+    """The user trial: `Use `yarn` instead of `npm`.` was recorded ``unmatched`` ("does not
+    apply to the current rules") because `Use `yarn lint` instead of `npm`.` existed; the task
+    was never learned. Here the existing rule is `Use `pnpm` instead of `npx`.` (similarity
+    96.4 with the rule the night needs)."""
+    from skillopt_sleep.night.document import Document
+
+    home, project, persona, target = world
+    existing = ["Use `pnpm` instead of `npx`.", "Be helpful and precise!"]
+    block = ("\n<!-- skillopt-sleep:begin — managed by skillopt-sleep; edit with care -->\n"
+             + "".join(f"- {r}\n" for r in existing) + "<!-- skillopt-sleep:end -->\n")
+    target.write_bytes(USER_TEXT + block.encode())
+    store = Store(paths.db_path())
+    with serve(persona) as sim:
+        result = run_night(store, settings_for(home, project, sim.url, target))
+    assert result.status == "succeeded", result.summary
+    edits = {e["text"]: e for e in store.rows("edits", "night_id = ?", [result.night_id])}
+    assert edits["Use `pnpm` instead of `npm`."]["status"] == "applied"
+    assert result.val_after > result.val_before
+    # the persona's generic advice rewords an existing rule: unmatched, and the reason says so
+    dup = edits["Be helpful and precise."]
+    assert dup["status"] == "unmatched"
+    assert dup["reason"] == "a near-duplicate of the existing rule: Be helpful and precise!"
+    assert result.summary["edits"]["unmatched"] >= 1
+    staged = Document.parse((Path(store.get("proposals", result.proposal_id)["dir"])
+                             / "document").read_text())
+    assert staged.rules == existing + ["Use `pnpm` instead of `npm`."]
