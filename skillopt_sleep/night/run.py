@@ -32,8 +32,8 @@ from skillopt_sleep.config import Settings
 from skillopt_sleep.errors import BudgetExceeded, NightError, SkilloptError
 from skillopt_sleep.models import CompletionRequest, Task
 from skillopt_sleep.night import prompts
-from skillopt_sleep.night.document import Document, Edit, apply_edit, parse_edits, read_live, \
-    resolve_target, sha256_text
+from skillopt_sleep.night.document import Document, Edit, apply_edit, code_spans, parse_edits, \
+    read_live, resolve_target, sha256_text
 from skillopt_sleep.night.gate import gate
 from skillopt_sleep.night.replay import Cost, Meter, Replayer, Scored, mean, scorable
 from skillopt_sleep.store import Store, now_iso
@@ -230,6 +230,12 @@ class _Night:
         e = Edit(op="replace", old="\n".join(rules), text="\n".join(merged), origin="consolidate",
                  rationale=f"epoch {epoch} slow update: {len(rules)} -> {len(merged)} rules",
                  epoch=epoch)
+        lost = _lost_spans(rules, merged)
+        if lost:  # a merge must keep every concrete command and value; no val replay needed
+            e.status = "rejected"
+            e.reason = "the merge drops " + ", ".join(f"`{x}`" for x in lost[:5])
+            self.record_edit(e)
+            return rules, val_scores
         cand = self.replay(val, doc, merged, "val", f"val e{epoch} consolidate")
         v = gate(val_scores, cand, no_regression=self.s.no_regression, strict=False)
         e.val_before, e.val_after, e.reason = v.before, v.after, v.reason
@@ -241,6 +247,13 @@ class _Night:
             e.status = "rejected"
         self.record_edit(e)
         return rules, val_scores
+
+
+def _lost_spans(rules: list[str], merged: list[str]) -> list[str]:
+    """Code spans (backticked commands and values) of ``rules`` that no rule of ``merged``
+    still holds, compared ignoring case (a merge may rewrite, not forget)."""
+    kept = {x.lower() for r in merged for x in code_spans(r)}
+    return sorted({x for r in rules for x in code_spans(r) if x.lower() not in kept})
 
 
 def _open_backends(settings: Settings) -> tuple[Backend, Backend]:

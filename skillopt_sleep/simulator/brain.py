@@ -162,7 +162,10 @@ class Brain:
             out = {"score": judge_score(str(material.get("rubric", "")),
                                         str(material.get("answer", "")))}
         else:
-            out = {"rules": consolidate(list(material.get("rules", [])))}
+            merged = consolidate(list(material.get("rules", [])))
+            if self.persona.lossy_consolidate and len(merged) > 1:
+                merged = merged[:-1]  # a merge that loses a rule: the night must refuse it
+            out = {"rules": merged}
         return Reply(role, json.dumps(out, ensure_ascii=False))
 
     # -- target -------------------------------------------------------------------------

@@ -20,6 +20,7 @@ A persona is a TOML file (see ``personas/demo.toml``)::
     order = ["harmful", "derived", "useless"]
     useless_edits = ["Be helpful and precise."]
     harmful_edits = ["Keep answers under 12 characters."]
+    lossy_consolidate = false        # consolidate by dropping the last rule (a bad merge)
 
     [server]
     fail_first = 0                   # the first N model calls answer HTTP ``fail_status``
@@ -59,6 +60,7 @@ class Persona:
     order: tuple[str, ...] = EDIT_GROUPS
     useless_edits: tuple[str, ...] = ()
     harmful_edits: tuple[str, ...] = ()
+    lossy_consolidate: bool = False
     fail_first: int = 0
     fail_status: int = 500
 
@@ -97,6 +99,7 @@ def persona_from_dict(data: dict[str, Any]) -> Persona:
         order=order,
         useless_edits=tuple(str(e) for e in opt.get("useless_edits", [])),
         harmful_edits=tuple(str(e) for e in opt.get("harmful_edits", [])),
+        lossy_consolidate=bool(opt.get("lossy_consolidate", False)),
         fail_first=int(server.get("fail_first", 0)),
         fail_status=int(server.get("fail_status", 500)),
     )

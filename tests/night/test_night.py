@@ -194,6 +194,28 @@ def test_epoch_end_consolidation_is_gated_and_recorded(world):
     assert staged.count("ommits small.") == 1 and "- Use `pnpm` instead of `npm`." in staged
 
 
+def test_a_consolidation_that_drops_a_command_is_refused_without_replaying(world):
+    """The optimizer's epoch-end merge must keep every concrete command and value; one that
+    loses the learned `pnpm` rule is rejected (saying what it drops) before any val replay."""
+    home, project, persona, target = world
+    persona.write_text(persona.read_text().replace("[optimizer]", "[optimizer]\nlossy_consolidate = true"))
+    block = ("\n<!-- skillopt-sleep:begin — managed by skillopt-sleep; edit with care -->\n"
+             "- Keep commits small.\n- keep  commits small.\n<!-- skillopt-sleep:end -->\n")
+    target.write_bytes(USER_TEXT + block.encode())
+    store = Store(paths.db_path())
+    with serve(persona) as sim:
+        result = run_night(store, settings_for(home, project, sim.url, target))
+        assert sim.stats.by_role["consolidate"] == 1
+    assert result.status == "succeeded"
+    [merged] = [e for e in store.rows("edits", "night_id = ?", [result.night_id]) if e["origin"] == "consolidate"]
+    assert merged["status"] == "rejected"
+    assert merged["reason"] == "the merge drops `npm`, `pnpm`"
+    phases = {r["phase"] for r in store.rows("rollouts", "night_id = ?", [result.night_id])}
+    assert "val e1 consolidate" not in phases
+    staged = (Path(store.get("proposals", result.proposal_id)["dir"]) / "document").read_text()
+    assert "- Use `pnpm` instead of `npm`." in staged
+
+
 def test_a_skill_of_another_agent_than_the_replay_target_is_warned_about(world, tmp_path):
     home, project, persona, target = world
     store = Store(paths.db_path())
