@@ -24,8 +24,9 @@ Codex reads ``DIR/.codex/config.toml`` and Claude Code ``DIR/.claude/settings.js
 the user trusts ``DIR`` in the agent; trusting is a security decision, so install never writes it
 and prints how instead (:func:`trust_note`).
 
-Config files are merged, never replaced: JSON(C) with :mod:`.jsonedit` (other keys, order,
-indentation and comments kept), TOML with tomlkit (round-trip). Before a file is first changed
+Config files are merged, never replaced (one :class:`.steps.Step` per file): JSON(C) with
+:mod:`.jsonedit` (other keys, order, indentation and comments kept), TOML with tomlkit
+(round-trip), Markdown as a marked block. Before a file is first changed
 its original bytes (or its absence) are saved under ``<state>/install/<agent>-<scope>/``;
 ``uninstall`` writes them back byte for byte — or, when the file was edited since, removes only
 what install added. A second ``install`` changes nothing. All writes go through
@@ -37,7 +38,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import site
 import sys
@@ -47,35 +47,15 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from skillopt_sleep import paths
-from skillopt_sleep.errors import SkilloptError
 from skillopt_sleep.install import jsonedit
+from skillopt_sleep.install.steps import InstallError, Step, _sha
 
 AGENTS = ("claude-code", "codex", "copilot", "devin")
 SERVER = "skillopt-sleep"
 PLUGIN_ID = "skillopt-sleep@skillopt-sleep"  # <plugin>@<marketplace>
 SKILL_DIR = "skillopt-sleep"
-def _block_begin(tag: str) -> str:
-    """Each agent's snippet has its own markers: Codex and Devin share ``DIR/AGENTS.md``."""
-    return f"<!-- skillopt-sleep-plugin:begin {tag} — added by `skillopt-sleep install {tag}` -->"
-
-
-def _block_end(tag: str) -> str:
-    return f"<!-- skillopt-sleep-plugin:end {tag} -->"
-
-
-def _block_re(tag: str) -> re.Pattern[str]:
-    t = re.escape(tag)
-    return re.compile(
-        r"(?:\r?\n)?<!-- skillopt-sleep-plugin:begin " + t + r"\b[^\n]*-->.*?"
-        r"<!-- skillopt-sleep-plugin:end " + t + r" -->[ \t]*(?:\r?\n)?",
-        re.S,
-    )
 #: Hook timeout for the daemon's reply (seconds): the hook never waits longer.
 HOOK_TIMEOUT = 0.3
-
-
-class InstallError(SkilloptError):
-    """install / uninstall cannot proceed (unknown agent, unreadable config, missing shell)."""
 
 
 # ----------------------------------------------------------------------------- locations
@@ -115,181 +95,6 @@ def agent_home(agent: str, env: Mapping[str, str] | None = None, home: Path | No
 
     env = os.environ if env is None else env
     return _agent_home(agent.replace("-", "_"), env, home or Path.home())
-
-
-# ----------------------------------------------------------------------------- steps
-def _sha(data: bytes | None) -> str:
-    return "" if data is None else hashlib.sha256(data).hexdigest()
-
-
-def _decode(path: Path, data: bytes | None) -> str | None:
-    if data is None:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InstallError(f"{path} is not UTF-8 text; not touching it") from None
-
-
-def _newline(text: str | None) -> str:
-    return "\r\n" if text and "\r\n" in text else "\n"
-
-
-@dataclass
-class Step:
-    """One file install touches. ``kind``: json | toml | block | file."""
-
-    path: Path
-    kind: str
-    what: str
-    keys: list[str] = field(default_factory=list)
-    value: Any = None  # json/toml: the value at keys; block: markdown; file: bytes
-    tag: str = ""  # block: the agent whose snippet it is
-
-    # -- the file content with our part present
-    def apply(self, cur: bytes | None) -> bytes:
-        text = _decode(self.path, cur)
-        if self.kind == "file":
-            return self.value
-        if self.kind == "json":
-            try:
-                return jsonedit.set_key(text, self.keys, self.value).encode("utf-8")
-            except jsonedit.JsonEditError as exc:
-                raise InstallError(f"{self.path}: not valid JSON ({exc}); not touching it") from None
-        if self.kind == "toml":
-            return _toml_set(self.path, text, self.keys, self.value).encode("utf-8")
-        if self.kind == "block":
-            return _block_set(text, self.value, self.tag).encode("utf-8")
-        raise AssertionError(self.kind)
-
-    # -- key paths that did not exist before (json / toml), outermost first
-    def missing_prefix(self, cur: bytes | None) -> list[str] | None:
-        if self.kind not in ("json", "toml"):
-            return None
-        text = _decode(self.path, cur)
-        for i in range(1, len(self.keys) + 1):
-            if _get(self.kind, text, self.keys[:i]) is None:
-                return self.keys[:i]
-        return None
-
-    # -- the file without our part (None: delete it)
-    def unapply(self, cur: bytes, created: list[str] | None) -> bytes | None:
-        text = _decode(self.path, cur) or ""
-        if self.kind == "file":
-            return cur  # edited since install: keep the user's version
-        if self.kind == "block":
-            out = _block_remove(text, self.tag)
-        else:
-            remove = _json_remove if self.kind == "json" else _toml_remove
-            out = remove(self.path, text, self.keys)
-            if created:  # drop containers install created that are now empty
-                for depth in range(len(self.keys) - 1, len(created) - 1, -1):
-                    prefix = self.keys[:depth]
-                    if _get(self.kind, out, prefix) in ({}, None):
-                        out = remove(self.path, out, prefix)
-                    else:
-                        break
-        return out.encode("utf-8")
-
-
-def _get(kind: str, text: str | None, keys: list[str]) -> Any:
-    if text is None or not text.strip():
-        return None
-    if kind == "json":
-        try:
-            return jsonedit.get_key(text, keys)
-        except jsonedit.JsonEditError:
-            return None
-    import tomlkit
-
-    node: Any = tomlkit.parse(text)
-    for k in keys:
-        if not hasattr(node, "get") or k not in node:
-            return None
-        node = node[k]
-    return node.unwrap() if hasattr(node, "unwrap") else node
-
-
-def _json_remove(path: Path, text: str, keys: list[str]) -> str:
-    try:
-        return jsonedit.remove_key(text, keys)
-    except jsonedit.JsonEditError as exc:
-        raise InstallError(f"{path}: not valid JSON ({exc}); not touching it") from None
-
-
-def _toml_doc(path: Path, text: str | None):
-    import tomlkit
-    from tomlkit.exceptions import TOMLKitError
-
-    try:
-        return tomlkit.parse(text or "")
-    except TOMLKitError as exc:
-        raise InstallError(f"{path}: not valid TOML ({exc}); not touching it") from None
-
-
-def _toml_set(path: Path, text: str | None, keys: list[str], value: dict[str, Any]) -> str:
-    import tomlkit
-
-    doc = _toml_doc(path, text)
-    if _get("toml", text, keys) == value:
-        return text or ""
-    node: Any = doc
-    for k in keys[:-1]:
-        if k not in node:
-            node.add(k, tomlkit.table(is_super_table=True))
-        node = node[k]
-        if not hasattr(node, "add"):
-            raise InstallError(f"{path}: {'.'.join(keys)} — {k} is not a table; not touching it")
-    table = tomlkit.table()
-    for k, v in value.items():
-        table.add(k, v)
-    table.add(tomlkit.nl())
-    if keys[-1] in node:
-        node[keys[-1]] = table
-    else:
-        node.add(keys[-1], table)
-    return tomlkit.dumps(doc)
-
-
-def _toml_remove(path: Path, text: str, keys: list[str]) -> str:
-    doc = _toml_doc(path, text)
-    node: Any = doc
-    for k in keys[:-1]:
-        if k not in node:
-            return text
-        node = node[k]
-    if keys[-1] not in node:
-        return text
-    del node[keys[-1]]
-    import tomlkit
-
-    return tomlkit.dumps(doc)
-
-
-def _block_set(text: str | None, body: str, tag: str) -> str:
-    nl = _newline(text)
-    block = nl.join([_block_begin(tag), *body.strip("\n").splitlines(), _block_end(tag)]) + nl
-    text = text or ""
-    m = _block_re(tag).search(text)
-    if m:
-        lead = m.group(0)[: len(m.group(0)) - len(m.group(0).lstrip("\r\n"))]
-        new = text[: m.start()] + lead + block + text[m.end():]
-        return text if new == text else new
-    if not text:
-        return block
-    sep = "" if text.endswith(nl + nl) else (nl if text.endswith(nl) else nl + nl)
-    return text + sep + block
-
-
-def _block_remove(text: str, tag: str) -> str:
-    m = _block_re(tag).search(text)
-    if not m:
-        return text
-    before, after = text[: m.start()], text[m.end():]
-    nl = _newline(text)
-    if not after and before.endswith(nl + nl):
-        before = before[: -len(nl)]
-    return before + (nl if after and not before.endswith(nl) and before else "") + after
 
 
 # ----------------------------------------------------------------------------- plans
