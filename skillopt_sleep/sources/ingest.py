@@ -13,7 +13,7 @@ byte ``offset`` consumed (always just after a ``\\n``), the sha256 ``head_hash``
 * ``*.zst`` → decompressed as a stream and re-read whole whenever size or mtime changes.
 
 Bad input never raises: unreadable files, vanished files and directories, binary files (NUL in
-the first 4 KiB), lines over :data:`MAX_LINE` bytes (read in :data:`CHUNK` pieces, so memory stays
+the first 4 KiB), lines over :data:`.lines.MAX_LINE` bytes (read in :data:`.lines.CHUNK` pieces, so memory stays
 bounded), malformed JSON and non-UTF-8 bytes (decoded with U+FFFD) are counted by reason.
 Each file's pass runs in one ``store.db.atomic()`` transaction, so offsets never get ahead of the
 messages they stand for. Lookback is not applied here (the miner filters by date).
@@ -37,24 +37,7 @@ from skillopt_sleep.config import Settings, SourceConfig
 from skillopt_sleep.store import Store, now_iso
 from skillopt_sleep.sources import get_source
 from skillopt_sleep.sources.base import Source
-
-#: longest line parsed (bytes); longer lines are skipped as ``line_too_long``
-MAX_LINE = 8 * 1024 * 1024
-#: read size (bytes)
-CHUNK = 1024 * 1024
-#: bytes of lines handed to one ``Source.parse`` call
-BATCH_BYTES = 4 * 1024 * 1024
-#: bytes hashed to recognise a replaced file
-HEAD = 4096
-
-
-class _Skip(Exception):
-    """A file is skipped for ``reason``."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
+from skillopt_sleep.sources.lines import HEAD, batches, LineReader, SkipFile
 
 @dataclass
 class FileResult:
@@ -116,88 +99,6 @@ def _bump(target: dict[str, int], counts: Counter | dict[str, int]) -> None:
         target[key] = target.get(key, 0) + n
 
 
-class _LineReader:
-    """Yield complete lines (without ``\\r\\n``) from ``fh`` read in :data:`CHUNK` pieces.
-
-    ``offset`` is the position just after the last consumed ``\\n``. With ``final`` (a finished
-    ``.zst`` stream) an unterminated last line is consumed too.
-    """
-
-    def __init__(self, fh: IO[bytes], offset: int, *, final: bool = False, check_binary: bool = False):
-        self.fh, self.offset, self.pos = fh, offset, offset
-        self.final, self.check_binary = final, check_binary
-        self.bytes_read = 0
-        self.skipped: Counter = Counter()
-        self.warnings: Counter = Counter()
-
-    def _emit(self, buf: bytearray | bytes) -> bytes | None:
-        line = bytes(buf).rstrip(b"\r")
-        if not line.strip():
-            return None
-        if not line.isascii():
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError:
-                self.warnings["non_utf8"] += 1
-        return line
-
-    def __iter__(self) -> Iterator[bytes]:
-        buf, discarding = bytearray(), False
-        while True:
-            chunk = self.fh.read(CHUNK)
-            if not chunk:
-                break
-            if self.check_binary:
-                self.check_binary = False
-                if b"\x00" in chunk[:HEAD]:
-                    raise _Skip("binary")
-            base = self.pos
-            self.pos += len(chunk)
-            self.bytes_read += len(chunk)
-            i = 0
-            while True:
-                nl = chunk.find(b"\n", i)
-                if nl < 0:
-                    if not discarding:
-                        buf += chunk[i:]
-                        if len(buf) > MAX_LINE:
-                            discarding, buf = True, bytearray()
-                    break
-                line = None
-                if discarding or len(buf) + (nl - i) > MAX_LINE:
-                    self.skipped["line_too_long"] += 1
-                else:
-                    buf += chunk[i:nl]
-                    line = self._emit(buf)
-                buf, discarding = bytearray(), False
-                self.offset = base + nl + 1
-                i = nl + 1
-                if line is not None:
-                    yield line
-        if self.final and (buf or discarding):
-            if discarding:
-                self.skipped["line_too_long"] += 1
-                line = None
-            else:
-                line = self._emit(buf)
-            self.offset = self.pos
-            if line is not None:
-                yield line
-
-
-def _batches(lines: Iterator[bytes]) -> Iterator[list[bytes]]:
-    batch: list[bytes] = []
-    size = 0
-    for line in lines:
-        batch.append(line)
-        size += len(line)
-        if size >= BATCH_BYTES:
-            yield batch
-            batch, size = [], 0
-    if batch:
-        yield batch
-
-
 def _save_sessions(store: Store, sessions: list, key: str, res: "FileResult", known: set[str],
                    empty: set[str]) -> None:
     """Store parsed sessions, counting new / updated / self-generated into ``res``. A session
@@ -244,7 +145,7 @@ def harvest_file(store: Store, source: Source | str, path: Path | str) -> FileRe
     try:
         with store.db.atomic():
             _ingest(store, src, Path(key), res)
-    except _Skip as exc:
+    except SkipFile as exc:
         _mark(store, src, key, res, exc.reason)
     except OSError as exc:
         _mark(store, src, key, res, _os_reason(exc, key), str(exc))
@@ -274,7 +175,7 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
     key = str(path)
     st = os.stat(key)
     if not _stat.S_ISREG(st.st_mode):
-        raise _Skip("not_a_file")
+        raise SkipFile("not_a_file")
     row = store.get_file(key)
     usable = row is not None and row.get("status") == "ok"
     if read_mode(src, path) != "jsonl":
@@ -292,10 +193,10 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
 
             fh.seek(0)
             stream: IO[bytes] = zstandard.ZstdDecompressor().stream_reader(fh)
-            reader = _LineReader(stream, 0, final=True, check_binary=True)
+            reader = LineReader(stream, 0, final=True, check_binary=True)
         else:
             if b"\x00" in head:
-                raise _Skip("binary")
+                raise SkipFile("binary")
             if usable:
                 prev = min(HEAD, row["size"] or 0)
                 if row["inode"] != st.st_ino:
@@ -314,12 +215,12 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
                     except ValueError:
                         offset, state, res.reason = 0, {}, "bad_state"
             fh.seek(offset)
-            reader = _LineReader(fh, offset)
+            reader = LineReader(fh, offset)
         res.status = "read"
         known: set[str] = set()
         empty: set[str] = set()
         n_lines = n_skipped = 0
-        for batch in _batches(iter(reader)):
+        for batch in batches(iter(reader)):
             parsed = src.parse(path, batch, state)
             state = parsed.state
             n_lines += len(batch)
@@ -381,11 +282,11 @@ def _ingest_whole(store: Store, src: Source, path: Path, res: FileResult, st: os
             res.offset = row["offset"] or 0
             return
         if st.st_size > MAX_WHOLE:
-            raise _Skip("too_large")
+            raise SkipFile("too_large")
         with open(key, "rb") as fh:
             data = fh.read(MAX_WHOLE + 1)
         if b"\x00" in data[:HEAD]:
-            raise _Skip("binary")
+            raise SkipFile("binary")
         digest = _head_hash(data)
         unchanged = row is not None and row["head_hash"] == digest
         n_bytes = len(data)

@@ -8,7 +8,7 @@ import tracemalloc
 from pathlib import Path
 
 from skillopt_sleep.config import Settings
-from skillopt_sleep.sources import ingest
+from skillopt_sleep.sources import lines as line_reading
 from skillopt_sleep.sources.claude_code import ClaudeCodeSource
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
@@ -153,7 +153,7 @@ class _Exploding(ClaudeCodeSource):
 
 
 def test_a_crash_mid_file_leaves_no_partial_pass(store: Store, claude_root: Path, monkeypatch) -> None:
-    monkeypatch.setattr(ingest, "BATCH_BYTES", 10)  # one line per batch
+    monkeypatch.setattr(line_reading, "BATCH_BYTES", 10)  # one line per batch
     path = write(_session_file(claude_root), [cc_user("u1", "one"), cc_user("u2", "two")])
     res = harvest_file(store, _Exploding(), path)
     assert res.status == "skipped" and res.reason == "error:RuntimeError"
