@@ -249,6 +249,47 @@ class _Night:
         return rules, val_scores
 
 
+#: how many edits rejected by earlier nights the optimizer is shown (most recent first)
+REMEMBERED_REJECTIONS = 20
+
+
+def _inputs_fingerprint(s: Settings, base_hash: str, tasks: list[Task]) -> str:
+    """What makes two nights the same night: the document, the scorable tasks (id, split,
+    intent, checks, rubric), the backends and the training settings. sha256 hex."""
+    data = {
+        "base": base_hash,
+        "tasks": sorted([t.id, t.split, t.intent, [c.model_dump() for c in t.checks], t.rubric]
+                        for t in tasks),
+        "target": [s.target.name, s.target.model], "optimizer": [s.optimizer.name, s.optimizer.model],
+        "train": [s.epochs, s.batch_size, s.edit_budget, s.gate_metric, s.no_regression, s.rubric],
+    }
+    return sha256_text(json.dumps(data, sort_keys=True, default=str))
+
+
+def remembered_rejections(store: Store, target_path: str, inputs: str) -> list[str]:
+    """Edits the gate rejected in earlier nights on the same document, for the optimizer's
+    rejected-edit buffer (``Edit.describe()`` texts, most recent first, deduplicated, at most
+    :data:`REMEMBERED_REJECTIONS`). Nights with the very same inputs are left out: a re-run
+    of an unchanged night must send the same prompts (and so be served from the cache)."""
+    rows = store.db.execute(
+        "select e.op, e.text, e.old, n.summary from edits e join nights n on n.id = e.night_id "
+        "where e.status = 'rejected' and e.origin != 'consolidate' and n.target_path = ? "
+        "order by e.id desc", [target_path]).fetchall()
+    out: list[str] = []
+    for op, text, old, summary in rows:
+        try:
+            if json.loads(summary or "{}").get("inputs") == inputs:
+                continue
+        except ValueError:
+            pass
+        said = Edit(op=op, text=text or "", old=old or "").describe()
+        if said not in out:
+            out.append(said)
+        if len(out) >= REMEMBERED_REJECTIONS:
+            break
+    return out
+
+
 def _lost_spans(rules: list[str], merged: list[str]) -> list[str]:
     """Code spans (backticked commands and values) of ``rules`` that no rule of ``merged``
     still holds, compared ignoring case (a merge may rewrite, not forget)."""
@@ -371,6 +412,7 @@ def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progre
     summary: dict[str, Any] = {
         "tasks": len(report.tasks), "scorable": len(tasks), "train": len(train), "val": len(val),
         "test": len(test), "rules_before": len(doc.rules), "base_hash": base_hash,
+        "inputs": _inputs_fingerprint(s, base_hash, tasks),
     }
     agent_of = {"claude_code": "claude_code", "codex": "codex", "copilot": "copilot"}
     replayed_on = agent_of.get(s.target.name)
@@ -407,6 +449,9 @@ def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progre
     if optimizer is not target:
         optimizer.check()
     night = _Night(store, s, night_id, target, optimizer, say, on_rollout)
+    night.rejected = remembered_rejections(store, str(target_path), summary["inputs"])
+    if night.rejected:
+        say(f"remembering {len(night.rejected)} edit(s) rejected by earlier nights")
     verified = bool(val)
     if not verified:
         val = train

@@ -193,7 +193,10 @@ class Brain:
     def reflect(self, material: dict[str, Any]) -> list[dict[str, str]]:
         """Edits ``[{"op": "add", "text", "rationale"}]`` (see the module docstring)."""
         blocked = {_norm(r) for r in material.get("rules", [])}
-        blocked |= {_norm(r) for r in material.get("rejected_edits", [])}
+        # the buffer holds Edit.describe() texts: "add: <rule>", "replace: <old> -> <new>"
+        for r in material.get("rejected_edits", []):
+            r = re.sub(r"^(add|delete):\s*", "", str(r))
+            blocked.add(_norm(r.split(" -> ", 1)[-1] if r.startswith("replace:") else r))
         budget = int(material.get("edit_budget", 2) or 0)
         groups: dict[str, list[tuple[str, str]]] = {
             "derived": derive_edits(material.get("failures", [])),

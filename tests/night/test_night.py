@@ -371,3 +371,36 @@ def test_a_rule_with_other_code_spans_is_learned_and_a_duplicate_says_what_it_du
     staged = Document.parse((Path(store.get("proposals", result.proposal_id)["dir"])
                              / "document").read_text())
     assert staged.rules == existing + ["Use `pnpm` instead of `npm`."]
+
+
+def test_edits_rejected_by_an_earlier_night_are_remembered_by_the_next(world):
+    """The rejected-edit buffer outlives the night: the next night on the same document, with
+    new tasks, shows the optimizer what the gate refused before, so it is not proposed (and
+    replayed against val) again. A re-run of the very same night remembers nothing, so its
+    prompts, and its cached answers, stay the same."""
+    from skillopt_sleep.night.run import remembered_rejections
+
+    home, project, persona, target = world
+    store = Store(paths.db_path())
+    progress: list[str] = []
+    with serve(persona) as sim:
+        first = run_night(store, settings_for(home, project, sim.url, target))
+        refused = [e["text"] for e in store.rows("edits", "night_id = ?", [first.night_id])
+                   if e["status"] == "rejected"]
+        assert "Never mention `pnpm`." in refused
+        # the same night again: the same inputs, nothing remembered, every call cached
+        calls = sum(sim.stats.by_role.values())  # model calls (not the backend checks)
+        again = run_night(store, settings_for(home, project, sim.url, target), progress=progress.append)
+        assert again.cost["calls"] == 0 and sum(sim.stats.by_role.values()) == calls
+        assert not any("remembering" in m for m in progress)
+        # new sessions: a new recurring, corrected task changes the night's inputs
+        write_conversations(home, project, [
+            ("claude_code", [("build the docs site", "Run `npm run docs`.", "no, use pnpm instead of npm")]),
+            ("codex", [("build the docs site", "Run `npm run docs`.", "use pnpm instead of npm")]),
+        ])
+        third = run_night(store, settings_for(home, project, sim.url, target), progress=progress.append)
+    assert f"remembering {len(set(refused))} edit(s) rejected by earlier nights" in progress
+    assert "add: Never mention `pnpm`." in remembered_rejections(store, str(target), "another night")
+    later = [e["text"] for e in store.rows("edits", "night_id = ?", [third.night_id])]
+    assert "Never mention `pnpm`." not in later  # not proposed again
+    assert third.status in ("succeeded", "no_change"), third.summary
