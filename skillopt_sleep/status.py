@@ -23,9 +23,10 @@ def collect_status(store: Store, *, nights: int = 5) -> dict[str, Any]:
 
     recover_nights(store)  # a "running" night nobody runs any more (kill -9) is interrupted
     last_nights = store.rows("nights", order_by="id desc", limit=nights)
-    # a dry run that only planned is not "the last night"; one that failed is
-    real = store.rows("nights", "not (dry_run = 1 and status = 'planned')", order_by="id desc",
-                      limit=1)
+    # a dry run that only planned (or found nothing to plan) is not "the last night"; one
+    # that failed is
+    real = store.rows("nights", "not (dry_run = 1 and status in ('planned', 'no_tasks'))",
+                      order_by="id desc", limit=1)
     last = real[0] if real else None
     harvest = {}
     for row in store.rows("harvest_runs", order_by="id desc", limit=50):

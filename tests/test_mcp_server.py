@@ -417,6 +417,18 @@ def test_http_transport_needs_the_token_and_listens_on_loopback_only(env: Env) -
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    # a port already taken: one line and exit 1, not a traceback
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        res = subprocess.run([sys.executable, "-m", "skillopt_sleep", "mcp", "--transport", "http",
+                              "--port", str(busy)], env=env.environ(), capture_output=True,
+                             text=True, timeout=60)
+    assert res.returncode == 1, res.stderr
+    assert res.stderr.strip().splitlines() == [
+        f"error: cannot listen on 127.0.0.1:{busy}: Address already in use; choose another "
+        "--port (0 = any free port)"], res.stderr
     # the token is reused on the next start, never rewritten
     proc2, _ = _http_server(env)
     try:

@@ -257,14 +257,22 @@ def _print_night(r: dict[str, Any], by: str = "") -> None:
 
 
 def _daemon_runs_it(as_json: bool) -> bool:
-    """A plain ``run`` goes to the running daemon (it uses the same config); False when none
-    answers. Raises NightError (one line) when the daemon refuses or the night fails."""
+    """A plain ``run`` goes to the running daemon when it was started with the default config
+    file too; False when none answers or it runs with another config (the night then runs
+    here). Raises NightError (one line) when the daemon refuses or the night fails."""
+    from skillopt_sleep.daemon import process
     from skillopt_sleep.daemon.control import NoDaemon, request
     from skillopt_sleep.errors import NightError
 
     try:
         request("ping", timeout=2)
     except NoDaemon:
+        return False
+    if not process.runs_with_config(None):
+        if not as_json:
+            conf = (process.read_pidfile() or {}).get("config")
+            err.print(f"the daemon runs with another config ({conf}): running the night here",
+                      markup=False)
         return False
     if not as_json:
         err.print("[dim]the daemon is running: it runs the night; waiting for the result[/]")
@@ -399,6 +407,8 @@ def status(as_json: bool = JsonOpt) -> None:
                   f" test {_fmt(n['test_before'])} -> {_fmt(n['test_after'])}, calls {_fmt(n['calls'])}")
         if n["error"]:
             out.print(f"  error: {n['error']}", markup=False)
+        elif (n.get("summary") or {}).get("reason"):
+            out.print(f"  {n['summary']['reason']}", markup=False)
     else:
         out.print("last night: none yet (run `skillopt-sleep run`)")
     for p in data["pending_proposals"]:

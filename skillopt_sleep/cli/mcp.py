@@ -33,6 +33,8 @@ def register(app: typer.Typer) -> None:
         def settings_loader(**overrides):
             return load_settings(config, **overrides)
 
+        settings_loader.config_path = config  # type: ignore[attr-defined]  # which daemon may run nights
+
         if transport is Transport.http:
             from skillopt_sleep.mcp.http import serve_http
 

@@ -127,6 +127,16 @@ def running_pid() -> int | None:
     return None
 
 
+def runs_with_config(config: Path | None) -> bool:
+    """Whether the running daemon was started with ``config`` (None: the default config
+    file), so a night it runs is the night this caller would run. False when none runs."""
+    if not running_pid():
+        return False
+    daemon = (read_pidfile() or {}).get("config") or str(paths.config_file())
+    wanted = str(Path(config).expanduser().resolve()) if config else str(paths.config_file())
+    return daemon == wanted
+
+
 # ---------------------------------------------------------------------------- start
 @dataclass
 class StartResult:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hmac
 import os
 import secrets
+import socket
 import stat
 import sys
 from pathlib import Path
@@ -64,6 +65,20 @@ def auth_settings() -> AuthSettings:
     return AuthSettings(issuer_url=f"http://{HOST}", resource_server_url=None, required_scopes=[])
 
 
+def listen_socket(port: int) -> socket.socket:
+    """A socket bound to ``127.0.0.1:port`` (0 = any free port). Raises ConfigError with a
+    one-line reason when the port cannot be had (in use, privileged)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((HOST, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {HOST}:{port}: {exc.strerror or exc}; "
+                          "choose another --port (0 = any free port)") from None
+    return sock
+
+
 def serve_http(port: int, store_path: Path | None = None, settings_loader=None) -> None:
     """Run the server on ``http://127.0.0.1:<port>/mcp`` until interrupted (port 0 = any free
     port; the chosen URL is printed to stderr as ``listening on http://127.0.0.1:N/mcp``)."""
@@ -78,6 +93,7 @@ def serve_http(port: int, store_path: Path | None = None, settings_loader=None) 
     app = server.streamable_http_app(streamable_http_path=PATH, host=HOST)
     config = uvicorn.Config(app, host=HOST, port=port, log_level="warning", lifespan="on")
     userver = uvicorn.Server(config)
+    sock = listen_socket(port)
 
     async def announce() -> None:
         while not userver.started:
@@ -92,7 +108,7 @@ def serve_http(port: int, store_path: Path | None = None, settings_loader=None) 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(announce)
-            await userver.serve()
+            await userver.serve(sockets=[sock])
             tg.cancel_scope.cancel()
 
     anyio.run(main)

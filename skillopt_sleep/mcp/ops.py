@@ -170,14 +170,19 @@ def _under(project: str | None, root: Path) -> bool:
 def _daemon_run_now(state: ServerState, before: int, dry_run: bool, project: Path | None,
                     wait_seconds: float) -> int | None:
     """Ask a running daemon to start the night (its control channel's ``run-now``); the new
-    night's id, or None when no daemon answers. Only plain nights go to the daemon (it runs
-    with its own settings); dry runs and project-scoped nights run in this process."""
+    night's id, or None when no daemon answers. Only plain nights go to the daemon, and only
+    one started with this server's config file (it runs with its own settings); dry runs and
+    project-scoped nights run in this process."""
     if dry_run or project is not None:
         return None
     try:
         from skillopt_sleep.daemon import control
     except ImportError:  # pragma: no cover - the daemon is optional
         return None
+    from skillopt_sleep.daemon import process
+
+    if not process.runs_with_config(getattr(state.settings_loader, "config_path", None)):
+        return None  # no daemon, or one with another config: this night is ours to run
     try:
         reply = control.request("run-now", timeout=30, wait=False, trigger="mcp")
     except control.NoDaemon:

@@ -496,8 +496,10 @@ def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progre
     if budget_note:
         summary["reason"] = f"stopped: {budget_note}; staging what the gate certified before that"
     new_text = doc.render(rules)
-    same = store.rows("proposals", "target_path = ? and status = 'staged' and base_hash = ? "
-                      "and new_hash = ?", [str(target_path), base_hash, sha256_text(new_text)])
+    same = [p for p in store.rows(
+        "proposals", "target_path = ? and status = 'staged' and base_hash = ? and new_hash = ?",
+        [str(target_path), base_hash, sha256_text(new_text)])
+        if json.loads(p["summary"] or "{}").get("inputs") == summary["inputs"]]
     if same:  # an unchanged re-run: the staged proposal already says this
         summary["reason"] = f"same result as the staged proposal {same[0]['id']}"
         return finish("succeeded", proposal_id=same[0]["id"], **extra)

@@ -209,8 +209,9 @@ def _plan_enable(config_path: Path, statuses: list[SourceStatus],
         nl = "\r\n" if text and "\r\n" in text else "\n"
         lines = []
         for s in missing:
-            on = s.found or (s.name in DEFAULT_SOURCES and not named)
-            if on:
+            # found, or on already (a default source the file does not name): never switched off
+            on = s.found or s.enabled or (s.name in DEFAULT_SOURCES and not named)
+            if on and not (s.enabled and named):  # a default already on is written, not switched
                 enabled.append(s.name)
             lines.append(f"{nl}[sources.{s.name}]{nl}enabled = {'true' if on else 'false'}{nl}")
         if text is None:

@@ -190,6 +190,16 @@ def test_a_dry_run_does_not_hide_the_last_real_night(sessions, tmp_path):
     status = json.loads(cli("status", "--json").stdout)
     assert status["last_night"]["status"] == "failed" and "cannot reach" in status["last_error"]
     assert [n["status"] for n in status["nights"]][:2] == ["planned", "failed"]
+    # nor does a dry run that finds nothing to plan
+    empty = tmp_path / "empty-project"
+    empty.mkdir()
+    assert cli("--config", str(cfg), "run", "--dry-run", "--project", str(empty)).returncode == 0
+    status = json.loads(cli("status", "--json").stdout)
+    assert status["nights"][0]["status"] == "no_tasks" and status["last_night"]["status"] == "failed"
+    # a real night with nothing to train on: `status` says why, as `run` did
+    assert cli("--config", str(cfg), "run", "--project", str(empty)).returncode == 0
+    text = cli("--config", str(cfg), "status").stdout
+    assert "no_tasks" in text and f"no task mined: no request in {empty}" in " ".join(text.split())
 
 
 def test_first_harvest_of_a_new_install_enables_the_agents_found(isolated_home, tmp_path):

@@ -76,6 +76,24 @@ def test_plain_cli_run_goes_through_the_running_daemon(harness: DaemonHarness,
     assert "run by the daemon" not in proc.stdout
 
 
+def test_a_plain_run_is_not_handed_to_a_daemon_with_another_config(harness: DaemonHarness,
+                                                                   sim_proxy: GatedProxy,
+                                                                   tmp_path) -> None:
+    harness.write_demo_sessions()
+    default = harness.night_config(sim_proxy.url)
+    other = tmp_path / "other.toml"
+    other.write_text(default.read_text())
+    sim_proxy.open()
+    started = harness.cli("--config", str(other), "start")
+    assert "started (pid" in started.stdout
+    proc = harness.cli("run", timeout=120, check=False)
+    assert f"the daemon runs with another config ({other.resolve()}): running the night here" in proc.stderr
+    assert "run by the daemon" not in proc.stdout and proc.returncode == 0, proc.stderr
+    [(nid, status, trigger, _)] = _nights()
+    assert (status, trigger) == ("succeeded", "cli")
+    assert control.daemon_status()["last_daemon_night"] is None  # the daemon ran nothing
+
+
 def test_scheduler_triggered_night(harness: DaemonHarness, sim_proxy: GatedProxy) -> None:
     harness.write_demo_sessions()
     harness.night_config(sim_proxy.url, schedule=_hms(4))

@@ -404,3 +404,20 @@ def test_edits_rejected_by_an_earlier_night_are_remembered_by_the_next(world):
     later = [e["text"] for e in store.rows("edits", "night_id = ?", [third.night_id])]
     assert "Never mention `pnpm`." not in later  # not proposed again
     assert third.status in ("succeeded", "no_change"), third.summary
+
+
+def test_a_night_with_other_inputs_stages_its_own_proposal_even_for_the_same_document(world):
+    """Only an unchanged re-run points at the staged proposal; a night with other inputs (here
+    another batch size) that reaches the same document stages its own, with its own evidence."""
+    home, project, persona, target = world
+    store = Store(paths.db_path())
+    with serve(persona) as sim:
+        first = run_night(store, settings_for(home, project, sim.url, target))
+        rerun = run_night(store, settings_for(home, project, sim.url, target))
+        other = run_night(store, settings_for(home, project, sim.url, target, batch_size=1))
+    assert rerun.proposal_id == first.proposal_id
+    assert rerun.summary["reason"] == f"same result as the staged proposal {first.proposal_id}"
+    assert other.proposal_id not in (None, first.proposal_id), other.summary
+    assert store.get("proposals", first.proposal_id)["status"] == "superseded"
+    mine = json.loads(store.get("proposals", other.proposal_id)["summary"])
+    assert mine["inputs"] == other.summary["inputs"] != first.summary["inputs"]

@@ -177,8 +177,10 @@ def test_enable_found_never_overwrites_an_existing_config(isolated_home: Path, t
     assert text.startswith('epochs = 3\n\n[sources.claude_code]\nenabled = false\n\n[sources.devin]\nenabled = false\n')
     settings = load_settings(config)
     assert settings.epochs == 3
+    # codex is a default source the file did not name: on before, so written as on (never
+    # switched off by --enable-found), though its logs are not found here
     assert {n: c.enabled for n, c in settings.sources.items()} == {
-        "claude_code": False, "devin": False, "codex": False, "copilot_cli": True,
+        "claude_code": False, "devin": False, "codex": True, "copilot_cli": True,
         "copilot_vscode": False, "cursor": False, "opencode": False}
     assert configured_sources(config) == set(KNOWN_SOURCES)
     assert enable_found(config, statuses) == []  # idempotent: nothing left to add
@@ -340,3 +342,21 @@ def test_naming_one_source_keeps_the_defaults_as_the_docs_say(tmp_path: Path) ->
     assert ("Naming a source in `[sources]` configures that source; it does not switch the others off. "
             "The default ones (`claude_code`, `codex`) stay enabled unless the file sets `enabled = false` "
             "for them") in doc
+
+
+def test_enable_found_names_only_what_it_switched_on(isolated_home: Path, tmp_path: Path) -> None:
+    """A hand-written config naming only Copilot CLI (off): `--enable-found` writes tables
+    for the other agents, but Claude Code and Codex were on already (default sources), so
+    only Copilot CLI is reported as enabled."""
+    from skillopt_sleep import paths
+
+    config = paths.config_file()
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[sources.copilot_cli]\nenabled = false\n", encoding="utf-8")
+    write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
+    res = cli("sources", "--enable-found")
+    assert res.returncode == 0, res.stderr
+    assert f"enabled in {config}: copilot_cli" in " ".join(res.stdout.split())
+    data = json.loads(cli("sources", "--json").stdout)
+    on = {s["name"]: s["enabled"] for s in data["sources"]}
+    assert on["copilot_cli"] and on["claude_code"] and on["codex"]
