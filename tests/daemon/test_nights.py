@@ -163,3 +163,47 @@ def test_kill9_during_night_marks_it_interrupted(harness: DaemonHarness, sim_pro
     reply = control.run_now(wait=True, timeout=120)
     assert reply["result"]["status"] == "succeeded"
     assert harness.skill.read_bytes() == live
+
+
+@pytest.mark.parametrize("same_config", [True, False])
+def test_mcp_run_night_goes_to_the_daemon_only_with_the_same_config(harness: DaemonHarness,
+                                                                   sim_proxy: GatedProxy,
+                                                                   tmp_path, same_config) -> None:
+    """An agent's `run_night` through the MCP server (a real stdio client): handed to the
+    running daemon when it was started with the server's config file, run in the server's
+    own process when the daemon runs with another one."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    harness.write_demo_sessions()
+    default = harness.night_config(sim_proxy.url)
+    sim_proxy.open()
+    if same_config:
+        harness.start()
+    else:
+        other = tmp_path / "other.toml"
+        other.write_text(default.read_text())
+        assert "started (pid" in harness.cli("--config", str(other), "start").stdout
+
+    async def body() -> dict:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "skillopt_sleep", "mcp"],
+                                       env=harness.env, cwd=str(harness.project))
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                res = await s.call_tool("run_night", {})
+                assert not res.is_error, res.content[0].text
+                return res.structured_content
+
+    started = anyio.run(body)
+    assert started["via"] == ("daemon" if same_config else "in-process")
+    wait_for(lambda: _nights() and _nights()[0][1] != "running", 120, what="the night to finish")
+    [(nid, status, trigger, _)] = _nights()
+    assert nid == started["night_id"] and status == "succeeded" and trigger == "mcp"
+    if same_config:  # the daemon records the worker's result once it has exited
+        wait_for(lambda: control.daemon_status()["last_daemon_night"], 30, what="the daemon's record")
+    ran = control.daemon_status()["last_daemon_night"]
+    if same_config:
+        assert ran and ran["ok"] and ran["result"]["night_id"] == nid
+    else:
+        assert ran is None  # the daemon ran nothing: the MCP server did
