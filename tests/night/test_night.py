@@ -378,7 +378,7 @@ def test_edits_rejected_by_an_earlier_night_are_remembered_by_the_next(world):
     new tasks, shows the optimizer what the gate refused before, so it is not proposed (and
     replayed against val) again. A re-run of the very same night remembers nothing, so its
     prompts, and its cached answers, stay the same."""
-    from skillopt_sleep.night.run import remembered_rejections
+    from skillopt_sleep.night.train import remembered_rejections
 
     home, project, persona, target = world
     store = Store(paths.db_path())

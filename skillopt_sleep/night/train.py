@@ -1,0 +1,201 @@
+"""The training loop of one night: epochs × mini-batches of train tasks, reflect, edit, gate.
+
+The loop follows the epoch / mini-batch shape of SkillOpt-style prompt optimisation: each
+epoch shuffles train tasks deterministically, each mini-batch is replayed through the target,
+the optimizer reflects on its failures and successes and proposes at most ``edit_budget``
+edits, and every edit is tried on its own against the val gate (strict improvement, and by
+default no val task worse). Rejected edits go to a buffer shown to the optimizer for the rest
+of the night, seeded with the edits earlier nights on the same document rejected
+(:func:`remembered_rejections`). Each epoch ends with a consolidation of the rules, gated
+without strictness, and refused outright when it drops a backticked command or value.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any, Callable
+
+from skillopt_sleep.backends.base import Backend
+from skillopt_sleep.config import Settings
+from skillopt_sleep.models import CompletionRequest, Task
+from skillopt_sleep.night import prompts
+from skillopt_sleep.night.document import Document, Edit, apply_edit, code_spans, parse_edits, \
+    sha256_text
+from skillopt_sleep.night.gate import gate
+from skillopt_sleep.night.replay import Cost, Meter, Replayer, Scored, mean
+from skillopt_sleep.store import Store, now_iso
+
+Progress = Callable[[str], None]
+#: Called once per scored rollout (for progress bars).
+OnRollout = Callable[[Scored], None]
+#: how many edits rejected by earlier nights the optimizer is shown (most recent first)
+REMEMBERED_REJECTIONS = 20
+
+
+class Trainer:
+    def __init__(self, store: Store, settings: Settings, night_id: int, target: Backend,
+                 optimizer: Backend, say: Progress, on_rollout: OnRollout | None = None):
+        self.store, self.s, self.night_id, self.say = store, settings, night_id, say
+        self.cost = Cost()
+        caps = dict(max_calls=settings.max_calls_per_night, max_tokens=settings.max_tokens_per_night)
+        self.target = Meter(target, store, self.cost, role="target", **caps)
+        self.optimizer = Meter(optimizer, store, self.cost, role="optimizer", **caps)
+        self.replayer = Replayer(
+            self.target, self.optimizer if settings.rubric else None,
+            metric=settings.gate_metric, workers=target.config.workers, on_rollout=on_rollout,
+        )
+        self.edits: list[Edit] = []
+        self.rejected: list[str] = []
+        # the last gate-certified state, kept so a budget stop can still stage it
+        self.rules: list[str] | None = None
+        self.val_scores: dict[str, Scored] = {}
+        self.val_baseline: float | None = None
+
+    # ----------------------------------------------------------------- helpers
+    def replay(self, tasks: list[Task], doc: Document, rules: list[str], split: str,
+               phase: str) -> dict[str, Scored]:
+        text = doc.render(rules)
+        scores = self.replayer.run(tasks, text)
+        dh = sha256_text(text)
+        by_id = {t.id: t for t in tasks}
+        for tid, sc in scores.items():
+            self.store.insert("rollouts", {
+                "night_id": self.night_id, "task_id": tid, "split": by_id[tid].split,
+                "phase": phase, "doc_hash": dh, "backend": self.target.backend.name,
+                "model": self.target.backend.model, "answer": sc.answer,
+                "tool_calls": json.dumps(sc.tool_calls), "hard": sc.hard, "soft": sc.soft,
+                "score": sc.score, "checks": json.dumps(sc.checks), "cached": int(sc.cached),
+                "input_tokens": sc.usage.input_tokens, "output_tokens": sc.usage.output_tokens,
+                "seconds": sc.seconds, "created_at": now_iso(),
+            })
+        return scores
+
+    def reflect(self, batch: list[Task], scores: dict[str, Scored], rules: list[str]) -> list[Edit]:
+        def item(t: Task) -> dict[str, Any]:
+            sc = scores[t.id]
+            return {
+                "task": t.intent[:1500], "answer": sc.answer[:1500], "score": round(sc.score, 3),
+                "failed_checks": [
+                    {k: c[k] for k in ("kind", "value", "evidence")} for c in sc.checks if not c["passed"]
+                ],
+                "corrections": t.corrections[:5],
+            }
+        failures = [item(t) for t in batch if scores[t.id].score < 1.0]
+        successes = [item(t) for t in batch if scores[t.id].score >= 1.0]
+        prompt = prompts.reflect_prompt(rules=rules, failures=failures, successes=successes[:5],
+                                        rejected=self.rejected, budget=self.s.edit_budget)
+        comp, _ = self.optimizer.complete(CompletionRequest(prompt=prompt, purpose="reflect",
+                                                            max_tokens=2000))
+        data = prompts.extract_json(comp.text, backend=self.optimizer.backend.name)
+        return parse_edits(data)[: self.s.edit_budget]
+
+    def record_edit(self, e: Edit) -> None:
+        self.edits.append(e)
+        e.id = self.store.insert("edits", {
+            "night_id": self.night_id, "epoch": e.epoch, "batch": e.batch, "op": e.op,
+            "text": e.text, "old": e.old, "rationale": e.rationale, "origin": e.origin,
+            "status": e.status, "reason": e.reason, "val_before": e.val_before,
+            "val_after": e.val_after, "created_at": now_iso(),
+        })
+
+    # ----------------------------------------------------------------- the loop
+    def train(self, doc: Document, train: list[Task], val: list[Task], verified: bool
+              ) -> tuple[list[str], dict[str, Scored]]:
+        rules = list(doc.rules)
+        val_scores = self.replay(val, doc, rules, "val", "val baseline")
+        self.val_baseline = mean(val_scores)
+        self.rules, self.val_scores = rules, val_scores
+        for epoch in range(1, self.s.epochs + 1):
+            order = sorted(train, key=lambda t: t.id)
+            random.Random(f"{epoch}:{len(order)}").shuffle(order)
+            batches = [order[i : i + self.s.batch_size] for i in range(0, len(order), self.s.batch_size)]
+            for b, batch in enumerate(batches, 1):
+                self.say(f"epoch {epoch}/{self.s.epochs} batch {b}/{len(batches)}: replay")
+                scores = self.replay(batch, doc, rules, "train", f"train e{epoch}b{b}")
+                if all(sc.score >= 1.0 for sc in scores.values()):
+                    continue
+                for e in self.reflect(batch, scores, rules):
+                    e.epoch, e.batch = epoch, b
+                    candidate = apply_edit(rules, e)
+                    if candidate is None:
+                        e.status = "unmatched"  # apply_edit said why in e.reason
+                        self.record_edit(e)
+                        continue
+                    cand_scores = self.replay(val, doc, candidate, "val", f"val e{epoch}b{b} candidate")
+                    v = gate(val_scores, cand_scores, no_regression=self.s.no_regression)
+                    e.val_before, e.val_after, e.reason = v.before, v.after, v.reason
+                    if v.accepted:
+                        e.status = "applied" if verified else "unverified"
+                        rules, val_scores = candidate, cand_scores
+                        self.rules, self.val_scores = rules, val_scores
+                    else:
+                        e.status = "rejected"
+                        self.rejected.append(e.describe())
+                    self.say(f"  {e.status}: {e.describe()} ({v.reason})")
+                    self.record_edit(e)
+            rules, val_scores = self.consolidate(doc, rules, val, val_scores, epoch, verified)
+        return rules, val_scores
+
+    def consolidate(self, doc: Document, rules: list[str], val: list[Task],
+                    val_scores: dict[str, Scored], epoch: int, verified: bool
+                    ) -> tuple[list[str], dict[str, Scored]]:
+        if len(rules) < 2:
+            return rules, val_scores
+        comp, _ = self.optimizer.complete(CompletionRequest(
+            prompt=prompts.consolidate_prompt(rules=rules), purpose="consolidate", max_tokens=2000))
+        data = prompts.extract_json(comp.text, backend=self.optimizer.backend.name)
+        merged = [str(r).strip() for r in data.get("rules") or [] if str(r).strip()]
+        if not merged or merged == rules:
+            return rules, val_scores
+        e = Edit(op="replace", old="\n".join(rules), text="\n".join(merged), origin="consolidate",
+                 rationale=f"epoch {epoch} slow update: {len(rules)} -> {len(merged)} rules",
+                 epoch=epoch)
+        lost = _lost_spans(rules, merged)
+        if lost:  # a merge must keep every concrete command and value; no val replay needed
+            e.status = "rejected"
+            e.reason = "the merge drops " + ", ".join(f"`{x}`" for x in lost[:5])
+            self.record_edit(e)
+            return rules, val_scores
+        cand = self.replay(val, doc, merged, "val", f"val e{epoch} consolidate")
+        v = gate(val_scores, cand, no_regression=self.s.no_regression, strict=False)
+        e.val_before, e.val_after, e.reason = v.before, v.after, v.reason
+        if v.accepted:
+            e.status = "applied" if verified else "unverified"
+            rules, val_scores = merged, cand
+            self.rules, self.val_scores = rules, val_scores
+        else:
+            e.status = "rejected"
+        self.record_edit(e)
+        return rules, val_scores
+
+
+def remembered_rejections(store: Store, target_path: str, inputs: str) -> list[str]:
+    """Edits the gate rejected in earlier nights on the same document, for the optimizer's
+    rejected-edit buffer (``Edit.describe()`` texts, most recent first, deduplicated, at most
+    :data:`REMEMBERED_REJECTIONS`). Nights with the very same inputs are left out: a re-run
+    of an unchanged night must send the same prompts (and so be served from the cache)."""
+    rows = store.db.execute(
+        "select e.op, e.text, e.old, n.summary from edits e join nights n on n.id = e.night_id "
+        "where e.status = 'rejected' and e.origin != 'consolidate' and n.target_path = ? "
+        "order by e.id desc", [target_path]).fetchall()
+    out: list[str] = []
+    for op, text, old, summary in rows:
+        try:
+            if json.loads(summary or "{}").get("inputs") == inputs:
+                continue
+        except ValueError:
+            pass
+        said = Edit(op=op, text=text or "", old=old or "").describe()
+        if said not in out:
+            out.append(said)
+        if len(out) >= REMEMBERED_REJECTIONS:
+            break
+    return out
+
+
+def _lost_spans(rules: list[str], merged: list[str]) -> list[str]:
+    """Code spans (backticked commands and values) of ``rules`` that no rule of ``merged``
+    still holds, compared ignoring case (a merge may rewrite, not forget)."""
+    kept = {x.lower() for r in merged for x in code_spans(r)}
+    return sorted({x for r in rules for x in code_spans(r) if x.lower() not in kept})
