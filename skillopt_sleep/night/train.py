@@ -124,13 +124,9 @@ class Trainer:
                         continue
                     cand_scores = self.replay(val, doc, candidate, "val", f"val e{epoch}b{b} candidate")
                     v = gate(val_scores, cand_scores, no_regression=self.s.no_regression)
-                    e.val_before, e.val_after, e.reason = v.before, v.after, v.reason
-                    if v.accepted:
-                        e.status = "applied" if verified else "unverified"
-                        rules, val_scores = candidate, cand_scores
-                        self.rules, self.val_scores = rules, val_scores
-                    else:
-                        e.status = "rejected"
+                    rules, val_scores = self._settle(e, v, rules, val_scores, candidate,
+                                                     cand_scores, verified)
+                    if e.status == "rejected":
                         self.rejected.append(e.describe())
                     self.say(f"  {e.status}: {e.describe()} ({v.reason})")
                     self.record_edit(e)
@@ -159,15 +155,22 @@ class Trainer:
             return rules, val_scores
         cand = self.replay(val, doc, merged, "val", f"val e{epoch} consolidate")
         v = gate(val_scores, cand, no_regression=self.s.no_regression, strict=False)
-        e.val_before, e.val_after, e.reason = v.before, v.after, v.reason
-        if v.accepted:
-            e.status = "applied" if verified else "unverified"
-            rules, val_scores = merged, cand
-            self.rules, self.val_scores = rules, val_scores
-        else:
-            e.status = "rejected"
+        rules, val_scores = self._settle(e, v, rules, val_scores, merged, cand, verified)
         self.record_edit(e)
         return rules, val_scores
+
+    def _settle(self, e: Edit, verdict: Any, rules: list[str], val_scores: dict[str, Scored],
+                candidate: list[str], cand_scores: dict[str, Scored], verified: bool
+                ) -> tuple[list[str], dict[str, Scored]]:
+        """Record the gate's verdict on ``e``; the rules and val scores to go on with (the
+        candidate's when accepted, kept as the last certified state)."""
+        e.val_before, e.val_after, e.reason = verdict.before, verdict.after, verdict.reason
+        if not verdict.accepted:
+            e.status = "rejected"
+            return rules, val_scores
+        e.status = "applied" if verified else "unverified"
+        self.rules, self.val_scores = candidate, cand_scores
+        return candidate, cand_scores
 
 
 def remembered_rejections(store: Store, target_path: str, inputs: str) -> list[str]:
