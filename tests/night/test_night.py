@@ -176,8 +176,9 @@ def test_budget_cap_after_a_certified_edit_stages_it(world):
     assert target.read_bytes() == USER_TEXT
 
 
-def test_epoch_end_consolidation_is_gated_and_recorded(world):
-    home, project, persona, target = world
+def night_with_duplicate_rules(home: Path, project: Path, persona: Path, target: Path):
+    """A night on a document whose managed block holds one rule twice (so the epoch-end
+    consolidation has something to merge); returns (store, result)."""
     block = ("\n<!-- skillopt-sleep:begin — managed by skillopt-sleep; edit with care -->\n"
              "- Keep commits small.\n- keep  commits small.\n<!-- skillopt-sleep:end -->\n")
     target.write_bytes(USER_TEXT + block.encode())
@@ -186,6 +187,12 @@ def test_epoch_end_consolidation_is_gated_and_recorded(world):
         result = run_night(store, settings_for(home, project, sim.url, target))
         assert sim.stats.by_role["consolidate"] == 1
     assert result.status == "succeeded"
+    return store, result
+
+
+def test_epoch_end_consolidation_is_gated_and_recorded(world):
+    home, project, persona, target = world
+    store, result = night_with_duplicate_rules(home, project, persona, target)
     merged = [e for e in store.rows("edits", "night_id = ?", [result.night_id]) if e["origin"] == "consolidate"]
     assert len(merged) == 1 and merged[0]["status"] == "applied"
     assert merged[0]["rationale"] == "epoch 1 slow update: 3 -> 2 rules"
@@ -199,14 +206,7 @@ def test_a_consolidation_that_drops_a_command_is_refused_without_replaying(world
     loses the learned `pnpm` rule is rejected (saying what it drops) before any val replay."""
     home, project, persona, target = world
     persona.write_text(persona.read_text().replace("[optimizer]", "[optimizer]\nlossy_consolidate = true"))
-    block = ("\n<!-- skillopt-sleep:begin — managed by skillopt-sleep; edit with care -->\n"
-             "- Keep commits small.\n- keep  commits small.\n<!-- skillopt-sleep:end -->\n")
-    target.write_bytes(USER_TEXT + block.encode())
-    store = Store(paths.db_path())
-    with serve(persona) as sim:
-        result = run_night(store, settings_for(home, project, sim.url, target))
-        assert sim.stats.by_role["consolidate"] == 1
-    assert result.status == "succeeded"
+    store, result = night_with_duplicate_rules(home, project, persona, target)
     [merged] = [e for e in store.rows("edits", "night_id = ?", [result.night_id]) if e["origin"] == "consolidate"]
     assert merged["status"] == "rejected"
     assert merged["reason"] == "the merge drops `npm`, `pnpm`"
