@@ -392,11 +392,13 @@ class Daemon:
 
     def _changed_files(self, store: Any) -> list[tuple[str, str]]:
         """Session files whose size, mtime or inode differ from what the store has (or that
-        it has never seen, or skipped): the periodic rescan, without reading unchanged files."""
+        it has never seen, or skipped, or left something pending in): the periodic rescan,
+        without reading unchanged files."""
         out: list[tuple[str, str]] = []
         for name, src in self.sources.items():
             known = {r[0]: r[1:] for r in store.db.execute(
-                "select path, size, mtime, inode, status from source_files where source = ?", [name])}
+                "select path, size, mtime, inode, status, head_hash like 'pending:%' "
+                "from source_files where source = ?", [name])}
             for source, root in self.roots:
                 if source != name or not root.is_dir():
                     continue
@@ -411,8 +413,8 @@ class Daemon:
                     except OSError:
                         continue
                     row = known.get(key)
-                    if row and row[3] == "ok" and row[0] == st.st_size and row[1] == st.st_mtime \
-                            and row[2] == st.st_ino:
+                    if row and row[3] == "ok" and not row[4] and row[0] == st.st_size \
+                            and row[1] == st.st_mtime and row[2] == st.st_ino:
                         continue
                     out.append((name, key))
         return out

@@ -156,3 +156,38 @@ def test_sessions_written_by_the_real_clis_are_indexed_live(harness: DaemonHarne
              what="the real CLIs' sessions indexed")
     prompts = {r[0] for r in db_rows("select text from messages where kind = 'prompt'")}
     assert any("install" in p.lower() for p in prompts), prompts
+
+
+def test_rescan_reads_again_a_unit_left_pending(harness: DaemonHarness, tmp_path, monkeypatch) -> None:
+    """An OpenCode answer still streaming leaves its unit `pending`: the periodic rescan picks
+    it up again though no file changed, until the answer is settled."""
+    import time as _time
+
+    import skillopt_sleep.sources.opencode as oc
+    from skillopt_sleep.daemon.core import Daemon
+    from skillopt_sleep.sources import get_source
+    from skillopt_sleep.sources.ingest import harvest_file
+    from skillopt_sleep.store import open_store
+    from tests.sources.test_opencode import _tree_session
+
+    root = tmp_path / "opencode"
+    now = int(_time.time() * 1000)
+    unit = _tree_session(root, "ses_live", [
+        ({"id": "m_u", "role": "user", "time": {"created": now}}, [{"type": "text", "text": "lint it"}]),
+        ({"id": "m_a", "role": "assistant", "time": {"created": now + 1}},
+         [{"type": "text", "text": "Running ruff", "time": {"start": now + 2}}]),
+    ])
+    d = Daemon()
+    d.sources = {"opencode": get_source("opencode")}
+    d.roots = [("opencode", root)]
+    store = open_store()
+    try:
+        assert d._changed_files(store) == [("opencode", str(unit))]
+        assert harvest_file(store, d.sources["opencode"], unit).lines_skipped == {"unfinished": 1}
+        assert d._changed_files(store) == [("opencode", str(unit))]  # pending: read again
+        later = _time.time() + oc.SETTLE_SECONDS + 5
+        monkeypatch.setattr(oc.time, "time", lambda: later)
+        assert harvest_file(store, d.sources["opencode"], unit).status == "read"
+        assert d._changed_files(store) == []
+    finally:
+        store.close()
