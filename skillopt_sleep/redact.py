@@ -2,16 +2,18 @@
 
 :func:`redact` replaces secrets with ``[REDACTED:<kind>]``. Kinds:
 
-* ``private_key`` — PEM ``-----BEGIN … PRIVATE KEY-----`` blocks (also cut-off ones);
+* ``private_key`` — PEM ``-----BEGIN … PRIVATE KEY-----`` and PGP ``PRIVATE KEY BLOCK``
+  blocks (also cut-off ones);
 * ``anthropic_key`` (``sk-ant-…``), ``api_key`` (``sk-…``, ``sk-proj-…``), ``stripe_key``
   (``sk_live_…``), ``google_api_key`` (``AIza…``);
 * ``github_token`` (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``/``github_pat_``),
   ``slack_token`` (``xoxb-``/``xoxp-``/…);
 * ``aws_access_key_id`` (``AKIA…``/``ASIA…``), ``aws_secret_access_key`` (the value after
-  ``aws_secret_access_key =``/``:``);
+  ``aws_secret_access_key =``/``:``, or ``SecretAccessKey`` with ``=``/``:``/``|``);
 * ``jwt`` (three base64url parts starting ``eyJ``), ``bearer_token`` (``Bearer <token>``),
-  ``url_credentials`` (``scheme://user:pass@``);
-* ``password`` — ``password=…``, ``"password": "…"``, ``DB_PASSWORD: …`` style assignments;
+  ``url_credentials`` (``scheme://user:pass@host``, any case, ``@`` allowed in the password);
+* ``password`` — ``password=…``, ``"password": "…"``, ``DB_PASSWORD: …`` style assignments,
+  ``mysql … -pSECRET`` and ``sshpass -p SECRET``;
 * ``secret`` — generic ``api_key|token|secret|… = value`` assignments.
 
 Assignments keep their key and separator (``password=[REDACTED:password]``). To leave ordinary
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["redact", "sanitize", "decode", "clean", "REDACTION_KINDS"]
+__all__ = ["redact", "sanitize", "decode", "clean", "clean_excerpt", "REDACTION_KINDS"]
 
 _PLACEHOLDER = re.compile(
     r"""(?ix)^(?:
@@ -61,16 +63,17 @@ _PASSWORD = _assignment(r"password|passwd|passphrase")
 _GENERIC = _assignment(
     r"api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret"
     r"|auth[_-]?token|access[_-]?token|refresh[_-]?token|api[_-]?token|bearer[_-]?token"
-    r"|session[_-]?token|token|secret"
+    r"|session[_-]?token|token|secret|account[_-]?key|shared[_-]?access[_-]?key"
+    r"|master[_-]?key|signing[_-]?key|encryption[_-]?key|webhook[_-]?url"
 )
 
 #: (kind, substrings one of which must occur — ``lower`` ones in the lower-cased text — , pattern).
 #: The whole match is replaced, except a ``keep`` group which stays in front of the tag.
 _PATTERNS: list[tuple[str, tuple[str, ...], bool, re.Pattern[str]]] = [
-    ("private_key", ("PRIVATE KEY-----",), False, re.compile(
-        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY-----"
-        r"(?:[A-Za-z0-9+/=\s\\:,\-]{16,20000}?-----END[A-Z0-9 ]{0,40}PRIVATE KEY-----"
-        r"|(?:\\n|\s)*[A-Za-z0-9+/=]{16,}[A-Za-z0-9+/=\s\\]*)")),
+    ("private_key", ("PRIVATE KEY",), False, re.compile(
+        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:[A-Za-z0-9+/=\s\\:,.\-]{16,20000}?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+        r"|(?:\\n|\s)*[A-Za-z0-9+/=:.\- ]*[A-Za-z0-9+/=]{16,}[A-Za-z0-9+/=\s\\]*)")),
     ("anthropic_key", ("sk-ant-",), False, re.compile(r"(?<![\w-])sk-ant-[A-Za-z0-9_\-]{20,}")),
     ("api_key", ("sk-",), False, re.compile(r"(?<![\w-])sk-(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{20,}")),
     ("stripe_key", ("_live_", "_test_"), False,
@@ -84,17 +87,31 @@ _PATTERNS: list[tuple[str, tuple[str, ...], bool, re.Pattern[str]]] = [
     ("aws_secret_access_key", ("aws_secret_access_key",), True, re.compile(
         r"(?i)(?P<keep>aws_secret_access_key(?:" + _Q + r")?\s{0,3}[=:]\s{0,3}(?:" + _Q
         + r")?)[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])")),
+    ("gitlab_token", ("glpat-", "glptt-", "gldt-"), False,
+     re.compile(r"(?<![\w-])gl(?:pat|ptt|dt)-[A-Za-z0-9_\-]{20,}")),
+    ("huggingface_token", ("hf_",), False, re.compile(r"(?<![\w-])hf_[A-Za-z0-9]{30,}")),
+    ("npm_token", ("npm_",), False, re.compile(r"(?<![\w-])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
+    ("pypi_token", ("pypi-",), False, re.compile(r"(?<![\w-])pypi-AgE[A-Za-z0-9_\-]{50,}")),
+    ("slack_webhook", ("hooks.slack.com",), False,
+     re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,}")),
+    ("aws_secret_access_key", ("secretaccesskey", "secret_access_key"), True, re.compile(
+        r"(?i)(?P<keep>secret_?access_?key(?:" + _Q + r")?\s{0,3}[=:|]\s{0,3}(?:" + _Q
+        + r")?)[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])")),
+    ("password", ("sshpass", "mysql"), True, re.compile(
+        r"(?P<keep>\bsshpass\s+-p\s*['\"]?|\bmysql(?:dump|admin|import|check|show)?\b[^\n|;&]*?"
+        r"\s-p(?!assword))[^\s'\"-][^\s'\"]{2,}")),
     ("jwt", ("eyJ",), False,
      re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}")),
     ("bearer_token", ("bearer",), True,
      re.compile(r"(?P<keep>(?i:bearer)\s+)(?=[A-Za-z\-._~+/]*\d)[A-Za-z0-9\-._~+/]{12,}=*")),
     ("url_credentials", ("://",), False, re.compile(
-        r"(?P<keep>[a-z][a-z0-9+.\-]{1,20}://)[^/\s:@\[\]]{1,100}:[^/\s@\[\]]{1,200}(?=@)")),
+        r"(?P<keep>(?i:[a-z][a-z0-9+.\-]{1,20})://)[^/\s:@\[\]]{1,100}:[^/\s\[\]]{1,200}"
+        r"(?=@[^@/\s\[\]\"'`]+(?:[/\s?#\"'`,;)]|$))")),
 ]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-REDACTION_KINDS = tuple(k for k, *_ in _PATTERNS) + ("password", "secret")
+REDACTION_KINDS = tuple(dict.fromkeys([k for k, *_ in _PATTERNS] + ["password", "secret"]))
 
 
 def _sub_keep(kind: str):
@@ -147,7 +164,7 @@ _PASSWORD_PROSE = re.compile(
 _REPLACERS = [(trig, low, p, _sub_keep(kind)) for kind, trig, low, p in _PATTERNS] + [
     (("pass",), True, _PASSWORD, _sub_assignment("password", 3, True)),
     (("pass", "pwd"), True, _PASSWORD_PROSE, _sub_keep("password")),
-    (("key", "token", "secret"), True, _GENERIC, _sub_assignment("secret", 8, False)),
+    (("key", "token", "secret", "webhook"), True, _GENERIC, _sub_assignment("secret", 8, False)),
 ]
 
 
@@ -182,3 +199,21 @@ def decode(raw: bytes) -> str:
 def clean(text: str) -> str:
     """:func:`sanitize` then :func:`redact`: what every harvested text goes through."""
     return redact(sanitize(text))
+
+
+def clean_excerpt(text: str, limit: int, window: int | None = None) -> str:
+    """The first ``limit`` characters of ``text``, :func:`clean`-ed, with ``…`` when cut.
+
+    A long text is cut *before* redaction (at most ``window`` characters, default 4 × limit),
+    and only at whitespace, so a token never straddles the cut: no secret is ever kept in
+    part because the rest of it fell outside the window. A window with no whitespace at all
+    is dropped whole.
+    """
+    window = window or 4 * limit
+    cut = len(text) > window
+    if cut:
+        head = text[:window]
+        at = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"), head.rfind("\r"))
+        text = head[:at] if at > 0 else ""
+    out = clean(text)
+    return out[:limit] + "…" if cut or len(out) > limit else out

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.redact import clean
+from skillopt_sleep.redact import clean, clean_excerpt
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, json_records
 
 #: characters kept of a prompt / answer, and of a tool result excerpt
@@ -261,7 +261,7 @@ class ClaudeCodeSource(Source):
             excerpt = "\n".join(r[0] for r in results)
             excerpt = _REMINDER.sub("", excerpt).strip()
             out[uid] = HarvestedMessage(
-                uid=uid, role="user", kind="tool", text=_cap(clean(excerpt[: TOOL_EXCERPT * 4]), TOOL_EXCERPT),
+                uid=uid, role="user", kind="tool", text=clean_excerpt(excerpt, TOOL_EXCERPT),
                 timestamp=ts, is_sidechain=sidechain, is_error=any(r[1] for r in results),
             )
         text = "\n".join(t for t in texts if t.strip())

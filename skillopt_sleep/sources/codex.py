@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.redact import clean
+from skillopt_sleep.redact import clean, clean_excerpt
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, json_records
 
 MAX_TEXT = 20_000
@@ -244,7 +244,7 @@ class _Ctx:
             text, error = _tool_output(p)
             uid = f"{self.st['key']}:{self.st['line']}"
             self.add(HarvestedMessage(uid=uid, role="user", kind="tool", is_error=error,
-                                      text=_cap(clean(text[: TOOL_EXCERPT * 4]), TOOL_EXCERPT)))
+                                      text=clean_excerpt(text, TOOL_EXCERPT)))
         else:
             self.skipped[f"ignored_type:response_item.{ptype}"] += 1
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.redact import clean
+from skillopt_sleep.redact import clean, clean_excerpt
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, json_records
 
 MAX_TEXT = 20_000
@@ -179,7 +179,7 @@ def parse_events(source: str, path: Path, lines: Iterable[bytes], state: dict,
             if uid in out:
                 uid = f"{st['key']}:L{st['line']}"
             add(HarvestedMessage(uid=uid, role="user", kind="tool", timestamp=ts,
-                                 text=cap(clean(excerpt[: TOOL_EXCERPT * 2]), TOOL_EXCERPT),
+                                 text=clean_excerpt(excerpt, TOOL_EXCERPT),
                                  is_error=data.get("success") is False, is_sidechain=side))
         elif etype in IGNORED_TYPES:
             skipped[f"ignored_type:{etype}"] += 1

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.redact import clean
+from skillopt_sleep.redact import clean, clean_excerpt
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, json_records
 from skillopt_sleep.sources.copilot_cli import cap
 
@@ -141,7 +141,7 @@ class CursorSource(Source):
                     excerpt = "\n".join(r[0] for r in results)
                     sess.messages.append(HarvestedMessage(
                         uid=f"{uid}:r", role="user", kind="tool", timestamp=ts, is_sidechain=side,
-                        text=cap(clean(excerpt[: TOOL_EXCERPT * 2]), TOOL_EXCERPT),
+                        text=clean_excerpt(excerpt, TOOL_EXCERPT),
                         is_error=any(r[1] for r in results)))
                 if not texts:
                     if not results:

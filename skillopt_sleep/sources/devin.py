@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.redact import clean, decode
+from skillopt_sleep.redact import clean, clean_excerpt, decode
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
 from skillopt_sleep.sources.copilot_cli import cap, looks_like_path
 from skillopt_sleep.sources.copilot_vscode import ms_to_iso
@@ -189,7 +189,7 @@ class DevinSource(Source):
                     content = _text(r.get("content")) if isinstance(r, dict) else ""
                     sess.messages.append(HarvestedMessage(
                         uid=f"{uid}:o{j}", role="user", kind="tool", timestamp=ts,
-                        text=cap(clean(content[: TOOL_EXCERPT * 2]), TOOL_EXCERPT),
+                        text=clean_excerpt(content, TOOL_EXCERPT),
                         is_error=bool(isinstance(r, dict) and r.get("is_error"))))
             elif source == "system":
                 skipped["system_message"] += 1
@@ -244,7 +244,7 @@ class DevinSource(Source):
                                                       text=cap(clean(text), MAX_TEXT), tool_names=tools))
             elif role == "tool":
                 sess.messages.append(HarvestedMessage(uid=uid, role="user", kind="tool",
-                                                      text=cap(clean(text[: TOOL_EXCERPT * 2]), TOOL_EXCERPT)))
+                                                      text=clean_excerpt(text, TOOL_EXCERPT)))
             elif role == "system":
                 skipped["system_message"] += 1
             else:

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.redact import clean, decode
+from skillopt_sleep.redact import clean, clean_excerpt, decode
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
 from skillopt_sleep.sources.copilot_cli import cap
 from skillopt_sleep.sources.copilot_vscode import ms_to_iso
@@ -146,7 +146,7 @@ class _Builder:
                 pid = p.get("id") if isinstance(p.get("id"), str) else f"{mid}:{len(tools)}"
                 tool_msgs.append(HarvestedMessage(
                     uid=pid, role="user", kind="tool", timestamp=ts, is_sidechain=side, is_error=error,
-                    text=cap(clean(str(out or "")[: TOOL_EXCERPT * 2]), TOOL_EXCERPT)))
+                    text=clean_excerpt(str(out or ""), TOOL_EXCERPT)))
             else:
                 self.skipped[f"ignored_part:{ptype}"] += 1
         text = "\n".join(x.strip() for x in texts if x.strip())

@@ -156,3 +156,27 @@ def test_default_roots_honour_claude_config_dir(tmp_path: Path) -> None:
     src = get_source("claude_code")
     assert src.default_roots({}, tmp_path) == [tmp_path / ".claude" / "projects"]
     assert src.default_roots({"CLAUDE_CONFIG_DIR": "/cfg"}, tmp_path) == [Path("/cfg/projects")]
+
+
+def test_a_token_straddling_the_excerpt_window_is_never_stored_in_part(store: Store,
+                                                                    claude_root: Path) -> None:
+    """A tool output is cut to a window before redaction; a private key early on shrinks to a
+    short tag, so a GitHub token cut at the window's edge would land in the 400-character
+    excerpt as a fragment too short to be recognised. The cut happens at whitespace instead."""
+    from skillopt_sleep.sources.claude_code import TOOL_EXCERPT
+
+    pem = ("-----BEGIN RSA PRIVATE KEY-----\n" + "MIIEpAIBAAKCAQEA" * 85
+           + "\n-----END RSA PRIVATE KEY-----")
+    window = TOOL_EXCERPT * 4
+    token = "ghp_" + "Zq9" * 14
+    filler = "x" * (window - len(pem) - 1 - 12)
+    out = f"{pem}\n{filler} {token} tail"  # the token starts 11 characters before the window ends
+    assert out.index(token) < window < out.index(token) + len(token)
+    write(claude_root / "p" / f"{SID}.jsonl", [
+        cc_user("u1", "show the deploy key"), cc_assistant("a1", "msg_1", [tool_use("Bash", "t1")]),
+        cc_user("r1", [tool_result(out, "t1")]),
+    ])
+    harvest_file(store, "claude_code", claude_root / "p" / f"{SID}.jsonl")
+    [tool] = _msgs(store, kind="tool")
+    assert "[REDACTED:private_key]" in tool["text"] and "ghp_" not in tool["text"]
+    assert "Zq9" not in tool["text"], tool["text"]
