@@ -13,6 +13,7 @@ re-applies only the proposed managed block onto the current file).
 from __future__ import annotations
 
 import json
+import re
 import os
 import tempfile
 from pathlib import Path
@@ -159,6 +160,22 @@ def load_report(row: dict[str, Any]) -> dict[str, Any]:
         return json.loads((Path(row["dir"]) / "report.json").read_text("utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ProposalError(f"proposal {row['id']}: report unreadable ({exc})") from None
+
+
+def report_markdown(row: dict[str, Any]) -> str:
+    """The proposal's ``report.md`` as it stands now: a proposal that is no longer staged says
+    so where the staged report says how to adopt it. Raises ProposalError when unreadable."""
+    try:
+        text = (Path(row["dir"]) / "report.md").read_text("utf-8")
+    except OSError as exc:
+        raise ProposalError(f"proposal {row['id']}: report unreadable "
+                            f"({exc.strerror or exc})") from None
+    if row.get("status") != "staged":
+        why = f" ({row['reason']})" if row.get("reason") else ""
+        text = re.sub(r"(?m)^Adopt with `skillopt-sleep adopt [^\n]*$",
+                      f"This proposal is {row.get('status')}{why}: it can no longer be adopted.",
+                      text, count=1)
+    return text
 
 
 def adopt(store: Store, proposal_id: str, *, base_hash: str | None = None,

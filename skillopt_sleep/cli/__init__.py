@@ -197,17 +197,13 @@ def proposals_cmd(
 @app.command()
 def show(proposal_id: str = typer.Argument(..., metavar="ID"), as_json: bool = JsonOpt) -> None:
     """Show a proposal's report: scores, edits with rationale, per-task deltas, diff."""
-    from skillopt_sleep.errors import ProposalError
-    from skillopt_sleep.proposals import get_proposal, load_report
+    from skillopt_sleep.proposals import get_proposal, load_report, report_markdown
 
     row = get_proposal(_store(), proposal_id)
     if as_json:
         _print_json(dict(load_report(row), status=row["status"]))
         return
-    try:
-        report = (Path(row["dir"]) / "report.md").read_text("utf-8")
-    except OSError as exc:
-        raise ProposalError(f"proposal {proposal_id}: report unreadable ({exc.strerror or exc})") from None
+    report = report_markdown(row)
     out.print(f"status: {row['status']}   folder: {row['dir']}")
     out.print(report, markup=False)
 

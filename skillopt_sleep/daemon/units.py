@@ -65,14 +65,22 @@ def service_env() -> dict[str, str]:
     return {k: os.environ[k] for k in SERVICE_ENV if os.environ.get(k)}
 
 
-def _sd_quote(arg: str) -> str:
+def _sd_quote(arg: str, *, exec_line: bool = False) -> str:
+    """One word of a systemd unit setting: ``%`` (a specifier) doubled — except a leading
+    ``%h/`` (the home specifier of the shipped template; real paths here are absolute); in
+    ``ExecStart=`` also ``$`` (variable expansion) doubled; quoted when it holds anything but
+    safe characters."""
+    home = arg.startswith("%h/")
+    arg = ("%h/" + arg[3:].replace("%", "%%")) if home else arg.replace("%", "%%")
+    if exec_line:
+        arg = arg.replace("$", "$$")
     if arg and all(c.isalnum() or c in "/._-%=:+," for c in arg):
         return arg
     return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def render_systemd(argv: list[str], env: dict[str, str] | None = None) -> str:
-    cmd = " ".join(_sd_quote(a) for a in argv + ["start", "--foreground"])
+    cmd = " ".join(_sd_quote(a, exec_line=True) for a in argv + ["start", "--foreground"])
     envs = "".join(f"Environment={_sd_quote(f'{k}={v}')}\n" for k, v in (env or {}).items())
     return f"""[Unit]
 Description=skillopt-sleep: train coding-agent skill documents on the tasks you repeat

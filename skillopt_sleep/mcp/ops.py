@@ -428,10 +428,7 @@ def search_sessions(state: ServerState, query: str, agent: str | None, project: 
 @_locked
 def proposal_markdown(state: ServerState, proposal_id: str) -> str:
     row = proposals.get_proposal(state.use(), proposal_id)
-    try:
-        report = (Path(row["dir"]) / "report.md").read_text("utf-8")
-    except OSError as exc:
-        raise ProposalError(f"proposal {proposal_id}: report unreadable ({exc})") from None
+    report = proposals.report_markdown(row)
     return (f"<!-- status: {row['status']}; base_hash: {row['base_hash'] or '(absent)'} -->\n"
             + report)
 

@@ -123,6 +123,11 @@ def scoring_note(target_path: Path | str) -> str:
             "agent loads it in every session.")
 
 
+def _cell(text: str) -> str:
+    """Text fit for one Markdown table cell: one line, no column bar."""
+    return " ".join(str(text).split()).replace("|", "/")
+
+
 def render_markdown(report: dict[str, Any], diff: str) -> str:
     sc = report["scores"]
     lines = [
@@ -152,7 +157,7 @@ def render_markdown(report: dict[str, Any], diff: str) -> str:
         what = what.replace("\n", "; ").replace("|", "\\|")
         lines.append(
             f"| {e['status']} | {e['op']}: {what} | {_fmt(e['val_before'])} → {_fmt(e['val_after'])} "
-            f"| {e['reason'].replace('|', '/')} | {e['rationale'].replace('|', '/')} |"
+            f"| {_cell(e['reason'])} | {_cell(e['rationale'])} |"
         )
     for title, key in (("Val tasks", "val_tasks"), ("Test tasks", "test_tasks")):
         lines += ["", f"## {title}", "", "| task | before | after |", "|---|---|---|"]

@@ -161,3 +161,15 @@ def test_service_unit_carries_the_state_folder_and_path(monkeypatch, tmp_path):
         assert "Environment" not in proc.stderr, proc.stderr
     plist = units.render_launchd(["/x"], {"PATH": "/a"})
     assert "<key>EnvironmentVariables</key>\n    <dict>\n        <key>PATH</key>" in plist
+
+
+def test_systemd_unit_escapes_specifiers_and_variables() -> None:
+    """systemd.unit(5): `%` starts a specifier (`%%` is a literal one); systemd.service(5):
+    `$` in ExecStart= expands a variable (`$$` is a literal one). Paths holding either must
+    reach the daemon as written."""
+    text = units.render_systemd(["/opt/my tools/skillopt-sleep", "--config", "/home/u/50%off/$cfg.toml"],
+                                {"SKILLOPT_SLEEP_HOME": "/home/u/state 100%"})
+    exec_line = next(ln for ln in text.splitlines() if ln.startswith("ExecStart="))
+    assert exec_line == ('ExecStart="/opt/my tools/skillopt-sleep" --config "/home/u/50%%off/$$cfg.toml" '
+                         "start --foreground")
+    assert 'Environment="SKILLOPT_SLEEP_HOME=/home/u/state 100%%"' in text

@@ -419,5 +419,13 @@ def test_a_night_with_other_inputs_stages_its_own_proposal_even_for_the_same_doc
     assert rerun.summary["reason"] == f"same result as the staged proposal {first.proposal_id}"
     assert other.proposal_id not in (None, first.proposal_id), other.summary
     assert store.get("proposals", first.proposal_id)["status"] == "superseded"
+    # its report no longer tells anyone to adopt it; the new one still does
+    from skillopt_sleep.proposals import report_markdown
+
+    dead = report_markdown(store.get("proposals", first.proposal_id))
+    assert "Adopt with" not in dead
+    assert f"This proposal is superseded (superseded by {other.proposal_id}): it can no longer be adopted." in dead
+    assert f"Adopt with `skillopt-sleep adopt {other.proposal_id}`" in report_markdown(
+        store.get("proposals", other.proposal_id))
     mine = json.loads(store.get("proposals", other.proposal_id)["summary"])
     assert mine["inputs"] == other.summary["inputs"] != first.summary["inputs"]
