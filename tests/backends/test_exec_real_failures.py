@@ -58,7 +58,7 @@ class TreeWatcher:
             for proc in self._me.children(recursive=True):
                 try:
                     key = (proc.pid, proc.create_time())
-                    if key not in self.seen:
+                    if not self.seen.get(key):  # new, or seen too early to show its cmdline
                         self.seen[key] = proc.cmdline()
                 except psutil.Error:
                     continue
