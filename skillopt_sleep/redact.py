@@ -10,11 +10,20 @@
   ``slack_token`` (``xoxb-``/``xoxp-``/…);
 * ``aws_access_key_id`` (``AKIA…``/``ASIA…``), ``aws_secret_access_key`` (the value after
   ``aws_secret_access_key =``/``:``, or ``SecretAccessKey`` with ``=``/``:``/``|``);
-* ``jwt`` (three base64url parts starting ``eyJ``), ``bearer_token`` (``Bearer <token>``),
+* ``jwt`` (three base64url parts starting ``eyJ``), ``bearer_token`` (``Bearer <token>``,
+  ``Authorization: token …``),
   ``url_credentials`` (``scheme://user:pass@host``, any case, ``@`` allowed in the password);
-* ``password`` — ``password=…``, ``"password": "…"``, ``DB_PASSWORD: …`` style assignments,
-  ``mysql … -pSECRET`` and ``sshpass -p SECRET``;
-* ``secret`` — generic ``api_key|token|secret|… = value`` assignments.
+* ``password`` — ``password=…``, ``"password": "…"``, ``DB_PASSWORD: …``, ``DB_PASS=…`` style
+  assignments, ``mysql … -pSECRET``, ``sshpass -p``, ``docker login -p|--password``,
+  ``echo X | … --password-stdin``, ``--password X``; prose "the password (for X) is …";
+* ``basic_auth`` (``curl -u user:pass``, ``Authorization: Basic …``), ``cookie`` (session-like
+  cookie values of 16+ characters), ``stripe_key`` also ``whsec_…``, ``sendgrid_key``
+  (``SG.….…``), ``discord_webhook``, ``aws_session_token`` (table form);
+* ``secret`` — generic ``api_key|token|secret|…key|key_data|… = value`` assignments (a quoted
+  value cut off before its closing quote still counts; upper-case keys may hold spaces).
+
+Not caught (no recognisable shape): a bare token with no key or prefix (a Twilio auth token in
+prose, a 40-character AWS secret on a line of its own), password hashes.
 
 Assignments keep their key and separator (``password=[REDACTED:password]``). To leave ordinary
 code alone, an unquoted value is not redacted when it is a placeholder (``$VAR``, ``${…}``,
@@ -45,7 +54,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_.]*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"
 
 _Q = r"""\\?["'`]"""  # an optional backslash-escaped quote (JSON inside text)
 _VALUE = (
-    r"""(?:\\?"(?P<dq>[^"\\\n]{1,512})\\?"|\\?'(?P<sq>[^'\\\n]{1,512})\\?'"""
+    r"""(?:\\?"(?P<dq>[^"\\\n]{1,512})(?:\\?"|$)|\\?'(?P<sq>[^'\\\n]{1,512})(?:\\?'|$)"""
     r"""|(?P<bare>[^\s"'`,;:<>{}()\[\]][^\s"'`,;<>{})\]]{0,511}))"""
 )
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
@@ -59,12 +68,13 @@ def _assignment(words: str) -> re.Pattern[str]:
     )
 
 
-_PASSWORD = _assignment(r"password|passwd|passphrase")
+_PASSWORD = _assignment(r"password|passwd|passphrase|(?<![a-z])pass")
 _GENERIC = _assignment(
     r"api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret"
     r"|auth[_-]?token|access[_-]?token|refresh[_-]?token|api[_-]?token|bearer[_-]?token"
     r"|session[_-]?token|token|secret|account[_-]?key|shared[_-]?access[_-]?key"
-    r"|master[_-]?key|signing[_-]?key|encryption[_-]?key|webhook[_-]?url"
+    r"|master[_-]?key|signing[_-]?key|encryption[_-]?key|webhook[_-]?url|key[_-]?data"
+    r"|private[_-]?key[_-]?id|auth[_-]?key"
 )
 
 #: (kind, substrings one of which must occur — ``lower`` ones in the lower-cased text — , pattern).
@@ -73,7 +83,7 @@ _PATTERNS: list[tuple[str, tuple[str, ...], bool, re.Pattern[str]]] = [
     ("private_key", ("PRIVATE KEY",), False, re.compile(
         r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
         r"(?:[A-Za-z0-9+/=\s\\:,.\-]{16,20000}?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-        r"|(?:\\n|\s)*[A-Za-z0-9+/=:.\- ]*[A-Za-z0-9+/=]{16,}[A-Za-z0-9+/=\s\\]*)")),
+        r"|(?:\\n|\s|[A-Za-z0-9+/=:.,\- ])*?[A-Za-z0-9+/=]{16,}[A-Za-z0-9+/=\s\\]*)")),
     ("anthropic_key", ("sk-ant-",), False, re.compile(r"(?<![\w-])sk-ant-[A-Za-z0-9_\-]{20,}")),
     ("api_key", ("sk-",), False, re.compile(r"(?<![\w-])sk-(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{20,}")),
     ("stripe_key", ("_live_", "_test_"), False,
@@ -81,7 +91,8 @@ _PATTERNS: list[tuple[str, tuple[str, ...], bool, re.Pattern[str]]] = [
     ("google_api_key", ("AIza",), False, re.compile(r"(?<![\w-])AIza[0-9A-Za-z_\-]{35}")),
     ("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), False,
      re.compile(r"(?<![\w-])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{40,})")),
-    ("slack_token", ("xox",), False, re.compile(r"(?<![\w-])xox[abposr]-[A-Za-z0-9\-]{10,}")),
+    ("slack_token", ("xox", "xapp-"), False,
+     re.compile(r"(?<![\w-])(?:xox[abposr]|xapp)-[A-Za-z0-9\-]{10,}")),
     ("aws_access_key_id", ("AKIA", "ASIA"), False,
      re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
     ("aws_secret_access_key", ("aws_secret_access_key",), True, re.compile(
@@ -99,14 +110,44 @@ _PATTERNS: list[tuple[str, tuple[str, ...], bool, re.Pattern[str]]] = [
         + r")?)[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])")),
     ("password", ("sshpass", "mysql"), True, re.compile(
         r"(?P<keep>\bsshpass\s+-p\s*['\"]?|\bmysql(?:dump|admin|import|check|show)?\b[^\n|;&]*?"
-        r"\s-p(?!assword))[^\s'\"-][^\s'\"]{2,}")),
+        r"\s-p(?!assword))(?!\$)(?=[^\s'\"]*[\d!@#%^&*A-Z])[^\s'\"-][^\s'\"]{2,}")),
+    ("stripe_key", ("whsec_",), False, re.compile(r"(?<![\w-])whsec_[A-Za-z0-9+/=]{20,}")),
+    ("sendgrid_key", ("SG.",), False, re.compile(r"(?<![\w-])SG\.[\w-]{16,}\.[\w-]{16,}")),
+    ("discord_webhook", ("/api/webhooks/",), False, re.compile(
+        r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[\w-]{20,}")),
+    ("aws_secret_access_key", ("akia", "asia"), True, re.compile(  # credentials.csv …
+        r"(?P<keep>\[REDACTED:aws_access_key_id\]\s*[,;|\t]\s*)[A-Za-z0-9/+=]{40}"
+        r"(?![A-Za-z0-9/+=])")),
+    ("aws_secret_access_key", ("secret access key",), True, re.compile(  # `aws configure`
+        r"(?i)(?P<keep>secret access key(?:\s*\[[^\]\n]*\])?\s*[:=]\s*)[A-Za-z0-9/+=]{16,}")),
+    ("aws_session_token", ("sessiontoken", "session_token"), True, re.compile(
+        r"(?i)(?P<keep>session_?token\s*\|\s*)[A-Za-z0-9/+=]{16,}")),
+    ("password", ("docker", "podman", "helm", "buildah", "skopeo", "oras"), True, re.compile(
+        r"(?P<keep>\b(?:(?:docker|podman|buildah|skopeo|oras)\s+login|helm\s+registry\s+login)\b"
+        r"[^\n|;&]*?\s(?:-p|--password)"
+        r"(?:\s+|=)['\"]?)(?!-)(?!\$)[^\s'\"]{3,}")),
+    ("password", ("--pass",), True, re.compile(
+        r"(?P<keep>\s--pass(?:word)?(?:\s+|=)['\"]?)(?!-)(?!\$)(?![A-Z_]+\b)[^\s'\"]{3,}")),
+    ("password", ("--password-stdin",), True, re.compile(
+        r"(?P<keep>\becho\s+['\"]?)[^\s'\"|]{6,}(?=['\"]?\s*\|[^\n]*--password-stdin)")),
+    ("basic_auth", ("-u", "--user"), True, re.compile(
+        r"(?P<keep>\b(?:curl|wget|http|https)\b[^\n|;&]*?\s(?:-u|--user)(?:\s+|=)['\"]?"
+        r"[^\s:'\"]{1,100}:)(?!\$)[^\s'\"]{3,}")),
+    ("basic_auth", ("basic",), True, re.compile(
+        r"(?P<keep>(?i:authorization)\s*:\s*(?i:basic)\s+)[A-Za-z0-9+/=]{8,}")),
+    ("bearer_token", ("authorization",), True, re.compile(
+        r"(?P<keep>(?i:authorization)\s*:\s*(?i:token|bearer)\s+)(?!\[REDACTED)"
+        r"[A-Za-z0-9\-._~+/]{16,}=*")),
+    ("cookie", ("cookie",), True, re.compile(
+        r"(?P<keep>(?i:set-cookie|cookie)\s*:\s*(?:[^=;\s]+=[^;\s]*;\s*)*?"
+        r"(?i:[\w.-]*(?:sess|token|auth|sid)[\w.-]*)=)[^;\s]{16,}")),
     ("jwt", ("eyJ",), False,
      re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}")),
     ("bearer_token", ("bearer",), True,
      re.compile(r"(?P<keep>(?i:bearer)\s+)(?=[A-Za-z\-._~+/]*\d)[A-Za-z0-9\-._~+/]{12,}=*")),
     ("url_credentials", ("://",), False, re.compile(
-        r"(?P<keep>(?i:[a-z][a-z0-9+.\-]{1,20})://)[^/\s:@\[\]]{1,100}:[^/\s\[\]]{1,200}"
-        r"(?=@[^@/\s\[\]\"'`]+(?:[/\s?#\"'`,;)]|$))")),
+        r"(?P<keep>(?i:[a-z][a-z0-9+.\-]{1,20})://)(?![^\s@]*[${}])[^/\s:@\[\]]{0,100}:"
+        r"[^\s\[\]]{1,200}?(?=@[^@/\s\[\]\"'`]+(?:[/\s?#\"'`,;)]|$))")),
 ]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -146,8 +187,8 @@ def _sub_assignment(kind: str, min_len: int, allow_spaces: bool):
             key = _key_before(m)
             if _CODE_EXPR.fullmatch(bare) or (not key.isupper() and _IDENTIFIER.fullmatch(bare)):
                 return whole
-        elif not allow_spaces and " " in value:
-            return whole
+        elif not allow_spaces and " " in value and not _key_before(m).isupper():
+            return whole  # lower-case keys with prose values ("token: the next token")
         off = m.start()
         return whole[: m.start(group) - off] + tag + whole[m.end(group) - off:]
 
@@ -158,7 +199,8 @@ def _sub_assignment(kind: str, min_len: int, allow_spaces: bool):
 #: that look like a password (6+ chars with a digit or a symbol) so "password is required"
 #: stays readable.
 _PASSWORD_PROSE = re.compile(
-    r"(?P<keep>(?i:\b(?:password|passwd|passphrase|pwd))(?:\s+(?i:is|was))?\s+)"
+    r"(?P<keep>(?i:\b(?:password|passwd|passphrase|pwd))(?:\s+(?i:for|of|to)\s+[\w.@-]{1,60})?"
+    r"(?:\s+(?i:is|was))?\s+)"
     r"(?=\S*[\d!@#$%^&*_+?~])(?![\[(=])[^\s`'\"]{6,}")
 
 _REPLACERS = [(trig, low, p, _sub_keep(kind)) for kind, trig, low, p in _PATTERNS] + [

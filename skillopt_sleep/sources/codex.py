@@ -107,7 +107,8 @@ def _content_text(content: Any) -> str:
 def _tool_output(payload: dict) -> tuple[str, bool]:
     out = payload.get("output")
     if isinstance(out, dict):
-        out = out.get("content") or out.get("output") or json.dumps(out)[:TOOL_EXCERPT]
+        # whole: the caller's clean_excerpt cuts (at whitespace) and redacts
+        out = out.get("content") or out.get("output") or json.dumps(out, ensure_ascii=False)
     if not isinstance(out, str):
         out = _content_text(out)
     error = False
