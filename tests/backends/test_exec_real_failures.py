@@ -58,10 +58,13 @@ class TreeWatcher:
             for proc in self._me.children(recursive=True):
                 try:
                     key = (proc.pid, proc.create_time())
-                    if not self.seen.get(key):  # new, or seen too early to show its cmdline
-                        self.seen[key] = proc.cmdline()
+                    cmd = proc.cmdline()
                 except psutil.Error:
                     continue
+                # the latest command line: a child caught between fork and exec shows its
+                # parent's (or none) first, the CLI's once it has exec'd
+                if cmd or key not in self.seen:
+                    self.seen[key] = cmd
             self._stop.wait(0.05)
 
     def __enter__(self) -> Self:
