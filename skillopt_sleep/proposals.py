@@ -225,20 +225,28 @@ def adopt(store: Store, proposal_id: str, *, base_hash: str | None = None,
         "proposal_id": proposal_id, "target_path": str(target), "written_path": str(written),
         "existed_before": live is not None, "created_dirs": [str(d) for d in created],
     }, indent=2).encode("utf-8"))
+    # backup, then the adoption recorded, then the live write: a process killed at any point
+    # leaves either no change or a change `rollback` knows (a failed write is undone here)
+    adoption_id = None
     try:
-        # backup first, then the live write, then the record: a failed write leaves no adoption
         backup_path = str(_keep_copy(live, target.name, f"adopt-{proposal_id}")) if live is not None else ""
+        with store.write():
+            adoption_id = store.insert("adoptions", {
+                "proposal_id": proposal_id, "target_path": str(target), "adopted_at": now_iso(),
+                "existed_before": int(live is not None), "before_hash": live_hash,
+                "after_hash": sha256_text(new_text), "backup_path": backup_path,
+                "rolled_back_at": None,
+            })
+            store.update("proposals", proposal_id, {"status": "adopted"})
         _write(target, new_text.encode("utf-8"))
     except BaseException:
+        if adoption_id is not None:
+            with store.write():
+                store.db["adoptions"].delete(adoption_id)
+                store.update("proposals", proposal_id, {"status": "staged"})
         _remove_empty_dirs(created)
         record.unlink(missing_ok=True)
         raise
-    adoption_id = store.insert("adoptions", {
-        "proposal_id": proposal_id, "target_path": str(target), "adopted_at": now_iso(),
-        "existed_before": int(live is not None), "before_hash": live_hash,
-        "after_hash": sha256_text(new_text), "backup_path": backup_path, "rolled_back_at": None,
-    })
-    store.update("proposals", proposal_id, {"status": "adopted"})
     return store.get("adoptions", adoption_id)
 
 

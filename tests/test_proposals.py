@@ -272,3 +272,58 @@ def test_forced_adopt_onto_a_crlf_file_whose_last_line_ends_in_lf(store, tmp_pat
     adopt(store, pid, force=True)
     assert target.read_bytes() == edited + (
         "\r\n" + BEGIN + "\r\n- Use `pnpm` instead of `npm`.\r\n" + END + "\r\n").encode("utf-8")
+
+
+def test_a_process_killed_right_after_the_live_write_leaves_an_adoption_rollback_knows(store, tmp_path):
+    """`adopt` records the adoption before it writes the live file: killed (os._exit, like
+    kill -9) right after the write, the change is known, so status and rollback are right."""
+    import subprocess
+    import sys
+    import textwrap
+
+    target = tmp_path / "proj" / "CLAUDE.md"
+    target.parent.mkdir()
+    target.write_bytes(ORIGINAL)
+    pid = stage(store, target, ["Use `pnpm` instead of `npm`."])
+    db = tmp_path / "s.db"
+    code = textwrap.dedent(f"""
+        import os
+        from skillopt_sleep import proposals
+        from skillopt_sleep.store import Store
+        real = proposals._write
+        def write_then_die(path, data, *a, **k):
+            real(path, data, *a, **k)
+            if str(path) == {str(target)!r}:
+                os._exit(9)
+        proposals._write = write_then_die
+        proposals.adopt(Store({str(db)!r}), {pid!r})
+    """)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 9, res.stderr
+    assert b"- Use `pnpm` instead of `npm`." in target.read_bytes()  # the write happened
+    fresh = Store(db)
+    assert fresh.get("proposals", pid)["status"] == "adopted"
+    assert [a["proposal_id"] for a in fresh.rows("adoptions")] == [pid]
+    rollback(fresh, str(target))
+    assert target.read_bytes() == ORIGINAL
+
+
+def test_a_failed_live_write_leaves_no_adoption(store, tmp_path, monkeypatch):
+    from skillopt_sleep import proposals
+
+    target = tmp_path / "proj" / "CLAUDE.md"
+    target.parent.mkdir()
+    target.write_bytes(ORIGINAL)
+    pid = stage(store, target, ["Rule."])
+    real = proposals._write
+
+    def fail_on_target(path, data, *a, **k):
+        if Path(path) == target:
+            raise OSError(28, "No space left on device")
+        return real(path, data, *a, **k)
+
+    monkeypatch.setattr(proposals, "_write", fail_on_target)
+    with pytest.raises(OSError):
+        adopt(store, pid)
+    assert target.read_bytes() == ORIGINAL
+    assert store.rows("adoptions") == [] and store.get("proposals", pid)["status"] == "staged"

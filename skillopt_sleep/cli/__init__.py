@@ -370,7 +370,12 @@ _register_extra_commands()
 
 def main() -> None:
     """Console entry point. Click reports usage errors (exit 2) and Ctrl-C (exit 130) itself;
-    a SkilloptError is one line with exit 1; anything else is a bug (one line, exit 3)."""
+    a SkilloptError, and a filesystem or database failure (read-only, full, damaged), is one
+    line with exit 1; anything else is a bug (one line, exit 3)."""
+    import sqlite3
+
+    from skillopt_sleep import paths
+
     try:
         app()  # standalone mode: ends with sys.exit
     except SkilloptError as exc:
@@ -379,6 +384,16 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("aborted")
         sys.exit(130)
+    except (OSError, sqlite3.DatabaseError) as exc:
+        # the machine, not a bug: a read-only or full disk, a damaged database, a lock file
+        # that cannot be made — one line with the path, exit 1
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        hint = ("; the state folder is " + str(paths.state_dir())
+                + ("" if isinstance(exc, OSError) else
+                   " — move skillopt.db aside and run `skillopt-sleep harvest` to rebuild it"))
+        err.print(f"error: {type(exc).__name__}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}"
+                  f"{where}{hint}", markup=False)
+        sys.exit(1)
     except Exception as exc:
         _internal_error(exc)
 

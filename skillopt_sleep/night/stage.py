@@ -100,15 +100,16 @@ def stage_proposal(
     (folder / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False), "utf-8")
     (folder / "report.md").write_text(render_markdown(report, diff), encoding="utf-8")
 
-    for old in store.rows("proposals", "target_path = ? and status = 'staged'", [str(target_path)]):
-        store.update("proposals", old["id"], {"status": "superseded", "reason": f"superseded by {pid}"})
-    store.db["proposals"].upsert({
-        "id": pid, "night_id": night_id, "created_at": report["created_at"], "status": "staged",
-        "target_path": str(target_path), "base_hash": base_hash, "new_hash": new_hash_doc,
-        "dir": str(folder), "val_before": val_before, "val_after": val_after,
-        "test_before": test_before, "test_after": test_after,
-        "summary": json.dumps(summary), "reason": "",
-    }, pk="id")
+    with store.write():  # superseding the old and staging the new: one step, never half
+        for old in store.rows("proposals", "target_path = ? and status = 'staged'", [str(target_path)]):
+            store.update("proposals", old["id"], {"status": "superseded", "reason": f"superseded by {pid}"})
+        store.db["proposals"].upsert({
+            "id": pid, "night_id": night_id, "created_at": report["created_at"], "status": "staged",
+            "target_path": str(target_path), "base_hash": base_hash, "new_hash": new_hash_doc,
+            "dir": str(folder), "val_before": val_before, "val_after": val_after,
+            "test_before": test_before, "test_after": test_after,
+            "summary": json.dumps(summary), "reason": "",
+        }, pk="id")
     return pid
 
 

@@ -15,7 +15,7 @@ byte ``offset`` consumed (always just after a ``\\n``), the sha256 ``head_hash``
 Bad input never raises: unreadable files, vanished files and directories, binary files (NUL in
 the first 4 KiB), lines over :data:`.lines.MAX_LINE` bytes (read in :data:`.lines.CHUNK` pieces, so memory stays
 bounded), malformed JSON and non-UTF-8 bytes (decoded with U+FFFD) are counted by reason.
-Each file's pass runs in one ``store.db.atomic()`` transaction, so offsets never get ahead of the
+Each file's pass runs in one ``store.write()`` transaction, so offsets never get ahead of the
 messages they stand for. Lookback is not applied here (the miner filters by date).
 """
 
@@ -143,7 +143,7 @@ def harvest_file(store: Store, source: Source | str, path: Path | str) -> FileRe
     key = os.path.abspath(path)
     res = FileResult(path=key, source=src.name)
     try:
-        with store.db.atomic():
+        with store.write():
             _ingest(store, src, Path(key), res)
     except SkipFile as exc:
         _mark(store, src, key, res, exc.reason)
@@ -165,7 +165,7 @@ def _mark(store: Store, src: Source, key: str, res: FileResult, reason: str, det
     row = {"path": key, "source": src.name, "offset": old.get("offset") or 0,
            "state": old.get("state") or "{}", "status": "skipped", "last_error": detail or reason}
     try:
-        with store.db.atomic():
+        with store.write():
             store.put_file(row)
     except sqlite3.Error:
         pass

@@ -7,11 +7,12 @@ All timestamps are ISO 8601 UTC strings.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from sqlite_utils import Database
 
@@ -49,6 +50,26 @@ class Store:
     def close(self) -> None:
         self.db.conn.close()
 
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Database]:
+        """One write transaction, taken at once (``BEGIN IMMEDIATE``). In WAL mode a deferred
+        transaction that reads first and writes later fails at once with "database is
+        locked" when another process committed in between (the busy timeout does not help);
+        this one waits for the write lock up to the busy timeout instead. Nested: a
+        savepoint."""
+        if self.db.conn.in_transaction:
+            with self.db.atomic():
+                yield self.db
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.conn.rollback()
+            raise
+        else:
+            self.db.conn.commit()
+
     # ------------------------------------------------------------------ source files
     def get_file(self, path: str) -> dict[str, Any] | None:
         rows = list(self.db["source_files"].rows_where("path = ?", [path]))
@@ -69,7 +90,7 @@ class Store:
         a split assistant message with an existing uid are merged into it).
 
         Returns ``(is_new_session, n_messages_added_or_merged)``. Not transactional by itself:
-        callers wrap a file's whole pass in ``with store.db.atomic():``.
+        callers wrap a file's whole pass in ``with store.write():``.
         """
         sid = f"{session.source}:{session.key}"
         existing = list(self.db["sessions"].rows_where("id = ?", [sid]))

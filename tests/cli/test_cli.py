@@ -289,3 +289,22 @@ def test_tasks_marks_a_task_with_nothing_to_score_it_by(tmp_path):
     assert "build the docs site" in text and "not scored until a correction arrives" in text
     [task] = json.loads(cli("tasks", "--json").stdout)
     assert task["split"] == "" and task["checks"] == []
+
+
+def test_a_broken_state_folder_or_database_is_one_line_and_exit_1(tmp_path):
+    """The machine, not a bug: a state folder that cannot be made, a damaged database."""
+    home = tmp_path / "sk"
+    home.mkdir()
+    (home / "state").write_text("a file where the state folder should be")
+    env = dict(os.environ, SKILLOPT_SLEEP_HOME=str(home))
+    for args in (["status"], ["run", "--dry-run"]):
+        res = cli(*args, env=env)
+        assert res.returncode == 1, (args, res.stderr)
+        assert res.stderr.strip().splitlines() == [
+            f"error: FileExistsError: File exists ({home / 'state'}); the state folder is {home / 'state'}"]
+    (home / "state").unlink()
+    (home / "state").mkdir()
+    (home / "state" / "skillopt.db").write_bytes(b"SQLite format 3\x00" + b"\x07" * 4000)
+    res = cli("status", env=env)
+    assert res.returncode == 1 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert res.stderr.startswith("error: ") and "internal error" not in res.stderr

@@ -179,3 +179,28 @@ def test_directory_vanishing_during_discovery(store: Store, claude_root: Path) -
     assert list(found) == []
     res = harvest_file(store, "claude_code", first)
     assert res.status == "skipped" and res.reason == "vanished"
+
+
+def test_a_pass_waits_for_another_writer_instead_of_failing(store: Store, claude_root: Path) -> None:
+    """Another process (here a second connection) holds the write lock and commits while a
+    pass is under way: the pass waits and reads the file, where a deferred transaction
+    (read first, write later) failed at once with "database is locked" in WAL mode."""
+    import threading
+    import time
+
+    path = write(_session_file(claude_root), [cc_user("u1", "one"), cc_user("u2", "two")])
+    other = Store(store.db.execute("pragma database_list").fetchone()[2])
+    other.db.execute("BEGIN IMMEDIATE")
+    other.db.execute("insert into harvest_runs (source, started_at) values ('x', 'now')")
+
+    def commit_later() -> None:
+        time.sleep(0.5)
+        other.db.conn.commit()
+
+    t = threading.Thread(target=commit_later)
+    t.start()
+    res = harvest_file(store, "claude_code", path)
+    t.join()
+    other.close()
+    assert (res.status, res.reason) == ("read", ""), res
+    assert [m["text"] for m in store.rows("messages")] == ["one", "two"]
