@@ -12,9 +12,10 @@ re-applies only the proposed managed block onto the current file).
 
 from __future__ import annotations
 
+import glob
 import json
-import re
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,8 @@ def _umask() -> int:
 def atomic_write(path: Path, data: bytes, *, new_mode: int | None = None) -> None:
     """Replace ``path`` with ``data`` atomically; creates parent folders; keeps the mode.
 
-    An existing file keeps its mode; a new one gets ``new_mode``, by default what any program
+    Temp files a killed write of this same file left beside it (``.NAME.XXXXXXXX.tmp``) are
+    removed first. An existing file keeps its mode; a new one gets ``new_mode``, by default what any program
     creating it would give it (``0o666 & ~umask``), not the temp file's private 0600.
     A symlink is written through (its target is replaced), so a link such as
     ``AGENTS.md -> CLAUDE.md`` stays a link.
@@ -56,6 +58,9 @@ def atomic_write(path: Path, data: bytes, *, new_mode: int | None = None) -> Non
         mode = path.stat().st_mode & 0o7777
     else:
         mode = new_mode if new_mode is not None else 0o666 & ~_umask()
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        if re.fullmatch(rf"\.{re.escape(path.name)}\.[a-z0-9_]{{8}}\.tmp", stale.name):
+            stale.unlink(missing_ok=True)  # left by a write killed before its rename
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

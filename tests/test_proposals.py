@@ -327,3 +327,31 @@ def test_a_failed_live_write_leaves_no_adoption(store, tmp_path, monkeypatch):
         adopt(store, pid)
     assert target.read_bytes() == ORIGINAL
     assert store.rows("adoptions") == [] and store.get("proposals", pid)["status"] == "staged"
+
+
+def test_adopt_removes_temp_files_a_killed_write_left_beside_the_target(store, tmp_path):
+    target = tmp_path / "proj" / "CLAUDE.md"
+    target.parent.mkdir()
+    target.write_bytes(ORIGINAL)
+    stale = target.parent / ".CLAUDE.md.z59ikj5p.tmp"  # tempfile's own naming
+    stale.write_bytes(b"half a write")
+    mine = target.parent / ".CLAUDE.md.my-notes.tmp"  # not ours: kept
+    mine.write_bytes(b"keep")
+    adopt(store, stage(store, target, ["Rule."]))
+    assert not stale.exists() and mine.read_bytes() == b"keep"
+    assert sorted(p.name for p in target.parent.iterdir()) == [".CLAUDE.md.my-notes.tmp", "CLAUDE.md"]
+
+
+def test_a_proposal_folder_left_by_an_earlier_database_is_kept_aside(store, tmp_path):
+    """The database was deleted or reset: night ids start again, and p1's folder from before
+    must not be overwritten by the new p1."""
+    old = paths.proposals_dir() / "p1"
+    old.mkdir(parents=True)
+    (old / "report.md").write_text("the first night's evidence")
+    target = tmp_path / "proj" / "CLAUDE.md"
+    target.parent.mkdir()
+    target.write_bytes(ORIGINAL)
+    assert stage(store, target, ["Rule."], night_id=1) == "p1"
+    [kept] = [p for p in paths.proposals_dir().iterdir() if p.name.startswith("p1.orphan-")]
+    assert (kept / "report.md").read_text() == "the first night's evidence"
+    assert (paths.proposals_dir() / "p1" / "report.md").read_text() != "the first night's evidence"

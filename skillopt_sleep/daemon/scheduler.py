@@ -201,7 +201,8 @@ class NightScheduler:
                 return None
             why = self.blocked()
             if why:
-                if why != self.waiting:
+                # the reason's kind, not its changing details (the last activity's time)
+                if why.split(" (", 1)[0] != self.waiting.split(" (", 1)[0]:
                     log.info("night for slot %s due: %s", slot.isoformat(), why)
                 self.waiting = why
                 return None

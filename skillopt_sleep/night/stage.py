@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,9 @@ def stage_proposal(
     """Write the proposal folder and row; returns the proposal id (``p<night id>``)."""
     pid = f"p{night_id}"
     folder = paths.proposals_dir() / pid
+    if folder.exists() and store.get("proposals", pid) is None:
+        # left by an earlier database (deleted or reset): kept aside, never overwritten
+        folder.rename(folder.with_name(f"{pid}.orphan-{time.strftime('%Y%m%dT%H%M%S')}"))
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "document", "w", encoding="utf-8", newline="") as fh:
         fh.write(new_text)

@@ -245,11 +245,13 @@ def enable_found(config_path: Path, statuses: list[SourceStatus], *,
     tmp = config_path.with_name(config_path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8", newline="") as fh:
         fh.write(new)
-    if old is not None:
-        try:
+    try:
+        if old is not None:
             shutil.copymode(config_path, tmp)
-        except OSError:
-            pass
+        else:  # a new config may come to hold an `api_key`: private to the user
+            os.chmod(tmp, 0o600)
+    except OSError:
+        pass
     os.replace(tmp, config_path)
     return enabled
 

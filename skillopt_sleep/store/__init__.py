@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -32,9 +33,15 @@ class Store:
     def __init__(self, db: Database | str | Path):
         if not isinstance(db, Database):
             path = Path(db)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # the store holds message text from the user's sessions: private to the user
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            new = not path.exists()
             try:
                 db = Database(sqlite3.connect(str(path), timeout=30, check_same_thread=False))
+                if new:
+                    db.execute("PRAGMA user_version")  # creates the file
+                    with contextlib.suppress(OSError):
+                        os.chmod(path, 0o600)
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot open database {path}: {exc}") from None
         self.db = db

@@ -129,3 +129,21 @@ def test_apscheduler_cron_fires_in_process() -> None:
         assert launches == ["schedule"]
     finally:
         s.shutdown()
+
+
+def test_waiting_for_idle_is_logged_once_not_at_every_tick(caplog) -> None:
+    """The idle condition's reason carries the last activity's time, which moves while the
+    user works; the log says the night waits once, not at every 5-second tick."""
+    import logging
+
+    clock = FakeClock(dt.datetime(2026, 3, 10, 2, 0, tzinfo=TZ))
+    launches: list[str] = []
+    activity = {"at": dt.datetime(2026, 3, 10, 2, 55, tzinfo=TZ)}
+    s = _sched(clock, launches, idle_minutes=30, last_activity=lambda: activity["at"])
+    clock.advance(hours=1, minutes=1)  # 03:01
+    with caplog.at_level(logging.INFO, logger="skillopt_sleep.daemon"):
+        for _ in range(5):
+            clock.advance(seconds=5)
+            activity["at"] = clock()  # the user is still working
+            assert s.tick() is None and "no agent session" in s.waiting
+    assert sum("due:" in r.getMessage() for r in caplog.records) == 1

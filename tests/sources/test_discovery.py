@@ -306,6 +306,7 @@ def test_sources_hints_and_enable_found_switches_on_an_agent_installed_later(iso
     first = json.loads(cli("sources", "--json").stdout)
     config = Path(first["config"])
     assert first["created"] is True and "copilot_cli" not in first["enabled_now"]
+    assert config.stat().st_mode & 0o777 == 0o600  # may come to hold an api_key
     config.write_text(config.read_text().replace("[sources.copilot_cli]", "# my note\n[sources.copilot_cli]"))
     before = config.read_text()
     assert "[sources.copilot_cli]\nenabled = false\n" in before

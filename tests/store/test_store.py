@@ -37,3 +37,15 @@ def test_full_text_search(tmp_path):
     store.save_session(session(HarvestedMessage(uid="u", role="user", text="how do I install the dependencies")), "/f")
     assert [r["uid"] for r in store.search_messages("dependencies")] == ["u"]
     assert store.search_messages("nonexistentword") == []
+
+
+def test_a_new_store_is_private_to_the_user(tmp_path):
+    """It holds message text from the user's sessions."""
+    import stat
+
+    from skillopt_sleep.store import Store
+
+    s = Store(tmp_path / "state" / "skillopt.db")
+    s.close()
+    assert stat.S_IMODE((tmp_path / "state").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "state" / "skillopt.db").stat().st_mode) == 0o600
