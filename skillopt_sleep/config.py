@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import contextvars
 import os
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
+import tomllib
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import (BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict,
-                               TomlConfigSettingsSource)
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 from skillopt_sleep import paths
 from skillopt_sleep.errors import ConfigError, UnknownNameError
@@ -26,7 +30,15 @@ from skillopt_sleep.errors import ConfigError, UnknownNameError
 #: Backends the engine knows; ``backends.get_backend`` raises for anything else.
 KNOWN_BACKENDS = ("openai_compatible", "anthropic", "claude_code", "codex", "copilot")
 #: Sources the engine knows; ``sources.get_source`` raises for anything else.
-KNOWN_SOURCES = ("claude_code", "codex", "copilot_cli", "copilot_vscode", "devin", "cursor", "opencode")
+KNOWN_SOURCES = (
+    "claude_code",
+    "codex",
+    "copilot_cli",
+    "copilot_vscode",
+    "devin",
+    "cursor",
+    "opencode",
+)
 #: Sources harvested when the config names none; the others are enabled by
 #: ``skillopt-sleep sources --enable-found`` (or the first ``sources`` run of a new install).
 DEFAULT_SOURCES = ("claude_code", "codex")
@@ -34,7 +46,9 @@ DEFAULT_SOURCES = ("claude_code", "codex")
 KNOWN_AGENTS = ("claude_code", "codex", "copilot", "devin")
 
 #: The TOML file the next Settings() reads (set by load_settings; None = no file).
-_CONFIG_PATH: contextvars.ContextVar[Path | None] = contextvars.ContextVar("config_path", default=None)
+_CONFIG_PATH: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
+    "config_path", default=None
+)
 
 Agent = Literal["claude_code", "codex", "copilot", "devin"]
 
@@ -185,8 +199,9 @@ class Settings(BaseSettings):
     def _hhmm(cls, value: str) -> str:
         try:
             hh, mm, *ss = value.split(":")
-            if len(ss) > 1 or not (0 <= int(hh) < 24 and 0 <= int(mm) < 60
-                                   and all(0 <= int(x) < 60 for x in ss)):
+            if len(ss) > 1 or not (
+                0 <= int(hh) < 24 and 0 <= int(mm) < 60 and all(0 <= int(x) < 60 for x in ss)
+            ):
                 raise ValueError
         except ValueError:
             raise ValueError(f"schedule must be HH:MM (24h), got {value!r}") from None
@@ -233,21 +248,27 @@ class _FileOnly(Settings):
     """Settings read from the TOML data alone (no environment), to attribute errors."""
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls, init_settings, env_settings,
-                                   dotenv_settings, file_secret_settings):
+    def settings_customise_sources(
+        cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
+    ):
         return (init_settings,)
 
 
 #: Environment variables with our prefix that are not settings.
-_NON_SETTING_ENV = {"SKILLOPT_SLEEP_HOME", "SKILLOPT_SLEEP_CONFIG_FILE", "SKILLOPT_SLEEP_PLUGINS_DIR"}
+_NON_SETTING_ENV = {
+    "SKILLOPT_SLEEP_HOME",
+    "SKILLOPT_SLEEP_CONFIG_FILE",
+    "SKILLOPT_SLEEP_PLUGINS_DIR",
+}
 
 
 def environment_overrides() -> list[str]:
     """The ``SKILLOPT_SLEEP_*`` settings variables set in this process's environment."""
     import os
 
-    return sorted(k for k in os.environ
-                  if k.startswith("SKILLOPT_SLEEP_") and k not in _NON_SETTING_ENV)
+    return sorted(
+        k for k in os.environ if k.startswith("SKILLOPT_SLEEP_") and k not in _NON_SETTING_ENV
+    )
 
 
 def _check_environment() -> None:
@@ -277,7 +298,11 @@ def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings
     path = config_path or paths.config_file()
     file_data = read_config_file(path)
     project = file_data.get("project")
-    if isinstance(project, str) and project.strip() and not Path(project).expanduser().is_absolute():
+    if (
+        isinstance(project, str)
+        and project.strip()
+        and not Path(project).expanduser().is_absolute()
+    ):
         # a relative path in the file is the file's own folder's, whatever the current one
         file_data["project"] = str(Path(path).resolve().parent / project)
         if overrides.get("project") is None and "SKILLOPT_SLEEP_PROJECT" not in os.environ:

@@ -119,7 +119,9 @@ def _write(path: Path, data: bytes, *, new_mode: int | None = None) -> None:
     try:
         atomic_write(path, data, new_mode=new_mode)
     except OSError as exc:
-        raise ProposalError(f"cannot write {path}: {exc.strerror or exc}; nothing was changed") from None
+        raise ProposalError(
+            f"cannot write {path}: {exc.strerror or exc}; nothing was changed"
+        ) from None
 
 
 def _keep_copy(data: bytes, name: str, why: str) -> Path:
@@ -173,18 +175,23 @@ def report_markdown(row: dict[str, Any]) -> str:
     try:
         text = (Path(row["dir"]) / "report.md").read_text("utf-8")
     except OSError as exc:
-        raise ProposalError(f"proposal {row['id']}: report unreadable "
-                            f"({exc.strerror or exc})") from None
+        raise ProposalError(
+            f"proposal {row['id']}: report unreadable ({exc.strerror or exc})"
+        ) from None
     if row.get("status") != "staged":
         why = f" ({row['reason']})" if row.get("reason") else ""
-        text = re.sub(r"(?m)^Adopt with `skillopt-sleep adopt [^\n]*$",
-                      f"This proposal is {row.get('status')}{why}: it can no longer be adopted.",
-                      text, count=1)
+        text = re.sub(
+            r"(?m)^Adopt with `skillopt-sleep adopt [^\n]*$",
+            f"This proposal is {row.get('status')}{why}: it can no longer be adopted.",
+            text,
+            count=1,
+        )
     return text
 
 
-def adopt(store: Store, proposal_id: str, *, base_hash: str | None = None,
-          force: bool = False) -> dict[str, Any]:
+def adopt(
+    store: Store, proposal_id: str, *, base_hash: str | None = None, force: bool = False
+) -> dict[str, Any]:
     """Write the proposal to its target. Returns the adoption row.
 
     ``base_hash`` (optional, from an agent reviewing the proposal) must equal the proposal's.
@@ -204,12 +211,19 @@ def adopt(store: Store, proposal_id: str, *, base_hash: str | None = None,
     except OSError as exc:
         raise ProposalError(f"proposal {proposal_id}: staged document unreadable ({exc})") from None
     except UnicodeDecodeError as exc:
-        raise ProposalError(f"proposal {proposal_id}: staged document is not UTF-8 ({exc.reason} "
-                            f"at offset {exc.start})") from None
+        raise ProposalError(
+            f"proposal {proposal_id}: staged document is not UTF-8 ({exc.reason} "
+            f"at offset {exc.start})"
+        ) from None
     live = _read_bytes(target)
     try:  # decoded from the bytes just read (not read again), so the hash and text agree
-        live_text = None if live is None else decode_live(
-            live, target, fix="convert it to UTF-8, then run a new night; nothing was changed")
+        live_text = (
+            None
+            if live is None
+            else decode_live(
+                live, target, fix="convert it to UTF-8, then run a new night; nothing was changed"
+            )
+        )
     except DocumentError as exc:
         raise ProposalError(str(exc)) from None
     live_hash = sha256_text(live_text)
@@ -226,22 +240,40 @@ def adopt(store: Store, proposal_id: str, *, base_hash: str | None = None,
     written = Path(os.path.realpath(target)) if target.is_symlink() else target
     created = _missing_dirs(written)
     record = Path(row["dir"]) / ADOPTION_RECORD
-    _write(record, json.dumps({
-        "proposal_id": proposal_id, "target_path": str(target), "written_path": str(written),
-        "existed_before": live is not None, "created_dirs": [str(d) for d in created],
-    }, indent=2).encode("utf-8"))
+    _write(
+        record,
+        json.dumps(
+            {
+                "proposal_id": proposal_id,
+                "target_path": str(target),
+                "written_path": str(written),
+                "existed_before": live is not None,
+                "created_dirs": [str(d) for d in created],
+            },
+            indent=2,
+        ).encode("utf-8"),
+    )
     # backup, then the adoption recorded, then the live write: a process killed at any point
     # leaves either no change or a change `rollback` knows (a failed write is undone here)
     adoption_id = None
     try:
-        backup_path = str(_keep_copy(live, target.name, f"adopt-{proposal_id}")) if live is not None else ""
+        backup_path = (
+            str(_keep_copy(live, target.name, f"adopt-{proposal_id}")) if live is not None else ""
+        )
         with store.write():
-            adoption_id = store.insert("adoptions", {
-                "proposal_id": proposal_id, "target_path": str(target), "adopted_at": now_iso(),
-                "existed_before": int(live is not None), "before_hash": live_hash,
-                "after_hash": sha256_text(new_text), "backup_path": backup_path,
-                "rolled_back_at": None,
-            })
+            adoption_id = store.insert(
+                "adoptions",
+                {
+                    "proposal_id": proposal_id,
+                    "target_path": str(target),
+                    "adopted_at": now_iso(),
+                    "existed_before": int(live is not None),
+                    "before_hash": live_hash,
+                    "after_hash": sha256_text(new_text),
+                    "backup_path": backup_path,
+                    "rolled_back_at": None,
+                },
+            )
             store.update("proposals", proposal_id, {"status": "adopted"})
         _write(target, new_text.encode("utf-8"))
     except BaseException:
@@ -275,7 +307,9 @@ def reject(store: Store, proposal_id: str, reason: str = "") -> dict[str, Any]:
     row = get_proposal(store, proposal_id)
     if row["status"] != "staged":
         raise ProposalError(f"proposal {proposal_id} is {row['status']}, not staged")
-    store.update("proposals", proposal_id, {"status": "rejected", "reason": reason or "rejected by user"})
+    store.update(
+        "proposals", proposal_id, {"status": "rejected", "reason": reason or "rejected by user"}
+    )
     return get_proposal(store, proposal_id)
 
 

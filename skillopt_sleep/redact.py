@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["redact", "sanitize", "decode", "clean", "clean_excerpt", "REDACTION_KINDS"]
+__all__ = ["REDACTION_KINDS", "clean", "clean_excerpt", "decode", "redact", "sanitize"]
 
 _PLACEHOLDER = re.compile(
     r"""(?ix)^(?:
@@ -80,74 +80,202 @@ _GENERIC = _assignment(
 #: (kind, substrings one of which must occur — ``lower`` ones in the lower-cased text — , pattern).
 #: The whole match is replaced, except a ``keep`` group which stays in front of the tag.
 _PATTERNS: list[tuple[str, tuple[str, ...], bool, re.Pattern[str]]] = [
-    ("private_key", ("PRIVATE KEY",), False, re.compile(
-        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:[A-Za-z0-9+/=\s\\:,.\-]{16,20000}?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-        r"|(?:\\n|\s|[A-Za-z0-9+/=:.,\- ])*?[A-Za-z0-9+/=]{16,}[A-Za-z0-9+/=\s\\]*)")),
+    (
+        "private_key",
+        ("PRIVATE KEY",),
+        False,
+        re.compile(
+            r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:[A-Za-z0-9+/=\s\\:,.\-]{16,20000}?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+            r"|(?:\\n|\s|[A-Za-z0-9+/=:.,\- ])*?[A-Za-z0-9+/=]{16,}[A-Za-z0-9+/=\s\\]*)"
+        ),
+    ),
     ("anthropic_key", ("sk-ant-",), False, re.compile(r"(?<![\w-])sk-ant-[A-Za-z0-9_\-]{20,}")),
     ("api_key", ("sk-",), False, re.compile(r"(?<![\w-])sk-(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{20,}")),
-    ("stripe_key", ("_live_", "_test_"), False,
-     re.compile(r"(?<![\w-])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}")),
+    (
+        "stripe_key",
+        ("_live_", "_test_"),
+        False,
+        re.compile(r"(?<![\w-])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+    ),
     ("google_api_key", ("AIza",), False, re.compile(r"(?<![\w-])AIza[0-9A-Za-z_\-]{35}")),
-    ("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), False,
-     re.compile(r"(?<![\w-])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{40,})")),
-    ("slack_token", ("xox", "xapp-"), False,
-     re.compile(r"(?<![\w-])(?:xox[abposr]|xapp)-[A-Za-z0-9\-]{10,}")),
-    ("aws_access_key_id", ("AKIA", "ASIA"), False,
-     re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
-    ("aws_secret_access_key", ("aws_secret_access_key",), True, re.compile(
-        r"(?i)(?P<keep>aws_secret_access_key(?:" + _Q + r")?\s{0,3}[=:]\s{0,3}(?:" + _Q
-        + r")?)[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])")),
-    ("gitlab_token", ("glpat-", "glptt-", "gldt-"), False,
-     re.compile(r"(?<![\w-])gl(?:pat|ptt|dt)-[A-Za-z0-9_\-]{20,}")),
+    (
+        "github_token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        False,
+        re.compile(r"(?<![\w-])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{40,})"),
+    ),
+    (
+        "slack_token",
+        ("xox", "xapp-"),
+        False,
+        re.compile(r"(?<![\w-])(?:xox[abposr]|xapp)-[A-Za-z0-9\-]{10,}"),
+    ),
+    (
+        "aws_access_key_id",
+        ("AKIA", "ASIA"),
+        False,
+        re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"),
+    ),
+    (
+        "aws_secret_access_key",
+        ("aws_secret_access_key",),
+        True,
+        re.compile(
+            r"(?i)(?P<keep>aws_secret_access_key(?:"
+            + _Q
+            + r")?\s{0,3}[=:]\s{0,3}(?:"
+            + _Q
+            + r")?)[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])"
+        ),
+    ),
+    (
+        "gitlab_token",
+        ("glpat-", "glptt-", "gldt-"),
+        False,
+        re.compile(r"(?<![\w-])gl(?:pat|ptt|dt)-[A-Za-z0-9_\-]{20,}"),
+    ),
     ("huggingface_token", ("hf_",), False, re.compile(r"(?<![\w-])hf_[A-Za-z0-9]{30,}")),
     ("npm_token", ("npm_",), False, re.compile(r"(?<![\w-])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
     ("pypi_token", ("pypi-",), False, re.compile(r"(?<![\w-])pypi-AgE[A-Za-z0-9_\-]{50,}")),
-    ("slack_webhook", ("hooks.slack.com",), False,
-     re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,}")),
-    ("aws_secret_access_key", ("secretaccesskey", "secret_access_key"), True, re.compile(
-        r"(?i)(?P<keep>secret_?access_?key(?:" + _Q + r")?\s{0,3}[=:|]\s{0,3}(?:" + _Q
-        + r")?)[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])")),
-    ("password", ("sshpass", "mysql"), True, re.compile(
-        r"(?P<keep>\bsshpass\s+-p\s*['\"]?|\bmysql(?:dump|admin|import|check|show)?\b[^\n|;&]*?"
-        r"\s-p(?!assword))(?!\$)(?=[^\s'\"]*[\d!@#%^&*A-Z])[^\s'\"-][^\s'\"]{2,}")),
+    (
+        "slack_webhook",
+        ("hooks.slack.com",),
+        False,
+        re.compile(
+            r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,}"
+        ),
+    ),
+    (
+        "aws_secret_access_key",
+        ("secretaccesskey", "secret_access_key"),
+        True,
+        re.compile(
+            r"(?i)(?P<keep>secret_?access_?key(?:"
+            + _Q
+            + r")?\s{0,3}[=:|]\s{0,3}(?:"
+            + _Q
+            + r")?)[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])"
+        ),
+    ),
+    (
+        "password",
+        ("sshpass", "mysql"),
+        True,
+        re.compile(
+            r"(?P<keep>\bsshpass\s+-p\s*['\"]?|\bmysql(?:dump|admin|import|check|show)?\b[^\n|;&]*?"
+            r"\s-p(?!assword))(?!\$)(?=[^\s'\"]*[\d!@#%^&*A-Z])[^\s'\"-][^\s'\"]{2,}"
+        ),
+    ),
     ("stripe_key", ("whsec_",), False, re.compile(r"(?<![\w-])whsec_[A-Za-z0-9+/=]{20,}")),
     ("sendgrid_key", ("SG.",), False, re.compile(r"(?<![\w-])SG\.[\w-]{16,}\.[\w-]{16,}")),
-    ("discord_webhook", ("/api/webhooks/",), False, re.compile(
-        r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[\w-]{20,}")),
-    ("aws_secret_access_key", ("akia", "asia"), True, re.compile(  # credentials.csv …
-        r"(?P<keep>\[REDACTED:aws_access_key_id\]\s*[,;|\t]\s*)[A-Za-z0-9/+=]{40}"
-        r"(?![A-Za-z0-9/+=])")),
-    ("aws_secret_access_key", ("secret access key",), True, re.compile(  # `aws configure`
-        r"(?i)(?P<keep>secret access key(?:\s*\[[^\]\n]*\])?\s*[:=]\s*)[A-Za-z0-9/+=]{16,}")),
-    ("aws_session_token", ("sessiontoken", "session_token"), True, re.compile(
-        r"(?i)(?P<keep>session_?token\s*\|\s*)[A-Za-z0-9/+=]{16,}")),
-    ("password", ("docker", "podman", "helm", "buildah", "skopeo", "oras"), True, re.compile(
-        r"(?P<keep>\b(?:(?:docker|podman|buildah|skopeo|oras)\s+login|helm\s+registry\s+login)\b"
-        r"[^\n|;&]*?\s(?:-p|--password)"
-        r"(?:\s+|=)['\"]?)(?!-)(?!\$)[^\s'\"]{3,}")),
-    ("password", ("--pass",), True, re.compile(
-        r"(?P<keep>\s--pass(?:word)?(?:\s+|=)['\"]?)(?!-)(?!\$)(?![A-Z_]+\b)[^\s'\"]{3,}")),
-    ("password", ("--password-stdin",), True, re.compile(
-        r"(?P<keep>\becho\s+['\"]?)[^\s'\"|]{6,}(?=['\"]?\s*\|[^\n]*--password-stdin)")),
-    ("basic_auth", ("-u", "--user"), True, re.compile(
-        r"(?P<keep>\b(?:curl|wget|http|https)\b[^\n|;&]*?\s(?:-u|--user)(?:\s+|=)['\"]?"
-        r"[^\s:'\"]{1,100}:)(?!\$)[^\s'\"]{3,}")),
-    ("basic_auth", ("basic",), True, re.compile(
-        r"(?P<keep>(?i:authorization)\s*:\s*(?i:basic)\s+)[A-Za-z0-9+/=]{8,}")),
-    ("bearer_token", ("authorization",), True, re.compile(
-        r"(?P<keep>(?i:authorization)\s*:\s*(?i:token|bearer)\s+)(?!\[REDACTED)"
-        r"[A-Za-z0-9\-._~+/]{16,}=*")),
-    ("cookie", ("cookie",), True, re.compile(
-        r"(?P<keep>(?i:set-cookie|cookie)\s*:\s*(?:[^=;\s]+=[^;\s]*;\s*)*?"
-        r"(?i:[\w.-]*(?:sess|token|auth|sid)[\w.-]*)=)[^;\s]{16,}")),
-    ("jwt", ("eyJ",), False,
-     re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}")),
-    ("bearer_token", ("bearer",), True,
-     re.compile(r"(?P<keep>(?i:bearer)\s+)(?=[A-Za-z\-._~+/]*\d)[A-Za-z0-9\-._~+/]{12,}=*")),
-    ("url_credentials", ("://",), False, re.compile(
-        r"(?P<keep>(?i:[a-z][a-z0-9+.\-]{1,20})://)(?![^\s@]*[${}])[^/\s:@\[\]]{0,100}:"
-        r"[^\s\[\]]{1,200}?(?=@[^@/\s\[\]\"'`]+(?:[/\s?#\"'`,;)]|$))")),
+    (
+        "discord_webhook",
+        ("/api/webhooks/",),
+        False,
+        re.compile(r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[\w-]{20,}"),
+    ),
+    (
+        "aws_secret_access_key",
+        ("akia", "asia"),
+        True,
+        re.compile(  # credentials.csv …
+            r"(?P<keep>\[REDACTED:aws_access_key_id\]\s*[,;|\t]\s*)[A-Za-z0-9/+=]{40}"
+            r"(?![A-Za-z0-9/+=])"
+        ),
+    ),
+    (
+        "aws_secret_access_key",
+        ("secret access key",),
+        True,
+        re.compile(  # `aws configure`
+            r"(?i)(?P<keep>secret access key(?:\s*\[[^\]\n]*\])?\s*[:=]\s*)[A-Za-z0-9/+=]{16,}"
+        ),
+    ),
+    (
+        "aws_session_token",
+        ("sessiontoken", "session_token"),
+        True,
+        re.compile(r"(?i)(?P<keep>session_?token\s*\|\s*)[A-Za-z0-9/+=]{16,}"),
+    ),
+    (
+        "password",
+        ("docker", "podman", "helm", "buildah", "skopeo", "oras"),
+        True,
+        re.compile(
+            r"(?P<keep>\b(?:(?:docker|podman|buildah|skopeo|oras)\s+login|helm\s+registry\s+login)\b"
+            r"[^\n|;&]*?\s(?:-p|--password)"
+            r"(?:\s+|=)['\"]?)(?!-)(?!\$)[^\s'\"]{3,}"
+        ),
+    ),
+    (
+        "password",
+        ("--pass",),
+        True,
+        re.compile(
+            r"(?P<keep>\s--pass(?:word)?(?:\s+|=)['\"]?)(?!-)(?!\$)(?![A-Z_]+\b)[^\s'\"]{3,}"
+        ),
+    ),
+    (
+        "password",
+        ("--password-stdin",),
+        True,
+        re.compile(r"(?P<keep>\becho\s+['\"]?)[^\s'\"|]{6,}(?=['\"]?\s*\|[^\n]*--password-stdin)"),
+    ),
+    (
+        "basic_auth",
+        ("-u", "--user"),
+        True,
+        re.compile(
+            r"(?P<keep>\b(?:curl|wget|http|https)\b[^\n|;&]*?\s(?:-u|--user)(?:\s+|=)['\"]?"
+            r"[^\s:'\"]{1,100}:)(?!\$)[^\s'\"]{3,}"
+        ),
+    ),
+    (
+        "basic_auth",
+        ("basic",),
+        True,
+        re.compile(r"(?P<keep>(?i:authorization)\s*:\s*(?i:basic)\s+)[A-Za-z0-9+/=]{8,}"),
+    ),
+    (
+        "bearer_token",
+        ("authorization",),
+        True,
+        re.compile(
+            r"(?P<keep>(?i:authorization)\s*:\s*(?i:token|bearer)\s+)(?!\[REDACTED)"
+            r"[A-Za-z0-9\-._~+/]{16,}=*"
+        ),
+    ),
+    (
+        "cookie",
+        ("cookie",),
+        True,
+        re.compile(
+            r"(?P<keep>(?i:set-cookie|cookie)\s*:\s*(?:[^=;\s]+=[^;\s]*;\s*)*?"
+            r"(?i:[\w.-]*(?:sess|token|auth|sid)[\w.-]*)=)[^;\s]{16,}"
+        ),
+    ),
+    (
+        "jwt",
+        ("eyJ",),
+        False,
+        re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"),
+    ),
+    (
+        "bearer_token",
+        ("bearer",),
+        True,
+        re.compile(r"(?P<keep>(?i:bearer)\s+)(?=[A-Za-z\-._~+/]*\d)[A-Za-z0-9\-._~+/]{12,}=*"),
+    ),
+    (
+        "url_credentials",
+        ("://",),
+        False,
+        re.compile(
+            r"(?P<keep>(?i:[a-z][a-z0-9+.\-]{1,20})://)(?![^\s@]*[${}])[^/\s:@\[\]]{0,100}:"
+            r"[^\s\[\]]{1,200}?(?=@[^@/\s\[\]\"'`]+(?:[/\s?#\"'`,;)]|$))"
+        ),
+    ),
 ]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -170,7 +298,7 @@ def _key_before(m: re.Match[str]) -> str:
     text, i = m.string, m.start()
     while i > 0 and m.start() - i < 40 and text[i - 1] in _KEY_CHARS:
         i -= 1
-    return text[i:m.start("sep")]
+    return text[i : m.start("sep")]
 
 
 def _sub_assignment(kind: str, min_len: int, allow_spaces: bool):
@@ -190,7 +318,7 @@ def _sub_assignment(kind: str, min_len: int, allow_spaces: bool):
         elif not allow_spaces and " " in value and not _key_before(m).isupper():
             return whole  # lower-case keys with prose values ("token: the next token")
         off = m.start()
-        return whole[: m.start(group) - off] + tag + whole[m.end(group) - off:]
+        return whole[: m.start(group) - off] + tag + whole[m.end(group) - off :]
 
     return repl
 
@@ -201,7 +329,8 @@ def _sub_assignment(kind: str, min_len: int, allow_spaces: bool):
 _PASSWORD_PROSE = re.compile(
     r"(?P<keep>(?i:\b(?:password|passwd|passphrase|pwd))(?:\s+(?i:for|of|to)\s+[\w.@-]{1,60})?"
     r"(?:\s+(?i:is|was))?\s+)"
-    r"(?=\S*[\d!@#$%^&*_+?~])(?![\[(=])[^\s`'\"]{6,}")
+    r"(?=\S*[\d!@#$%^&*_+?~])(?![\[(=])[^\s`'\"]{6,}"
+)
 
 _REPLACERS = [(trig, low, p, _sub_keep(kind)) for kind, trig, low, p in _PATTERNS] + [
     (("pass",), True, _PASSWORD, _sub_assignment("password", 3, True)),

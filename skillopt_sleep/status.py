@@ -10,10 +10,29 @@ from skillopt_sleep.store import Store
 
 
 def night_view(row: dict[str, Any]) -> dict[str, Any]:
-    out = {k: row.get(k) for k in (
-        "id", "status", "started_at", "finished_at", "trigger", "project", "target_path", "error",
-        "val_before", "val_after", "test_before", "test_after", "calls", "cached_calls",
-        "input_tokens", "output_tokens", "seconds", "proposal_id")}
+    out = {
+        k: row.get(k)
+        for k in (
+            "id",
+            "status",
+            "started_at",
+            "finished_at",
+            "trigger",
+            "project",
+            "target_path",
+            "error",
+            "val_before",
+            "val_after",
+            "test_before",
+            "test_after",
+            "calls",
+            "cached_calls",
+            "input_tokens",
+            "output_tokens",
+            "seconds",
+            "proposal_id",
+        )
+    }
     out["summary"] = json.loads(row.get("summary") or "{}")
     return out
 
@@ -25,19 +44,29 @@ def collect_status(store: Store, *, nights: int = 5) -> dict[str, Any]:
     last_nights = store.rows("nights", order_by="id desc", limit=nights)
     # a dry run that only planned (or found nothing to plan) is not "the last night"; one
     # that failed is
-    real = store.rows("nights", "not (dry_run = 1 and status in ('planned', 'no_tasks'))",
-                      order_by="id desc", limit=1)
+    real = store.rows(
+        "nights",
+        "not (dry_run = 1 and status in ('planned', 'no_tasks'))",
+        order_by="id desc",
+        limit=1,
+    )
     last = real[0] if real else None
     harvest = {}
     for row in store.rows("harvest_runs", order_by="id desc", limit=50):
-        harvest.setdefault(row["source"], {
-            "at": row["finished_at"] or row["started_at"], "files_seen": row["files_seen"],
-            "files_read": row["files_read"], "bytes_read": row["bytes_read"],
-            "sessions_new": row["sessions_new"], "sessions_updated": row["sessions_updated"],
-            "sessions_filtered": json.loads(row["sessions_filtered"] or "{}"),
-            "lines_skipped": json.loads(row["lines_skipped"] or "{}"),
-            "files_skipped": json.loads(row["files_skipped"] or "{}"),
-        })
+        harvest.setdefault(
+            row["source"],
+            {
+                "at": row["finished_at"] or row["started_at"],
+                "files_seen": row["files_seen"],
+                "files_read": row["files_read"],
+                "bytes_read": row["bytes_read"],
+                "sessions_new": row["sessions_new"],
+                "sessions_updated": row["sessions_updated"],
+                "sessions_filtered": json.loads(row["sessions_filtered"] or "{}"),
+                "lines_skipped": json.loads(row["lines_skipped"] or "{}"),
+                "files_skipped": json.loads(row["files_skipped"] or "{}"),
+            },
+        )
     counts = {
         "sessions": store.db["sessions"].count,
         "messages": store.db["messages"].count,
@@ -45,7 +74,9 @@ def collect_status(store: Store, *, nights: int = 5) -> dict[str, Any]:
     }
     from skillopt_sleep.daemon.control import daemon_status
 
-    by_source = dict(store.db.execute("select source, count(*) from sessions group by source").fetchall())
+    by_source = dict(
+        store.db.execute("select source, count(*) from sessions group by source").fetchall()
+    )
     return {
         "daemon": daemon_status(),
         "sessions_by_source": by_source,
@@ -53,12 +84,19 @@ def collect_status(store: Store, *, nights: int = 5) -> dict[str, Any]:
         "counts": counts,
         "last_night": night_view(last) if last else None,
         "nights": [night_view(n) for n in last_nights],
-        "last_error": (last["error"] if last and last["status"] in ("failed", "interrupted")
-                       else None),
+        "last_error": (
+            last["error"] if last and last["status"] in ("failed", "interrupted") else None
+        ),
         "pending_proposals": [
-            {"id": p["id"], "target": p["target_path"], "created_at": p["created_at"],
-             "val_before": p["val_before"], "val_after": p["val_after"],
-             "test_before": p["test_before"], "test_after": p["test_after"]}
+            {
+                "id": p["id"],
+                "target": p["target_path"],
+                "created_at": p["created_at"],
+                "val_before": p["val_before"],
+                "val_after": p["val_after"],
+                "test_before": p["test_before"],
+                "test_after": p["test_after"],
+            }
             for p in store.rows("proposals", "status = 'staged'", order_by="created_at desc")
         ],
         "harvest": harvest,

@@ -19,8 +19,16 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for var in list(os.environ):
         if var.startswith("SKILLOPT_SLEEP_") and var != "SKILLOPT_SLEEP_HOME":
             monkeypatch.delenv(var)
-    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME", "XDG_CONFIG_HOME",
-                "XDG_STATE_HOME", "XDG_DATA_HOME", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+    for var in (
+        "CLAUDE_CONFIG_DIR",
+        "CODEX_HOME",
+        "COPILOT_HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_STATE_HOME",
+        "XDG_DATA_HOME",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+    ):
         monkeypatch.delenv(var, raising=False)
     return home
 
@@ -29,8 +37,11 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def corpus() -> Path:
     """The shared real-log corpus (``SKILLOPT_CORPUS``, set by .ci/run)."""
     value = os.environ.get("SKILLOPT_CORPUS")
-    reason = ("SKILLOPT_CORPUS is not set: the shared session-log corpus is not available"
-              if not value else f"SKILLOPT_CORPUS={value} is not a directory")
+    reason = (
+        "SKILLOPT_CORPUS is not set: the shared session-log corpus is not available"
+        if not value
+        else f"SKILLOPT_CORPUS={value} is not a directory"
+    )
     if value and Path(value).is_dir():
         return Path(value)
     if os.environ.get("CI"):

@@ -75,7 +75,9 @@ def test_naming_one_source_keeps_the_default_ones(tmp_path):
 def test_environment_mistakes_are_blamed_on_the_environment(tmp_path, monkeypatch):
     path = write(tmp_path, "epochs = 2\n")
     monkeypatch.setenv("SKILLOPT_SLEEP_TARGET__MODLE", "x")
-    with pytest.raises(ConfigError, match=r"config \(environment\): unknown key 'SKILLOPT_SLEEP_TARGET__MODLE'"):
+    with pytest.raises(
+        ConfigError, match=r"config \(environment\): unknown key 'SKILLOPT_SLEEP_TARGET__MODLE'"
+    ):
         load_settings(path)
     monkeypatch.delenv("SKILLOPT_SLEEP_TARGET__MODLE")
     monkeypatch.setenv("SKILLOPT_SLEEP_EPOCHS", "abc")

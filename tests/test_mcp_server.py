@@ -14,10 +14,11 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import anyio
 import httpx
@@ -33,8 +34,19 @@ from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
 from tests.agent_clis import agent_binary
 
-TOOLS = {"sleep_status", "list_proposals", "get_proposal", "adopt_proposal", "reject_proposal",
-         "rollback", "run_night", "get_night", "list_tasks", "search_sessions", "get_skill"}
+TOOLS = {
+    "sleep_status",
+    "list_proposals",
+    "get_proposal",
+    "adopt_proposal",
+    "reject_proposal",
+    "rollback",
+    "run_night",
+    "get_night",
+    "list_tasks",
+    "search_sessions",
+    "get_skill",
+}
 EXISTING = "---\nname: learned\ndescription: my own notes\n---\n\n# Notes\n\nKeep commits small.\n"
 
 
@@ -53,8 +65,12 @@ class Env:
         return self.sk_home / "state" / "skillopt.db"
 
     def environ(self) -> dict[str, str]:
-        return {"SKILLOPT_SLEEP_HOME": str(self.sk_home), "HOME": str(self.home),
-                "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+        return {
+            "SKILLOPT_SLEEP_HOME": str(self.sk_home),
+            "HOME": str(self.home),
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8",
+        }
 
 
 def prepare(root: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
@@ -71,7 +87,9 @@ def prepare(root: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
         mp.setenv("SKILLOPT_SLEEP_HOME", str(sk_home))
         store = Store(sk_home / "state" / "skillopt.db")
         try:
-            result = run_night(store, load_settings(root / "none.toml", **demo_settings(home, project, sim.url)))
+            result = run_night(
+                store, load_settings(root / "none.toml", **demo_settings(home, project, sim.url))
+            )
         finally:
             store.close()
     assert result.status == "succeeded", result
@@ -85,8 +103,12 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
 
 @asynccontextmanager
 async def connect(env: Env, *args: str) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "skillopt_sleep", "mcp", *args],
-                                   env=env.environ(), cwd=str(env.root))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "skillopt_sleep", "mcp", *args],
+        env=env.environ(),
+        cwd=str(env.root),
+    )
     with open(env.root / "mcp-stderr.log", "a", encoding="utf-8") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write) as session:
@@ -94,7 +116,9 @@ async def connect(env: Env, *args: str) -> AsyncIterator[ClientSession]:
                 yield session
 
 
-async def ok(session: ClientSession, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+async def ok(
+    session: ClientSession, name: str, args: dict[str, Any] | None = None
+) -> dict[str, Any]:
     res = await session.call_tool(name, args or {})
     assert not res.is_error, f"{name}({args}) failed: {res.content[0].text}"
     assert res.structured_content is not None
@@ -130,7 +154,10 @@ def test_lists_tools_resources_and_the_prompt(env: Env) -> None:
             uris = {str(r.uri) for r in (await s.list_resources()).resources}
             assert "skillopt://reports/latest" in uris
             prompts = (await s.list_prompts()).prompts
-            assert [(p.name, p.title) for p in prompts] == [("review_last_night", "Review last night's proposal")]
+            assert [(p.name, p.title) for p in prompts] == [
+                ("review_last_night", "Review last night's proposal")
+            ]
+
     run(body)
 
 
@@ -142,7 +169,9 @@ def test_every_tool_against_a_real_night(env: Env) -> None:
         async with connect(env) as s:
             st = await ok(s, "sleep_status")
             assert st["database"] == str(env.db)
-            assert st["last_night"]["id"] == env.night_id and st["last_night"]["status"] == "succeeded"
+            assert (
+                st["last_night"]["id"] == env.night_id and st["last_night"]["status"] == "succeeded"
+            )
             assert [p["id"] for p in st["pending_proposals"]] == [pid]
             assert st["counts"]["sessions"] == len(DEMO_CONVERSATIONS) and st["counts"]["tasks"] > 0
             assert st["night_running"] is False
@@ -173,7 +202,9 @@ def test_every_tool_against_a_real_night(env: Env) -> None:
             assert any("install" in t["intent"] for t in tasks["tasks"])
             assert any("pnpm" in c for t in tasks["tasks"] for c in t["corrections"])
             assert (await ok(s, "list_tasks", {"limit": 1}))["tasks"].__len__() == 1
-            assert (await ok(s, "list_tasks", {"project": str(env.project)}))["total"] == tasks["total"]
+            assert (await ok(s, "list_tasks", {"project": str(env.project)}))["total"] == tasks[
+                "total"
+            ]
             assert (await ok(s, "list_tasks", {"project": "/nowhere"}))["total"] == 0
 
             hits = (await ok(s, "search_sessions", {"query": "pnpm"}))["hits"]
@@ -182,14 +213,18 @@ def test_every_tool_against_a_real_night(env: Env) -> None:
             codex = (await ok(s, "search_sessions", {"query": "pnpm", "agent": "codex"}))["hits"]
             assert codex and {h["agent"] for h in codex} == {"codex"}
             assert len((await ok(s, "search_sessions", {"query": "pnpm", "limit": 2}))["hits"]) == 2
-            assert (await ok(s, "search_sessions", {"query": "pnpm", "project": "/nowhere"}))["hits"] == []
+            assert (await ok(s, "search_sessions", {"query": "pnpm", "project": "/nowhere"}))[
+                "hits"
+            ] == []
             # FTS syntax characters are searched as words rather than failing
             assert (await ok(s, "search_sessions", {"query": 'use "pnpm'}))["hits"]
 
             sk = await ok(s, "get_skill")
             assert sk["target"] == str(env.target) and sk["text"] == EXISTING
             assert sk["rules"] == [] and sk["managed_block"] is False
-            assert (await ok(s, "get_skill", {"target": str(env.target)}))["sha256"] == p["base_hash"]
+            assert (await ok(s, "get_skill", {"target": str(env.target)}))["sha256"] == p[
+                "base_hash"
+            ]
 
             md = (await s.read_resource(f"skillopt://proposals/{pid}")).contents[0].text
             assert f"# skillopt-sleep proposal {pid}" in md and "status: staged" in md
@@ -206,12 +241,14 @@ def test_every_tool_against_a_real_night(env: Env) -> None:
             started = await ok(s, "run_night", {"dry_run": True})
             assert started["via"] == "in-process" and started["night_id"] == env.night_id + 1
             assert (await ok(s, "get_night", {"id": started["night_id"]}))["trigger"] == "mcp"
+
     run(body)
 
 
 # ---------------------------------------------------------------------------- adopt / rollback
-def test_adopt_via_mcp_writes_exactly_what_the_cli_adopt_writes(env: Env, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_adopt_via_mcp_writes_exactly_what_the_cli_adopt_writes(
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     twin = prepare(tmp_path / "b", monkeypatch)  # an identical copy, adopted with the CLI
     staged = (env.sk_home / "state" / "proposals" / env.proposal_id / "document").read_bytes()
 
@@ -223,14 +260,23 @@ def test_adopt_via_mcp_writes_exactly_what_the_cli_adopt_writes(env: Env, tmp_pa
             assert Path(a["backup_path"]).read_bytes() == EXISTING.encode()
             sk = await ok(s, "get_skill")
             assert sk["rules"] == ["Use `pnpm` instead of `npm`."] and sk["managed_block"]
-            assert (await ok(s, "list_proposals", {"status": "adopted"}))["proposals"][0]["id"] == env.proposal_id
+            assert (await ok(s, "list_proposals", {"status": "adopted"}))["proposals"][0][
+                "id"
+            ] == env.proposal_id
             # adopting twice is refused
-            assert "not staged" in await fails(s, "adopt_proposal",
-                                               {"id": env.proposal_id, "base_hash": p["base_hash"]})
+            assert "not staged" in await fails(
+                s, "adopt_proposal", {"id": env.proposal_id, "base_hash": p["base_hash"]}
+            )
+
     run(body)
 
-    proc = subprocess.run([sys.executable, "-m", "skillopt_sleep", "adopt", twin.proposal_id],
-                          env=twin.environ(), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "skillopt_sleep", "adopt", twin.proposal_id],
+        env=twin.environ(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert env.target.read_bytes() == twin.target.read_bytes() == staged
     assert staged.startswith(EXISTING.encode()) and b"- Use `pnpm` instead of `npm`." in staged
@@ -242,13 +288,17 @@ def test_adopt_via_mcp_writes_exactly_what_the_cli_adopt_writes(env: Env, tmp_pa
             assert env.target.read_bytes() == EXISTING.encode()
             assert "nothing to roll back" in await fails(s, "rollback", {"target": str(env.target)})
             assert "nothing to roll back" in await fails(s, "rollback")
+
     run(undo)
 
 
 # ---------------------------------------------------------------------------- errors
 def test_every_error_is_a_one_line_tool_error_and_the_server_keeps_serving(
-        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SKILLOPT_SLEEP_HOME", str(env.sk_home))  # night_lock() below: the server's lock
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        "SKILLOPT_SLEEP_HOME", str(env.sk_home)
+    )  # night_lock() below: the server's lock
     pid = env.proposal_id
     before = env.target.read_bytes()
     outside = env.root / "elsewhere.md"
@@ -259,35 +309,57 @@ def test_every_error_is_a_one_line_tool_error_and_the_server_keeps_serving(
             base = (await ok(s, "get_proposal", {"id": pid}))["base_hash"]
             # unknown ids
             assert "no proposal 'p999'" in await fails(s, "get_proposal", {"id": "p999"})
-            assert "no proposal 'p999'" in await fails(s, "adopt_proposal", {"id": "p999", "base_hash": base})
+            assert "no proposal 'p999'" in await fails(
+                s, "adopt_proposal", {"id": "p999", "base_hash": base}
+            )
             assert "no proposal 'p999'" in await fails(s, "reject_proposal", {"id": "p999"})
             assert "no night 999" in await fails(s, "get_night", {"id": 999})
             with pytest.raises(Exception):
                 await s.read_resource("skillopt://proposals/p999")
             # stale base_hash, and a live file changed since the proposal was made
             assert "base_hash does not match" in await fails(
-                s, "adopt_proposal", {"id": pid, "base_hash": "0" * 64})
+                s, "adopt_proposal", {"id": pid, "base_hash": "0" * 64}
+            )
             env.target.write_bytes(before + b"\nedited by hand\n")
-            assert "changed since proposal" in await fails(s, "adopt_proposal", {"id": pid, "base_hash": base})
+            assert "changed since proposal" in await fails(
+                s, "adopt_proposal", {"id": pid, "base_hash": base}
+            )
             env.target.write_bytes(before)
             # targets outside the managed roots
             for target in (str(outside), "/etc/passwd", "relative.md"):
-                assert "outside the managed targets" in await fails(s, "get_skill", {"target": target})
-                assert "outside the managed targets" in await fails(s, "rollback", {"target": target})
+                assert "outside the managed targets" in await fails(
+                    s, "get_skill", {"target": target}
+                )
+                assert "outside the managed targets" in await fails(
+                    s, "rollback", {"target": target}
+                )
             # nothing adopted yet
             assert "nothing to roll back" in await fails(s, "rollback", {"target": str(env.target)})
             # bad arguments
             assert "bad arguments for get_night: id" in await fails(s, "get_night", {"id": "x"})
-            assert "bad arguments for list_tasks: limit" in await fails(s, "list_tasks", {"limit": 0})
+            assert "bad arguments for list_tasks: limit" in await fails(
+                s, "list_tasks", {"limit": 0}
+            )
             assert "bad arguments for get_proposal: id" in await fails(s, "get_proposal", {})
-            assert "bad arguments for adopt_proposal: base_hash" in await fails(s, "adopt_proposal", {"id": pid})
+            assert "bad arguments for adopt_proposal: base_hash" in await fails(
+                s, "adopt_proposal", {"id": pid}
+            )
             assert "bad arguments for list_proposals: status" in await fails(
-                s, "list_proposals", {"status": "bogus"})
-            assert "bad arguments for search_sessions: query" in await fails(s, "search_sessions", {"query": ""})
-            assert "unknown agent 'vim'" in await fails(s, "search_sessions", {"query": "npm", "agent": "vim"})
-            assert "absolute path" in await fails(s, "run_night", {"dry_run": True, "project": "webapp"})
+                s, "list_proposals", {"status": "bogus"}
+            )
+            assert "bad arguments for search_sessions: query" in await fails(
+                s, "search_sessions", {"query": ""}
+            )
+            assert "unknown agent 'vim'" in await fails(
+                s, "search_sessions", {"query": "npm", "agent": "vim"}
+            )
+            assert "absolute path" in await fails(
+                s, "run_night", {"dry_run": True, "project": "webapp"}
+            )
             assert "absolute path" in await fails(s, "list_tasks", {"project": "webapp"})
-            assert "absolute path" in await fails(s, "search_sessions", {"query": "npm", "project": "."})
+            assert "absolute path" in await fails(
+                s, "search_sessions", {"query": "npm", "project": "."}
+            )
             assert "not a directory" in await fails(s, "run_night", {"project": str(outside)})
             assert "Unknown tool" in await fails(s, "no_such_tool")
             # a night already running (the lock the CLI and the daemon take)
@@ -300,8 +372,11 @@ def test_every_error_is_a_one_line_tool_error_and_the_server_keeps_serving(
                 lock.release()
             # after all that the server still serves and nothing was written
             st = await ok(s, "sleep_status")
-            assert [p["id"] for p in st["pending_proposals"]] == [pid] and st["night_running"] is False
+            assert [p["id"] for p in st["pending_proposals"]] == [pid] and st[
+                "night_running"
+            ] is False
             assert st["last_night"]["id"] == env.night_id  # no night was started
+
     run(body)
     assert env.target.read_bytes() == before
     assert outside.read_text() == "not managed\n"
@@ -340,14 +415,20 @@ def test_run_night_returns_at_once_and_get_night_follows_it(env: Env) -> None:
                 while (night := await ok(s, "get_night", {"id": dry["night_id"]}))["running"]:
                     await anyio.sleep(0.05)
                 assert night["status"] == "planned" and night["project"] == str(env.project)
+
         run(body)
         assert sim.stats.by_role  # the background night called the simulator
 
 
 # ---------------------------------------------------------------------------- HTTP
 def _http_server(env: Env) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "skillopt_sleep", "mcp", "--transport", "http", "--port", "0"],
-                            env=env.environ(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "skillopt_sleep", "mcp", "--transport", "http", "--port", "0"],
+        env=env.environ(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         line = proc.stderr.readline()
@@ -378,23 +459,43 @@ def test_http_transport_needs_the_token_and_listens_on_loopback_only(env: Env) -
         token = token_file.read_text().strip()
         assert len(token) >= 32
 
-        listening = [c for c in psutil.Process(proc.pid).net_connections(kind="inet")
-                     if c.status == psutil.CONN_LISTEN]
+        listening = [
+            c
+            for c in psutil.Process(proc.pid).net_connections(kind="inet")
+            if c.status == psutil.CONN_LISTEN
+        ]
         assert [(c.laddr.ip, c.laddr.port) for c in listening] == [("127.0.0.1", port)]
         other = _other_address()
         if other:
             with pytest.raises(OSError):
                 socket.create_connection((other, port), timeout=2).close()
 
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}}
-        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        headers = {
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+        }
         with httpx.Client(timeout=10, trust_env=False) as http:
             assert http.post(url, json=init, headers=headers).status_code == 401
-            assert http.post(url, json=init, headers={**headers, "Authorization": "Bearer wrong"}).status_code == 401
+            assert (
+                http.post(
+                    url, json=init, headers={**headers, "Authorization": "Bearer wrong"}
+                ).status_code
+                == 401
+            )
             assert http.get(url, headers={"Authorization": "Bearer wrong"}).status_code == 401
-            good = http.post(url, json=init, headers={**headers, "Authorization": f"Bearer {token}"})
+            good = http.post(
+                url, json=init, headers={**headers, "Authorization": f"Bearer {token}"}
+            )
             assert good.status_code == 200, good.text
 
         async def body() -> None:
@@ -409,6 +510,7 @@ def test_http_transport_needs_the_token_and_listens_on_loopback_only(env: Env) -
                     st = await ok(s, "sleep_status")
                     assert [p["id"] for p in st["pending_proposals"]] == [env.proposal_id]
                     assert "no proposal" in await fails(s, "get_proposal", {"id": "nope"})
+
         run(body)
     finally:
         proc.terminate()
@@ -422,13 +524,27 @@ def test_http_transport_needs_the_token_and_listens_on_loopback_only(env: Env) -
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         busy = taken.getsockname()[1]
-        res = subprocess.run([sys.executable, "-m", "skillopt_sleep", "mcp", "--transport", "http",
-                              "--port", str(busy)], env=env.environ(), capture_output=True,
-                             text=True, timeout=60)
+        res = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "skillopt_sleep",
+                "mcp",
+                "--transport",
+                "http",
+                "--port",
+                str(busy),
+            ],
+            env=env.environ(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert res.returncode == 1, res.stderr
     assert res.stderr.strip().splitlines() == [
         f"error: cannot listen on 127.0.0.1:{busy}: Address already in use; choose another "
-        "--port (0 = any free port)"], res.stderr
+        "--port (0 = any free port)"
+    ], res.stderr
     # the token is reused on the next start, never rewritten
     proc2, _ = _http_server(env)
     try:
@@ -452,10 +568,11 @@ tool = [%s]
 tool_input = {}
 """
 #: What each agent calls the server's sleep_status tool (Claude Code: mcp__<server>__<tool>).
-AGENT_TOOL_NAMES = ["mcp__skillopt-sleep__sleep_status", "mcp__skillopt_sleep__sleep_status",
-                    "sleep_status"]
-
-
+AGENT_TOOL_NAMES = [
+    "mcp__skillopt-sleep__sleep_status",
+    "mcp__skillopt_sleep__sleep_status",
+    "sleep_status",
+]
 
 
 def agent_persona(root: Path) -> Path:
@@ -465,13 +582,22 @@ def agent_persona(root: Path) -> Path:
 
 
 def mcp_server_entry(env: Env) -> dict[str, Any]:
-    return {"command": sys.executable, "args": ["-m", "skillopt_sleep", "mcp"],
-            "env": {"SKILLOPT_SLEEP_HOME": str(env.sk_home)}}
+    return {
+        "command": sys.executable,
+        "args": ["-m", "skillopt_sleep", "mcp"],
+        "env": {"SKILLOPT_SLEEP_HOME": str(env.sk_home)},
+    }
 
 
 def agent_env(env: Env, **extra: str) -> dict[str, str]:
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(env.home),
-            "LANG": "C.UTF-8", "NO_COLOR": "1", "NO_PROXY": "127.0.0.1,localhost", **extra}
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(env.home),
+        "LANG": "C.UTF-8",
+        "NO_COLOR": "1",
+        "NO_PROXY": "127.0.0.1,localhost",
+        **extra,
+    }
 
 
 @pytest.mark.cli
@@ -483,18 +609,39 @@ def test_claude_code_calls_sleep_status_and_its_transcript_holds_the_result(env:
     config.write_text(json.dumps({"mcpServers": {"skillopt-sleep": mcp_server_entry(env)}}))
     with serve(agent_persona(env.root), api_key="sim-key") as sim:
         proc = subprocess.run(
-            [claude, "-p", "what is the sleep status?", "--output-format", "json",
-             "--mcp-config", str(config), "--strict-mcp-config",
-             "--allowedTools", "mcp__skillopt-sleep__sleep_status"],
-            cwd=env.project, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180,
-            env=agent_env(env, ANTHROPIC_BASE_URL=sim.url, ANTHROPIC_API_KEY="sim-key",
-                          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
-                          ENABLE_TOOL_SEARCH="false"))  # offer MCP tools directly, not deferred
+            [
+                claude,
+                "-p",
+                "what is the sleep status?",
+                "--output-format",
+                "json",
+                "--mcp-config",
+                str(config),
+                "--strict-mcp-config",
+                "--allowedTools",
+                "mcp__skillopt-sleep__sleep_status",
+            ],
+            cwd=env.project,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=agent_env(
+                env,
+                ANTHROPIC_BASE_URL=sim.url,
+                ANTHROPIC_API_KEY="sim-key",
+                CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+                DISABLE_AUTOUPDATER="1",
+                ENABLE_TOOL_SEARCH="false",
+            ),
+        )  # offer MCP tools directly, not deferred
         assert proc.returncode == 0, proc.stderr[-2000:]
         out = json.loads(proc.stdout)
         assert out["result"] == "I checked the skillopt-sleep status."
         tools = [r["tool"] for r in sim.stats.requests if r["endpoint"] == "/messages"]
-        assert "mcp__skillopt-sleep__sleep_status" in tools, str([r.get("tools") for r in sim.stats.requests])
+        assert "mcp__skillopt-sleep__sleep_status" in tools, str(
+            [r.get("tools") for r in sim.stats.requests]
+        )
     transcript = next((env.home / ".claude" / "projects").glob(f"*/{out['session_id']}.jsonl"))
     results = []
     for line in transcript.read_text("utf-8").splitlines():
@@ -520,17 +667,24 @@ def test_codex_calls_sleep_status_and_its_rollout_holds_the_result(env: Env) -> 
         (codex_home / "config.toml").write_text(
             'model = "sim"\nmodel_provider = "sim"\n\n[model_providers.sim]\nname = "Simulator"\n'
             f'base_url = "{sim.url}/v1"\nwire_api = "responses"\nenv_key = "SIM_API_KEY"\n\n'
-            '[mcp_servers.skillopt-sleep]\n'
-            f'command = {json.dumps(server["command"])}\nargs = {json.dumps(server["args"])}\n'
-            f'env = {{ SKILLOPT_SLEEP_HOME = {json.dumps(str(env.sk_home))} }}\n'
+            "[mcp_servers.skillopt-sleep]\n"
+            f"command = {json.dumps(server['command'])}\nargs = {json.dumps(server['args'])}\n"
+            f"env = {{ SKILLOPT_SLEEP_HOME = {json.dumps(str(env.sk_home))} }}\n"
             # a cold start (no .pyc yet, a loaded CI machine) can exceed Codex's 10 s default;
             # `required`: Codex 0.169 otherwise sends the first turn without the tools of a
             # server still starting (seen on a loaded machine)
-            'startup_timeout_sec = 120\nrequired = true\n', "utf-8")
+            "startup_timeout_sec = 120\nrequired = true\n",
+            "utf-8",
+        )
         proc = subprocess.run(
             [codex, "exec", "--skip-git-repo-check", "what is the sleep status?"],
-            cwd=env.project, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180,
-            env=agent_env(env, CODEX_HOME=str(codex_home), SIM_API_KEY="sim-key"))
+            cwd=env.project,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=agent_env(env, CODEX_HOME=str(codex_home), SIM_API_KEY="sim-key"),
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         offered = [r.get("tools") for r in sim.stats.requests]
         called = [r["tool"] for r in sim.stats.requests if r.get("tool")]
@@ -542,9 +696,13 @@ def test_codex_calls_sleep_status_and_its_rollout_holds_the_result(env: Env) -> 
     text = rollout.read_text("utf-8")
     assert "sleep_status" in text
     outputs = [json.loads(line) for line in text.splitlines()]
-    results = [r for r in outputs if r.get("type") == "response_item"
-               and r["payload"].get("type") in ("function_call_output", "mcp_tool_call_output",
-                                                "custom_tool_call_output")]
+    results = [
+        r
+        for r in outputs
+        if r.get("type") == "response_item"
+        and r["payload"].get("type")
+        in ("function_call_output", "mcp_tool_call_output", "custom_tool_call_output")
+    ]
     assert results, "no tool output in the rollout"
     blob = json.dumps(results)
     assert env.proposal_id in blob and "pending_proposals" in blob

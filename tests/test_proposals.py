@@ -18,9 +18,20 @@ def stage(store: Store, target: Path, rules: list[str], night_id: int = 1) -> st
     live = read_live(target)
     new = Document.parse(live, new_skill=live is None).render(rules)
     return stage_proposal(
-        store, night_id=night_id, target_path=target, base_text=live, new_text=new,
-        base_hash=sha256_text(live), edits=[], tasks=[], cost={"calls": 1}, summary={},
-        val_before=0.0, val_after=1.0, test_before=0.0, test_after=1.0,
+        store,
+        night_id=night_id,
+        target_path=target,
+        base_text=live,
+        new_text=new,
+        base_hash=sha256_text(live),
+        edits=[],
+        tasks=[],
+        cost={"calls": 1},
+        summary={},
+        val_before=0.0,
+        val_after=1.0,
+        test_before=0.0,
+        test_after=1.0,
     )
 
 
@@ -153,8 +164,11 @@ def test_adopt_refuses_a_live_file_that_is_not_utf8_and_writes_nothing(store, tm
     pid = stage(store, target, ["Rule."])
     target.write_bytes(LATIN1)  # e.g. re-saved as Latin-1 by an editor after the night
     for force in (False, True):
-        with pytest.raises(ProposalError, match=r"CLAUDE.md is not UTF-8 text \(byte 0xff at offset 8\);"
-                                                r".*nothing was changed"):
+        with pytest.raises(
+            ProposalError,
+            match=r"CLAUDE.md is not UTF-8 text \(byte 0xff at offset 8\);"
+            r".*nothing was changed",
+        ):
             adopt(store, pid, force=force)
     assert target.read_bytes() == LATIN1
     assert store.rows("adoptions") == [] and store.get("proposals", pid)["status"] == "staged"
@@ -226,7 +240,11 @@ def test_rollback_removes_every_folder_adopt_created(store, tmp_path):
     assert target.is_file()
     a = rollback(store)
     assert not (home / ".claude").exists() and home.is_dir()
-    assert a["removed_dirs"] == [str(target.parent), str(target.parent.parent), str(home / ".claude")]
+    assert a["removed_dirs"] == [
+        str(target.parent),
+        str(target.parent.parent),
+        str(home / ".claude"),
+    ]
 
 
 def test_rollback_keeps_folders_that_existed_before_adopt_even_if_empty(store, tmp_path):
@@ -271,10 +289,13 @@ def test_forced_adopt_onto_a_crlf_file_whose_last_line_ends_in_lf(store, tmp_pat
     target.write_bytes(edited)
     adopt(store, pid, force=True)
     assert target.read_bytes() == edited + (
-        "\r\n" + BEGIN + "\r\n- Use `pnpm` instead of `npm`.\r\n" + END + "\r\n").encode("utf-8")
+        "\r\n" + BEGIN + "\r\n- Use `pnpm` instead of `npm`.\r\n" + END + "\r\n"
+    ).encode("utf-8")
 
 
-def test_a_process_killed_right_after_the_live_write_leaves_an_adoption_rollback_knows(store, tmp_path):
+def test_a_process_killed_right_after_the_live_write_leaves_an_adoption_rollback_knows(
+    store, tmp_path
+):
     """`adopt` records the adoption before it writes the live file: killed (os._exit, like
     kill -9) right after the write, the change is known, so status and rollback are right."""
     import subprocess
@@ -339,7 +360,10 @@ def test_adopt_removes_temp_files_a_killed_write_left_beside_the_target(store, t
     mine.write_bytes(b"keep")
     adopt(store, stage(store, target, ["Rule."]))
     assert not stale.exists() and mine.read_bytes() == b"keep"
-    assert sorted(p.name for p in target.parent.iterdir()) == [".CLAUDE.md.my-notes.tmp", "CLAUDE.md"]
+    assert sorted(p.name for p in target.parent.iterdir()) == [
+        ".CLAUDE.md.my-notes.tmp",
+        "CLAUDE.md",
+    ]
 
 
 def test_a_proposal_folder_left_by_an_earlier_database_is_kept_aside(store, tmp_path):

@@ -9,32 +9,57 @@ import pytest
 from skillopt_sleep.redact import clean, decode, redact, sanitize
 
 SECRETS = [
-    ("export OPENAI_API_KEY=sk-proj-abcdEFGH1234567890abcdEFGH", "export OPENAI_API_KEY=[REDACTED:api_key]"),
+    (
+        "export OPENAI_API_KEY=sk-proj-abcdEFGH1234567890abcdEFGH",
+        "export OPENAI_API_KEY=[REDACTED:api_key]",
+    ),
     ("sk-ant-api03-abcdefghij1234567890_XYZ-abc is mine", "[REDACTED:anthropic_key] is mine"),
     ("stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc", "stripe [REDACTED:stripe_key]"),
     ("key=AIzaSyA1234567890abcdefghijklmnopqrstuv", "key=[REDACTED:google_api_key]"),
-    ("git push https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/o/r",
-     "git push https://[REDACTED:github_token]@github.com/o/r"),
+    (
+        "git push https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/o/r",
+        "git push https://[REDACTED:github_token]@github.com/o/r",
+    ),
     ("GH=gho_abcdefghijklmnopqrstuvwxyz0123456789", "GH=[REDACTED:github_token]"),
-    ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS",
-     "[REDACTED:github_token]"),
+    (
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS",
+        "[REDACTED:github_token]",
+    ),
     ("slack xoxb-1234567890-abcdefghij", "slack [REDACTED:slack_token]"),
     ("id AKIAIOSFODNN7EXAMPLE here", "id [REDACTED:aws_access_key_id] here"),
-    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-     "aws_secret_access_key = [REDACTED:aws_secret_access_key]"),
-    ("curl -H 'Authorization: Bearer abc123def456ghi789'",
-     "curl -H 'Authorization: Bearer [REDACTED:bearer_token]'"),
-    ("token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-     "token [REDACTED:jwt]"),
-    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nabc==\n-----END RSA PRIVATE KEY-----\nafter",
-     "[REDACTED:private_key]\nafter"),
-    ("cut: -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=", "cut: [REDACTED:private_key]"),
-    ('{"pem": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0B\\n-----END PRIVATE KEY-----\\n"}',
-     '{"pem": "[REDACTED:private_key]\\n"}'),
-    ("psql postgres://admin:pa55word@db:5432/x", "psql postgres://[REDACTED:url_credentials]@db:5432/x"),
+    (
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "aws_secret_access_key = [REDACTED:aws_secret_access_key]",
+    ),
+    (
+        "curl -H 'Authorization: Bearer abc123def456ghi789'",
+        "curl -H 'Authorization: Bearer [REDACTED:bearer_token]'",
+    ),
+    (
+        "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "token [REDACTED:jwt]",
+    ),
+    (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nabc==\n-----END RSA PRIVATE KEY-----\nafter",
+        "[REDACTED:private_key]\nafter",
+    ),
+    (
+        "cut: -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=",
+        "cut: [REDACTED:private_key]",
+    ),
+    (
+        '{"pem": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0B\\n-----END PRIVATE KEY-----\\n"}',
+        '{"pem": "[REDACTED:private_key]\\n"}',
+    ),
+    (
+        "psql postgres://admin:pa55word@db:5432/x",
+        "psql postgres://[REDACTED:url_credentials]@db:5432/x",
+    ),
     ("mysql --password=hunter2 -u root", "mysql --password=[REDACTED:password] -u root"),
-    ('{"user": "bob", "password": "correct horse battery"}',
-     '{"user": "bob", "password": "[REDACTED:password]"}'),
+    (
+        '{"user": "bob", "password": "correct horse battery"}',
+        '{"user": "bob", "password": "[REDACTED:password]"}',
+    ),
     ("DB_PASSWORD: s3cret", "DB_PASSWORD: [REDACTED:password]"),
     ("PASSWORD: hunter", "PASSWORD: [REDACTED:password]"),
     ("password = 'p@ss w0rd'", "password = '[REDACTED:password]'"),
@@ -43,64 +68,135 @@ SECRETS = [
     ("GITHUB_TOKEN=abcdef1234567890", "GITHUB_TOKEN=[REDACTED:secret]"),
     ("client_secret: 9f8e7d6c5b4a3210", "client_secret: [REDACTED:secret]"),
     # found missing by a user trial
-    ("-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\n\nlQOYBF0abcdefghijklmnopqrstuvwxyz0123\n"
-     "=abcd\n-----END PGP PRIVATE KEY BLOCK-----\nafter", "[REDACTED:private_key]\nafter"),
-    ("cut: -----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF0abcdefghijklmnopqrstuvwxyz0123",
-     "cut: [REDACTED:private_key]"),
+    (
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\n\nlQOYBF0abcdefghijklmnopqrstuvwxyz0123\n"
+        "=abcd\n-----END PGP PRIVATE KEY BLOCK-----\nafter",
+        "[REDACTED:private_key]\nafter",
+    ),
+    (
+        "cut: -----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF0abcdefghijklmnopqrstuvwxyz0123",
+        "cut: [REDACTED:private_key]",
+    ),
     ("GITLAB glpat-AbCdEfGhIjKlMnOpQrSt1234 x", "GITLAB [REDACTED:gitlab_token] x"),
     ("hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "[REDACTED:huggingface_token]"),
-    ("//registry.npmjs.org/:_authToken npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
-     "//registry.npmjs.org/:_authToken [REDACTED:npm_token]"),
-    ("twine pypi-AgEIcHlwaS5vcmcCJDAwMDAwMDAwLTAwMDAtMDAwMC0wMDAwLTAwMDAwMDAwMDAwMAAC",
-     "twine [REDACTED:pypi_token]"),
-    ("curl https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX -d x",
-     "curl [REDACTED:slack_webhook] -d x"),
-    ("AccountName=acct;AccountKey=" + "Ab+/" * 22 + ";EndpointSuffix=core.windows.net",
-     "AccountName=acct;AccountKey=[REDACTED:secret];EndpointSuffix=core.windows.net"),
-    ("HTTPS://admin:UpperS3cretPass99@host.example/x", "HTTPS://[REDACTED:url_credentials]@host.example/x"),
-    ("mysql://root:p@ssw0rd!Xq7vR2@localhost:3306/db", "mysql://[REDACTED:url_credentials]@localhost:3306/db"),
+    (
+        "//registry.npmjs.org/:_authToken npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+        "//registry.npmjs.org/:_authToken [REDACTED:npm_token]",
+    ),
+    (
+        "twine pypi-AgEIcHlwaS5vcmcCJDAwMDAwMDAwLTAwMDAtMDAwMC0wMDAwLTAwMDAwMDAwMDAwMAAC",
+        "twine [REDACTED:pypi_token]",
+    ),
+    (
+        "curl https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX -d x",
+        "curl [REDACTED:slack_webhook] -d x",
+    ),
+    (
+        "AccountName=acct;AccountKey=" + "Ab+/" * 22 + ";EndpointSuffix=core.windows.net",
+        "AccountName=acct;AccountKey=[REDACTED:secret];EndpointSuffix=core.windows.net",
+    ),
+    (
+        "HTTPS://admin:UpperS3cretPass99@host.example/x",
+        "HTTPS://[REDACTED:url_credentials]@host.example/x",
+    ),
+    (
+        "mysql://root:p@ssw0rd!Xq7vR2@localhost:3306/db",
+        "mysql://[REDACTED:url_credentials]@localhost:3306/db",
+    ),
     ("mysql -u root -pMyS3cretPassw0rd mydb", "mysql -u root -p[REDACTED:password] mydb"),
     ("sshpass -p 'Sup3rS3cret' ssh u@h", "sshpass -p '[REDACTED:password]' ssh u@h"),
-    ("| SecretAccessKey | Zx8Qwertyuiopasdfghjklzxcvbnm1234567890A |",
-     "| SecretAccessKey | [REDACTED:aws_secret_access_key] |"),
+    (
+        "| SecretAccessKey | Zx8Qwertyuiopasdfghjklzxcvbnm1234567890A |",
+        "| SecretAccessKey | [REDACTED:aws_secret_access_key] |",
+    ),
     # found missing by a second, adversarial trial
     ("docker login -u me -p D0ckerHubP4ss! r.io", "docker login -u me -p [REDACTED:password] r.io"),
-    ("docker login --username ci --password 'Reg1stryT0ken_xyz' ghcr.io",
-     "docker login --username ci --password '[REDACTED:password]' ghcr.io"),
-    ("echo 'EchoedRegistryPw_551' | docker login --password-stdin -u ci",
-     "echo '[REDACTED:password]' | docker login --password-stdin -u ci"),
-    ("curl -u admin:CurlB4sicPw99 https://j.example.com", "curl -u admin:[REDACTED:basic_auth] https://j.example.com"),
-    ("curl --user 'svc:Us3rFl4gPass' https://x", "curl --user 'svc:[REDACTED:basic_auth]' https://x"),
-    ('curl -H "Authorization: Basic ZGVwbG95Ym90OlpxOCF2UjIj" https://x',
-     'curl -H "Authorization: Basic [REDACTED:basic_auth]" https://x'),
-    ("Authorization: token 5f4dcc3b5aa765d61d8327deb882cf99abcdef12", "Authorization: token [REDACTED:bearer_token]"),
-    ("authorization: bearer AbCdEfGhIjKlMnOpQrStUvWxYz", "authorization: bearer [REDACTED:bearer_token]"),
-    ("REDIS_URL=redis://:R3disS3cretPass@cache:6379/0", "REDIS_URL=redis://[REDACTED:url_credentials]@cache:6379/0"),
-    ("https://bob:pa/ss9word77@host.example.com/x", "https://[REDACTED:url_credentials]@host.example.com/x"),
+    (
+        "docker login --username ci --password 'Reg1stryT0ken_xyz' ghcr.io",
+        "docker login --username ci --password '[REDACTED:password]' ghcr.io",
+    ),
+    (
+        "echo 'EchoedRegistryPw_551' | docker login --password-stdin -u ci",
+        "echo '[REDACTED:password]' | docker login --password-stdin -u ci",
+    ),
+    (
+        "curl -u admin:CurlB4sicPw99 https://j.example.com",
+        "curl -u admin:[REDACTED:basic_auth] https://j.example.com",
+    ),
+    (
+        "curl --user 'svc:Us3rFl4gPass' https://x",
+        "curl --user 'svc:[REDACTED:basic_auth]' https://x",
+    ),
+    (
+        'curl -H "Authorization: Basic ZGVwbG95Ym90OlpxOCF2UjIj" https://x',
+        'curl -H "Authorization: Basic [REDACTED:basic_auth]" https://x',
+    ),
+    (
+        "Authorization: token 5f4dcc3b5aa765d61d8327deb882cf99abcdef12",
+        "Authorization: token [REDACTED:bearer_token]",
+    ),
+    (
+        "authorization: bearer AbCdEfGhIjKlMnOpQrStUvWxYz",
+        "authorization: bearer [REDACTED:bearer_token]",
+    ),
+    (
+        "REDIS_URL=redis://:R3disS3cretPass@cache:6379/0",
+        "REDIS_URL=redis://[REDACTED:url_credentials]@cache:6379/0",
+    ),
+    (
+        "https://bob:pa/ss9word77@host.example.com/x",
+        "https://[REDACTED:url_credentials]@host.example.com/x",
+    ),
     ('DB_PASS="correct horse battery staple"', 'DB_PASS="[REDACTED:password]"'),
     ('APP_SECRET="long secret with spaces 123"', 'APP_SECRET="[REDACTED:secret]"'),
     ('admin_pass = "Tf4dminP4ss"', 'admin_pass = "[REDACTED:password]"'),
-    ("ci-bot,,AKIAQ1W2E3R4T5Y6U7I8,hR9/tG8+fV7eD6cX5zS4aQ3wE2rT1yU0iO9pLkJh,https://x",
-     "ci-bot,,[REDACTED:aws_access_key_id],[REDACTED:aws_secret_access_key],https://x"),
-    ("AWS Secret Access Key [None]: pR0mPtS3cReTkEy/abcdefghijklmnop123",
-     "AWS Secret Access Key [None]: [REDACTED:aws_secret_access_key]"),
-    ("|  SessionToken  |  IQoJb3JpZ2luX2VjTABLESESSIONTOKENxyz   |",
-     "|  SessionToken  |  [REDACTED:aws_session_token]   |"),
-    ("-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,5E3F1A2B3C4D5E6F\n\n"
-     "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0t", "[REDACTED:private_key]"),
-    ('{"title": "set \\"SessionToken\\": \\"FwoGZXIvYXdzEBYaDHqa0AP1/2bDEX',
-     '{"title": "set \\"SessionToken\\": \\"[REDACTED:secret]'),
-    ("the password for staging is Stag1ngPw#2024", "the password for staging is [REDACTED:password]"),
-    ("    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlF",
-     "    client-key-data: [REDACTED:secret]"),
-    ('"private_key_id": "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d"', '"private_key_id": "[REDACTED:secret]"'),
+    (
+        "ci-bot,,AKIAQ1W2E3R4T5Y6U7I8,hR9/tG8+fV7eD6cX5zS4aQ3wE2rT1yU0iO9pLkJh,https://x",
+        "ci-bot,,[REDACTED:aws_access_key_id],[REDACTED:aws_secret_access_key],https://x",
+    ),
+    (
+        "AWS Secret Access Key [None]: pR0mPtS3cReTkEy/abcdefghijklmnop123",
+        "AWS Secret Access Key [None]: [REDACTED:aws_secret_access_key]",
+    ),
+    (
+        "|  SessionToken  |  IQoJb3JpZ2luX2VjTABLESESSIONTOKENxyz   |",
+        "|  SessionToken  |  [REDACTED:aws_session_token]   |",
+    ),
+    (
+        "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,5E3F1A2B3C4D5E6F\n\n"
+        "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0t",
+        "[REDACTED:private_key]",
+    ),
+    (
+        '{"title": "set \\"SessionToken\\": \\"FwoGZXIvYXdzEBYaDHqa0AP1/2bDEX',
+        '{"title": "set \\"SessionToken\\": \\"[REDACTED:secret]',
+    ),
+    (
+        "the password for staging is Stag1ngPw#2024",
+        "the password for staging is [REDACTED:password]",
+    ),
+    (
+        "    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlF",
+        "    client-key-data: [REDACTED:secret]",
+    ),
+    (
+        '"private_key_id": "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d"',
+        '"private_key_id": "[REDACTED:secret]"',
+    ),
     ("whsec_5fJ8kL2mN9pQ3rS6tU1vW4xY7zA0bC3dE", "[REDACTED:stripe_key]"),
     ("xapp-1-A0123456789-1234567890123-abcdef0123456789", "[REDACTED:slack_token]"),
-    ("https://discord.com/api/webhooks/112233445566778899/AbC-dEfGhIjKlMnOpQrStUvWxYz0123456789",
-     "[REDACTED:discord_webhook]"),
-    ("SG.ngeVfQFYQlKU0ufo8x5d1A.TwL2iGABf9DHoTf-09kqeF8tAmbihYz is it", "[REDACTED:sendgrid_key] is it"),
-    ("Set-Cookie: sessionid=9b1f2e3d4c5b6a798877665544332211; HttpOnly",
-     "Set-Cookie: sessionid=[REDACTED:cookie]; HttpOnly"),
+    (
+        "https://discord.com/api/webhooks/112233445566778899/AbC-dEfGhIjKlMnOpQrStUvWxYz0123456789",
+        "[REDACTED:discord_webhook]",
+    ),
+    (
+        "SG.ngeVfQFYQlKU0ufo8x5d1A.TwL2iGABf9DHoTf-09kqeF8tAmbihYz is it",
+        "[REDACTED:sendgrid_key] is it",
+    ),
+    (
+        "Set-Cookie: sessionid=9b1f2e3d4c5b6a798877665544332211; HttpOnly",
+        "Set-Cookie: sessionid=[REDACTED:cookie]; HttpOnly",
+    ),
 ]
 
 ORDINARY = [
@@ -154,8 +250,10 @@ def test_ordinary_text_and_code_are_untouched(text: str) -> None:
 def test_redaction_is_idempotent_and_fast() -> None:
     once = redact(SECRETS[0][0] + "\n" + SECRETS[16][0])
     assert redact(once) == once
-    prose = ("The quick brown fox jumps over the lazy dog while the token counter says "
-             "input_tokens=12 and the password field is validated in login(password=pw). ") * 8000
+    prose = (
+        "The quick brown fox jumps over the lazy dog while the token counter says "
+        "input_tokens=12 and the password field is validated in login(password=pw). "
+    ) * 8000
     start = time.perf_counter()
     assert redact(prose) == prose  # ~1.3 MB
     assert time.perf_counter() - start < 2.0
@@ -169,12 +267,15 @@ def test_sanitize_and_decode() -> None:
     assert clean("pw\x00 password=hunter2") == "pw password=[REDACTED:password]"
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("my password is hunter2secret", "my password is [REDACTED:password]"),
-    ("password hunter2secret please", "password [REDACTED:password] please"),
-    ("the password was S3cr3t!", "the password was [REDACTED:password]"),
-    ("the password is required", "the password is required"),
-    ("password field must have 8+ chars", "password field must have 8+ chars"),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("my password is hunter2secret", "my password is [REDACTED:password]"),
+        ("password hunter2secret please", "password [REDACTED:password] please"),
+        ("the password was S3cr3t!", "the password was [REDACTED:password]"),
+        ("the password is required", "the password is required"),
+        ("password field must have 8+ chars", "password field must have 8+ chars"),
+    ],
+)
 def test_passwords_in_prose(text, expected):
     assert redact(text) == expected

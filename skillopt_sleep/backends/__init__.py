@@ -27,4 +27,4 @@ def get_backend(config: BackendConfig) -> Backend:
     return getattr(importlib.import_module(module), cls)(config)
 
 
-__all__ = ["Backend", "get_backend", "REGISTRY"]
+__all__ = ["REGISTRY", "Backend", "get_backend"]

@@ -143,8 +143,16 @@ class _Cancelled(BackendError):
     """A call of a night being interrupted (see :func:`cancel_running`)."""
 
 
-def run_process(argv: list[str], *, stdin: str | None, env: dict[str, str], cwd: Path,
-                timeout: float, backend: str, started_in: int | None = None) -> ProcessResult:
+def run_process(
+    argv: list[str],
+    *,
+    stdin: str | None,
+    env: dict[str, str],
+    cwd: Path,
+    timeout: float,
+    backend: str,
+    started_in: int | None = None,
+) -> ProcessResult:
     """Run ``argv`` in its own process group; kill the whole group on timeout.
 
     ``started_in``: the :func:`generation` the call began in; the process is killed at once
@@ -154,14 +162,23 @@ def run_process(argv: list[str], *, stdin: str | None, env: dict[str, str], cwd:
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=str(cwd),
-            start_new_session=True, text=True, encoding="utf-8", errors="replace",
+            argv,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=str(cwd),
+            start_new_session=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
         )
     except OSError as exc:
-        raise BackendUnreachable(f"cannot start {argv[0]}: {exc.strerror or exc}",
-                                 backend=backend,
-                                 fix="check `executable` in the backend config") from None
+        raise BackendUnreachable(
+            f"cannot start {argv[0]}: {exc.strerror or exc}",
+            backend=backend,
+            fix="check `executable` in the backend config",
+        ) from None
     pgid = proc.pid  # start_new_session: the child leads its own group
     with _live_lock:
         _live.add(pgid)
@@ -181,9 +198,12 @@ def run_process(argv: list[str], *, stdin: str | None, env: dict[str, str], cwd:
             proc.communicate(timeout=KILL_GRACE)
         except subprocess.TimeoutExpired:  # pragma: no cover - pipes held by a zombie
             pass
-        raise BackendTimeout(f"{Path(argv[0]).name} gave no answer within {timeout:g}s; "
-                             "its process group was killed", backend=backend,
-                             fix="raise `timeout` in the backend config") from None
+        raise BackendTimeout(
+            f"{Path(argv[0]).name} gave no answer within {timeout:g}s; "
+            "its process group was killed",
+            backend=backend,
+            fix="raise `timeout` in the backend config",
+        ) from None
     except BaseException:
         _kill_group(pgid, signal.SIGKILL)
         proc.wait()
@@ -194,8 +214,7 @@ def run_process(argv: list[str], *, stdin: str | None, env: dict[str, str], cwd:
         # anything the CLI left running in its group (helpers, daemons) dies with the call
         if _group_alive(pgid):
             _kill_group(pgid, signal.SIGKILL)
-    return ProcessResult(proc.returncode, out or "", redact(err or ""),
-                         time.monotonic() - started)
+    return ProcessResult(proc.returncode, out or "", redact(err or ""), time.monotonic() - started)
 
 
 # ---------------------------------------------------------------- helpers
@@ -206,16 +225,24 @@ def resolve_executable(config: BackendConfig, default: str, backend: str, instal
         path = Path(wanted).expanduser()
         if path.is_file() and os.access(path, os.X_OK):
             return str(path)
-        raise BackendUnreachable(f"executable {wanted!r} not found or not executable",
-                                 backend=backend, fix="fix `executable` in the backend config")
+        raise BackendUnreachable(
+            f"executable {wanted!r} not found or not executable",
+            backend=backend,
+            fix="fix `executable` in the backend config",
+        )
     found = shutil.which(wanted)
     if found:
         return found
-    what = ("set as `executable` in the backend config, is not on PATH" if config.executable
-            else "is not installed or not on PATH")
-    raise BackendUnreachable(f"`{wanted}` {what}", backend=backend,
-                             fix=f"install it with `{install}` or set `executable` in the "
-                                 "backend config")
+    what = (
+        "set as `executable` in the backend config, is not on PATH"
+        if config.executable
+        else "is not installed or not on PATH"
+    )
+    raise BackendUnreachable(
+        f"`{wanted}` {what}",
+        backend=backend,
+        fix=f"install it with `{install}` or set `executable` in the backend config",
+    )
 
 
 def api_key(config: BackendConfig) -> str | None:
@@ -236,30 +263,47 @@ def check_reachable(base_url: str, backend: str, timeout: float = 3.0) -> None:
     try:
         socket.create_connection((host, port), timeout=timeout).close()
     except OSError as exc:
-        raise BackendUnreachable(f"cannot reach {base_url} ({exc.strerror or exc})",
-                                 backend=backend,
-                                 fix="check `base_url` in the backend config; is the server "
-                                     "running?") from None
+        raise BackendUnreachable(
+            f"cannot reach {base_url} ({exc.strerror or exc})",
+            backend=backend,
+            fix="check `base_url` in the backend config; is the server running?",
+        ) from None
 
 
 #: (pattern, kind) over the CLI's error text; first match wins. kind: auth / model /
 #: unreachable / transient / flag.
 _CLASSES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(p, re.I), kind) for p, kind in [
-        (r"unknown option|unexpected argument|unrecognized (option|argument)|"
-         r"invalid value .* for '--", "flag"),
-        (r"not logged in|please run /login|log ?in required|invalid api key|"
-         r"incorrect api key|authentication (failed|error)|unauthori[sz]ed|\b401\b|\b403\b|"
-         r"missing environment variable|api key (is )?(missing|required|not set)|"
-         r"no (api key|credentials)|forbidden", "auth"),
-        (r"model[^.\n]{0,60}(not found|does not exist|not available|unknown|not supported)|"
-         r"issue with the selected model|unknown model|model_not_found|invalid model", "model"),
-        (r"econnrefused|connection refused|connection failed|could not connect|"
-         r"cannot connect|unable to connect|error sending request|enotfound|"
-         r"getaddrinfo|dns error|network is unreachable|ehostunreach|econnreset|"
-         r"connection reset", "unreachable"),
-        (r"\b(429|500|502|503|504|529)\b|overloaded|rate.?limit|too many requests|"
-         r"server error|temporar|high demand|try again|timed? ?out", "transient"),
+    (re.compile(p, re.I), kind)
+    for p, kind in [
+        (
+            r"unknown option|unexpected argument|unrecognized (option|argument)|"
+            r"invalid value .* for '--",
+            "flag",
+        ),
+        (
+            r"not logged in|please run /login|log ?in required|invalid api key|"
+            r"incorrect api key|authentication (failed|error)|unauthori[sz]ed|\b401\b|\b403\b|"
+            r"missing environment variable|api key (is )?(missing|required|not set)|"
+            r"no (api key|credentials)|forbidden",
+            "auth",
+        ),
+        (
+            r"model[^.\n]{0,60}(not found|does not exist|not available|unknown|not supported)|"
+            r"issue with the selected model|unknown model|model_not_found|invalid model",
+            "model",
+        ),
+        (
+            r"econnrefused|connection refused|connection failed|could not connect|"
+            r"cannot connect|unable to connect|error sending request|enotfound|"
+            r"getaddrinfo|dns error|network is unreachable|ehostunreach|econnreset|"
+            r"connection reset",
+            "unreachable",
+        ),
+        (
+            r"\b(429|500|502|503|504|529)\b|overloaded|rate.?limit|too many requests|"
+            r"server error|temporar|high demand|try again|timed? ?out",
+            "transient",
+        ),
     ]
 ]
 
@@ -322,14 +366,16 @@ class ExecBackend(Backend):
 
     # -- subclass hooks ------------------------------------------------------------------
     @abstractmethod
-    def build(self, request: CompletionRequest, executable: str, cwd: Path,
-              scratch: Path) -> CallSetup:
+    def build(
+        self, request: CompletionRequest, executable: str, cwd: Path, scratch: Path
+    ) -> CallSetup:
         """The command line for one call (``cwd`` is the empty working directory, ``scratch``
         a private folder for output files)."""
 
     @abstractmethod
-    def parse(self, result: ProcessResult, request: CompletionRequest,
-              scratch: Path) -> Completion | Failure:
+    def parse(
+        self, result: ProcessResult, request: CompletionRequest, scratch: Path
+    ) -> Completion | Failure:
         """Turn a finished process into a Completion, or a Failure to raise / retry."""
 
     def cleanup(self, setup: CallSetup, cwd: Path) -> None:
@@ -341,29 +387,37 @@ class ExecBackend(Backend):
 
     # -- the call ------------------------------------------------------------------------
     def executable(self) -> str:
-        return resolve_executable(self.config, self.executable_name, self.name,
-                                  self.install_hint)
+        return resolve_executable(self.config, self.executable_name, self.name, self.install_hint)
 
     def error_for(self, failure: Failure) -> BackendError:
         where = f" ({self.config.base_url})" if self.config.base_url else ""
         if failure.kind == "auth":
-            return BackendAuthError(f"not logged in or the API key was rejected{where}: "
-                                    f"{failure.message}", backend=self.name, fix=self.login_fix)
+            return BackendAuthError(
+                f"not logged in or the API key was rejected{where}: {failure.message}",
+                backend=self.name,
+                fix=self.login_fix,
+            )
         if failure.kind == "model":
-            return BackendModelError(f"unknown model {self.model or '(CLI default)'!r}: "
-                                     f"{failure.message}", backend=self.name,
-                                     fix="check `model` in the backend config")
+            return BackendModelError(
+                f"unknown model {self.model or '(CLI default)'!r}: {failure.message}",
+                backend=self.name,
+                fix="check `model` in the backend config",
+            )
         if failure.kind == "unreachable":
-            return BackendUnreachable(f"the CLI cannot reach its model API{where}: "
-                                      f"{failure.message}", backend=self.name,
-                                      fix="check `base_url` and the network; is the server "
-                                          "running?")
+            return BackendUnreachable(
+                f"the CLI cannot reach its model API{where}: {failure.message}",
+                backend=self.name,
+                fix="check `base_url` and the network; is the server running?",
+            )
         if failure.kind == "flag":
-            return BackendResponseError(f"the installed `{self.executable_name}` rejected a "
-                                        f"flag: {failure.message}", backend=self.name,
-                                        fix=f"install the supported version (`{self.install_hint}`)")
-        return BackendResponseError(failure.message or "the CLI failed without a message",
-                                    backend=self.name)
+            return BackendResponseError(
+                f"the installed `{self.executable_name}` rejected a flag: {failure.message}",
+                backend=self.name,
+                fix=f"install the supported version (`{self.install_hint}`)",
+            )
+        return BackendResponseError(
+            failure.message or "the CLI failed without a message", backend=self.name
+        )
 
     def check(self) -> None:
         """The CLI is installed and, with a ``base_url``, something listens there."""
@@ -381,8 +435,9 @@ class ExecBackend(Backend):
         for attempt in range(attempts):
             last = attempt == attempts - 1
             if _generation != began:
-                raise _Cancelled("the call was cancelled: the night is being interrupted",
-                                 backend=self.name)
+                raise _Cancelled(
+                    "the call was cancelled: the night is being interrupted", backend=self.name
+                )
             try:
                 outcome = self._once(request, executable, began)
             except BackendTimeout:
@@ -393,8 +448,9 @@ class ExecBackend(Backend):
             if isinstance(outcome, Completion):
                 return outcome
             if _generation != began:
-                raise _Cancelled("the call was cancelled: the night is being interrupted",
-                                 backend=self.name)
+                raise _Cancelled(
+                    "the call was cancelled: the night is being interrupted", backend=self.name
+                )
             if outcome.transient and not last:
                 self.sleep(min(self.base_delay * 2**attempt, MAX_DELAY))
                 continue
@@ -404,8 +460,9 @@ class ExecBackend(Backend):
             raise error
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _once(self, request: CompletionRequest, executable: str,
-              began: int | None = None) -> Completion | Failure:
+    def _once(
+        self, request: CompletionRequest, executable: str, began: int | None = None
+    ) -> Completion | Failure:
         with tempfile.TemporaryDirectory(prefix="skillopt-sleep-replay-") as tmp:
             cwd, scratch = Path(tmp) / "work", Path(tmp) / "scratch"
             cwd.mkdir()
@@ -414,9 +471,15 @@ class ExecBackend(Backend):
             for name, text in setup.files.items():
                 (cwd / name).write_text(text, encoding="utf-8")
             try:
-                result = run_process(setup.argv, stdin=setup.stdin, env=setup.env, cwd=cwd,
-                                     timeout=self.config.timeout, backend=self.name,
-                                     started_in=began)
+                result = run_process(
+                    setup.argv,
+                    stdin=setup.stdin,
+                    env=setup.env,
+                    cwd=cwd,
+                    timeout=self.config.timeout,
+                    backend=self.name,
+                    started_in=began,
+                )
             finally:
                 self.cleanup(setup, cwd)
             return self.parse(result, request, scratch)
@@ -466,11 +529,13 @@ def usage_of(input_tokens: Any, output_tokens: Any) -> Usage:
             return max(0, int(v or 0))
         except (TypeError, ValueError):
             return 0
+
     return Usage(input_tokens=num(input_tokens), output_tokens=num(output_tokens))
 
 
-def map_tool_names(native: list[str], requested: list[str],
-                   aliases: dict[str, tuple[str, ...]]) -> list[str]:
+def map_tool_names(
+    native: list[str], requested: list[str], aliases: dict[str, tuple[str, ...]]
+) -> list[str]:
     """Names of the tools called, in the task's vocabulary where one was asked for.
 
     ``aliases`` maps a task tool name (Claude Code's, e.g. ``Bash``) to the CLI's own names
@@ -480,7 +545,13 @@ def map_tool_names(native: list[str], requested: list[str],
     out = []
     for name in native:
         low = name.lower()
-        hit = next((r for r in requested if r.lower() == low
-                    or low in (a.lower() for a in aliases.get(r, ()))), None)
+        hit = next(
+            (
+                r
+                for r in requested
+                if r.lower() == low or low in (a.lower() for a in aliases.get(r, ()))
+            ),
+            None,
+        )
         out.append(hit or name)
     return out

@@ -55,7 +55,8 @@ def resolve_key(config: BackendConfig, default_env: str, base_url: str, backend:
         return config.api_key.get_secret_value()
     if config.api_key_env and not os.environ.get(config.api_key_env, "").strip():
         raise BackendAuthError(
-            f"api_key_env names ${config.api_key_env}, which is not set", backend=backend,
+            f"api_key_env names ${config.api_key_env}, which is not set",
+            backend=backend,
             fix=f"export {config.api_key_env}=<your key> before running, or fix `api_key_env`",
         )
     env = config.api_key_env or default_env
@@ -65,7 +66,8 @@ def resolve_key(config: BackendConfig, default_env: str, base_url: str, backend:
     if is_loopback(base_url):
         return LOCAL_PLACEHOLDER_KEY
     raise BackendAuthError(
-        f"no API key for {base_url}", backend=backend,
+        f"no API key for {base_url}",
+        backend=backend,
         fix=f"set the environment variable {env} or `api_key_env` in the backend config",
     )
 
@@ -101,9 +103,16 @@ def _retry_after(response: httpx.Response | None) -> float | None:
 class HttpCaller:
     """Posts JSON with retries for one backend. ``base_delay`` is in seconds."""
 
-    def __init__(self, config: BackendConfig, backend: str, base_url: str, *,
-                 key_env: str = "", base_delay: float = 0.5,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        config: BackendConfig,
+        backend: str,
+        base_url: str,
+        *,
+        key_env: str = "",
+        base_delay: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.config, self.backend, self.base_url = config, backend, base_url.rstrip("/")
         self.key_env = config.api_key_env or key_env
         self.base_delay, self.sleep = base_delay, sleep
@@ -128,13 +137,21 @@ class HttpCaller:
         except BackendResponseError:
             pass
 
-    def post(self, path: str, payload: dict[str, Any], headers: dict[str, str],
-             *, model: str) -> dict[str, Any]:
+    def post(
+        self, path: str, payload: dict[str, Any], headers: dict[str, str], *, model: str
+    ) -> dict[str, Any]:
         """POST ``base_url + path``; the parsed JSON object of a 2xx answer, or a BackendError."""
         return self.request("POST", path, payload, headers, model=model)
 
-    def request(self, method: str, path: str, payload: dict[str, Any] | None,
-                headers: dict[str, str], *, model: str) -> dict[str, Any]:
+    def request(
+        self,
+        method: str,
+        path: str,
+        payload: dict[str, Any] | None,
+        headers: dict[str, str],
+        *,
+        model: str,
+    ) -> dict[str, Any]:
         """Send with retries; the parsed JSON object of a 2xx answer, or a BackendError."""
         url = self.base_url + path
         attempts = self.config.max_retries + 1
@@ -146,59 +163,81 @@ class HttpCaller:
                 if last:
                     raise BackendTimeout(
                         f"no answer from {url} within {self.config.timeout:g}s "
-                        f"({type(exc).__name__})", backend=self.backend,
-                        fix="raise `timeout` in the backend config") from None
+                        f"({type(exc).__name__})",
+                        backend=self.backend,
+                        fix="raise `timeout` in the backend config",
+                    ) from None
                 self.sleep(self._delay(attempt))
                 continue
-            except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError,
-                    httpx.WriteError) as exc:
+            except (
+                httpx.ConnectError,
+                httpx.RemoteProtocolError,
+                httpx.ReadError,
+                httpx.WriteError,
+            ) as exc:
                 if last:
                     if isinstance(exc, httpx.ConnectError):
-                        raise BackendUnreachable(f"cannot reach {self.base_url}",
-                                                 backend=self.backend,
-                                                 fix="is the server running?") from None
-                    raise BackendResponseError(f"connection to {url} failed: {exc}",
-                                               backend=self.backend) from None
+                        raise BackendUnreachable(
+                            f"cannot reach {self.base_url}",
+                            backend=self.backend,
+                            fix="is the server running?",
+                        ) from None
+                    raise BackendResponseError(
+                        f"connection to {url} failed: {exc}", backend=self.backend
+                    ) from None
                 self.sleep(self._delay(attempt))
                 continue
             except httpx.HTTPError as exc:
-                raise BackendResponseError(f"request to {url} failed: {exc}",
-                                           backend=self.backend) from None
+                raise BackendResponseError(
+                    f"request to {url} failed: {exc}", backend=self.backend
+                ) from None
             status = response.status_code
             if status < 300:
                 return self._parse(response, url)
             if status in (401, 403):
                 where = "`api_key` in the backend config" + (
-                    f" or ${self.key_env}" if self.key_env else "")
+                    f" or ${self.key_env}" if self.key_env else ""
+                )
                 raise BackendAuthError(
-                    f"HTTP {status} from {url}: {_message(response)}", backend=self.backend,
-                    fix=f"check the API key in {where}")
+                    f"HTTP {status} from {url}: {_message(response)}",
+                    backend=self.backend,
+                    fix=f"check the API key in {where}",
+                )
             if status in (400, 404) and model and _is_model_error(response):
-                raise BackendModelError(f"unknown model {model!r}: {_message(response)}",
-                                        backend=self.backend,
-                                        fix="check `model` in the backend config")
+                raise BackendModelError(
+                    f"unknown model {model!r}: {_message(response)}",
+                    backend=self.backend,
+                    fix="check `model` in the backend config",
+                )
             if (status in _RETRY_STATUS or status >= 500) and not last:
                 self.sleep(self._delay(attempt, response))
                 continue
             if status == 404:
-                raise BackendResponseError(f"HTTP 404 from {url}: {_message(response)}",
-                                           backend=self.backend,
-                                           fix="check `base_url` in the backend config")
+                raise BackendResponseError(
+                    f"HTTP 404 from {url}: {_message(response)}",
+                    backend=self.backend,
+                    fix="check `base_url` in the backend config",
+                )
             raise BackendResponseError(
                 f"HTTP {status} from {url}: {_message(response)}"
-                + (f" (after {attempts} attempts)" if status in _RETRY_STATUS or status >= 500
-                   else ""), backend=self.backend)
+                + (
+                    f" (after {attempts} attempts)"
+                    if status in _RETRY_STATUS or status >= 500
+                    else ""
+                ),
+                backend=self.backend,
+            )
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _parse(self, response: httpx.Response, url: str) -> dict[str, Any]:
         try:
             data = response.json()
         except (ValueError, json.JSONDecodeError):
-            raise BackendResponseError(f"malformed JSON from {url}: {response.text[:120]!r}",
-                                       backend=self.backend) from None
+            raise BackendResponseError(
+                f"malformed JSON from {url}: {response.text[:120]!r}", backend=self.backend
+            ) from None
         if not isinstance(data, dict):
-            raise BackendResponseError(f"expected a JSON object from {url}",
-                                       backend=self.backend)
+            raise BackendResponseError(f"expected a JSON object from {url}", backend=self.backend)
         return data
 
 
@@ -209,5 +248,6 @@ def pick_model(request_model: str, config: BackendConfig, base_url: str, backend
         return model
     if is_loopback(base_url):
         return "sim"
-    raise BackendModelError("no model configured", backend=backend,
-                            fix="set `model` in the backend config")
+    raise BackendModelError(
+        "no model configured", backend=backend, fix="set `model` in the backend config"
+    )

@@ -33,8 +33,9 @@ class AnthropicBackend(Backend):
         base = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
         self.base_url = base.removesuffix("/v1")
         delay = self.base_delay if base_delay is None else base_delay
-        self._http = _http.HttpCaller(config, self.name, self.base_url,
-                                      key_env="ANTHROPIC_API_KEY", base_delay=delay)
+        self._http = _http.HttpCaller(
+            config, self.name, self.base_url, key_env="ANTHROPIC_API_KEY", base_delay=delay
+        )
 
     def __repr__(self) -> str:
         return f"AnthropicBackend(base_url={self.base_url!r}, model={self.model!r})"
@@ -65,18 +66,25 @@ class AnthropicBackend(Backend):
 def _completion(data: dict[str, Any], model: str, seconds: float, backend: str) -> Completion:
     blocks = data.get("content")
     if not isinstance(blocks, list):
-        raise BackendResponseError(f"answer has no content list: {str(data)[:120]}",
-                                   backend=backend)
-    text = "".join(str(b.get("text", "")) for b in blocks
-                   if isinstance(b, dict) and b.get("type") == "text")
-    calls = [str(b.get("name", "")) for b in blocks
-             if isinstance(b, dict) and b.get("type") == "tool_use"]
+        raise BackendResponseError(
+            f"answer has no content list: {str(data)[:120]}", backend=backend
+        )
+    text = "".join(
+        str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+    )
+    calls = [
+        str(b.get("name", ""))
+        for b in blocks
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    ]
     usage = data.get("usage") or {}
     return Completion(
         text=text,
         tool_calls=[c for c in calls if c],
-        usage=Usage(input_tokens=int(usage.get("input_tokens") or 0),
-                    output_tokens=int(usage.get("output_tokens") or 0)),
+        usage=Usage(
+            input_tokens=int(usage.get("input_tokens") or 0),
+            output_tokens=int(usage.get("output_tokens") or 0),
+        ),
         seconds=seconds,
         model=str(data.get("model") or model),
         raw=data,

@@ -27,15 +27,36 @@ import os
 import re
 from pathlib import Path
 
-from skillopt_sleep.backends._exec import (CallSetup, ExecBackend, Failure, ProcessResult,
-                                           api_key, classify, json_lines, marked, map_tool_names,
-                                           remove_empty_tree, stderr_failure, usage_of)
+from skillopt_sleep.backends._exec import (
+    CallSetup,
+    ExecBackend,
+    Failure,
+    ProcessResult,
+    api_key,
+    classify,
+    json_lines,
+    map_tool_names,
+    marked,
+    remove_empty_tree,
+    stderr_failure,
+    usage_of,
+)
 from skillopt_sleep.models import Completion, CompletionRequest
 
 #: every flag this backend may pass (checked against ``claude --help`` by the tests)
-FLAGS = ("-p", "--output-format", "--verbose", "--no-session-persistence",
-         "--disable-slash-commands", "--strict-mcp-config", "--permission-mode", "--tools",
-         "--allowedTools", "--model", "--append-system-prompt")
+FLAGS = (
+    "-p",
+    "--output-format",
+    "--verbose",
+    "--no-session-persistence",
+    "--disable-slash-commands",
+    "--strict-mcp-config",
+    "--permission-mode",
+    "--tools",
+    "--allowedTools",
+    "--model",
+    "--append-system-prompt",
+)
 
 QUIET_ENV = {
     "DISABLE_TELEMETRY": "1",
@@ -51,14 +72,26 @@ class ClaudeCodeBackend(ExecBackend):
     name = "claude_code"
     executable_name = "claude"
     install_hint = "npm install -g @anthropic-ai/claude-code"
-    login_fix = ("run `claude auth login`, or set `api_key_env` in the backend config to a "
-                 "variable holding an Anthropic API key")
+    login_fix = (
+        "run `claude auth login`, or set `api_key_env` in the backend config to a "
+        "variable holding an Anthropic API key"
+    )
 
-    def build(self, request: CompletionRequest, executable: str, cwd: Path,
-              scratch: Path) -> CallSetup:
-        argv = [executable, "-p", "--output-format", "stream-json", "--verbose",
-                "--no-session-persistence", "--disable-slash-commands", "--strict-mcp-config",
-                "--permission-mode", "dontAsk"]
+    def build(
+        self, request: CompletionRequest, executable: str, cwd: Path, scratch: Path
+    ) -> CallSetup:
+        argv = [
+            executable,
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--no-session-persistence",
+            "--disable-slash-commands",
+            "--strict-mcp-config",
+            "--permission-mode",
+            "dontAsk",
+        ]
         if request.tools:
             argv += ["--tools", ",".join(request.tools), "--allowedTools", ",".join(request.tools)]
         else:
@@ -80,20 +113,26 @@ class ClaudeCodeBackend(ExecBackend):
     def cleanup(self, setup: CallSetup, cwd: Path) -> None:
         # --no-session-persistence writes no transcript, but Claude Code still creates an
         # empty ~/.claude/projects/<cwd slug>/ folder for the temporary cwd: remove it.
-        config = setup.env.get("CLAUDE_CONFIG_DIR") or str(Path(setup.env.get("HOME") or
-                                                               Path.home()) / ".claude")
+        config = setup.env.get("CLAUDE_CONFIG_DIR") or str(
+            Path(setup.env.get("HOME") or Path.home()) / ".claude"
+        )
         for folder in {str(cwd), os.path.realpath(cwd)}:
             remove_empty_tree(Path(config) / "projects" / re.sub(r"[^A-Za-z0-9]", "-", folder))
 
-    def parse(self, result: ProcessResult, request: CompletionRequest,
-              scratch: Path) -> Completion | Failure:
+    def parse(
+        self, result: ProcessResult, request: CompletionRequest, scratch: Path
+    ) -> Completion | Failure:
         events = json_lines(result.stdout)
         final = next((e for e in reversed(events) if e.get("type") == "result"), None)
         if final is None:
             return stderr_failure(result, "claude")
         if final.get("is_error") or result.returncode != 0 or final.get("subtype") != "success":
-            text = final.get("result") or "; ".join(map(str, final.get("errors") or [])) \
-                or result.stderr or f"claude exited with status {result.returncode}"
+            text = (
+                final.get("result")
+                or "; ".join(map(str, final.get("errors") or []))
+                or result.stderr
+                or f"claude exited with status {result.returncode}"
+            )
             status = final.get("api_error_status")
             return classify(str(text), status if isinstance(status, int) else None)
         tools: list[str] = []
@@ -104,8 +143,10 @@ class ClaudeCodeBackend(ExecBackend):
                 if isinstance(block, dict) and block.get("type") == "tool_use":
                     tools.append(str(block.get("name", "")))
         usage = final.get("usage") or {}
-        inp = sum(int(usage.get(k) or 0) for k in
-                  ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+        inp = sum(
+            int(usage.get(k) or 0)
+            for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        )
         model = next(iter(final.get("modelUsage") or {}), "") or request.model or self.model
         seconds = final.get("duration_ms")
         return Completion(
@@ -113,6 +154,6 @@ class ClaudeCodeBackend(ExecBackend):
             tool_calls=map_tool_names([t for t in tools if t], request.tools, {}),
             usage=usage_of(inp, usage.get("output_tokens")),
             seconds=(seconds / 1000.0) if isinstance(seconds, (int, float)) else result.seconds,
-            model=model, raw={"session_id": final.get("session_id")},
+            model=model,
+            raw={"session_id": final.get("session_id")},
         )
-

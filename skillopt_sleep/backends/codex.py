@@ -31,26 +31,59 @@ import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from skillopt_sleep.backends._exec import (CallSetup, ExecBackend, Failure, ProcessResult,
-                                           api_key, classify, json_lines, marked, map_tool_names,
-                                           stderr_failure, usage_of)
+from skillopt_sleep.backends._exec import (
+    CallSetup,
+    ExecBackend,
+    Failure,
+    ProcessResult,
+    api_key,
+    classify,
+    json_lines,
+    map_tool_names,
+    marked,
+    stderr_failure,
+    usage_of,
+)
 from skillopt_sleep.models import Completion, CompletionRequest
 
-FLAGS = ("--json", "-o", "--skip-git-repo-check", "--sandbox", "--ephemeral", "-C", "-m",
-         "--disable", "-c")
+FLAGS = (
+    "--json",
+    "-o",
+    "--skip-git-repo-check",
+    "--sandbox",
+    "--ephemeral",
+    "-C",
+    "-m",
+    "--disable",
+    "-c",
+)
 PROVIDER = "skillopt_sleep"
 KEY_ENV = "SKILLOPT_CODEX_API_KEY"
 #: features never needed by a replay
-OFF_FEATURES = ("multi_agent", "goals", "image_generation", "apps", "plugins", "browser_use",
-                "computer_use")
+OFF_FEATURES = (
+    "multi_agent",
+    "goals",
+    "image_generation",
+    "apps",
+    "plugins",
+    "browser_use",
+    "computer_use",
+)
 #: the shell tools, off unless the task needs a shell
 SHELL_FEATURES = ("shell_tool", "unified_exec")
-QUIET = ('analytics.enabled=false', 'feedback.enabled=false',
-         'check_for_update_on_startup=false', 'otel.exporter="none"')
+QUIET = (
+    "analytics.enabled=false",
+    "feedback.enabled=false",
+    "check_for_update_on_startup=false",
+    'otel.exporter="none"',
+)
 #: task tool name -> Codex's names for the same capability
-ALIASES = {"Bash": ("exec_command", "shell", "command_execution", "local_shell"),
-           "Edit": ("apply_patch", "file_change"), "Write": ("apply_patch", "file_change"),
-           "WebSearch": ("web_search",)}
+ALIASES = {
+    "Bash": ("exec_command", "shell", "command_execution", "local_shell"),
+    "Edit": ("apply_patch", "file_change"),
+    "Write": ("apply_patch", "file_change"),
+    "WebSearch": ("web_search",),
+}
 
 
 def _toml(value: str) -> str:
@@ -66,14 +99,29 @@ class CodexBackend(ExecBackend):
     name = "codex"
     executable_name = "codex"
     install_hint = "npm install -g @openai/codex"
-    login_fix = ("run `codex login`, or set `api_key_env` in the backend config to a variable "
-                 "holding the API key")
+    login_fix = (
+        "run `codex login`, or set `api_key_env` in the backend config to a variable "
+        "holding the API key"
+    )
 
-    def build(self, request: CompletionRequest, executable: str, cwd: Path,
-              scratch: Path) -> CallSetup:
-        argv = [executable, "exec", "--json", "-o", str(scratch / "last.txt"),
-                "--skip-git-repo-check", "--sandbox", "read-only", "--ephemeral", "-C", str(cwd),
-                "--disable", "unbounded_connection_retries"]
+    def build(
+        self, request: CompletionRequest, executable: str, cwd: Path, scratch: Path
+    ) -> CallSetup:
+        argv = [
+            executable,
+            "exec",
+            "--json",
+            "-o",
+            str(scratch / "last.txt"),
+            "--skip-git-repo-check",
+            "--sandbox",
+            "read-only",
+            "--ephemeral",
+            "-C",
+            str(cwd),
+            "--disable",
+            "unbounded_connection_retries",
+        ]
         model = request.model or self.config.model
         if model:
             argv += ["-m", model]
@@ -92,19 +140,26 @@ class CodexBackend(ExecBackend):
         env = self.base_env()
         env["NO_COLOR"] = "1"
         if self.config.base_url:
-            provider = (f'{{name="skillopt-sleep", base_url={_toml(_openai_base(self.config.base_url))}, '
-                        f'wire_api="responses", request_max_retries=0, stream_max_retries=0')
+            provider = (
+                f'{{name="skillopt-sleep", base_url={_toml(_openai_base(self.config.base_url))}, '
+                f'wire_api="responses", request_max_retries=0, stream_max_retries=0'
+            )
             key = api_key(self.config)
             if key:
                 env[KEY_ENV] = key
                 provider += f', env_key="{KEY_ENV}"'
-            argv += ["-c", f"model_providers.{PROVIDER}={provider}}}",
-                     "-c", f'model_provider="{PROVIDER}"']
+            argv += [
+                "-c",
+                f"model_providers.{PROVIDER}={provider}}}",
+                "-c",
+                f'model_provider="{PROVIDER}"',
+            ]
         argv.append("-")
         return CallSetup(argv=argv, env=env, stdin=marked(request.prompt))
 
-    def parse(self, result: ProcessResult, request: CompletionRequest,
-              scratch: Path) -> Completion | Failure:
+    def parse(
+        self, result: ProcessResult, request: CompletionRequest, scratch: Path
+    ) -> Completion | Failure:
         events = json_lines(result.stdout)
         failed = next((e for e in reversed(events) if e.get("type") == "turn.failed"), None)
         errors = [e for e in events if e.get("type") == "error"]
@@ -117,8 +172,10 @@ class CodexBackend(ExecBackend):
             return classify(str(message))
         done = [e for e in events if e.get("type") == "turn.completed"]
         if not done:
-            return classify("codex exec finished without a completed turn: "
-                            + (result.stderr.strip()[-200:] or "no output"))
+            return classify(
+                "codex exec finished without a completed turn: "
+                + (result.stderr.strip()[-200:] or "no output")
+            )
         texts, tools = [], []
         for event in events:
             if event.get("type") != "item.completed":
@@ -144,10 +201,14 @@ class CodexBackend(ExecBackend):
             inp += int(usage.get("input_tokens") or 0)
             out += int(usage.get("output_tokens") or 0)
         return Completion(
-            text=text, tool_calls=map_tool_names(tools, request.tools, ALIASES),
-            usage=usage_of(inp, out), seconds=result.seconds,
+            text=text,
+            tool_calls=map_tool_names(tools, request.tools, ALIASES),
+            usage=usage_of(inp, out),
+            seconds=result.seconds,
             model=request.model or self.model,
-            raw={"thread_id": next((e.get("thread_id") for e in events
-                                    if e.get("type") == "thread.started"), None)},
+            raw={
+                "thread_id": next(
+                    (e.get("thread_id") for e in events if e.get("type") == "thread.started"), None
+                )
+            },
         )
-

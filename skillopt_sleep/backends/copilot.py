@@ -34,21 +34,45 @@ import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from skillopt_sleep.backends._exec import (CallSetup, ExecBackend, Failure, ProcessResult,
-                                           api_key, classify, json_lines, marked, map_tool_names,
-                                           stderr_failure, usage_of)
+from skillopt_sleep.backends._exec import (
+    CallSetup,
+    ExecBackend,
+    Failure,
+    ProcessResult,
+    api_key,
+    classify,
+    json_lines,
+    map_tool_names,
+    marked,
+    stderr_failure,
+    usage_of,
+)
 from skillopt_sleep.models import Completion, CompletionRequest
 
-FLAGS = ("--output-format", "--usage-output-file", "--no-auto-update",
-         "--disable-client-telemetry", "--disable-builtin-mcps", "--no-ask-user", "--no-color",
-         "--available-tools", "--allow-tool", "--model")
+FLAGS = (
+    "--output-format",
+    "--usage-output-file",
+    "--no-auto-update",
+    "--disable-client-telemetry",
+    "--disable-builtin-mcps",
+    "--no-ask-user",
+    "--no-color",
+    "--available-tools",
+    "--allow-tool",
+    "--model",
+)
 #: ``--available-tools`` value for plain calls: matches no tool, so none is offered
 NO_TOOLS = "skillopt-sleep-no-tools"
 #: task tool name -> Copilot's tool names
 ALIASES: dict[str, tuple[str, ...]] = {
-    "Bash": ("bash", "read_bash", "stop_bash", "list_bash"), "Read": ("view",),
-    "Edit": ("edit",), "Write": ("create",), "Grep": ("grep",), "Glob": ("glob",),
-    "WebFetch": ("web_fetch", "fetch"), "Task": ("task",),
+    "Bash": ("bash", "read_bash", "stop_bash", "list_bash"),
+    "Read": ("view",),
+    "Edit": ("edit",),
+    "Write": ("create",),
+    "Grep": ("grep",),
+    "Glob": ("glob",),
+    "WebFetch": ("web_fetch", "fetch"),
+    "Task": ("task",),
 }
 #: Copilot tool -> the permission pattern it needs (tools not listed need none)
 PERMISSIONS = {"bash": "shell", "edit": "write", "create": "write", "web_fetch": "url"}
@@ -63,15 +87,26 @@ class CopilotBackend(ExecBackend):
     name = "copilot"
     executable_name = "copilot"
     install_hint = "npm install -g @github/copilot"
-    login_fix = ("run `copilot login` (or `/login` in copilot), or for a custom provider set "
-                 "`api_key_env` in the backend config")
+    login_fix = (
+        "run `copilot login` (or `/login` in copilot), or for a custom provider set "
+        "`api_key_env` in the backend config"
+    )
 
-    def build(self, request: CompletionRequest, executable: str, cwd: Path,
-              scratch: Path) -> CallSetup:
-        argv = [executable, "--output-format", "json",
-                "--usage-output-file", str(scratch / "usage.json"), "--no-auto-update",
-                "--disable-client-telemetry", "--disable-builtin-mcps", "--no-ask-user",
-                "--no-color"]
+    def build(
+        self, request: CompletionRequest, executable: str, cwd: Path, scratch: Path
+    ) -> CallSetup:
+        argv = [
+            executable,
+            "--output-format",
+            "json",
+            "--usage-output-file",
+            str(scratch / "usage.json"),
+            "--no-auto-update",
+            "--disable-client-telemetry",
+            "--disable-builtin-mcps",
+            "--no-ask-user",
+            "--no-color",
+        ]
         if request.tools:
             native: list[str] = []
             for tool in request.tools:
@@ -92,8 +127,13 @@ class CopilotBackend(ExecBackend):
         if self.config.base_url:
             home = scratch / "copilot-home"
             home.mkdir(exist_ok=True)
-            env.update({"COPILOT_OFFLINE": "true", "COPILOT_HOME": str(home),
-                        "COPILOT_PROVIDER_BASE_URL": _openai_base(self.config.base_url)})
+            env.update(
+                {
+                    "COPILOT_OFFLINE": "true",
+                    "COPILOT_HOME": str(home),
+                    "COPILOT_PROVIDER_BASE_URL": _openai_base(self.config.base_url),
+                }
+            )
             key = api_key(self.config)
             if key:
                 env["COPILOT_PROVIDER_API_KEY"] = key
@@ -102,8 +142,9 @@ class CopilotBackend(ExecBackend):
         files = {"AGENTS.md": request.system} if request.system else {}
         return CallSetup(argv=argv, env=env, stdin=marked(request.prompt), files=files)
 
-    def parse(self, result: ProcessResult, request: CompletionRequest,
-              scratch: Path) -> Completion | Failure:
+    def parse(
+        self, result: ProcessResult, request: CompletionRequest, scratch: Path
+    ) -> Completion | Failure:
         events = json_lines(result.stdout)
         final = next((e for e in reversed(events) if e.get("type") == "result"), None)
         errors = [e.get("data") or {} for e in events if e.get("type") == "session.error"]
@@ -131,7 +172,9 @@ class CopilotBackend(ExecBackend):
         usage_file = scratch / "usage.json"
         if usage_file.exists():
             try:
-                metrics = json.loads(usage_file.read_text(encoding="utf-8")).get("modelMetrics") or {}
+                metrics = (
+                    json.loads(usage_file.read_text(encoding="utf-8")).get("modelMetrics") or {}
+                )
             except ValueError:
                 metrics = {}
             for m in metrics.values():
@@ -144,6 +187,6 @@ class CopilotBackend(ExecBackend):
             tool_calls=map_tool_names([t for t in tools if t], request.tools, ALIASES),
             usage=usage_of(inp, out),
             seconds=ms / 1000.0 if isinstance(ms, (int, float)) else result.seconds,
-            model=request.model or self.model, raw={"session_id": (final or {}).get("sessionId")},
+            model=request.model or self.model,
+            raw={"session_id": (final or {}).get("sessionId")},
         )
-

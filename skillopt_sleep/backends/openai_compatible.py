@@ -31,8 +31,9 @@ class OpenAICompatibleBackend(Backend):
         super().__init__(config)
         self.base_url = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
         delay = self.base_delay if base_delay is None else base_delay
-        self._http = _http.HttpCaller(config, self.name, self.base_url,
-                                      key_env="OPENAI_API_KEY", base_delay=delay)
+        self._http = _http.HttpCaller(
+            config, self.name, self.base_url, key_env="OPENAI_API_KEY", base_delay=delay
+        )
         self._token_field = "max_tokens"
 
     def __repr__(self) -> str:
@@ -54,10 +55,14 @@ class OpenAICompatibleBackend(Backend):
         key = _http.resolve_key(self.config, "OPENAI_API_KEY", self.base_url, self.name)
         self._http.check("/models", {"Authorization": f"Bearer {key}"})
 
-    def _post(self, model: str, messages: list[dict[str, str]], max_tokens: int,
-              headers: dict[str, str]) -> dict[str, Any]:
-        payload: dict[str, Any] = {"model": model, "messages": messages,
-                                   self._token_field: max_tokens}
+    def _post(
+        self, model: str, messages: list[dict[str, str]], max_tokens: int, headers: dict[str, str]
+    ) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            self._token_field: max_tokens,
+        }
         try:
             return self._http.post("/chat/completions", payload, headers, model=model)
         except BackendResponseError as exc:
@@ -75,19 +80,25 @@ def _completion(data: dict[str, Any], model: str, seconds: float, backend: str) 
     try:
         message = data["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
-        raise BackendResponseError(f"answer has no choices[0].message: {str(data)[:120]}",
-                                   backend=backend) from None
+        raise BackendResponseError(
+            f"answer has no choices[0].message: {str(data)[:120]}", backend=backend
+        ) from None
     content = message.get("content")
     if isinstance(content, list):  # some servers return content parts
         content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    calls = [str((c.get("function") or {}).get("name", "")) for c in
-             message.get("tool_calls") or [] if isinstance(c, dict)]
+    calls = [
+        str((c.get("function") or {}).get("name", ""))
+        for c in message.get("tool_calls") or []
+        if isinstance(c, dict)
+    ]
     usage = data.get("usage") or {}
     return Completion(
         text=str(content or ""),
         tool_calls=[c for c in calls if c],
-        usage=Usage(input_tokens=int(usage.get("prompt_tokens") or 0),
-                    output_tokens=int(usage.get("completion_tokens") or 0)),
+        usage=Usage(
+            input_tokens=int(usage.get("prompt_tokens") or 0),
+            output_tokens=int(usage.get("completion_tokens") or 0),
+        ),
         seconds=seconds,
         model=str(data.get("model") or model),
         raw=data,

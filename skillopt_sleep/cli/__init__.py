@@ -36,8 +36,10 @@ JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON.")
 
 @app.callback()
 def _root(
-    config: Optional[Path] = typer.Option(
-        None, "--config", help="Config file (default: the user config dir's config.toml).",
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        help="Config file (default: the user config dir's config.toml).",
         envvar="SKILLOPT_SLEEP_CONFIG_FILE",
     ),
 ) -> None:
@@ -66,8 +68,11 @@ def first_run_setup() -> None:
     from skillopt_sleep.sources.discovery import discover_sources, enable_found
 
     enabled = enable_found(path, discover_sources(load_settings(path), config_path=path))
-    err.print(f"first run: wrote {path}, harvesting {', '.join(enabled) or 'nothing found yet'} "
-              "(`skillopt-sleep sources` lists every agent)", markup=False)
+    err.print(
+        f"first run: wrote {path}, harvesting {', '.join(enabled) or 'nothing found yet'} "
+        "(`skillopt-sleep sources` lists every agent)",
+        markup=False,
+    )
 
 
 def _store():
@@ -99,8 +104,12 @@ def harvest(as_json: bool = JsonOpt) -> None:
     for name, acc in (data.get("sources") or {}).items():
         skipped = {**acc.get("files_skipped", {}), **acc.get("sessions_filtered", {})}
         table.add_row(
-            name, str(acc["files_seen"]), str(acc["files_read"]), str(acc["bytes_read"]),
-            str(acc["sessions_new"]), str(acc["sessions_updated"]),
+            name,
+            str(acc["files_seen"]),
+            str(acc["files_read"]),
+            str(acc["bytes_read"]),
+            str(acc["sessions_new"]),
+            str(acc["sessions_updated"]),
             ", ".join(f"{k} {v}" for k, v in skipped.items()) or "—",
             "\n".join(acc.get("roots", [])),
         )
@@ -109,7 +118,7 @@ def harvest(as_json: bool = JsonOpt) -> None:
 
 @app.command()
 def tasks(
-    project: Optional[Path] = typer.Option(None, help="Only this project (default: all)."),
+    project: Path | None = typer.Option(None, help="Only this project (default: all)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Mine and list recurring tasks with their split and checks."""
@@ -123,29 +132,44 @@ def tasks(
         return
     if not rows:
         dropped = ", ".join(f"{k} {v}" for k, v in report.dropped.items())
-        out.print(f"no recurring or corrected task yet ({report.sessions_considered} sessions, "
-                  f"{report.prompts} prompts considered" + (f"; dropped: {dropped}" if dropped else "")
-                  + ")" + ("; harvest first: `skillopt-sleep harvest`" if not store.db["harvest_runs"].count else ""),
-                  markup=False)
+        out.print(
+            f"no recurring or corrected task yet ({report.sessions_considered} sessions, "
+            f"{report.prompts} prompts considered"
+            + (f"; dropped: {dropped}" if dropped else "")
+            + ")"
+            + (
+                "; harvest first: `skillopt-sleep harvest`"
+                if not store.db["harvest_runs"].count
+                else ""
+            ),
+            markup=False,
+        )
         return
     table = Table("id", "split", "sessions", "checks", "intent")
     for t in rows:
         checks = ", ".join(f"{c['kind']} {c['value']!r}" for c in t["checks"])
         if not checks:
             checks = "rubric" if t.get("rubric") else "none: not scored until a correction arrives"
-        table.add_row(t["id"], t["split"] or "-", str(len(t["sessions"])), checks,
-                      t["intent"].replace("\n", " ")[:70])
+        table.add_row(
+            t["id"],
+            t["split"] or "-",
+            str(len(t["sessions"])),
+            checks,
+            t["intent"].replace("\n", " ")[:70],
+        )
     out.print(table)
 
 
 @app.command()
 def run(
-    dry_run: bool = typer.Option(False, "--dry-run", help="Harvest and mine only; no model calls, nothing staged."),
-    project: Optional[Path] = typer.Option(None, help="Only tasks from this project."),
-    target_backend: Optional[str] = typer.Option(None, help="Backend that replays tasks."),
-    target_model: Optional[str] = typer.Option(None),
-    optimizer_backend: Optional[str] = typer.Option(None, help="Backend that reflects and judges."),
-    optimizer_model: Optional[str] = typer.Option(None),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Harvest and mine only; no model calls, nothing staged."
+    ),
+    project: Path | None = typer.Option(None, help="Only tasks from this project."),
+    target_backend: str | None = typer.Option(None, help="Backend that replays tasks."),
+    target_model: str | None = typer.Option(None),
+    optimizer_backend: str | None = typer.Option(None, help="Backend that reflects and judges."),
+    optimizer_model: str | None = typer.Option(None),
     as_json: bool = JsonOpt,
 ) -> None:
     """Run one night now: harvest, mine, replay, reflect, gate, stage a proposal."""
@@ -158,8 +182,9 @@ def run(
     from skillopt_sleep.config import environment_overrides
 
     # the daemon runs with its own config and environment: only a plain run goes to it
-    plain = not (dry_run or project or target or optimizer or _state["config"]
-                 or environment_overrides())
+    plain = not (
+        dry_run or project or target or optimizer or _state["config"] or environment_overrides()
+    )
     from skillopt_sleep.cli.nights import daemon_runs_it, print_night, run_here, signals_interrupt
 
     if plain and daemon_runs_it(as_json):
@@ -174,7 +199,9 @@ def run(
 
 @app.command("proposals")
 def proposals_cmd(
-    all_: bool = typer.Option(False, "--all", help="Include adopted, rejected and superseded ones."),
+    all_: bool = typer.Option(
+        False, "--all", help="Include adopted, rejected and superseded ones."
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """List staged proposals."""
@@ -189,8 +216,14 @@ def proposals_cmd(
         return
     table = Table("id", "status", "created", "val", "test", "target")
     for r in rows:
-        table.add_row(r["id"], r["status"], r["created_at"], f"{_fmt(r['val_before'])} -> {_fmt(r['val_after'])}",
-                      f"{_fmt(r['test_before'])} -> {_fmt(r['test_after'])}", r["target_path"])
+        table.add_row(
+            r["id"],
+            r["status"],
+            r["created_at"],
+            f"{_fmt(r['val_before'])} -> {_fmt(r['val_after'])}",
+            f"{_fmt(r['test_before'])} -> {_fmt(r['test_after'])}",
+            r["target_path"],
+        )
     out.print(table)
 
 
@@ -211,7 +244,9 @@ def show(proposal_id: str = typer.Argument(..., metavar="ID"), as_json: bool = J
 @app.command("adopt")
 def adopt_cmd(
     proposal_id: str = typer.Argument(..., metavar="ID"),
-    force: bool = typer.Option(False, "--force", help="Apply the managed block even if the file changed."),
+    force: bool = typer.Option(
+        False, "--force", help="Apply the managed block even if the file changed."
+    ),
 ) -> None:
     """Write a staged proposal to its live file (atomically, with a backup)."""
     from skillopt_sleep.proposals import adopt
@@ -237,8 +272,12 @@ def reject_cmd(
 
 @app.command("rollback")
 def rollback_cmd(
-    target: Optional[str] = typer.Argument(None, help="The live file (default: the latest adoption)."),
-    force: bool = typer.Option(False, "--force", help="Restore even if the file changed since adoption."),
+    target: str | None = typer.Argument(
+        None, help="The live file (default: the latest adoption)."
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="Restore even if the file changed since adoption."
+    ),
 ) -> None:
     """Restore the file as it was before the latest adoption, byte for byte."""
     from skillopt_sleep.proposals import rollback
@@ -269,12 +308,16 @@ def status(as_json: bool = JsonOpt) -> None:
         return
     _print_daemon(data.get("daemon") or {})
     c = data["counts"]
-    out.print(f"store: {data['database']} ({c['sessions']} sessions, {c['messages']} messages, {c['tasks']} tasks)")
+    out.print(
+        f"store: {data['database']} ({c['sessions']} sessions, {c['messages']} messages, {c['tasks']} tasks)"
+    )
     n = data["last_night"]
     if n:
-        out.print(f"last night: #{n['id']} {n['status']} at {n['started_at']}"
-                  f" — val {_fmt(n['val_before'])} -> {_fmt(n['val_after'])},"
-                  f" test {_fmt(n['test_before'])} -> {_fmt(n['test_after'])}, calls {_fmt(n['calls'])}")
+        out.print(
+            f"last night: #{n['id']} {n['status']} at {n['started_at']}"
+            f" — val {_fmt(n['val_before'])} -> {_fmt(n['val_after'])},"
+            f" test {_fmt(n['test_before'])} -> {_fmt(n['test_after'])}, calls {_fmt(n['calls'])}"
+        )
         if n["error"]:
             out.print(f"  error: {n['error']}", markup=False)
         elif (n.get("summary") or {}).get("reason"):
@@ -282,12 +325,16 @@ def status(as_json: bool = JsonOpt) -> None:
     else:
         out.print("last night: none yet (run `skillopt-sleep run`)")
     for p in data["pending_proposals"]:
-        out.print(f"pending proposal {p['id']} for {p['target']} (val {_fmt(p['val_before'])} -> {_fmt(p['val_after'])})")
+        out.print(
+            f"pending proposal {p['id']} for {p['target']} (val {_fmt(p['val_before'])} -> {_fmt(p['val_after'])})"
+        )
     for name, h in data["harvest"].items():
-        out.print(f"harvest {name}: {h['files_seen']} files, {h['sessions_new']} new / "
-                  f"{h['sessions_updated']} updated sessions at {h['at']}"
-                  + (f"; skipped lines: {_counts(h['lines_skipped'])}" if h['lines_skipped'] else ""),
-                  markup=False)
+        out.print(
+            f"harvest {name}: {h['files_seen']} files, {h['sessions_new']} new / "
+            f"{h['sessions_updated']} updated sessions at {h['at']}"
+            + (f"; skipped lines: {_counts(h['lines_skipped'])}" if h["lines_skipped"] else ""),
+            markup=False,
+        )
     if config_error:
         err.print(f"error: {config_error}", markup=False)
         raise typer.Exit(1)
@@ -309,49 +356,72 @@ def _print_daemon(d: dict[str, Any]) -> None:
         return
     out.print(f"daemon: running (pid {d['pid']}), up {int(d.get('uptime_seconds') or 0)}s")
     for w in d.get("watched") or []:
-        extra = f" via {w['watching']}" if w["state"] == "waiting" else (f": {w['error']}" if w["error"] else "")
-        out.print(f"  {w['source']}: {w['root']} [{w['state']}{extra}] {w.get('files', 0)} files, "
-                  f"{w.get('sessions', 0)} sessions", markup=False)
+        extra = (
+            f" via {w['watching']}"
+            if w["state"] == "waiting"
+            else (f": {w['error']}" if w["error"] else "")
+        )
+        out.print(
+            f"  {w['source']}: {w['root']} [{w['state']}{extra}] {w.get('files', 0)} files, "
+            f"{w.get('sessions', 0)} sessions",
+            markup=False,
+        )
     li = d.get("last_ingest") or {}
     if li:
-        out.print(f"  last ingest: {li.get('at')} ({li.get('files', 0)} files, "
-                  f"{li.get('sessions_new', 0)} new / {li.get('sessions_updated', 0)} updated sessions)")
+        out.print(
+            f"  last ingest: {li.get('at')} ({li.get('files', 0)} files, "
+            f"{li.get('sessions_new', 0)} new / {li.get('sessions_updated', 0)} updated sessions)"
+        )
     night = d.get("night") or {}
     if night.get("running"):
-        out.print(f"  night running: {night.get('trigger')} since {night.get('started_at')} (pid {night.get('pid')})")
+        out.print(
+            f"  night running: {night.get('trigger')} since {night.get('started_at')} (pid {night.get('pid')})"
+        )
     nxt = d.get("next_night") or {}
     if nxt:
         when = "now (due)" if nxt.get("pending") else nxt.get("at")
         out.print(f"  next night: {when}" + (f" — {nxt['waiting']}" if nxt.get("waiting") else ""))
     if d.get("config_error"):
-        out.print(f"  config {d.get('config')} changed since the daemon started and no longer "
-                  f"loads — the next night will fail: {d['config_error']}", markup=False)
+        out.print(
+            f"  config {d.get('config')} changed since the daemon started and no longer "
+            f"loads — the next night will fail: {d['config_error']}",
+            markup=False,
+        )
     elif d.get("config_changed"):
-        out.print(f"  config {d.get('config')} changed since the daemon started: nights use it, the "
-                  "schedule and watched folders after a restart (`skillopt-sleep stop`, then `start`)",
-                  markup=False)
+        out.print(
+            f"  config {d.get('config')} changed since the daemon started: nights use it, the "
+            "schedule and watched folders after a restart (`skillopt-sleep stop`, then `start`)",
+            markup=False,
+        )
     if d.get("last_error"):
-        out.print(f"  daemon error: {d['last_error']['message']} at {d['last_error']['at']}", markup=False)
+        out.print(
+            f"  daemon error: {d['last_error']['message']} at {d['last_error']['at']}", markup=False
+        )
 
 
 @app.command()
 def demo(
-    keep: Optional[Path] = typer.Option(None, help="Use this folder instead of a temporary one and keep it."),
+    keep: Path | None = typer.Option(
+        None, help="Use this folder instead of a temporary one and keep it."
+    ),
 ) -> None:
     """Run a full night in a sandbox against the bundled simulator (no agent or key needed)."""
-    from skillopt_sleep.demo import run_demo
-
     from skillopt_sleep.cli.nights import signals_interrupt
+    from skillopt_sleep.demo import run_demo
 
     with signals_interrupt():
         result = run_demo(keep, say=lambda m: err.print(f"[dim]{m}[/]"))
-    out.print(f"demo night: {result['status']}; val {_fmt(result['val_before'])} -> {_fmt(result['val_after'])}, "
-              f"test {_fmt(result['test_before'])} -> {_fmt(result['test_after'])}")
+    out.print(
+        f"demo night: {result['status']}; val {_fmt(result['val_before'])} -> {_fmt(result['val_after'])}, "
+        f"test {_fmt(result['test_before'])} -> {_fmt(result['test_after'])}"
+    )
     out.print(f"report: {result['report']}")
     if result.get("sandbox"):
         out.print(f"sandbox: {result['sandbox']}")
     if result.get("proposal_id"):
-        out.print(f"look around: SKILLOPT_SLEEP_HOME={result['home']} skillopt-sleep show {result['proposal_id']}")
+        out.print(
+            f"look around: SKILLOPT_SLEEP_HOME={result['home']} skillopt-sleep show {result['proposal_id']}"
+        )
 
 
 #: Modules that add command groups; each defines ``register(app: typer.Typer) -> None``.
@@ -388,11 +458,20 @@ def main() -> None:
         # the machine, not a bug: a read-only or full disk, a damaged database, a lock file
         # that cannot be made — one line with the path, exit 1
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-        hint = ("; the state folder is " + str(paths.state_dir())
-                + ("" if isinstance(exc, OSError) else
-                   " — move skillopt.db aside and run `skillopt-sleep harvest` to rebuild it"))
-        err.print(f"error: {type(exc).__name__}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}"
-                  f"{where}{hint}", markup=False)
+        hint = (
+            "; the state folder is "
+            + str(paths.state_dir())
+            + (
+                ""
+                if isinstance(exc, OSError)
+                else " — move skillopt.db aside and run `skillopt-sleep harvest` to rebuild it"
+            )
+        )
+        err.print(
+            f"error: {type(exc).__name__}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}"
+            f"{where}{hint}",
+            markup=False,
+        )
         sys.exit(1)
     except Exception as exc:
         _internal_error(exc)

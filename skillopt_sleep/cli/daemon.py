@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from skillopt_sleep.cli import _state, err, out
@@ -12,23 +10,25 @@ from skillopt_sleep.cli import _state, err, out
 def register(app: typer.Typer) -> None:
     app.command("start")(start)
     app.command("stop")(stop)
-    service = typer.Typer(help="Install or remove the login service (systemd / launchd / Task Scheduler).",
-                          no_args_is_help=True)
+    service = typer.Typer(
+        help="Install or remove the login service (systemd / launchd / Task Scheduler).",
+        no_args_is_help=True,
+    )
     service.command("install")(service_install)
     service.command("uninstall")(service_uninstall)
     app.add_typer(service, name="service")
 
 
 def start(
-    foreground: bool = typer.Option(False, "--foreground",
-                                    help="Run in this process (for service managers); do not detach."),
-    ready_fd: Optional[int] = typer.Option(None, "--ready-fd", hidden=True),
+    foreground: bool = typer.Option(
+        False, "--foreground", help="Run in this process (for service managers); do not detach."
+    ),
+    ready_fd: int | None = typer.Option(None, "--ready-fd", hidden=True),
     timeout: float = typer.Option(60.0, help="Seconds to wait for the daemon to report ready."),
 ) -> None:
     """Start the background daemon: live harvest, nightly schedule, control socket."""
-    from skillopt_sleep.daemon import process
-
     from skillopt_sleep.cli import first_run_setup
+    from skillopt_sleep.daemon import process
 
     first_run_setup()
     config = _state.get("config")
@@ -59,8 +59,11 @@ def _same_config_or_exit(pid: int, config) -> None:
     running = (process.read_pidfile() or {}).get("config") or str(paths.config_file())
     wanted = str(Path(config).expanduser().resolve()) if config else str(paths.config_file())
     if running != wanted:
-        err.print(f"error: the daemon is already running (pid {pid}) with config {running}; "
-                  f"run `skillopt-sleep stop` first to start it with {wanted}", markup=False)
+        err.print(
+            f"error: the daemon is already running (pid {pid}) with config {running}; "
+            f"run `skillopt-sleep stop` first to start it with {wanted}",
+            markup=False,
+        )
         raise typer.Exit(1)
 
 
@@ -72,7 +75,11 @@ def stop(timeout: float = typer.Option(60.0, help="Seconds to wait before killin
     if not res.was_running:
         out.print("not running")
         return
-    extra = f"; killed {len(res.killed_children)} leftover child process(es)" if res.killed_children else ""
+    extra = (
+        f"; killed {len(res.killed_children)} leftover child process(es)"
+        if res.killed_children
+        else ""
+    )
     if res.stopped:
         out.print(f"stopped (pid {res.pid}, {res.how}, {res.seconds:.1f}s){extra}")
     else:
@@ -81,7 +88,9 @@ def stop(timeout: float = typer.Option(60.0, help="Seconds to wait before killin
 
 
 def service_install(
-    now: bool = typer.Option(False, "--now", help="Also enable and start it (systemctl/launchctl/schtasks)."),
+    now: bool = typer.Option(
+        False, "--now", help="Also enable and start it (systemctl/launchctl/schtasks)."
+    ),
 ) -> None:
     """Write the service definition for this OS, running `skillopt-sleep start --foreground`."""
     from skillopt_sleep.daemon import units

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -16,34 +15,55 @@ class AgentName(str, Enum):
     devin = "devin"
 
 
-_SYMBOL = {"create": "+", "update": "~", "unchanged": "=", "restore": "<", "delete": "-",
-           "edit": "~", "keep": "=", "missing": "?"}
+_SYMBOL = {
+    "create": "+",
+    "update": "~",
+    "unchanged": "=",
+    "restore": "<",
+    "delete": "-",
+    "edit": "~",
+    "keep": "=",
+    "missing": "?",
+}
 
 
 def _print(report, verb: str) -> None:
     from skillopt_sleep.cli import out
 
-    head = f"{verb} {report.agent} ({report.scope})" + (" — dry run, nothing written" if report.dry_run else "")
+    head = f"{verb} {report.agent} ({report.scope})" + (
+        " — dry run, nothing written" if report.dry_run else ""
+    )
     out.print(head, markup=False)
     for c in report.changes:
-        out.print(f"  {_SYMBOL.get(c.action, '?')} {c.action:<9} {c.path}  [{c.what}]", markup=False)
+        out.print(
+            f"  {_SYMBOL.get(c.action, '?')} {c.action:<9} {c.path}  [{c.what}]", markup=False
+        )
     for n in report.notes:
         out.print(f"  note: {n}", markup=False)
     if not report.changes:
         out.print("  nothing to do", markup=False)
     elif not report.changed:
-        out.print("  no changes (already " + ("installed" if verb.startswith("install") else "as recorded") + ")",
-                  markup=False)
+        out.print(
+            "  no changes (already "
+            + ("installed" if verb.startswith("install") else "as recorded")
+            + ")",
+            markup=False,
+        )
 
 
 def register(app: typer.Typer) -> None:
     @app.command("install")
     def install_cmd(
         agent: AgentName = typer.Argument(..., help="claude-code, codex, copilot or devin."),
-        user: bool = typer.Option(False, "--user", help="Install for your user account (the default)."),
-        project: Optional[Path] = typer.Option(None, "--project", metavar="DIR",
-                                               help="Install into this project's config instead."),
-        dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change; write nothing."),
+        user: bool = typer.Option(
+            False, "--user", help="Install for your user account (the default)."
+        ),
+        project: Path | None = typer.Option(
+            None, "--project", metavar="DIR", help="Install into this project's config instead."
+        ),
+        dry_run: bool = typer.Option(
+            False, "--dry-run", help="Show what would change; write nothing."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
     ) -> None:
         """Install the agent shell: MCP server entry, skill, instructions snippet (Claude Code:
@@ -63,10 +83,15 @@ def register(app: typer.Typer) -> None:
     @app.command("uninstall")
     def uninstall_cmd(
         agent: AgentName = typer.Argument(..., help="claude-code, codex, copilot or devin."),
-        user: bool = typer.Option(False, "--user", help="Uninstall from your user account (the default)."),
-        project: Optional[Path] = typer.Option(None, "--project", metavar="DIR",
-                                               help="Uninstall from this project's config."),
-        dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change; write nothing."),
+        user: bool = typer.Option(
+            False, "--user", help="Uninstall from your user account (the default)."
+        ),
+        project: Path | None = typer.Option(
+            None, "--project", metavar="DIR", help="Uninstall from this project's config."
+        ),
+        dry_run: bool = typer.Option(
+            False, "--dry-run", help="Show what would change; write nothing."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
     ) -> None:
         """Undo `install`: every file it changed gets its original bytes back (or loses only
@@ -82,8 +107,9 @@ def register(app: typer.Typer) -> None:
         else:
             _print(report, "uninstall")
 
-    hook = typer.Typer(help="Entry points for agent hooks (fast, silent, never fail).",
-                       no_args_is_help=True)
+    hook = typer.Typer(
+        help="Entry points for agent hooks (fast, silent, never fail).", no_args_is_help=True
+    )
 
     @hook.command("session-end")
     def session_end(

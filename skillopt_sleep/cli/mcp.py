@@ -16,9 +16,13 @@ def register(app: typer.Typer) -> None:
     @app.command("mcp")
     def mcp_cmd(
         transport: Transport = typer.Option(
-            Transport.stdio, "--transport", help="stdio (for agents' MCP configs) or http (127.0.0.1 only)."),
+            Transport.stdio,
+            "--transport",
+            help="stdio (for agents' MCP configs) or http (127.0.0.1 only).",
+        ),
         port: int = typer.Option(
-            8765, "--port", min=0, max=65535, help="HTTP port on 127.0.0.1 (0 = any free port)."),
+            8765, "--port", min=0, max=65535, help="HTTP port on 127.0.0.1 (0 = any free port)."
+        ),
     ) -> None:
         """Serve the MCP tools agents use to review, adopt, reject and roll back proposals.
 

@@ -20,7 +20,7 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
-class signals_interrupt:  # noqa: N801 (a context manager, used like a function)
+class signals_interrupt:
     """While a night runs in this process, SIGTERM and SIGHUP raise :class:`Terminated`."""
 
     def __enter__(self) -> None:
@@ -61,13 +61,23 @@ def run_here(settings: Any, dry_run: bool, as_json: bool) -> Any:
     else:
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"),
-                      TextColumn("[dim]{task.completed} rollouts"), TimeElapsedColumn(),
-                      console=err, transient=True) as bar:
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TextColumn("[dim]{task.completed} rollouts"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as bar:
             job = bar.add_task("starting", total=None)
             result = run_night(
-                _store(), settings, dry_run=dry_run,
-                progress=lambda m: (bar.update(job, description=m), bar.console.print(f"[dim]{m}[/]")),
+                _store(),
+                settings,
+                dry_run=dry_run,
+                progress=lambda m: (
+                    bar.update(job, description=m),
+                    bar.console.print(f"[dim]{m}[/]"),
+                ),
                 on_rollout=lambda _s: bar.advance(job),
             )
     return result
@@ -82,18 +92,24 @@ def print_night(r: dict[str, Any], by: str = "") -> None:
         out.print(f"  {summary['reason']}", markup=False)
     if summary.get("warning"):
         out.print(f"  warning: {summary['warning']}", markup=False)
-    out.print(f"  tasks: {summary.get('train', 0)} train, {summary.get('val', 0)} val, "
-              f"{summary.get('test', 0)} test")
+    out.print(
+        f"  tasks: {summary.get('train', 0)} train, {summary.get('val', 0)} val, "
+        f"{summary.get('test', 0)} test"
+    )
     if summary.get("test_note"):
         out.print(f"  test {summary['test_note']}", markup=False)
     if r.get("status") not in ("planned", "no_tasks"):
-        out.print(f"  val {_fmt(r.get('val_before'))} -> {_fmt(r.get('val_after'))}, "
-                  f"test {_fmt(r.get('test_before'))} -> {_fmt(r.get('test_after'))}")
+        out.print(
+            f"  val {_fmt(r.get('val_before'))} -> {_fmt(r.get('val_after'))}, "
+            f"test {_fmt(r.get('test_before'))} -> {_fmt(r.get('test_after'))}"
+        )
         out.print(f"  model calls: {cost.get('calls')} (+{cost.get('cached_calls')} cached)")
     if r.get("proposal_id"):
         out.print(f"  proposal {r['proposal_id']} staged for {r.get('target_path')}", markup=False)
-        out.print(f"  review: skillopt-sleep show {r['proposal_id']}; "
-                  f"adopt: skillopt-sleep adopt {r['proposal_id']}")
+        out.print(
+            f"  review: skillopt-sleep show {r['proposal_id']}; "
+            f"adopt: skillopt-sleep adopt {r['proposal_id']}"
+        )
 
 
 def daemon_runs_it(as_json: bool) -> bool:
@@ -111,24 +127,32 @@ def daemon_runs_it(as_json: bool) -> bool:
     if not process.runs_with_config(None):
         if not as_json:
             conf = (process.read_pidfile() or {}).get("config")
-            err.print(f"the daemon runs with another config ({conf}): running the night here",
-                      markup=False)
+            err.print(
+                f"the daemon runs with another config ({conf}): running the night here",
+                markup=False,
+            )
         return False
     if not as_json:
         err.print("[dim]the daemon is running: it runs the night; waiting for the result[/]")
     try:
         reply = request("run-now", timeout=None, wait=True, trigger="cli")
     except KeyboardInterrupt:
-        err.print("stopped waiting (Ctrl-C); the night goes on in the daemon: follow it with "
-                  "`skillopt-sleep status`, stop it with `skillopt-sleep stop`")
+        err.print(
+            "stopped waiting (Ctrl-C); the night goes on in the daemon: follow it with "
+            "`skillopt-sleep status`, stop it with `skillopt-sleep stop`"
+        )
         raise typer.Exit(130) from None
     except NoDaemon as exc:
-        raise NightError(f"the daemon stopped during the night ({exc}); `skillopt-sleep status` "
-                         "shows the night, the daemon log says why") from None
+        raise NightError(
+            f"the daemon stopped during the night ({exc}); `skillopt-sleep status` "
+            "shows the night, the daemon log says why"
+        ) from None
     if not reply.get("ok"):
         if reply.get("interrupted") or reply.get("error") == "interrupted":
-            raise NightError("the night was interrupted (the daemon stopped or the night was "
-                             "killed); `skillopt-sleep status` shows it")
+            raise NightError(
+                "the night was interrupted (the daemon stopped or the night was "
+                "killed); `skillopt-sleep status` shows it"
+            )
         raise NightError(reply.get("error") or "the daemon refused to run a night")
     result = reply.get("result") or {}
     if as_json:

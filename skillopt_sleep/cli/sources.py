@@ -10,10 +10,12 @@ def register(app: typer.Typer) -> None:
     def sources_cmd(
         as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
         enable_found: bool = typer.Option(
-            False, "--enable-found",
+            False,
+            "--enable-found",
             help="Enable the agents whose logs were found: adds [sources.<name>] tables the config "
-                 "file does not have yet and switches `enabled = false` to true for agents whose "
-                 "logs exist now (edited in place; nothing else in the file changes)."),
+            "file does not have yet and switches `enabled = false` to true for agents whose "
+            "logs exist now (edited in place; nothing else in the file changes).",
+        ),
     ) -> None:
         """List every known agent: root found?, sessions and bytes, enabled?, readable format?
 
@@ -23,7 +25,13 @@ def register(app: typer.Typer) -> None:
         """
         from skillopt_sleep import paths
         from skillopt_sleep.cli import _print_json, _settings, _state, out
-        from skillopt_sleep.sources.discovery import discover_sources, enable_found as do_enable, enableable
+        from skillopt_sleep.sources.discovery import (
+            discover_sources,
+            enableable,
+        )
+        from skillopt_sleep.sources.discovery import (
+            enable_found as do_enable,
+        )
 
         config_path = _state["config"] or paths.config_file()
         settings = _settings()
@@ -38,32 +46,56 @@ def register(app: typer.Typer) -> None:
                 statuses = discover_sources(load_settings(config_path), config_path=config_path)
         idle = enableable(config_path, statuses)  # found here, not enabled
         if as_json:
-            _print_json({"config": str(config_path), "created": created, "enabled_now": changed,
-                         "found_not_enabled": idle, "sources": [s.to_dict() for s in statuses]})
+            _print_json(
+                {
+                    "config": str(config_path),
+                    "created": created,
+                    "enabled_now": changed,
+                    "found_not_enabled": idle,
+                    "sources": [s.to_dict() for s in statuses],
+                }
+            )
             return
         from rich.table import Table
 
         table = Table("agent", "enabled", "root", "session files", "bytes", "status")
         for s in statuses:
-            root = next((r["path"] for r in s.roots if r["exists"]), s.roots[0]["path"] if s.roots else "—")
-            table.add_row(s.name, "yes" if s.enabled else "no", ("" if s.found else "(missing) ") + root,
-                          str(s.sessions), _size(s.bytes), s.status)
+            root = next(
+                (r["path"] for r in s.roots if r["exists"]), s.roots[0]["path"] if s.roots else "—"
+            )
+            table.add_row(
+                s.name,
+                "yes" if s.enabled else "no",
+                ("" if s.found else "(missing) ") + root,
+                str(s.sessions),
+                _size(s.bytes),
+                s.status,
+            )
         out.print(table)
         if created:
-            out.print(f"created {config_path}" + (f" enabling: {', '.join(changed)}" if changed else ""))
+            out.print(
+                f"created {config_path}" + (f" enabling: {', '.join(changed)}" if changed else "")
+            )
         elif changed:
             out.print(f"enabled in {config_path}: {', '.join(changed)}")
         if changed:
             from skillopt_sleep.daemon.control import daemon_status
 
             if daemon_status(timeout=1).get("running"):
-                out.print("the running daemon watches its old list: restart it "
-                          "(`skillopt-sleep stop && skillopt-sleep start`)")
+                out.print(
+                    "the running daemon watches its old list: restart it "
+                    "(`skillopt-sleep stop && skillopt-sleep start`)"
+                )
         elif enable_found:
-            out.print("--enable-found: nothing to enable (every agent whose logs were found is enabled)")
+            out.print(
+                "--enable-found: nothing to enable (every agent whose logs were found is enabled)"
+            )
         if idle:
-            out.print(f"found but not enabled: {', '.join(idle)} "
-                      "(run `skillopt-sleep sources --enable-found` to enable them)", markup=False)
+            out.print(
+                f"found but not enabled: {', '.join(idle)} "
+                "(run `skillopt-sleep sources --enable-found` to enable them)",
+                markup=False,
+            )
 
 
 def _size(n: int) -> str:

@@ -24,8 +24,9 @@ import os
 import socket
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from skillopt_sleep import paths
 from skillopt_sleep.errors import NightError, SkilloptError
@@ -72,7 +73,7 @@ def request(cmd: str, *, timeout: float | None = 5.0, **args: Any) -> dict[str, 
             if not chunk:
                 break
             buf += chunk
-    except socket.timeout:
+    except TimeoutError:
         raise NoDaemon(f"the daemon did not answer {cmd!r} within {timeout}s") from None
     except OSError as exc:
         raise NoDaemon(str(exc)) from None
@@ -122,9 +123,15 @@ def ingest_now(store: Any = None, settings: Any = None) -> dict[str, Any]:
     return {"ok": True, "via": "in-process", "report": data}
 
 
-def run_now(settings: Any = None, *, wait: bool = True, trigger: str = "cli", store: Any = None,
-            progress: Callable[[str], None] | None = None, timeout: float | None = None
-            ) -> dict[str, Any]:
+def run_now(
+    settings: Any = None,
+    *,
+    wait: bool = True,
+    trigger: str = "cli",
+    store: Any = None,
+    progress: Callable[[str], None] | None = None,
+    timeout: float | None = None,
+) -> dict[str, Any]:
     """Run a night now: the daemon runs it when it is up (``wait`` for the result or return
     once it started), else it runs in this process. Raises NightError with the reason when a
     night is already running."""
@@ -165,7 +172,7 @@ class ControlServer:
         self._thread: threading.Thread | None = None
         self._closing = threading.Event()
 
-    def start(self) -> "ControlServer":
+    def start(self) -> ControlServer:
         if not HAS_UNIX_SOCKETS:  # pragma: no cover
             log.warning("no Unix sockets on this platform: control channel disabled")
             return self
@@ -195,14 +202,15 @@ class ControlServer:
         while not self._closing.is_set():
             try:
                 conn, _ = self._sock.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 if self._closing.is_set():
                     return
                 continue
-            threading.Thread(target=self._handle, args=(conn,), name="control-conn",
-                             daemon=True).start()
+            threading.Thread(
+                target=self._handle, args=(conn,), name="control-conn", daemon=True
+            ).start()
 
     def _handle(self, conn: socket.socket) -> None:
         try:

@@ -50,9 +50,12 @@ RESUME_JUMP = 60.0  # wall clock ahead of monotonic by this much = we were aslee
 
 def setup_logging(foreground: bool) -> logging.Handler:
     paths.state_dir().mkdir(parents=True, exist_ok=True)
-    handler = logging.handlers.RotatingFileHandler(process.log_path(), maxBytes=1_000_000,
-                                                   backupCount=3, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s [%(threadName)s] %(message)s"))
+    handler = logging.handlers.RotatingFileHandler(
+        process.log_path(), maxBytes=1_000_000, backupCount=3, encoding="utf-8"
+    )
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(levelname)s [%(threadName)s] %(message)s")
+    )
     root = logging.getLogger("skillopt_sleep")
     root.setLevel(logging.INFO)
     root.addHandler(handler)
@@ -63,7 +66,6 @@ def setup_logging(foreground: bool) -> logging.Handler:
     for noisy in ("apscheduler", "watchdog"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     return handler
-
 
 
 class _StoreCtx:
@@ -80,8 +82,14 @@ class _StoreCtx:
 
 
 class Daemon(LiveIngest):
-    def __init__(self, config_path: Path | None = None, *, clock=system_clock,
-                 ready_fd: int | None = None, foreground: bool = True):
+    def __init__(
+        self,
+        config_path: Path | None = None,
+        *,
+        clock=system_clock,
+        ready_fd: int | None = None,
+        foreground: bool = True,
+    ):
         self.config_path = Path(config_path).resolve() if config_path else None
         self.config_file = self.config_path or paths.config_file()
         self.config_stamp = _file_stamp(self.config_file)
@@ -187,9 +195,16 @@ class Daemon(LiveIngest):
         from skillopt_sleep.sources import get_source
 
         self._install_signals()
-        process.write_json_atomic(process.pid_path(), {
-            "pid": os.getpid(), "started_at": self.started_at, "ready": False,
-            "argv": sys.argv, "config": str(self.config_path or "")})
+        process.write_json_atomic(
+            process.pid_path(),
+            {
+                "pid": os.getpid(),
+                "started_at": self.started_at,
+                "ready": False,
+                "argv": sys.argv,
+                "config": str(self.config_path or ""),
+            },
+        )
         log.info("starting (pid %d, state %s)", os.getpid(), paths.state_dir())
         self.settings = s = load_settings(self.config_path)
         with self.store() as store:
@@ -210,16 +225,30 @@ class Daemon(LiveIngest):
         self.watcher = Watcher(self.roots, on_file=self._on_file, on_dir=self._on_dir).start()
         self.last_rescan = time.monotonic()
         self.scheduler = NightScheduler(
-            schedule=s.schedule, launch=self.night.launch, clock=self.clock, catch_up=s.catch_up,
-            misfire_grace=s.misfire_grace_seconds, idle_minutes=s.idle_minutes,
-            require_mains=s.require_mains, last_activity=self._last_activity,
-            night_since=self._night_since).start()
+            schedule=s.schedule,
+            launch=self.night.launch,
+            clock=self.clock,
+            catch_up=s.catch_up,
+            misfire_grace=s.misfire_grace_seconds,
+            idle_minutes=s.idle_minutes,
+            require_mains=s.require_mains,
+            last_activity=self._last_activity,
+            night_since=self._night_since,
+        ).start()
         self.server = control.ControlServer(self.handle).start()
-        process.write_json_atomic(process.pid_path(), {
-            "pid": os.getpid(), "started_at": self.started_at, "ready": True,
-            "argv": sys.argv, "config": str(self.config_path or "")})
-        threading.Thread(target=self._tick_scheduler, args=("start",), name="catch-up",
-                         daemon=True).start()
+        process.write_json_atomic(
+            process.pid_path(),
+            {
+                "pid": os.getpid(),
+                "started_at": self.started_at,
+                "ready": True,
+                "argv": sys.argv,
+                "config": str(self.config_path or ""),
+            },
+        )
+        threading.Thread(
+            target=self._tick_scheduler, args=("start",), name="catch-up", daemon=True
+        ).start()
 
     def _tick_scheduler(self, reason: str) -> None:
         if self.scheduler is None or self.stopping.is_set():
@@ -269,8 +298,13 @@ class Daemon(LiveIngest):
     def _night_since(self, slot: dt.datetime) -> bool:
         since = slot.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
         with self.store() as store:
-            rows = store.rows("nights", "started_at >= ? and dry_run = 0 and trigger != 'demo' "
-                              "and status in ('succeeded', 'no_change', 'no_tasks')", [since], limit=1)
+            rows = store.rows(
+                "nights",
+                "started_at >= ? and dry_run = 0 and trigger != 'demo' "
+                "and status in ('succeeded', 'no_change', 'no_tasks')",
+                [since],
+                limit=1,
+            )
         return bool(rows)
 
     # ------------------------------------------------------------------ control
@@ -302,16 +336,21 @@ class Daemon(LiveIngest):
                     root = w["root"].rstrip(os.sep) + os.sep
                     w["files"] = store.db.execute(
                         "select count(*) from source_files where source = ? and substr(path, 1, ?) = ?",
-                        [w["source"], len(root), root]).fetchone()[0]
+                        [w["source"], len(root), root],
+                    ).fetchone()[0]
                     w["sessions"] = store.db.execute(
                         "select count(*) from sessions where source = ? and substr(file_path, 1, ?) = ?",
-                        [w["source"], len(root), root]).fetchone()[0]
+                        [w["source"], len(root), root],
+                    ).fetchone()[0]
         except Exception as exc:
             log.warning("status: %s", exc)
         night: dict[str, Any] = {"running": self.night.running()}
         if night["running"] and self.night.proc is not None:
-            night.update(pid=self.night.proc.pid, trigger=self.night.trigger,
-                         started_at=self.night.started_at)
+            night.update(
+                pid=self.night.proc.pid,
+                trigger=self.night.trigger,
+                started_at=self.night.started_at,
+            )
         return {
             "pid": os.getpid(),
             "started_at": self.started_at,
@@ -326,8 +365,9 @@ class Daemon(LiveIngest):
             "config": str(self.config_file),
             # the schedule and watched folders are read at start; nights read the file anew
             "config_changed": _file_stamp(self.config_file) != self.config_stamp,
-            "config_error": _config_error(self.config_path) if
-            _file_stamp(self.config_file) != self.config_stamp else None,
+            "config_error": _config_error(self.config_path)
+            if _file_stamp(self.config_file) != self.config_stamp
+            else None,
             "schedule": self.settings.schedule if self.settings else None,
             "next_night": self.scheduler.next_night() if self.scheduler else None,
             "last_scheduled": self.scheduler.last_launch if self.scheduler else None,

@@ -65,9 +65,11 @@ class LiveIngest:
                 top = root if (len(rel) <= 1 and not is_dir) or not rel else root / rel[0]
                 scans.setdefault((source, top), set())
                 wanted.append((source, path, is_dir))
-        for (source, top) in list(scans):
+        for source, top in list(scans):
             try:
-                scans[(source, top)] = {os.path.abspath(p) for p in self.sources[source].discover(top)}
+                scans[(source, top)] = {
+                    os.path.abspath(p) for p in self.sources[source].discover(top)
+                }
             except OSError as exc:
                 log.warning("cannot list %s: %s", top, exc)
         found: dict[tuple[str, str], None] = {}
@@ -104,8 +106,14 @@ class LiveIngest:
                     break
                 seq = batch.token
                 t0 = time.monotonic()
-                info: dict[str, Any] = {"at": _utc(), "files": 0, "sessions_new": 0,
-                                        "sessions_updated": 0, "messages": 0, "full": batch.full}
+                info: dict[str, Any] = {
+                    "at": _utc(),
+                    "files": 0,
+                    "sessions_new": 0,
+                    "sessions_updated": 0,
+                    "messages": 0,
+                    "full": batch.full,
+                }
                 try:
                     with _ingest_lock():
                         if batch.full:
@@ -143,9 +151,14 @@ class LiveIngest:
                 if info["files"] or batch.full or batch.rescan or info.get("error"):
                     self.last_ingest = info
                 if info["files"]:
-                    log.info("ingested %d file(s): %d new / %d updated session(s), %d message(s)%s",
-                             info["files"], info["sessions_new"], info["sessions_updated"],
-                             info["messages"], " (full pass)" if batch.full else "")
+                    log.info(
+                        "ingested %d file(s): %d new / %d updated session(s), %d message(s)%s",
+                        info["files"],
+                        info["sessions_new"],
+                        info["sessions_updated"],
+                        info["messages"],
+                        " (full pass)" if batch.full else "",
+                    )
                 with self._seq_cond:
                     self._ingest_done_seq = max(self._ingest_done_seq, seq)
                     self._seq_cond.notify_all()
@@ -162,9 +175,14 @@ class LiveIngest:
         without reading unchanged files."""
         out: list[tuple[str, str]] = []
         for name, src in self.sources.items():
-            known = {r[0]: r[1:] for r in store.db.execute(
-                "select path, size, mtime, inode, status, head_hash like 'pending:%' "
-                "from source_files where source = ?", [name])}
+            known = {
+                r[0]: r[1:]
+                for r in store.db.execute(
+                    "select path, size, mtime, inode, status, head_hash like 'pending:%' "
+                    "from source_files where source = ?",
+                    [name],
+                )
+            }
             for source, root in self.roots:
                 if source != name or not root.is_dir():
                     continue
@@ -179,8 +197,14 @@ class LiveIngest:
                     except OSError:
                         continue
                     row = known.get(key)
-                    if row and row[3] == "ok" and not row[4] and row[0] == st.st_size \
-                            and row[1] == st.st_mtime and row[2] == st.st_ino:
+                    if (
+                        row
+                        and row[3] == "ok"
+                        and not row[4]
+                        and row[0] == st.st_size
+                        and row[1] == st.st_mtime
+                        and row[2] == st.st_ino
+                    ):
                         continue
                     out.append((name, key))
         return out

@@ -36,15 +36,15 @@ NIGHT_LOG_MAX = 5_000_000  # bytes; night.log is started afresh beyond this
 
 
 def _utc(ts: float | None = None) -> str:
-    return dt.datetime.fromtimestamp(ts if ts is not None else time.time(),
-                                     dt.timezone.utc).isoformat(timespec="seconds")
-
+    return dt.datetime.fromtimestamp(
+        ts if ts is not None else time.time(), dt.timezone.utc
+    ).isoformat(timespec="seconds")
 
 
 class NightRunner:
     """Launches nights in a worker process, one at a time."""
 
-    def __init__(self, daemon: "Daemon"):
+    def __init__(self, daemon: Daemon):
         self.daemon = daemon
         self._lock = threading.Lock()
         self.proc: subprocess.Popen | None = None
@@ -86,8 +86,15 @@ class NightRunner:
             if why:
                 log.info("night (%s) refused: %s", trigger, why)
                 return {"ok": False, "error": why}
-            cmd = [sys.executable, "-m", "skillopt_sleep.daemon.worker", "--trigger", trigger,
-                   "--parent", str(os.getpid())]
+            cmd = [
+                sys.executable,
+                "-m",
+                "skillopt_sleep.daemon.worker",
+                "--trigger",
+                trigger,
+                "--parent",
+                str(os.getpid()),
+            ]
             if self.daemon.config_path:
                 cmd += ["--config", str(self.daemon.config_path)]
             night_log = paths.state_dir() / "night.log"
@@ -99,15 +106,21 @@ class NightRunner:
             errlog = open(night_log, "ab")
             errlog.write(f"--- {_utc()} night ({trigger})\n".encode())
             errlog.flush()
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                         stderr=errlog, cwd=str(paths.state_dir()))
+            self.proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=errlog,
+                cwd=str(paths.state_dir()),
+            )
             errlog.close()
             self.trigger, self.started_at = trigger, _utc()
             self.done = threading.Event()
             proc, done = self.proc, self.done
             log.info("night started (%s), worker pid %d", trigger, proc.pid)
-            threading.Thread(target=self._wait, args=(proc, done), name="night-wait",
-                             daemon=True).start()
+            threading.Thread(
+                target=self._wait, args=(proc, done), name="night-wait", daemon=True
+            ).start()
             return {"ok": True, "started": True, "pid": proc.pid, "trigger": trigger}
 
     def _wait(self, proc: subprocess.Popen, done: threading.Event) -> None:
@@ -118,7 +131,10 @@ class NightRunner:
         except ValueError:
             result = {}
         if not result:
-            result = {"ok": False, "error": f"the night worker exited with status {proc.returncode}"}
+            result = {
+                "ok": False,
+                "error": f"the night worker exited with status {proc.returncode}",
+            }
         result["exit_code"] = proc.returncode
         try:
             with self._lock, self.daemon.store() as store:
@@ -130,8 +146,12 @@ class NightRunner:
         self.last = result
         r = result.get("result") or {}
         if result.get("ok"):
-            log.info("night %s finished: %s%s", r.get("night_id"), r.get("status"),
-                     f", proposal {r['proposal_id']}" if r.get("proposal_id") else "")
+            log.info(
+                "night %s finished: %s%s",
+                r.get("night_id"),
+                r.get("status"),
+                f", proposal {r['proposal_id']}" if r.get("proposal_id") else "",
+            )
             err = self.daemon.last_error
             if err and str(err.get("message", "")).startswith("night:"):
                 self.daemon.last_error = None  # a later good night clears a night's error

@@ -162,12 +162,21 @@ def start_detached(config: Path | None = None, *, timeout: float = 60.0) -> Star
         return StartResult(pid, already=True)
     paths.state_dir().mkdir(parents=True, exist_ok=True)
     errfile = open(stderr_path(), "wb")
-    popen_kw: dict[str, Any] = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=errfile, cwd=str(paths.state_dir()), close_fds=True)
+    popen_kw: dict[str, Any] = dict(
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=errfile,
+        cwd=str(paths.state_dir()),
+        close_fds=True,
+    )
     if os.name == "posix":
         r, w = os.pipe()
-        proc = subprocess.Popen(_cli_argv(config, "start", "--foreground", "--ready-fd", str(w)),
-                                pass_fds=(w,), start_new_session=True, **popen_kw)
+        proc = subprocess.Popen(
+            _cli_argv(config, "start", "--foreground", "--ready-fd", str(w)),
+            pass_fds=(w,),
+            start_new_session=True,
+            **popen_kw,
+        )
         os.close(w)
         try:
             msg = _read_ready(r, proc, timeout)
@@ -176,9 +185,11 @@ def start_detached(config: Path | None = None, *, timeout: float = 60.0) -> Star
             errfile.close()
     else:  # pragma: no cover - Windows: no fd passing; poll the pidfile's "ready" flag
         flags = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(
-            subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
-        proc = subprocess.Popen(_cli_argv(config, "start", "--foreground"),
-                                creationflags=flags, **popen_kw)
+            subprocess, "CREATE_NEW_PROCESS_GROUP", 0
+        )
+        proc = subprocess.Popen(
+            _cli_argv(config, "start", "--foreground"), creationflags=flags, **popen_kw
+        )
         errfile.close()
         msg = _poll_ready(proc, timeout)
     kind, _, rest = msg.partition(" ")
@@ -276,8 +287,14 @@ def stop_daemon(timeout: float = 60.0) -> StopResult:
             killed.append(child.pid)
             _kill(child)
     gone = not pid_alive(pid)
-    return StopResult(was_running=True, pid=pid, stopped=gone, how=how,
-                      seconds=time.monotonic() - t0, killed_children=killed)
+    return StopResult(
+        was_running=True,
+        pid=pid,
+        stopped=gone,
+        how=how,
+        seconds=time.monotonic() - t0,
+        killed_children=killed,
+    )
 
 
 def _kill(proc: psutil.Process) -> None:

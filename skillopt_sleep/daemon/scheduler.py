@@ -29,7 +29,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from skillopt_sleep.daemon.process import read_json, schedule_state_path, write_json_atomic
 
@@ -96,12 +97,21 @@ class NightScheduler:
     """Decides when the scheduled night starts; ``launch(trigger)`` starts it and returns a
     dict (``{"ok": bool, ...}``)."""
 
-    def __init__(self, *, schedule: str, launch: Callable[[str], dict[str, Any]],
-                 clock: Clock = system_clock, catch_up: bool = True, misfire_grace: int = 3600,
-                 idle_minutes: int | None = None, require_mains: bool = False,
-                 last_activity: Callable[[], dt.datetime | None] = lambda: None,
-                 night_since: Callable[[dt.datetime], bool] = lambda _slot: False,
-                 power: Callable[[], bool] = on_mains, use_cron: bool = True):
+    def __init__(
+        self,
+        *,
+        schedule: str,
+        launch: Callable[[str], dict[str, Any]],
+        clock: Clock = system_clock,
+        catch_up: bool = True,
+        misfire_grace: int = 3600,
+        idle_minutes: int | None = None,
+        require_mains: bool = False,
+        last_activity: Callable[[], dt.datetime | None] = lambda: None,
+        night_since: Callable[[dt.datetime], bool] = lambda _slot: False,
+        power: Callable[[], bool] = on_mains,
+        use_cron: bool = True,
+    ):
         self.schedule, self.launch, self.clock = schedule, launch, clock
         self.catch_up, self.misfire_grace = catch_up, misfire_grace
         self.idle_minutes, self.require_mains = idle_minutes, require_mains
@@ -128,17 +138,27 @@ class NightScheduler:
         write_json_atomic(schedule_state_path(), state)
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self) -> "NightScheduler":
+    def start(self) -> NightScheduler:
         if self.use_cron:
             from apscheduler.schedulers.background import BackgroundScheduler
             from apscheduler.triggers.cron import CronTrigger
 
             tz = self.clock().tzinfo or local_tz()
             h, m, s = parse_schedule(self.schedule)
-            self._aps = BackgroundScheduler(timezone=tz, job_defaults={
-                "coalesce": True, "max_instances": 1, "misfire_grace_time": self.misfire_grace})
-            self._aps.add_job(self._on_cron, CronTrigger(hour=h, minute=m, second=s, timezone=tz),
-                              id="night", name="nightly run")
+            self._aps = BackgroundScheduler(
+                timezone=tz,
+                job_defaults={
+                    "coalesce": True,
+                    "max_instances": 1,
+                    "misfire_grace_time": self.misfire_grace,
+                },
+            )
+            self._aps.add_job(
+                self._on_cron,
+                CronTrigger(hour=h, minute=m, second=s, timezone=tz),
+                id="night",
+                name="nightly run",
+            )
             self._aps.start()
         return self
 
@@ -168,8 +188,10 @@ class NightScheduler:
             if last is not None:
                 quiet_until = last + dt.timedelta(minutes=self.idle_minutes)
                 if self.clock() < quiet_until:
-                    return (f"waiting until no agent session was active for {self.idle_minutes} min "
-                            f"(last activity {last.isoformat(timespec='seconds')})")
+                    return (
+                        f"waiting until no agent session was active for {self.idle_minutes} min "
+                        f"(last activity {last.isoformat(timespec='seconds')})"
+                    )
         return ""
 
     def due(self) -> dt.datetime | None:
@@ -190,7 +212,9 @@ class NightScheduler:
                 return None
             late = (now - slot).total_seconds() > self.misfire_grace
             if self.night_since(slot):
-                log.info("slot %s: a night already ran since; nothing to catch up", slot.isoformat())
+                log.info(
+                    "slot %s: a night already ran since; nothing to catch up", slot.isoformat()
+                )
                 self.handled = slot
                 self._save()
                 return None
@@ -209,14 +233,19 @@ class NightScheduler:
             self.waiting = ""
             trigger = "catch-up" if late else "schedule"
             self.handled = slot  # recorded first: a crash never makes a slot run twice
-            self.last_launch = {"slot": slot.isoformat(), "at": now.isoformat(), "trigger": trigger,
-                                "reason": reason}
+            self.last_launch = {
+                "slot": slot.isoformat(),
+                "at": now.isoformat(),
+                "trigger": trigger,
+                "reason": reason,
+            }
             self._save()
         log.info("starting the %s night for slot %s (%s)", trigger, slot.isoformat(), reason)
         result = self.launch(trigger)
         with self._lock:
-            self.last_launch = dict(self.last_launch or {}, ok=bool(result.get("ok")),
-                                    error=result.get("error", ""))
+            self.last_launch = dict(
+                self.last_launch or {}, ok=bool(result.get("ok")), error=result.get("error", "")
+            )
             self._save()
         return result
 
@@ -224,8 +253,16 @@ class NightScheduler:
         now = self.clock()
         slot = self.due()
         if slot is not None:
-            return {"at": now.isoformat(timespec="seconds"), "slot": slot.isoformat(),
-                    "pending": True, "waiting": self.waiting}
+            return {
+                "at": now.isoformat(timespec="seconds"),
+                "slot": slot.isoformat(),
+                "pending": True,
+                "waiting": self.waiting,
+            }
         nxt = next_slot(now, self.schedule)
-        return {"at": nxt.isoformat(timespec="seconds"), "slot": nxt.isoformat(), "pending": False,
-                "waiting": ""}
+        return {
+            "at": nxt.isoformat(timespec="seconds"),
+            "slot": nxt.isoformat(),
+            "pending": False,
+            "waiting": "",
+        }

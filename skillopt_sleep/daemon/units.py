@@ -56,9 +56,17 @@ def command_argv(config: Path | None = None) -> list[str]:
 #: environment, so without them the daemon would watch other folders than `start` run from
 #: the same shell). Settings overrides and keys are not: they belong in the config file,
 #: never in a unit file.
-SERVICE_ENV = ("PATH", "SKILLOPT_SLEEP_HOME", "SKILLOPT_SLEEP_CONFIG_FILE", "CODEX_HOME",
-               "COPILOT_HOME", "CLAUDE_CONFIG_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
-               "XDG_STATE_HOME")
+SERVICE_ENV = (
+    "PATH",
+    "SKILLOPT_SLEEP_HOME",
+    "SKILLOPT_SLEEP_CONFIG_FILE",
+    "CODEX_HOME",
+    "COPILOT_HOME",
+    "CLAUDE_CONFIG_DIR",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+)
 
 
 def service_env() -> dict[str, str]:
@@ -102,11 +110,15 @@ WantedBy=default.target
 
 
 def render_launchd(argv: list[str], env: dict[str, str] | None = None) -> str:
-    args = "\n".join(f"        <string>{escape(a)}</string>" for a in argv + ["start", "--foreground"])
+    args = "\n".join(
+        f"        <string>{escape(a)}</string>" for a in argv + ["start", "--foreground"]
+    )
     envs = ""
     if env:
-        pairs = "".join(f"        <key>{escape(k)}</key>\n        <string>{escape(v)}</string>\n"
-                        for k, v in env.items())
+        pairs = "".join(
+            f"        <key>{escape(k)}</key>\n        <string>{escape(v)}</string>\n"
+            for k, v in env.items()
+        )
         envs = f"    <key>EnvironmentVariables</key>\n    <dict>\n{pairs}    </dict>\n"
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
@@ -226,8 +238,9 @@ class ServiceResult:
     ran: list[str]
 
 
-def install(kind: str | None = None, *, config: Path | None = None, activate: bool = False
-            ) -> ServiceResult:
+def install(
+    kind: str | None = None, *, config: Path | None = None, activate: bool = False
+) -> ServiceResult:
     """Write the service definition for this OS; with ``activate`` also enable and start it."""
     kind = kind or platform_kind()
     path = unit_path(kind)
@@ -237,8 +250,10 @@ def install(kind: str | None = None, *, config: Path | None = None, activate: bo
     tmp.write_text(text, encoding=ENCODING[kind])
     os.replace(tmp, path)
     cmds = {
-        "systemd": [["systemctl", "--user", "daemon-reload"],
-                    ["systemctl", "--user", "enable", "--now", UNIT_NAME]],
+        "systemd": [
+            ["systemctl", "--user", "daemon-reload"],
+            ["systemctl", "--user", "enable", "--now", UNIT_NAME],
+        ],
         "launchd": [["launchctl", "load", "-w", str(path)]],
         "windows": [["schtasks", "/Create", "/F", "/TN", TASK_NAME, "/XML", str(path)]],
     }[kind]
@@ -256,8 +271,10 @@ def uninstall(kind: str | None = None, *, deactivate: bool = False) -> ServiceRe
     kind = kind or platform_kind()
     path = unit_path(kind)
     cmds = {
-        "systemd": [["systemctl", "--user", "disable", "--now", UNIT_NAME],
-                    ["systemctl", "--user", "daemon-reload"]],
+        "systemd": [
+            ["systemctl", "--user", "disable", "--now", UNIT_NAME],
+            ["systemctl", "--user", "daemon-reload"],
+        ],
         "launchd": [["launchctl", "unload", "-w", str(path)]],
         "windows": [["schtasks", "/Delete", "/F", "/TN", TASK_NAME]],
     }[kind]

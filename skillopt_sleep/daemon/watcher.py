@@ -23,9 +23,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
@@ -47,12 +48,17 @@ class WatchedRoot:
     inode: int = 0  # of the watched root: a root deleted and re-created must be re-armed
 
     def view(self) -> dict[str, Any]:
-        return {"source": self.source, "root": str(self.root), "state": self.state,
-                "watching": str(self.watching) if self.watching else None, "error": self.error}
+        return {
+            "source": self.source,
+            "root": str(self.root),
+            "state": self.state,
+            "watching": str(self.watching) if self.watching else None,
+            "error": self.error,
+        }
 
 
 class _RootHandler(FileSystemEventHandler):
-    def __init__(self, watcher: "Watcher", wr: WatchedRoot):
+    def __init__(self, watcher: Watcher, wr: WatchedRoot):
         self.watcher, self.wr = watcher, wr
 
     def on_any_event(self, event: FileSystemEvent) -> None:
@@ -70,7 +76,7 @@ class _RootHandler(FileSystemEventHandler):
 class _ParentHandler(FileSystemEventHandler):
     """On an ancestor of a missing root: any folder appearing may be (on the way to) it."""
 
-    def __init__(self, watcher: "Watcher", wr: WatchedRoot):
+    def __init__(self, watcher: Watcher, wr: WatchedRoot):
         self.watcher, self.wr = watcher, wr
 
     def on_any_event(self, event: FileSystemEvent) -> None:
@@ -82,8 +88,13 @@ class Watcher:
     """Watches ``roots`` (``(source name, root)`` pairs); calls ``on_file(source, path)`` for
     written files and ``on_dir(source, path)`` for folders that appeared (to be scanned)."""
 
-    def __init__(self, roots: list[tuple[str, Path]], on_file: Callable[[str, Path], None],
-                 on_dir: Callable[[str, Path], None], observer_factory: Callable[[], Any] = Observer):
+    def __init__(
+        self,
+        roots: list[tuple[str, Path]],
+        on_file: Callable[[str, Path], None],
+        on_dir: Callable[[str, Path], None],
+        observer_factory: Callable[[], Any] = Observer,
+    ):
         self.roots = [WatchedRoot(source, Path(root)) for source, root in roots]
         self.on_file, self.on_dir = on_file, on_dir
         self._observer = observer_factory()
@@ -93,7 +104,7 @@ class Watcher:
         self._thread: threading.Thread | None = None
         self._refs: dict[Any, set[int]] = {}
 
-    def start(self) -> "Watcher":
+    def start(self) -> Watcher:
         self._observer.daemon = True
         self._observer.start()
         self.check()
@@ -131,8 +142,9 @@ class Watcher:
             for wr in self.roots:
                 self._arm(wr)
 
-    def _schedule(self, wr: WatchedRoot, handler: FileSystemEventHandler, path: Path,
-                  recursive: bool) -> None:
+    def _schedule(
+        self, wr: WatchedRoot, handler: FileSystemEventHandler, path: Path, recursive: bool
+    ) -> None:
         """Add ``handler`` on ``path``. watchdog shares one watch per (path, recursive) among
         handlers, so watches are reference-counted here (several roots may wait on one parent)."""
         watch = self._observer.schedule(handler, str(path), recursive=recursive)
@@ -169,7 +181,9 @@ class Watcher:
                 self._schedule(wr, _RootHandler(self, wr), wr.root, recursive=True)
             except OSError as exc:  # permission denied, inotify watch limit, …
                 if wr.state != "error" or wr.error != str(exc):
-                    log.warning("cannot watch %s (%s): relying on the periodic rescan", wr.root, exc)
+                    log.warning(
+                        "cannot watch %s (%s): relying on the periodic rescan", wr.root, exc
+                    )
                 wr.state, wr.watching, wr.error = "error", None, str(exc)
                 return
             was_waiting = wr.state in ("waiting", "new", "error")

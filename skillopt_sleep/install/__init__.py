@@ -42,9 +42,10 @@ import shutil
 import site
 import sys
 import sysconfig
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from skillopt_sleep import paths
 from skillopt_sleep.install import jsonedit
@@ -72,8 +73,12 @@ def plugins_root() -> Path:
         candidates.append(Path(os.environ["SKILLOPT_SLEEP_PLUGINS_DIR"]).expanduser())
     candidates.append(Path(__file__).resolve().parents[2] / "plugins")
     share = Path("share") / "skillopt-sleep" / "plugins"
-    bases = [sys.prefix, sysconfig.get_path("data"), getattr(site, "USER_BASE", None) or "",
-             sys.base_prefix]
+    bases = [
+        sys.prefix,
+        sysconfig.get_path("data"),
+        getattr(site, "USER_BASE", None) or "",
+        sys.base_prefix,
+    ]
     try:
         bases.append(sysconfig.get_path("data", f"{os.name}_user"))
     except KeyError:  # pragma: no cover
@@ -112,8 +117,13 @@ def _skill_steps(src: Path, dest_root: Path, what: str) -> list[Step]:
     return steps
 
 
-def plan(agent: str, project: Path | None = None, *, env: Mapping[str, str] | None = None,
-         home: Path | None = None) -> list[Step]:
+def plan(
+    agent: str,
+    project: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> list[Step]:
     """The files ``install <agent>`` touches, for the user (``project`` None) or a project."""
     if agent not in AGENTS:
         raise InstallError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
@@ -127,9 +137,16 @@ def plan(agent: str, project: Path | None = None, *, env: Mapping[str, str] | No
         settings = (project / ".claude" if project else user_dir) / "settings.json"
         market = {"source": {"source": "directory", "path": str(shell)}}
         return [
-            Step(settings, "json", "plugin marketplace (directory: plugins/claude-code)",
-                 ["extraKnownMarketplaces", SERVER], market),
-            Step(settings, "json", f"enable plugin {PLUGIN_ID}", ["enabledPlugins", PLUGIN_ID], True),
+            Step(
+                settings,
+                "json",
+                "plugin marketplace (directory: plugins/claude-code)",
+                ["extraKnownMarketplaces", SERVER],
+                market,
+            ),
+            Step(
+                settings, "json", f"enable plugin {PLUGIN_ID}", ["enabledPlugins", PLUGIN_ID], True
+            ),
         ]
     if agent == "codex":
         import tomlkit
@@ -140,27 +157,58 @@ def plan(agent: str, project: Path | None = None, *, env: Mapping[str, str] | No
         skills = (project / ".agents" / "skills" if project else user_dir / "skills") / SKILL_DIR
         agents_md = (project if project else user_dir) / "AGENTS.md"
         return [
-            Step(cfg, "toml", f"MCP server [mcp_servers.{SERVER}]", ["mcp_servers", SERVER], server),
+            Step(
+                cfg, "toml", f"MCP server [mcp_servers.{SERVER}]", ["mcp_servers", SERVER], server
+            ),
             *_skill_steps(skill_src, skills, "skill skillopt-sleep"),
-            Step(agents_md, "block", "AGENTS.md snippet", value=(shell / "AGENTS.md").read_text("utf-8"),
-                 tag="codex"),
+            Step(
+                agents_md,
+                "block",
+                "AGENTS.md snippet",
+                value=(shell / "AGENTS.md").read_text("utf-8"),
+                tag="codex",
+            ),
         ]
     if agent == "copilot":
         body = (shell / "copilot-instructions.md").read_text("utf-8")
         if project:
             vs = _read_json(shell / "vscode-mcp.json")["servers"][SERVER]
             return [
-                Step(project / ".vscode" / "mcp.json", "json", "VS Code MCP server", ["servers", SERVER], vs),
-                *_skill_steps(skill_src, project / ".github" / "skills" / SKILL_DIR, "skill skillopt-sleep"),
-                Step(project / ".github" / "copilot-instructions.md", "block", "copilot-instructions snippet",
-                     value=body, tag="copilot"),
+                Step(
+                    project / ".vscode" / "mcp.json",
+                    "json",
+                    "VS Code MCP server",
+                    ["servers", SERVER],
+                    vs,
+                ),
+                *_skill_steps(
+                    skill_src, project / ".github" / "skills" / SKILL_DIR, "skill skillopt-sleep"
+                ),
+                Step(
+                    project / ".github" / "copilot-instructions.md",
+                    "block",
+                    "copilot-instructions snippet",
+                    value=body,
+                    tag="copilot",
+                ),
             ]
         cli = _read_json(shell / "mcp-config.json")["mcpServers"][SERVER]
         return [
-            Step(user_dir / "mcp-config.json", "json", "Copilot CLI MCP server", ["mcpServers", SERVER], cli),
+            Step(
+                user_dir / "mcp-config.json",
+                "json",
+                "Copilot CLI MCP server",
+                ["mcpServers", SERVER],
+                cli,
+            ),
             *_skill_steps(skill_src, user_dir / "skills" / SKILL_DIR, "skill skillopt-sleep"),
-            Step(user_dir / "copilot-instructions.md", "block", "copilot-instructions snippet", value=body,
-                 tag="copilot"),
+            Step(
+                user_dir / "copilot-instructions.md",
+                "block",
+                "copilot-instructions snippet",
+                value=body,
+                tag="copilot",
+            ),
         ]
     # devin
     server = _read_json(shell / "config.json")["mcpServers"][SERVER]
@@ -168,8 +216,13 @@ def plan(agent: str, project: Path | None = None, *, env: Mapping[str, str] | No
     return [
         Step(base / "config.json", "json", "MCP server", ["mcpServers", SERVER], server),
         *_skill_steps(skill_src, base / "skills" / SKILL_DIR, "skill skillopt-sleep"),
-        Step((project if project else user_dir) / "AGENTS.md", "block", "rules snippet (AGENTS.md)",
-             value=(shell / "AGENTS.md").read_text("utf-8"), tag="devin"),
+        Step(
+            (project if project else user_dir) / "AGENTS.md",
+            "block",
+            "rules snippet (AGENTS.md)",
+            value=(shell / "AGENTS.md").read_text("utf-8"),
+            tag="devin",
+        ),
     ]
 
 
@@ -194,10 +247,16 @@ class Report:
         return any(c.action not in ("unchanged", "keep", "missing") for c in self.changes)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"agent": self.agent, "scope": self.scope, "dry_run": self.dry_run,
-                "changed": self.changed, "notes": self.notes,
-                "changes": [{"path": str(c.path), "action": c.action, "what": c.what}
-                            for c in self.changes]}
+        return {
+            "agent": self.agent,
+            "scope": self.scope,
+            "dry_run": self.dry_run,
+            "changed": self.changed,
+            "notes": self.notes,
+            "changes": [
+                {"path": str(c.path), "action": c.action, "what": c.what} for c in self.changes
+            ],
+        }
 
 
 def _scope(project: Path | None) -> tuple[str, str]:
@@ -218,7 +277,9 @@ def _load_manifest(folder: Path) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        raise InstallError(f"install record {folder / 'manifest.json'} unreadable ({exc})") from None
+        raise InstallError(
+            f"install record {folder / 'manifest.json'} unreadable ({exc})"
+        ) from None
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -245,8 +306,9 @@ def _normalize_project(project: Path | None) -> Path | None:
     return project
 
 
-def trust_note(agent: str, project: Path, *, env: Mapping[str, str] | None = None,
-               home: Path | None = None) -> str | None:
+def trust_note(
+    agent: str, project: Path, *, env: Mapping[str, str] | None = None, home: Path | None = None
+) -> str | None:
     """What the user must do before the agent reads the project-scoped config install wrote.
 
     Codex loads ``DIR/.codex/config.toml`` and Claude Code ``DIR/.claude/settings.json`` only
@@ -257,22 +319,35 @@ def trust_note(agent: str, project: Path, *, env: Mapping[str, str] | None = Non
 
         cfg = agent_home("codex", env, home) / "config.toml"
         line = tomlkit.dumps({"projects": {str(project): {"trust_level": "trusted"}}}).strip()
-        return (f"Codex ignores {project / '.codex' / 'config.toml'} until you trust this project: "
-                f"run `codex` once in {project} and accept the trust prompt, or add to {cfg}:\n"
-                + "\n".join("      " + ln for ln in line.splitlines()))
+        return (
+            f"Codex ignores {project / '.codex' / 'config.toml'} until you trust this project: "
+            f"run `codex` once in {project} and accept the trust prompt, or add to {cfg}:\n"
+            + "\n".join("      " + ln for ln in line.splitlines())
+        )
     if agent == "claude-code":
         env = os.environ if env is None else env
-        state = (Path(env["CLAUDE_CONFIG_DIR"]).expanduser() if env.get("CLAUDE_CONFIG_DIR")
-                 else (home or Path.home())) / ".claude.json"
-        return (f"Claude Code ignores {project / '.claude' / 'settings.json'} (the plugin) until you "
-                f"trust this folder: run `claude` once in {project} and accept the trust prompt "
-                f"(recorded as hasTrustDialogAccepted for the project in {state}); "
-                "skillopt-sleep does not trust folders for you")
+        state = (
+            Path(env["CLAUDE_CONFIG_DIR"]).expanduser()
+            if env.get("CLAUDE_CONFIG_DIR")
+            else (home or Path.home())
+        ) / ".claude.json"
+        return (
+            f"Claude Code ignores {project / '.claude' / 'settings.json'} (the plugin) until you "
+            f"trust this folder: run `claude` once in {project} and accept the trust prompt "
+            f"(recorded as hasTrustDialogAccepted for the project in {state}); "
+            "skillopt-sleep does not trust folders for you"
+        )
     return None
 
 
-def install(agent: str, project: Path | None = None, *, dry_run: bool = False,
-            env: Mapping[str, str] | None = None, home: Path | None = None) -> Report:
+def install(
+    agent: str,
+    project: Path | None = None,
+    *,
+    dry_run: bool = False,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> Report:
     """Install the agent shell; idempotent. See the module docstring."""
     project = _normalize_project(project)
     steps = plan(agent, project, env=env, home=home)
@@ -293,9 +368,13 @@ def install(agent: str, project: Path | None = None, *, dry_run: bool = False,
             continue
         report.changes.append(Change(path, "create" if cur is None else "update", what))
         pending.append((path, cur, new, group))
-    if agent != "claude-code" and not shutil.which("skillopt-sleep", path=(env or os.environ).get("PATH")):
-        report.notes.append("`skillopt-sleep` is not on PATH: the agent starts the MCP server as "
-                            "`skillopt-sleep mcp`, so put it on PATH (e.g. pipx install skillopt-sleep)")
+    if agent != "claude-code" and not shutil.which(
+        "skillopt-sleep", path=(env or os.environ).get("PATH")
+    ):
+        report.notes.append(
+            "`skillopt-sleep` is not on PATH: the agent starts the MCP server as "
+            "`skillopt-sleep mcp`, so put it on PATH (e.g. pipx install skillopt-sleep)"
+        )
     if project is not None:
         note = trust_note(agent, project, env=env, home=home)
         if note:
@@ -303,8 +382,11 @@ def install(agent: str, project: Path | None = None, *, dry_run: bool = False,
     if dry_run or not pending:
         return report
     folder = state_folder(agent, project)
-    manifest = _load_manifest(folder) or {"agent": agent, "project": str(project) if project else None,
-                                          "files": {}}
+    manifest = _load_manifest(folder) or {
+        "agent": agent,
+        "project": str(project) if project else None,
+        "files": {},
+    }
     files: dict[str, Any] = manifest["files"]
     for path, cur, new, group in pending:
         entry = files.get(str(path))
@@ -320,7 +402,9 @@ def install(agent: str, project: Path | None = None, *, dry_run: bool = False,
                 created_dirs.append(str(d))
                 d = d.parent
             entry = files[str(path)] = {
-                "existed": cur is not None, "original": original, "created_dirs": created_dirs,
+                "existed": cur is not None,
+                "original": original,
+                "created_dirs": created_dirs,
                 "created_keys": [s.missing_prefix(cur) for s in group],
             }
         _write(path, new)
@@ -329,8 +413,14 @@ def install(agent: str, project: Path | None = None, *, dry_run: bool = False,
     return report
 
 
-def uninstall(agent: str, project: Path | None = None, *, dry_run: bool = False,
-              env: Mapping[str, str] | None = None, home: Path | None = None) -> Report:
+def uninstall(
+    agent: str,
+    project: Path | None = None,
+    *,
+    dry_run: bool = False,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> Report:
     """Undo :func:`install`: original bytes back when a file is as install left it, otherwise
     only install's part removed (the user's later edits kept)."""
     project = _normalize_project(project)
@@ -371,15 +461,21 @@ def uninstall(agent: str, project: Path | None = None, *, dry_run: bool = False,
             continue
         group = groups.get(path_s)
         if not group:
-            report.changes.append(Change(path, "keep", "changed since install; not in the current plan"))
+            report.changes.append(
+                Change(path, "keep", "changed since install; not in the current plan")
+            )
             continue
         new: bytes | None = cur
-        for s, created in zip(reversed(group), reversed(entry.get("created_keys") or [None] * len(group))):
+        for s, created in zip(
+            reversed(group), reversed(entry.get("created_keys") or [None] * len(group))
+        ):
             new = s.unapply(new, created)
         if new == cur:
             report.changes.append(Change(path, "keep", "changed since install; kept as is"))
             continue
-        report.changes.append(Change(path, "edit", "changed since install: removed only install's part"))
+        report.changes.append(
+            Change(path, "edit", "changed since install: removed only install's part")
+        )
         if not dry_run:
             _write(path, new)
     if not dry_run:
@@ -408,5 +504,18 @@ def session_end_hook(timeout: float = HOOK_TIMEOUT) -> str:
     return "answered" if reply.get("ok") else "refused"
 
 
-__all__ = ["AGENTS", "Change", "InstallError", "Report", "Step", "agent_home", "install", "plan",
-           "plugins_root", "session_end_hook", "state_folder", "trust_note", "uninstall"]
+__all__ = [
+    "AGENTS",
+    "Change",
+    "InstallError",
+    "Report",
+    "Step",
+    "agent_home",
+    "install",
+    "plan",
+    "plugins_root",
+    "session_end_hook",
+    "state_folder",
+    "trust_note",
+    "uninstall",
+]

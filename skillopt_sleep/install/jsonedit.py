@@ -22,7 +22,7 @@ class Node:
     start: int
     end: int
     kind: str  # "object" | "array" | "scalar"
-    members: list["Member"] = field(default_factory=list)
+    members: list[Member] = field(default_factory=list)
 
 
 @dataclass
@@ -33,7 +33,7 @@ class Member:
 
 
 _WS = " \t\r\n\ufeff"
-_SCALAR = re.compile(r'-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null')
+_SCALAR = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null")
 
 
 class _Parser:
@@ -207,7 +207,7 @@ def _detect_unit(text: str, root: Node) -> str:
             if text.count("\n", node.start, m.start):
                 outer, inner = _indent_of(text, node.start), _indent_of(text, m.start)
                 if inner.startswith(outer) and len(inner) > len(outer):
-                    return inner[len(outer):]
+                    return inner[len(outer) :]
             stack.append(m.value)
     return "  "
 
@@ -271,8 +271,15 @@ def set_key(text: str | None, keys: list[str], value: Any) -> str:
         close = obj.end - 1  # the "}"
         inner = text[obj.start + 1 : close]
         if inner.strip():  # only comments inside: keep them, add after
-            return text[:close].rstrip(" \t") + ("" if inner.rstrip(" \t").endswith("\n") else "\n") + \
-                indent + item + "\n" + outer + text[close:]
+            return (
+                text[:close].rstrip(" \t")
+                + ("" if inner.rstrip(" \t").endswith("\n") else "\n")
+                + indent
+                + item
+                + "\n"
+                + outer
+                + text[close:]
+            )
         return text[: obj.start] + "{\n" + indent + item + "\n" + outer + "}" + text[obj.end :]
     last = obj.members[-1].value
     after = text[last.end : obj.end - 1]
@@ -280,7 +287,12 @@ def set_key(text: str | None, keys: list[str], value: Any) -> str:
     if m:  # a trailing comma already follows the last member (JSONC)
         pos = last.end + m.end()
         eol = text.find("\n", pos)
-        if eol < 0 or eol > obj.end or text[pos:eol].strip() and not text[pos:eol].strip().startswith("//"):
+        if (
+            eol < 0
+            or eol > obj.end
+            or (text[pos:eol].strip()
+            and not text[pos:eol].strip().startswith("//"))
+        ):
             eol = pos
         return text[:eol] + "\n" + indent + item + "," + text[eol:]
     eol = text.find("\n", last.end)

@@ -79,7 +79,9 @@ class Step:
             try:
                 return jsonedit.set_key(text, self.keys, self.value).encode("utf-8")
             except jsonedit.JsonEditError as exc:
-                raise InstallError(f"{self.path}: not valid JSON ({exc}); not touching it") from None
+                raise InstallError(
+                    f"{self.path}: not valid JSON ({exc}); not touching it"
+                ) from None
         if self.kind == "toml":
             return _toml_set(self.path, text, self.keys, self.value).encode("utf-8")
         if self.kind == "block":
@@ -197,7 +199,7 @@ def _block_set(text: str | None, body: str, tag: str) -> str:
     m = _block_re(tag).search(text)
     if m:
         lead = m.group(0)[: len(m.group(0)) - len(m.group(0).lstrip("\r\n"))]
-        new = text[: m.start()] + lead + block + text[m.end():]
+        new = text[: m.start()] + lead + block + text[m.end() :]
         return text if new == text else new
     if not text:
         return block
@@ -209,7 +211,7 @@ def _block_remove(text: str, tag: str) -> str:
     m = _block_re(tag).search(text)
     if not m:
         return text
-    before, after = text[: m.start()], text[m.end():]
+    before, after = text[: m.start()], text[m.end() :]
     nl = _newline(text)
     if not after and before.endswith(nl + nl):
         before = before[: -len(nl)]

@@ -40,7 +40,9 @@ def ensure_token(path: Path | None = None) -> str:
             os.chmod(path, 0o600)
         token = path.read_text("utf-8").strip()
         if len(token) < 16:
-            raise ConfigError(f"{path}: the MCP token is too short; delete the file to make a new one")
+            raise ConfigError(
+                f"{path}: the MCP token is too short; delete the file to make a new one"
+            )
         return token
     token = secrets.token_urlsafe(32)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -74,8 +76,10 @@ def listen_socket(port: int) -> socket.socket:
         sock.bind((HOST, port))
     except OSError as exc:
         sock.close()
-        raise ConfigError(f"cannot listen on {HOST}:{port}: {exc.strerror or exc}; "
-                          "choose another --port (0 = any free port)") from None
+        raise ConfigError(
+            f"cannot listen on {HOST}:{port}: {exc.strerror or exc}; "
+            "choose another --port (0 = any free port)"
+        ) from None
     return sock
 
 
@@ -102,8 +106,11 @@ def serve_http(port: int, store_path: Path | None = None, settings_loader=None) 
             await anyio.sleep(0.05)
         sock = userver.servers[0].sockets[0]
         host, real_port = sock.getsockname()[:2]
-        print(f"listening on http://{host}:{real_port}{PATH} (bearer token in {tpath})",
-              file=sys.stderr, flush=True)
+        print(
+            f"listening on http://{host}:{real_port}{PATH} (bearer token in {tpath})",
+            file=sys.stderr,
+            flush=True,
+        )
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:

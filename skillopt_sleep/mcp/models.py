@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -11,63 +11,71 @@ class NightInfo(BaseModel):
     """One night, from the ``nights`` table (plus live progress for nights this server started)."""
 
     id: int
-    status: str = Field(description="running | succeeded | no_change | no_tasks | planned | failed | interrupted")
+    status: str = Field(
+        description="running | succeeded | no_change | no_tasks | planned | failed | interrupted"
+    )
     running: bool
-    started_at: Optional[str] = None
-    finished_at: Optional[str] = None
-    trigger: Optional[str] = None
-    project: Optional[str] = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    trigger: str | None = None
+    project: str | None = None
     dry_run: bool = False
-    target_path: Optional[str] = None
-    error: Optional[str] = None
-    val_before: Optional[float] = None
-    val_after: Optional[float] = None
-    test_before: Optional[float] = None
-    test_after: Optional[float] = None
-    calls: Optional[int] = None
-    cached_calls: Optional[int] = None
-    input_tokens: Optional[int] = None
-    output_tokens: Optional[int] = None
-    seconds: Optional[float] = None
-    proposal_id: Optional[str] = None
+    target_path: str | None = None
+    error: str | None = None
+    val_before: float | None = None
+    val_after: float | None = None
+    test_before: float | None = None
+    test_after: float | None = None
+    calls: int | None = None
+    cached_calls: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    seconds: float | None = None
+    proposal_id: str | None = None
     summary: dict[str, Any] = Field(default_factory=dict)
-    progress: list[str] = Field(default_factory=list, description="Latest progress lines (nights started by this server)")
+    progress: list[str] = Field(
+        default_factory=list, description="Latest progress lines (nights started by this server)"
+    )
 
 
 class PendingProposal(BaseModel):
     id: str
     target: str
-    created_at: Optional[str] = None
-    val_before: Optional[float] = None
-    val_after: Optional[float] = None
-    test_before: Optional[float] = None
-    test_after: Optional[float] = None
+    created_at: str | None = None
+    val_before: float | None = None
+    val_after: float | None = None
+    test_before: float | None = None
+    test_after: float | None = None
 
 
 class Status(BaseModel):
     database: str
     counts: dict[str, int]
     night_running: bool
-    last_night: Optional[NightInfo] = None
+    last_night: NightInfo | None = None
     nights: list[NightInfo] = Field(default_factory=list)
-    last_error: Optional[str] = None
+    last_error: str | None = None
     pending_proposals: list[PendingProposal] = Field(default_factory=list)
     harvest: dict[str, Any] = Field(default_factory=dict)
-    daemon: dict[str, Any] = Field(default_factory=dict, description="The background daemon: running, pid, …")
+    daemon: dict[str, Any] = Field(
+        default_factory=dict, description="The background daemon: running, pid, …"
+    )
 
 
 class ProposalSummary(BaseModel):
     id: str
     status: str = Field(description="staged | adopted | rejected | rolled_back | superseded")
-    night_id: Optional[int] = None
-    created_at: Optional[str] = None
+    night_id: int | None = None
+    created_at: str | None = None
     target_path: str
-    base_hash: str = Field(description="sha256 of the live file the proposal was made from ('' = absent); pass it to adopt_proposal")
-    val_before: Optional[float] = None
-    val_after: Optional[float] = None
-    test_before: Optional[float] = None
-    test_after: Optional[float] = None
-    reason: Optional[str] = None
+    base_hash: str = Field(
+        description="sha256 of the live file the proposal was made from ('' = absent); pass it to adopt_proposal"
+    )
+    val_before: float | None = None
+    val_after: float | None = None
+    test_before: float | None = None
+    test_after: float | None = None
+    reason: str | None = None
 
 
 class ProposalList(BaseModel):
@@ -82,21 +90,21 @@ class EditInfo(BaseModel):
     reason: str = ""
     rationale: str = ""
     origin: str = ""
-    epoch: Optional[int] = None
-    batch: Optional[int] = None
-    val_before: Optional[float] = None
-    val_after: Optional[float] = None
+    epoch: int | None = None
+    batch: int | None = None
+    val_before: float | None = None
+    val_after: float | None = None
 
 
 class TaskDelta(BaseModel):
     task_id: str
     intent: str = ""
-    before: Optional[float] = None
-    after: Optional[float] = None
+    before: float | None = None
+    after: float | None = None
 
 
 class ProposalDetail(ProposalSummary):
-    new_hash: Optional[str] = None
+    new_hash: str | None = None
     diff: str
     edits: list[EditInfo]
     val_tasks: list[TaskDelta]
@@ -125,7 +133,9 @@ class RollbackResult(BaseModel):
     proposal_id: str
     target_path: str
     rolled_back_at: str
-    restored_previous: bool = Field(description="True: the old file was restored; False: the created file was removed")
+    restored_previous: bool = Field(
+        description="True: the old file was restored; False: the created file was removed"
+    )
 
 
 class NightStarted(BaseModel):
@@ -137,7 +147,7 @@ class NightStarted(BaseModel):
 
 class TaskInfo(BaseModel):
     id: str
-    project: Optional[str] = None
+    project: str | None = None
     intent: str
     split: str
     sessions: int
@@ -155,10 +165,10 @@ class SearchHit(BaseModel):
     message_id: int
     session_id: str
     agent: str
-    project: Optional[str] = None
+    project: str | None = None
     role: str
-    kind: Optional[str] = None
-    timestamp: Optional[str] = None
+    kind: str | None = None
+    timestamp: str | None = None
     snippet: str
 
 

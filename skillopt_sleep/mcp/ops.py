@@ -15,8 +15,9 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from filelock import Timeout
 
@@ -48,7 +49,9 @@ class ServerState:
     """What the server's lifespan holds: the store (one connection, used under ``lock``), how
     to load settings, and the nights this process started (with their progress lines)."""
 
-    def __init__(self, store_path: Path | None = None, settings_loader: SettingsLoader | None = None):
+    def __init__(
+        self, store_path: Path | None = None, settings_loader: SettingsLoader | None = None
+    ):
         self.store_path = Path(store_path) if store_path else None
         self.settings_loader = settings_loader or default_settings_loader
         self.store: Store | None = None
@@ -86,6 +89,7 @@ def _locked(fn: Callable[..., Any]) -> Callable[..., Any]:
                 return fn(state, *args, **kwargs)
             except sqlite3.Error as exc:
                 raise StoreError(f"database error: {exc}") from None
+
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__
     return wrapper
@@ -120,10 +124,15 @@ def sleep_status(state: ServerState) -> m.Status:
     data = collect_status(state.use())
     nights = [_night(state, r) for r in state.use().rows("nights", order_by="id desc", limit=5)]
     return m.Status(
-        database=str(state.db_path()), counts=data["counts"], night_running=night_running(state),
-        last_night=nights[0] if nights else None, nights=nights, last_error=data["last_error"],
+        database=str(state.db_path()),
+        counts=data["counts"],
+        night_running=night_running(state),
+        last_night=nights[0] if nights else None,
+        nights=nights,
+        last_error=data["last_error"],
         pending_proposals=[m.PendingProposal(**p) for p in data["pending_proposals"]],
-        harvest=data["harvest"], daemon=data.get("daemon") or _daemon_status(),
+        harvest=data["harvest"],
+        daemon=data.get("daemon") or _daemon_status(),
     )
 
 
@@ -167,8 +176,9 @@ def _under(project: str | None, root: Path) -> bool:
     return bool(project) and (project == r or project.startswith(r + "/"))
 
 
-def _daemon_run_now(state: ServerState, before: int, dry_run: bool, project: Path | None,
-                    wait_seconds: float) -> int | None:
+def _daemon_run_now(
+    state: ServerState, before: int, dry_run: bool, project: Path | None, wait_seconds: float
+) -> int | None:
     """Ask a running daemon to start the night (its control channel's ``run-now``); the new
     night's id, or None when no daemon answers. Only plain nights go to the daemon, and only
     one started with this server's config file (it runs with its own settings); dry runs and
@@ -194,17 +204,23 @@ def _daemon_run_now(state: ServerState, before: int, dry_run: bool, project: Pat
         return int(nid)
     deadline = time.monotonic() + wait_seconds
     while time.monotonic() < deadline:
-        row = state.use().db.execute(
-            "select id from nights where id > ? order by id desc limit 1", [before]).fetchone()
+        row = (
+            state.use()
+            .db.execute("select id from nights where id > ? order by id desc limit 1", [before])
+            .fetchone()
+        )
         if row:
             return int(row[0])
         time.sleep(0.1)
-    raise NightError("the daemon accepted the night but it did not start within "
-                     f"{wait_seconds:.0f} s; see sleep_status")
+    raise NightError(
+        "the daemon accepted the night but it did not start within "
+        f"{wait_seconds:.0f} s; see sleep_status"
+    )
 
 
-def start_night(state: ServerState, dry_run: bool, project: str | None,
-                wait_seconds: float = 15.0) -> m.NightStarted:
+def start_night(
+    state: ServerState, dry_run: bool, project: str | None, wait_seconds: float = 15.0
+) -> m.NightStarted:
     """Start a night in a background thread (or through the daemon) and return its id as soon
     as its ``nights`` row exists. Raises NightError when a night is already running."""
     from skillopt_sleep.night.run import run_night
@@ -214,10 +230,16 @@ def start_night(state: ServerState, dry_run: bool, project: str | None,
     settings = state.settings_loader(project=proj)  # ConfigError -> a tool error, nothing started
     with state.lock:
         if state.thread is not None and state.thread.is_alive():
-            raise NightError(f"a night is running (night {state.thread_night}, started by this server)")
+            raise NightError(
+                f"a night is running (night {state.thread_night}, started by this server)"
+            )
         if night_running(state):
             running = state.use().rows("nights", "status = 'running'", order_by="id desc", limit=1)
-            since = f" (night {running[0]['id']}, started {running[0]['started_at']})" if running else ""
+            since = (
+                f" (night {running[0]['id']}, started {running[0]['started_at']})"
+                if running
+                else ""
+            )
             raise NightError(f"a night is running{since}")
         before = state.use().db.execute("select coalesce(max(id), 0) from nights").fetchone()[0]
         nid = _daemon_run_now(state, before, dry_run, proj, wait_seconds)
@@ -238,7 +260,9 @@ def start_night(state: ServerState, dry_run: bool, project: str | None,
                     if "night_id" not in box:
                         row = store.db.execute(
                             "select id from nights where id > ? and trigger = 'mcp' and pid = ? "
-                            "order by id desc limit 1", [before, pid]).fetchone()
+                            "order by id desc limit 1",
+                            [before, pid],
+                        ).fetchone()
                         if row:
                             box["night_id"] = row[0]
                             with state.progress_lock:
@@ -249,7 +273,9 @@ def start_night(state: ServerState, dry_run: bool, project: str | None,
                         with state.progress_lock:
                             state.progress[box["night_id"]].append(one_line(msg, 300))
 
-                result = run_night(store, settings, dry_run=dry_run, trigger="mcp", progress=progress)
+                result = run_night(
+                    store, settings, dry_run=dry_run, trigger="mcp", progress=progress
+                )
                 box.setdefault("night_id", result.night_id)
             except BaseException as exc:  # recorded in the nights row by run_night; kept here too
                 box["error"] = exc
@@ -265,20 +291,31 @@ def start_night(state: ServerState, dry_run: bool, project: str | None,
     nid = box.get("night_id")
     if nid is None:
         with state.lock:
-            row = state.use().db.execute(
-                "select id from nights where id > ? and trigger = 'mcp' and pid = ? order by id desc "
-                "limit 1", [before, pid]).fetchone()
+            row = (
+                state.use()
+                .db.execute(
+                    "select id from nights where id > ? and trigger = 'mcp' and pid = ? order by id desc "
+                    "limit 1",
+                    [before, pid],
+                )
+                .fetchone()
+            )
         nid = row[0] if row else None
     if nid is None:
         err = box.get("error")
         if err is not None:
-            raise err if isinstance(err, SkilloptError) else NightError(
-                f"the night could not start: {type(err).__name__}: {err}")
+            raise (
+                err
+                if isinstance(err, SkilloptError)
+                else NightError(f"the night could not start: {type(err).__name__}: {err}")
+            )
         raise NightError(f"the night did not start within {wait_seconds:.0f} s")
     state.thread_night = nid
     with state.lock:
         row = state.use().get("nights", nid)
-    return m.NightStarted(night_id=nid, status=row["status"] if row else "running", via="in-process")
+    return m.NightStarted(
+        night_id=nid, status=row["status"] if row else "running", via="in-process"
+    )
 
 
 # ---------------------------------------------------------------------------- proposals
@@ -302,11 +339,14 @@ def get_proposal(state: ServerState, proposal_id: str) -> m.ProposalDetail:
         raise ProposalError(f"proposal {proposal_id}: diff unreadable ({exc})") from None
     base = _summary(row).model_dump()
     return m.ProposalDetail(
-        **base, new_hash=row.get("new_hash"), diff=diff,
+        **base,
+        new_hash=row.get("new_hash"),
+        diff=diff,
         edits=[m.EditInfo(**e) for e in report.get("edits", [])],
         val_tasks=[m.TaskDelta(**t) for t in report.get("val_tasks", [])],
         test_tasks=[m.TaskDelta(**t) for t in report.get("test_tasks", [])],
-        cost=report.get("cost") or {}, summary=report.get("summary") or {},
+        cost=report.get("cost") or {},
+        summary=report.get("summary") or {},
         report_uri=f"skillopt://proposals/{row['id']}",
     )
 
@@ -314,9 +354,14 @@ def get_proposal(state: ServerState, proposal_id: str) -> m.ProposalDetail:
 @_locked
 def adopt_proposal(state: ServerState, proposal_id: str, base_hash: str) -> m.AdoptResult:
     a = proposals.adopt(state.use(), proposal_id, base_hash=base_hash)
-    return m.AdoptResult(proposal_id=a["proposal_id"], target_path=a["target_path"],
-                         adopted_at=a["adopted_at"], backup_path=a["backup_path"] or "",
-                         before_hash=a["before_hash"] or "", after_hash=a["after_hash"] or "")
+    return m.AdoptResult(
+        proposal_id=a["proposal_id"],
+        target_path=a["target_path"],
+        adopted_at=a["adopted_at"],
+        backup_path=a["backup_path"] or "",
+        before_hash=a["before_hash"] or "",
+        after_hash=a["after_hash"] or "",
+    )
 
 
 @_locked
@@ -329,7 +374,8 @@ def managed_targets(store: Store) -> dict[str, str]:
     """Every live file some proposal or adoption refers to: ``{resolved path: stored path}``."""
     out: dict[str, str] = {}
     for (p,) in store.db.execute(
-            "select target_path from proposals union select target_path from adoptions").fetchall():
+        "select target_path from proposals union select target_path from adoptions"
+    ).fetchall():
         if p:
             out[str(Path(p).expanduser().resolve())] = p
             out.setdefault(p, p)
@@ -351,8 +397,12 @@ def resolve_managed(store: Store, target: str) -> str:
 def rollback(state: ServerState, target: str | None) -> m.RollbackResult:
     path = resolve_managed(state.use(), target) if target else None
     a = proposals.rollback(state.use(), path)
-    return m.RollbackResult(proposal_id=a["proposal_id"], target_path=a["target_path"],
-                            rolled_back_at=a["rolled_back_at"], restored_previous=bool(a["existed_before"]))
+    return m.RollbackResult(
+        proposal_id=a["proposal_id"],
+        target_path=a["target_path"],
+        rolled_back_at=a["rolled_back_at"],
+        restored_previous=bool(a["existed_before"]),
+    )
 
 
 @_locked
@@ -363,12 +413,20 @@ def get_skill(state: ServerState, target: str | None) -> m.SkillInfo:
     else:
         latest = store.rows("proposals", order_by="created_at desc, id desc", limit=1)
         if not latest:
-            raise BadArgument("no managed target yet: no proposal has been staged (run a night first)")
+            raise BadArgument(
+                "no managed target yet: no proposal has been staged (run a night first)"
+            )
         path = latest[0]["target_path"]
     text = read_live(Path(path))
     doc = Document.parse(text)
-    return m.SkillInfo(target=path, exists=text is not None, sha256=sha256_text(text),
-                       managed_block=doc.had_block, rules=doc.rules, text=text or "")
+    return m.SkillInfo(
+        target=path,
+        exists=text is not None,
+        sha256=sha256_text(text),
+        managed_block=doc.had_block,
+        rules=doc.rules,
+        text=text or "",
+    )
 
 
 # ---------------------------------------------------------------------------- tasks / search
@@ -378,12 +436,22 @@ def list_tasks(state: ServerState, project: str | None, limit: int) -> m.TaskLis
     tasks = state.use().tasks()
     if root is not None:
         tasks = [t for t in tasks if _under(t.project, root)]
-    return m.TaskList(total=len(tasks), tasks=[
-        m.TaskInfo(id=t.id, project=t.project, intent=t.intent, split=t.split,
-                   sessions=len(t.sessions), checks=[c.model_dump() for c in t.checks],
-                   corrections=t.corrections, synthetic=t.synthetic)
-        for t in tasks[:limit]
-    ])
+    return m.TaskList(
+        total=len(tasks),
+        tasks=[
+            m.TaskInfo(
+                id=t.id,
+                project=t.project,
+                intent=t.intent,
+                split=t.split,
+                sessions=len(t.sessions),
+                checks=[c.model_dump() for c in t.checks],
+                corrections=t.corrections,
+                synthetic=t.synthetic,
+            )
+            for t in tasks[:limit]
+        ],
+    )
 
 
 def _fts_quote(query: str) -> str:
@@ -391,8 +459,9 @@ def _fts_quote(query: str) -> str:
 
 
 @_locked
-def search_sessions(state: ServerState, query: str, agent: str | None, project: str | None,
-                    limit: int) -> m.SearchResult:
+def search_sessions(
+    state: ServerState, query: str, agent: str | None, project: str | None, limit: int
+) -> m.SearchResult:
     if not query.strip():
         raise BadArgument("query is empty")
     root = _project_arg(project, must_exist=False)
@@ -417,11 +486,22 @@ def search_sessions(state: ServerState, query: str, agent: str | None, project: 
         rows = db.execute(sql, [query, *args, limit]).fetchall()
     except sqlite3.OperationalError:  # FTS syntax (quotes, dashes, operators): search the words
         rows = db.execute(sql, [_fts_quote(query), *args, limit]).fetchall()
-    return m.SearchResult(query=query, hits=[
-        m.SearchHit(message_id=r[0], session_id=r[1], agent=r[2], project=r[3], role=r[4],
-                    kind=r[5], timestamp=r[6], snippet=r[7] or "")
-        for r in rows
-    ])
+    return m.SearchResult(
+        query=query,
+        hits=[
+            m.SearchHit(
+                message_id=r[0],
+                session_id=r[1],
+                agent=r[2],
+                project=r[3],
+                role=r[4],
+                kind=r[5],
+                timestamp=r[6],
+                snippet=r[7] or "",
+            )
+            for r in rows
+        ],
+    )
 
 
 # ---------------------------------------------------------------------------- resources
@@ -429,8 +509,9 @@ def search_sessions(state: ServerState, query: str, agent: str | None, project: 
 def proposal_markdown(state: ServerState, proposal_id: str) -> str:
     row = proposals.get_proposal(state.use(), proposal_id)
     report = proposals.report_markdown(row)
-    return (f"<!-- status: {row['status']}; base_hash: {row['base_hash'] or '(absent)'} -->\n"
-            + report)
+    return (
+        f"<!-- status: {row['status']}; base_hash: {row['base_hash'] or '(absent)'} -->\n" + report
+    )
 
 
 @_locked
@@ -443,6 +524,8 @@ def latest_report(state: ServerState) -> str:
     if not nights:
         return "# No report yet\n\nNo night has run. Call the `run_night` tool to start one.\n"
     n = night_view(nights[0])
-    return (f"# No proposal yet\n\nThe latest night ({n['id']}) ended `{n['status']}`"
-            f"{': ' + n['error'] if n['error'] else ''}.\n\n```json\n"
-            f"{json.dumps(n['summary'], indent=2)}\n```\n")
+    return (
+        f"# No proposal yet\n\nThe latest night ({n['id']}) ended `{n['status']}`"
+        f"{': ' + n['error'] if n['error'] else ''}.\n\n```json\n"
+        f"{json.dumps(n['summary'], indent=2)}\n```\n"
+    )

@@ -6,9 +6,10 @@ tool error (``isError``) whose text is one line; nothing a client sends can stop
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any, AsyncIterator, Callable, Literal, Optional, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
@@ -29,10 +30,12 @@ INSTRUCTIONS = (
     "adoption with rollback. run_night starts a night in the background: poll get_night."
 )
 
-READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-                       open_world_hint=False)
-WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
-                        open_world_hint=False)
+READ = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
 
 
 class _Failure(Exception):
@@ -73,12 +76,17 @@ class SleepServer(MCPServer[ServerState]):
             raise ToolError(one_line(str(exc))) from exc
 
 
-ProposalId = Annotated[str, Field(min_length=1, max_length=100, description="Proposal id, e.g. 'p3'")]
+ProposalId = Annotated[
+    str, Field(min_length=1, max_length=100, description="Proposal id, e.g. 'p3'")
+]
 
 
-def build_server(store_path: Path | str | None = None,
-                 settings_loader: SettingsLoader | None = None, *,
-                 http_token: str | None = None) -> SleepServer:
+def build_server(
+    store_path: Path | str | None = None,
+    settings_loader: SettingsLoader | None = None,
+    *,
+    http_token: str | None = None,
+) -> SleepServer:
     """Build the skillopt-sleep MCP server.
 
     ``store_path``: the SQLite store (default ``paths.db_path()``, resolved when the server
@@ -98,20 +106,28 @@ def build_server(store_path: Path | str | None = None,
 
     auth_kwargs: dict[str, Any] = {}
     if http_token is not None:
-        from skillopt_sleep.mcp.http import auth_settings, StaticTokenVerifier
+        from skillopt_sleep.mcp.http import StaticTokenVerifier, auth_settings
 
         auth_kwargs = {"auth": auth_settings(), "token_verifier": StaticTokenVerifier(http_token)}
 
     server = SleepServer(
-        "skillopt-sleep", title="skillopt-sleep", instructions=INSTRUCTIONS, version=_version(),
-        lifespan=lifespan, log_level="WARNING", **auth_kwargs,
+        "skillopt-sleep",
+        title="skillopt-sleep",
+        instructions=INSTRUCTIONS,
+        version=_version(),
+        lifespan=lifespan,
+        log_level="WARNING",
+        **auth_kwargs,
     )
     server.state = state
 
     def tool(annotations: ToolAnnotations) -> Callable[[Callable[..., T]], Callable[..., T]]:
         def register(fn: Callable[..., T]) -> Callable[..., T]:
-            server.add_tool(fn, description=one_line(fn.__doc__ or "", 1000), annotations=annotations)
+            server.add_tool(
+                fn, description=one_line(fn.__doc__ or "", 1000), annotations=annotations
+            )
             return fn
+
         return register
 
     # ------------------------------------------------------------------ tools
@@ -123,8 +139,10 @@ def build_server(store_path: Path | str | None = None,
 
     @tool(READ)
     def list_proposals(
-        status: Annotated[Optional[Literal["staged", "adopted", "rejected", "rolled_back", "superseded"]],
-                          Field(description="Only this status (default: all)")] = None,
+        status: Annotated[
+            Literal["staged", "adopted", "rejected", "rolled_back", "superseded"] | None,
+            Field(description="Only this status (default: all)"),
+        ] = None,
         limit: Annotated[int, Field(ge=1, le=200)] = 50,
     ) -> m.ProposalList:
         """Proposals, newest first, with val/test scores and the base_hash needed to adopt."""
@@ -139,34 +157,61 @@ def build_server(store_path: Path | str | None = None,
     @tool(WRITE)
     def adopt_proposal(
         id: ProposalId,
-        base_hash: Annotated[str, Field(max_length=64, description="The proposal's base_hash from get_proposal ('' if the file did not exist)")],
+        base_hash: Annotated[
+            str,
+            Field(
+                max_length=64,
+                description="The proposal's base_hash from get_proposal ('' if the file did not exist)",
+            ),
+        ],
     ) -> m.AdoptResult:
         """Write a staged proposal to its live file (atomic, with a backup). Refused if the
         file changed since the proposal was made or base_hash does not match. Ask the user first."""
         return _guard(lambda: ops.adopt_proposal(state, id, base_hash))
 
-    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                             idempotent_hint=False, open_world_hint=False))
+    @tool(
+        ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
+        )
+    )
     def reject_proposal(
         id: ProposalId,
-        reason: Annotated[str, Field(max_length=2000, description="Why; kept with the proposal")] = "",
+        reason: Annotated[
+            str, Field(max_length=2000, description="Why; kept with the proposal")
+        ] = "",
     ) -> m.RejectResult:
         """Discard a staged proposal (the live file is not touched)."""
         return _guard(lambda: ops.reject_proposal(state, id, reason))
 
     @tool(WRITE)
     def rollback(
-        target: Annotated[Optional[str], Field(description="Live file path of a managed target (default: the latest adoption)")] = None,
+        target: Annotated[
+            str | None,
+            Field(description="Live file path of a managed target (default: the latest adoption)"),
+        ] = None,
     ) -> m.RollbackResult:
         """Restore a file as it was before its latest adoption, byte for byte. Refused if the
         file changed since the adoption."""
         return _guard(lambda: ops.rollback(state, target))
 
-    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                             idempotent_hint=False, open_world_hint=True))
+    @tool(
+        ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=True,
+        )
+    )
     def run_night(
-        dry_run: Annotated[bool, Field(description="Harvest and mine only; no model calls, nothing staged")] = False,
-        project: Annotated[Optional[str], Field(description="Absolute project directory (default: all projects)")] = None,
+        dry_run: Annotated[
+            bool, Field(description="Harvest and mine only; no model calls, nothing staged")
+        ] = False,
+        project: Annotated[
+            str | None, Field(description="Absolute project directory (default: all projects)")
+        ] = None,
     ) -> m.NightStarted:
         """Start a night (harvest, mine, replay, gate, stage) in the background and return its
         id at once; poll get_night(id). Refused if a night is already running."""
@@ -179,7 +224,9 @@ def build_server(store_path: Path | str | None = None,
 
     @tool(READ)
     def list_tasks(
-        project: Annotated[Optional[str], Field(description="Only tasks of this project directory")] = None,
+        project: Annotated[
+            str | None, Field(description="Only tasks of this project directory")
+        ] = None,
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
     ) -> m.TaskList:
         """Recurring tasks mined from past sessions (as stored by the last night): intent,
@@ -188,9 +235,18 @@ def build_server(store_path: Path | str | None = None,
 
     @tool(READ)
     def search_sessions(
-        query: Annotated[str, Field(min_length=1, max_length=500, description="Full-text query (SQLite FTS5; plain words work)")],
-        agent: Annotated[Optional[str], Field(description="claude_code or codex")] = None,
-        project: Annotated[Optional[str], Field(description="Only sessions in this project directory")] = None,
+        query: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=500,
+                description="Full-text query (SQLite FTS5; plain words work)",
+            ),
+        ],
+        agent: Annotated[str | None, Field(description="claude_code or codex")] = None,
+        project: Annotated[
+            str | None, Field(description="Only sessions in this project directory")
+        ] = None,
         limit: Annotated[int, Field(ge=1, le=100)] = 20,
     ) -> m.SearchResult:
         """Full-text search over harvested (redacted) session messages, best match first."""
@@ -198,7 +254,10 @@ def build_server(store_path: Path | str | None = None,
 
     @tool(READ)
     def get_skill(
-        target: Annotated[Optional[str], Field(description="A managed target path (default: the latest proposal's target)")] = None,
+        target: Annotated[
+            str | None,
+            Field(description="A managed target path (default: the latest proposal's target)"),
+        ] = None,
     ) -> m.SkillInfo:
         """The live text of a managed skill document and its learned rules."""
         return _guard(lambda: ops.get_skill(state, target))
@@ -210,24 +269,39 @@ def build_server(store_path: Path | str | None = None,
         except SkilloptError as exc:
             raise ResourceError(one_line(str(exc))) from None
 
-    @server.resource("skillopt://proposals/{id}", name="proposal", mime_type="text/markdown",
-                     description="A proposal's report: scores, edits, per-task deltas, diff")
+    @server.resource(
+        "skillopt://proposals/{id}",
+        name="proposal",
+        mime_type="text/markdown",
+        description="A proposal's report: scores, edits, per-task deltas, diff",
+    )
     def proposal_resource(id: str) -> str:
         return _resource(lambda: ops.proposal_markdown(state, id))
 
-    @server.resource("skillopt://reports/latest", name="latest-report", mime_type="text/markdown",
-                     description="The newest proposal's report (or why the last night staged none)")
+    @server.resource(
+        "skillopt://reports/latest",
+        name="latest-report",
+        mime_type="text/markdown",
+        description="The newest proposal's report (or why the last night staged none)",
+    )
     def latest_report() -> str:
         return _resource(lambda: ops.latest_report(state))
 
-    @server.resource("skillopt://status", name="status", mime_type="application/json",
-                     description="sleep_status as JSON")
+    @server.resource(
+        "skillopt://status",
+        name="status",
+        mime_type="application/json",
+        description="sleep_status as JSON",
+    )
     def status_resource() -> str:
         return _resource(lambda: ops.sleep_status(state).model_dump_json(indent=2))
 
     # ------------------------------------------------------------------ prompt
-    @server.prompt(name="review_last_night", title="Review last night's proposal",
-                   description="Walk the user through last night's proposal and adopt or reject it")
+    @server.prompt(
+        name="review_last_night",
+        title="Review last night's proposal",
+        description="Walk the user through last night's proposal and adopt or reject it",
+    )
     def review_last_night() -> str:
         try:
             report = ops.latest_report(state)
@@ -254,4 +328,3 @@ def _version() -> str:
         return version("skillopt-sleep")
     except Exception:  # pragma: no cover
         return "0"
-

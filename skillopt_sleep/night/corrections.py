@@ -22,8 +22,9 @@ reject the wanted value (``pytest`` when ``uv run pytest`` is wanted) is dropped
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -47,79 +48,354 @@ _ANCHORED = [
     re.compile(r"^\W*nope\b", _F),
     re.compile(r"^\W*(?:wrong|incorrect|not quite|not what i|not like that)\b", _F),
     re.compile(r"^\W*(?:please\s+)?(?:revert|undo)\b", _F),
-    re.compile(r"^\W*(?:please\s+)?(?:don'?t|do not|never|stop)\s+(?:use|using|run|running"
-               r"|add|adding|do|call|write|create|change|modify|touch|delete|remove|include|put"
-               r"|make)\b", _F),
+    re.compile(
+        r"^\W*(?:please\s+)?(?:don'?t|do not|never|stop)\s+(?:use|using|run|running"
+        r"|add|adding|do|call|write|create|change|modify|touch|delete|remove|include|put"
+        r"|make)\b",
+        _F,
+    ),
 ]
 _STRONG = [  # anywhere in a short message: unambiguous back-references to the answer
-    re.compile(r"\b(?:that'?s|that is|this is|it'?s|it is)\s+(?:still\s+)?(?:wrong|incorrect"
-               r"|broken|not (?:right|correct|what i|it|working|how))\b", _F),
-    re.compile(r"\byou (?:forgot|missed|didn'?t|did not|broke|should have|shouldn'?t have"
-               r"|were supposed to|ignored)\b", _F),
+    re.compile(
+        r"\b(?:that'?s|that is|this is|it'?s|it is)\s+(?:still\s+)?(?:wrong|incorrect"
+        r"|broken|not (?:right|correct|what i|it|working|how))\b",
+        _F,
+    ),
+    re.compile(
+        r"\byou (?:forgot|missed|didn'?t|did not|broke|should have|shouldn'?t have"
+        r"|were supposed to|ignored)\b",
+        _F,
+    ),
     re.compile(r"\bi (?:said|told you|asked (?:you )?(?:to|for)|meant)\b", _F),
 ]
 _WEAK = [  # anywhere in a short message, unless the message opens like a new request
-    re.compile(r"\binstead of\b|\b(?:use|try)\s+\S+(?:\s+\S+){0,3}\s+instead\b"
-               r"|\b(?:use|try)\s+\S+(?:\s+\S+){0,3}?\s*,?\s+(?:and\s+)?not\s+\S", _F),
-    re.compile(r"\bstill\s+(?:fail|failing|fails|broken|not|doesn'?t|does not|getting|get|the same"
-               r"|an? error|errors|erroring|crash|crashes|wrong)\b", _F),
-    re.compile(r"\b(?:doesn'?t|does not|didn'?t|did not|won'?t|isn'?t|is not)"
-               r"(?:\s+(?:it|this|that))?\s+(?:work|working"
-               r"|compile|build|run|pass)\b|\bnot working\b|\bsame error\b", _F),
-    re.compile(r"\b(?:way\s+)?too\s+(?:long|verbose|wordy)\b|\bshorter\b|\bmore concise\b"
-               r"|\bless verbose\b", _F),
+    re.compile(
+        r"\binstead of\b|\b(?:use|try)\s+\S+(?:\s+\S+){0,3}\s+instead\b"
+        r"|\b(?:use|try)\s+\S+(?:\s+\S+){0,3}?\s*,?\s+(?:and\s+)?not\s+\S",
+        _F,
+    ),
+    re.compile(
+        r"\bstill\s+(?:fail|failing|fails|broken|not|doesn'?t|does not|getting|get|the same"
+        r"|an? error|errors|erroring|crash|crashes|wrong)\b",
+        _F,
+    ),
+    re.compile(
+        r"\b(?:doesn'?t|does not|didn'?t|did not|won'?t|isn'?t|is not)"
+        r"(?:\s+(?:it|this|that))?\s+(?:work|working"
+        r"|compile|build|run|pass)\b|\bnot working\b|\bsame error\b",
+        _F,
+    ),
+    re.compile(
+        r"\b(?:way\s+)?too\s+(?:long|verbose|wordy)\b|\bshorter\b|\bmore concise\b"
+        r"|\bless verbose\b",
+        _F,
+    ),
 ]
 #: First words of a fresh request ("now add a test", "fix the bug where X doesn't work").
 _REQUEST_VERBS = {
-    "fix", "add", "implement", "create", "write", "make", "update", "refactor", "build", "explain",
-    "generate", "remove", "delete", "rename", "move", "convert", "migrate", "set", "setup",
-    "install", "document", "review", "show", "list", "find", "search", "check", "investigate",
-    "debug", "look", "help", "now", "next", "also", "then", "and", "can", "could", "please",
-    "let's", "lets", "run", "test", "deploy", "publish", "bump", "change", "replace", "rewrite",
+    "fix",
+    "add",
+    "implement",
+    "create",
+    "write",
+    "make",
+    "update",
+    "refactor",
+    "build",
+    "explain",
+    "generate",
+    "remove",
+    "delete",
+    "rename",
+    "move",
+    "convert",
+    "migrate",
+    "set",
+    "setup",
+    "install",
+    "document",
+    "review",
+    "show",
+    "list",
+    "find",
+    "search",
+    "check",
+    "investigate",
+    "debug",
+    "look",
+    "help",
+    "now",
+    "next",
+    "also",
+    "then",
+    "and",
+    "can",
+    "could",
+    "please",
+    "let's",
+    "lets",
+    "run",
+    "test",
+    "deploy",
+    "publish",
+    "bump",
+    "change",
+    "replace",
+    "rewrite",
 }
-_BACKREF = {"it", "this", "that", "these", "those", "still", "again", "you", "your", "same",
-            "it's", "that's", "them"}
+_BACKREF = {
+    "it",
+    "this",
+    "that",
+    "these",
+    "those",
+    "still",
+    "again",
+    "you",
+    "your",
+    "same",
+    "it's",
+    "that's",
+    "them",
+}
 _LIMIT = re.compile(
     r"\b(?:under|below|less than|fewer than|at most|no more than|max(?:imum)?(?: of)?|within|to)\s+"
     r"(\d+)\s*(chars?|characters?|words?)\b|\b(\d+)\s*(chars?|characters?|words?)\s+(?:max|or less"
     r"|or fewer|at most)\b",
     _F,
 )
-_SHORTER = re.compile(r"\bshorter\b|\btoo\s+(?:long|verbose|wordy)\b|\bmore concise\b"
-                      r"|\bless verbose\b", _F)
+_SHORTER = re.compile(
+    r"\bshorter\b|\btoo\s+(?:long|verbose|wordy)\b|\bmore concise\b"
+    r"|\bless verbose\b",
+    _F,
+)
 _STOP = {
-    "a", "an", "the", "it", "that", "this", "these", "those", "them", "one", "i", "you", "we",
-    "why", "how", "what", "and", "or", "but", "is", "are", "do", "does", "did", "can", "could",
-    "should", "would", "will", "to", "of", "in", "on", "for", "with", "me", "my", "your", "so",
-    "now", "then", "just", "please", "yes", "ok", "okay", "same", "something", "anything",
+    "a",
+    "an",
+    "the",
+    "it",
+    "that",
+    "this",
+    "these",
+    "those",
+    "them",
+    "one",
+    "i",
+    "you",
+    "we",
+    "why",
+    "how",
+    "what",
+    "and",
+    "or",
+    "but",
+    "is",
+    "are",
+    "do",
+    "does",
+    "did",
+    "can",
+    "could",
+    "should",
+    "would",
+    "will",
+    "to",
+    "of",
+    "in",
+    "on",
+    "for",
+    "with",
+    "me",
+    "my",
+    "your",
+    "so",
+    "now",
+    "then",
+    "just",
+    "please",
+    "yes",
+    "ok",
+    "okay",
+    "same",
+    "something",
+    "anything",
 }
 _VAGUE = _STOP | {
-    "different", "another", "other", "better", "proper", "correct", "right", "new", "existing",
-    "approach", "way", "method", "solution", "thing", "simpler", "simple", "instead", "here",
-    "there", "again", "more", "less", "only", "all", "any", "some", "style", "format", "code",
+    "different",
+    "another",
+    "other",
+    "better",
+    "proper",
+    "correct",
+    "right",
+    "new",
+    "existing",
+    "approach",
+    "way",
+    "method",
+    "solution",
+    "thing",
+    "simpler",
+    "simple",
+    "instead",
+    "here",
+    "there",
+    "again",
+    "more",
+    "less",
+    "only",
+    "all",
+    "any",
+    "some",
+    "style",
+    "format",
+    "code",
 }
-_GENERIC_TAIL = {"command", "tool", "package", "manager", "flag", "option", "cli", "binary",
-                 "library", "lib", "module", "instead", "here", "please", "too", "again"}
-_BOUNDARY = {"for", "to", "when", "in", "on", "with", "because", "since", "as", "so", "and", "but",
-             "please", "here", "there", "everywhere", "now", "again", "from", "like", "if", "or"}
+_GENERIC_TAIL = {
+    "command",
+    "tool",
+    "package",
+    "manager",
+    "flag",
+    "option",
+    "cli",
+    "binary",
+    "library",
+    "lib",
+    "module",
+    "instead",
+    "here",
+    "please",
+    "too",
+    "again",
+}
+_BOUNDARY = {
+    "for",
+    "to",
+    "when",
+    "in",
+    "on",
+    "with",
+    "because",
+    "since",
+    "as",
+    "so",
+    "and",
+    "but",
+    "please",
+    "here",
+    "there",
+    "everywhere",
+    "now",
+    "again",
+    "from",
+    "like",
+    "if",
+    "or",
+}
 #: Known interchangeable tools: "no, use X" negates a sibling of X used by the previous answer.
 ALTERNATIVES: list[set[str]] = [
-    {"npm", "pnpm", "yarn", "bun"}, {"pip", "pip3", "uv", "poetry", "pipenv", "conda"},
-    {"pytest", "unittest", "nose"}, {"python", "python3"}, {"docker", "podman"},
-    {"jest", "vitest", "mocha"}, {"black", "ruff"}, {"flake8", "ruff"}, {"mypy", "pyright"},
-    {"curl", "wget"}, {"requests", "httpx"}, {"webpack", "vite"}, {"merge", "rebase"},
+    {"npm", "pnpm", "yarn", "bun"},
+    {"pip", "pip3", "uv", "poetry", "pipenv", "conda"},
+    {"pytest", "unittest", "nose"},
+    {"python", "python3"},
+    {"docker", "podman"},
+    {"jest", "vitest", "mocha"},
+    {"black", "ruff"},
+    {"flake8", "ruff"},
+    {"mypy", "pyright"},
+    {"curl", "wget"},
+    {"requests", "httpx"},
+    {"webpack", "vite"},
+    {"merge", "rebase"},
 ]
 _POSITIVE_WORDS = {
-    "perfect", "thanks", "thank", "thx", "ty", "great", "awesome", "nice", "works", "worked",
-    "working", "good", "lgtm", "excellent", "cool", "brilliant", "amazing", "exactly", "sweet",
-    "wonderful", "fantastic", "fixed", "love", "correct", "superb", "beautiful",
+    "perfect",
+    "thanks",
+    "thank",
+    "thx",
+    "ty",
+    "great",
+    "awesome",
+    "nice",
+    "works",
+    "worked",
+    "working",
+    "good",
+    "lgtm",
+    "excellent",
+    "cool",
+    "brilliant",
+    "amazing",
+    "exactly",
+    "sweet",
+    "wonderful",
+    "fantastic",
+    "fixed",
+    "love",
+    "correct",
+    "superb",
+    "beautiful",
 }
-_POSITIVE_FILLER = {"that", "it", "this", "you", "looks", "look", "now", "so", "very", "much",
-                    "all", "job", "ok", "okay", "yes", "yep", "yeah", "is", "was", "it's",
-                    "that's", "really", "a", "lot", "just", "work", "done", "fine", "right", "!"}
-_TRIVIAL = {"y", "yes", "yep", "yeah", "ok", "okay", "k", "sure", "continue", "go on", "go ahead",
-            "proceed", "do it", "please", "yes please", "ok please", "keep going", "next", "retry",
-            "try again", "go", "ok go", "ok continue", "yes continue", "yes go ahead"}
+_POSITIVE_FILLER = {
+    "that",
+    "it",
+    "this",
+    "you",
+    "looks",
+    "look",
+    "now",
+    "so",
+    "very",
+    "much",
+    "all",
+    "job",
+    "ok",
+    "okay",
+    "yes",
+    "yep",
+    "yeah",
+    "is",
+    "was",
+    "it's",
+    "that's",
+    "really",
+    "a",
+    "lot",
+    "just",
+    "work",
+    "done",
+    "fine",
+    "right",
+    "!",
+}
+_TRIVIAL = {
+    "y",
+    "yes",
+    "yep",
+    "yeah",
+    "ok",
+    "okay",
+    "k",
+    "sure",
+    "continue",
+    "go on",
+    "go ahead",
+    "proceed",
+    "do it",
+    "please",
+    "yes please",
+    "ok please",
+    "keep going",
+    "next",
+    "retry",
+    "try again",
+    "go",
+    "ok go",
+    "ok continue",
+    "yes continue",
+    "yes go ahead",
+}
 
 
 class Feedback(BaseModel):
@@ -140,8 +416,13 @@ class _Derivation:
 
 
 def _clean(text: str) -> str:
-    return (text.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"')
-            .replace("\u201d", '"').strip())
+    return (
+        text.replace("\u2019", "'")
+        .replace("\u2018", "'")
+        .replace("\u201c", '"')
+        .replace("\u201d", '"')
+        .strip()
+    )
 
 
 def _words(text: str) -> list[str]:
@@ -244,22 +525,46 @@ def _reduce(x: str, y: str) -> tuple[str, str]:
 
 _CAP = r"(`[^`\n]+`|[^,;\n]+?)"
 _PAIR_PATTERNS = [  # (regex, group of X, group of Y)
-    (re.compile(r"\b(?:use|try|prefer)\s+" + _CAP + r"\s+(?:instead of|rather than|over)\s+"
-                + _CAP + r"\s*$", _F), 1, 2),
+    (
+        re.compile(
+            r"\b(?:use|try|prefer)\s+"
+            + _CAP
+            + r"\s+(?:instead of|rather than|over)\s+"
+            + _CAP
+            + r"\s*$",
+            _F,
+        ),
+        1,
+        2,
+    ),
     (re.compile(r"\binstead of\s+" + _CAP + r"\s*,?\s*(?:use|try)\s+" + _CAP + r"\s*$", _F), 2, 1),
-    (re.compile(r"\b(?:use|try)\s+" + _CAP + r"\s*,?\s+(?:and\s+)?not\s+" + _CAP + r"\s*$", _F),
-     1, 2),
+    (
+        re.compile(r"\b(?:use|try)\s+" + _CAP + r"\s*,?\s+(?:and\s+)?not\s+" + _CAP + r"\s*$", _F),
+        1,
+        2,
+    ),
 ]
-_X_NOT_Y = re.compile(r"^\W*(?:no\W+)?(`[^`]+`|[\w.@/+:-]+)\s*,?\s+not\s+(`[^`]+`|[\w.@/+:-]+)\W*$",
-                      _F)
+_X_NOT_Y = re.compile(
+    r"^\W*(?:no\W+)?(`[^`]+`|[\w.@/+:-]+)\s*,?\s+not\s+(`[^`]+`|[\w.@/+:-]+)\W*$", _F
+)
 _USE_INSTEAD = re.compile(r"\b(?:use|try)\s+" + _CAP + r"\s+instead\b", _F)
-_NO_USE = re.compile(r"^\W*(?:no|nope)\b\W*(?:please\s+)?(?:just\s+)?(?:use|try)\s+" + _CAP
-                     + r"\s*$", _F)
-_DONT_USE = re.compile(r"\b(?:don'?t|do not|never|stop)\s+(?:use|using|run|running)\s+" + _CAP
-                       + r"\s*$|\bavoid\s+(?:using\s+)?" + _CAP + r"\s*$", _F)
+_NO_USE = re.compile(
+    r"^\W*(?:no|nope)\b\W*(?:please\s+)?(?:just\s+)?(?:use|try)\s+" + _CAP + r"\s*$", _F
+)
+_DONT_USE = re.compile(
+    r"\b(?:don'?t|do not|never|stop)\s+(?:use|using|run|running)\s+"
+    + _CAP
+    + r"\s*$|\bavoid\s+(?:using\s+)?"
+    + _CAP
+    + r"\s*$",
+    _F,
+)
 _TOOL = re.compile(r"\b(?:use|using|with|call|run)\s+(?:the\s+)?`?([\w.-]+)`?(\s+tool\b)?", _F)
-_FORGOT_TICK = re.compile(r"\byou (?:forgot|didn'?t|did not)\s+(?:to\s+)?(?:run|use|add|call)\s+"
-                          r"`([^`\n]+)`", _F)
+_FORGOT_TICK = re.compile(
+    r"\byou (?:forgot|didn'?t|did not)\s+(?:to\s+)?(?:run|use|add|call)\s+"
+    r"`([^`\n]+)`",
+    _F,
+)
 
 
 def _x_not_y(text: str) -> tuple[str, str] | None:
@@ -327,9 +632,11 @@ def _derive(text: str, previous_answer: str, known_tools: Iterable[str]) -> _Der
             if name.lower() in tools and exact:
                 _add(d.tools, tools[name.lower()])
     # A negative that would also reject the wanted value is contradictory: drop it.
-    d.avoids = [y for y in d.avoids
-                if not any(mentions(x, y) for x in d.uses) and y.lower() not in
-                {x.lower() for x in d.uses}]
+    d.avoids = [
+        y
+        for y in d.avoids
+        if not any(mentions(x, y) for x in d.uses) and y.lower() not in {x.lower() for x in d.uses}
+    ]
     limit = _LIMIT.search(t)
     if limit:
         n = int(limit.group(1) or limit.group(3))
@@ -385,8 +692,9 @@ def _rubric(d: _Derivation, evidence: str) -> str:
     return f'The user corrected: "{evidence}". The answer should {tail}.'
 
 
-def derive_checks(text: str, previous_answer: str = "",
-                  known_tools: Iterable[str] = ()) -> list[Check]:
+def derive_checks(
+    text: str, previous_answer: str = "", known_tools: Iterable[str] = ()
+) -> list[Check]:
     """Deterministic checks from a correction's words (empty when nothing is explicit).
 
     ``previous_answer`` is the answer being corrected (for "shorter" and "no, use X");

@@ -16,9 +16,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Mapping
+from typing import Literal
 
 from rapidfuzz import fuzz
 
@@ -55,7 +56,9 @@ def _agent_home(agent: str, env: Mapping[str, str], home: Path) -> Path:
         return Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
     if agent == "codex":
         return Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
-    if agent == "copilot":  # Copilot CLI: $COPILOT_HOME, default ~/.copilot (skills/<name>/SKILL.md)
+    if (
+        agent == "copilot"
+    ):  # Copilot CLI: $COPILOT_HOME, default ~/.copilot (skills/<name>/SKILL.md)
         return Path(env["COPILOT_HOME"]) if env.get("COPILOT_HOME") else home / ".copilot"
     if agent == "devin":  # Devin CLI: ~/.config/devin (Windows %APPDATA%\devin)
         if os.name == "nt" and env.get("APPDATA"):
@@ -63,12 +66,14 @@ def _agent_home(agent: str, env: Mapping[str, str], home: Path) -> Path:
         return home / ".config" / "devin"
     raise NightError(
         f"a managed skill for agent {agent!r} is not supported yet; "
-        "set document.kind = \"path\" with document.path"
+        'set document.kind = "path" with document.path'
     )
 
 
 def resolve_target(
-    doc: DocumentConfig, project: Path | None, env: Mapping[str, str] | None = None,
+    doc: DocumentConfig,
+    project: Path | None,
+    env: Mapping[str, str] | None = None,
     home: Path | None = None,
 ) -> Path:
     """The live file a night trains. Raises NightError when it cannot be determined."""
@@ -85,8 +90,9 @@ def resolve_target(
     return _agent_home(doc.agent, env, home) / "skills" / SKILL_NAME / "SKILL.md"
 
 
-def decode_live(data: bytes, path: Path | str, *,
-                fix: str = "convert it to UTF-8 or train another document") -> str:
+def decode_live(
+    data: bytes, path: Path | str, *, fix: str = "convert it to UTF-8 or train another document"
+) -> str:
     """The text of a live file's bytes. DocumentError (naming the first bad byte) when they
     are not UTF-8; newlines are kept exactly."""
     try:
@@ -123,7 +129,7 @@ class Document:
     newline: str = "\n"
 
     @classmethod
-    def parse(cls, text: str | None, *, new_skill: bool = False) -> "Document":
+    def parse(cls, text: str | None, *, new_skill: bool = False) -> Document:
         if text is None:
             return cls(NEW_SKILL if new_skill else "", [], "", False)
         newline = "\r\n" if "\r\n" in text else "\n"
@@ -205,7 +211,8 @@ PLAIN_SIMILARITY = 95.0
 _SPAN_RE = re.compile(r"`([^`]+)`")
 _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
 _NEGATION_RE = re.compile(
-    r"\b(?:not|never|no|none|nor|avoid|without|cannot|dont|(?:can|don|doesn|isn|won)['’]t)\b")
+    r"\b(?:not|never|no|none|nor|avoid|without|cannot|dont|(?:can|don|doesn|isn|won)['’]t)\b"
+)
 
 
 def code_spans(rule: str) -> tuple[str, ...]:

@@ -28,11 +28,17 @@ class Verdict:
     regressions: list[str]
 
 
-def gate(current: dict[str, Scored], candidate: dict[str, Scored], *, no_regression: bool = True,
-         strict: bool = True) -> Verdict:
+def gate(
+    current: dict[str, Scored],
+    candidate: dict[str, Scored],
+    *,
+    no_regression: bool = True,
+    strict: bool = True,
+) -> Verdict:
     before, after = mean(current), mean(candidate)
     regressions = [
-        tid for tid, s in candidate.items()
+        tid
+        for tid, s in candidate.items()
         if tid in current and s.score < current[tid].score - EPSILON
     ]
     if strict and after <= before + EPSILON:
@@ -44,6 +50,8 @@ def gate(current: dict[str, Scored], candidate: dict[str, Scored], *, no_regress
         return Verdict(
             False,
             f"val {before:.3f} -> {after:.3f} but {len(regressions)} task(s) got worse",
-            before, after, regressions,
+            before,
+            after,
+            regressions,
         )
     return Verdict(True, f"val {before:.3f} -> {after:.3f}", before, after, regressions)

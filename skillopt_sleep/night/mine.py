@@ -36,10 +36,54 @@ from skillopt_sleep.store import Store
 INTENT_CHARS = 2000
 _COMPARE_CHARS = 1000
 #: Words ignored when counting an intent's content words (question and politeness filler).
-_STOPWORDS = {"a", "an", "the", "to", "of", "for", "in", "on", "and", "or", "with", "please",
-              "can", "could", "you", "me", "my", "is", "it", "this", "that", "all", "now", "how",
-              "do", "does", "i", "we", "should", "would", "will", "what", "why", "where", "let",
-              "lets", "let's", "just", "again", "also", "our", "your", "be", "are", "some", "us"}
+_STOPWORDS = {
+    "a",
+    "an",
+    "the",
+    "to",
+    "of",
+    "for",
+    "in",
+    "on",
+    "and",
+    "or",
+    "with",
+    "please",
+    "can",
+    "could",
+    "you",
+    "me",
+    "my",
+    "is",
+    "it",
+    "this",
+    "that",
+    "all",
+    "now",
+    "how",
+    "do",
+    "does",
+    "i",
+    "we",
+    "should",
+    "would",
+    "will",
+    "what",
+    "why",
+    "where",
+    "let",
+    "lets",
+    "let's",
+    "just",
+    "again",
+    "also",
+    "our",
+    "your",
+    "be",
+    "are",
+    "some",
+    "us",
+}
 
 
 class MineReport(BaseModel):
@@ -160,9 +204,12 @@ def _walk(session: dict, messages: list[dict], dropped: Counter) -> tuple[list[I
                     current.answer = ""
                 continue
             current = Intent(
-                session_id=session["id"], project=session.get("project") or "",
-                when=m.get("timestamp") or session.get("started_at") or "", seq=m["seq"],
-                text=text[:INTENT_CHARS], norm=normalise_intent(text),
+                session_id=session["id"],
+                project=session.get("project") or "",
+                when=m.get("timestamp") or session.get("started_at") or "",
+                seq=m["seq"],
+                text=text[:INTENT_CHARS],
+                norm=normalise_intent(text),
             )
             intents.append(current)
         elif current is not None:
@@ -184,8 +231,9 @@ def _cluster(intents: list[Intent], threshold: float) -> list[list[Intent]]:
         mine_heads = heads.setdefault(it.project, [])
         choices = [h for _, h in mine_heads]
         best, best_score = None, 0.0
-        for _, _, pos in process.extract(it.norm, choices, scorer=fuzz.token_set_ratio,
-                                         score_cutoff=threshold, limit=None):
+        for _, _, pos in process.extract(
+            it.norm, choices, scorer=fuzz.token_set_ratio, score_cutoff=threshold, limit=None
+        ):
             score = similar(it.norm, choices[pos], threshold)
             if score > best_score or (score and score == best_score and pos < best):
                 best, best_score = pos, score
@@ -205,10 +253,12 @@ def _merge_checks(members: list[Intent]) -> list[Check]:
         for feedback in it.corrections:
             for c in feedback.checks:
                 opposite = {"contains": "not_contains", "not_contains": "contains"}.get(c.kind)
-                checks = [o for o in checks if not (o.kind == opposite
-                                                     and o.value.lower() == c.value.lower())]
-                if not any(o.kind == c.kind and o.value.lower() == c.value.lower()
-                           for o in checks):
+                checks = [
+                    o
+                    for o in checks
+                    if not (o.kind == opposite and o.value.lower() == c.value.lower())
+                ]
+                if not any(o.kind == c.kind and o.value.lower() == c.value.lower() for o in checks):
                     checks.append(c)
     limits = [c for c in checks if c.kind == "max_chars"]
     if len(limits) > 1:
@@ -226,14 +276,19 @@ def _common_tool_checks(members: list[Intent], checks: list[Check]) -> list[Chec
         for it in members:
             hit = next((f for f in it.corrections if fb.mentions(f.text, tool)), None)
             if hit:
-                out.append(Check(kind="tool_called", value=tool, origin="correction",
-                                 evidence=fb.evidence(hit.text)))
+                out.append(
+                    Check(
+                        kind="tool_called",
+                        value=tool,
+                        origin="correction",
+                        evidence=fb.evidence(hit.text),
+                    )
+                )
                 break
     return out
 
 
-def _task_id(project: str, norm: str, stored: list[Task], used: set[str],
-             threshold: float) -> str:
+def _task_id(project: str, norm: str, stored: list[Task], used: set[str], threshold: float) -> str:
     best, best_score = None, 0.0
     for t in stored:
         if t.id in used or (t.project or "") != project:
@@ -243,7 +298,7 @@ def _task_id(project: str, norm: str, stored: list[Task], used: set[str],
             best, best_score = t.id, score
     if best:
         return best
-    return hashlib.sha256(f"{project}\n{norm}".encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(f"{project}\n{norm}".encode()).hexdigest()[:16]
 
 
 def _build(members: list[Intent], task_id: str) -> Task:
@@ -259,9 +314,17 @@ def _build(members: list[Intent], task_id: str) -> Task:
                 texts.append(f.text)
     sessions = list(dict.fromkeys(it.session_id for it in members))
     tools = list(dict.fromkeys(c.value for c in checks if c.kind == "tool_called"))
-    return Task(id=task_id, project=members[0].project or None, intent=members[0].text,
-                sessions=sessions, checks=checks, rubric="\n".join(rubric), corrections=texts,
-                synthetic=False, tools=tools)
+    return Task(
+        id=task_id,
+        project=members[0].project or None,
+        intent=members[0].text,
+        sessions=sessions,
+        checks=checks,
+        rubric="\n".join(rubric),
+        corrections=texts,
+        synthetic=False,
+        tools=tools,
+    )
 
 
 def _previous_splits(store: Store, ids: list[str], judge_ok: bool) -> dict[str, str]:
@@ -275,11 +338,13 @@ def _previous_splits(store: Store, ids: list[str], judge_ok: bool) -> dict[str, 
     previous = {t.id: t.split for t in store.tasks() if t.split and scorable(t, judge_ok)}
     missing = [i for i in ids if i not in previous]
     for start in range(0, len(missing), 500):
-        chunk = missing[start:start + 500]
+        chunk = missing[start : start + 500]
         marks = ",".join("?" * len(chunk))
         rows = store.db.execute(
             f"select task_id, split from rollouts where id in (select max(id) from rollouts "
-            f"where task_id in ({marks}) group by task_id)", chunk).fetchall()
+            f"where task_id in ({marks}) group by task_id)",
+            chunk,
+        ).fetchall()
         previous.update({tid: split for tid, split in rows if split})
     return previous
 
@@ -332,8 +397,9 @@ def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -
     stored = [t for t in store.tasks() if not t.synthetic]
     used: set[str] = set()
     ids: dict[int, str] = {}
-    for i in sorted(range(len(kept)), key=lambda i: (kept[i][2], kept[i][3][0].session_id,
-                                                     kept[i][3][0].seq)):
+    for i in sorted(
+        range(len(kept)), key=lambda i: (kept[i][2], kept[i][3][0].session_id, kept[i][3][0].seq)
+    ):
         members = kept[i][3]
         ids[i] = _task_id(members[0].project, members[0].norm, stored, used, threshold)
         used.add(ids[i])
@@ -341,8 +407,13 @@ def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -
     # splits are given over the tasks the night can score, as it will judge them
     judge_ok = settings.rubric
     previous = _previous_splits(store, [t.id for t in tasks], judge_ok)
-    tasks = assign_splits(tasks, previous, settings.val_fraction, settings.test_fraction,
-                          is_scorable=lambda t: scorable(t, judge_ok))
+    tasks = assign_splits(
+        tasks,
+        previous,
+        settings.val_fraction,
+        settings.test_fraction,
+        is_scorable=lambda t: scorable(t, judge_ok),
+    )
     store.save_tasks(tasks)
     report.tasks = tasks
     report.tasks_recurring = sum(1 for t in tasks if len(t.sessions) >= settings.min_sessions)

@@ -15,9 +15,10 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.errors import BudgetExceeded
@@ -42,8 +43,16 @@ class Cost:
 class Meter:
     """A caching, budgeted view of one backend. Thread-safe."""
 
-    def __init__(self, backend: Backend, store: Store, cost: Cost, *, max_calls: int,
-                 max_tokens: int, role: str):
+    def __init__(
+        self,
+        backend: Backend,
+        store: Store,
+        cost: Cost,
+        *,
+        max_calls: int,
+        max_tokens: int,
+        role: str,
+    ):
         self.backend, self.store, self.cost = backend, store, cost
         self.max_calls, self.max_tokens, self.role = max_calls, max_tokens, role
         self._lock = threading.Lock()
@@ -51,8 +60,15 @@ class Meter:
     def key(self, req: CompletionRequest) -> str:
         cfg = self.backend.config
         blob = json.dumps(
-            [cfg.name, req.model or cfg.model, cfg.base_url or "", req.system, req.prompt,
-             sorted(req.tools), req.max_tokens],
+            [
+                cfg.name,
+                req.model or cfg.model,
+                cfg.base_url or "",
+                req.system,
+                req.prompt,
+                sorted(req.tools),
+                req.max_tokens,
+            ],
             ensure_ascii=False,
         )
         return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
@@ -69,7 +85,9 @@ class Meter:
                 Completion(
                     text=hit["text"],
                     tool_calls=json.loads(hit["tool_calls"] or "[]"),
-                    usage=Usage(input_tokens=hit["input_tokens"], output_tokens=hit["output_tokens"]),
+                    usage=Usage(
+                        input_tokens=hit["input_tokens"], output_tokens=hit["output_tokens"]
+                    ),
                     seconds=hit["seconds"],
                 ),
                 True,
@@ -162,21 +180,35 @@ def scorable(task: Task, judge_available: bool) -> bool:
 class Replayer:
     """Replays tasks against a document through the target meter; scores with the judge meter."""
 
-    def __init__(self, target: Meter, judge: Meter | None, *, metric: str, workers: int = 1,
-                 on_rollout: Callable[[Scored], None] | None = None):
+    def __init__(
+        self,
+        target: Meter,
+        judge: Meter | None,
+        *,
+        metric: str,
+        workers: int = 1,
+        on_rollout: Callable[[Scored], None] | None = None,
+    ):
         self.target, self.judge, self.metric = target, judge, metric
         self.workers = max(1, workers)
         self.on_rollout = on_rollout
 
     def _one(self, task: Task, document: str) -> Scored:
         req = CompletionRequest(
-            system=document, prompt=task.intent, tools=list(task.tools), purpose="target",
+            system=document,
+            prompt=task.intent,
+            tools=list(task.tools),
+            purpose="target",
             max_tokens=self.target.backend.config.max_tokens,
         )
         comp, cached = self.target.complete(req)
         results = [
-            {"kind": c.kind, "value": c.value, "evidence": c.evidence,
-             "passed": run_check(c, comp.text, comp.tool_calls)}
+            {
+                "kind": c.kind,
+                "value": c.value,
+                "evidence": c.evidence,
+                "passed": run_check(c, comp.text, comp.tool_calls),
+            }
             for c in task.checks
         ]
         hard = sum(r["passed"] for r in results) / len(results) if results else None
@@ -184,7 +216,8 @@ class Replayer:
         if self.judge is not None and task.rubric:
             jreq = CompletionRequest(
                 prompt=prompts.judge_prompt(task=task.intent, rubric=task.rubric, answer=comp.text),
-                purpose="judge", max_tokens=200,
+                purpose="judge",
+                max_tokens=200,
             )
             jcomp, _ = self.judge.complete(jreq)
             data = prompts.extract_json(jcomp.text, backend=self.judge.backend.name)
@@ -193,9 +226,16 @@ class Replayer:
             except (TypeError, ValueError):
                 soft = None
         scored = Scored(
-            task_id=task.id, answer=redact(comp.text), tool_calls=comp.tool_calls, hard=hard, soft=soft,
-            score=combine(hard, soft, self.metric), checks=results, cached=cached,
-            usage=comp.usage, seconds=comp.seconds,
+            task_id=task.id,
+            answer=redact(comp.text),
+            tool_calls=comp.tool_calls,
+            hard=hard,
+            soft=soft,
+            score=combine(hard, soft, self.metric),
+            checks=results,
+            cached=cached,
+            usage=comp.usage,
+            seconds=comp.seconds,
         )
         if self.on_rollout:
             self.on_rollout(scored)

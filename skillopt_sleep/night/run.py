@@ -33,7 +33,6 @@ from skillopt_sleep.night.train import OnRollout, Progress, Trainer, remembered_
 from skillopt_sleep.store import Store, now_iso
 
 
-
 @dataclass
 class NightResult:
     night_id: int
@@ -66,8 +65,15 @@ def mark_interrupted(store: Store) -> int:
     n = 0
     for row in store.rows("nights", "status = ?", ["running"]):
         if not _pid_alive(row.get("pid")) or row.get("pid") == os.getpid():
-            store.update("nights", row["id"], {"status": "interrupted", "finished_at": now_iso(),
-                                                "error": "the process running it stopped"})
+            store.update(
+                "nights",
+                row["id"],
+                {
+                    "status": "interrupted",
+                    "finished_at": now_iso(),
+                    "error": "the process running it stopped",
+                },
+            )
             n += 1
     return n
 
@@ -89,8 +95,15 @@ def recover_nights(store: Store) -> int:
     try:
         n = 0
         for row in store.rows("nights", "status = ?", ["running"]):
-            store.update("nights", row["id"], {"status": "interrupted", "finished_at": now_iso(),
-                                                "error": "the process running it stopped"})
+            store.update(
+                "nights",
+                row["id"],
+                {
+                    "status": "interrupted",
+                    "finished_at": now_iso(),
+                    "error": "the process running it stopped",
+                },
+            )
             n += 1
         return n
     finally:
@@ -108,9 +121,11 @@ def _inputs_fingerprint(s: Settings, base_hash: str, tasks: list[Task]) -> str:
     intent, checks, rubric), the backends and the training settings. sha256 hex."""
     data = {
         "base": base_hash,
-        "tasks": sorted([t.id, t.split, t.intent, [c.model_dump() for c in t.checks], t.rubric]
-                        for t in tasks),
-        "target": [s.target.name, s.target.model], "optimizer": [s.optimizer.name, s.optimizer.model],
+        "tasks": sorted(
+            [t.id, t.split, t.intent, [c.model_dump() for c in t.checks], t.rubric] for t in tasks
+        ),
+        "target": [s.target.name, s.target.model],
+        "optimizer": [s.optimizer.name, s.optimizer.model],
         "train": [s.epochs, s.batch_size, s.edit_budget, s.gate_metric, s.no_regression, s.rubric],
     }
     return sha256_text(json.dumps(data, sort_keys=True, default=str))
@@ -149,30 +164,56 @@ def run_night(
         raise NightError(f"a night is running{since}") from None
     try:
         mark_interrupted(store)
-        night_id = store.insert("nights", {
-            "started_at": now_iso(), "status": "running", "trigger": trigger, "pid": os.getpid(),
-            "dry_run": int(dry_run), "project": str(settings.project or ""),
-        })
+        night_id = store.insert(
+            "nights",
+            {
+                "started_at": now_iso(),
+                "status": "running",
+                "trigger": trigger,
+                "pid": os.getpid(),
+                "dry_run": int(dry_run),
+                "project": str(settings.project or ""),
+            },
+        )
         started = time.monotonic()
         try:
-            result = _run(store, settings, night_id, dry_run=dry_run, say=say, env=env, home=home,
-                          on_rollout=on_rollout)
+            result = _run(
+                store,
+                settings,
+                night_id,
+                dry_run=dry_run,
+                say=say,
+                env=env,
+                home=home,
+                on_rollout=on_rollout,
+            )
         except (SkilloptError, KeyboardInterrupt) as exc:
             if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or a signal turned into one
                 status, error = "interrupted", f"interrupted ({str(exc) or 'Ctrl-C'})"
             else:
                 status, error = "failed", str(exc) or type(exc).__name__
-            store.update("nights", night_id, {
-                "status": status, "finished_at": now_iso(), "error": error,
-                "seconds": time.monotonic() - started,
-            })
+            store.update(
+                "nights",
+                night_id,
+                {
+                    "status": status,
+                    "finished_at": now_iso(),
+                    "error": error,
+                    "seconds": time.monotonic() - started,
+                },
+            )
             raise
         except Exception as exc:  # a bug: still never leave the night "running"
-            store.update("nights", night_id, {
-                "status": "failed", "finished_at": now_iso(),
-                "error": f"internal error: {type(exc).__name__}: {exc}",
-                "seconds": time.monotonic() - started,
-            })
+            store.update(
+                "nights",
+                night_id,
+                {
+                    "status": "failed",
+                    "finished_at": now_iso(),
+                    "error": f"internal error: {type(exc).__name__}: {exc}",
+                    "seconds": time.monotonic() - started,
+                },
+            )
             raise
         return result
     finally:
@@ -180,36 +221,59 @@ def run_night(
 
 
 def _harvest_line(report: Any) -> str:
-    return (f"{report.total('sessions_new')} new and {report.total('sessions_updated')} updated "
-            f"sessions from {report.total('files_read')} changed files")
+    return (
+        f"{report.total('sessions_new')} new and {report.total('sessions_updated')} updated "
+        f"sessions from {report.total('files_read')} changed files"
+    )
 
 
 def _split(tasks: list[Task]) -> tuple[list[Task], list[Task], list[Task]]:
-    return ([t for t in tasks if t.split == "train"], [t for t in tasks if t.split == "val"],
-            [t for t in tasks if t.split == "test"])
+    return (
+        [t for t in tasks if t.split == "train"],
+        [t for t in tasks if t.split == "val"],
+        [t for t in tasks if t.split == "test"],
+    )
 
 
-def _no_tasks_reason(mined: list[Task], scored: list[Task], val: list[Task], test: list[Task],
-                     s: Settings) -> str:
+def _no_tasks_reason(
+    mined: list[Task], scored: list[Task], val: list[Task], test: list[Task], s: Settings
+) -> str:
     """Why a night has nothing to train on, worded so the user knows what would help."""
     n = len(mined)
     if not n:
         where = f" in {s.project}" if s.project else ""
-        return (f"no task mined: no request{where} recurred in {s.min_sessions} or more sessions "
-                f"or was corrected in the last {s.lookback_days} days")
+        return (
+            f"no task mined: no request{where} recurred in {s.min_sessions} or more sessions "
+            f"or was corrected in the last {s.lookback_days} days"
+        )
     if not scored:
-        why = ("no correction or rule to check an answer against" if s.rubric else
-               "no rule check to score an answer with (rubric scoring is off)")
-        return (f"{n} task{'s' if n != 1 else ''} mined, none scorable: {why}; correct the "
-                f"agent when it answers a recurring request wrong (e.g. \"no, use pnpm\")")
-    return (f"no scorable task in train ({len(val)} val, {len(test)} test held out, "
-            f"{n - len(scored)} unscorable): a night needs another scorable task to train on; "
-            f"correct the agent when it gets a recurring request wrong")
+        why = (
+            "no correction or rule to check an answer against"
+            if s.rubric
+            else "no rule check to score an answer with (rubric scoring is off)"
+        )
+        return (
+            f"{n} task{'s' if n != 1 else ''} mined, none scorable: {why}; correct the "
+            f'agent when it answers a recurring request wrong (e.g. "no, use pnpm")'
+        )
+    return (
+        f"no scorable task in train ({len(val)} val, {len(test)} test held out, "
+        f"{n - len(scored)} unscorable): a night needs another scorable task to train on; "
+        f"correct the agent when it gets a recurring request wrong"
+    )
 
 
-def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progress,
-         env: dict[str, str] | None, home: Path | None,
-         on_rollout: OnRollout | None = None) -> NightResult:
+def _run(
+    store: Store,
+    s: Settings,
+    night_id: int,
+    *,
+    dry_run: bool,
+    say: Progress,
+    env: dict[str, str] | None,
+    home: Path | None,
+    on_rollout: OnRollout | None = None,
+) -> NightResult:
     from skillopt_sleep.night.mine import mine
     from skillopt_sleep.night.stage import stage_proposal
     from skillopt_sleep.sources.ingest import harvest
@@ -223,37 +287,64 @@ def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progre
     target_path = resolve_target(s.document, s.project, env=env, home=home)
     live = read_live(target_path)
     base_hash = sha256_text(live)
-    doc = Document.parse(live, new_skill=s.document.kind == "managed_skill"
-                         or target_path.name == "SKILL.md")
+    doc = Document.parse(
+        live, new_skill=s.document.kind == "managed_skill" or target_path.name == "SKILL.md"
+    )
     judge_ok = s.rubric
     tasks = [t for t in report.tasks if scorable(t, judge_ok)]
     train, val, test = _split(tasks)
     summary: dict[str, Any] = {
-        "tasks": len(report.tasks), "scorable": len(tasks), "train": len(train), "val": len(val),
-        "test": len(test), "rules_before": len(doc.rules), "base_hash": base_hash,
+        "tasks": len(report.tasks),
+        "scorable": len(tasks),
+        "train": len(train),
+        "val": len(val),
+        "test": len(test),
+        "rules_before": len(doc.rules),
+        "base_hash": base_hash,
         "inputs": _inputs_fingerprint(s, base_hash, tasks),
     }
     agent_of = {"claude_code": "claude_code", "codex": "codex", "copilot": "copilot"}
     replayed_on = agent_of.get(s.target.name)
     if s.document.kind == "managed_skill" and replayed_on and replayed_on != s.document.agent:
-        summary["warning"] = (f"the document is {s.document.agent}'s skill but the night replays "
-                              f"through {s.target.name}; set document.agent = \"{replayed_on}\"")
+        summary["warning"] = (
+            f"the document is {s.document.agent}'s skill but the night replays "
+            f'through {s.target.name}; set document.agent = "{replayed_on}"'
+        )
         say(f"warning: {summary['warning']}")
-    store.update("nights", night_id, {"target_path": str(target_path), "summary": json.dumps(summary)})
-    say(f"tasks: {len(tasks)} scorable of {len(report.tasks)} mined — {len(train)} train, "
-        f"{len(val)} val, {len(test)} test; training {target_path}")
+    store.update(
+        "nights", night_id, {"target_path": str(target_path), "summary": json.dumps(summary)}
+    )
+    say(
+        f"tasks: {len(tasks)} scorable of {len(report.tasks)} mined — {len(train)} train, "
+        f"{len(val)} val, {len(test)} test; training {target_path}"
+    )
 
     def finish(status: str, **extra: Any) -> NightResult:
-        store.update("nights", night_id, {
-            "status": status, "finished_at": now_iso(), "seconds": time.monotonic() - t0,
-            "summary": json.dumps(summary), **extra,
-        })
-        return NightResult(night_id=night_id, status=status, target_path=str(target_path),
-                           summary=summary, proposal_id=extra.get("proposal_id"),
-                           val_before=extra.get("val_before"), val_after=extra.get("val_after"),
-                           test_before=extra.get("test_before"), test_after=extra.get("test_after"),
-                           cost={k: extra.get(k) for k in ("calls", "cached_calls", "input_tokens",
-                                                            "output_tokens")})
+        store.update(
+            "nights",
+            night_id,
+            {
+                "status": status,
+                "finished_at": now_iso(),
+                "seconds": time.monotonic() - t0,
+                "summary": json.dumps(summary),
+                **extra,
+            },
+        )
+        return NightResult(
+            night_id=night_id,
+            status=status,
+            target_path=str(target_path),
+            summary=summary,
+            proposal_id=extra.get("proposal_id"),
+            val_before=extra.get("val_before"),
+            val_after=extra.get("val_after"),
+            test_before=extra.get("test_before"),
+            test_after=extra.get("test_after"),
+            cost={
+                k: extra.get(k) for k in ("calls", "cached_calls", "input_tokens", "output_tokens")
+            },
+        )
 
     if not train:
         summary["reason"] = _no_tasks_reason(report.tasks, tasks, val, test, s)
@@ -280,9 +371,14 @@ def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progre
         rules, val_scores = night.train(doc, train, val, verified)
         val_before = night.val_baseline
         say("scoring the test split before and after")
-        test_before = mean(night.replay(test, doc, doc.rules, "test", "test before")) if test else None
-        test_after = (mean(night.replay(test, doc, rules, "test", "test after"))
-                      if test and rules != doc.rules else test_before)
+        test_before = (
+            mean(night.replay(test, doc, doc.rules, "test", "test before")) if test else None
+        )
+        test_after = (
+            mean(night.replay(test, doc, rules, "test", "test after"))
+            if test and rules != doc.rules
+            else test_before
+        )
     except BudgetExceeded as exc:
         # a clean stop: what the gate certified before the cap is kept (and staged below);
         # the test split is not scored
@@ -293,38 +389,69 @@ def _run(store: Store, s: Settings, night_id: int, *, dry_run: bool, say: Progre
         summary["test_note"] = "not scored: " + budget_note
     costs = night.cost.as_dict()
     summary.update(
-        edits={st: sum(e.status == st for e in night.edits)
-               for st in ("applied", "rejected", "unmatched", "unverified")},
+        edits={
+            st: sum(e.status == st for e in night.edits)
+            for st in ("applied", "rejected", "unmatched", "unverified")
+        },
         rules_after=len(rules),
     )
     val_after = mean(val_scores) if val_scores else None
-    extra = dict(val_before=val_before, val_after=val_after, test_before=test_before,
-                 test_after=test_after, calls=costs["calls"], cached_calls=costs["cached_calls"],
-                 input_tokens=costs["input_tokens"], output_tokens=costs["output_tokens"])
+    extra = dict(
+        val_before=val_before,
+        val_after=val_after,
+        test_before=test_before,
+        test_after=test_after,
+        calls=costs["calls"],
+        cached_calls=costs["cached_calls"],
+        input_tokens=costs["input_tokens"],
+        output_tokens=costs["output_tokens"],
+    )
     if budget_note:
         summary["stopped"] = budget_note
     # a consolidation alone (a merge that kept the score) is no reason to propose a change
-    certified = verified and rules != doc.rules and any(
-        e.status == "applied" and e.origin != "consolidate" for e in night.edits)
+    certified = (
+        verified
+        and rules != doc.rules
+        and any(e.status == "applied" and e.origin != "consolidate" for e in night.edits)
+    )
     if not certified:
-        summary["reason"] = ("edits improved train only (unverified)" if rules != doc.rules
-                             else "no edit passed the val gate")
+        summary["reason"] = (
+            "edits improved train only (unverified)"
+            if rules != doc.rules
+            else "no edit passed the val gate"
+        )
         if budget_note:
             summary["reason"] = f"stopped: {budget_note}; {summary['reason']} before that"
         return finish("no_change", **extra)
     if budget_note:
         summary["reason"] = f"stopped: {budget_note}; staging what the gate certified before that"
     new_text = doc.render(rules)
-    same = [p for p in store.rows(
-        "proposals", "target_path = ? and status = 'staged' and base_hash = ? and new_hash = ?",
-        [str(target_path), base_hash, sha256_text(new_text)])
-        if json.loads(p["summary"] or "{}").get("inputs") == summary["inputs"]]
+    same = [
+        p
+        for p in store.rows(
+            "proposals",
+            "target_path = ? and status = 'staged' and base_hash = ? and new_hash = ?",
+            [str(target_path), base_hash, sha256_text(new_text)],
+        )
+        if json.loads(p["summary"] or "{}").get("inputs") == summary["inputs"]
+    ]
     if same:  # an unchanged re-run: the staged proposal already says this
         summary["reason"] = f"same result as the staged proposal {same[0]['id']}"
         return finish("succeeded", proposal_id=same[0]["id"], **extra)
     proposal_id = stage_proposal(
-        store, night_id=night_id, target_path=target_path, base_text=live, new_text=new_text,
-        base_hash=base_hash, edits=night.edits, tasks=tasks, cost=costs, summary=summary,
-        val_before=val_before, val_after=val_after, test_before=test_before, test_after=test_after,
+        store,
+        night_id=night_id,
+        target_path=target_path,
+        base_text=live,
+        new_text=new_text,
+        base_hash=base_hash,
+        edits=night.edits,
+        tasks=tasks,
+        cost=costs,
+        summary=summary,
+        val_before=val_before,
+        val_after=val_after,
+        test_before=test_before,
+        test_after=test_after,
     )
     return finish("succeeded", proposal_id=proposal_id, **extra)

@@ -30,7 +30,8 @@ that was unscorable for a while comes back to val/test, not train).
 from __future__ import annotations
 
 import hashlib
-from typing import Callable, Literal, Mapping
+from collections.abc import Callable, Mapping
+from typing import Literal
 
 from skillopt_sleep.models import Task
 
@@ -97,8 +98,9 @@ def assign_splits(
     # Last resort: an empty val/test with enough tasks would make the night unable to gate.
     for name, want in (("test", want_test), ("val", want_val)):
         if want and count(name) == 0:
-            movable = sorted((t for t in real if split[t.id] == "train"),
-                             key=lambda t: (stable_hash(t.id), t.id))
+            movable = sorted(
+                (t for t in real if split[t.id] == "train"), key=lambda t: (stable_hash(t.id), t.id)
+            )
             if len(movable) > 1:
                 split[movable[0].id] = name
     out = []

@@ -20,19 +20,23 @@ from skillopt_sleep.store import Store, now_iso
 
 
 def unified_diff(base: str | None, new: str, target: Path) -> str:
-    return "".join(difflib.unified_diff(
-        (base or "").splitlines(keepends=True), new.splitlines(keepends=True),
-        fromfile=f"a/{target.name}" if base is not None else "/dev/null",
-        tofile=f"b/{target.name}",
-    ))
+    return "".join(
+        difflib.unified_diff(
+            (base or "").splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=f"a/{target.name}" if base is not None else "/dev/null",
+            tofile=f"b/{target.name}",
+        )
+    )
 
 
 def _fmt(x: float | None) -> str:
     return "—" if x is None else f"{x:.3f}"
 
 
-def per_task_deltas(store: Store, night_id: int, split: str, before_phase: str,
-                    after_phase: str) -> list[dict[str, Any]]:
+def per_task_deltas(
+    store: Store, night_id: int, split: str, before_phase: str, after_phase: str
+) -> list[dict[str, Any]]:
     """Per-task score before/after for ``split`` from the night's recorded rollouts."""
     rows = store.rows("rollouts", "night_id = ? and split = ?", [night_id, split], order_by="id")
     before: dict[str, float] = {}
@@ -49,10 +53,21 @@ def per_task_deltas(store: Store, night_id: int, split: str, before_phase: str,
 
 
 def stage_proposal(
-    store: Store, *, night_id: int, target_path: Path, base_text: str | None, new_text: str,
-    base_hash: str, edits: list[Edit], tasks: list[Task], cost: dict[str, Any],
-    summary: dict[str, Any], val_before: float | None, val_after: float | None,
-    test_before: float | None, test_after: float | None,
+    store: Store,
+    *,
+    night_id: int,
+    target_path: Path,
+    base_text: str | None,
+    new_text: str,
+    base_hash: str,
+    edits: list[Edit],
+    tasks: list[Task],
+    cost: dict[str, Any],
+    summary: dict[str, Any],
+    val_before: float | None,
+    val_after: float | None,
+    test_before: float | None,
+    test_after: float | None,
 ) -> str:
     """Write the proposal folder and row; returns the proposal id (``p<night id>``)."""
     pid = f"p{night_id}"
@@ -73,8 +88,12 @@ def stage_proposal(
     val_base = {r["task_id"]: r["score"] for r in val_rows if r["phase"] == "val baseline"}
     val_new = {r["task_id"]: r["score"] for r in val_rows if r["doc_hash"] == new_hash_doc}
     val_tasks = [
-        {"task_id": tid, "intent": intents.get(tid, "")[:200], "before": val_base.get(tid),
-         "after": val_new.get(tid, val_base.get(tid))}
+        {
+            "task_id": tid,
+            "intent": intents.get(tid, "")[:200],
+            "before": val_base.get(tid),
+            "after": val_new.get(tid, val_base.get(tid)),
+        }
         for tid in sorted(val_base)
     ]
     test_tasks = per_task_deltas(store, night_id, "test", "test before", "test after")
@@ -87,14 +106,28 @@ def stage_proposal(
         "target": str(target_path),
         "base_hash": base_hash,
         "new_hash": new_hash_doc,
-        "scores": {"val_before": val_before, "val_after": val_after,
-                   "test_before": test_before, "test_after": test_after},
+        "scores": {
+            "val_before": val_before,
+            "val_after": val_after,
+            "test_before": test_before,
+            "test_after": test_after,
+        },
         "val_tasks": val_tasks,
         "test_tasks": test_tasks,
         "edits": [
-            {"op": e.op, "text": e.text, "old": e.old, "status": e.status, "reason": e.reason,
-             "rationale": e.rationale, "origin": e.origin, "epoch": e.epoch, "batch": e.batch,
-             "val_before": e.val_before, "val_after": e.val_after}
+            {
+                "op": e.op,
+                "text": e.text,
+                "old": e.old,
+                "status": e.status,
+                "reason": e.reason,
+                "rationale": e.rationale,
+                "origin": e.origin,
+                "epoch": e.epoch,
+                "batch": e.batch,
+                "val_before": e.val_before,
+                "val_after": e.val_after,
+            }
             for e in edits
         ],
         "cost": cost,
@@ -105,27 +138,47 @@ def stage_proposal(
     (folder / "report.md").write_text(render_markdown(report, diff), encoding="utf-8")
 
     with store.write():  # superseding the old and staging the new: one step, never half
-        for old in store.rows("proposals", "target_path = ? and status = 'staged'", [str(target_path)]):
-            store.update("proposals", old["id"], {"status": "superseded", "reason": f"superseded by {pid}"})
-        store.db["proposals"].upsert({
-            "id": pid, "night_id": night_id, "created_at": report["created_at"], "status": "staged",
-            "target_path": str(target_path), "base_hash": base_hash, "new_hash": new_hash_doc,
-            "dir": str(folder), "val_before": val_before, "val_after": val_after,
-            "test_before": test_before, "test_after": test_after,
-            "summary": json.dumps(summary), "reason": "",
-        }, pk="id")
+        for old in store.rows(
+            "proposals", "target_path = ? and status = 'staged'", [str(target_path)]
+        ):
+            store.update(
+                "proposals", old["id"], {"status": "superseded", "reason": f"superseded by {pid}"}
+            )
+        store.db["proposals"].upsert(
+            {
+                "id": pid,
+                "night_id": night_id,
+                "created_at": report["created_at"],
+                "status": "staged",
+                "target_path": str(target_path),
+                "base_hash": base_hash,
+                "new_hash": new_hash_doc,
+                "dir": str(folder),
+                "val_before": val_before,
+                "val_after": val_after,
+                "test_before": test_before,
+                "test_after": test_after,
+                "summary": json.dumps(summary),
+                "reason": "",
+            },
+            pk="id",
+        )
     return pid
 
 
 def scoring_note(target_path: Path | str) -> str:
     """How the scores relate to daily use of the adopted document (shown in every report)."""
     if Path(target_path).name == "SKILL.md":
-        return ("The night scored this document given whole to the agent as instructions. "
-                "Adopted as a skill, it reaches the agent only when the agent loads the skill "
-                "(its description decides), so the gain in daily use can be smaller; rules "
-                "that must always apply belong in CLAUDE.md / AGENTS.md (`document.kind`).")
-    return ("The night scored this document given whole to the agent as instructions, as the "
-            "agent loads it in every session.")
+        return (
+            "The night scored this document given whole to the agent as instructions. "
+            "Adopted as a skill, it reaches the agent only when the agent loads the skill "
+            "(its description decides), so the gain in daily use can be smaller; rules "
+            "that must always apply belong in CLAUDE.md / AGENTS.md (`document.kind`)."
+        )
+    return (
+        "The night scored this document given whole to the agent as instructions, as the "
+        "agent loads it in every session."
+    )
 
 
 def _cell(text: str) -> str:
@@ -158,7 +211,11 @@ def render_markdown(report: dict[str, Any], diff: str) -> str:
         "|---|---|---|---|---|",
     ]
     for e in report["edits"]:
-        what = e["text"] if e["op"] == "add" else (e["old"] if e["op"] == "delete" else f"{e['old']} → {e['text']}")
+        what = (
+            e["text"]
+            if e["op"] == "add"
+            else (e["old"] if e["op"] == "delete" else f"{e['old']} → {e['text']}")
+        )
         what = what.replace("\n", "; ").replace("|", "\\|")
         lines.append(
             f"| {e['status']} | {e['op']}: {what} | {_fmt(e['val_before'])} → {_fmt(e['val_after'])} "

@@ -14,14 +14,21 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.config import Settings
 from skillopt_sleep.models import CompletionRequest, Task
 from skillopt_sleep.night import prompts
-from skillopt_sleep.night.document import Document, Edit, apply_edit, code_spans, parse_edits, \
-    sha256_text
+from skillopt_sleep.night.document import (
+    Document,
+    Edit,
+    apply_edit,
+    code_spans,
+    parse_edits,
+    sha256_text,
+)
 from skillopt_sleep.night.gate import gate
 from skillopt_sleep.night.replay import Cost, Meter, Replayer, Scored, mean
 from skillopt_sleep.store import Store, now_iso
@@ -34,16 +41,29 @@ REMEMBERED_REJECTIONS = 20
 
 
 class Trainer:
-    def __init__(self, store: Store, settings: Settings, night_id: int, target: Backend,
-                 optimizer: Backend, say: Progress, on_rollout: OnRollout | None = None):
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        night_id: int,
+        target: Backend,
+        optimizer: Backend,
+        say: Progress,
+        on_rollout: OnRollout | None = None,
+    ):
         self.store, self.s, self.night_id, self.say = store, settings, night_id, say
         self.cost = Cost()
-        caps = dict(max_calls=settings.max_calls_per_night, max_tokens=settings.max_tokens_per_night)
+        caps = dict(
+            max_calls=settings.max_calls_per_night, max_tokens=settings.max_tokens_per_night
+        )
         self.target = Meter(target, store, self.cost, role="target", **caps)
         self.optimizer = Meter(optimizer, store, self.cost, role="optimizer", **caps)
         self.replayer = Replayer(
-            self.target, self.optimizer if settings.rubric else None,
-            metric=settings.gate_metric, workers=target.config.workers, on_rollout=on_rollout,
+            self.target,
+            self.optimizer if settings.rubric else None,
+            metric=settings.gate_metric,
+            workers=target.config.workers,
+            on_rollout=on_rollout,
         )
         self.edits: list[Edit] = []
         self.rejected: list[str] = []
@@ -53,55 +73,94 @@ class Trainer:
         self.val_baseline: float | None = None
 
     # ----------------------------------------------------------------- helpers
-    def replay(self, tasks: list[Task], doc: Document, rules: list[str], split: str,
-               phase: str) -> dict[str, Scored]:
+    def replay(
+        self, tasks: list[Task], doc: Document, rules: list[str], split: str, phase: str
+    ) -> dict[str, Scored]:
         text = doc.render(rules)
         scores = self.replayer.run(tasks, text)
         dh = sha256_text(text)
         by_id = {t.id: t for t in tasks}
         for tid, sc in scores.items():
-            self.store.insert("rollouts", {
-                "night_id": self.night_id, "task_id": tid, "split": by_id[tid].split,
-                "phase": phase, "doc_hash": dh, "backend": self.target.backend.name,
-                "model": self.target.backend.model, "answer": sc.answer,
-                "tool_calls": json.dumps(sc.tool_calls), "hard": sc.hard, "soft": sc.soft,
-                "score": sc.score, "checks": json.dumps(sc.checks), "cached": int(sc.cached),
-                "input_tokens": sc.usage.input_tokens, "output_tokens": sc.usage.output_tokens,
-                "seconds": sc.seconds, "created_at": now_iso(),
-            })
+            self.store.insert(
+                "rollouts",
+                {
+                    "night_id": self.night_id,
+                    "task_id": tid,
+                    "split": by_id[tid].split,
+                    "phase": phase,
+                    "doc_hash": dh,
+                    "backend": self.target.backend.name,
+                    "model": self.target.backend.model,
+                    "answer": sc.answer,
+                    "tool_calls": json.dumps(sc.tool_calls),
+                    "hard": sc.hard,
+                    "soft": sc.soft,
+                    "score": sc.score,
+                    "checks": json.dumps(sc.checks),
+                    "cached": int(sc.cached),
+                    "input_tokens": sc.usage.input_tokens,
+                    "output_tokens": sc.usage.output_tokens,
+                    "seconds": sc.seconds,
+                    "created_at": now_iso(),
+                },
+            )
         return scores
 
     def reflect(self, batch: list[Task], scores: dict[str, Scored], rules: list[str]) -> list[Edit]:
         def item(t: Task) -> dict[str, Any]:
             sc = scores[t.id]
             return {
-                "task": t.intent[:1500], "answer": sc.answer[:1500], "score": round(sc.score, 3),
+                "task": t.intent[:1500],
+                "answer": sc.answer[:1500],
+                "score": round(sc.score, 3),
                 "failed_checks": [
-                    {k: c[k] for k in ("kind", "value", "evidence")} for c in sc.checks if not c["passed"]
+                    {k: c[k] for k in ("kind", "value", "evidence")}
+                    for c in sc.checks
+                    if not c["passed"]
                 ],
                 "corrections": t.corrections[:5],
             }
+
         failures = [item(t) for t in batch if scores[t.id].score < 1.0]
         successes = [item(t) for t in batch if scores[t.id].score >= 1.0]
-        prompt = prompts.reflect_prompt(rules=rules, failures=failures, successes=successes[:5],
-                                        rejected=self.rejected, budget=self.s.edit_budget)
-        comp, _ = self.optimizer.complete(CompletionRequest(prompt=prompt, purpose="reflect",
-                                                            max_tokens=2000))
+        prompt = prompts.reflect_prompt(
+            rules=rules,
+            failures=failures,
+            successes=successes[:5],
+            rejected=self.rejected,
+            budget=self.s.edit_budget,
+        )
+        comp, _ = self.optimizer.complete(
+            CompletionRequest(prompt=prompt, purpose="reflect", max_tokens=2000)
+        )
         data = prompts.extract_json(comp.text, backend=self.optimizer.backend.name)
         return parse_edits(data)[: self.s.edit_budget]
 
     def record_edit(self, e: Edit) -> None:
         self.edits.append(e)
-        e.id = self.store.insert("edits", {
-            "night_id": self.night_id, "epoch": e.epoch, "batch": e.batch, "op": e.op,
-            "text": e.text, "old": e.old, "rationale": e.rationale, "origin": e.origin,
-            "status": e.status, "reason": e.reason, "val_before": e.val_before,
-            "val_after": e.val_after, "created_at": now_iso(),
-        })
+        e.id = self.store.insert(
+            "edits",
+            {
+                "night_id": self.night_id,
+                "epoch": e.epoch,
+                "batch": e.batch,
+                "op": e.op,
+                "text": e.text,
+                "old": e.old,
+                "rationale": e.rationale,
+                "origin": e.origin,
+                "status": e.status,
+                "reason": e.reason,
+                "val_before": e.val_before,
+                "val_after": e.val_after,
+                "created_at": now_iso(),
+            },
+        )
 
     # ----------------------------------------------------------------- the loop
-    def train(self, doc: Document, train: list[Task], val: list[Task], verified: bool
-              ) -> tuple[list[str], dict[str, Scored]]:
+    def train(
+        self, doc: Document, train: list[Task], val: list[Task], verified: bool
+    ) -> tuple[list[str], dict[str, Scored]]:
         rules = list(doc.rules)
         val_scores = self.replay(val, doc, rules, "val", "val baseline")
         self.val_baseline = mean(val_scores)
@@ -109,7 +168,9 @@ class Trainer:
         for epoch in range(1, self.s.epochs + 1):
             order = sorted(train, key=lambda t: t.id)
             random.Random(f"{epoch}:{len(order)}").shuffle(order)
-            batches = [order[i : i + self.s.batch_size] for i in range(0, len(order), self.s.batch_size)]
+            batches = [
+                order[i : i + self.s.batch_size] for i in range(0, len(order), self.s.batch_size)
+            ]
             for b, batch in enumerate(batches, 1):
                 self.say(f"epoch {epoch}/{self.s.epochs} batch {b}/{len(batches)}: replay")
                 scores = self.replay(batch, doc, rules, "train", f"train e{epoch}b{b}")
@@ -122,10 +183,13 @@ class Trainer:
                         e.status = "unmatched"  # apply_edit said why in e.reason
                         self.record_edit(e)
                         continue
-                    cand_scores = self.replay(val, doc, candidate, "val", f"val e{epoch}b{b} candidate")
+                    cand_scores = self.replay(
+                        val, doc, candidate, "val", f"val e{epoch}b{b} candidate"
+                    )
                     v = gate(val_scores, cand_scores, no_regression=self.s.no_regression)
-                    rules, val_scores = self._settle(e, v, rules, val_scores, candidate,
-                                                     cand_scores, verified)
+                    rules, val_scores = self._settle(
+                        e, v, rules, val_scores, candidate, cand_scores, verified
+                    )
                     if e.status == "rejected":
                         self.rejected.append(e.describe())
                     self.say(f"  {e.status}: {e.describe()} ({v.reason})")
@@ -133,20 +197,36 @@ class Trainer:
             rules, val_scores = self.consolidate(doc, rules, val, val_scores, epoch, verified)
         return rules, val_scores
 
-    def consolidate(self, doc: Document, rules: list[str], val: list[Task],
-                    val_scores: dict[str, Scored], epoch: int, verified: bool
-                    ) -> tuple[list[str], dict[str, Scored]]:
+    def consolidate(
+        self,
+        doc: Document,
+        rules: list[str],
+        val: list[Task],
+        val_scores: dict[str, Scored],
+        epoch: int,
+        verified: bool,
+    ) -> tuple[list[str], dict[str, Scored]]:
         if len(rules) < 2:
             return rules, val_scores
-        comp, _ = self.optimizer.complete(CompletionRequest(
-            prompt=prompts.consolidate_prompt(rules=rules), purpose="consolidate", max_tokens=2000))
+        comp, _ = self.optimizer.complete(
+            CompletionRequest(
+                prompt=prompts.consolidate_prompt(rules=rules),
+                purpose="consolidate",
+                max_tokens=2000,
+            )
+        )
         data = prompts.extract_json(comp.text, backend=self.optimizer.backend.name)
         merged = [str(r).strip() for r in data.get("rules") or [] if str(r).strip()]
         if not merged or merged == rules:
             return rules, val_scores
-        e = Edit(op="replace", old="\n".join(rules), text="\n".join(merged), origin="consolidate",
-                 rationale=f"epoch {epoch} slow update: {len(rules)} -> {len(merged)} rules",
-                 epoch=epoch)
+        e = Edit(
+            op="replace",
+            old="\n".join(rules),
+            text="\n".join(merged),
+            origin="consolidate",
+            rationale=f"epoch {epoch} slow update: {len(rules)} -> {len(merged)} rules",
+            epoch=epoch,
+        )
         lost = _lost_spans(rules, merged)
         if lost:  # a merge must keep every concrete command and value; no val replay needed
             e.status = "rejected"
@@ -159,9 +239,16 @@ class Trainer:
         self.record_edit(e)
         return rules, val_scores
 
-    def _settle(self, e: Edit, verdict: Any, rules: list[str], val_scores: dict[str, Scored],
-                candidate: list[str], cand_scores: dict[str, Scored], verified: bool
-                ) -> tuple[list[str], dict[str, Scored]]:
+    def _settle(
+        self,
+        e: Edit,
+        verdict: Any,
+        rules: list[str],
+        val_scores: dict[str, Scored],
+        candidate: list[str],
+        cand_scores: dict[str, Scored],
+        verified: bool,
+    ) -> tuple[list[str], dict[str, Scored]]:
         """Record the gate's verdict on ``e``; the rules and val scores to go on with (the
         candidate's when accepted, kept as the last certified state)."""
         e.val_before, e.val_after, e.reason = verdict.before, verdict.after, verdict.reason
@@ -181,7 +268,9 @@ def remembered_rejections(store: Store, target_path: str, inputs: str) -> list[s
     rows = store.db.execute(
         "select e.op, e.text, e.old, n.summary from edits e join nights n on n.id = e.night_id "
         "where e.status = 'rejected' and e.origin != 'consolidate' and n.target_path = ? "
-        "order by e.id desc", [target_path]).fetchall()
+        "order by e.id desc",
+        [target_path],
+    ).fetchall()
     out: list[str] = []
     for op, text, old, summary in rows:
         try:

@@ -24,5 +24,15 @@ from skillopt_sleep.simulator.brain import Brain, Reply, Turn, judge_score, pars
 from skillopt_sleep.simulator.persona import Persona, load_persona
 from skillopt_sleep.simulator.server import Simulator, Stats, serve
 
-__all__ = ["Brain", "Persona", "Reply", "Simulator", "Stats", "Turn", "judge_score",
-           "load_persona", "parse_rules", "serve"]
+__all__ = [
+    "Brain",
+    "Persona",
+    "Reply",
+    "Simulator",
+    "Stats",
+    "Turn",
+    "judge_score",
+    "load_persona",
+    "parse_rules",
+    "serve",
+]

@@ -159,8 +159,11 @@ class Brain:
         if role == "reflect":
             out: dict[str, Any] = {"edits": self.reflect(material)}
         elif role == "judge":
-            out = {"score": judge_score(str(material.get("rubric", "")),
-                                        str(material.get("answer", "")))}
+            out = {
+                "score": judge_score(
+                    str(material.get("rubric", "")), str(material.get("answer", ""))
+                )
+            }
         else:
             merged = consolidate(list(material.get("rules", [])))
             if self.persona.lossy_consolidate and len(merged) > 1:
@@ -201,8 +204,9 @@ class Brain:
         groups: dict[str, list[tuple[str, str]]] = {
             "derived": derive_edits(material.get("failures", [])),
             "useless": [(e, "generic advice") for e in self.persona.useless_edits],
-            "harmful": [(e, "shorter answers are easier to read") for e in
-                        self.persona.harmful_edits],
+            "harmful": [
+                (e, "shorter answers are easier to read") for e in self.persona.harmful_edits
+            ],
         }
         edits: list[dict[str, str]] = []
         for group in self.persona.order:
@@ -231,8 +235,8 @@ def derive_edits(failures: list[dict[str, Any]]) -> list[tuple[str, str]]:
         why = f"fixes task: {str(failure.get('task', ''))[:80]}"
         for x, y in zip(pos, neg):
             out.append((f"Use `{x}` instead of `{y}`.", why))
-        out += [(f"Always mention `{x}`.", why) for x in pos[len(neg):]]
-        out += [(f"Never mention `{y}`.", why) for y in neg[len(pos):]]
+        out += [(f"Always mention `{x}`.", why) for x in pos[len(neg) :]]
+        out += [(f"Never mention `{y}`.", why) for y in neg[len(pos) :]]
         out += [(f"Keep answers under {n} characters.", why) for n in by_kind.get("max_chars", [])]
         out += [(f"Use the `{t}` tool.", why) for t in by_kind.get("tool_called", [])]
     seen: set[str] = set()

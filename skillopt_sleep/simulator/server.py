@@ -73,15 +73,19 @@ class Stats:
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
-            return {"by_endpoint": dict(self.by_endpoint), "by_role": dict(self.by_role),
-                    "requests": list(self.requests), "total": sum(self.by_endpoint.values())}
+            return {
+                "by_endpoint": dict(self.by_endpoint),
+                "by_role": dict(self.by_role),
+                "requests": list(self.requests),
+                "total": sum(self.by_endpoint.values()),
+            }
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     # -- plumbing ---------------------------------------------------------------------
@@ -137,12 +141,12 @@ class _Handler(BaseHTTPRequestHandler):
         return path.removeprefix("/v1") or "/"
 
     # -- routes -----------------------------------------------------------------------
-    def do_HEAD(self) -> None:  # noqa: N802
+    def do_HEAD(self) -> None:
         self.send_response(200)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         sim, path = self.server.sim, self._path()
         if path == "/_sim/stats":
             return self._json(200, sim.stats.snapshot())
@@ -154,10 +158,11 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(200, sim.models_payload())
         if path == "/":
             return self._json(200, {"simulator": True, "persona": sim.persona.name})
-        self._json(404, wire.openai_error(f"no route GET {path}", "invalid_request_error",
-                                          "not_found"))
+        self._json(
+            404, wire.openai_error(f"no route GET {path}", "invalid_request_error", "not_found")
+        )
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         sim, path = self.server.sim, self._path()
         if path == "/_sim/reset":
             sim.reset()
@@ -177,14 +182,20 @@ class _Handler(BaseHTTPRequestHandler):
         api = _API.get(path)
         if api is None:
             self._body()
-            return self._json(404, wire.openai_error(f"no route POST {path}",
-                                                     "invalid_request_error", "not_found"))
+            return self._json(
+                404,
+                wire.openai_error(f"no route POST {path}", "invalid_request_error", "not_found"),
+            )
         self._model_call(api, path)
 
     def _unauthorized(self, api: str) -> None:
-        self._error(api, 401, "invalid x-api-key" if api == "anthropic" else
-                    "Incorrect API key provided.", "authentication_error"
-                    if api == "anthropic" else "invalid_request_error", "invalid_api_key")
+        self._error(
+            api,
+            401,
+            "invalid x-api-key" if api == "anthropic" else "Incorrect API key provided.",
+            "authentication_error" if api == "anthropic" else "invalid_request_error",
+            "invalid_api_key",
+        )
 
     def _model_call(self, api: str, path: str) -> None:
         sim = self.server.sim
@@ -193,12 +204,16 @@ class _Handler(BaseHTTPRequestHandler):
             body = self._body()
         except (ValueError, OSError) as exc:
             sim.stats.record(**rec, status=400)
-            return self._error(api, 400, f"invalid JSON body: {exc}", "invalid_request_error",
-                               None)
+            return self._error(api, 400, f"invalid JSON body: {exc}", "invalid_request_error", None)
         turn = getattr(wire, f"parse_{api}")(body)
-        rec.update(model=turn.model, stream=turn.stream, prompt=turn.prompt[:200],
-                   prompt_tail=turn.prompt[-200:], prompt_chars=len(turn.prompt),
-                   tools=turn.tools)
+        rec.update(
+            model=turn.model,
+            stream=turn.stream,
+            prompt=turn.prompt[:200],
+            prompt_tail=turn.prompt[-200:],
+            prompt_chars=len(turn.prompt),
+            tools=turn.tools,
+        )
         stall = sim.take_stall()
         if stall is not None:
             # hang: no status line, no byte; then drop the connection (bounded, so this
@@ -214,28 +229,43 @@ class _Handler(BaseHTTPRequestHandler):
             sim.stats.record(**rec, status=404)
             if api == "anthropic":
                 return self._error(api, 404, f"model: {turn.model}", "not_found_error", None)
-            return self._error(api, 404, f"The model `{turn.model}` does not exist or you do "
-                               "not have access to it.", "invalid_request_error",
-                               "model_not_found")
+            return self._error(
+                api,
+                404,
+                f"The model `{turn.model}` does not exist or you do not have access to it.",
+                "invalid_request_error",
+                "model_not_found",
+            )
         failure = sim.take_failure()
         if failure:
             sim.stats.record(**rec, status=failure)
-            return self._error(api, failure, "simulated server error", "api_error"
-                               if api == "anthropic" else "server_error", None)
+            return self._error(
+                api,
+                failure,
+                "simulated server error",
+                "api_error" if api == "anthropic" else "server_error",
+                None,
+            )
         try:
             reply = sim.brain.respond(turn)
         except Exception as exc:  # a brain bug must still answer in the API's shape
             sim.stats.record(**rec, status=500)
-            return self._error(api, 500, f"simulator error: {exc!r}", "api_error"
-                               if api == "anthropic" else "server_error", None)
+            return self._error(
+                api,
+                500,
+                f"simulator error: {exc!r}",
+                "api_error" if api == "anthropic" else "server_error",
+                None,
+            )
         out = reply.text + (json.dumps(reply.tool_input) + reply.tool if reply.tool else "")
         usage = (tokens(turn.all_text()), tokens(out))
         rid = sim.next_id()
         rec.update(role=reply.role, tool=reply.tool)
         sim.stats.record(**rec, status=200)
         if not turn.stream:
-            render = wire.anthropic_message if api == "anthropic" else \
-                getattr(wire, f"{api}_object")
+            render = (
+                wire.anthropic_message if api == "anthropic" else getattr(wire, f"{api}_object")
+            )
             return self._json(200, render(reply, turn, rid, usage))
         if api == "chat":
             include = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -252,8 +282,14 @@ class Simulator:
     """A running simulator. Attributes: ``url`` (``http://127.0.0.1:PORT``, no ``/v1``),
     ``port``, ``persona``, ``brain``, ``api_key``, ``stats`` (:class:`Stats`)."""
 
-    def __init__(self, persona: Persona | str | Path | None = None, *,
-                 api_key: str | None = None, host: str = "127.0.0.1", port: int = 0):
+    def __init__(
+        self,
+        persona: Persona | str | Path | None = None,
+        *,
+        api_key: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ):
         if host not in LOOPBACK:
             raise ValueError(f"the simulator binds loopback only, not {host!r}")
         self.persona = load_persona(persona)
@@ -274,11 +310,25 @@ class Simulator:
 
     def models_payload(self) -> dict[str, Any]:
         names = list(self.persona.models) or ["sim"]
-        data = [{"id": n, "object": "model", "type": "model", "display_name": n,
-                 "created": 0, "created_at": "2025-01-01T00:00:00Z", "owned_by": "simulator"}
-                for n in names]
-        return {"object": "list", "data": data, "has_more": False,
-                "first_id": names[0], "last_id": names[-1]}
+        data = [
+            {
+                "id": n,
+                "object": "model",
+                "type": "model",
+                "display_name": n,
+                "created": 0,
+                "created_at": "2025-01-01T00:00:00Z",
+                "owned_by": "simulator",
+            }
+            for n in names
+        ]
+        return {
+            "object": "list",
+            "data": data,
+            "has_more": False,
+            "first_id": names[0],
+            "last_id": names[-1],
+        }
 
     def fail_next(self, count: int, status: int = 500) -> None:
         """Make the next ``count`` model calls answer HTTP ``status`` (error JSON)."""
@@ -313,8 +363,12 @@ class Simulator:
             self._stalls = []
 
     def start(self) -> Simulator:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
-                                        name=f"simulator:{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            args=(0.05,),
+            name=f"simulator:{self.port}",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -330,8 +384,13 @@ class Simulator:
 
 
 @contextlib.contextmanager
-def serve(persona: Persona | str | Path | None = None, api_key: str | None = None, *,
-          port: int = 0, host: str = "127.0.0.1") -> Iterator[Simulator]:
+def serve(
+    persona: Persona | str | Path | None = None,
+    api_key: str | None = None,
+    *,
+    port: int = 0,
+    host: str = "127.0.0.1",
+) -> Iterator[Simulator]:
     """Run a simulator in a background thread: ``with serve(p) as sim: sim.url``."""
     sim = Simulator(persona, api_key=api_key, host=host, port=port).start()
     try:

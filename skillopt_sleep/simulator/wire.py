@@ -37,7 +37,7 @@ _AGENTS_MD = "# AGENTS.md instructions"
 def _clean(text: str) -> str:
     """Drop leading tagged context blocks (reminders, datetime, environment) from a text."""
     while (match := _TAGGED.match(text)) is not None:
-        text = text[match.end():]
+        text = text[match.end() :]
     return "" if text.lstrip().startswith(_AGENTS_MD) else text.strip()
 
 
@@ -63,8 +63,11 @@ def _blocks(content: Any) -> list[str]:
         return [content]
     if not isinstance(content, list):
         return []
-    return [str(b.get("text", "")) for b in content if isinstance(b, dict)
-            and b.get("type", "text") in ("text", "input_text") and "text" in b]
+    return [
+        str(b.get("text", ""))
+        for b in content
+        if isinstance(b, dict) and b.get("type", "text") in ("text", "input_text") and "text" in b
+    ]
 
 
 def _finish(turn: Turn, user_blocks: list[list[str]]) -> Turn:
@@ -100,13 +103,20 @@ def _pieces(text: str) -> list[str]:
 
 # ---- Anthropic Messages ----------------------------------------------------------------
 def parse_anthropic(body: dict[str, Any]) -> Turn:
-    turn = Turn(model=str(body.get("model", "")), stream=bool(body.get("stream")),
-                system=_text(body.get("system")), tools=_tool_names(body.get("tools")))
+    turn = Turn(
+        model=str(body.get("model", "")),
+        stream=bool(body.get("stream")),
+        system=_text(body.get("system")),
+        tools=_tool_names(body.get("tools")),
+    )
     user_blocks: list[list[str]] = []
     for msg in body.get("messages") or []:
         role, content = msg.get("role", "user"), msg.get("content")
-        results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
-            if isinstance(content, list) else []
+        results = (
+            [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+            if isinstance(content, list)
+            else []
+        )
         if results:
             turn.messages.append(("tool", _text([_text(r.get("content")) for r in results])))
         if role == "user":
@@ -126,21 +136,34 @@ def anthropic_message(reply: Reply, turn: Turn, rid: str, usage: Usage) -> dict[
     if reply.text or not reply.tool:
         content.append({"type": "text", "text": reply.text})
     if reply.tool:
-        content.append({"type": "tool_use", "id": f"toolu_{rid}", "name": reply.tool,
-                        "input": reply.tool_input})
+        content.append(
+            {
+                "type": "tool_use",
+                "id": f"toolu_{rid}",
+                "name": reply.tool,
+                "input": reply.tool_input,
+            }
+        )
     return {
-        "id": f"msg_{rid}", "type": "message", "role": "assistant", "model": turn.model,
-        "content": content, "stop_reason": "tool_use" if reply.tool else "end_turn",
+        "id": f"msg_{rid}",
+        "type": "message",
+        "role": "assistant",
+        "model": turn.model,
+        "content": content,
+        "stop_reason": "tool_use" if reply.tool else "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": usage[0], "output_tokens": usage[1],
-                  "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+        "usage": {
+            "input_tokens": usage[0],
+            "output_tokens": usage[1],
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        },
     }
 
 
 def anthropic_sse(reply: Reply, turn: Turn, rid: str, usage: Usage) -> Iterator[bytes]:
     msg = anthropic_message(reply, turn, rid, usage)
-    start = dict(msg, content=[], stop_reason=None,
-                 usage=dict(msg["usage"], output_tokens=1))
+    start = dict(msg, content=[], stop_reason=None, usage=dict(msg["usage"], output_tokens=1))
     yield _sse("message_start", {"type": "message_start", "message": start})
     for index, block in enumerate(msg["content"]):
         if block["type"] == "text":
@@ -148,21 +171,30 @@ def anthropic_sse(reply: Reply, turn: Turn, rid: str, usage: Usage) -> Iterator[
             deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"])]
         else:
             first = dict(block, input={})
-            deltas = [{"type": "input_json_delta", "partial_json": p}
-                      for p in _pieces(json.dumps(block["input"]))]
-        yield _sse("content_block_start",
-                   {"type": "content_block_start", "index": index, "content_block": first})
+            deltas = [
+                {"type": "input_json_delta", "partial_json": p}
+                for p in _pieces(json.dumps(block["input"]))
+            ]
+        yield _sse(
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": first},
+        )
         if index == 0:
             yield _sse("ping", {"type": "ping"})
         for delta in deltas:
-            yield _sse("content_block_delta",
-                       {"type": "content_block_delta", "index": index, "delta": delta})
+            yield _sse(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": delta},
+            )
         yield _sse("content_block_stop", {"type": "content_block_stop", "index": index})
-    yield _sse("message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
-        "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
-    })
+    yield _sse(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
+            "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
+        },
+    )
     yield _sse("message_stop", {"type": "message_stop"})
 
 
@@ -186,9 +218,12 @@ def _namespaced(tools: Any) -> dict[str, tuple[str, str]]:
 
 def parse_responses(body: dict[str, Any]) -> Turn:
     namespaced = _namespaced(body.get("tools"))
-    turn = Turn(model=str(body.get("model", "")), stream=bool(body.get("stream")),
-                system=_text(body.get("instructions")),
-                tools=_tool_names(body.get("tools")) + list(namespaced))
+    turn = Turn(
+        model=str(body.get("model", "")),
+        stream=bool(body.get("stream")),
+        system=_text(body.get("instructions")),
+        tools=_tool_names(body.get("tools")) + list(namespaced),
+    )
     turn.namespaced = namespaced  # type: ignore[attr-defined]
     items = body.get("input")
     if isinstance(items, str):
@@ -212,19 +247,39 @@ def parse_responses(body: dict[str, Any]) -> Turn:
     return _finish(turn, user_blocks)
 
 
-def _response(turn: Turn, rid: str, status: str, output: list[Any],
-              usage: Usage | None) -> dict[str, Any]:
+def _response(
+    turn: Turn, rid: str, status: str, output: list[Any], usage: Usage | None
+) -> dict[str, Any]:
     return {
-        "id": f"resp_{rid}", "object": "response", "created_at": int(time.time()),
-        "status": status, "error": None, "incomplete_details": None, "instructions": None,
-        "max_output_tokens": None, "model": turn.model, "output": output,
-        "parallel_tool_calls": True, "previous_response_id": None,
-        "reasoning": {"effort": None, "summary": None}, "store": False, "temperature": 1.0,
-        "text": {"format": {"type": "text"}}, "tool_choice": "auto", "tools": [],
-        "top_p": 1.0, "truncation": "disabled", "user": None, "metadata": {},
-        "usage": None if usage is None else {
-            "input_tokens": usage[0], "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": usage[1], "output_tokens_details": {"reasoning_tokens": 0},
+        "id": f"resp_{rid}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": status,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "max_output_tokens": None,
+        "model": turn.model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "reasoning": {"effort": None, "summary": None},
+        "store": False,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}},
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "user": None,
+        "metadata": {},
+        "usage": None
+        if usage is None
+        else {
+            "input_tokens": usage[0],
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": usage[1],
+            "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": usage[0] + usage[1],
         },
     }
@@ -232,15 +287,25 @@ def _response(turn: Turn, rid: str, status: str, output: list[Any],
 
 def _response_item(reply: Reply, rid: str, turn: Turn | None = None) -> dict[str, Any]:
     if reply.tool:
-        item = {"type": "function_call", "id": f"fc_{rid}", "call_id": f"call_{rid}",
-                "name": reply.tool, "arguments": json.dumps(reply.tool_input),
-                "status": "completed"}
+        item = {
+            "type": "function_call",
+            "id": f"fc_{rid}",
+            "call_id": f"call_{rid}",
+            "name": reply.tool,
+            "arguments": json.dumps(reply.tool_input),
+            "status": "completed",
+        }
         ns = getattr(turn, "namespaced", {}).get(reply.tool)
         if ns:
             item["namespace"], item["name"] = ns
         return item
-    return {"type": "message", "id": f"msg_{rid}", "status": "completed", "role": "assistant",
-            "content": [{"type": "output_text", "text": reply.text, "annotations": []}]}
+    return {
+        "type": "message",
+        "id": f"msg_{rid}",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+    }
 
 
 def responses_object(reply: Reply, turn: Turn, rid: str, usage: Usage) -> dict[str, Any]:
@@ -258,32 +323,44 @@ def responses_sse(reply: Reply, turn: Turn, rid: str, usage: Usage) -> Iterator[
     item = _response_item(reply, rid, turn)
     at = {"item_id": item["id"], "output_index": 0}
     if item["type"] == "function_call":
-        yield ev("response.output_item.added",
-                 output_index=0, item=dict(item, arguments="", status="in_progress"))
+        yield ev(
+            "response.output_item.added",
+            output_index=0,
+            item=dict(item, arguments="", status="in_progress"),
+        )
         for piece in _pieces(item["arguments"]):
             yield ev("response.function_call_arguments.delta", **at, delta=piece)
-        yield ev("response.function_call_arguments.done", **at, name=item["name"],
-                 arguments=item["arguments"])
+        yield ev(
+            "response.function_call_arguments.done",
+            **at,
+            name=item["name"],
+            arguments=item["arguments"],
+        )
     else:
         part = {"type": "output_text", "text": "", "annotations": []}
-        yield ev("response.output_item.added",
-                 output_index=0, item=dict(item, status="in_progress", content=[]))
+        yield ev(
+            "response.output_item.added",
+            output_index=0,
+            item=dict(item, status="in_progress", content=[]),
+        )
         yield ev("response.content_part.added", **at, content_index=0, part=part)
         for piece in _pieces(reply.text):
-            yield ev("response.output_text.delta", **at, content_index=0, delta=piece,
-                     logprobs=[])
-        yield ev("response.output_text.done", **at, content_index=0, text=reply.text,
-                 logprobs=[])
-        yield ev("response.content_part.done", **at, content_index=0,
-                 part=dict(part, text=reply.text))
+            yield ev("response.output_text.delta", **at, content_index=0, delta=piece, logprobs=[])
+        yield ev("response.output_text.done", **at, content_index=0, text=reply.text, logprobs=[])
+        yield ev(
+            "response.content_part.done", **at, content_index=0, part=dict(part, text=reply.text)
+        )
     yield ev("response.output_item.done", output_index=0, item=item)
     yield ev("response.completed", response=_response(turn, rid, "completed", [item], usage))
 
 
 # ---- OpenAI Chat Completions -----------------------------------------------------------
 def parse_chat(body: dict[str, Any]) -> Turn:
-    turn = Turn(model=str(body.get("model", "")), stream=bool(body.get("stream")),
-                tools=_tool_names(body.get("tools") or body.get("functions")))
+    turn = Turn(
+        model=str(body.get("model", "")),
+        stream=bool(body.get("stream")),
+        tools=_tool_names(body.get("tools") or body.get("functions")),
+    )
     user_blocks: list[list[str]] = []
     for msg in body.get("messages") or []:
         role, content = msg.get("role", "user"), msg.get("content")
@@ -302,45 +379,75 @@ def parse_chat(body: dict[str, Any]) -> Turn:
 
 
 def _chat_usage(usage: Usage) -> dict[str, int]:
-    return {"prompt_tokens": usage[0], "completion_tokens": usage[1],
-            "total_tokens": usage[0] + usage[1]}
+    return {
+        "prompt_tokens": usage[0],
+        "completion_tokens": usage[1],
+        "total_tokens": usage[0] + usage[1],
+    }
 
 
 def _tool_call(reply: Reply, rid: str) -> dict[str, Any]:
-    return {"id": f"call_{rid}", "type": "function",
-            "function": {"name": reply.tool, "arguments": json.dumps(reply.tool_input)}}
+    return {
+        "id": f"call_{rid}",
+        "type": "function",
+        "function": {"name": reply.tool, "arguments": json.dumps(reply.tool_input)},
+    }
 
 
 def chat_object(reply: Reply, turn: Turn, rid: str, usage: Usage) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None,
-                               "refusal": None}
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None, "refusal": None}
     if reply.tool:
         message["tool_calls"] = [_tool_call(reply, rid)]
     return {
-        "id": f"chatcmpl-{rid}", "object": "chat.completion", "created": int(time.time()),
-        "model": turn.model, "system_fingerprint": None,
-        "choices": [{"index": 0, "message": message, "logprobs": None,
-                     "finish_reason": "tool_calls" if reply.tool else "stop"}],
+        "id": f"chatcmpl-{rid}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": turn.model,
+        "system_fingerprint": None,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": "tool_calls" if reply.tool else "stop",
+            }
+        ],
         "usage": _chat_usage(usage),
     }
 
 
-def chat_sse(reply: Reply, turn: Turn, rid: str, usage: Usage,
-             include_usage: bool = False) -> Iterator[bytes]:
-    base = {"id": f"chatcmpl-{rid}", "object": "chat.completion.chunk",
-            "created": int(time.time()), "model": turn.model, "system_fingerprint": None}
+def chat_sse(
+    reply: Reply, turn: Turn, rid: str, usage: Usage, include_usage: bool = False
+) -> Iterator[bytes]:
+    base = {
+        "id": f"chatcmpl-{rid}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": turn.model,
+        "system_fingerprint": None,
+    }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return _sse(None, dict(base, choices=[{"index": 0, "delta": delta, "logprobs": None,
-                                               "finish_reason": finish}]))
+        return _sse(
+            None,
+            dict(
+                base,
+                choices=[{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+            ),
+        )
 
     yield chunk({"role": "assistant", "content": ""})
     for piece in _pieces(reply.text):
         yield chunk({"content": piece})
     if reply.tool:
         call = _tool_call(reply, rid)
-        yield chunk({"tool_calls": [{"index": 0, **call,
-                                     "function": {"name": reply.tool, "arguments": ""}}]})
+        yield chunk(
+            {
+                "tool_calls": [
+                    {"index": 0, **call, "function": {"name": reply.tool, "arguments": ""}}
+                ]
+            }
+        )
         for piece in _pieces(call["function"]["arguments"]):
             yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
     yield chunk({}, "tool_calls" if reply.tool else "stop")

@@ -8,7 +8,15 @@ from skillopt_sleep.sources.base import ParseResult, Source
 
 def get_source(name: str) -> Source:
     """Return the harvester registered as ``name``; UnknownNameError otherwise."""
-    from skillopt_sleep.sources import claude_code, codex, copilot_cli, copilot_vscode, cursor, devin, opencode
+    from skillopt_sleep.sources import (
+        claude_code,
+        codex,
+        copilot_cli,
+        copilot_vscode,
+        cursor,
+        devin,
+        opencode,
+    )
 
     registry: dict[str, type[Source]] = {
         "claude_code": claude_code.ClaudeCodeSource,
@@ -24,4 +32,4 @@ def get_source(name: str) -> Source:
     return registry[name]()
 
 
-__all__ = ["get_source", "ParseResult", "Source"]
+__all__ = ["ParseResult", "Source", "get_source"]

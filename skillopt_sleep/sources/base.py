@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
 
 from skillopt_sleep.models import HarvestedSession
 
@@ -37,8 +37,9 @@ class ParseResult:
     pending: bool = False
 
 
-def json_records(lines: Iterable[bytes], skipped: Counter, state: dict | None = None
-                 ) -> Iterator[dict]:
+def json_records(
+    lines: Iterable[bytes], skipped: Counter, state: dict | None = None
+) -> Iterator[dict]:
     """Decode JSONL lines into dict records. Undecodable lines count as ``bad_json``, other
     JSON values as ``not_an_object``; with ``state``, ``state["line"]`` counts every line."""
     import json

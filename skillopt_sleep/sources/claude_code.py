@@ -38,8 +38,9 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
@@ -52,9 +53,7 @@ TOOL_EXCERPT = 400
 HEADLESS_ENTRYPOINTS = frozenset({"sdk-cli", "sdk-ts", "sdk-py"})
 #: built-in slash commands whose arguments are settings, not tasks
 BUILTIN_COMMANDS = frozenset(
-    "/model /mcp /compact /clear /config /login /logout /resume /cost /help /exit /quit "
-    "/permissions /add-dir /agents /hooks /memory /status /doctor /ide /vim /theme /context "
-    "/output-style /plugin /rewind /export /statusline /terminal-setup /usage /fast".split()
+    ["/model", "/mcp", "/compact", "/clear", "/config", "/login", "/logout", "/resume", "/cost", "/help", "/exit", "/quit", "/permissions", "/add-dir", "/agents", "/hooks", "/memory", "/status", "/doctor", "/ide", "/vim", "/theme", "/context", "/output-style", "/plugin", "/rewind", "/export", "/statusline", "/terminal-setup", "/usage", "/fast"]
 )
 
 _REMINDER = re.compile(r"<system-reminder>[\s\S]*?(?:</system-reminder>|$)")
@@ -84,7 +83,9 @@ def _block_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        parts = [
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        ]
         return "\n".join(p for p in parts if isinstance(p, str))
     return ""
 
@@ -159,7 +160,11 @@ class ClaudeCodeSource(Source):
             meta = per_session.setdefault(key, {"fp": False, "self": False, "headless": False})
             if rtype in ("custom-title", "ai-title"):
                 title = rec.get("customTitle") or rec.get("aiTitle")
-                if isinstance(title, str) and title.strip() and (rtype == "custom-title" or not sess.title):
+                if (
+                    isinstance(title, str)
+                    and title.strip()
+                    and (rtype == "custom-title" or not sess.title)
+                ):
                     sess.title = clean(title.strip())[:200]
                 continue
             sidechain = rec.get("isSidechain") is True or subagent_file
@@ -185,7 +190,11 @@ class ClaudeCodeSource(Source):
     # ------------------------------------------------------------------ records
     @staticmethod
     def _envelope(rec: dict, sess: HarvestedSession, meta: dict) -> None:
-        cwd, ts, version = _str(rec.get("cwd")), _str(rec.get("timestamp")), _str(rec.get("version"))
+        cwd, ts, version = (
+            _str(rec.get("cwd")),
+            _str(rec.get("timestamp")),
+            _str(rec.get("version")),
+        )
         if cwd:
             sess.project = cwd
         if ts and not sess.started_at:
@@ -195,8 +204,9 @@ class ClaudeCodeSource(Source):
         if rec.get("entrypoint") in HEADLESS_ENTRYPOINTS or rec.get("promptSource") == "sdk":
             meta["headless"] = True
 
-    def _assistant(self, rec: dict, out: dict, sidechain: bool, skipped: Counter,
-                   sess: HarvestedSession) -> None:
+    def _assistant(
+        self, rec: dict, out: dict, sidechain: bool, skipped: Counter, sess: HarvestedSession
+    ) -> None:
         msg = rec.get("message")
         if not isinstance(msg, dict):
             skipped["no_message"] += 1
@@ -228,8 +238,12 @@ class ClaudeCodeSource(Source):
         m = out.get(uid)
         if m is None:
             out[uid] = HarvestedMessage(
-                uid=uid, role="assistant", kind="answer", text=_cap(clean(text), MAX_TEXT),
-                tool_names=list(dict.fromkeys(tools)), timestamp=_str(rec.get("timestamp")),
+                uid=uid,
+                role="assistant",
+                kind="answer",
+                text=_cap(clean(text), MAX_TEXT),
+                tool_names=list(dict.fromkeys(tools)),
+                timestamp=_str(rec.get("timestamp")),
                 is_sidechain=sidechain,
             )
             return
@@ -261,8 +275,13 @@ class ClaudeCodeSource(Source):
             excerpt = "\n".join(r[0] for r in results)
             excerpt = _REMINDER.sub("", excerpt).strip()
             out[uid] = HarvestedMessage(
-                uid=uid, role="user", kind="tool", text=clean_excerpt(excerpt, TOOL_EXCERPT),
-                timestamp=ts, is_sidechain=sidechain, is_error=any(r[1] for r in results),
+                uid=uid,
+                role="user",
+                kind="tool",
+                text=clean_excerpt(excerpt, TOOL_EXCERPT),
+                timestamp=ts,
+                is_sidechain=sidechain,
+                is_error=any(r[1] for r in results),
             )
         text = "\n".join(t for t in texts if t.strip())
         if not text:
@@ -290,6 +309,10 @@ class ClaudeCodeSource(Source):
             meta["self"] = SELF_MARKER in prompt
         puid = f"{uid}:text" if results else uid
         out[puid] = HarvestedMessage(
-            uid=puid, role="user", kind="prompt", text=_cap(clean(prompt), MAX_TEXT),
-            timestamp=ts, is_sidechain=sidechain,
+            uid=puid,
+            role="user",
+            kind="prompt",
+            text=_cap(clean(prompt), MAX_TEXT),
+            timestamp=ts,
+            is_sidechain=sidechain,
         )

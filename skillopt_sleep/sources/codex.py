@@ -40,8 +40,9 @@ import json
 import os
 import re
 from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
@@ -56,9 +57,16 @@ _UUID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 _ENV_CWD = re.compile(r"<cwd>([^<]+)</cwd>")
 _EXIT = re.compile(r"(?:exit code|exited with code)\D{0,3}(-?\d+)", re.I)
 _INJECTED = (
-    "<environment_context>", "<user_instructions>", "# AGENTS.md instructions",
-    "<permissions instructions>", "<collaboration_mode>", "<skills_instructions>",
-    "<user_shell_command>", "<turn_aborted>", "<subagent_notification>", "<INSTRUCTIONS>",
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<permissions instructions>",
+    "<collaboration_mode>",
+    "<skills_instructions>",
+    "<user_shell_command>",
+    "<turn_aborted>",
+    "<subagent_notification>",
+    "<INSTRUCTIONS>",
 )
 _IDE_PREAMBLE = "# Context from my IDE setup:"
 _IDE_REQUEST = "## My request for Codex:"
@@ -66,12 +74,20 @@ _IDE_REQUEST = "## My request for Codex:"
 _WRAPPED = re.compile(r"^<([A-Za-z_][\w -]*)>[\s\S]*</\1>$")
 _IMAGE_TAG = re.compile(r"^</?image\b[^>]*>$")
 _TOOL_CALLS = {
-    "function_call": None, "custom_tool_call": None, "local_shell_call": "local_shell",
-    "web_search_call": "web_search", "tool_search_call": "tool_search",
+    "function_call": None,
+    "custom_tool_call": None,
+    "local_shell_call": "local_shell",
+    "web_search_call": "web_search",
+    "tool_search_call": "tool_search",
     "image_generation_call": "image_generation",
 }
-_RESPONSE_TYPES = {"message", "reasoning", "function_call_output", "custom_tool_call_output",
-                   *_TOOL_CALLS}
+_RESPONSE_TYPES = {
+    "message",
+    "reasoning",
+    "function_call_output",
+    "custom_tool_call_output",
+    *_TOOL_CALLS,
+}
 
 
 def _kind(obj: dict) -> str | None:
@@ -99,7 +115,11 @@ def _content_text(content: Any) -> str:
         return content
     parts = []
     for b in content if isinstance(content, list) else []:
-        if isinstance(b, dict) and isinstance(b.get("text"), str) and not _IMAGE_TAG.match(b["text"].strip()):
+        if (
+            isinstance(b, dict)
+            and isinstance(b.get("text"), str)
+            and not _IMAGE_TAG.match(b["text"].strip())
+        ):
             parts.append(b["text"])
     return "\n".join(parts)
 
@@ -144,7 +164,9 @@ class CodexSource(Source):
             for name in sorted(names):
                 if not name.startswith("rollout-"):
                     continue
-                if name.endswith(".jsonl") or (name.endswith(".jsonl.zst") and name[:-4] not in names):
+                if name.endswith(".jsonl") or (
+                    name.endswith(".jsonl.zst") and name[:-4] not in names
+                ):
                     yield Path(dirpath) / name
 
     def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
@@ -152,8 +174,18 @@ class CodexSource(Source):
         st = dict(state) if state else {}
         if "key" not in st:
             m = _UUID.search(path.name)
-            st.update(key=m.group(1) if m else path.name.split(".")[0], line=0, n=0, fp=False,
-                      self=False, headless=False, side=False, cur=None, recent=[], meta=False)
+            st.update(
+                key=m.group(1) if m else path.name.split(".")[0],
+                line=0,
+                n=0,
+                fp=False,
+                self=False,
+                headless=False,
+                side=False,
+                cur=None,
+                recent=[],
+                meta=False,
+            )
         result = ParseResult(skipped=Counter())
         sess = HarvestedSession(source=self.name, key=st["key"])
         out: dict[str, HarvestedMessage] = {}
@@ -244,8 +276,15 @@ class _Ctx:
         elif ptype in ("function_call_output", "custom_tool_call_output"):
             text, error = _tool_output(p)
             uid = f"{self.st['key']}:{self.st['line']}"
-            self.add(HarvestedMessage(uid=uid, role="user", kind="tool", is_error=error,
-                                      text=clean_excerpt(text, TOOL_EXCERPT)))
+            self.add(
+                HarvestedMessage(
+                    uid=uid,
+                    role="user",
+                    kind="tool",
+                    is_error=error,
+                    text=clean_excerpt(text, TOOL_EXCERPT),
+                )
+            )
         else:
             self.skipped[f"ignored_type:response_item.{ptype}"] += 1
 
@@ -304,7 +343,9 @@ class _Ctx:
         if not self.st["side"] and not self.st["fp"]:
             self.st["fp"], self.st["self"] = True, SELF_MARKER in text
         uid = f"{self.st['key']}:{self.st['line']}"
-        self.add(HarvestedMessage(uid=uid, role="user", kind="prompt", text=_cap(clean(text), MAX_TEXT)))
+        self.add(
+            HarvestedMessage(uid=uid, role="user", kind="prompt", text=_cap(clean(text), MAX_TEXT))
+        )
 
     def answer(self, raw: str, channel: str) -> None:
         text = raw.strip()
@@ -318,7 +359,11 @@ class _Ctx:
             return
         uid = f"{self.st['key']}:{self.st['line']}"
         self.st["cur"] = uid
-        self.add(HarvestedMessage(uid=uid, role="assistant", kind="answer", text=_cap(clean(text), MAX_TEXT)))
+        self.add(
+            HarvestedMessage(
+                uid=uid, role="assistant", kind="answer", text=_cap(clean(text), MAX_TEXT)
+            )
+        )
 
     def tool_call(self, name: str) -> None:
         uid = self.st["cur"]

@@ -33,8 +33,9 @@ import json
 import os
 import re
 from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
@@ -44,18 +45,45 @@ MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
 
 #: event types that are understood but carry no prompt, answer or tool result
-IGNORED_TYPES = frozenset({
-    "assistant.turn_start", "assistant.turn_end", "assistant.reasoning", "assistant.usage",
-    "tool.execution_start", "tool.execution_partial_result", "tool.user_requested",
-    "session.info", "session.error", "session.warning", "session.usage_record",
-    "session.usage_checkpoint", "session.shutdown", "session.truncation",
-    "session.compaction_start", "session.compaction_complete", "session.auto_mode_resolved",
-    "session.idle", "session.handoff", "session.context_changed", "session.title_changed",
-    "session.snapshot_rewind", "hook.start", "hook.end", "abort", "subagent.started",
-    "subagent.completed", "subagent.failed", "subagent.selected", "system.notification",
-    "assistant.intent", "assistant.message_delta", "pending_messages.modified",
-    "session.plan_changed", "session.workspace_file_changed",
-})
+IGNORED_TYPES = frozenset(
+    {
+        "assistant.turn_start",
+        "assistant.turn_end",
+        "assistant.reasoning",
+        "assistant.usage",
+        "tool.execution_start",
+        "tool.execution_partial_result",
+        "tool.user_requested",
+        "session.info",
+        "session.error",
+        "session.warning",
+        "session.usage_record",
+        "session.usage_checkpoint",
+        "session.shutdown",
+        "session.truncation",
+        "session.compaction_start",
+        "session.compaction_complete",
+        "session.auto_mode_resolved",
+        "session.idle",
+        "session.handoff",
+        "session.context_changed",
+        "session.title_changed",
+        "session.snapshot_rewind",
+        "hook.start",
+        "hook.end",
+        "abort",
+        "subagent.started",
+        "subagent.completed",
+        "subagent.failed",
+        "subagent.selected",
+        "system.notification",
+        "assistant.intent",
+        "assistant.message_delta",
+        "pending_messages.modified",
+        "session.plan_changed",
+        "session.workspace_file_changed",
+    }
+)
 _HEADLESS_HINT = "non-interactive mode"
 _WS_CWD = re.compile(r"^cwd:\s*(.+?)\s*$", re.M)
 
@@ -73,18 +101,30 @@ def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):  # content parts
-        return "\n".join(p.get("text", "") for p in value
-                         if isinstance(p, dict) and isinstance(p.get("text"), str))
+        return "\n".join(
+            p.get("text", "")
+            for p in value
+            if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
     return ""
 
 
 def new_state(key: str) -> dict:
-    return {"key": key, "line": 0, "n": 0, "fp": False, "self": False, "headless": False,
-            "cwd": None, "cur": None}
+    return {
+        "key": key,
+        "line": 0,
+        "n": 0,
+        "fp": False,
+        "self": False,
+        "headless": False,
+        "cwd": None,
+        "cur": None,
+    }
 
 
-def parse_events(source: str, path: Path, lines: Iterable[bytes], state: dict,
-                 default_key: str) -> ParseResult:
+def parse_events(
+    source: str, path: Path, lines: Iterable[bytes], state: dict, default_key: str
+) -> ParseResult:
     """Parse ``copilot-agent`` event lines (see the module doc) into one session."""
     st = dict(state) if state else new_state(default_key)
     result = ParseResult(skipped=Counter())
@@ -146,11 +186,19 @@ def parse_events(source: str, path: Path, lines: Iterable[bytes], state: dict,
             if not side and not st["fp"]:
                 st["fp"], st["self"] = True, SELF_MARKER in text
             uid = f"{st['key']}:{data.get('messageId') or ident or st['line']}"
-            if uid in out or data.get("messageId") is None and ident is None:
+            if uid in out or (data.get("messageId") is None and ident is None):
                 uid = f"{st['key']}:L{st['line']}"
             st["cur"] = None
-            add(HarvestedMessage(uid=uid, role="user", kind="prompt", timestamp=ts,
-                                 text=cap(clean(text), MAX_TEXT), is_sidechain=side))
+            add(
+                HarvestedMessage(
+                    uid=uid,
+                    role="user",
+                    kind="prompt",
+                    timestamp=ts,
+                    text=cap(clean(text), MAX_TEXT),
+                    is_sidechain=side,
+                )
+            )
         elif etype == "assistant.message":
             text = _text(data.get("content")).strip()
             tools: list[str] = []
@@ -158,7 +206,11 @@ def parse_events(source: str, path: Path, lines: Iterable[bytes], state: dict,
                 if isinstance(req, dict) and isinstance(req.get("name"), str) and req["name"]:
                     if req["name"] not in tools:
                         tools.append(req["name"])
-            if isinstance(data.get("model"), str) and data["model"] and not data["model"].startswith("["):
+            if (
+                isinstance(data.get("model"), str)
+                and data["model"]
+                and not data["model"].startswith("[")
+            ):
                 sess.model = data["model"]
             mid = data.get("messageId") or ident
             uid = f"{st['key']}:{mid}" if isinstance(mid, str) else f"{st['key']}:L{st['line']}"
@@ -168,19 +220,39 @@ def parse_events(source: str, path: Path, lines: Iterable[bytes], state: dict,
                 skipped["empty"] += 1
                 continue
             st["cur"] = uid
-            add(HarvestedMessage(uid=uid, role="assistant", kind="answer", timestamp=ts,
-                                 text=cap(clean(text), MAX_TEXT), tool_names=tools,
-                                 is_sidechain=side))
+            add(
+                HarvestedMessage(
+                    uid=uid,
+                    role="assistant",
+                    kind="answer",
+                    timestamp=ts,
+                    text=cap(clean(text), MAX_TEXT),
+                    tool_names=tools,
+                    is_sidechain=side,
+                )
+            )
         elif etype == "tool.execution_complete":
             res = data.get("result")
             content = res.get("content") if isinstance(res, dict) else res
-            excerpt = json.dumps(content)[: TOOL_EXCERPT * 2] if isinstance(content, dict) else _text(content)
+            excerpt = (
+                json.dumps(content)[: TOOL_EXCERPT * 2]
+                if isinstance(content, dict)
+                else _text(content)
+            )
             uid = f"{st['key']}:{ident}" if ident else f"{st['key']}:L{st['line']}"
             if uid in out:
                 uid = f"{st['key']}:L{st['line']}"
-            add(HarvestedMessage(uid=uid, role="user", kind="tool", timestamp=ts,
-                                 text=clean_excerpt(excerpt, TOOL_EXCERPT),
-                                 is_error=data.get("success") is False, is_sidechain=side))
+            add(
+                HarvestedMessage(
+                    uid=uid,
+                    role="user",
+                    kind="tool",
+                    timestamp=ts,
+                    text=clean_excerpt(excerpt, TOOL_EXCERPT),
+                    is_error=data.get("success") is False,
+                    is_sidechain=side,
+                )
+            )
         elif etype in IGNORED_TYPES:
             skipped[f"ignored_type:{etype}"] += 1
         else:
@@ -217,7 +289,9 @@ class CopilotCliSource(Source):
     mode = "jsonl"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
-        base = Path(env["COPILOT_HOME"]).expanduser() if env.get("COPILOT_HOME") else home / ".copilot"
+        base = (
+            Path(env["COPILOT_HOME"]).expanduser() if env.get("COPILOT_HOME") else home / ".copilot"
+        )
         return [base / "session-state"]
 
     def discover(self, root: Path) -> Iterator[Path]:

@@ -38,9 +38,10 @@ import os
 import re
 import sys
 from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
@@ -61,7 +62,11 @@ def ms_to_iso(value: Any) -> str | None:
         return None
     secs = value / 1000 if value > 1e11 else value
     try:
-        return datetime.fromtimestamp(secs, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return (
+            datetime.fromtimestamp(secs, timezone.utc)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z")
+        )
     except (OverflowError, OSError, ValueError):
         return None
 
@@ -115,13 +120,18 @@ class CopilotVSCodeSource(Source):
         elif os.name == "nt":
             bases = [Path(env["APPDATA"]) if env.get("APPDATA") else home / "AppData" / "Roaming"]
         else:
-            bases = [Path(env["XDG_CONFIG_HOME"]).expanduser() if env.get("XDG_CONFIG_HOME")
-                     else home / ".config"]
+            bases = [
+                Path(env["XDG_CONFIG_HOME"]).expanduser()
+                if env.get("XDG_CONFIG_HOME")
+                else home / ".config"
+            ]
         roots = [b / flavour / "User" for b in bases for flavour in FLAVOURS]
         if env.get("VSCODE_PORTABLE"):
             roots.append(Path(env["VSCODE_PORTABLE"]).expanduser() / "user-data" / "User")
-        roots += [home / ".vscode-server" / "data" / "User",
-                  home / ".vscode-server-insiders" / "data" / "User"]
+        roots += [
+            home / ".vscode-server" / "data" / "User",
+            home / ".vscode-server-insiders" / "data" / "User",
+        ]
         return roots
 
     def discover(self, root: Path) -> Iterator[Path]:
@@ -135,12 +145,16 @@ class CopilotVSCodeSource(Source):
                     for name in sorted(filenames):
                         if name.endswith((".json", ".jsonl")):
                             yield here / name
-                elif here.name == "transcripts" and here.parent.name.lower() == "github.copilot-chat":
+                elif (
+                    here.name == "transcripts" and here.parent.name.lower() == "github.copilot-chat"
+                ):
                     sessions = here.parent.parent / "chatSessions"
                     for name in sorted(filenames):
                         stem = name.rsplit(".", 1)[0]
                         if name.endswith(".jsonl") and not (
-                                (sessions / f"{stem}.json").exists() or (sessions / f"{stem}.jsonl").exists()):
+                            (sessions / f"{stem}.json").exists()
+                            or (sessions / f"{stem}.jsonl").exists()
+                        ):
                             yield here / name
 
     def read_mode(self, path: Path) -> str:
@@ -154,8 +168,19 @@ class CopilotVSCodeSource(Source):
                 sess.headless = False
                 sess.project = sess.project or _workspace_project(path.parent.parent.parent)
             return result
-        st = dict(state) if state else {"key": path.stem, "reqs": [], "fp": False, "self": False,
-                                        "title": None, "started": None, "project": None}
+        st = (
+            dict(state)
+            if state
+            else {
+                "key": path.stem,
+                "reqs": [],
+                "fp": False,
+                "self": False,
+                "title": None,
+                "started": None,
+                "project": None,
+            }
+        )
         st["reqs"] = [list(r) for r in st.get("reqs", [])]
         ctx = _Ctx(self.name, path, st)
         if path.suffix == ".json":
@@ -194,15 +219,24 @@ class _Ctx:
                 base = 0 if kind == 1 else len(self.st["reqs"])
                 for i, req in enumerate(v):
                     self.request(base + i, req)
-            elif len(k) == 3 and k[0] == "requests" and isinstance(k[1], int) and k[2] == "response" \
-                    and isinstance(v, list):
+            elif (
+                len(k) == 3
+                and k[0] == "requests"
+                and isinstance(k[1], int)
+                and k[2] == "response"
+                and isinstance(v, list)
+            ):
                 self.parts(k[1], v, append=kind == 2)
-            elif len(k) == 2 and k[0] == "requests" and isinstance(k[1], int) and isinstance(v, dict):
+            elif (
+                len(k) == 2 and k[0] == "requests" and isinstance(k[1], int) and isinstance(v, dict)
+            ):
                 self.request(k[1], v)
             elif k == ["customTitle"] and isinstance(v, str):
                 self.st["title"] = v
             else:
-                self.skipped[f"ignored_path:{'.'.join(str(p) for p in k if not isinstance(p, int))}"] += 1
+                self.skipped[
+                    f"ignored_path:{'.'.join(str(p) for p in k if not isinstance(p, int))}"
+                ] += 1
         else:
             self.skipped[f"unknown_kind:{kind}"] += 1
 
@@ -245,7 +279,11 @@ class _Ctx:
     def prompt(self, slot: list, req: dict) -> None:
         msg = req.get("message")
         text = msg.get("text") if isinstance(msg, dict) else msg if isinstance(msg, str) else None
-        variables = (req.get("variableData") or {}).get("variables") if isinstance(req.get("variableData"), dict) else None
+        variables = (
+            (req.get("variableData") or {}).get("variables")
+            if isinstance(req.get("variableData"), dict)
+            else None
+        )
         if isinstance(variables, list) and variables:
             self.skipped["injected"] += len(variables)
         if not isinstance(text, str) or not text.strip():
@@ -257,8 +295,9 @@ class _Ctx:
         if not self.st["fp"]:
             self.st["fp"], self.st["self"] = True, SELF_MARKER in text
         uid = f"{self.st['key']}:{slot[0]}"
-        self.out[uid] = HarvestedMessage(uid=uid, role="user", kind="prompt", timestamp=slot[3],
-                                         text=cap(clean(text), MAX_TEXT))
+        self.out[uid] = HarvestedMessage(
+            uid=uid, role="user", kind="prompt", timestamp=slot[3], text=cap(clean(text), MAX_TEXT)
+        )
 
     def parts(self, i: int, items: list, append: bool) -> None:
         slot = self._slot(i)
@@ -288,7 +327,11 @@ class _Ctx:
             elif kind == "inlineReference":
                 name = part.get("name")
                 if not isinstance(name, str):
-                    name = (uri_to_path(part.get("inlineReference")) or "").replace("\\", "/").rsplit("/", 1)[-1]
+                    name = (
+                        (uri_to_path(part.get("inlineReference")) or "")
+                        .replace("\\", "/")
+                        .rsplit("/", 1)[-1]
+                    )
                 texts.append(name)
             elif kind in _TOOL_KINDS:
                 tid = part.get("toolId")
@@ -302,8 +345,14 @@ class _Ctx:
         uid = f"{self.st['key']}:{slot[0]}:a"
         msg = self.out.get(uid)
         if msg is None:
-            self.out[uid] = HarvestedMessage(uid=uid, role="assistant", kind="answer", timestamp=slot[3],
-                                             text=cap(clean(text), MAX_TEXT), tool_names=tools)
+            self.out[uid] = HarvestedMessage(
+                uid=uid,
+                role="assistant",
+                kind="answer",
+                timestamp=slot[3],
+                text=cap(clean(text), MAX_TEXT),
+                tool_names=tools,
+            )
         else:
             if text:
                 msg.text = cap(f"{msg.text}{clean(text)}" if msg.text else clean(text), MAX_TEXT)
@@ -318,6 +367,11 @@ class _Ctx:
         sess.self_generated = st["self"]
         # prompts before answers within a request; requests in order
         order = {r[0]: n for n, r in enumerate(st["reqs"])}
-        sess.messages = sorted(self.out.values(), key=lambda m: (
-            order.get(m.uid.split(":", 1)[1].removesuffix(":a"), 0), m.uid.endswith(":a")))
+        sess.messages = sorted(
+            self.out.values(),
+            key=lambda m: (
+                order.get(m.uid.split(":", 1)[1].removesuffix(":a"), 0),
+                m.uid.endswith(":a"),
+            ),
+        )
         return ParseResult(sessions=[sess], skipped=self.skipped, state=st)

@@ -25,9 +25,10 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
@@ -80,7 +81,11 @@ def _result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+        return "\n".join(
+            b.get("text", "")
+            for b in content
+            if isinstance(b, dict) and isinstance(b.get("text"), str)
+        )
     return ""
 
 
@@ -91,7 +96,11 @@ class CursorSource(Source):
     mode = "jsonl"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
-        base = Path(env["CURSOR_CONFIG_DIR"]).expanduser() if env.get("CURSOR_CONFIG_DIR") else home / ".cursor"
+        base = (
+            Path(env["CURSOR_CONFIG_DIR"]).expanduser()
+            if env.get("CURSOR_CONFIG_DIR")
+            else home / ".cursor"
+        )
         return [base / "projects"]
 
     def discover(self, root: Path) -> Iterator[Path]:
@@ -108,17 +117,30 @@ class CursorSource(Source):
         if not state:
             key = path.parent.parent.name if side else path.stem
             parts = path.parts
-            slug = parts[parts.index("agent-transcripts") - 1] if "agent-transcripts" in parts[1:] else None
+            slug = (
+                parts[parts.index("agent-transcripts") - 1]
+                if "agent-transcripts" in parts[1:]
+                else None
+            )
             try:
-                started = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
+                started = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat(
+                    timespec="seconds"
+                )
             except OSError:
                 started = None
-            state = {"key": key, "line": 0, "fp": False, "self": False, "started": started,
-                     "project": decode_slug(slug) if slug else None}
+            state = {
+                "key": key,
+                "line": 0,
+                "fp": False,
+                "self": False,
+                "started": started,
+                "project": decode_slug(slug) if slug else None,
+            }
         st = dict(state)
         result = ParseResult(skipped=Counter())
-        sess = HarvestedSession(source=self.name, key=st["key"], project=st["project"],
-                                started_at=st["started"])
+        sess = HarvestedSession(
+            source=self.name, key=st["key"], project=st["project"], started_at=st["started"]
+        )
         prefix = f"{st['key']}:{path.stem}"
         for rec in json_records(lines, result.skipped, st):
             role = rec.get("role")
@@ -139,10 +161,17 @@ class CursorSource(Source):
                         result.skipped[f"ignored_block:{b.get('type')}"] += 1
                 if results:
                     excerpt = "\n".join(r[0] for r in results)
-                    sess.messages.append(HarvestedMessage(
-                        uid=f"{uid}:r", role="user", kind="tool", timestamp=ts, is_sidechain=side,
-                        text=clean_excerpt(excerpt, TOOL_EXCERPT),
-                        is_error=any(r[1] for r in results)))
+                    sess.messages.append(
+                        HarvestedMessage(
+                            uid=f"{uid}:r",
+                            role="user",
+                            kind="tool",
+                            timestamp=ts,
+                            is_sidechain=side,
+                            text=clean_excerpt(excerpt, TOOL_EXCERPT),
+                            is_error=any(r[1] for r in results),
+                        )
+                    )
                 if not texts:
                     if not results:
                         result.skipped["empty"] += 1
@@ -153,8 +182,16 @@ class CursorSource(Source):
                     continue
                 if not side and not st["fp"]:
                     st["fp"], st["self"] = True, SELF_MARKER in prompt
-                sess.messages.append(HarvestedMessage(uid=uid, role="user", kind="prompt", timestamp=ts,
-                                                      is_sidechain=side, text=cap(clean(prompt), MAX_TEXT)))
+                sess.messages.append(
+                    HarvestedMessage(
+                        uid=uid,
+                        role="user",
+                        kind="prompt",
+                        timestamp=ts,
+                        is_sidechain=side,
+                        text=cap(clean(prompt), MAX_TEXT),
+                    )
+                )
             elif role == "assistant":
                 texts, tools = [], []
                 for b in _blocks(rec):
@@ -171,9 +208,17 @@ class CursorSource(Source):
                 if not text and not tools:
                     result.skipped["empty"] += 1
                     continue
-                sess.messages.append(HarvestedMessage(uid=uid, role="assistant", kind="answer", timestamp=ts,
-                                                      is_sidechain=side, text=cap(clean(text), MAX_TEXT),
-                                                      tool_names=tools))
+                sess.messages.append(
+                    HarvestedMessage(
+                        uid=uid,
+                        role="assistant",
+                        kind="answer",
+                        timestamp=ts,
+                        is_sidechain=side,
+                        text=cap(clean(text), MAX_TEXT),
+                        tool_names=tools,
+                    )
+                )
             else:
                 result.skipped[f"unknown_role:{role}"] += 1
         sess.self_generated = st["self"]

@@ -29,8 +29,9 @@ import os
 import sqlite3
 import sys
 from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt, decode
@@ -46,8 +47,10 @@ def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):
-        return "\n".join(p.get("text", "") if isinstance(p, dict) else p if isinstance(p, str) else ""
-                         for p in value).strip()
+        return "\n".join(
+            p.get("text", "") if isinstance(p, dict) else p if isinstance(p, str) else ""
+            for p in value
+        ).strip()
     if isinstance(value, dict) and isinstance(value.get("text"), str):
         return value["text"]
     return ""
@@ -70,7 +73,9 @@ def _db_cwd(path: Path, key: str) -> str | None:
         try:
             con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=2)
             try:
-                row = con.execute("select working_directory from sessions where id = ?", (key,)).fetchone()
+                row = con.execute(
+                    "select working_directory from sessions where id = ?", (key,)
+                ).fetchone()
             finally:
                 con.close()
         except sqlite3.Error:
@@ -90,7 +95,11 @@ class DevinSource(Source):
         if os.name == "nt":
             base = Path(env["APPDATA"]) if env.get("APPDATA") else home / "AppData" / "Roaming"
             return [base / "devin" / "cli" / "transcripts"]
-        data = Path(env["XDG_DATA_HOME"]).expanduser() if env.get("XDG_DATA_HOME") else home / ".local" / "share"
+        data = (
+            Path(env["XDG_DATA_HOME"]).expanduser()
+            if env.get("XDG_DATA_HOME")
+            else home / ".local" / "share"
+        )
         roots = [data / "devin" / "cli" / "transcripts"]
         if sys.platform == "darwin":
             roots.append(home / "Library" / "Application Support" / "devin" / "cli" / "transcripts")
@@ -126,14 +135,20 @@ class DevinSource(Source):
 
     # ------------------------------------------------------------------ shapes
     def _atif(self, path: Path, doc: dict, skipped: Counter) -> HarvestedSession:
-        key = doc.get("session_id") if isinstance(doc.get("session_id"), str) and doc["session_id"] else path.stem
+        key = (
+            doc.get("session_id")
+            if isinstance(doc.get("session_id"), str) and doc["session_id"]
+            else path.stem
+        )
         agent = doc.get("agent") if isinstance(doc.get("agent"), dict) else {}
         sess = HarvestedSession(source=self.name, key=key)
         if isinstance(agent.get("model_name"), str):
             sess.model = agent["model_name"]
         if isinstance(agent.get("version"), str):
             sess.agent_version = agent["version"]
-        sess.project = _cwd(doc, doc.get("extra"), agent.get("extra"), doc.get("metadata")) or _db_cwd(path, key)
+        sess.project = _cwd(
+            doc, doc.get("extra"), agent.get("extra"), doc.get("metadata")
+        ) or _db_cwd(path, key)
         if isinstance(doc.get("title"), str):
             sess.title = clean(doc["title"])[:200]
         seen_requests: set[str] = set()
@@ -144,7 +159,11 @@ class DevinSource(Source):
                 continue
             sid = step.get("step_id", n)
             uid = f"{key}:{sid}"
-            ts = step.get("timestamp") if isinstance(step.get("timestamp"), str) else ms_to_iso(step.get("timestamp"))
+            ts = (
+                step.get("timestamp")
+                if isinstance(step.get("timestamp"), str)
+                else ms_to_iso(step.get("timestamp"))
+            )
             if ts and not sess.started_at:
                 sess.started_at = ts
             meta = step.get("metadata") if isinstance(step.get("metadata"), dict) else {}
@@ -161,8 +180,15 @@ class DevinSource(Source):
                 if first:
                     first = False
                     sess.self_generated = SELF_MARKER in text
-                sess.messages.append(HarvestedMessage(uid=uid, role="user", kind="prompt", timestamp=ts,
-                                                      text=cap(clean(text), MAX_TEXT)))
+                sess.messages.append(
+                    HarvestedMessage(
+                        uid=uid,
+                        role="user",
+                        kind="prompt",
+                        timestamp=ts,
+                        text=cap(clean(text), MAX_TEXT),
+                    )
+                )
             elif source == "agent":
                 rid = meta.get("request_id") or extra.get("request_id")
                 if isinstance(rid, str) and rid:
@@ -175,22 +201,40 @@ class DevinSource(Source):
                     sess.model = model
                 tools = []
                 for call in step.get("tool_calls") or []:
-                    name = call.get("function_name") or call.get("name") if isinstance(call, dict) else None
+                    name = (
+                        call.get("function_name") or call.get("name")
+                        if isinstance(call, dict)
+                        else None
+                    )
                     if isinstance(name, str) and name and name not in tools:
                         tools.append(name)
                 if text or tools:
-                    sess.messages.append(HarvestedMessage(uid=uid, role="assistant", kind="answer", timestamp=ts,
-                                                          text=cap(clean(text), MAX_TEXT), tool_names=tools))
+                    sess.messages.append(
+                        HarvestedMessage(
+                            uid=uid,
+                            role="assistant",
+                            kind="answer",
+                            timestamp=ts,
+                            text=cap(clean(text), MAX_TEXT),
+                            tool_names=tools,
+                        )
+                    )
                 else:
                     skipped["empty"] += 1
                 obs = step.get("observation")
                 results = obs.get("results") if isinstance(obs, dict) else None
                 for j, r in enumerate(results if isinstance(results, list) else []):
                     content = _text(r.get("content")) if isinstance(r, dict) else ""
-                    sess.messages.append(HarvestedMessage(
-                        uid=f"{uid}:o{j}", role="user", kind="tool", timestamp=ts,
-                        text=clean_excerpt(content, TOOL_EXCERPT),
-                        is_error=bool(isinstance(r, dict) and r.get("is_error"))))
+                    sess.messages.append(
+                        HarvestedMessage(
+                            uid=f"{uid}:o{j}",
+                            role="user",
+                            kind="tool",
+                            timestamp=ts,
+                            text=clean_excerpt(content, TOOL_EXCERPT),
+                            is_error=bool(isinstance(r, dict) and r.get("is_error")),
+                        )
+                    )
             elif source == "system":
                 skipped["system_message"] += 1
             else:
@@ -200,8 +244,12 @@ class DevinSource(Source):
     def _projection(self, path: Path, doc: dict, skipped: Counter) -> HarvestedSession:
         row = doc["session"]
         key = row.get("id") if isinstance(row.get("id"), str) and row["id"] else path.stem
-        sess = HarvestedSession(source=self.name, key=key, project=_cwd(row) or _db_cwd(path, key),
-                                started_at=ms_to_iso(row.get("created_at")))
+        sess = HarvestedSession(
+            source=self.name,
+            key=key,
+            project=_cwd(row) or _db_cwd(path, key),
+            started_at=ms_to_iso(row.get("created_at")),
+        )
         if isinstance(row.get("model"), str):
             sess.model = row["model"]
         if isinstance(row.get("title"), str):
@@ -226,8 +274,11 @@ class DevinSource(Source):
                 if first:
                     first = False
                     sess.self_generated = SELF_MARKER in text
-                sess.messages.append(HarvestedMessage(uid=uid, role="user", kind="prompt",
-                                                      text=cap(clean(text), MAX_TEXT)))
+                sess.messages.append(
+                    HarvestedMessage(
+                        uid=uid, role="user", kind="prompt", text=cap(clean(text), MAX_TEXT)
+                    )
+                )
             elif role == "assistant":
                 rid = meta.get("request_id")
                 if isinstance(rid, str) and rid:
@@ -237,14 +288,28 @@ class DevinSource(Source):
                     seen_requests.add(rid)
                 tools = []
                 for call in msg.get("tool_calls") or []:
-                    name = (call.get("name") or (call.get("function") or {}).get("name")) if isinstance(call, dict) else None
+                    name = (
+                        (call.get("name") or (call.get("function") or {}).get("name"))
+                        if isinstance(call, dict)
+                        else None
+                    )
                     if isinstance(name, str) and name and name not in tools:
                         tools.append(name)
-                sess.messages.append(HarvestedMessage(uid=uid, role="assistant", kind="answer",
-                                                      text=cap(clean(text), MAX_TEXT), tool_names=tools))
+                sess.messages.append(
+                    HarvestedMessage(
+                        uid=uid,
+                        role="assistant",
+                        kind="answer",
+                        text=cap(clean(text), MAX_TEXT),
+                        tool_names=tools,
+                    )
+                )
             elif role == "tool":
-                sess.messages.append(HarvestedMessage(uid=uid, role="user", kind="tool",
-                                                      text=clean_excerpt(text, TOOL_EXCERPT)))
+                sess.messages.append(
+                    HarvestedMessage(
+                        uid=uid, role="user", kind="tool", text=clean_excerpt(text, TOOL_EXCERPT)
+                    )
+                )
             elif role == "system":
                 skipped["system_message"] += 1
             else:

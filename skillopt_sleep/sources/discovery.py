@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import tomllib
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Mapping
 
-from skillopt_sleep.errors import ConfigError
+import tomllib
+
 from skillopt_sleep.config import DEFAULT_SOURCES, KNOWN_SOURCES, Settings, SourceConfig
+from skillopt_sleep.errors import ConfigError
 from skillopt_sleep.sources import get_source
 from skillopt_sleep.sources.base import Source
 
@@ -91,8 +92,9 @@ def _probe(src: Source, path: Path) -> tuple[int, dict[str, int]]:
     return sum(len(s.messages) for s in res.sessions), dict(res.skipped)
 
 
-def source_status(name: str, cfg: SourceConfig, configured: bool, env: Mapping[str, str],
-                  home: Path) -> SourceStatus:
+def source_status(
+    name: str, cfg: SourceConfig, configured: bool, env: Mapping[str, str], home: Path
+) -> SourceStatus:
     src = get_source(name)
     roots = [Path(r).expanduser() for r in cfg.roots] or src.default_roots(env, home)
     st = SourceStatus(name=name, enabled=cfg.enabled, configured=configured)
@@ -152,8 +154,13 @@ def configured_sources(config_path: Path | None) -> set[str]:
     return set(sources) if isinstance(sources, dict) else set()
 
 
-def discover_sources(settings: Settings, *, config_path: Path | None = None,
-                     env: Mapping[str, str] | None = None, home: Path | None = None) -> list[SourceStatus]:
+def discover_sources(
+    settings: Settings,
+    *,
+    config_path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> list[SourceStatus]:
     """The status of every known source (see the module doc), in :data:`KNOWN_SOURCES` order."""
     env = os.environ if env is None else env
     home = Path.home() if home is None else home
@@ -174,8 +181,9 @@ def _disabled_in_file(doc, name: str) -> bool:
     return hasattr(table, "get") and table.get("enabled") is False
 
 
-def _plan_enable(config_path: Path, statuses: list[SourceStatus],
-                 switch_disabled: bool) -> tuple[str | None, str | None, list[str]]:
+def _plan_enable(
+    config_path: Path, statuses: list[SourceStatus], switch_disabled: bool
+) -> tuple[str | None, str | None, list[str]]:
     """(old text, new text, names enabled) for :func:`enable_found`; new text None: no change."""
     named = configured_sources(config_path)
     # bytes, not read_text: universal newlines would turn a CRLF file into LF
@@ -201,8 +209,10 @@ def _plan_enable(config_path: Path, statuses: list[SourceStatus],
                 for name in switch:
                     expected["sources"][name]["enabled"] = True
                 if tomllib.loads(text) != expected:  # pragma: no cover - a tomlkit bug
-                    raise ConfigError(f"config file {config_path}: cannot switch on "
-                                      f"{', '.join(switch)} safely; set `enabled = true` by hand")
+                    raise ConfigError(
+                        f"config file {config_path}: cannot switch on "
+                        f"{', '.join(switch)} safely; set `enabled = true` by hand"
+                    )
                 enabled += switch
     missing = [s for s in statuses if s.name not in named]
     if missing:
@@ -222,16 +232,19 @@ def _plan_enable(config_path: Path, statuses: list[SourceStatus],
         try:
             tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:  # e.g. an inline `sources = {…}` table
-            raise ConfigError(f"config file {config_path}: cannot add [sources.*] tables ({exc}); "
-                              "add them by hand") from None
+            raise ConfigError(
+                f"config file {config_path}: cannot add [sources.*] tables ({exc}); "
+                "add them by hand"
+            ) from None
     if text is None or text == old:
         return old, None, []
     order = {n: i for i, n in enumerate(KNOWN_SOURCES)}
     return old, text, sorted(enabled, key=lambda n: order.get(n, len(order)))
 
 
-def enable_found(config_path: Path, statuses: list[SourceStatus], *,
-                 switch_disabled: bool = False) -> list[str]:
+def enable_found(
+    config_path: Path, statuses: list[SourceStatus], *, switch_disabled: bool = False
+) -> list[str]:
     """Append ``[sources.<name>]`` tables to ``config_path`` for every source it does not
     name yet: ``enabled = true`` when its logs were found (or it is a default source),
     ``false`` otherwise, so the file keeps listing every source explicitly. Sources the file
@@ -265,5 +278,15 @@ def enableable(config_path: Path, statuses: list[SourceStatus]) -> list[str]:
         return [s.name for s in statuses if s.found and not s.enabled]
 
 
-__all__ = ["SourceStatus", "discover_sources", "enable_found", "enableable", "source_status", "configured_sources",
-           "STATUS_NOT_FOUND", "STATUS_EMPTY", "STATUS_OK", "STATUS_UNRECOGNISED"]
+__all__ = [
+    "STATUS_EMPTY",
+    "STATUS_NOT_FOUND",
+    "STATUS_OK",
+    "STATUS_UNRECOGNISED",
+    "SourceStatus",
+    "configured_sources",
+    "discover_sources",
+    "enable_found",
+    "enableable",
+    "source_status",
+]

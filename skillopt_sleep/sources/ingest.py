@@ -27,17 +27,19 @@ import os
 import sqlite3
 import stat as _stat
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 from pydantic import BaseModel, Field
 
 from skillopt_sleep.config import Settings, SourceConfig
-from skillopt_sleep.store import Store, now_iso
 from skillopt_sleep.sources import get_source
 from skillopt_sleep.sources.base import Source
-from skillopt_sleep.sources.lines import HEAD, batches, LineReader, SkipFile
+from skillopt_sleep.sources.lines import HEAD, LineReader, SkipFile, batches
+from skillopt_sleep.store import Store, now_iso
+
 
 @dataclass
 class FileResult:
@@ -99,8 +101,9 @@ def _bump(target: dict[str, int], counts: Counter | dict[str, int]) -> None:
         target[key] = target.get(key, 0) + n
 
 
-def _save_sessions(store: Store, sessions: list, key: str, res: "FileResult", known: set[str],
-                   empty: set[str]) -> None:
+def _save_sessions(
+    store: Store, sessions: list, key: str, res: FileResult, known: set[str], empty: set[str]
+) -> None:
     """Store parsed sessions, counting new / updated / self-generated into ``res``. A session
     with no message and no stored row yet goes to ``empty`` (counted by the caller once the
     whole file is read, since a later batch may still bring its messages)."""
@@ -156,14 +159,22 @@ def harvest_file(store: Store, source: Source | str, path: Path | str) -> FileRe
     return res
 
 
-def _mark(store: Store, src: Source, key: str, res: FileResult, reason: str, detail: str = "") -> None:
+def _mark(
+    store: Store, src: Source, key: str, res: FileResult, reason: str, detail: str = ""
+) -> None:
     res.status, res.reason = "skipped", reason
     res.bytes_read = res.lines_ok = res.messages = 0
     res.sessions_new, res.sessions_updated = set(), set()
     res.sessions_filtered, res.lines_skipped = Counter(), Counter()
     old = store.get_file(key) or {}
-    row = {"path": key, "source": src.name, "offset": old.get("offset") or 0,
-           "state": old.get("state") or "{}", "status": "skipped", "last_error": detail or reason}
+    row = {
+        "path": key,
+        "source": src.name,
+        "offset": old.get("offset") or 0,
+        "state": old.get("state") or "{}",
+        "status": "skipped",
+        "last_error": detail or reason,
+    }
     try:
         with store.write():
             store.put_file(row)
@@ -236,15 +247,23 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
         res.offset = st.st_size if zst else reader.offset
         size = st.st_size if zst else max(st.st_size, reader.pos)
         again = bool(res.reason) or not usable
-        store.put_file({
-            "path": key, "source": src.name, "inode": st.st_ino, "size": size,
-            "mtime": st.st_mtime, "offset": res.offset, "state": json.dumps(state),
-            "head_hash": _head_hash(head[: min(HEAD, size)]),
-            "lines_ok": res.lines_ok + (0 if again else row.get("lines_ok") or 0),
-            "lines_skipped": sum(res.lines_skipped.values())
-            + (0 if again else row.get("lines_skipped") or 0),
-            "status": "ok", "last_error": "",
-        })
+        store.put_file(
+            {
+                "path": key,
+                "source": src.name,
+                "inode": st.st_ino,
+                "size": size,
+                "mtime": st.st_mtime,
+                "offset": res.offset,
+                "state": json.dumps(state),
+                "head_hash": _head_hash(head[: min(HEAD, size)]),
+                "lines_ok": res.lines_ok + (0 if again else row.get("lines_ok") or 0),
+                "lines_skipped": sum(res.lines_skipped.values())
+                + (0 if again else row.get("lines_skipped") or 0),
+                "status": "ok",
+                "last_error": "",
+            }
+        )
 
 
 #: largest whole-JSON file read in ``whole_file`` mode (bytes); larger ones are skipped
@@ -266,8 +285,9 @@ def read_mode(src: Source, path: Path) -> str:
     return fn(path) if callable(fn) else getattr(src, "mode", "jsonl")
 
 
-def _ingest_whole(store: Store, src: Source, path: Path, res: FileResult, st: os.stat_result,
-                  row: dict | None) -> None:
+def _ingest_whole(
+    store: Store, src: Source, path: Path, res: FileResult, st: os.stat_result, row: dict | None
+) -> None:
     """``whole_file`` / ``snapshot`` files (see :func:`read_mode`); ``row`` is the usable row."""
     key = str(path)
     mode = read_mode(src, path)
@@ -313,13 +333,24 @@ def _ingest_whole(store: Store, src: Source, path: Path, res: FileResult, st: os
         res.bytes_read = n_bytes
         res.lines_ok = len(known)
     res.offset = st.st_size
-    store.put_file({
-        "path": key, "source": src.name, "inode": st.st_ino, "size": st.st_size,
-        "mtime": st.st_mtime, "offset": st.st_size, "state": json.dumps(state),
-        "head_hash": digest, "lines_ok": res.lines_ok or (row or {}).get("lines_ok") or 0,
-        "lines_skipped": sum(res.lines_skipped.values()) or (row or {}).get("lines_skipped") or 0,
-        "status": "ok", "last_error": "",
-    })
+    store.put_file(
+        {
+            "path": key,
+            "source": src.name,
+            "inode": st.st_ino,
+            "size": st.st_size,
+            "mtime": st.st_mtime,
+            "offset": st.st_size,
+            "state": json.dumps(state),
+            "head_hash": digest,
+            "lines_ok": res.lines_ok or (row or {}).get("lines_ok") or 0,
+            "lines_skipped": sum(res.lines_skipped.values())
+            or (row or {}).get("lines_skipped")
+            or 0,
+            "status": "ok",
+            "last_error": "",
+        }
+    )
 
 
 def _paths(src: Source, roots: list[Path], report: SourceReport) -> list[str]:
@@ -329,19 +360,24 @@ def _paths(src: Source, roots: list[Path], report: SourceReport) -> list[str]:
             for p in src.discover(Path(root).expanduser()):
                 seen.setdefault(os.path.abspath(p), None)
         except OSError:
-            report.files_skipped["root_unreadable"] = report.files_skipped.get("root_unreadable", 0) + 1
+            report.files_skipped["root_unreadable"] = (
+                report.files_skipped.get("root_unreadable", 0) + 1
+            )
     return list(seen)
 
 
-def harvest(store: Store, settings: Settings, *, sources: list[str] | None = None,
-            progress: bool = False) -> HarvestReport:
+def harvest(
+    store: Store, settings: Settings, *, sources: list[str] | None = None, progress: bool = False
+) -> HarvestReport:
     """Harvest every enabled source of ``settings`` (or only the ``sources`` named: those are
     harvested even when disabled in the config). Empty ``roots`` mean the source's defaults for
     this OS and environment. Each source's accounting is also written to ``harvest_runs``.
     """
-    names = list(sources) if sources is not None else [
-        n for n, c in settings.sources.items() if c.enabled
-    ]
+    names = (
+        list(sources)
+        if sources is not None
+        else [n for n, c in settings.sources.items() if c.enabled]
+    )
     report = HarvestReport(started_at=now_iso())
     for name in names:
         src = get_source(name)
@@ -368,10 +404,23 @@ def harvest(store: Store, settings: Settings, *, sources: list[str] | None = Non
             _bump(sr.warnings, fr.warnings)
         sr.sessions_new, sr.sessions_updated = len(new), len(updated - new)
         sr.finished_at = now_iso()
-        store.record_harvest(sr.model_dump(include={
-            "started_at", "finished_at", "source", "files_seen", "files_read", "bytes_read",
-            "sessions_new", "sessions_updated", "sessions_filtered", "lines_skipped",
-            "files_skipped"}))
+        store.record_harvest(
+            sr.model_dump(
+                include={
+                    "started_at",
+                    "finished_at",
+                    "source",
+                    "files_seen",
+                    "files_read",
+                    "bytes_read",
+                    "sessions_new",
+                    "sessions_updated",
+                    "sessions_filtered",
+                    "lines_skipped",
+                    "files_skipped",
+                }
+            )
+        )
         report.sources[name] = sr
     report.finished_at = now_iso()
     return report
@@ -385,8 +434,13 @@ def _run(store: Store, src: Source, paths: list[str], progress: bool) -> Iterato
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    with Progress(TextColumn("harvest {task.description}"), BarColumn(), MofNCompleteColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
+    with Progress(
+        TextColumn("harvest {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
         task = bar.add_task(src.name, total=len(paths))
         for p in paths:
             yield harvest_file(store, src, p)

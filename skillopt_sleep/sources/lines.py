@@ -10,7 +10,8 @@ held whole; a NUL byte in the first :data:`HEAD` bytes marks the file binary (``
 from __future__ import annotations
 
 from collections import Counter
-from typing import IO, Iterator
+from collections.abc import Iterator
+from typing import IO
 
 #: longest line parsed (bytes); longer lines are skipped as ``line_too_long``
 MAX_LINE = 8 * 1024 * 1024
@@ -37,7 +38,9 @@ class LineReader:
     ``.zst`` stream) an unterminated last line is consumed too.
     """
 
-    def __init__(self, fh: IO[bytes], offset: int, *, final: bool = False, check_binary: bool = False):
+    def __init__(
+        self, fh: IO[bytes], offset: int, *, final: bool = False, check_binary: bool = False
+    ):
         self.fh, self.offset, self.pos = fh, offset, offset
         self.final, self.check_binary = final, check_binary
         self.bytes_read = 0

@@ -37,8 +37,9 @@ import os
 import sqlite3
 import time
 from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt, decode
@@ -68,7 +69,10 @@ def _last_activity_ms(info: dict, parts: list[dict], updated_ms: Any = None) -> 
     """The latest timestamp (epoch ms) the message's own content shows, 0 when none."""
     times = [_ms(updated_ms)]
     for rec in (info, *parts):
-        for t in (rec.get("time"), (rec.get("state") or {}).get("time") if isinstance(rec.get("state"), dict) else None):
+        for t in (
+            rec.get("time"),
+            (rec.get("state") or {}).get("time") if isinstance(rec.get("state"), dict) else None,
+        ):
             if isinstance(t, dict):
                 times += [_ms(t.get(k)) for k in ("created", "start", "end", "completed")]
     return max(times)
@@ -107,7 +111,9 @@ class _Builder:
             if isinstance(row.get("version"), str):
                 sess.agent_version = row["version"]
             t = row.get("time") if isinstance(row.get("time"), dict) else {}
-            sess.started_at = sess.started_at or ms_to_iso(t.get("created") or row.get("time_created"))
+            sess.started_at = sess.started_at or ms_to_iso(
+                t.get("created") or row.get("time_created")
+            )
             self.side[sid] = bool(row.get("parentID") or row.get("parent_id"))
         return sess
 
@@ -139,14 +145,28 @@ class _Builder:
                 if isinstance(name, str) and name and name not in tools:
                     tools.append(name)
                 state = p.get("state") if isinstance(p.get("state"), dict) else {}
-                out = state.get("output") if isinstance(state.get("output"), str) else state.get("error")
+                out = (
+                    state.get("output")
+                    if isinstance(state.get("output"), str)
+                    else state.get("error")
+                )
                 meta = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
                 exit_code = meta.get("exit")
-                error = state.get("status") == "error" or (isinstance(exit_code, int) and exit_code != 0)
+                error = state.get("status") == "error" or (
+                    isinstance(exit_code, int) and exit_code != 0
+                )
                 pid = p.get("id") if isinstance(p.get("id"), str) else f"{mid}:{len(tools)}"
-                tool_msgs.append(HarvestedMessage(
-                    uid=pid, role="user", kind="tool", timestamp=ts, is_sidechain=side, is_error=error,
-                    text=clean_excerpt(str(out or ""), TOOL_EXCERPT)))
+                tool_msgs.append(
+                    HarvestedMessage(
+                        uid=pid,
+                        role="user",
+                        kind="tool",
+                        timestamp=ts,
+                        is_sidechain=side,
+                        is_error=error,
+                        text=clean_excerpt(str(out or ""), TOOL_EXCERPT),
+                    )
+                )
             else:
                 self.skipped[f"ignored_part:{ptype}"] += 1
         text = "\n".join(x.strip() for x in texts if x.strip())
@@ -157,14 +177,27 @@ class _Builder:
             if not side and not self.first_prompt.get(sid):
                 self.first_prompt[sid] = True
                 sess.self_generated = SELF_MARKER in text
-            msg = HarvestedMessage(uid=mid, role="user", kind="prompt", timestamp=ts, is_sidechain=side,
-                                   text=cap(clean(text), MAX_TEXT))
+            msg = HarvestedMessage(
+                uid=mid,
+                role="user",
+                kind="prompt",
+                timestamp=ts,
+                is_sidechain=side,
+                text=cap(clean(text), MAX_TEXT),
+            )
         elif role == "assistant":
             if not text and not tools:
                 self.skipped["empty"] += 1
                 return
-            msg = HarvestedMessage(uid=mid, role="assistant", kind="answer", timestamp=ts, is_sidechain=side,
-                                   text=cap(clean(text), MAX_TEXT), tool_names=tools)
+            msg = HarvestedMessage(
+                uid=mid,
+                role="assistant",
+                kind="answer",
+                timestamp=ts,
+                is_sidechain=side,
+                text=cap(clean(text), MAX_TEXT),
+                tool_names=tools,
+            )
         else:
             self.skipped[f"unknown_role:{role}"] += 1
             return
@@ -177,7 +210,11 @@ class OpenCodeSource(Source):
     name = "opencode"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
-        base = Path(env["XDG_DATA_HOME"]).expanduser() if env.get("XDG_DATA_HOME") else home / ".local" / "share"
+        base = (
+            Path(env["XDG_DATA_HOME"]).expanduser()
+            if env.get("XDG_DATA_HOME")
+            else home / ".local" / "share"
+        )
         return [base / "opencode"]
 
     def discover(self, root: Path) -> Iterator[Path]:
@@ -316,7 +353,9 @@ class OpenCodeSource(Source):
             con.row_factory = sqlite3.Row
             msgs = con.execute(
                 "select id, session_id, time_created, time_updated, data from message "
-                "where time_updated > ? order by time_updated, id", (hw,)).fetchall()
+                "where time_updated > ? order by time_updated, id",
+                (hw,),
+            ).fetchall()
             sids = sorted({m["session_id"] for m in msgs})
             for sid in sids:
                 row = con.execute("select * from session where id = ?", (sid,)).fetchone()
@@ -334,7 +373,9 @@ class OpenCodeSource(Source):
                     continue
                 info.setdefault("id", m["id"])
                 parts, bad, p_bytes = [], 0, 0
-                for p in con.execute("select id, data from part where message_id = ? order by id", (m["id"],)):
+                for p in con.execute(
+                    "select id, data from part where message_id = ? order by id", (m["id"],)
+                ):
                     p_bytes += len(p["data"] or "")
                     try:
                         pdata = json.loads(p["data"])

@@ -12,8 +12,9 @@ import datetime as _dt
 import json
 import os
 import sqlite3
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from sqlite_utils import Database
 
@@ -246,8 +247,14 @@ class Store:
         rows = list(self.db[table].rows_where(f"[{pkcol}] = ?", [pk]))
         return rows[0] if rows else None
 
-    def rows(self, table: str, where: str | None = None, args: list | None = None,
-             order_by: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def rows(
+        self,
+        table: str,
+        where: str | None = None,
+        args: list | None = None,
+        order_by: str | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
         return list(self.db[table].rows_where(where, args or [], order_by=order_by, limit=limit))
 
 

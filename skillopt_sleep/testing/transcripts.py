@@ -54,26 +54,38 @@ CONVERSATIONS: dict[str, list[str]] = {
 REPLAY = [f"{SELF_MARKER}\nhow do I install the dependencies?"]
 
 #: the shell tool as each CLI names it, with the input the simulator sends
-SHELL = {"claude": ("Bash", {"command": "ls"}), "codex": ("exec_command", {"cmd": "ls"}),
-         "copilot": ("bash", {"command": "ls"})}
+SHELL = {
+    "claude": ("Bash", {"command": "ls"}),
+    "codex": ("exec_command", {"cmd": "ls"}),
+    "copilot": ("bash", {"command": "ls"}),
+}
 #: where each CLI writes its sessions, relative to HOME
-LOG_ROOTS = {"claude": ".claude/projects", "codex": ".codex/sessions",
-             "copilot": ".copilot/session-state"}
+LOG_ROOTS = {
+    "claude": ".claude/projects",
+    "codex": ".codex/sessions",
+    "copilot": ".copilot/session-state",
+}
 
 
 def persona_for(cli: str) -> Any:
     tool, tool_input = SHELL[cli]
-    return persona_from_dict({
-        "name": f"transcripts-{cli}",
-        "models": [MODEL],
-        "default_answer": "Understood: {prompt}",
-        "answers": [
-            {"match": "install.*dependenc", "text": "Run `npm install` in the project root."},
-            {"match": "list the files", "text": "The project files are listed above.",
-             "tool": tool, "tool_input": tool_input},
-            {"match": "^run the tests", "text": "Run `npm test` to run the suite."},
-        ],
-    })
+    return persona_from_dict(
+        {
+            "name": f"transcripts-{cli}",
+            "models": [MODEL],
+            "default_answer": "Understood: {prompt}",
+            "answers": [
+                {"match": "install.*dependenc", "text": "Run `npm install` in the project root."},
+                {
+                    "match": "list the files",
+                    "text": "The project files are listed above.",
+                    "tool": tool,
+                    "tool_input": tool_input,
+                },
+                {"match": "^run the tests", "text": "Run `npm test` to run the suite."},
+            ],
+        }
+    )
 
 
 @dataclass
@@ -98,13 +110,21 @@ def _which(binary: str, search: str | None) -> str:
     return found
 
 
-def _run(argv: list[str], env: dict[str, str], cwd: Path, stdin: str | None,
-         timeout: float) -> str:
-    out = subprocess.run(argv, input=stdin, env=env, cwd=cwd, capture_output=True, text=True,
-                         timeout=timeout, start_new_session=True)
+def _run(argv: list[str], env: dict[str, str], cwd: Path, stdin: str | None, timeout: float) -> str:
+    out = subprocess.run(
+        argv,
+        input=stdin,
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        start_new_session=True,
+    )
     if out.returncode != 0:
-        raise CliError(f"{Path(argv[0]).name} exited {out.returncode}: "
-                       f"{(out.stdout + out.stderr)[-800:]}")
+        raise CliError(
+            f"{Path(argv[0]).name} exited {out.returncode}: {(out.stdout + out.stderr)[-800:]}"
+        )
     return out.stdout
 
 
@@ -115,20 +135,49 @@ def _json_lines(text: str) -> list[dict[str, Any]]:
 
 
 def _base_env(home: Path, path: str) -> dict[str, str]:
-    return {"PATH": path, "HOME": str(home), "USERPROFILE": str(home), "LANG": "C.UTF-8",
-            "NO_COLOR": "1", "TERM": "dumb"}
+    return {
+        "PATH": path,
+        "HOME": str(home),
+        "USERPROFILE": str(home),
+        "LANG": "C.UTF-8",
+        "NO_COLOR": "1",
+        "TERM": "dumb",
+    }
 
 
-def _claude(home: Path, project: Path, url: str, exe: str, path: str, turns: list[str],
-            tools: bool, timeout: float) -> str:
+def _claude(
+    home: Path,
+    project: Path,
+    url: str,
+    exe: str,
+    path: str,
+    turns: list[str],
+    tools: bool,
+    timeout: float,
+) -> str:
     env = _base_env(home, path)
-    env.update({"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": API_KEY, "DISABLE_TELEMETRY": "1",
-                "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"})
+    env.update(
+        {
+            "ANTHROPIC_BASE_URL": url,
+            "ANTHROPIC_API_KEY": API_KEY,
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        }
+    )
     session = ""
     for turn in turns:
-        argv = [exe, "-p", "--output-format", "json", "--model", MODEL,
-                "--permission-mode", "dontAsk"]
+        argv = [
+            exe,
+            "-p",
+            "--output-format",
+            "json",
+            "--model",
+            MODEL,
+            "--permission-mode",
+            "dontAsk",
+        ]
         argv += ["--tools", "Bash", "--allowedTools", "Bash"] if tools else ["--tools", ""]
         if session:
             argv += ["--resume", session]
@@ -139,18 +188,39 @@ def _claude(home: Path, project: Path, url: str, exe: str, path: str, turns: lis
     return session
 
 
-def _codex(home: Path, project: Path, url: str, exe: str, path: str, turns: list[str],
-           tools: bool, timeout: float) -> str:
+def _codex(
+    home: Path,
+    project: Path,
+    url: str,
+    exe: str,
+    path: str,
+    turns: list[str],
+    tools: bool,
+    timeout: float,
+) -> str:
     env = _base_env(home, path)
     env.update({"CODEX_HOME": str(home / ".codex"), "SIM_API_KEY": API_KEY})
     (home / ".codex").mkdir(parents=True, exist_ok=True)
-    common = ["--json", "--skip-git-repo-check", "-m", MODEL,
-              "-c", f'model_providers.sim={{name="sim", base_url="{url}/v1", '
-                    'wire_api="responses", env_key="SIM_API_KEY", request_max_retries=0, '
-                    'stream_max_retries=0}',
-              "-c", 'model_provider="sim"', "-c", "analytics.enabled=false",
-              "-c", "check_for_update_on_startup=false", "-c", 'web_search="disabled"',
-              "--disable", "unbounded_connection_retries"]
+    common = [
+        "--json",
+        "--skip-git-repo-check",
+        "-m",
+        MODEL,
+        "-c",
+        f'model_providers.sim={{name="sim", base_url="{url}/v1", '
+        'wire_api="responses", env_key="SIM_API_KEY", request_max_retries=0, '
+        "stream_max_retries=0}",
+        "-c",
+        'model_provider="sim"',
+        "-c",
+        "analytics.enabled=false",
+        "-c",
+        "check_for_update_on_startup=false",
+        "-c",
+        'web_search="disabled"',
+        "--disable",
+        "unbounded_connection_retries",
+    ]
     session = ""
     for turn in turns:
         if session:
@@ -161,24 +231,52 @@ def _codex(home: Path, project: Path, url: str, exe: str, path: str, turns: list
         failed = [e for e in events if e.get("type") == "turn.failed"]
         if failed:
             raise CliError(f"codex: {failed[-1]}")
-        session = session or next(e["thread_id"] for e in events
-                                  if e.get("type") == "thread.started")
+        session = session or next(
+            e["thread_id"] for e in events if e.get("type") == "thread.started"
+        )
     return session
 
 
-def _copilot(home: Path, project: Path, url: str, exe: str, path: str, turns: list[str],
-             tools: bool, timeout: float) -> str:
+def _copilot(
+    home: Path,
+    project: Path,
+    url: str,
+    exe: str,
+    path: str,
+    turns: list[str],
+    tools: bool,
+    timeout: float,
+) -> str:
     env = _base_env(home, path)
-    env.update({"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": f"{url}/v1",
-                "COPILOT_PROVIDER_API_KEY": API_KEY, "COPILOT_MODEL": MODEL,
-                "COPILOT_AUTO_UPDATE": "false"})
+    env.update(
+        {
+            "COPILOT_OFFLINE": "true",
+            "COPILOT_PROVIDER_BASE_URL": f"{url}/v1",
+            "COPILOT_PROVIDER_API_KEY": API_KEY,
+            "COPILOT_MODEL": MODEL,
+            "COPILOT_AUTO_UPDATE": "false",
+        }
+    )
     session = ""
     for turn in turns:
-        argv = [exe, "-p", turn, "--output-format", "json", "--model", MODEL,
-                "--no-auto-update", "--disable-client-telemetry", "--disable-builtin-mcps",
-                "--no-ask-user"]
-        argv += ["--available-tools=bash", "--allow-tool=shell"] if tools else \
-            ["--available-tools=skillopt-sleep-no-tools"]
+        argv = [
+            exe,
+            "-p",
+            turn,
+            "--output-format",
+            "json",
+            "--model",
+            MODEL,
+            "--no-auto-update",
+            "--disable-client-telemetry",
+            "--disable-builtin-mcps",
+            "--no-ask-user",
+        ]
+        argv += (
+            ["--available-tools=bash", "--allow-tool=shell"]
+            if tools
+            else ["--available-tools=skillopt-sleep-no-tools"]
+        )
         if session:
             argv.append(f"--resume={session}")
         events = _json_lines(_run(argv, env, project, None, timeout))
@@ -192,9 +290,15 @@ def _copilot(home: Path, project: Path, url: str, exe: str, path: str, turns: li
 _RUNNERS = {"claude": _claude, "codex": _codex, "copilot": _copilot}
 
 
-def build_transcripts(home: Path, project: Path, *, clis: tuple[str, ...] = CLIS,
-                      include_replay: bool = True, search_path: str | None = None,
-                      timeout: float = 120.0) -> dict[str, Built]:
+def build_transcripts(
+    home: Path,
+    project: Path,
+    *,
+    clis: tuple[str, ...] = CLIS,
+    include_replay: bool = True,
+    search_path: str | None = None,
+    timeout: float = 120.0,
+) -> dict[str, Built]:
     """Run the scripted conversations through each CLI in ``clis``; return what each wrote.
 
     ``home`` becomes the CLIs' HOME; ``project`` (created if missing) their working
@@ -217,10 +321,14 @@ def build_transcripts(home: Path, project: Path, *, clis: tuple[str, ...] = CLIS
             conversations["replay"] = REPLAY
         with serve(persona_for(cli), api_key=API_KEY) as sim:
             for name, turns in conversations.items():
-                result.sessions[name] = _RUNNERS[cli](home, project, sim.url, exe, path, turns,
-                                                      name == "tool", timeout)
-        result.files = sorted(p for p in root.rglob("*") if p.is_file()
-                              and p.suffix == ".jsonl") if root.exists() else []
+                result.sessions[name] = _RUNNERS[cli](
+                    home, project, sim.url, exe, path, turns, name == "tool", timeout
+                )
+        result.files = (
+            sorted(p for p in root.rglob("*") if p.is_file() and p.suffix == ".jsonl")
+            if root.exists()
+            else []
+        )
         built[cli] = result
     return built
 

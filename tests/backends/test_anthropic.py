@@ -24,8 +24,7 @@ from skillopt_sleep.models import CompletionRequest
 from skillopt_sleep.night import prompts
 from skillopt_sleep.simulator import Simulator, serve
 
-REQ = CompletionRequest(system="Always mention `--frozen-lockfile`.",
-                        prompt="install dependencies")
+REQ = CompletionRequest(system="Always mention `--frozen-lockfile`.", prompt="install dependencies")
 
 
 @pytest.fixture
@@ -66,8 +65,9 @@ def test_trailing_v1_in_base_url_is_tolerated(sim: Simulator) -> None:
 
 def test_optimizer_roles_through_the_backend(sim: Simulator) -> None:
     b = backend(sim.url)
-    judge = prompts.judge_prompt(task="t", rubric="Use `pnpm` instead of `npm`.",
-                                 answer="npm install")
+    judge = prompts.judge_prompt(
+        task="t", rubric="Use `pnpm` instead of `npm`.", answer="npm install"
+    )
     text = b.complete(CompletionRequest(prompt=judge, purpose="judge")).text
     assert prompts.extract_json(text) == {"score": 0.0}
     assert sim.stats.by_role["judge"] == 1
@@ -126,8 +126,9 @@ def test_timeout_is_backend_timeout() -> None:
     listener.listen(8)
     try:
         with pytest.raises(BackendTimeout):
-            backend(f"http://127.0.0.1:{listener.getsockname()[1]}", timeout=0.2,
-                    max_retries=0).complete(REQ)
+            backend(
+                f"http://127.0.0.1:{listener.getsockname()[1]}", timeout=0.2, max_retries=0
+            ).complete(REQ)
     finally:
         listener.close()
 
@@ -137,9 +138,18 @@ def test_request_shape_headers_and_tool_use() -> None:
 
     def handler(req: httpx.Request) -> httpx.Response:
         seen.append(req)
-        return httpx.Response(200, json={"model": "claude-sim", "content": [
-            {"type": "text", "text": "a"}, {"type": "tool_use", "name": "Bash", "input": {}},
-            {"type": "text", "text": "b"}], "usage": {"input_tokens": 7, "output_tokens": 3}})
+        return httpx.Response(
+            200,
+            json={
+                "model": "claude-sim",
+                "content": [
+                    {"type": "text", "text": "a"},
+                    {"type": "tool_use", "name": "Bash", "input": {}},
+                    {"type": "text", "text": "b"},
+                ],
+                "usage": {"input_tokens": 7, "output_tokens": 3},
+            },
+        )
 
     b = backend("http://127.0.0.1:9")
     b._http.client = httpx.Client(transport=httpx.MockTransport(handler))
@@ -156,7 +166,8 @@ def test_request_shape_headers_and_tool_use() -> None:
 
 def test_malformed_answer_is_a_response_error() -> None:
     b = backend("http://127.0.0.1:9")
-    b._http.client = httpx.Client(transport=httpx.MockTransport(
-        lambda req: httpx.Response(200, json={"type": "message"})))
+    b._http.client = httpx.Client(
+        transport=httpx.MockTransport(lambda req: httpx.Response(200, json={"type": "message"}))
+    )
     with pytest.raises(BackendResponseError, match="content"):
         b.complete(REQ)

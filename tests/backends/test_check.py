@@ -30,8 +30,9 @@ def test_http_check_is_not_a_model_call_and_catches_a_bad_key(name, suffix):
 
 
 def test_http_check_catches_a_dead_server():
-    backend = get_backend(BackendConfig(base_url=f"http://127.0.0.1:{closed_port()}/v1",
-                                        max_retries=0))
+    backend = get_backend(
+        BackendConfig(base_url=f"http://127.0.0.1:{closed_port()}/v1", max_retries=0)
+    )
     with pytest.raises(BackendUnreachable, match="cannot reach"):
         backend.check()
 
@@ -44,6 +45,9 @@ def test_exec_check_catches_a_missing_cli_and_a_dead_server(name, tmp_path):
     fake.write_text("#!/bin/sh\nexit 0\n")
     fake.chmod(0o755)
     with pytest.raises(BackendUnreachable, match="cannot reach"):
-        get_backend(BackendConfig(name=name, executable=str(fake),
-                                  base_url=f"http://127.0.0.1:{closed_port()}")).check()
+        get_backend(
+            BackendConfig(
+                name=name, executable=str(fake), base_url=f"http://127.0.0.1:{closed_port()}"
+            )
+        ).check()
     get_backend(BackendConfig(name=name, executable=str(fake))).check()

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from skillopt_sleep.backends import get_backend
-from skillopt_sleep.backends import claude_code, codex, copilot
+from skillopt_sleep.backends import claude_code, codex, copilot, get_backend
 from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.models import CompletionRequest
 from skillopt_sleep.simulator import serve
@@ -27,21 +26,33 @@ from tests.night.test_night_real_clis import NODE_BIN, require_cli
 
 pytestmark = pytest.mark.cli
 
-MODULES = {"claude_code": (claude_code, "claude", ["--help"]),
-           "codex": (codex, "codex", ["exec", "--help"]),
-           "copilot": (copilot, "copilot", ["--help"])}
+MODULES = {
+    "claude_code": (claude_code, "claude", ["--help"]),
+    "codex": (codex, "codex", ["exec", "--help"]),
+    "copilot": (copilot, "copilot", ["--help"]),
+}
 
-PERSONA = persona_from_dict({
-    "name": "exec-cli-test",
-    "default_answer": "Sure: {prompt}",
-    "answers": [
-        {"match": "install.*dependenc", "text": "Run `npm install` in the project root."},
-        {"match": "list the files", "text": "The project files are listed above.",
-         "tool": "Bash", "tool_input": {"command": "ls"}},
-        {"match": "list files via codex", "text": "The project files are listed above.",
-         "tool": "exec_command", "tool_input": {"cmd": "ls"}},
-    ],
-})
+PERSONA = persona_from_dict(
+    {
+        "name": "exec-cli-test",
+        "default_answer": "Sure: {prompt}",
+        "answers": [
+            {"match": "install.*dependenc", "text": "Run `npm install` in the project root."},
+            {
+                "match": "list the files",
+                "text": "The project files are listed above.",
+                "tool": "Bash",
+                "tool_input": {"command": "ls"},
+            },
+            {
+                "match": "list files via codex",
+                "text": "The project files are listed above.",
+                "tool": "exec_command",
+                "tool_input": {"cmd": "ls"},
+            },
+        ],
+    }
+)
 
 
 @pytest.fixture(autouse=True)
@@ -50,9 +61,16 @@ def cli_path(monkeypatch):
 
 
 def help_text(binary: str, args: list[str], home: Path) -> str:
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "CODEX_HOME": str(home / ".codex"),
-           "COPILOT_OFFLINE": "true", "COPILOT_AUTO_UPDATE": "false", "DISABLE_AUTOUPDATER": "1",
-           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "NO_COLOR": "1"}
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "CODEX_HOME": str(home / ".codex"),
+        "COPILOT_OFFLINE": "true",
+        "COPILOT_AUTO_UPDATE": "false",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "NO_COLOR": "1",
+    }
     (home / ".codex").mkdir(exist_ok=True)
     out = subprocess.run([binary, *args], env=env, capture_output=True, text=True, timeout=60)
     return out.stdout + out.stderr
@@ -64,8 +82,10 @@ def used_flags(name: str, tmp_path: Path) -> set[str]:
     flags: set[str] = set()
     for base_url in (None, "http://127.0.0.1:9"):
         b = get_backend(BackendConfig(name=name, model="m", base_url=base_url, api_key="k"))
-        for req in (CompletionRequest(system="S", prompt="P"),
-                    CompletionRequest(prompt="P", tools=["Bash", "Read"])):
+        for req in (
+            CompletionRequest(system="S", prompt="P"),
+            CompletionRequest(prompt="P", tools=["Bash", "Read"]),
+        ):
             setup = b.build(req, "exe", tmp_path, tmp_path)
             for arg in setup.argv[1:]:
                 if arg.startswith("-") and arg != "-":
@@ -80,32 +100,50 @@ def test_every_flag_exists_in_the_pinned_cli(name, tmp_path, isolated_home):
     used = used_flags(name, tmp_path)
     assert used <= set(module.FLAGS), f"flags used but not declared: {used - set(module.FLAGS)}"
     text = help_text(binary, args, isolated_home)
-    missing = [f for f in module.FLAGS
-               if not re.search(r"(^|[\s,\[])" + re.escape(f) + r"([\s,=<\[]|$)", text, re.M)]
+    missing = [
+        f
+        for f in module.FLAGS
+        if not re.search(r"(^|[\s,\[])" + re.escape(f) + r"([\s,=<\[]|$)", text, re.M)
+    ]
     assert not missing, f"`{binary} {' '.join(args)}` does not list {missing}"
 
 
 def config(name: str, url: str, **extra) -> BackendConfig:
     base = url if name == "claude_code" else url + "/v1"
-    return BackendConfig(name=name, base_url=base, model="sim-demo", api_key="sk-sim-test-key",
-                         max_retries=0, timeout=60, **extra)
+    return BackendConfig(
+        name=name,
+        base_url=base,
+        model="sim-demo",
+        api_key="sk-sim-test-key",
+        max_retries=0,
+        timeout=60,
+        **extra,
+    )
 
 
 def agent_logs(home: Path) -> list[Path]:
-    roots = [home / ".claude" / "projects", home / ".codex" / "sessions",
-             home / ".copilot" / "session-state"]
+    roots = [
+        home / ".claude" / "projects",
+        home / ".codex" / "sessions",
+        home / ".copilot" / "session-state",
+    ]
     return [p for r in roots if r.exists() for p in r.rglob("*")]
 
 
-@pytest.mark.parametrize("name,binary", [("claude_code", "claude"), ("codex", "codex"),
-                                         ("copilot", "copilot")])
+@pytest.mark.parametrize(
+    "name,binary", [("claude_code", "claude"), ("codex", "codex"), ("copilot", "copilot")]
+)
 def test_a_replay_through_the_real_cli(name, binary, isolated_home):
     require_cli(binary)
     with serve(PERSONA, api_key="sk-sim-test-key") as sim:
         b = get_backend(config(name, sim.url))
         # the skill document reaches the model: the simulator applies its rule
-        plain = b.complete(CompletionRequest(system="# Learned\n- Use `pnpm` instead of `npm`.",
-                                             prompt="how do I install the dependencies?"))
+        plain = b.complete(
+            CompletionRequest(
+                system="# Learned\n- Use `pnpm` instead of `npm`.",
+                prompt="how do I install the dependencies?",
+            )
+        )
         assert plain.text == "Run `pnpm install` in the project root."
         assert plain.tool_calls == []
         assert plain.usage.input_tokens > 100 and plain.usage.output_tokens > 0
@@ -114,8 +152,16 @@ def test_a_replay_through_the_real_cli(name, binary, isolated_home):
         assert first["prompt"].startswith("[skillopt-sleep replay]")
         offered = first["tools"]
         # a plain call is offered no tool that acts (no shell, no file writes)
-        assert not {"Bash", "bash", "exec_command", "shell", "edit", "create", "Write",
-                    "Edit"} & set(offered), offered
+        assert not {
+            "Bash",
+            "bash",
+            "exec_command",
+            "shell",
+            "edit",
+            "create",
+            "Write",
+            "Edit",
+        } & set(offered), offered
 
         # a task that needs Bash runs with it; the call is read from the structured output
         sim.reset()
@@ -131,8 +177,9 @@ def test_a_replay_through_the_real_cli(name, binary, isolated_home):
     assert [p for p in agent_logs(isolated_home) if p.is_file()] == []
 
 
-@pytest.mark.parametrize("name,binary", [("claude_code", "claude"), ("codex", "codex"),
-                                         ("copilot", "copilot")])
+@pytest.mark.parametrize(
+    "name,binary", [("claude_code", "claude"), ("codex", "codex"), ("copilot", "copilot")]
+)
 def test_a_prompt_over_the_argument_size_limit_reaches_the_model_whole(name, binary, isolated_home):
     """Linux caps one argv string at 128 KiB; every backend passes the prompt on stdin."""
     require_cli(binary)

@@ -16,8 +16,13 @@ import pytest
 from skillopt_sleep.backends import get_backend
 from skillopt_sleep.backends._exec import classify, map_tool_names
 from skillopt_sleep.config import BackendConfig
-from skillopt_sleep.errors import (BackendAuthError, BackendModelError, BackendResponseError,
-                                   BackendTimeout, BackendUnreachable)
+from skillopt_sleep.errors import (
+    BackendAuthError,
+    BackendModelError,
+    BackendResponseError,
+    BackendTimeout,
+    BackendUnreachable,
+)
 from skillopt_sleep.models import CompletionRequest, Task
 from skillopt_sleep.night.replay import Cost, Meter, Replayer
 from skillopt_sleep.sources.base import SELF_MARKER
@@ -26,18 +31,39 @@ from skillopt_sleep.store import Store
 HEADER = f"#!{sys.executable}\nimport json, os, subprocess, sys, time\n"
 
 
-def claude_result(text: str = "ok", *, error: bool = False, status: int | None = None,
-                  tools: tuple[str, ...] = ()) -> str:
+def claude_result(
+    text: str = "ok", *, error: bool = False, status: int | None = None, tools: tuple[str, ...] = ()
+) -> str:
     """stream-json lines the way ``claude -p --output-format stream-json --verbose`` prints."""
     lines = [{"type": "system", "subtype": "init", "session_id": "s1"}]
     for name in tools:
-        lines.append({"type": "assistant", "parent_tool_use_id": None, "message": {
-            "content": [{"type": "tool_use", "id": "t1", "name": name, "input": {}}]}})
-    lines.append({"type": "result", "subtype": "success", "is_error": error, "result": text,
-                  "api_error_status": status, "duration_ms": 1234, "session_id": "s1",
-                  "usage": {"input_tokens": 100, "cache_read_input_tokens": 20,
-                            "cache_creation_input_tokens": 3, "output_tokens": 7},
-                  "modelUsage": {"sim-demo": {}}})
+        lines.append(
+            {
+                "type": "assistant",
+                "parent_tool_use_id": None,
+                "message": {
+                    "content": [{"type": "tool_use", "id": "t1", "name": name, "input": {}}]
+                },
+            }
+        )
+    lines.append(
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": error,
+            "result": text,
+            "api_error_status": status,
+            "duration_ms": 1234,
+            "session_id": "s1",
+            "usage": {
+                "input_tokens": 100,
+                "cache_read_input_tokens": 20,
+                "cache_creation_input_tokens": 3,
+                "output_tokens": 7,
+            },
+            "modelUsage": {"sim-demo": {}},
+        }
+    )
     return "\n".join(json.dumps(line) for line in lines) + "\n"
 
 
@@ -49,8 +75,13 @@ def fake(tmp_path: Path, name: str, body: str) -> Path:
 
 
 def backend_for(executable: Path | str | None, name: str = "claude_code", **extra):
-    cfg = {"name": name, "model": "sim-demo", "max_retries": 0, "timeout": 30,
-           "executable": str(executable) if executable else None}
+    cfg = {
+        "name": name,
+        "model": "sim-demo",
+        "max_retries": 0,
+        "timeout": 30,
+        "executable": str(executable) if executable else None,
+    }
     cfg.update(extra)
     b = get_backend(BackendConfig(**cfg))
     b.sleep = lambda _s: None  # no real backoff in tests
@@ -82,13 +113,17 @@ def wait_dead(pids: list[int], seconds: float = 5.0) -> bool:
 # ------------------------------------------------------------------ process hygiene
 def test_a_hanging_cli_is_killed_with_its_children(tmp_path):
     pids = tmp_path / "pids"
-    script = fake(tmp_path, "claude", f"""
+    script = fake(
+        tmp_path,
+        "claude",
+        f"""
 child = subprocess.Popen(["sleep", "300"])
 grandchild = subprocess.Popen(["sh", "-c", "sleep 300 & echo $! ; wait"], stdout=subprocess.PIPE)
 gpid = grandchild.stdout.readline().strip().decode()
 open({str(pids)!r}, "w").write(" ".join(map(str, [os.getpid(), child.pid, grandchild.pid, gpid])))
 time.sleep(300)
-""")
+""",
+    )
     b = backend_for(script, timeout=1.5)
     started = time.monotonic()
     with pytest.raises(BackendTimeout) as info:
@@ -102,11 +137,15 @@ time.sleep(300)
 
 def test_processes_left_behind_after_a_normal_exit_are_killed(tmp_path):
     pids = tmp_path / "pids"
-    script = fake(tmp_path, "claude", f"""
+    script = fake(
+        tmp_path,
+        "claude",
+        f"""
 bg = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 open({str(pids)!r}, "w").write(str(bg.pid))
 sys.stdout.write({claude_result("fine")!r})
-""")
+""",
+    )
     comp = backend_for(script).complete(CompletionRequest(prompt="hello"))
     assert comp.text == "fine"
     assert wait_dead([int(pids.read_text())])
@@ -114,12 +153,16 @@ sys.stdout.write({claude_result("fine")!r})
 
 def test_each_call_runs_in_an_empty_temp_dir_with_the_marker_first(tmp_path):
     seen = tmp_path / "seen.json"
-    script = fake(tmp_path, "claude", f"""
+    script = fake(
+        tmp_path,
+        "claude",
+        f"""
 json.dump({{"cwd": os.getcwd(), "files": os.listdir("."), "stdin": sys.stdin.read(),
            "argv": sys.argv[1:], "pgid": os.getpgid(0), "pid": os.getpid()}},
           open({str(seen)!r}, "w"))
 sys.stdout.write({claude_result("ok")!r})
-""")
+""",
+    )
     backend_for(script).complete(CompletionRequest(system="RULES", prompt="do it"))
     data = json.loads(seen.read_text())
     assert data["files"] == [] and "skillopt-sleep-replay-" in data["cwd"]
@@ -132,7 +175,10 @@ sys.stdout.write({claude_result("ok")!r})
 # ------------------------------------------------------------------ retries
 def counting_script(tmp_path: Path, outputs: list[str], exit_codes: list[int]) -> tuple[Path, Path]:
     counter = tmp_path / "count"
-    script = fake(tmp_path, "claude", f"""
+    script = fake(
+        tmp_path,
+        "claude",
+        f"""
 path = {str(counter)!r}
 n = int(open(path).read()) if os.path.exists(path) else 0
 open(path, "w").write(str(n + 1))
@@ -140,14 +186,20 @@ outs, codes = {outputs!r}, {exit_codes!r}
 i = min(n, len(outs) - 1)
 sys.stdout.write(outs[i])
 sys.exit(codes[i])
-""")
+""",
+    )
     return script, counter
 
 
 def test_transient_failures_are_retried_then_succeed(tmp_path):
     script, counter = counting_script(
-        tmp_path, [claude_result("API Error: 529 overloaded", error=True, status=529),
-                   claude_result("Run `pnpm install`.")], [1, 0])
+        tmp_path,
+        [
+            claude_result("API Error: 529 overloaded", error=True, status=529),
+            claude_result("Run `pnpm install`."),
+        ],
+        [1, 0],
+    )
     comp = backend_for(script, max_retries=2).complete(CompletionRequest(prompt="x"))
     assert comp.text == "Run `pnpm install`." and counter.read_text() == "2"
     assert comp.usage.input_tokens == 123 and comp.usage.output_tokens == 7
@@ -156,20 +208,25 @@ def test_transient_failures_are_retried_then_succeed(tmp_path):
 
 def test_transient_failures_give_up_after_max_retries(tmp_path):
     script, counter = counting_script(
-        tmp_path, [claude_result("API Error: 500 boom", error=True, status=500)], [1])
+        tmp_path, [claude_result("API Error: 500 boom", error=True, status=500)], [1]
+    )
     with pytest.raises(BackendResponseError) as info:
         backend_for(script, max_retries=2).complete(CompletionRequest(prompt="x"))
     assert counter.read_text() == "3" and "after 3 attempts" in str(info.value)
 
 
-@pytest.mark.parametrize("text,status,error", [
-    ("Not logged in · Please run /login", None, BackendAuthError),
-    ("Invalid API key · Fix external API key", 401, BackendAuthError),
-    ("There's an issue with the selected model (x). It may not exist", 404, BackendModelError),
-])
+@pytest.mark.parametrize(
+    "text,status,error",
+    [
+        ("Not logged in · Please run /login", None, BackendAuthError),
+        ("Invalid API key · Fix external API key", 401, BackendAuthError),
+        ("There's an issue with the selected model (x). It may not exist", 404, BackendModelError),
+    ],
+)
 def test_permanent_failures_are_not_retried_and_never_answers(tmp_path, text, status, error):
-    script, counter = counting_script(tmp_path, [claude_result(text, error=True, status=status)],
-                                      [1])
+    script, counter = counting_script(
+        tmp_path, [claude_result(text, error=True, status=status)], [1]
+    )
     with pytest.raises(error) as info:
         backend_for(script, max_retries=3).complete(CompletionRequest(prompt="x"))
     assert counter.read_text() == "1"
@@ -185,20 +242,28 @@ def test_an_error_result_with_exit_zero_is_still_an_error(tmp_path):
 
 
 def test_unsupported_flag_is_named(tmp_path):
-    script = fake(tmp_path, "claude", """
+    script = fake(
+        tmp_path,
+        "claude",
+        """
 sys.stderr.write("error: unknown option '--no-session-persistence'\\n")
 sys.exit(1)
-""")
+""",
+    )
     with pytest.raises(BackendResponseError) as info:
         backend_for(script, max_retries=3).complete(CompletionRequest(prompt="x"))
     assert "rejected a flag" in str(info.value) and "npm install -g" in str(info.value)
 
 
 def test_secrets_in_stderr_are_redacted(tmp_path):
-    script = fake(tmp_path, "claude", """
+    script = fake(
+        tmp_path,
+        "claude",
+        """
 sys.stderr.write("fatal: request failed with key sk-ant-api03-SECRETSECRETSECRETSECRET1234\\n")
 sys.exit(3)
-""")
+""",
+    )
     with pytest.raises(BackendResponseError) as info:
         backend_for(script).complete(CompletionRequest(prompt="x"))
     assert "SECRETSECRET" not in str(info.value) and "fatal: request failed" in str(info.value)
@@ -207,8 +272,11 @@ sys.exit(3)
 # ------------------------------------------------------------------ executables
 def test_missing_executable_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
-    for name, hint in [("claude_code", "@anthropic-ai/claude-code"), ("codex", "@openai/codex"),
-                       ("copilot", "@github/copilot")]:
+    for name, hint in [
+        ("claude_code", "@anthropic-ai/claude-code"),
+        ("codex", "@openai/codex"),
+        ("copilot", "@github/copilot"),
+    ]:
         with pytest.raises(BackendUnreachable) as info:
             backend_for(None, name).complete(CompletionRequest(prompt="x"))
         assert hint in str(info.value) and "`executable`" in str(info.value)
@@ -230,18 +298,24 @@ def test_wrong_base_url_fails_fast_before_running_the_cli(tmp_path):
     script = fake(tmp_path, "claude", f"open({str(ran)!r}, 'w').write('1')\n")
     with pytest.raises(BackendUnreachable, match="base_url"):
         backend_for(script, base_url="http://127.0.0.1:9", max_retries=3).complete(
-            CompletionRequest(prompt="x"))
+            CompletionRequest(prompt="x")
+        )
     assert not ran.exists()
 
 
 # ------------------------------------------------------------------ tools, workers
 def test_tool_calls_come_from_the_structured_output_not_the_text(tmp_path):
-    script = fake(tmp_path, "claude",
-                  f"sys.stdout.write({claude_result('I ran Bash and Read.', tools=('Bash',))!r})\n")
+    script = fake(
+        tmp_path,
+        "claude",
+        f"sys.stdout.write({claude_result('I ran Bash and Read.', tools=('Bash',))!r})\n",
+    )
     comp = backend_for(script).complete(CompletionRequest(prompt="x", tools=["Bash"]))
     assert comp.tool_calls == ["Bash"]
     seen = fake(tmp_path, "claude2", f"sys.stdout.write({claude_result('I ran Bash.')!r})\n")
-    assert backend_for(seen).complete(CompletionRequest(prompt="x", tools=["Bash"])).tool_calls == []
+    assert (
+        backend_for(seen).complete(CompletionRequest(prompt="x", tools=["Bash"])).tool_calls == []
+    )
 
 
 def test_tool_names_are_reported_in_the_tasks_vocabulary():
@@ -262,13 +336,17 @@ def test_classify():
 
 
 def test_workers_run_rollouts_in_parallel(tmp_path):
-    script = fake(tmp_path, "claude", f"time.sleep(1.0)\nsys.stdout.write({claude_result('ok')!r})\n")
+    script = fake(
+        tmp_path, "claude", f"time.sleep(1.0)\nsys.stdout.write({claude_result('ok')!r})\n"
+    )
     b = backend_for(script, workers=4)
     store = Store(tmp_path / "db.sqlite")
     meter = Meter(b, store, Cost(), max_calls=100, max_tokens=10**9, role="target")
     replayer = Replayer(meter, None, metric="hard", workers=b.config.workers)
-    tasks = [Task(id=f"t{i}", intent=f"task {i}", checks=[{"kind": "contains", "value": "ok"}])
-             for i in range(4)]
+    tasks = [
+        Task(id=f"t{i}", intent=f"task {i}", checks=[{"kind": "contains", "value": "ok"}])
+        for i in range(4)
+    ]
     started = time.monotonic()
     scores = replayer.run(tasks, "doc")
     assert time.monotonic() - started < 3.5

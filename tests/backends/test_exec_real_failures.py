@@ -31,8 +31,9 @@ from tests.agent_clis import NODE_BIN, agent_binary
 pytestmark = pytest.mark.cli
 
 KEY = "sk-sim-stall-0123456789"
-PERSONA = persona_from_dict({"name": "stall-test", "models": ["sim-demo"],
-                             "default_answer": "Sure: {prompt}"})
+PERSONA = persona_from_dict(
+    {"name": "stall-test", "models": ["sim-demo"], "default_answer": "Sure: {prompt}"}
+)
 TIMEOUT = 5.0
 #: the simulator holds each request this long: far past TIMEOUT, bounded so its threads end
 STALL = 60.0
@@ -85,8 +86,11 @@ def alive(pid: int, created: float) -> bool:
 
 
 def survivors(seen: dict[tuple[int, float], list[str]]) -> list[str]:
-    return [f"{pid} {' '.join(cmd)[:120]}" for (pid, created), cmd in seen.items()
-            if alive(pid, created)]
+    return [
+        f"{pid} {' '.join(cmd)[:120]}"
+        for (pid, created), cmd in seen.items()
+        if alive(pid, created)
+    ]
 
 
 def cli_processes_of(home: str, paths: tuple[str, ...]) -> list[str]:
@@ -105,18 +109,28 @@ def cli_processes_of(home: str, paths: tuple[str, ...]) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("name,binary", [("claude_code", "claude"), ("codex", "codex"),
-                                         ("copilot", "copilot")])
-def test_a_real_cli_hanging_on_its_model_api_is_killed_with_its_children(name, binary,
-                                                                        isolated_home):
+@pytest.mark.parametrize(
+    "name,binary", [("claude_code", "claude"), ("codex", "codex"), ("copilot", "copilot")]
+)
+def test_a_real_cli_hanging_on_its_model_api_is_killed_with_its_children(
+    name, binary, isolated_home
+):
     exe = agent_binary(binary)
     # the CLI's own path as run, and the real file behind the node_modules/.bin link
     paths = (exe, os.path.realpath(exe))
     with serve(PERSONA, api_key=KEY) as sim:
+
         def backend(timeout: float):
-            return get_backend(BackendConfig(
-                name=name, model="sim-demo", api_key=KEY, max_retries=0, timeout=timeout,
-                base_url=sim.url if name == "claude_code" else sim.url + "/v1"))
+            return get_backend(
+                BackendConfig(
+                    name=name,
+                    model="sim-demo",
+                    api_key=KEY,
+                    max_retries=0,
+                    timeout=timeout,
+                    base_url=sim.url if name == "claude_code" else sim.url + "/v1",
+                )
+            )
 
         # a first, answered call: the backend works, and the CLI's first-run set-up in the
         # fresh HOME is done, so even on a loaded machine the hanging call below reaches the

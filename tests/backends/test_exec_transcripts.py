@@ -41,8 +41,9 @@ def parse(source: str, path: Path):
     return out.sessions[0]
 
 
-@pytest.mark.parametrize("cli,source,tool", [("claude", "claude_code", "Bash"),
-                                             ("codex", "codex", "exec_command")])
+@pytest.mark.parametrize(
+    "cli,source,tool", [("claude", "claude_code", "Bash"), ("codex", "codex", "exec_command")]
+)
 def test_harvesters_parse_the_real_transcripts(built, cli, source, tool):
     root, result = built
     b = result[cli]
@@ -96,7 +97,9 @@ def test_replay_sessions_are_stored_but_never_mined(built, tmp_path):
     mined = store.sessions()
     assert len(every) == 8 and len(mined) == 6
     assert {r["key"] for r in every} - {r["key"] for r in mined} == {
-        result["claude"].sessions["replay"], result["codex"].sessions["replay"]}
+        result["claude"].sessions["replay"],
+        result["codex"].sessions["replay"],
+    }
 
 
 def test_copilot_transcripts(built):
@@ -104,10 +107,14 @@ def test_copilot_transcripts(built):
     b = result["copilot"]
     assert len(b.files) == 4
     by_id = {f.parent.name: f for f in b.files}
-    events = {name: [json.loads(line) for line in by_id[sid].read_text().splitlines() if line]
-              for name, sid in b.sessions.items()}
-    users = {n: [e["data"]["content"] for e in ev if e["type"] == "user.message"]
-             for n, ev in events.items()}
+    events = {
+        name: [json.loads(line) for line in by_id[sid].read_text().splitlines() if line]
+        for name, sid in b.sessions.items()
+    }
+    users = {
+        n: [e["data"]["content"] for e in ev if e["type"] == "user.message"]
+        for n, ev in events.items()
+    }
     assert users["plain"] == ["how do I install the dependencies?"]
     assert users["corrected"] == ["run the tests", CORRECTION, "run the tests"]
     assert users["replay"][0].startswith(SELF_MARKER)

@@ -35,8 +35,9 @@ def sim() -> Iterator[Simulator]:
 def backend(url: str, **kw) -> OpenAICompatibleBackend:
     kw.setdefault("api_key", "sekret-key")
     kw.setdefault("model", "sim-model")
-    return OpenAICompatibleBackend(BackendConfig(name="openai_compatible", base_url=url, **kw),
-                                   base_delay=0.01)
+    return OpenAICompatibleBackend(
+        BackendConfig(name="openai_compatible", base_url=url, **kw), base_delay=0.01
+    )
 
 
 def closed_port() -> int:
@@ -159,8 +160,15 @@ def test_429_is_retried_and_tool_calls_reported() -> None:
         assert req.headers["authorization"] == "Bearer sekret-key"
         if len(seen) == 1:
             return httpx.Response(429, headers={"retry-after": "0"}, json={"error": {}})
-        return httpx.Response(200, json={"model": "x", "choices": [{"message": {
-            "content": None, "tool_calls": [{"function": {"name": "Bash"}}]}}]})
+        return httpx.Response(
+            200,
+            json={
+                "model": "x",
+                "choices": [
+                    {"message": {"content": None, "tool_calls": [{"function": {"name": "Bash"}}]}}
+                ],
+            },
+        )
 
     out = _mocked(handler).complete(REQ)
     assert out.tool_calls == ["Bash"] and out.text == "" and len(seen) == 2
@@ -175,10 +183,18 @@ def test_max_completion_tokens_fallback() -> None:
         body = json.loads(req.content)
         seen.append(body)
         if "max_tokens" in body:
-            return httpx.Response(400, json={"error": {
-                "message": "Unsupported parameter: 'max_tokens'. Use 'max_completion_tokens'"}})
+            return httpx.Response(
+                400,
+                json={
+                    "error": {
+                        "message": "Unsupported parameter: 'max_tokens'. Use 'max_completion_tokens'"
+                    }
+                },
+            )
         return httpx.Response(200, json={"choices": [{"message": {"content": "ok"}}]})
 
     assert _mocked(handler).complete(REQ).text == "ok"
-    assert [("max_tokens" in b, "max_completion_tokens" in b) for b in seen] == \
-        [(True, False), (False, True)]
+    assert [("max_tokens" in b, "max_completion_tokens" in b) for b in seen] == [
+        (True, False),
+        (False, True),
+    ]

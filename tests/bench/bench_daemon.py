@@ -62,20 +62,24 @@ def run_benchmark(root: Path) -> dict[str, float]:
     (sk / "config").mkdir(parents=True, exist_ok=True)
     (sk / "config" / "config.toml").write_text(
         f'[sources.claude_code]\nroots = ["{home}/.claude/projects"]\n'
-        f'[sources.codex]\nroots = ["{home}/.codex/sessions"]\n', encoding="utf-8")
+        f'[sources.codex]\nroots = ["{home}/.codex/sessions"]\n',
+        encoding="utf-8",
+    )
     for i in range(100):
         write_claude_session(home, project, [(f"task {i}", "done", None)] * 5)
         write_codex_session(home, project, [(f"task {i}", "done", None)] * 5)
 
     # baseline process: Python with the package imported, sleeping
-    base = subprocess.Popen([sys.executable, "-c", "import skillopt_sleep.cli, time; time.sleep(3600)"],
-                            env=env)
+    base = subprocess.Popen(
+        [sys.executable, "-c", "import skillopt_sleep.cli, time; time.sleep(3600)"], env=env
+    )
     cli = [sys.executable, "-m", "skillopt_sleep"]
     started = subprocess.run(cli + ["start"], env=env, capture_output=True, text=True, timeout=120)
     assert started.returncode == 0, started.stderr
     pid = int(started.stdout.split("pid ")[1].split(")")[0])
     db = sk / "state" / "skillopt.db"
     try:
+
         def count() -> int:
             try:
                 conn = sqlite3.connect(str(db), timeout=30)
@@ -129,19 +133,30 @@ def run_benchmark(root: Path) -> dict[str, float]:
     med, p95 = statistics.median(latencies), _pct(latencies, 0.95)
     dmed, dp95 = statistics.median(direct), _pct(direct, 0.95)
     res = {
-        "window_s": WINDOW, "idle_cpu_share": cpu, "baseline_cpu_share": base_cpu,
-        "idle_rss_mb": rss / 2**20, "baseline_rss_mb": base_rss / 2**20,
-        "rss_ratio": rss / base_rss, "latency_median_s": med, "latency_p95_s": p95,
-        "direct_median_s": dmed, "direct_p95_s": dp95,
-        "latency_median_ratio": med / dmed, "latency_p95_ratio": p95 / dp95,
+        "window_s": WINDOW,
+        "idle_cpu_share": cpu,
+        "baseline_cpu_share": base_cpu,
+        "idle_rss_mb": rss / 2**20,
+        "baseline_rss_mb": base_rss / 2**20,
+        "rss_ratio": rss / base_rss,
+        "latency_median_s": med,
+        "latency_p95_s": p95,
+        "direct_median_s": dmed,
+        "direct_p95_s": dp95,
+        "latency_median_ratio": med / dmed,
+        "latency_p95_ratio": p95 / dp95,
     }
     print()
-    print(f"idle daemon over {WINDOW:.0f}s: CPU {cpu * 100:.3f}% (baseline idle python {base_cpu * 100:.3f}%, "
-          f"+{(cpu - base_cpu) * 100:.3f} pts); RSS {rss / 2**20:.1f} MiB "
-          f"(baseline {base_rss / 2**20:.1f} MiB, ratio {rss / base_rss:.2f}x)")
-    print(f"write-to-indexed over {WRITES} writes (debounce 0.5s): median {med * 1000:.0f} ms, "
-          f"p95 {p95 * 1000:.0f} ms; direct harvest_file median {dmed * 1000:.1f} ms, "
-          f"p95 {dp95 * 1000:.1f} ms (ratio {med / dmed:.0f}x / {p95 / dp95:.0f}x)")
+    print(
+        f"idle daemon over {WINDOW:.0f}s: CPU {cpu * 100:.3f}% (baseline idle python {base_cpu * 100:.3f}%, "
+        f"+{(cpu - base_cpu) * 100:.3f} pts); RSS {rss / 2**20:.1f} MiB "
+        f"(baseline {base_rss / 2**20:.1f} MiB, ratio {rss / base_rss:.2f}x)"
+    )
+    print(
+        f"write-to-indexed over {WRITES} writes (debounce 0.5s): median {med * 1000:.0f} ms, "
+        f"p95 {p95 * 1000:.0f} ms; direct harvest_file median {dmed * 1000:.1f} ms, "
+        f"p95 {dp95 * 1000:.1f} ms (ratio {med / dmed:.0f}x / {p95 / dp95:.0f}x)"
+    )
     return res
 
 

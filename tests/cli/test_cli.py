@@ -16,11 +16,14 @@ from skillopt_sleep.demo import DEMO_CONVERSATIONS, write_conversations
 from skillopt_sleep.simulator import serve
 
 
-def cli(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def cli(
+    *args: str, env: dict | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     exe = shutil.which("skillopt-sleep")
     cmd = [exe, *args] if exe else [sys.executable, "-m", "skillopt_sleep", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env or dict(os.environ),
-                          cwd=cwd, timeout=240)
+    return subprocess.run(
+        cmd, capture_output=True, text=True, env=env or dict(os.environ), cwd=cwd, timeout=240
+    )
 
 
 def closed_port() -> int:
@@ -31,15 +34,18 @@ def closed_port() -> int:
     return port
 
 
-def write_config(path: Path, home: Path, project: Path, base_url: str, api_key: str = "sk-test") -> Path:
+def write_config(
+    path: Path, home: Path, project: Path, base_url: str, api_key: str = "sk-test"
+) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"""
+    path.write_text(
+        f"""
 project = "{project}"
 epochs = 1
 [sources.claude_code]
-roots = ["{home / '.claude' / 'projects'}"]
+roots = ["{home / ".claude" / "projects"}"]
 [sources.codex]
-roots = ["{home / '.codex' / 'sessions'}"]
+roots = ["{home / ".codex" / "sessions"}"]
 [target]
 name = "openai_compatible"
 base_url = "{base_url}"
@@ -55,8 +61,10 @@ api_key = "{api_key}"
 max_retries = 1
 [document]
 kind = "path"
-path = "{project / 'AGENTS.md'}"
-""", encoding="utf-8")
+path = "{project / "AGENTS.md"}"
+""",
+        encoding="utf-8",
+    )
     return path
 
 
@@ -149,14 +157,21 @@ def test_usage_mistakes_are_usage_errors_not_internal_ones(tmp_path):
 def test_a_missing_config_file_given_explicitly_is_an_error(tmp_path):
     res = cli("--config", str(tmp_path / "nope.toml"), "run", "--dry-run")
     assert res.returncode == 1
-    assert res.stderr.strip() == f"error: config file {tmp_path / 'nope.toml'} does not exist (given with --config)"
+    assert (
+        res.stderr.strip()
+        == f"error: config file {tmp_path / 'nope.toml'} does not exist (given with --config)"
+    )
 
 
 def test_unset_api_key_env_is_named(sessions, tmp_path):
     home, project = sessions
     cfg = write_config(tmp_path / "c.toml", home, project, "http://127.0.0.1:9/v1")
-    cfg.write_text(cfg.read_text().replace('api_key = "sk-test"\nmax_retries = 1\ntimeout = 10',
-                                           'api_key_env = "SKILLOPT_TEST_UNSET_KEY"\nmax_retries = 1'))
+    cfg.write_text(
+        cfg.read_text().replace(
+            'api_key = "sk-test"\nmax_retries = 1\ntimeout = 10',
+            'api_key_env = "SKILLOPT_TEST_UNSET_KEY"\nmax_retries = 1',
+        )
+    )
     res = cli("--config", str(cfg), "run")
     assert res.returncode == 1
     assert "$SKILLOPT_TEST_UNSET_KEY, which is not set" in res.stderr
@@ -175,8 +190,15 @@ def test_status_marks_a_night_whose_process_died_as_interrupted():
 
     store = Store(paths.db_path())
     # as left by a `run` killed with -9: "running", its lock released by the kernel
-    store.insert("nights", {"started_at": "2026-11-30T01:00:00+00:00", "status": "running",
-                            "pid": 999999, "trigger": "cli"})
+    store.insert(
+        "nights",
+        {
+            "started_at": "2026-11-30T01:00:00+00:00",
+            "status": "running",
+            "pid": 999999,
+            "trigger": "cli",
+        },
+    )
     data = json.loads(cli("status", "--json").stdout)
     assert data["last_night"]["status"] == "interrupted"
     assert data["last_night"]["error"] == "the process running it stopped"
@@ -195,7 +217,9 @@ def test_a_dry_run_does_not_hide_the_last_real_night(sessions, tmp_path):
     empty.mkdir()
     assert cli("--config", str(cfg), "run", "--dry-run", "--project", str(empty)).returncode == 0
     status = json.loads(cli("status", "--json").stdout)
-    assert status["nights"][0]["status"] == "no_tasks" and status["last_night"]["status"] == "failed"
+    assert (
+        status["nights"][0]["status"] == "no_tasks" and status["last_night"]["status"] == "failed"
+    )
     # a real night with nothing to train on: `status` says why, as `run` did
     assert cli("--config", str(cfg), "run", "--project", str(empty)).returncode == 0
     text = cli("--config", str(cfg), "status").stdout
@@ -231,7 +255,9 @@ def test_an_internal_error_is_one_line_exit_3_with_the_traceback_kept(monkeypatc
         cli_mod.main()
     assert info.value.code == 3
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: internal error: RuntimeError: a bug in the status code")
+    assert len(err) == 1 and err[0].startswith(
+        "error: internal error: RuntimeError: a bug in the status code"
+    )
     trace = Path(os.environ["SKILLOPT_SLEEP_HOME"]) / "state" / "last-error.txt"
     assert "Traceback" in trace.read_text() and "a bug in the status code" in trace.read_text()
 
@@ -252,23 +278,34 @@ def test_status_reports_a_config_that_does_not_load_and_exits_1(tmp_path):
     assert "store:" in res.stdout  # the rest of the status is still shown
     assert res.stderr.strip() == f"error: config ({bad}): unknown key 'projet'"
     js = cli("--config", str(bad), "status", "--json")
-    assert js.returncode == 1 and json.loads(js.stdout)["config_error"] == f"config ({bad}): unknown key 'projet'"
+    assert (
+        js.returncode == 1
+        and json.loads(js.stdout)["config_error"] == f"config ({bad}): unknown key 'projet'"
+    )
     assert json.loads(cli("status", "--json").stdout)["config_error"] is None
 
 
 def test_tasks_on_an_empty_store_says_so_instead_of_an_empty_table():
     res = cli("tasks")
     assert res.returncode == 0, res.stderr
-    assert res.stdout.startswith("no recurring or corrected task yet (0 sessions, 0 prompts considered")
+    assert res.stdout.startswith(
+        "no recurring or corrected task yet (0 sessions, 0 prompts considered"
+    )
     assert json.loads(cli("tasks", "--json").stdout) == []
 
 
 def test_simulator_help_describes_it_whole():
-    res = subprocess.run([sys.executable, "-m", "skillopt_sleep.simulator", "--help"],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "skillopt_sleep.simulator", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     text = " ".join(res.stdout.split())
     assert res.returncode == 0
-    assert "prints its URL on one line (``http://127.0.0.1:PORT``) once it accepts connections" in text
+    assert (
+        "prints its URL on one line (``http://127.0.0.1:PORT``) once it accepts connections" in text
+    )
 
 
 def test_tasks_marks_a_task_with_nothing_to_score_it_by(tmp_path):
@@ -277,10 +314,14 @@ def test_tasks_marks_a_task_with_nothing_to_score_it_by(tmp_path):
     home = Path(os.environ["HOME"])
     project = tmp_path / "docs-site"
     project.mkdir()
-    write_conversations(home, project, [
-        ("claude_code", [("build the docs site", "Run `mkdocs build`.", None)]),
-        ("codex", [("build the docs site", "Run `mkdocs build`.", None)]),
-    ])
+    write_conversations(
+        home,
+        project,
+        [
+            ("claude_code", [("build the docs site", "Run `mkdocs build`.", None)]),
+            ("codex", [("build the docs site", "Run `mkdocs build`.", None)]),
+        ],
+    )
     assert "harvest first" in cli("tasks").stdout
     assert cli("harvest").returncode == 0
     res = cli("tasks")
@@ -301,7 +342,8 @@ def test_a_broken_state_folder_or_database_is_one_line_and_exit_1(tmp_path):
         res = cli(*args, env=env)
         assert res.returncode == 1, (args, res.stderr)
         assert res.stderr.strip().splitlines() == [
-            f"error: FileExistsError: File exists ({home / 'state'}); the state folder is {home / 'state'}"]
+            f"error: FileExistsError: File exists ({home / 'state'}); the state folder is {home / 'state'}"
+        ]
     (home / "state").unlink()
     (home / "state").mkdir()
     (home / "state" / "skillopt.db").write_bytes(b"SQLite format 3\x00" + b"\x07" * 4000)

@@ -19,9 +19,10 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import psutil
@@ -31,8 +32,9 @@ import tomlkit
 from skillopt_sleep import paths
 
 
-def wait_for(pred: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05,
-             what: str = "condition") -> Any:
+def wait_for(
+    pred: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05, what: str = "condition"
+) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = pred()
@@ -70,13 +72,17 @@ class GatedProxy:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with proxy._lock:
                     proxy.seen += 1
                 proxy.gate.wait(120)
-                conn = http.client.HTTPConnection(proxy.upstream.hostname, proxy.upstream.port, timeout=60)
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                conn = http.client.HTTPConnection(
+                    proxy.upstream.hostname, proxy.upstream.port, timeout=60
+                )
+                headers = {
+                    k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")
+                }
                 conn.request("POST", self.path, body=body, headers=headers)
                 resp = conn.getresponse()
                 data = resp.read()
@@ -116,8 +122,10 @@ class DaemonHarness:
     # ------------------------------------------------------------------ config
     def write_config(self, **extra: Any) -> Path:
         data: dict[str, Any] = {
-            "sources": {"claude_code": {"roots": [str(self.home / ".claude" / "projects")]},
-                        "codex": {"roots": [str(self.home / ".codex" / "sessions")]}},
+            "sources": {
+                "claude_code": {"roots": [str(self.home / ".claude" / "projects")]},
+                "codex": {"roots": [str(self.home / ".codex" / "sessions")]},
+            },
             "debounce_seconds": 0.2,
             "rescan_seconds": 60,
             "schedule": (dt.datetime.now() + dt.timedelta(hours=6)).strftime("%H:%M:%S"),
@@ -146,9 +154,17 @@ class DaemonHarness:
         return data
 
     # ------------------------------------------------------------------ processes
-    def cli(self, *args: str, timeout: float = 90, check: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run([sys.executable, "-m", "skillopt_sleep", *args], env=self.env,
-                              capture_output=True, text=True, timeout=timeout, cwd=str(self.project))
+    def cli(
+        self, *args: str, timeout: float = 90, check: bool = True
+    ) -> subprocess.CompletedProcess:
+        proc = subprocess.run(
+            [sys.executable, "-m", "skillopt_sleep", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=str(self.project),
+        )
         if check and proc.returncode != 0:
             raise AssertionError(f"{args} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
         return proc
@@ -172,8 +188,13 @@ class DaemonHarness:
 
     def kill9(self, pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
-                 10, what=f"pid {pid} to die")
+        wait_for(
+            lambda: (
+                not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+            ),
+            10,
+            what=f"pid {pid} to die",
+        )
 
     def cleanup(self) -> None:
         try:
@@ -204,6 +225,7 @@ def sim_proxy() -> Iterator[GatedProxy]:
 
     try:
         from skillopt_sleep.simulator import demo_persona_path
+
         persona = demo_persona_path()
     except ImportError:  # pragma: no cover
         persona = "demo"
@@ -220,17 +242,37 @@ def append_claude_turn(path: Path, prompt: str, answer: str) -> None:
     """Append a user prompt and an assistant answer to an existing Claude Code transcript."""
     lines = [json.loads(ln) for ln in path.read_text("utf-8").splitlines() if ln.strip()]
     last = lines[-1]
-    env = {k: last[k] for k in ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch")}
+    env = {
+        k: last[k] for k in ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch")
+    }
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     u1, u2 = str(uuid.uuid4()), str(uuid.uuid4())
     recs = [
-        {"parentUuid": last["uuid"], **env, "type": "user",
-         "message": {"role": "user", "content": prompt}, "uuid": u1, "timestamp": now},
-        {"parentUuid": u1, **env, "type": "assistant", "requestId": f"req_{u2[:12]}",
-         "message": {"id": f"msg_{u2[:16]}", "type": "message", "role": "assistant",
-                     "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": answer}],
-                     "stop_reason": "end_turn", "usage": {"input_tokens": 4, "output_tokens": 2}},
-         "uuid": u2, "timestamp": now},
+        {
+            "parentUuid": last["uuid"],
+            **env,
+            "type": "user",
+            "message": {"role": "user", "content": prompt},
+            "uuid": u1,
+            "timestamp": now,
+        },
+        {
+            "parentUuid": u1,
+            **env,
+            "type": "assistant",
+            "requestId": f"req_{u2[:12]}",
+            "message": {
+                "id": f"msg_{u2[:16]}",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": answer}],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 4, "output_tokens": 2},
+            },
+            "uuid": u2,
+            "timestamp": now,
+        },
     ]
     with open(path, "a", encoding="utf-8") as fh:
         fh.write("".join(json.dumps(r) + "\n" for r in recs))
@@ -239,13 +281,34 @@ def append_claude_turn(path: Path, prompt: str, answer: str) -> None:
 def append_codex_turn(path: Path, prompt: str, answer: str) -> None:
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     recs = [
-        {"timestamp": now, "type": "response_item", "payload": {
-            "type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}},
-        {"timestamp": now, "type": "event_msg", "payload": {"type": "user_message", "message": prompt,
-                                                             "images": []}},
-        {"timestamp": now, "type": "event_msg", "payload": {"type": "agent_message", "message": answer}},
-        {"timestamp": now, "type": "response_item", "payload": {
-            "type": "message", "role": "assistant", "content": [{"type": "output_text", "text": answer}]}},
+        {
+            "timestamp": now,
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": prompt}],
+            },
+        },
+        {
+            "timestamp": now,
+            "type": "event_msg",
+            "payload": {"type": "user_message", "message": prompt, "images": []},
+        },
+        {
+            "timestamp": now,
+            "type": "event_msg",
+            "payload": {"type": "agent_message", "message": answer},
+        },
+        {
+            "timestamp": now,
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": answer}],
+            },
+        },
     ]
     with open(path, "a", encoding="utf-8") as fh:
         fh.write("".join(json.dumps(r) + "\n" for r in recs))

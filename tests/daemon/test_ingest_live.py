@@ -22,33 +22,57 @@ def test_new_and_appended_transcripts_are_indexed_live(harness: DaemonHarness) -
     harness.write_config()  # neither root exists yet: the daemon watches their parents
     harness.start()
     t0 = time.monotonic()
-    claude = write_claude_session(harness.home, harness.project, [("how do I run the tests?", "Run `npm test`.", None)])
-    codex = write_codex_session(harness.home, harness.project, [("run the linter", "Run `npm run lint`.", None)],
-                                when=dt.datetime.now(dt.timezone.utc))  # a new YYYY/MM/DD folder
-    wait_for(lambda: _sessions("claude_code") and _sessions("codex"), 10, what="both sessions indexed")
+    claude = write_claude_session(
+        harness.home, harness.project, [("how do I run the tests?", "Run `npm test`.", None)]
+    )
+    codex = write_codex_session(
+        harness.home,
+        harness.project,
+        [("run the linter", "Run `npm run lint`.", None)],
+        when=dt.datetime.now(dt.timezone.utc),
+    )  # a new YYYY/MM/DD folder
+    wait_for(
+        lambda: _sessions("claude_code") and _sessions("codex"), 10, what="both sessions indexed"
+    )
     assert time.monotonic() - t0 < 10
-    (c_id, c_n), = _sessions("claude_code")
-    (x_id, x_n), = _sessions("codex")
+    ((c_id, c_n),) = _sessions("claude_code")
+    ((x_id, x_n),) = _sessions("codex")
 
     append_claude_turn(claude, "and the linter?", "Run `npm run lint` too.")
     append_codex_turn(codex, "and the tests?", "Run `npm test` too.")
-    wait_for(lambda: _sessions("claude_code") == [(c_id, c_n + 2)] and _sessions("codex") == [(x_id, x_n + 2)],
-             10, what="appended turns indexed")
+    wait_for(
+        lambda: (
+            _sessions("claude_code") == [(c_id, c_n + 2)]
+            and _sessions("codex") == [(x_id, x_n + 2)]
+        ),
+        10,
+        what="appended turns indexed",
+    )
     texts = {r[0] for r in db_rows("select text from messages")}
     assert "and the linter?" in texts and "and the tests?" in texts
 
     # a later day folder and a second file in an existing project folder
     later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=3)
-    write_codex_session(harness.home, harness.project, [("deploy", "Run `npm run deploy`.", None)], when=later)
-    write_claude_session(harness.home, harness.project, [("build it", "Run `npm run build`.", None)])
-    wait_for(lambda: len(_sessions("codex")) == 2 and len(_sessions("claude_code")) == 2, 10,
-             what="second sessions indexed")
+    write_codex_session(
+        harness.home, harness.project, [("deploy", "Run `npm run deploy`.", None)], when=later
+    )
+    write_claude_session(
+        harness.home, harness.project, [("build it", "Run `npm run build`.", None)]
+    )
+    wait_for(
+        lambda: len(_sessions("codex")) == 2 and len(_sessions("claude_code")) == 2,
+        10,
+        what="second sessions indexed",
+    )
     # offsets always at the end of what was read
     for path, offset, size in db_rows("select path, offset, size from source_files"):
         assert offset == os.path.getsize(path) == size
     st = control.daemon_status()
     assert st["last_ingest"]["files"] >= 1
-    assert {(w["source"], w["state"]) for w in st["watched"]} == {("claude_code", "watching"), ("codex", "watching")}
+    assert {(w["source"], w["state"]) for w in st["watched"]} == {
+        ("claude_code", "watching"),
+        ("codex", "watching"),
+    }
     assert sum(w["sessions"] for w in st["watched"]) == 4
 
 
@@ -65,12 +89,17 @@ def test_ingest_now_through_daemon_and_fallback(harness: DaemonHarness) -> None:
     assert len(_sessions("claude_code")) == 2
 
 
-def test_kill9_during_ingestion_then_restart_loses_and_duplicates_nothing(harness: DaemonHarness) -> None:
+def test_kill9_during_ingestion_then_restart_loses_and_duplicates_nothing(
+    harness: DaemonHarness,
+) -> None:
     harness.write_config(debounce_seconds=0.0)
     n_files, turns = 300, 15
     expected = 0
     for i in range(n_files):
-        t = [(f"task {i} step {j} " + "x" * 200, f"answer {i}.{j} " + "y" * 400, None) for j in range(turns)]
+        t = [
+            (f"task {i} step {j} " + "x" * 200, f"answer {i}.{j} " + "y" * 400, None)
+            for j in range(turns)
+        ]
         write_claude_session(harness.home, harness.project, t)
         expected += 2 * turns
     pid = harness.start()  # its first job: the full incremental pass over these files
@@ -86,12 +115,19 @@ def test_kill9_during_ingestion_then_restart_loses_and_duplicates_nothing(harnes
     assert 0 < before < n_files, "the kill should land part-way through"
     harness.start()
     wait_for(lambda: count() == n_files, 60, what="all sessions")
-    wait_for(lambda: db_rows("select count(*) from messages")[0][0] == expected, 30, what="all messages")
-    assert db_rows("select count(*) from (select 1 from messages group by source, uid "
-                   "having count(*) > 1)") == [(0,)]
-    assert db_rows("select min(n_messages), max(n_messages) from sessions") == [(2 * turns, 2 * turns)]
-    assert db_rows("select count(*) from (select seq from messages group by session_id, seq "
-                   "having count(*) > 1)") == [(0,)]
+    wait_for(
+        lambda: db_rows("select count(*) from messages")[0][0] == expected, 30, what="all messages"
+    )
+    assert db_rows(
+        "select count(*) from (select 1 from messages group by source, uid having count(*) > 1)"
+    ) == [(0,)]
+    assert db_rows("select min(n_messages), max(n_messages) from sessions") == [
+        (2 * turns, 2 * turns)
+    ]
+    assert db_rows(
+        "select count(*) from (select seq from messages group by session_id, seq "
+        "having count(*) > 1)"
+    ) == [(0,)]
     assert db_rows("pragma integrity_check") == [("ok",)]
     for path, offset in db_rows("select path, offset from source_files"):
         assert offset == os.path.getsize(path)
@@ -128,7 +164,9 @@ def test_changed_files_rescan_reads_only_what_changed(harness: DaemonHarness) ->
     b = write_codex_session(harness.home, harness.project, [("q", "a", None)])
     store = open_store()
     try:
-        assert sorted(d._changed_files(store)) == sorted([("claude_code", str(a)), ("codex", str(b))])
+        assert sorted(d._changed_files(store)) == sorted(
+            [("claude_code", str(a)), ("codex", str(b))]
+        )
         for source, p in d._changed_files(store):
             harvest_file(store, d.sources[source], p)
         assert d._changed_files(store) == []
@@ -148,17 +186,26 @@ def test_sessions_written_by_the_real_clis_are_indexed_live(harness: DaemonHarne
     agent_binary("claude"), agent_binary("codex")  # fail under CI when missing
     harness.write_config()
     harness.start()
-    built = build_transcripts(harness.home, harness.project, clis=("claude", "codex"),
-                              include_replay=False,
-                              search_path=f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    built = build_transcripts(
+        harness.home,
+        harness.project,
+        clis=("claude", "codex"),
+        include_replay=False,
+        search_path=f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
     want = {"claude_code": len(built["claude"].sessions), "codex": len(built["codex"].sessions)}
-    wait_for(lambda: all(len(_sessions(s)) >= n for s, n in want.items()), 20,
-             what="the real CLIs' sessions indexed")
+    wait_for(
+        lambda: all(len(_sessions(s)) >= n for s, n in want.items()),
+        20,
+        what="the real CLIs' sessions indexed",
+    )
     prompts = {r[0] for r in db_rows("select text from messages where kind = 'prompt'")}
     assert any("install" in p.lower() for p in prompts), prompts
 
 
-def test_rescan_reads_again_a_unit_left_pending(harness: DaemonHarness, tmp_path, monkeypatch) -> None:
+def test_rescan_reads_again_a_unit_left_pending(
+    harness: DaemonHarness, tmp_path, monkeypatch
+) -> None:
     """An OpenCode answer still streaming leaves its unit `pending`: the periodic rescan picks
     it up again though no file changed, until the answer is settled."""
     import time as _time
@@ -172,11 +219,20 @@ def test_rescan_reads_again_a_unit_left_pending(harness: DaemonHarness, tmp_path
 
     root = tmp_path / "opencode"
     now = int(_time.time() * 1000)
-    unit = _tree_session(root, "ses_live", [
-        ({"id": "m_u", "role": "user", "time": {"created": now}}, [{"type": "text", "text": "lint it"}]),
-        ({"id": "m_a", "role": "assistant", "time": {"created": now + 1}},
-         [{"type": "text", "text": "Running ruff", "time": {"start": now + 2}}]),
-    ])
+    unit = _tree_session(
+        root,
+        "ses_live",
+        [
+            (
+                {"id": "m_u", "role": "user", "time": {"created": now}},
+                [{"type": "text", "text": "lint it"}],
+            ),
+            (
+                {"id": "m_a", "role": "assistant", "time": {"created": now + 1}},
+                [{"type": "text", "text": "Running ruff", "time": {"start": now + 2}}],
+            ),
+        ],
+    )
     d = Daemon()
     d.sources = {"opencode": get_source("opencode")}
     d.roots = [("opencode", root)]

@@ -43,7 +43,8 @@ def test_start_twice_status_stop(harness: DaemonHarness) -> None:
 
 
 def test_start_with_another_config_is_refused_and_a_changed_config_shows_in_status(
-        harness: DaemonHarness, tmp_path) -> None:
+    harness: DaemonHarness, tmp_path
+) -> None:
     path = harness.write_config()
     pid = harness.start()
     other = tmp_path / "other.toml"
@@ -89,7 +90,9 @@ def test_start_reports_config_error(harness: DaemonHarness) -> None:
     assert process.running_pid() is None
 
 
-def test_stop_interrupts_night_and_kills_children(harness: DaemonHarness, sim_proxy: GatedProxy) -> None:
+def test_stop_interrupts_night_and_kills_children(
+    harness: DaemonHarness, sim_proxy: GatedProxy
+) -> None:
     harness.write_demo_sessions()
     live = harness.write_live_skill()
     harness.night_config(sim_proxy.url)
@@ -111,7 +114,9 @@ def test_service_install_writes_systemd_unit(harness: DaemonHarness) -> None:
     if units.platform_kind() != "systemd":
         pytest.skip("Linux only")
     codex_home = harness.home / "codex-elsewhere"
-    harness.env.update(CODEX_HOME=str(codex_home), SKILLOPT_SLEEP_TARGET__API_KEY="sk-never-in-a-unit")
+    harness.env.update(
+        CODEX_HOME=str(codex_home), SKILLOPT_SLEEP_TARGET__API_KEY="sk-never-in-a-unit"
+    )
     proc = harness.cli("service", "install")
     path = units.unit_path("systemd")
     assert str(path) in proc.stdout and path.is_relative_to(harness.home)
@@ -125,8 +130,13 @@ def test_service_install_writes_systemd_unit(harness: DaemonHarness) -> None:
     assert exec_line.endswith(" start --foreground")
     assert "KillMode=mixed" in text and "Restart=on-failure" in text
     if shutil.which("systemd-analyze"):
-        v = subprocess.run(["systemd-analyze", "verify", str(path)], capture_output=True, text=True,
-                           timeout=60, env=harness.env)
+        v = subprocess.run(
+            ["systemd-analyze", "verify", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=harness.env,
+        )
         assert v.returncode == 0, v.stdout + v.stderr
     out = harness.cli("service", "uninstall").stdout
     assert "removed systemd service" in out and not path.exists()
@@ -156,8 +166,11 @@ def test_service_unit_carries_the_state_folder_and_path(monkeypatch, tmp_path):
     assert f'Environment="PATH={tmp_path}/node bin:/usr/bin:/bin"\n' in text
     assert f"Environment=SKILLOPT_SLEEP_HOME={tmp_path}/skillopt-home\n" in text
     if shutil.which("systemd-analyze", path="/usr/bin:/bin"):
-        proc = subprocess.run(["/usr/bin/systemd-analyze", "verify", "--user", str(res.path)],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            ["/usr/bin/systemd-analyze", "verify", "--user", str(res.path)],
+            capture_output=True,
+            text=True,
+        )
         assert "Environment" not in proc.stderr, proc.stderr
     plist = units.render_launchd(["/x"], {"PATH": "/a"})
     assert "<key>EnvironmentVariables</key>\n    <dict>\n        <key>PATH</key>" in plist
@@ -167,9 +180,13 @@ def test_systemd_unit_escapes_specifiers_and_variables() -> None:
     """systemd.unit(5): `%` starts a specifier (`%%` is a literal one); systemd.service(5):
     `$` in ExecStart= expands a variable (`$$` is a literal one). Paths holding either must
     reach the daemon as written."""
-    text = units.render_systemd(["/opt/my tools/skillopt-sleep", "--config", "/home/u/50%off/$cfg.toml"],
-                                {"SKILLOPT_SLEEP_HOME": "/home/u/state 100%"})
+    text = units.render_systemd(
+        ["/opt/my tools/skillopt-sleep", "--config", "/home/u/50%off/$cfg.toml"],
+        {"SKILLOPT_SLEEP_HOME": "/home/u/state 100%"},
+    )
     exec_line = next(ln for ln in text.splitlines() if ln.startswith("ExecStart="))
-    assert exec_line == ('ExecStart="/opt/my tools/skillopt-sleep" --config "/home/u/50%%off/$$cfg.toml" '
-                         "start --foreground")
+    assert exec_line == (
+        'ExecStart="/opt/my tools/skillopt-sleep" --config "/home/u/50%%off/$$cfg.toml" '
+        "start --foreground"
+    )
     assert 'Environment="SKILLOPT_SLEEP_HOME=/home/u/state 100%%"' in text

@@ -25,8 +25,9 @@ def _hms(delta_seconds: float) -> str:
     return (dt.datetime.now() + dt.timedelta(seconds=delta_seconds)).strftime("%H:%M:%S")
 
 
-def test_run_now_stages_a_proposal_and_a_second_is_refused(harness: DaemonHarness,
-                                                           sim_proxy: GatedProxy) -> None:
+def test_run_now_stages_a_proposal_and_a_second_is_refused(
+    harness: DaemonHarness, sim_proxy: GatedProxy
+) -> None:
     harness.write_demo_sessions()
     live = harness.write_live_skill()
     harness.night_config(sim_proxy.url)
@@ -41,7 +42,7 @@ def test_run_now_stages_a_proposal_and_a_second_is_refused(harness: DaemonHarnes
     assert cli.returncode == 1 and "a night is running (started" in cli.stderr
     sim_proxy.open()
     wait_for(lambda: _nights() and _nights()[0][1] != "running", 60, what="the night to finish")
-    (nid, status, trigger, proposal), = _nights()
+    ((nid, status, trigger, proposal),) = _nights()
     assert (status, trigger) == ("succeeded", "mcp") and proposal
     assert db_rows("select status from proposals where id = ?", (proposal,)) == [("staged",)]
     assert harness.skill.read_bytes() == live  # staged, never written live
@@ -54,8 +55,9 @@ def test_run_now_stages_a_proposal_and_a_second_is_refused(harness: DaemonHarnes
     assert len(_nights()) == 2
 
 
-def test_plain_cli_run_goes_through_the_running_daemon(harness: DaemonHarness,
-                                                      sim_proxy: GatedProxy) -> None:
+def test_plain_cli_run_goes_through_the_running_daemon(
+    harness: DaemonHarness, sim_proxy: GatedProxy
+) -> None:
     harness.write_demo_sessions()
     harness.night_config(sim_proxy.url)
     sim_proxy.open()
@@ -63,22 +65,32 @@ def test_plain_cli_run_goes_through_the_running_daemon(harness: DaemonHarness,
     proc = harness.cli("run", "--json", timeout=120)
     result = json.loads(proc.stdout)
     assert result["via"] == "daemon" and result["status"] == "succeeded"
-    (nid, status, trigger, proposal), = _nights()
-    assert (nid, status, trigger, proposal) == (result["night_id"], "succeeded", "cli",
-                                               result["proposal_id"])
+    ((nid, status, trigger, proposal),) = _nights()
+    assert (nid, status, trigger, proposal) == (
+        result["night_id"],
+        "succeeded",
+        "cli",
+        result["proposal_id"],
+    )
     human = harness.cli("run", timeout=120)
     assert "(run by the daemon)" in human.stdout
     # a settings variable in the caller's environment: the daemon would not see it, so the
     # night runs in this process (and fails on the unknown model, as it must)
     env = dict(harness.env, SKILLOPT_SLEEP_TARGET__MODEL="no-such-model")
-    proc = subprocess.run([sys.executable, "-m", "skillopt_sleep", "run"], env=env, text=True,
-                          capture_output=True, timeout=120, cwd=str(harness.project))
+    proc = subprocess.run(
+        [sys.executable, "-m", "skillopt_sleep", "run"],
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=120,
+        cwd=str(harness.project),
+    )
     assert "run by the daemon" not in proc.stdout
 
 
-def test_a_plain_run_is_not_handed_to_a_daemon_with_another_config(harness: DaemonHarness,
-                                                                   sim_proxy: GatedProxy,
-                                                                   tmp_path) -> None:
+def test_a_plain_run_is_not_handed_to_a_daemon_with_another_config(
+    harness: DaemonHarness, sim_proxy: GatedProxy, tmp_path
+) -> None:
     harness.write_demo_sessions()
     default = harness.night_config(sim_proxy.url)
     other = tmp_path / "other.toml"
@@ -87,7 +99,10 @@ def test_a_plain_run_is_not_handed_to_a_daemon_with_another_config(harness: Daem
     started = harness.cli("--config", str(other), "start")
     assert "started (pid" in started.stdout
     proc = harness.cli("run", timeout=120, check=False)
-    assert f"the daemon runs with another config ({other.resolve()}): running the night here" in proc.stderr
+    assert (
+        f"the daemon runs with another config ({other.resolve()}): running the night here"
+        in proc.stderr
+    )
     assert "run by the daemon" not in proc.stdout and proc.returncode == 0, proc.stderr
     [(nid, status, trigger, _)] = _nights()
     assert (status, trigger) == ("succeeded", "cli")
@@ -103,14 +118,16 @@ def test_scheduler_triggered_night(harness: DaemonHarness, sim_proxy: GatedProxy
     assert not status["next_night"]["pending"]
     assert _nights() == []  # the first start never "catches up"
     wait_for(lambda: _nights() and _nights()[0][1] != "running", 60, what="the scheduled night")
-    (nid, status_, trigger, proposal), = _nights()
+    ((nid, status_, trigger, proposal),) = _nights()
     assert (status_, trigger) == ("succeeded", "schedule") and proposal
     st = control.daemon_status()
     assert st["last_scheduled"]["trigger"] == "schedule"
     assert st["next_night"]["pending"] is False
 
 
-def test_missed_night_catch_up_runs_exactly_once(harness: DaemonHarness, sim_proxy: GatedProxy) -> None:
+def test_missed_night_catch_up_runs_exactly_once(
+    harness: DaemonHarness, sim_proxy: GatedProxy
+) -> None:
     harness.write_demo_sessions()
     sim_proxy.open()
     harness.night_config(sim_proxy.url, schedule=_hms(3 * 3600), misfire_grace_seconds=5)
@@ -130,12 +147,16 @@ def test_missed_night_catch_up_runs_exactly_once(harness: DaemonHarness, sim_pro
     assert len(_nights()) == 1
 
 
-def test_kill9_during_night_marks_it_interrupted(harness: DaemonHarness, sim_proxy: GatedProxy) -> None:
+def test_kill9_during_night_marks_it_interrupted(
+    harness: DaemonHarness, sim_proxy: GatedProxy
+) -> None:
     harness.write_demo_sessions()
     live = harness.write_live_skill()
     harness.night_config(sim_proxy.url)
     pid = harness.start()
-    wait_for(lambda: db_rows("select count(*) from sessions") == [(11,)], 20, what="sessions ingested")
+    wait_for(
+        lambda: db_rows("select count(*) from sessions") == [(11,)], 20, what="sessions ingested"
+    )
     sessions_before = db_rows("select id, n_messages from sessions order by id")
     reply = control.run_now(wait=False)
     worker = reply["pid"]
@@ -143,13 +164,19 @@ def test_kill9_during_night_marks_it_interrupted(harness: DaemonHarness, sim_pro
     assert _nights()[0][1] == "running"
     harness.kill9(pid)
     # the worker dies with the daemon (parent-death signal), releasing the night lock
-    wait_for(lambda: not psutil.pid_exists(worker) or psutil.Process(worker).status() == psutil.STATUS_ZOMBIE,
-             30, what="the night worker to die")
+    wait_for(
+        lambda: (
+            not psutil.pid_exists(worker) or psutil.Process(worker).status() == psutil.STATUS_ZOMBIE
+        ),
+        30,
+        what="the night worker to die",
+    )
     harness.start()
     try:
         wait_for(lambda: _nights()[0][1] == "interrupted", 20, what="the night marked interrupted")
     except AssertionError:
         from skillopt_sleep import paths
+
         log = (paths.state_dir() / "night.log").read_text()[-3000:]
         dlog = (paths.state_dir() / "daemon.log").read_text()[-3000:]
         rows = db_rows("select id, status, pid, error from nights")
@@ -166,9 +193,9 @@ def test_kill9_during_night_marks_it_interrupted(harness: DaemonHarness, sim_pro
 
 
 @pytest.mark.parametrize("same_config", [True, False])
-def test_mcp_run_night_goes_to_the_daemon_only_with_the_same_config(harness: DaemonHarness,
-                                                                   sim_proxy: GatedProxy,
-                                                                   tmp_path, same_config) -> None:
+def test_mcp_run_night_goes_to_the_daemon_only_with_the_same_config(
+    harness: DaemonHarness, sim_proxy: GatedProxy, tmp_path, same_config
+) -> None:
     """An agent's `run_night` through the MCP server (a real stdio client): handed to the
     running daemon when it was started with the server's config file, run in the server's
     own process when the daemon runs with another one."""
@@ -186,8 +213,12 @@ def test_mcp_run_night_goes_to_the_daemon_only_with_the_same_config(harness: Dae
         assert "started (pid" in harness.cli("--config", str(other), "start").stdout
 
     async def body() -> dict:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "skillopt_sleep", "mcp"],
-                                       env=harness.env, cwd=str(harness.project))
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "skillopt_sleep", "mcp"],
+            env=harness.env,
+            cwd=str(harness.project),
+        )
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as s:
                 await s.initialize()
@@ -201,7 +232,9 @@ def test_mcp_run_night_goes_to_the_daemon_only_with_the_same_config(harness: Dae
     [(nid, status, trigger, _)] = _nights()
     assert nid == started["night_id"] and status == "succeeded" and trigger == "mcp"
     if same_config:  # the daemon records the worker's result once it has exited
-        wait_for(lambda: control.daemon_status()["last_daemon_night"], 30, what="the daemon's record")
+        wait_for(
+            lambda: control.daemon_status()["last_daemon_night"], 30, what="the daemon's record"
+        )
     ran = control.daemon_status()["last_daemon_night"]
     if same_config:
         assert ran and ran["ok"] and ran["result"]["night_id"] == nid

@@ -30,8 +30,9 @@ def _sched(clock: FakeClock, launches: list[str], **kw) -> NightScheduler:
         launches.append(trigger)
         return {"ok": True}
 
-    return NightScheduler(schedule=kw.pop("schedule", "03:00"), launch=launch, clock=clock,
-                          use_cron=False, **kw)
+    return NightScheduler(
+        schedule=kw.pop("schedule", "03:00"), launch=launch, clock=clock, use_cron=False, **kw
+    )
 
 
 def test_slots() -> None:
@@ -101,8 +102,14 @@ def test_idle_and_mains_conditions_postpone_but_keep_the_slot() -> None:
     launches: list[str] = []
     activity = {"at": dt.datetime(2026, 3, 10, 2, 55, tzinfo=TZ)}
     plugged = {"on": False}
-    s = _sched(clock, launches, idle_minutes=30, require_mains=True,
-               last_activity=lambda: activity["at"], power=lambda: plugged["on"])
+    s = _sched(
+        clock,
+        launches,
+        idle_minutes=30,
+        require_mains=True,
+        last_activity=lambda: activity["at"],
+        power=lambda: plugged["on"],
+    )
     clock.advance(hours=1, minutes=1)  # 03:01
     assert s.tick("cron") is None and "mains" in s.waiting
     plugged["on"] = True

@@ -33,18 +33,25 @@ def test_missing_roots_sharing_a_parent_are_armed_when_created(tmp_path: Path) -
     dirs: list[tuple[str, Path]] = []
     home = tmp_path / "h"
     home.mkdir()
-    roots = [("codex", home / ".codex" / "sessions"), ("codex", home / ".codex" / "archived"),
-             ("claude_code", home / ".claude" / "projects")]
-    w = Watcher(roots, on_file=lambda s, p: files.append((s, p)),
-                on_dir=lambda s, p: dirs.append((s, p))).start()
+    roots = [
+        ("codex", home / ".codex" / "sessions"),
+        ("codex", home / ".codex" / "archived"),
+        ("claude_code", home / ".claude" / "projects"),
+    ]
+    w = Watcher(
+        roots, on_file=lambda s, p: files.append((s, p)), on_dir=lambda s, p: dirs.append((s, p))
+    ).start()
     try:
         assert {r["state"] for r in w.status()} == {"waiting"}
         day = roots[0][1] / "2026" / "11" / "30"
         day.mkdir(parents=True)
         (day / "rollout-a.jsonl").write_text("{}\n")
         (roots[2][1] / "p").mkdir(parents=True)
-        wait_for(lambda: [r["state"] for r in w.status()] == ["watching", "waiting", "watching"], 10,
-                 what="roots armed")
+        wait_for(
+            lambda: [r["state"] for r in w.status()] == ["watching", "waiting", "watching"],
+            10,
+            what="roots armed",
+        )
         # the appearance of a root is reported as a folder to scan
         wait_for(lambda: ("codex", roots[0][1]) in dirs, 5, what="scan request")
         f = roots[2][1] / "p" / "s.jsonl"
@@ -54,10 +61,18 @@ def test_missing_roots_sharing_a_parent_are_armed_when_created(tmp_path: Path) -
         new_day.mkdir(parents=True)
         g = new_day / "rollout-b.jsonl"
         g.write_text("{}\n")
-        wait_for(lambda: ("codex", g) in files or any(d == new_day or new_day.is_relative_to(d) for _, d in dirs),
-                 5, what="new day folder covered")
+        wait_for(
+            lambda: (
+                ("codex", g) in files
+                or any(d == new_day or new_day.is_relative_to(d) for _, d in dirs)
+            ),
+            5,
+            what="new day folder covered",
+        )
         roots[1][1].mkdir(parents=True)
-        wait_for(lambda: [r["state"] for r in w.status()] == ["watching"] * 3, 10, what="all watching")
+        wait_for(
+            lambda: [r["state"] for r in w.status()] == ["watching"] * 3, 10, what="all watching"
+        )
     finally:
         w.stop()
 

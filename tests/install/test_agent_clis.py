@@ -27,7 +27,8 @@ BIN = ROOT / "node_modules" / ".bin"
 PLUGIN = ROOT / "plugins" / "claude-code"
 TIMEOUT = 180
 CLAUDE_TOOL = "mcp__plugin_skillopt-sleep_skillopt-sleep__sleep_status"
-PERSONA = """
+PERSONA = (
+    """
 name = "install-tests"
 default_answer = "No idea: {prompt}"
 
@@ -38,7 +39,9 @@ text = "The sleep status is above."
 # in a Responses "namespace" mcp__<server, - as _>, which the simulator flattens to <ns>__<tool>
 tool = ["%s", "mcp__skillopt_sleep__sleep_status"]
 tool_input = {}
-""" % CLAUDE_TOOL
+"""
+    % CLAUDE_TOOL
+)
 
 
 def binary(name: str) -> str:
@@ -48,18 +51,36 @@ def binary(name: str) -> str:
 def base_env(home: Path, **extra: str) -> dict[str, str]:
     """No inherited keys or agent settings; this interpreter's scripts dir first on PATH so
     the agents start *this* `skillopt-sleep mcp`."""
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "/usr/bin:/bin")])
-    env = {"PATH": path, "HOME": str(home), "LANG": "C.UTF-8", "NO_COLOR": "1",
-           "NO_PROXY": "127.0.0.1,localhost", "SKILLOPT_SLEEP_HOME": os.environ["SKILLOPT_SLEEP_HOME"]}
+    path = os.pathsep.join(
+        [str(Path(sys.executable).parent), os.environ.get("PATH", "/usr/bin:/bin")]
+    )
+    env = {
+        "PATH": path,
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "NO_COLOR": "1",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "SKILLOPT_SLEEP_HOME": os.environ["SKILLOPT_SLEEP_HOME"],
+    }
     env.update(extra)
     return env
 
 
-def run(argv: list[str], env: dict[str, str], cwd: Path | None = None,
-        timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{argv[:3]} exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+def run(
+    argv: list[str], env: dict[str, str], cwd: Path | None = None, timeout: float = TIMEOUT
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, (
+        f"{argv[:3]} exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    )
     return proc
 
 
@@ -98,13 +119,23 @@ def workdir(tmp_path: Path) -> Path:
 def claude_env(home: Path, sim: Simulator) -> dict[str, str]:
     # ENABLE_TOOL_SEARCH=false: offer MCP tools directly instead of behind ToolSearch;
     # MCP_CONNECTION_NONBLOCKING=false: -p waits for the MCP servers before the first request
-    return base_env(home, ANTHROPIC_BASE_URL=sim.url, ANTHROPIC_API_KEY="sim-key",
-                    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
-                    ENABLE_TOOL_SEARCH="false", MCP_CONNECTION_NONBLOCKING="false")
+    return base_env(
+        home,
+        ANTHROPIC_BASE_URL=sim.url,
+        ANTHROPIC_API_KEY="sim-key",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_AUTOUPDATER="1",
+        ENABLE_TOOL_SEARCH="false",
+        MCP_CONNECTION_NONBLOCKING="false",
+    )
 
 
 def claude_p(home: Path, sim: Simulator, cwd: Path, prompt: str, *extra: str) -> dict:
-    proc = run([binary("claude"), "-p", prompt, "--output-format", "json", *extra], claude_env(home, sim), cwd)
+    proc = run(
+        [binary("claude"), "-p", prompt, "--output-format", "json", *extra],
+        claude_env(home, sim),
+        cwd,
+    )
     return json.loads(proc.stdout)
 
 
@@ -121,10 +152,11 @@ def codex_home(home: Path, sim: Simulator) -> Path:
         '# my codex config\nmodel = "sim"\nmodel_provider = "sim"  # the simulator\n'
         # wait for MCP servers before the first model request (a cold `skillopt-sleep mcp`
         # takes ~1.5 s to import the MCP SDK; codex's default grace is shorter)
-        'mcp_optional_startup_grace_ms = 30000\n\n'
+        "mcp_optional_startup_grace_ms = 30000\n\n"
         f'[model_providers.sim]\nname = "Simulator"\nbase_url = "{sim.url}/v1"\n'
         'wire_api = "responses"\nenv_key = "SIM_API_KEY"\n\n'
-        '[mcp_servers.other]\ncommand = "other-mcp-server"  # never started: disabled\nenabled = false\n')
+        '[mcp_servers.other]\ncommand = "other-mcp-server"  # never started: disabled\nenabled = false\n'
+    )
     return ch
 
 
@@ -135,16 +167,24 @@ def test_claude_plugin_validate_passes() -> None:
         proc = run([binary("claude"), "plugin", "validate", "--strict", str(target)], env)
         assert "Validation passed" in proc.stdout
     out = run([binary("claude"), "plugin", "validate", str(PLUGIN)], env).stdout
-    for part in ("SessionEnd", "mcpServers: skillopt-sleep", "skills: skillopt-sleep:skillopt-sleep",
-                 "commands: skillopt-sleep:status", "commands: skillopt-sleep:review",
-                 "commands: skillopt-sleep:adopt", "commands: skillopt-sleep:run"):
+    for part in (
+        "SessionEnd",
+        "mcpServers: skillopt-sleep",
+        "skills: skillopt-sleep:skillopt-sleep",
+        "commands: skillopt-sleep:status",
+        "commands: skillopt-sleep:review",
+        "commands: skillopt-sleep:adopt",
+        "commands: skillopt-sleep:run",
+    ):
         assert part in out
 
 
 def test_claude_marketplace_add_and_plugin_install(isolated_home: Path) -> None:
     env = base_env(isolated_home)
     run([binary("claude"), "plugin", "marketplace", "add", str(PLUGIN)], env, isolated_home)
-    run([binary("claude"), "plugin", "install", "skillopt-sleep@skillopt-sleep"], env, isolated_home)
+    run(
+        [binary("claude"), "plugin", "install", "skillopt-sleep@skillopt-sleep"], env, isolated_home
+    )
     listing = run([binary("claude"), "plugin", "list"], env, isolated_home).stdout
     assert "skillopt-sleep@skillopt-sleep" in listing and "enabled" in listing
     settings = json.loads((isolated_home / ".claude" / "settings.json").read_text())
@@ -152,41 +192,66 @@ def test_claude_marketplace_add_and_plugin_install(isolated_home: Path) -> None:
 
 
 @pytest.mark.parametrize("how", ["skillopt-sleep install", "claude plugin marketplace"])
-def test_claude_p_calls_the_plugins_mcp_tool_after_install(how: str, isolated_home: Path,
-                                                           sim: Simulator, workdir: Path) -> None:
+def test_claude_p_calls_the_plugins_mcp_tool_after_install(
+    how: str, isolated_home: Path, sim: Simulator, workdir: Path
+) -> None:
     env = base_env(isolated_home)
     if how == "skillopt-sleep install":
         run([sys.executable, "-m", "skillopt_sleep", "install", "claude-code"], env)
     else:  # Claude Code's own route: marketplace add, then plugin install
         run([binary("claude"), "plugin", "marketplace", "add", str(PLUGIN)], env, isolated_home)
-        run([binary("claude"), "plugin", "install", "skillopt-sleep@skillopt-sleep"], env, isolated_home)
-    out = claude_p(isolated_home, sim, workdir, "what is the sleep status?", "--allowedTools", CLAUDE_TOOL)
+        run(
+            [binary("claude"), "plugin", "install", "skillopt-sleep@skillopt-sleep"],
+            env,
+            isolated_home,
+        )
+    out = claude_p(
+        isolated_home, sim, workdir, "what is the sleep status?", "--allowedTools", CLAUDE_TOOL
+    )
     assert out["result"] == "The sleep status is above."
     called = [r["tool"] for r in sim.stats.requests if r["endpoint"] == "/messages"]
     assert called.count(CLAUDE_TOOL) == 1 and called[-1] is None, sim.stats.requests
     offered = next(r["tools"] for r in sim.stats.requests if r["endpoint"] == "/messages")
-    assert {f"mcp__plugin_skillopt-sleep_skillopt-sleep__{t}" for t in (
-        "sleep_status", "get_proposal", "adopt_proposal", "run_night")} <= set(offered)
+    assert {
+        f"mcp__plugin_skillopt-sleep_skillopt-sleep__{t}"
+        for t in ("sleep_status", "get_proposal", "adopt_proposal", "run_night")
+    } <= set(offered)
     # the tool ran: its result (the real server's status of this store) is in the transcript
-    results = [c for e in transcript(isolated_home, out["session_id"]) if e.get("type") == "user"
-               for c in (e["message"].get("content") or []) if isinstance(c, dict) and c.get("type") == "tool_result"]
+    results = [
+        c
+        for e in transcript(isolated_home, out["session_id"])
+        if e.get("type") == "user"
+        for c in (e["message"].get("content") or [])
+        if isinstance(c, dict) and c.get("type") == "tool_result"
+    ]
     assert len(results) == 1 and not results[0].get("is_error"), results
     text = json.dumps(results[0]["content"])
-    assert "pending_proposals" in text and os.environ["SKILLOPT_SLEEP_HOME"] in text.replace("\\\\", "\\")
+    assert "pending_proposals" in text and os.environ["SKILLOPT_SLEEP_HOME"] in text.replace(
+        "\\\\", "\\"
+    )
     assert "pending_proposals" in sim.brain.texts[-1]  # and it was sent back to the model
 
 
-def test_session_end_hook_reaches_the_running_daemon(isolated_home: Path, sim: Simulator,
-                                                     workdir: Path) -> None:
+def test_session_end_hook_reaches_the_running_daemon(
+    isolated_home: Path, sim: Simulator, workdir: Path
+) -> None:
     from skillopt_sleep import paths
     from skillopt_sleep.daemon.control import daemon_status
 
     cfg = paths.config_file()
     cfg.parent.mkdir(parents=True, exist_ok=True)
-    cfg.write_text(tomlkit.dumps({
-        "sources": {"claude_code": {"roots": [str(isolated_home / ".claude" / "projects")]},
-                    "codex": {"roots": [str(isolated_home / ".codex" / "sessions")]}},
-        "rescan_seconds": 3600, "schedule": "03:00"}))
+    cfg.write_text(
+        tomlkit.dumps(
+            {
+                "sources": {
+                    "claude_code": {"roots": [str(isolated_home / ".claude" / "projects")]},
+                    "codex": {"roots": [str(isolated_home / ".codex" / "sessions")]},
+                },
+                "rescan_seconds": 3600,
+                "schedule": "03:00",
+            }
+        )
+    )
     env = base_env(isolated_home, SKILLOPT_DAEMON_QUIET="1")
     run([sys.executable, "-m", "skillopt_sleep", "install", "claude-code"], env)
     run([sys.executable, "-m", "skillopt_sleep", "start"], env, timeout=90)
@@ -203,7 +268,11 @@ def test_session_end_hook_reaches_the_running_daemon(isolated_home: Path, sim: S
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             last = daemon_status().get("last_ingest") or {}
-            if last.get("full") and last != fulls_before and last.get("at") != fulls_before.get("at"):
+            if (
+                last.get("full")
+                and last != fulls_before
+                and last.get("at") != fulls_before.get("at")
+            ):
                 break
             time.sleep(0.1)
         else:
@@ -212,17 +281,24 @@ def test_session_end_hook_reaches_the_running_daemon(isolated_home: Path, sim: S
         from skillopt_sleep.store import Store
 
         store = Store(paths.db_path())
-        prompts = [m["text"] for m in store.rows("messages", "source = 'claude_code' and kind = 'prompt'")]
+        prompts = [
+            m["text"] for m in store.rows("messages", "source = 'claude_code' and kind = 'prompt'")
+        ]
         store.close()
         assert "hello there" in prompts, prompts
     finally:
-        subprocess.run([sys.executable, "-m", "skillopt_sleep", "stop"], env=env, capture_output=True,
-                       timeout=90)
+        subprocess.run(
+            [sys.executable, "-m", "skillopt_sleep", "stop"],
+            env=env,
+            capture_output=True,
+            timeout=90,
+        )
 
 
 # ----------------------------------------------------------------------------- Codex
-def test_codex_mcp_list_shows_the_server_and_the_config_keeps_everything(isolated_home: Path,
-                                                                          sim: Simulator) -> None:
+def test_codex_mcp_list_shows_the_server_and_the_config_keeps_everything(
+    isolated_home: Path, sim: Simulator
+) -> None:
     ch = codex_home(isolated_home, sim)
     original = (ch / "config.toml").read_bytes()
     env = base_env(isolated_home, CODEX_HOME=str(ch))
@@ -239,12 +315,15 @@ def test_codex_mcp_list_shows_the_server_and_the_config_keeps_everything(isolate
     assert json.loads(second)["changed"] is False
     run([sys.executable, "-m", "skillopt_sleep", "uninstall", "codex"], env)
     assert (ch / "config.toml").read_bytes() == original
-    assert sorted(p.name for p in ch.iterdir()) == ["config.toml"] or \
-        "skillopt-sleep" not in (ch / "config.toml").read_text()
+    assert (
+        sorted(p.name for p in ch.iterdir()) == ["config.toml"]
+        or "skillopt-sleep" not in (ch / "config.toml").read_text()
+    )
 
 
-def test_codex_ignores_a_project_install_until_the_project_is_trusted(isolated_home: Path,
-                                                                       tmp_path: Path) -> None:
+def test_codex_ignores_a_project_install_until_the_project_is_trusted(
+    isolated_home: Path, tmp_path: Path
+) -> None:
     """`install codex --project DIR` never trusts DIR; the note's exact lines, added to
     $CODEX_HOME/config.toml, are what makes codex load DIR/.codex/config.toml."""
     ch = isolated_home / "codex-home"
@@ -252,11 +331,28 @@ def test_codex_ignores_a_project_install_until_the_project_is_trusted(isolated_h
     project = tmp_path / "webapp"
     project.mkdir()
     env = base_env(isolated_home, CODEX_HOME=str(ch))
-    report = json.loads(run([sys.executable, "-m", "skillopt_sleep", "install", "codex", "--project",
-                             str(project), "--json"], env).stdout)
+    report = json.loads(
+        run(
+            [
+                sys.executable,
+                "-m",
+                "skillopt_sleep",
+                "install",
+                "codex",
+                "--project",
+                str(project),
+                "--json",
+            ],
+            env,
+        ).stdout
+    )
     assert not (ch / "config.toml").exists()  # no trust setting written for the user
-    listed = lambda: {s["name"] for s in json.loads(  # noqa: E731
-        run([binary("codex"), "mcp", "list", "--json"], env, project).stdout)}
+    listed = lambda: {
+        s["name"]
+        for s in json.loads(
+            run([binary("codex"), "mcp", "list", "--json"], env, project).stdout
+        )
+    }
     assert "skillopt-sleep" not in listed()
     note = next(n for n in report["notes"] if "trust" in n)
     lines = [ln.strip() for ln in note.splitlines()[1:]]
@@ -269,8 +365,17 @@ def test_codex_exec_calls_the_mcp_tool(isolated_home: Path, sim: Simulator, work
     ch = codex_home(isolated_home, sim)
     env = base_env(isolated_home, CODEX_HOME=str(ch), SIM_API_KEY="sim-key")
     run([sys.executable, "-m", "skillopt_sleep", "install", "codex"], env)
-    proc = run([binary("codex"), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
-                "what is the sleep status?"], env, workdir)
+    proc = run(
+        [
+            binary("codex"),
+            "exec",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "what is the sleep status?",
+        ],
+        env,
+        workdir,
+    )
     assert proc.stdout.strip() == "The sleep status is above.", proc.stderr[-3000:]
     tools = [r["tool"] for r in sim.stats.requests if r["endpoint"] == "/responses"]
     assert tools[0] == "mcp__skillopt_sleep__sleep_status", proc.stderr[-3000:]
@@ -319,20 +424,26 @@ def adopt_a_real_proposal(home: Path, agent: str) -> Path:
     return target
 
 
-def test_adopted_skill_is_in_claude_codes_skill_listing(isolated_home: Path, sim: Simulator,
-                                                        workdir: Path) -> None:
+def test_adopted_skill_is_in_claude_codes_skill_listing(
+    isolated_home: Path, sim: Simulator, workdir: Path
+) -> None:
     target = adopt_a_real_proposal(isolated_home, "claude_code")
     assert target == isolated_home / ".claude" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
     claude_p(isolated_home, sim, workdir, "hello")
-    assert any("skillopt-sleep-learned" in t for t in sim.brain.texts), "skill not listed to the model"
+    assert any("skillopt-sleep-learned" in t for t in sim.brain.texts), (
+        "skill not listed to the model"
+    )
 
 
-def test_adopted_skill_is_in_codexs_skill_listing(isolated_home: Path, sim: Simulator, workdir: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_adopted_skill_is_in_codexs_skill_listing(
+    isolated_home: Path, sim: Simulator, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ch = codex_home(isolated_home, sim)
     monkeypatch.setenv("CODEX_HOME", str(ch))
     target = adopt_a_real_proposal(isolated_home, "codex")
     assert target == ch / "skills" / "skillopt-sleep-learned" / "SKILL.md"
     env = base_env(isolated_home, CODEX_HOME=str(ch), SIM_API_KEY="sim-key")
     run([binary("codex"), "exec", "--skip-git-repo-check", "hello"], env, workdir)
-    assert any("skillopt-sleep-learned" in t for t in sim.brain.texts), "skill not listed to the model"
+    assert any("skillopt-sleep-learned" in t for t in sim.brain.texts), (
+        "skill not listed to the model"
+    )

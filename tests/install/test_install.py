@@ -15,9 +15,16 @@ import pytest
 import tomlkit
 
 from skillopt_sleep.config import DocumentConfig
-from skillopt_sleep.install import (AGENTS, InstallError, install, plugins_root, session_end_hook,
-                                    state_folder, uninstall)
-from skillopt_sleep.install import jsonedit
+from skillopt_sleep.install import (
+    AGENTS,
+    InstallError,
+    install,
+    jsonedit,
+    plugins_root,
+    session_end_hook,
+    state_folder,
+    uninstall,
+)
 from skillopt_sleep.night.document import SKILL_NAME, resolve_target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +52,9 @@ AGENTS_MD = "# My rules\n\n- Keep answers short.\n"
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def dirs(root: Path) -> set[str]:
@@ -72,7 +81,9 @@ def agent_homes(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_install_twice_changes_nothing_and_uninstall_restores_every_byte(agent: str, agent_homes: Path) -> None:
+def test_install_twice_changes_nothing_and_uninstall_restores_every_byte(
+    agent: str, agent_homes: Path
+) -> None:
     before, before_dirs = snapshot(agent_homes), dirs(agent_homes)
     first = install(agent)
     assert first.changed and all(c.action in ("create", "update") for c in first.changes)
@@ -93,7 +104,9 @@ def test_codex_merge_keeps_providers_comments_and_servers(agent_homes: Path) -> 
     install("codex")
     codex = agent_homes / "codex-home"
     text = (codex / "config.toml").read_text()
-    assert text.startswith(CODEX_TOML.split("[profiles.fast]")[0])  # everything before: byte for byte
+    assert text.startswith(
+        CODEX_TOML.split("[profiles.fast]")[0]
+    )  # everything before: byte for byte
     for line in CODEX_TOML.splitlines():
         assert line in text
     doc = tomlkit.parse(text).unwrap()
@@ -106,14 +119,19 @@ def test_codex_merge_keeps_providers_comments_and_servers(agent_homes: Path) -> 
     assert skill.startswith("---\nname: skillopt-sleep\ndescription: ")
     agents_md = (codex / "AGENTS.md").read_text()
     assert agents_md.startswith(AGENTS_MD + "\n<!-- skillopt-sleep-plugin:begin")
-    assert "`skillopt-sleep`" in agents_md and agents_md.endswith("<!-- skillopt-sleep-plugin:end codex -->\n")
+    assert "`skillopt-sleep`" in agents_md and agents_md.endswith(
+        "<!-- skillopt-sleep-plugin:end codex -->\n"
+    )
 
 
 def test_claude_code_settings_enable_the_plugin_directory(agent_homes: Path) -> None:
     install("claude-code")
     settings = jsonedit.loads((agent_homes / ".claude" / "settings.json").read_text())
     assert settings["model"] == "opus"
-    assert settings["enabledPlugins"] == {"other@market": True, "skillopt-sleep@skillopt-sleep": True}
+    assert settings["enabledPlugins"] == {
+        "other@market": True,
+        "skillopt-sleep@skillopt-sleep": True,
+    }
     source = settings["extraKnownMarketplaces"]["skillopt-sleep"]["source"]
     assert source["source"] == "directory"
     assert (Path(source["path"]) / ".claude-plugin" / "marketplace.json").is_file()
@@ -125,10 +143,17 @@ def test_copilot_and_devin_entries(agent_homes: Path) -> None:
     install("devin")
     cop = jsonedit.loads((agent_homes / "copilot-home" / "mcp-config.json").read_text())
     assert set(cop["mcpServers"]) == {"github", "skillopt-sleep"}
-    assert cop["mcpServers"]["skillopt-sleep"] == {"type": "local", "command": "skillopt-sleep",
-                                                   "args": ["mcp"], "tools": ["*"]}
+    assert cop["mcpServers"]["skillopt-sleep"] == {
+        "type": "local",
+        "command": "skillopt-sleep",
+        "args": ["mcp"],
+        "tools": ["*"],
+    }
     assert (agent_homes / "copilot-home" / "skills" / "skillopt-sleep" / "SKILL.md").is_file()
-    assert "skillopt-sleep-plugin:begin" in (agent_homes / "copilot-home" / "copilot-instructions.md").read_text()
+    assert (
+        "skillopt-sleep-plugin:begin"
+        in (agent_homes / "copilot-home" / "copilot-instructions.md").read_text()
+    )
     devin_text = (agent_homes / ".config" / "devin" / "config.json").read_text()
     assert "// my devin settings" in devin_text  # JSONC comment kept
     devin = jsonedit.loads(devin_text)
@@ -151,14 +176,25 @@ def test_project_scope(tmp_path: Path, isolated_home: Path) -> None:
         assert not install(agent, project).changed
     assert snapshot(isolated_home) == home_before  # nothing in the user's own config
     vs = jsonedit.loads((project / ".vscode" / "mcp.json").read_text())
-    assert vs["servers"]["skillopt-sleep"] == {"type": "stdio", "command": "skillopt-sleep", "args": ["mcp"]}
+    assert vs["servers"]["skillopt-sleep"] == {
+        "type": "stdio",
+        "command": "skillopt-sleep",
+        "args": ["mcp"],
+    }
     assert "db" in vs["servers"]
     claude = json.loads((project / ".claude" / "settings.json").read_text())
     assert claude["enabledPlugins"] == {"skillopt-sleep@skillopt-sleep": True}
-    assert "skillopt-sleep" in tomlkit.parse((project / ".codex" / "config.toml").read_text())["mcp_servers"]
-    for rel in (".agents/skills/skillopt-sleep/SKILL.md", ".github/skills/skillopt-sleep/SKILL.md",
-                ".devin/skills/skillopt-sleep/SKILL.md", ".devin/config.json",
-                ".github/copilot-instructions.md"):
+    assert (
+        "skillopt-sleep"
+        in tomlkit.parse((project / ".codex" / "config.toml").read_text())["mcp_servers"]
+    )
+    for rel in (
+        ".agents/skills/skillopt-sleep/SKILL.md",
+        ".github/skills/skillopt-sleep/SKILL.md",
+        ".devin/skills/skillopt-sleep/SKILL.md",
+        ".devin/config.json",
+        ".github/copilot-instructions.md",
+    ):
         assert (project / rel).is_file(), rel
     # codex and devin share AGENTS.md: one block each, so one uninstall leaves the other's
     text = (project / "AGENTS.md").read_text()
@@ -175,15 +211,21 @@ def test_project_scope(tmp_path: Path, isolated_home: Path) -> None:
 
 
 def test_project_install_says_codex_and_claude_code_must_trust_the_folder(
-        tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     codex_home = isolated_home / "codex-home"
     monkeypatch.setenv("CODEX_HOME", str(codex_home))
     project = tmp_path / "web app"
     project.mkdir()
     home_before = snapshot(isolated_home)
     env = dict(os.environ, COLUMNS="500")
-    run = lambda *a: subprocess.run([sys.executable, "-m", "skillopt_sleep", *a], env=env,  # noqa: E731
-                                    capture_output=True, text=True, timeout=60)
+    run = lambda *a: subprocess.run(
+        [sys.executable, "-m", "skillopt_sleep", *a],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     p = run("install", "codex", "--project", str(project), "--json")
     assert p.returncode == 0, p.stderr
     notes = [n for n in json.loads(p.stdout)["notes"] if "trust" in n]
@@ -238,8 +280,10 @@ def test_uninstall_after_user_edits_removes_only_our_part(agent_homes: Path) -> 
     assert skill.read_text().endswith("My own note.\n")  # the user's edit is not thrown away
     uninstall("copilot")
     data = jsonedit.loads(mcp.read_text())
-    assert data == {"mcpServers": {"github": {"type": "http", "url": "https://example.invalid/mcp"}},
-                    "theme": "dark"}
+    assert data == {
+        "mcpServers": {"github": {"type": "http", "url": "https://example.invalid/mcp"}},
+        "theme": "dark",
+    }
 
 
 def test_invalid_config_is_refused_untouched(agent_homes: Path) -> None:
@@ -259,8 +303,13 @@ def test_invalid_config_is_refused_untouched(agent_homes: Path) -> None:
 
 def test_cli_prints_a_summary_and_json(agent_homes: Path) -> None:
     env = dict(os.environ)
-    run = lambda *a: subprocess.run([sys.executable, "-m", "skillopt_sleep", *a], env=env,  # noqa: E731
-                                    capture_output=True, text=True, timeout=60)
+    run = lambda *a: subprocess.run(
+        [sys.executable, "-m", "skillopt_sleep", *a],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     p = run("install", "codex", "--dry-run")
     assert p.returncode == 0, p.stderr
     assert "dry run" in p.stdout and "update" in p.stdout and "config.toml" in p.stdout
@@ -280,8 +329,13 @@ def test_cli_prints_a_summary_and_json(agent_homes: Path) -> None:
 def test_session_end_hook_is_silent_and_instant_without_a_daemon() -> None:
     t0 = time.monotonic()
     assert session_end_hook() == "no daemon"
-    p = subprocess.run([sys.executable, "-m", "skillopt_sleep", "hook", "session-end"],
-                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    p = subprocess.run(
+        [sys.executable, "-m", "skillopt_sleep", "hook", "session-end"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert (p.returncode, p.stdout, p.stderr) == (0, "", "")
     assert time.monotonic() - t0 < 10
 
@@ -310,8 +364,10 @@ def test_session_end_hook_reaches_the_control_socket() -> None:
 
 def test_learned_skill_locations_per_agent(tmp_path: Path) -> None:
     home = tmp_path / "h"
-    where = {a: resolve_target(DocumentConfig(agent=a), None, env={}, home=home)
-             for a in ("claude_code", "codex", "copilot", "devin")}
+    where = {
+        a: resolve_target(DocumentConfig(agent=a), None, env={}, home=home)
+        for a in ("claude_code", "codex", "copilot", "devin")
+    }
     assert where == {
         "claude_code": home / ".claude" / "skills" / SKILL_NAME / "SKILL.md",
         "codex": home / ".codex" / "skills" / SKILL_NAME / "SKILL.md",
@@ -319,21 +375,39 @@ def test_learned_skill_locations_per_agent(tmp_path: Path) -> None:
         "devin": home / ".config" / "devin" / "skills" / SKILL_NAME / "SKILL.md",
     }
     env = {"COPILOT_HOME": str(tmp_path / "cp"), "CODEX_HOME": str(tmp_path / "cx")}
-    assert resolve_target(DocumentConfig(agent="copilot"), None, env=env, home=home) == \
-        tmp_path / "cp" / "skills" / SKILL_NAME / "SKILL.md"
+    assert (
+        resolve_target(DocumentConfig(agent="copilot"), None, env=env, home=home)
+        == tmp_path / "cp" / "skills" / SKILL_NAME / "SKILL.md"
+    )
 
 
 def test_shared_skill_copies_are_identical_and_valid() -> None:
     root = plugins_root()
     assert root == ROOT / "plugins"
-    texts = {a: (root / a / "skills" / "skillopt-sleep" / "SKILL.md").read_text()
-             for a in ("codex", "copilot", "devin")}
+    texts = {
+        a: (root / a / "skills" / "skillopt-sleep" / "SKILL.md").read_text()
+        for a in ("codex", "copilot", "devin")
+    }
     assert len(set(texts.values())) == 1
-    for text in [*texts.values(), (root / "claude-code" / "skills" / "skillopt-sleep" / "SKILL.md").read_text()]:
+    for text in [
+        *texts.values(),
+        (root / "claude-code" / "skills" / "skillopt-sleep" / "SKILL.md").read_text(),
+    ]:
         head = text.split("---\n")[1]
         assert head.startswith("name: skillopt-sleep\ndescription: ")
-    for tool in ("sleep_status", "list_proposals", "get_proposal", "adopt_proposal", "reject_proposal",
-                 "rollback", "run_night", "get_night", "list_tasks", "search_sessions", "get_skill"):
+    for tool in (
+        "sleep_status",
+        "list_proposals",
+        "get_proposal",
+        "adopt_proposal",
+        "reject_proposal",
+        "rollback",
+        "run_night",
+        "get_night",
+        "list_tasks",
+        "search_sessions",
+        "get_skill",
+    ):
         assert f"`{tool}`" in texts["codex"]
 
 
@@ -350,7 +424,9 @@ def test_pyproject_ships_every_plugin_file_as_data() -> None:
     where plugins_root() looks; a new plugin file without a data-files line fails here."""
     import tomllib
 
-    data_files = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["data-files"]
+    data_files = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "data-files"
+    ]
     shipped = {}
     for dest, sources in data_files.items():
         for src in sources:
@@ -364,15 +440,35 @@ def test_the_wheel_ships_every_plugin_file(tmp_path: Path) -> None:
     try:
         from setuptools.command import bdist_wheel  # noqa: F401  (setuptools >= 70.1)
     except ImportError:
-        pytest.skip("no wheel-building setuptools here (needs >= 70.1 offline); "
-                    "test_pyproject_ships_every_plugin_file_as_data checks the mapping")
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                           "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=300)
+        pytest.skip(
+            "no wheel-building setuptools here (needs >= 70.1 offline); "
+            "test_pyproject_ships_every_plugin_file_as_data checks the mapping"
+        )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     wheel = zipfile.ZipFile(next(tmp_path.glob("skillopt_sleep-*.whl")))
     marker = "/data/share/skillopt-sleep/plugins/"
     shipped = {n.split(marker, 1)[1]: n for n in wheel.namelist() if marker in n}
-    want = {p.relative_to(ROOT / "plugins").as_posix() for p in (ROOT / "plugins").rglob("*") if p.is_file()}
+    want = {
+        p.relative_to(ROOT / "plugins").as_posix()
+        for p in (ROOT / "plugins").rglob("*")
+        if p.is_file()
+    }
     assert set(shipped) == want
     for rel, name in shipped.items():
         assert wheel.read(name) == (ROOT / "plugins" / rel).read_bytes()

@@ -53,7 +53,7 @@ def test_remove_takes_out_only_the_member(text: str) -> None:
 def test_indentation_follows_the_file() -> None:
     out = set_key('{\n    "a": 1\n}\n', KEYS, SERVER)
     assert '\n    "mcpServers": {\n        "skillopt-sleep": {\n            "command"' in out
-    assert set_key("{\n\t\"a\": 1\n}\n", KEYS, SERVER).count("\n\t\t\"skillopt-sleep\"") == 1
+    assert set_key('{\n\t"a": 1\n}\n', KEYS, SERVER).count('\n\t\t"skillopt-sleep"') == 1
 
 
 def test_changed_value_is_replaced_in_place() -> None:

@@ -94,7 +94,8 @@ def test_positive_feedback(text: str) -> None:
         "",
         "ok",
         # A long new request that merely contains a weak phrase further in.
-        "implement the export feature: " + "it should write csv files with headers " * 8
+        "implement the export feature: "
+        + "it should write csv files with headers " * 8
         + "and it still fails on windows",
     ],
 )
@@ -110,19 +111,28 @@ def kv(checks) -> list[tuple[str, str]]:
     ("text", "previous", "expected"),
     [
         ("use pnpm instead of npm", "", [("contains", "pnpm"), ("not_contains", "npm")]),
-        ("use `pnpm install` instead of `npm install`", "",
-         [("contains", "pnpm"), ("not_contains", "npm")]),
+        (
+            "use `pnpm install` instead of `npm install`",
+            "",
+            [("contains", "pnpm"), ("not_contains", "npm")],
+        ),
         ("instead of yarn, use pnpm", "", [("contains", "pnpm"), ("not_contains", "yarn")]),
         ("use black, not ruff", "", [("contains", "black"), ("not_contains", "ruff")]),
         ("pnpm not npm", "", [("contains", "pnpm"), ("not_contains", "npm")]),
         ("no, use pnpm", NPM_ANSWER, [("contains", "pnpm"), ("not_contains", "npm")]),
         ("no, use pnpm", "Sure, done.", [("contains", "pnpm")]),
-        ("no, use uv", "pip install -r requirements.txt",
-         [("contains", "uv"), ("not_contains", "pip")]),
+        (
+            "no, use uv",
+            "pip install -r requirements.txt",
+            [("contains", "uv"), ("not_contains", "pip")],
+        ),
         ("don't use sudo", "", [("not_contains", "sudo")]),
         ("never use var in JS", "", [("not_contains", "var")]),
-        ("use uv run pytest instead of python -m pytest", "",
-         [("contains", "uv run"), ("not_contains", "python -m")]),
+        (
+            "use uv run pytest instead of python -m pytest",
+            "",
+            [("contains", "uv run"), ("not_contains", "python -m")],
+        ),
         ("use `uv run pytest` instead", "", [("contains", "uv run pytest")]),
         ("keep it under 50 characters", "x" * 500, [("max_chars", "50")]),
         ("under 20 words please", "", [("max_chars", "120")]),
@@ -150,8 +160,12 @@ def test_derived_checks(text: str, previous: str, expected: list[tuple[str, str]
 
 
 def test_negative_values_are_never_contained_in_the_wanted_value() -> None:
-    for text in ["use pnpm instead of npm", "use uv run pytest instead of python -m pytest",
-                 "use `pnpm install` instead of `npm install`", "no, use pnpm"]:
+    for text in [
+        "use pnpm instead of npm",
+        "use uv run pytest instead of python -m pytest",
+        "use `pnpm install` instead of `npm install`",
+        "no, use pnpm",
+    ]:
         checks = derive_checks(text, NPM_ANSWER)
         wanted = [c.value for c in checks if c.kind == "contains"]
         assert wanted

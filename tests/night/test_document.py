@@ -1,4 +1,3 @@
-import os
 import shutil
 import subprocess
 import sys
@@ -7,8 +6,18 @@ import pytest
 
 from skillopt_sleep.config import DocumentConfig
 from skillopt_sleep.errors import DocumentError, NightError, SkilloptError
-from skillopt_sleep.night.document import (BEGIN, END, Document, Edit, apply_edit, find_rule,
-                                           parse_edits, read_live, resolve_target, same_rule)
+from skillopt_sleep.night.document import (
+    BEGIN,
+    END,
+    Document,
+    Edit,
+    apply_edit,
+    find_rule,
+    parse_edits,
+    read_live,
+    resolve_target,
+    same_rule,
+)
 
 
 def test_block_is_appended_and_outside_bytes_kept():
@@ -43,28 +52,49 @@ def test_new_managed_skill_has_frontmatter():
 
 def test_apply_edits():
     rules = ["Use `pnpm` instead of `npm`.", "Run tests with `pnpm test`."]
-    assert apply_edit(rules, Edit(op="add", text="Keep commits small.")) == rules + ["Keep commits small."]
-    assert apply_edit(rules, Edit(op="add", text="use `pnpm` instead of `npm`.")) is None  # duplicate
+    assert apply_edit(rules, Edit(op="add", text="Keep commits small.")) == rules + [
+        "Keep commits small."
+    ]
+    assert (
+        apply_edit(rules, Edit(op="add", text="use `pnpm` instead of `npm`.")) is None
+    )  # duplicate
     assert apply_edit(rules, Edit(op="delete", old="Run tests with `pnpm test`")) == rules[:1]
-    assert apply_edit(rules, Edit(op="replace", old="Use `pnpm` instead of `npm`.", text="Use `yarn`.")) == [
-        "Use `yarn`.", rules[1]]
+    assert apply_edit(
+        rules, Edit(op="replace", old="Use `pnpm` instead of `npm`.", text="Use `yarn`.")
+    ) == ["Use `yarn`.", rules[1]]
     assert apply_edit(rules, Edit(op="delete", old="something else entirely")) is None
 
 
 def test_parse_edits_drops_malformed():
-    edits = parse_edits({"edits": [{"op": "add", "text": "x"}, {"op": "explode"}, "junk",
-                                   {"op": "delete", "old": "y", "rationale": "r"}]})
+    edits = parse_edits(
+        {
+            "edits": [
+                {"op": "add", "text": "x"},
+                {"op": "explode"},
+                "junk",
+                {"op": "delete", "old": "y", "rationale": "r"},
+            ]
+        }
+    )
     assert [(e.op, e.text, e.old) for e in edits] == [("add", "x", ""), ("delete", "", "y")]
 
 
 def test_resolve_targets(tmp_path):
     home = tmp_path / "h"
-    assert resolve_target(DocumentConfig(), None, env={}, home=home) == \
-        home / ".claude" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
-    assert resolve_target(DocumentConfig(agent="codex"), None, env={"CODEX_HOME": str(tmp_path / "cx")},
-                          home=home) == tmp_path / "cx" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
-    assert resolve_target(DocumentConfig(kind="agents_md"), tmp_path, env={}, home=home) == \
-        tmp_path.resolve() / "AGENTS.md"
+    assert (
+        resolve_target(DocumentConfig(), None, env={}, home=home)
+        == home / ".claude" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
+    )
+    assert (
+        resolve_target(
+            DocumentConfig(agent="codex"), None, env={"CODEX_HOME": str(tmp_path / "cx")}, home=home
+        )
+        == tmp_path / "cx" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
+    )
+    assert (
+        resolve_target(DocumentConfig(kind="agents_md"), tmp_path, env={}, home=home)
+        == tmp_path.resolve() / "AGENTS.md"
+    )
     with pytest.raises(NightError, match="needs a project"):
         resolve_target(DocumentConfig(kind="claude_md"), None, env={}, home=home)
     with pytest.raises(NightError, match="document.path"):
@@ -80,8 +110,10 @@ def test_read_live_of_a_file_that_is_not_utf8_is_a_typed_error(tmp_path):
     target.write_bytes(LATIN1)
     with pytest.raises(DocumentError) as info:
         read_live(target)
-    assert str(info.value) == (f"{target} is not UTF-8 text (byte 0xff at offset 8); "
-                               "convert it to UTF-8 or train another document")
+    assert str(info.value) == (
+        f"{target} is not UTF-8 text (byte 0xff at offset 8); "
+        "convert it to UTF-8 or train another document"
+    )
     assert isinstance(info.value, SkilloptError)
     assert target.read_bytes() == LATIN1
     assert read_live(tmp_path / "absent.md") is None
@@ -105,34 +137,43 @@ def test_a_night_on_a_claude_md_that_is_not_utf8_fails_in_one_line(tmp_path, iso
     target.write_bytes(LATIN1)
     cfg = tmp_path / "c.toml"
     backend = '\nname = "openai_compatible"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\napi_key = "k"\n'
-    cfg.write_text(f'project = "{project}"\n[target]{backend}[optimizer]{backend}'
-                   '[document]\nkind = "claude_md"\n', encoding="utf-8")
+    cfg.write_text(
+        f'project = "{project}"\n[target]{backend}[optimizer]{backend}'
+        '[document]\nkind = "claude_md"\n',
+        encoding="utf-8",
+    )
     exe = shutil.which("skillopt-sleep")
     cmd = [exe] if exe else [sys.executable, "-m", "skillopt_sleep"]
-    res = subprocess.run([*cmd, "--config", str(cfg), "run"], capture_output=True, text=True,
-                         timeout=240)
+    res = subprocess.run(
+        [*cmd, "--config", str(cfg), "run"], capture_output=True, text=True, timeout=240
+    )
     assert res.returncode == 1, res.stderr
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
-    assert errors == [f"error: {target} is not UTF-8 text (byte 0xff at offset 8); "
-                      "convert it to UTF-8 or train another document"], res.stderr
+    assert errors == [
+        f"error: {target} is not UTF-8 text (byte 0xff at offset 8); "
+        "convert it to UTF-8 or train another document"
+    ], res.stderr
     assert "Traceback" not in res.stderr and "internal error" not in res.stderr
     assert target.read_bytes() == LATIN1
     assert sorted(p.name for p in project.iterdir()) == ["CLAUDE.md"]
 
 
 # ---------------------------------------------------------------- the separating blank line
-@pytest.mark.parametrize("before, sep", [
-    ("a\r\nb\r\nc\n", "\r\n"),         # CRLF file whose last line ends in LF: one blank line
-    ("a\r\nb\r\n", "\r\n"),
-    ("a\r\nb", "\r\n\r\n"),            # unterminated last line: end it, then one blank line
-    ("a\r\n\r\n", ""),                 # a blank line already there
-    ("a\r\n\n", ""),                   # ... whatever its line ending
-    ("a\n\r\n", ""),
-    ("a\nb\n", "\n"),
-    ("a\nb", "\n\n"),
-    ("a\n\n", ""),
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    "before, sep",
+    [
+        ("a\r\nb\r\nc\n", "\r\n"),  # CRLF file whose last line ends in LF: one blank line
+        ("a\r\nb\r\n", "\r\n"),
+        ("a\r\nb", "\r\n\r\n"),  # unterminated last line: end it, then one blank line
+        ("a\r\n\r\n", ""),  # a blank line already there
+        ("a\r\n\n", ""),  # ... whatever its line ending
+        ("a\n\r\n", ""),
+        ("a\nb\n", "\n"),
+        ("a\nb", "\n\n"),
+        ("a\n\n", ""),
+        ("", ""),
+    ],
+)
 def test_an_appended_block_is_separated_by_exactly_one_blank_line(before, sep):
     nl = "\r\n" if "\r\n" in before else "\n"
     out = Document.parse(before).render(["Rule."])
@@ -149,18 +190,25 @@ def test_an_add_with_other_code_spans_is_not_a_near_duplicate():
     e = Edit(op="add", text="Use `yarn` instead of `npm`.")
     assert apply_edit(rules, e) == rules + ["Use `yarn` instead of `npm`."]
     tests = ["Run tests with `pytest -x`."]
-    assert apply_edit(tests, Edit(op="add", text="Run tests with `pytest -q`.")) == \
-        tests + ["Run tests with `pytest -q`."]
+    assert apply_edit(tests, Edit(op="add", text="Run tests with `pytest -q`.")) == tests + [
+        "Run tests with `pytest -q`."
+    ]
     assert not same_rule("Run tests with `pytest -q`.", "Run tests with `pytest -x`.")
     assert not same_rule("Use `pnpm` instead of `npm`.", "Use `pnpm` instead of `npx`.")
 
 
-@pytest.mark.parametrize("existing, added", [
-    ("Use `pnpm` instead of `npm`.", "Always use `pnpm` instead of `npm`."),  # a rewording
-    ("Use `pnpm` instead of `npm`.", "use  `pnpm` instead of `npm`"),
-    ("Use `pnpm` instead of `npm`.", "Use pnpm instead of npm."),  # the same terms, no backticks
-    ("Keep commits small.", "keep commits small!"),
-])
+@pytest.mark.parametrize(
+    "existing, added",
+    [
+        ("Use `pnpm` instead of `npm`.", "Always use `pnpm` instead of `npm`."),  # a rewording
+        ("Use `pnpm` instead of `npm`.", "use  `pnpm` instead of `npm`"),
+        (
+            "Use `pnpm` instead of `npm`.",
+            "Use pnpm instead of npm.",
+        ),  # the same terms, no backticks
+        ("Keep commits small.", "keep commits small!"),
+    ],
+)
 def test_a_rewording_of_a_rule_is_a_near_duplicate_and_says_so(existing, added):
     rules = [existing, "Be brief."]
     e = Edit(op="add", text=added)
@@ -170,13 +218,19 @@ def test_a_rewording_of_a_rule_is_a_near_duplicate_and_says_so(existing, added):
     assert apply_edit(rules, exact) is None and exact.reason == f"already a rule: {existing}"
 
 
-@pytest.mark.parametrize("a, b", [
-    ("Keep answers under 200 characters.", "Keep answers under 300 characters."),  # numbers
-    ("Do run the linter before committing.", "Do not run the linter before committing."),
-    ("Always mention `pnpm`.", "Never mention `pnpm`."),
-    ("Use yarn lint instead of npm.", "Use `yarn` instead of `npm`."),  # plain text, other terms
-    ("Prefer small functions.", "Prefer small modules."),  # no backticks: stricter (ratio 88)
-])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("Keep answers under 200 characters.", "Keep answers under 300 characters."),  # numbers
+        ("Do run the linter before committing.", "Do not run the linter before committing."),
+        ("Always mention `pnpm`.", "Never mention `pnpm`."),
+        (
+            "Use yarn lint instead of npm.",
+            "Use `yarn` instead of `npm`.",
+        ),  # plain text, other terms
+        ("Prefer small functions.", "Prefer small modules."),  # no backticks: stricter (ratio 88)
+    ],
+)
 def test_rules_that_differ_in_what_they_say_are_not_near_duplicates(a, b):
     assert not same_rule(a, b) and not same_rule(b, a)
     assert apply_edit([a], Edit(op="add", text=b)) == [a, b]
@@ -187,11 +241,15 @@ def test_delete_and_replace_find_their_rule_only_by_the_same_code_spans():
     # a reworded reference still finds its rule...
     assert apply_edit(rules, Edit(op="delete", old="- run tests with `pytest -x`")) == rules[1:]
     assert apply_edit(rules, Edit(op="delete", old="Run tests with pytest -x")) == rules[1:]
-    assert apply_edit(rules, Edit(op="replace", old="Always use `yarn lint` instead of `npm`.",
-                                  text="Use `pnpm lint`.")) == [rules[0], "Use `pnpm lint`."]
+    assert apply_edit(
+        rules,
+        Edit(op="replace", old="Always use `yarn lint` instead of `npm`.", text="Use `pnpm lint`."),
+    ) == [rules[0], "Use `pnpm lint`."]
     # ...but one naming other code spans finds none, and says so
-    for e in (Edit(op="delete", old="Run tests with `pytest -q`."),
-              Edit(op="replace", old="Use `yarn` instead of `npm`.", text="Use `pnpm`.")):
+    for e in (
+        Edit(op="delete", old="Run tests with `pytest -q`."),
+        Edit(op="replace", old="Use `yarn` instead of `npm`.", text="Use `pnpm`."),
+    ):
         assert apply_edit(rules, e) is None
         assert e.reason == f"no rule matches '{e.old}'"
     # the most similar rule with the same code spans is the one changed, not a closer-worded
@@ -209,10 +267,14 @@ def test_an_edit_that_does_not_apply_says_why():
     cases = [
         (Edit(op="add", text="  "), "the edit has no rule text"),
         (Edit(op="delete", old=""), "the delete names no rule (its old text is empty)"),
-        (Edit(op="replace", old=rules[0], text=""),
-         "the replacement for 'Use `pnpm` instead of `npm`.' is empty"),
-        (Edit(op="replace", old="use `pnpm` instead of `npm`", text=rules[0]),
-         "the replacement is the rule itself: Use `pnpm` instead of `npm`."),
+        (
+            Edit(op="replace", old=rules[0], text=""),
+            "the replacement for 'Use `pnpm` instead of `npm`.' is empty",
+        ),
+        (
+            Edit(op="replace", old="use `pnpm` instead of `npm`", text=rules[0]),
+            "the replacement is the rule itself: Use `pnpm` instead of `npm`.",
+        ),
     ]
     for e, reason in cases:
         assert apply_edit(rules, e) is None and e.reason == reason

@@ -3,8 +3,10 @@ from skillopt_sleep.night.replay import Scored
 
 
 def sc(**scores):
-    return {k: Scored(task_id=k, answer="", tool_calls=[], hard=v, soft=None, score=v)
-            for k, v in scores.items()}
+    return {
+        k: Scored(task_id=k, answer="", tool_calls=[], hard=v, soft=None, score=v)
+        for k, v in scores.items()
+    }
 
 
 def test_strict_improvement_required():

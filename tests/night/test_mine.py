@@ -29,22 +29,41 @@ def settings(**kw) -> Settings:
     return Settings(**kw)
 
 
-def add(store: Store, key: str, turns: list[tuple[str, ...]], *, project: str = PROJ,
-        day: int = 28, self_generated: bool = False) -> str:
+def add(
+    store: Store,
+    key: str,
+    turns: list[tuple[str, ...]],
+    *,
+    project: str = PROJ,
+    day: int = 28,
+    self_generated: bool = False,
+) -> str:
     """turns: ("user", text) | ("assistant", text) | ("assistant", text, "Tool1,Tool2")."""
     msgs = []
     for i, turn in enumerate(turns):
         role, text = turn[0], turn[1]
         tools = turn[2].split(",") if len(turn) > 2 else []
-        msgs.append(HarvestedMessage(
-            uid=f"{key}-{i}", role=role, kind="prompt" if role == "user" else "answer",
-            text=text, tool_names=tools,
-            timestamp=f"2025-06-{day:02d}T10:{i:02d}:00Z",
-        ))
-    store.save_session(HarvestedSession(
-        source="claude_code", key=key, project=project, started_at=f"2025-06-{day:02d}T10:00:00Z",
-        self_generated=self_generated, messages=msgs,
-    ), file_path=f"/logs/{key}.jsonl")
+        msgs.append(
+            HarvestedMessage(
+                uid=f"{key}-{i}",
+                role=role,
+                kind="prompt" if role == "user" else "answer",
+                text=text,
+                tool_names=tools,
+                timestamp=f"2025-06-{day:02d}T10:{i:02d}:00Z",
+            )
+        )
+    store.save_session(
+        HarvestedSession(
+            source="claude_code",
+            key=key,
+            project=project,
+            started_at=f"2025-06-{day:02d}T10:00:00Z",
+            self_generated=self_generated,
+            messages=msgs,
+        ),
+        file_path=f"/logs/{key}.jsonl",
+    )
     return f"claude_code:{key}"
 
 
@@ -62,15 +81,29 @@ def test_normalise_masks_paths_numbers_hashes_urls() -> None:
 def test_similarity_guards_subset_artefact() -> None:
     assert similar("fix", "fix the login bug in the auth module", 72) == 0.0
     assert similar("run the unit tests with pytest", "please run the pytest unit tests", 72) > 72
-    assert similar(normalise_intent("how do I install the dependencies?"),
-                   normalise_intent("install the dependencies please"), 72) > 72
+    assert (
+        similar(
+            normalise_intent("how do I install the dependencies?"),
+            normalise_intent("install the dependencies please"),
+            72,
+        )
+        > 72
+    )
 
 
 def test_reworded_prompts_cluster_across_sessions(store: Store) -> None:
-    a = add(store, "s1", [("user", "Run the unit tests with pytest"),
-                          ("assistant", "Done: 12 passed")], day=20)
-    b = add(store, "s2", [("user", "please run the pytest unit tests"), ("assistant", "All green")],
-            day=25)
+    a = add(
+        store,
+        "s1",
+        [("user", "Run the unit tests with pytest"), ("assistant", "Done: 12 passed")],
+        day=20,
+    )
+    b = add(
+        store,
+        "s2",
+        [("user", "please run the pytest unit tests"), ("assistant", "All green")],
+        day=25,
+    )
     add(store, "s3", [("user", "Write a haiku about databases"), ("assistant", "Rows...")], day=26)
     report = mine(store, settings(), now=NOW)
     assert len(report.tasks) == 1
@@ -81,14 +114,14 @@ def test_reworded_prompts_cluster_across_sessions(store: Store) -> None:
     assert report.sessions_considered == 3 and report.prompts == 3 and report.clusters == 2
     assert report.tasks_recurring == 1 and report.tasks_corrected == 0
     assert report.dropped == {"too_few_sessions": 1}
-    assert t.id == hashlib.sha256(
-        f"{PROJ}\n{normalise_intent(t.intent)}".encode()).hexdigest()[:16]
+    assert t.id == hashlib.sha256(f"{PROJ}\n{normalise_intent(t.intent)}".encode()).hexdigest()[:16]
     assert [x.id for x in store.tasks()] == [t.id]
 
 
 def test_different_prompts_do_not_cluster(store: Store) -> None:
-    add(store, "s1", [("user", "write a commit message for the staged changes"),
-                      ("assistant", "x")])
+    add(
+        store, "s1", [("user", "write a commit message for the staged changes"), ("assistant", "x")]
+    )
     add(store, "s2", [("user", "write unit tests for the config loader"), ("assistant", "y")])
     report = mine(store, settings(), now=NOW)
     assert report.tasks == [] and report.clusters == 2
@@ -96,8 +129,12 @@ def test_different_prompts_do_not_cluster(store: Store) -> None:
 
 def test_same_prompt_in_different_projects_does_not_cluster(store: Store) -> None:
     add(store, "s1", [("user", "bump the version and publish to pypi"), ("assistant", "ok")])
-    add(store, "s2", [("user", "bump the version and publish to pypi"), ("assistant", "ok")],
-        project=OTHER)
+    add(
+        store,
+        "s2",
+        [("user", "bump the version and publish to pypi"), ("assistant", "ok")],
+        project=OTHER,
+    )
     report = mine(store, settings(), now=NOW)
     assert report.tasks == [] and report.clusters == 2
 
@@ -106,77 +143,114 @@ def test_project_scope_is_a_path_prefix(store: Store, tmp_path: Path) -> None:
     root = str((tmp_path / "app").resolve())  # the project setting must be a real directory
     Path(root, "sub").mkdir(parents=True)
     for i, proj in enumerate([root, root + "/sub", root + "-fork", root + "/sub"]):
-        add(store, f"s{i}", [("user", "update the changelog for the release"), ("assistant", "ok")],
-            project=proj)
+        add(
+            store,
+            f"s{i}",
+            [("user", "update the changelog for the release"), ("assistant", "ok")],
+            project=proj,
+        )
     report = mine(store, settings(project=Path(root + "/sub")), now=NOW)
     assert report.sessions_considered == 2
     assert [t.sessions for t in report.tasks] == [["claude_code:s1", "claude_code:s3"]]
 
 
 def test_correction_makes_single_session_task_replayable(store: Store) -> None:
-    sid = add(store, "s1", [
-        ("user", "install the dependencies and build the frontend"),
-        ("assistant", "Run `npm install` then `npm run build`.", "Bash"),
-        ("user", "no, use pnpm"),
-        ("assistant", "Run `pnpm install` then `pnpm build`.", "Bash"),
-        ("user", "perfect"),
-        ("user", "now write a haiku"),
-        ("assistant", "ok"),
-    ])
+    sid = add(
+        store,
+        "s1",
+        [
+            ("user", "install the dependencies and build the frontend"),
+            ("assistant", "Run `npm install` then `npm run build`.", "Bash"),
+            ("user", "no, use pnpm"),
+            ("assistant", "Run `pnpm install` then `pnpm build`.", "Bash"),
+            ("user", "perfect"),
+            ("user", "now write a haiku"),
+            ("assistant", "ok"),
+        ],
+    )
     report = mine(store, settings(), now=NOW)
     assert report.tasks_corrected == 1 and report.tasks_recurring == 0
     t = by_intent(report, "install the dependencies")
     assert t.sessions == [sid]
     assert t.corrections == ["no, use pnpm"]
-    assert [(c.kind, c.value) for c in t.checks] == [("contains", "pnpm"),
-                                                     ("not_contains", "npm")]
+    assert [(c.kind, c.value) for c in t.checks] == [("contains", "pnpm"), ("not_contains", "npm")]
     assert all(c.origin == "correction" and c.evidence == "no, use pnpm" for c in t.checks)
-    assert t.rubric == ('The user corrected: "no, use pnpm". '
-                        "The answer should use `pnpm` and not `npm`.")
+    assert t.rubric == (
+        'The user corrected: "no, use pnpm". The answer should use `pnpm` and not `npm`.'
+    )
     assert t.tools == []
     # "now write a haiku" is a new intent of one session without correction: dropped
     assert report.dropped == {"too_few_sessions": 1}
 
 
 def test_checks_are_merged_across_members_and_rubric_joined(store: Store) -> None:
-    add(store, "s1", [
-        ("user", "write the commit message for my staged changes"),
-        ("assistant", "feat: add a very long and descriptive commit message " * 3),
-        ("user", "keep it under 50 characters"),
-    ], day=20)
-    add(store, "s2", [
-        ("user", "write a commit message for the staged changes"),
-        ("assistant", "Update files"),
-        ("user", "don't use emojis"),
-        ("user", "thanks!"),  # feedback without a new answer is still attached to the intent
-    ], day=22)
-    add(store, "s3", [
-        ("user", "write a commit message for the staged changes please"),
-        ("assistant", "x"),
-        ("user", "keep it under 50 chars"),
-    ], day=24)
+    add(
+        store,
+        "s1",
+        [
+            ("user", "write the commit message for my staged changes"),
+            ("assistant", "feat: add a very long and descriptive commit message " * 3),
+            ("user", "keep it under 50 characters"),
+        ],
+        day=20,
+    )
+    add(
+        store,
+        "s2",
+        [
+            ("user", "write a commit message for the staged changes"),
+            ("assistant", "Update files"),
+            ("user", "don't use emojis"),
+            ("user", "thanks!"),  # feedback without a new answer is still attached to the intent
+        ],
+        day=22,
+    )
+    add(
+        store,
+        "s3",
+        [
+            ("user", "write a commit message for the staged changes please"),
+            ("assistant", "x"),
+            ("user", "keep it under 50 chars"),
+        ],
+        day=24,
+    )
     report = mine(store, settings(), now=NOW)
     t = by_intent(report, "commit message")
     assert len(t.sessions) == 3
     assert [(c.kind, c.value) for c in t.checks] == [
-        ("max_chars", "50"), ("not_contains", "emojis"),
+        ("max_chars", "50"),
+        ("not_contains", "emojis"),
     ]
-    assert t.corrections == ["keep it under 50 characters", "don't use emojis",
-                             "keep it under 50 chars"]
+    assert t.corrections == [
+        "keep it under 50 characters",
+        "don't use emojis",
+        "keep it under 50 chars",
+    ]
     assert t.rubric.count("\n") == 2 and "`emojis`" in t.rubric
 
 
 def test_tool_called_when_a_correction_asks_and_every_member_used_it(store: Store) -> None:
-    add(store, "s1", [
-        ("user", "find where the retry policy is configured"),
-        ("assistant", "I think it is in settings.", "Bash"),
-        ("user", "no, use the Grep tool"),
-        ("assistant", "Found it in retry.py", "Grep"),
-    ], day=20)
-    add(store, "s2", [
-        ("user", "find where the retry policy gets configured"),
-        ("assistant", "It is in retry.py", "Grep"),
-    ], day=21)
+    add(
+        store,
+        "s1",
+        [
+            ("user", "find where the retry policy is configured"),
+            ("assistant", "I think it is in settings.", "Bash"),
+            ("user", "no, use the Grep tool"),
+            ("assistant", "Found it in retry.py", "Grep"),
+        ],
+        day=20,
+    )
+    add(
+        store,
+        "s2",
+        [
+            ("user", "find where the retry policy gets configured"),
+            ("assistant", "It is in retry.py", "Grep"),
+        ],
+        day=21,
+    )
     report = mine(store, settings(), now=NOW)
     t = by_intent(report, "retry policy")
     assert [(c.kind, c.value) for c in t.checks] == [("tool_called", "Grep")]
@@ -185,8 +259,12 @@ def test_tool_called_when_a_correction_asks_and_every_member_used_it(store: Stor
 
 def test_self_generated_sessions_are_ignored(store: Store) -> None:
     add(store, "s1", [("user", "bump the version and publish to pypi"), ("assistant", "ok")])
-    add(store, "s2", [("user", "bump the version and publish to pypi"), ("assistant", "ok")],
-        self_generated=True)
+    add(
+        store,
+        "s2",
+        [("user", "bump the version and publish to pypi"), ("assistant", "ok")],
+        self_generated=True,
+    )
     report = mine(store, settings(), now=NOW)
     assert report.tasks == []
     assert report.sessions_considered == 1
@@ -195,8 +273,9 @@ def test_self_generated_sessions_are_ignored(store: Store) -> None:
 
 def test_lookback_is_respected(store: Store) -> None:
     add(store, "s1", [("user", "bump the version and publish to pypi"), ("assistant", "ok")], day=1)
-    add(store, "s2", [("user", "bump the version and publish to pypi"), ("assistant", "ok")],
-        day=28)
+    add(
+        store, "s2", [("user", "bump the version and publish to pypi"), ("assistant", "ok")], day=28
+    )
     assert mine(store, settings(lookback_days=7), now=NOW).tasks == []
     report = mine(store, settings(lookback_days=7), now=NOW)
     assert report.dropped["outside_lookback"] == 1
@@ -213,33 +292,61 @@ def test_trivial_prompts_and_orphan_feedback_are_dropped(store: Store) -> None:
 
 def test_min_sessions_and_max_tasks(store: Store) -> None:
     for day, key in ((20, "a"), (21, "b"), (22, "c")):
-        add(store, key, [("user", "update the changelog for the release"), ("assistant", "ok")],
-            day=day)
+        add(
+            store,
+            key,
+            [("user", "update the changelog for the release"), ("assistant", "ok")],
+            day=day,
+        )
     for day, key in ((20, "d"), (21, "e")):
-        add(store, key, [("user", "regenerate the api client from the openapi spec"),
-                         ("assistant", "ok")], day=day)
-    add(store, "f", [("user", "rename the helper module"), ("assistant", "x"),
-                     ("user", "that's wrong")], day=23)
+        add(
+            store,
+            key,
+            [("user", "regenerate the api client from the openapi spec"), ("assistant", "ok")],
+            day=day,
+        )
+    add(
+        store,
+        "f",
+        [("user", "rename the helper module"), ("assistant", "x"), ("user", "that's wrong")],
+        day=23,
+    )
     assert len(mine(store, settings(min_sessions=3), now=NOW).tasks) == 2
     report = mine(store, settings(max_tasks=2), now=NOW)
     # corrected first, then most sessions
-    assert [t.intent for t in report.tasks] == ["rename the helper module",
-                                                "update the changelog for the release"]
+    assert [t.intent for t in report.tasks] == [
+        "rename the helper module",
+        "update the changelog for the release",
+    ]
     assert report.dropped["over_max_tasks"] == 1
 
 
 def make_three_tasks(store: Store) -> None:
     """Three recurring tasks, each corrected once (so each is scorable and gets a split)."""
     for day, key in ((10, "a"), (11, "b")):
-        add(store, key, [("user", "update the changelog for the release"), ("assistant", "ok")]
-            + [("user", "no, use git-cliff")] * (key == "a"), day=day)
+        add(
+            store,
+            key,
+            [("user", "update the changelog for the release"), ("assistant", "ok")]
+            + [("user", "no, use git-cliff")] * (key == "a"),
+            day=day,
+        )
     for day, key in ((12, "c"), (13, "d")):
-        add(store, key, [("user", "regenerate the api client from the openapi spec"),
-                         ("assistant", "ok")] + [("user", "no, use openapi-generator")] * (key == "c"),
-            day=day)
+        add(
+            store,
+            key,
+            [("user", "regenerate the api client from the openapi spec"), ("assistant", "ok")]
+            + [("user", "no, use openapi-generator")] * (key == "c"),
+            day=day,
+        )
     for day, key in ((14, "e"), (15, "f")):
-        add(store, key, [("user", "bump the version and publish to pypi"), ("assistant", "ok")]
-            + [("user", "no, use twine")] * (key == "e"), day=day)
+        add(
+            store,
+            key,
+            [("user", "bump the version and publish to pypi"), ("assistant", "ok")]
+            + [("user", "no, use twine")] * (key == "e"),
+            day=day,
+        )
 
 
 def test_ids_and_splits_are_stable_across_runs_and_new_sessions(store: Store) -> None:
@@ -250,11 +357,19 @@ def test_ids_and_splits_are_stable_across_runs_and_new_sessions(store: Store) ->
     second = {t.id: t.split for t in mine(store, settings(), now=NOW).tasks}
     assert second == first
     # a reworded recurrence joins an existing task; an unrelated recurring one is added
-    add(store, "g", [("user", "please update the changelog for this release"),
-                     ("assistant", "ok")], day=20)
+    add(
+        store,
+        "g",
+        [("user", "please update the changelog for this release"), ("assistant", "ok")],
+        day=20,
+    )
     for day, key in ((21, "h"), (22, "i")):
-        add(store, key, [("user", "profile the slow import of the cli module"),
-                         ("assistant", "ok")], day=day)
+        add(
+            store,
+            key,
+            [("user", "profile the slow import of the cli module"), ("assistant", "ok")],
+            day=day,
+        )
     third = mine(store, settings(), now=NOW)
     got = {t.id: t.split for t in third.tasks}
     assert {k: got[k] for k in first} == first
@@ -266,8 +381,12 @@ def test_ids_and_splits_are_stable_across_runs_and_new_sessions(store: Store) ->
 
 def test_id_survives_the_oldest_member_leaving_the_window(store: Store) -> None:
     add(store, "a", [("user", "update the changelog for the release"), ("assistant", "ok")], day=1)
-    add(store, "b", [("user", "please update the changelog for this release"),
-                     ("assistant", "ok")], day=20)
+    add(
+        store,
+        "b",
+        [("user", "please update the changelog for this release"), ("assistant", "ok")],
+        day=20,
+    )
     add(store, "c", [("user", "update changelog for the new release"), ("assistant", "ok")], day=25)
     first = mine(store, settings(lookback_days=60), now=NOW).tasks
     later = mine(store, settings(lookback_days=20), now=NOW).tasks
@@ -278,8 +397,17 @@ def test_id_survives_the_oldest_member_leaving_the_window(store: Store) -> None:
 
 
 def test_synthetic_stored_tasks_never_lend_ids_or_get_val(store: Store) -> None:
-    store.save_tasks([Task(id="synthetic0001", project=PROJ, synthetic=True, split="train",
-                           intent="update the changelog for the release")])
+    store.save_tasks(
+        [
+            Task(
+                id="synthetic0001",
+                project=PROJ,
+                synthetic=True,
+                split="train",
+                intent="update the changelog for the release",
+            )
+        ]
+    )
     make_three_tasks(store)
     report = mine(store, settings(), now=NOW)
     assert "synthetic0001" not in {t.id for t in report.tasks}
@@ -290,22 +418,50 @@ def test_synthetic_stored_tasks_never_lend_ids_or_get_val(store: Store) -> None:
 def test_shared_filler_words_do_not_merge_different_tasks():
     from skillopt_sleep.night.mine import normalise_intent, similar
 
-    assert similar(normalise_intent("How do I lint the project?"),
-                   normalise_intent("How do I run the tests?"), 72) == 0.0
-    assert similar(normalise_intent("how do I install the dependencies?"),
-                   normalise_intent("install the dependencies please"), 72) == 100.0
+    assert (
+        similar(
+            normalise_intent("How do I lint the project?"),
+            normalise_intent("How do I run the tests?"),
+            72,
+        )
+        == 0.0
+    )
+    assert (
+        similar(
+            normalise_intent("how do I install the dependencies?"),
+            normalise_intent("install the dependencies please"),
+            72,
+        )
+        == 100.0
+    )
 
 
 def make_user_trial(store: Store) -> None:
     """The user trial: a corrected task and two recurring ones with nothing to score them by."""
-    add(store, "i1", [("user", "install the dependencies"), ("assistant", "Run `npm install`."),
-                      ("user", "no, use pnpm")], day=20)
+    add(
+        store,
+        "i1",
+        [
+            ("user", "install the dependencies"),
+            ("assistant", "Run `npm install`."),
+            ("user", "no, use pnpm"),
+        ],
+        day=20,
+    )
     for day, key in ((21, "d1"), (22, "d2")):
-        add(store, key, [("user", "build the docs site"), ("assistant", "Run `make docs`.")],
-            day=day)
+        add(
+            store,
+            key,
+            [("user", "build the docs site"), ("assistant", "Run `make docs`.")],
+            day=day,
+        )
     for day, key in ((23, "l1"), (24, "l2")):
-        add(store, key, [("user", "check the lint errors"), ("assistant", "Run `npm run lint`.")],
-            day=day)
+        add(
+            store,
+            key,
+            [("user", "check the lint errors"), ("assistant", "Run `npm run lint`.")],
+            day=day,
+        )
 
 
 def splits_by_intent(tasks: list[Task]) -> dict[str, str]:
@@ -316,32 +472,50 @@ def test_unscorable_tasks_get_no_split_and_do_not_hold_out_the_scorable_one(stor
     make_user_trial(store)
     report = mine(store, settings(), now=NOW)
     # one scorable task is too few to hold out: it trains; the others are unassigned
-    assert splits_by_intent(report.tasks) == {"install the dependencies": "train",
-                                              "build the docs site": "",
-                                              "check the lint errors": ""}
+    assert splits_by_intent(report.tasks) == {
+        "install the dependencies": "train",
+        "build the docs site": "",
+        "check the lint errors": "",
+    }
     assert report.tasks_scorable == 1
     assert splits_by_intent(store.tasks()) == splits_by_intent(report.tasks)
     # stable across nights
-    assert splits_by_intent(mine(store, settings(), now=NOW).tasks) == splits_by_intent(report.tasks)
+    assert splits_by_intent(mine(store, settings(), now=NOW).tasks) == splits_by_intent(
+        report.tasks
+    )
 
 
 def test_a_task_gets_a_split_the_night_it_becomes_scorable(store: Store) -> None:
     make_user_trial(store)
     mine(store, settings(), now=NOW)
-    add(store, "d3", [("user", "build the docs site"), ("assistant", "Run `make docs`."),
-                      ("user", "no, use mkdocs")], day=25)
+    add(
+        store,
+        "d3",
+        [
+            ("user", "build the docs site"),
+            ("assistant", "Run `make docs`."),
+            ("user", "no, use mkdocs"),
+        ],
+        day=25,
+    )
     report = mine(store, settings(), now=NOW)
     docs = by_intent(report, "build the docs site")
     assert [c.value for c in docs.checks] == ["mkdocs"]
     # two scorable tasks: still too few to hold one out, so the newcomer trains too
-    assert splits_by_intent(report.tasks) == {"install the dependencies": "train",
-                                              "build the docs site": "train",
-                                              "check the lint errors": ""}
+    assert splits_by_intent(report.tasks) == {
+        "install the dependencies": "train",
+        "build the docs site": "train",
+        "check the lint errors": "",
+    }
 
 
 def test_a_rubric_only_task_has_a_split_only_when_the_night_judges_rubrics(store: Store) -> None:
-    add(store, "w1", [("user", "rename the helper module"), ("assistant", "x"),
-                      ("user", "that's wrong")], day=23)
+    add(
+        store,
+        "w1",
+        [("user", "rename the helper module"), ("assistant", "x"), ("user", "that's wrong")],
+        day=23,
+    )
     t = mine(store, settings(), now=NOW).tasks[0]
     assert not t.checks and t.rubric and t.split == "train"
     t = mine(store, settings(rubric=False), now=NOW).tasks[0]
@@ -352,18 +526,31 @@ def test_splits_stored_for_unscorable_tasks_by_older_versions_do_not_block(store
     make_user_trial(store)
     tasks = mine(store, settings(), now=NOW).tasks
     # what the old miner stored: splits over all three tasks, unscorable ones included
-    old = {"install the dependencies": "val", "build the docs site": "test",
-           "check the lint errors": "train"}
+    old = {
+        "install the dependencies": "val",
+        "build the docs site": "test",
+        "check the lint errors": "train",
+    }
     store.save_tasks([t.model_copy(update={"split": old[t.intent]}) for t in tasks])
     # a correction arrives for the docs task before the first night of this version: its old
     # test slot (given while it was unscorable) does not keep it out of train
-    add(store, "d3", [("user", "build the docs site"), ("assistant", "Run `make docs`."),
-                      ("user", "no, use mkdocs")], day=25)
+    add(
+        store,
+        "d3",
+        [
+            ("user", "build the docs site"),
+            ("assistant", "Run `make docs`."),
+            ("user", "no, use mkdocs"),
+        ],
+        day=25,
+    )
     report = mine(store, settings(), now=NOW)
     # the scorable task keeps its held-out split (it must never leak into train)
-    assert splits_by_intent(report.tasks) == {"install the dependencies": "val",
-                                              "build the docs site": "train",
-                                              "check the lint errors": ""}
+    assert splits_by_intent(report.tasks) == {
+        "install the dependencies": "val",
+        "build the docs site": "train",
+        "check the lint errors": "",
+    }
 
 
 def test_a_task_replayed_as_val_gets_val_back_after_being_unscorable(tmp_path: Path) -> None:
@@ -373,18 +560,41 @@ def test_a_task_replayed_as_val_gets_val_back_after_being_unscorable(tmp_path: P
         first = mine(store, settings(), now=NOW).tasks
         val = next(t for t in first if t.split == "val")
         if replayed:  # an earlier night replayed it as val
-            store.insert("rollouts", {"night_id": 1, "task_id": val.id, "split": "val",
-                                      "phase": "val baseline", "score": 0.0})
+            store.insert(
+                "rollouts",
+                {
+                    "night_id": 1,
+                    "task_id": val.id,
+                    "split": "val",
+                    "phase": "val baseline",
+                    "score": 0.0,
+                },
+            )
         # then a night where its correction had left the window: the miner stored it unassigned,
         # and a new corrected task took the free val slot
         store.save_tasks([val.model_copy(update={"split": "", "checks": [], "rubric": ""})])
         for day, key in ((16, "g"), (17, "h")):
-            add(store, key, [("user", "write the release notes"), ("assistant", "ok")]
-                + [("user", "no, use towncrier")] * (key == "g"), day=day)
+            add(
+                store,
+                key,
+                [("user", "write the release notes"), ("assistant", "ok")]
+                + [("user", "no, use towncrier")] * (key == "g"),
+                day=day,
+            )
         notes_id = hashlib.sha256(
-            f"{PROJ}\n{normalise_intent('write the release notes')}".encode()).hexdigest()[:16]
-        store.save_tasks([Task(id=notes_id, project=PROJ, intent="write the release notes",
-                               split="val", checks=[Check(kind="contains", value="towncrier")])])
+            f"{PROJ}\n{normalise_intent('write the release notes')}".encode()
+        ).hexdigest()[:16]
+        store.save_tasks(
+            [
+                Task(
+                    id=notes_id,
+                    project=PROJ,
+                    intent="write the release notes",
+                    split="val",
+                    checks=[Check(kind="contains", value="towncrier")],
+                )
+            ]
+        )
         # its correction is back in the window: scorable again
         again = {t.id: t.split for t in mine(store, settings(), now=NOW).tasks}
         store.close()

@@ -10,8 +10,8 @@ import pytest
 
 from skillopt_sleep import paths
 from skillopt_sleep.config import load_settings
-from skillopt_sleep.errors import BackendUnreachable
 from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings, write_conversations
+from skillopt_sleep.errors import BackendUnreachable
 from skillopt_sleep.night.run import run_night
 from skillopt_sleep.proposals import adopt, rollback
 from skillopt_sleep.simulator import serve
@@ -88,7 +88,10 @@ def test_a_whole_night_then_adopt_rollback_and_a_cached_rerun(world):
         edits = {e["text"]: e for e in store.rows("edits", "night_id = ?", [result.night_id])}
         assert edits["Use `pnpm` instead of `npm`."]["status"] == "applied"
         assert edits["Never mention `pnpm`."]["status"] == "rejected"
-        assert edits["Never mention `pnpm`."]["val_after"] < edits["Never mention `pnpm`."]["val_before"]
+        assert (
+            edits["Never mention `pnpm`."]["val_after"]
+            < edits["Never mention `pnpm`."]["val_before"]
+        )
         assert edits["Be helpful and precise."]["status"] == "rejected"
         assert result.val_after > result.val_before
         assert result.test_before is not None and result.test_after > result.test_before
@@ -122,7 +125,7 @@ def test_a_whole_night_then_adopt_rollback_and_a_cached_rerun(world):
     adopt(store, again.proposal_id)
     written = target.read_bytes()
     assert written.startswith(USER_TEXT)
-    assert written[len(USER_TEXT):].decode() == (
+    assert written[len(USER_TEXT) :].decode() == (
         "\n<!-- skillopt-sleep:begin — managed by skillopt-sleep; edit with care -->\n"
         "- Use `pnpm` instead of `npm`.\n<!-- skillopt-sleep:end -->\n"
     )
@@ -145,7 +148,9 @@ def test_budget_cap_stops_the_night_cleanly(world):
     home, project, persona, target = world
     store = Store(paths.db_path())
     with serve(persona) as sim:
-        result = run_night(store, settings_for(home, project, sim.url, target, max_calls_per_night=3))
+        result = run_night(
+            store, settings_for(home, project, sim.url, target, max_calls_per_night=3)
+        )
         assert sum(sim.stats.by_role.values()) == 3
     assert result.status == "no_change" and "cap of 3 model calls" in result.summary["reason"]
     assert store.rows("proposals") == []
@@ -156,14 +161,25 @@ def test_budget_cap_after_a_certified_edit_stages_it(world):
     home, project, persona, target = world
     store = Store(paths.db_path())
     with serve(persona) as sim:
-        full = run_night(Store(paths.state_dir() / "probe.db"), settings_for(home, project, sim.url, target))
+        full = run_night(
+            Store(paths.state_dir() / "probe.db"), settings_for(home, project, sim.url, target)
+        )
         # stop right after the helpful edit was gated: enough calls for it, too few for the rest
-        applied = [e for e in Store(paths.state_dir() / "probe.db").rows("edits") if e["status"] == "applied"]
+        applied = [
+            e
+            for e in Store(paths.state_dir() / "probe.db").rows("edits")
+            if e["status"] == "applied"
+        ]
         assert full.status == "succeeded" and applied
         sim.reset()
         cap = full.cost["calls"] - 2
-        result = run_night(store, settings_for(home, project, sim.url, target, max_calls_per_night=cap))
-    assert result.status == "succeeded" and "staging what the gate certified" in result.summary["reason"]
+        result = run_night(
+            store, settings_for(home, project, sim.url, target, max_calls_per_night=cap)
+        )
+    assert (
+        result.status == "succeeded"
+        and "staging what the gate certified" in result.summary["reason"]
+    )
     assert result.test_before is None and result.test_after is None
     # the count of test tasks stays a count; why they were not scored is said beside it
     assert result.summary["test"] == 1
@@ -179,8 +195,10 @@ def test_budget_cap_after_a_certified_edit_stages_it(world):
 def night_with_duplicate_rules(home: Path, project: Path, persona: Path, target: Path):
     """A night on a document whose managed block holds one rule twice (so the epoch-end
     consolidation has something to merge); returns (store, result)."""
-    block = ("\n<!-- skillopt-sleep:begin — managed by skillopt-sleep; edit with care -->\n"
-             "- Keep commits small.\n- keep  commits small.\n<!-- skillopt-sleep:end -->\n")
+    block = (
+        "\n<!-- skillopt-sleep:begin — managed by skillopt-sleep; edit with care -->\n"
+        "- Keep commits small.\n- keep  commits small.\n<!-- skillopt-sleep:end -->\n"
+    )
     target.write_bytes(USER_TEXT + block.encode())
     store = Store(paths.db_path())
     with serve(persona) as sim:
@@ -193,7 +211,11 @@ def night_with_duplicate_rules(home: Path, project: Path, persona: Path, target:
 def test_epoch_end_consolidation_is_gated_and_recorded(world):
     home, project, persona, target = world
     store, result = night_with_duplicate_rules(home, project, persona, target)
-    merged = [e for e in store.rows("edits", "night_id = ?", [result.night_id]) if e["origin"] == "consolidate"]
+    merged = [
+        e
+        for e in store.rows("edits", "night_id = ?", [result.night_id])
+        if e["origin"] == "consolidate"
+    ]
     assert len(merged) == 1 and merged[0]["status"] == "applied"
     assert merged[0]["rationale"] == "epoch 1 slow update: 3 -> 2 rules"
     staged = (Path(store.get("proposals", result.proposal_id)["dir"]) / "document").read_text()
@@ -205,9 +227,15 @@ def test_a_consolidation_that_drops_a_command_is_refused_without_replaying(world
     """The optimizer's epoch-end merge must keep every concrete command and value; one that
     loses the learned `pnpm` rule is rejected (saying what it drops) before any val replay."""
     home, project, persona, target = world
-    persona.write_text(persona.read_text().replace("[optimizer]", "[optimizer]\nlossy_consolidate = true"))
+    persona.write_text(
+        persona.read_text().replace("[optimizer]", "[optimizer]\nlossy_consolidate = true")
+    )
     store, result = night_with_duplicate_rules(home, project, persona, target)
-    [merged] = [e for e in store.rows("edits", "night_id = ?", [result.night_id]) if e["origin"] == "consolidate"]
+    [merged] = [
+        e
+        for e in store.rows("edits", "night_id = ?", [result.night_id])
+        if e["origin"] == "consolidate"
+    ]
     assert merged["status"] == "rejected"
     assert merged["reason"] == "the merge drops `npm`, `pnpm`"
     phases = {r["phase"] for r in store.rows("rollouts", "night_id = ?", [result.night_id])}
@@ -219,22 +247,29 @@ def test_a_consolidation_that_drops_a_command_is_refused_without_replaying(world
 def test_a_skill_of_another_agent_than_the_replay_target_is_warned_about(world, tmp_path):
     home, project, persona, target = world
     store = Store(paths.db_path())
-    settings = load_settings(Path("/nonexistent/config.toml"), **{
-        **demo_settings(home, project, "http://127.0.0.1:9/v1"),
-        "document": {"kind": "managed_skill", "agent": "codex"},
-        "target": {"name": "claude_code", "executable": "/bin/true"},
-    })
+    settings = load_settings(
+        Path("/nonexistent/config.toml"),
+        **{
+            **demo_settings(home, project, "http://127.0.0.1:9/v1"),
+            "document": {"kind": "managed_skill", "agent": "codex"},
+            "target": {"name": "claude_code", "executable": "/bin/true"},
+        },
+    )
     result = run_night(store, settings, dry_run=True, env={"CODEX_HOME": str(tmp_path / "cx")})
-    assert result.summary["warning"].startswith("the document is codex's skill but the night "
-                                                "replays through claude_code")
+    assert result.summary["warning"].startswith(
+        "the document is codex's skill but the night replays through claude_code"
+    )
 
 
 def test_with_no_val_split_an_improvement_is_unverified_and_not_staged(tmp_path, isolated_home):
     project = tmp_path / "solo"
     project.mkdir()
     # one recurring task only: fewer than 3 tasks keeps val (and test) empty
-    write_conversations(isolated_home, project, [c for c in DEMO_CONVERSATIONS
-                                                 if "install the dependencies" in c[1][0][0].lower()])
+    write_conversations(
+        isolated_home,
+        project,
+        [c for c in DEMO_CONVERSATIONS if "install the dependencies" in c[1][0][0].lower()],
+    )
     persona = tmp_path / "persona.toml"
     persona.write_text(PERSONA, encoding="utf-8")
     target = project / "CLAUDE.md"
@@ -252,8 +287,16 @@ def test_with_no_val_split_an_improvement_is_unverified_and_not_staged(tmp_path,
 
 #: The user trial: one corrected task, two recurring ones nothing can score.
 TRIAL = [
-    ("claude_code", [("install the dependencies", "Run `npm install` in the project root.",
-                      "no, use pnpm instead of npm")]),
+    (
+        "claude_code",
+        [
+            (
+                "install the dependencies",
+                "Run `npm install` in the project root.",
+                "no, use pnpm instead of npm",
+            )
+        ],
+    ),
     ("claude_code", [("build the docs site", "Run `make docs`.", None)]),
     ("codex", [("build the docs site", "Run `make docs`.", None)]),
     ("claude_code", [("check the lint errors", "Run `npm run lint`.", None)]),
@@ -285,8 +328,10 @@ def test_unscorable_tasks_take_no_val_or_test_slot(tmp_path, isolated_home):
     assert result.status == "no_change", s
     assert s["reason"] == "edits improved train only (unverified)"
     assert {t.intent: t.split for t in store.tasks()} == {
-        "install the dependencies": "train", "build the docs site": "",
-        "check the lint errors": ""}
+        "install the dependencies": "train",
+        "build the docs site": "",
+        "check the lint errors": "",
+    }
 
 
 def test_no_tasks_says_that_the_mined_tasks_are_not_scorable(tmp_path, isolated_home):
@@ -297,7 +342,8 @@ def test_no_tasks_says_that_the_mined_tasks_are_not_scorable(tmp_path, isolated_
     assert result.status == "no_tasks"
     assert result.summary["reason"] == (
         "2 tasks mined, none scorable: no correction or rule to check an answer against; "
-        'correct the agent when it answers a recurring request wrong (e.g. "no, use pnpm")')
+        'correct the agent when it answers a recurring request wrong (e.g. "no, use pnpm")'
+    )
     # with no task mined at all the reason says that instead
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -311,8 +357,11 @@ def old_trial_store(tmp_path: Path, home: Path):
     project, persona, target = trial_world(tmp_path, home, TRIAL)
     store = Store(paths.db_path())
     run_night(store, settings_for(home, project, "http://127.0.0.1:9/v1", target), dry_run=True)
-    old = {"install the dependencies": "val", "build the docs site": "test",
-           "check the lint errors": "train"}
+    old = {
+        "install the dependencies": "val",
+        "build the docs site": "test",
+        "check the lint errors": "train",
+    }
     store.save_tasks([t.model_copy(update={"split": old[t.intent]}) for t in store.tasks()])
     return store, project, persona, target
 
@@ -324,15 +373,20 @@ def test_no_tasks_says_when_every_scorable_task_is_held_out(tmp_path, isolated_h
     assert result.summary["reason"] == (
         "no scorable task in train (1 val, 0 test held out, 2 unscorable): a night needs "
         "another scorable task to train on; correct the agent when it gets a recurring request "
-        "wrong")
+        "wrong"
+    )
 
 
 def test_a_split_stored_by_an_older_version_for_an_unscorable_task_does_not_block(
-        tmp_path, isolated_home):
+    tmp_path, isolated_home
+):
     store, project, persona, target = old_trial_store(tmp_path, isolated_home)
     # a correction arrives for the docs task: its old test slot does not hold it out of train
-    write_conversations(isolated_home, project, [
-        ("claude_code", [("build the docs site", "Run `make docs`.", "no, use mkdocs")])])
+    write_conversations(
+        isolated_home,
+        project,
+        [("claude_code", [("build the docs site", "Run `make docs`.", "no, use mkdocs")])],
+    )
     with serve(persona) as sim:
         result = run_night(store, settings_for(isolated_home, project, sim.url, target))
         assert sum(sim.stats.by_role.values()) > 0
@@ -340,8 +394,10 @@ def test_a_split_stored_by_an_older_version_for_an_unscorable_task_does_not_bloc
     assert (s["scorable"], s["train"], s["val"], s["test"]) == (2, 1, 1, 0)
     assert result.status in ("no_change", "succeeded"), s
     assert {t.intent: t.split for t in store.tasks()} == {
-        "install the dependencies": "val", "build the docs site": "train",
-        "check the lint errors": ""}
+        "install the dependencies": "val",
+        "build the docs site": "train",
+        "check the lint errors": "",
+    }
 
 
 def test_a_rule_with_other_code_spans_is_learned_and_a_duplicate_says_what_it_duplicates(world):
@@ -353,8 +409,11 @@ def test_a_rule_with_other_code_spans_is_learned_and_a_duplicate_says_what_it_du
 
     home, project, persona, target = world
     existing = ["Use `pnpm` instead of `npx`.", "Be helpful and precise!"]
-    block = ("\n<!-- skillopt-sleep:begin — managed by skillopt-sleep; edit with care -->\n"
-             + "".join(f"- {r}\n" for r in existing) + "<!-- skillopt-sleep:end -->\n")
+    block = (
+        "\n<!-- skillopt-sleep:begin — managed by skillopt-sleep; edit with care -->\n"
+        + "".join(f"- {r}\n" for r in existing)
+        + "<!-- skillopt-sleep:end -->\n"
+    )
     target.write_bytes(USER_TEXT + block.encode())
     store = Store(paths.db_path())
     with serve(persona) as sim:
@@ -368,8 +427,9 @@ def test_a_rule_with_other_code_spans_is_learned_and_a_duplicate_says_what_it_du
     assert dup["status"] == "unmatched"
     assert dup["reason"] == "a near-duplicate of the existing rule: Be helpful and precise!"
     assert result.summary["edits"]["unmatched"] >= 1
-    staged = Document.parse((Path(store.get("proposals", result.proposal_id)["dir"])
-                             / "document").read_text())
+    staged = Document.parse(
+        (Path(store.get("proposals", result.proposal_id)["dir"]) / "document").read_text()
+    )
     assert staged.rules == existing + ["Use `pnpm` instead of `npm`."]
 
 
@@ -385,22 +445,41 @@ def test_edits_rejected_by_an_earlier_night_are_remembered_by_the_next(world):
     progress: list[str] = []
     with serve(persona) as sim:
         first = run_night(store, settings_for(home, project, sim.url, target))
-        refused = [e["text"] for e in store.rows("edits", "night_id = ?", [first.night_id])
-                   if e["status"] == "rejected"]
+        refused = [
+            e["text"]
+            for e in store.rows("edits", "night_id = ?", [first.night_id])
+            if e["status"] == "rejected"
+        ]
         assert "Never mention `pnpm`." in refused
         # the same night again: the same inputs, nothing remembered, every call cached
         calls = sum(sim.stats.by_role.values())  # model calls (not the backend checks)
-        again = run_night(store, settings_for(home, project, sim.url, target), progress=progress.append)
+        again = run_night(
+            store, settings_for(home, project, sim.url, target), progress=progress.append
+        )
         assert again.cost["calls"] == 0 and sum(sim.stats.by_role.values()) == calls
         assert not any("remembering" in m for m in progress)
         # new sessions: a new recurring, corrected task changes the night's inputs
-        write_conversations(home, project, [
-            ("claude_code", [("build the docs site", "Run `npm run docs`.", "no, use pnpm instead of npm")]),
-            ("codex", [("build the docs site", "Run `npm run docs`.", "use pnpm instead of npm")]),
-        ])
-        third = run_night(store, settings_for(home, project, sim.url, target), progress=progress.append)
+        write_conversations(
+            home,
+            project,
+            [
+                (
+                    "claude_code",
+                    [("build the docs site", "Run `npm run docs`.", "no, use pnpm instead of npm")],
+                ),
+                (
+                    "codex",
+                    [("build the docs site", "Run `npm run docs`.", "use pnpm instead of npm")],
+                ),
+            ],
+        )
+        third = run_night(
+            store, settings_for(home, project, sim.url, target), progress=progress.append
+        )
     assert f"remembering {len(set(refused))} edit(s) rejected by earlier nights" in progress
-    assert "add: Never mention `pnpm`." in remembered_rejections(store, str(target), "another night")
+    assert "add: Never mention `pnpm`." in remembered_rejections(
+        store, str(target), "another night"
+    )
     later = [e["text"] for e in store.rows("edits", "night_id = ?", [third.night_id])]
     assert "Never mention `pnpm`." not in later  # not proposed again
     assert third.status in ("succeeded", "no_change"), third.summary
@@ -424,8 +503,12 @@ def test_a_night_with_other_inputs_stages_its_own_proposal_even_for_the_same_doc
 
     dead = report_markdown(store.get("proposals", first.proposal_id))
     assert "Adopt with" not in dead
-    assert f"This proposal is superseded (superseded by {other.proposal_id}): it can no longer be adopted." in dead
+    assert (
+        f"This proposal is superseded (superseded by {other.proposal_id}): it can no longer be adopted."
+        in dead
+    )
     assert f"Adopt with `skillopt-sleep adopt {other.proposal_id}`" in report_markdown(
-        store.get("proposals", other.proposal_id))
+        store.get("proposals", other.proposal_id)
+    )
     mine = json.loads(store.get("proposals", other.proposal_id)["summary"])
     assert mine["inputs"] == other.summary["inputs"] != first.summary["inputs"]

@@ -17,29 +17,33 @@ import sys
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from skillopt_sleep import paths
 from skillopt_sleep.config import load_settings
 from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings, write_conversations
-from skillopt_sleep.errors import BackendAuthError, BackendError, BackendModelError, \
-    BackendUnreachable
+from skillopt_sleep.errors import (
+    BackendAuthError,
+    BackendError,
+    BackendModelError,
+    BackendUnreachable,
+)
 from skillopt_sleep.night.run import run_night
 from skillopt_sleep.simulator import load_persona, serve
 from skillopt_sleep.simulator.persona import persona_from_dict
 from skillopt_sleep.sources.ingest import harvest
 from skillopt_sleep.status import collect_status
 from skillopt_sleep.store import Store
-
-import tomllib
-from tests.night.test_night import PERSONA as ENGINE_PERSONA
 from tests.agent_clis import NODE_BIN, agent_binary
+from tests.night.test_night import PERSONA as ENGINE_PERSONA
 
 pytestmark = pytest.mark.cli
 
 
 # the engine test's persona, answering only the model the CLIs are configured with
-PERSONA = ENGINE_PERSONA.replace('name = "night-test"\nmodels = []',
-                                 'name = "night-cli-test"\nmodels = ["sim-demo"]')
+PERSONA = ENGINE_PERSONA.replace(
+    'name = "night-test"\nmodels = []', 'name = "night-cli-test"\nmodels = ["sim-demo"]'
+)
 assert 'models = ["sim-demo"]' in PERSONA
 SIM_KEY = "sk-sim-night-0123456789"
 USER_TEXT = "# Project rules\n\nWritten by hand.\n"
@@ -67,22 +71,38 @@ def world(tmp_path, isolated_home, cli_path):
 
 
 def backend(name: str, url: str, **extra) -> dict:
-    base = {"name": name, "base_url": url, "model": "sim-demo", "api_key": SIM_KEY,
-            "max_retries": 0, "timeout": 60, "workers": 2}
+    base = {
+        "name": name,
+        "base_url": url,
+        "model": "sim-demo",
+        "api_key": SIM_KEY,
+        "max_retries": 0,
+        "timeout": 60,
+        "workers": 2,
+    }
     base.update(extra)
     return base
 
 
 def settings_for(home: Path, project: Path, target: Path, tgt: dict, opt: dict, **extra):
     overrides = demo_settings(home, project, "http://127.0.0.1:9")
-    overrides.update(document={"kind": "path", "path": str(target)}, edit_budget=3,
-                     target=tgt, optimizer=opt, **extra)
+    overrides.update(
+        document={"kind": "path", "path": str(target)},
+        edit_budget=3,
+        target=tgt,
+        optimizer=opt,
+        **extra,
+    )
     return load_settings(Path("/nonexistent/config.toml"), **overrides)
 
 
 def session_files(home: Path) -> set[Path]:
-    roots = [home / ".claude" / "projects", home / ".codex" / "sessions",
-             home / ".codex" / "archived_sessions", home / ".copilot" / "session-state"]
+    roots = [
+        home / ".claude" / "projects",
+        home / ".codex" / "sessions",
+        home / ".codex" / "archived_sessions",
+        home / ".copilot" / "session-state",
+    ]
     return {p for r in roots if r.exists() for p in r.rglob("*") if p.is_file()}
 
 
@@ -113,8 +133,13 @@ def test_night_target_claude_optimizer_codex(world):
     before = session_files(home)
     store = Store(paths.db_path())
     with serve(persona, api_key=SIM_KEY) as sim:
-        settings = settings_for(home, project, target, backend("claude_code", sim.url),
-                                backend("codex", sim.url + "/v1"))
+        settings = settings_for(
+            home,
+            project,
+            target,
+            backend("claude_code", sim.url),
+            backend("codex", sim.url + "/v1"),
+        )
         result = run_night(store, settings)
         check_night(store, result, target, "claude_code")
         endpoints = sim.stats.by_endpoint
@@ -136,8 +161,13 @@ def test_night_target_copilot(world):
     before = session_files(home)
     store = Store(paths.db_path())
     with serve(persona, api_key=SIM_KEY) as sim:
-        settings = settings_for(home, project, target, backend("copilot", sim.url + "/v1"),
-                                backend("codex", sim.url + "/v1"))
+        settings = settings_for(
+            home,
+            project,
+            target,
+            backend("copilot", sim.url + "/v1"),
+            backend("codex", sim.url + "/v1"),
+        )
         result = run_night(store, settings)
         check_night(store, result, target, "copilot")
         assert sim.stats.by_endpoint["/chat/completions"] > 0
@@ -177,17 +207,21 @@ def test_night_fails_loudly_and_stages_nothing(world, case):
     assert store.rows("proposals") == []
     assert target.read_text(encoding="utf-8") == USER_TEXT
     # no CLI error text was stored as an answer
-    assert all("Not logged in" not in r["answer"] and "API Error" not in r["answer"]
-               for r in store.rows("rollouts"))
+    assert all(
+        "Not logged in" not in r["answer"] and "API Error" not in r["answer"]
+        for r in store.rows("rollouts")
+    )
     status = collect_status(store)
     assert status["last_night"]["status"] == "failed"
     assert status["last_error"] == message
 
 
 #: target backend -> (CLI, the URL it is given for the simulator, the login command its fix names)
-TARGETS = {"claude_code": ("claude", "", "`claude auth login`"),
-           "codex": ("codex", "/v1", "`codex login`"),
-           "copilot": ("copilot", "/v1", "`copilot login`")}
+TARGETS = {
+    "claude_code": ("claude", "", "`claude auth login`"),
+    "codex": ("codex", "/v1", "`codex login`"),
+    "copilot": ("copilot", "/v1", "`copilot login`"),
+}
 WRONG_KEY = "sk-sim-wrong-9876543210"
 
 
@@ -207,8 +241,9 @@ def toml_table(name: str, values: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_night_config(path: Path, world, target_backend: dict, optimizer_backend: dict,
-                       **top: object) -> Path:
+def write_night_config(
+    path: Path, world, target_backend: dict, optimizer_backend: dict, **top: object
+) -> Path:
     """A config file for a CLI night over the world's sessions, training its CLAUDE.md."""
     home, project, _persona, target = world
     path.write_text(
@@ -218,20 +253,27 @@ def write_night_config(path: Path, world, target_backend: dict, optimizer_backen
         + toml_table("sources.codex", {"roots": [str(home / ".codex" / "sessions")]})
         + toml_table("document", {"kind": "path", "path": str(target)})
         + toml_table("target", target_backend)
-        + toml_table("optimizer", optimizer_backend), encoding="utf-8")
+        + toml_table("optimizer", optimizer_backend),
+        encoding="utf-8",
+    )
     return path
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     """The real entry point, as a user runs it (HOME, PATH, SKILLOPT_SLEEP_HOME: the test's)."""
-    return subprocess.run([sys.executable, "-m", "skillopt_sleep", *args], capture_output=True,
-                          text=True, env=dict(os.environ), timeout=240, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "skillopt_sleep", *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=240,
+        check=False,
+    )
 
 
 @pytest.mark.parametrize("case", ["no_key", "wrong_key", "wrong_url", "unknown_model"])
 @pytest.mark.parametrize("name", sorted(TARGETS))
-def test_cli_night_with_a_broken_target_cli_exits_1_and_stages_nothing(world, tmp_path, name,
-                                                                       case):
+def test_cli_night_with_a_broken_target_cli_exits_1_and_stages_nothing(world, tmp_path, name, case):
     """``python -m skillopt_sleep --config FILE run`` with each real agent CLI as the target,
     broken four ways; the optimizer is healthy, so the failure must come from (and name) the
     target, with its fix."""
@@ -255,8 +297,9 @@ def test_cli_night_with_a_broken_target_cli_exits_1_and_stages_nothing(world, tm
         else:
             tgt["model"] = "no-such-model"  # the persona lists only sim-demo: 404
             words = ("unknown model 'no-such-model'", "check `model`")
-        config = write_night_config(tmp_path / "config.toml", world, tgt,
-                                    backend("anthropic", sim.url), edit_budget=3)
+        config = write_night_config(
+            tmp_path / "config.toml", world, tgt, backend("anthropic", sim.url), edit_budget=3
+        )
         res = run_cli("--config", str(config), "run")
         seen = sim.stats.snapshot()["requests"]
 
@@ -285,8 +328,9 @@ def test_cli_night_with_a_broken_target_cli_exits_1_and_stages_nothing(world, tm
     assert store.rows("proposals") == []
     assert target.read_text(encoding="utf-8") == USER_TEXT
     # no CLI error text was stored as an answer
-    assert all(r["backend"] != name or not r["answer"] for r in store.rows("rollouts")), \
-        store.rows("rollouts")
+    assert all(r["backend"] != name or not r["answer"] for r in store.rows("rollouts")), store.rows(
+        "rollouts"
+    )
 
 
 def test_unknown_model_persona_is_strict():
@@ -297,7 +341,8 @@ def test_unknown_model_persona_is_strict():
 
 @pytest.mark.parametrize("signame,workers", [("SIGTERM", 2), ("SIGHUP", 1), ("SIGINT", 1)])
 def test_cli_run_terminated_kills_the_agent_cli_and_records_the_night_interrupted(
-        world, tmp_path, signame, workers):
+    world, tmp_path, signame, workers
+):
     """`skillopt-sleep run` (a night in the CLI's own process) gets SIGTERM (`timeout`, a
     service manager) or SIGHUP (its terminal closed) while `claude -p` waits on its model:
     the claude process groups die with it — with parallel rollouts too, where the calls run
@@ -316,12 +361,19 @@ def test_cli_run_terminated_kills_the_agent_cli_and_records_the_night_interrupte
         sim.stall_next(1000, 120.0)
         # val_fraction: the first phase (the val baseline) has more tasks than workers
         config = write_night_config(
-            tmp_path / "config.toml", world,
+            tmp_path / "config.toml",
+            world,
             backend("claude_code", sim.url, timeout=300, workers=workers),
-            backend("anthropic", opt.url), val_fraction=0.5)
-        proc = subprocess.Popen([sys.executable, "-m", "skillopt_sleep", "--config", str(config), "run"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=dict(os.environ))
+            backend("anthropic", opt.url),
+            val_fraction=0.5,
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "skillopt_sleep", "--config", str(config), "run"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ),
+        )
         me = psutil.Process(proc.pid)
         seen: list[psutil.Process] = []
         deadline = time.monotonic() + 120
@@ -333,10 +385,15 @@ def test_cli_run_terminated_kills_the_agent_cli_and_records_the_night_interrupte
                 break
             time.sleep(0.1)
         assert proc.poll() is None, proc.communicate()
-        assert any(r.get("stalled") for r in sim.stats.snapshot()["requests"]), "claude never called"
+        assert any(r.get("stalled") for r in sim.stats.snapshot()["requests"]), (
+            "claude never called"
+        )
         seen += [c for c in me.children(recursive=True) if c not in seen]
-        assert any(os.path.realpath(exe) in " ".join(c.cmdline()) or "claude" in " ".join(c.cmdline())
-                   for c in seen if c.is_running())
+        assert any(
+            os.path.realpath(exe) in " ".join(c.cmdline()) or "claude" in " ".join(c.cmdline())
+            for c in seen
+            if c.is_running()
+        )
         proc.send_signal(sig)
         signalled = time.monotonic()
         out, err = proc.communicate(timeout=60)
@@ -349,6 +406,7 @@ def test_cli_run_terminated_kills_the_agent_cli_and_records_the_night_interrupte
     assert [p for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []
     night = Store(paths.db_path()).rows("nights", order_by="id desc", limit=1)[0]
     assert night["status"] == "interrupted"
-    assert night["error"] == ("interrupted (Ctrl-C)" if signame == "SIGINT"
-                              else f"interrupted (signal {int(sig)})")
+    assert night["error"] == (
+        "interrupted (Ctrl-C)" if signame == "SIGINT" else f"interrupted (signal {int(sig)})"
+    )
     assert target.read_text(encoding="utf-8") == USER_TEXT

@@ -31,7 +31,8 @@ def test_three_tasks_give_one_val_one_test_one_train() -> None:
 
 def test_fewer_than_three_tasks_all_train() -> None:
     assert [t.split for t in assign_splits([task(1), task(2)], {}, 0.25, 0.25)] == [
-        "train", "train"
+        "train",
+        "train",
     ]
 
 
@@ -97,8 +98,11 @@ def test_unscorable_tasks_get_no_split_and_take_no_slot() -> None:
     # one scorable task is too few to hold anything out: it trains; the others are unassigned
     assert out == {"task01": "train", "task02": "", "task03": ""}
     # a split stored for an unscorable task is not kept
-    out = splits(assign_splits(tasks, {"task02": "val", "task03": "test"}, 0.25, 0.25,
-                               is_scorable=lambda t: t.id in ok))
+    out = splits(
+        assign_splits(
+            tasks, {"task02": "val", "task03": "test"}, 0.25, 0.25, is_scorable=lambda t: t.id in ok
+        )
+    )
     assert out == {"task01": "train", "task02": "", "task03": ""}
 
 
@@ -110,5 +114,8 @@ def test_a_task_gets_a_split_by_the_quota_rule_once_it_is_scorable() -> None:
     second = splits(assign_splits(tasks, {k: v for k, v in first.items() if v}, 0.25, 0.25))
     assert {k: second[k] for k in first if first[k]} == {k: v for k, v in first.items() if v}
     assert second["task03"] == "train"
-    assert second == splits(assign_splits(tasks, {k: v for k, v in first.items() if v}, 0.25,
-                                          0.25, is_scorable=lambda t: True))
+    assert second == splits(
+        assign_splits(
+            tasks, {k: v for k, v in first.items() if v}, 0.25, 0.25, is_scorable=lambda t: True
+        )
+    )

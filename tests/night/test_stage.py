@@ -10,18 +10,43 @@ def test_a_skill_proposal_says_its_scores_assume_the_skill_is_loaded():
     assert "only when the agent loads the skill" in skill and "CLAUDE.md / AGENTS.md" in skill
     memory = scoring_note("/home/u/src/app/CLAUDE.md")
     assert "loads it in every session" in memory and "only when" not in memory
-    report = {"id": "p1", "target": "/x/SKILL.md", "night_id": 1, "created_at": "now",
-              "scores": {"val_before": 0.5, "val_after": 1.0, "test_before": 0.5, "test_after": 1.0},
-              "cost": {}, "edits": [], "val_tasks": [], "test_tasks": [], "scored_as": skill}
+    report = {
+        "id": "p1",
+        "target": "/x/SKILL.md",
+        "night_id": 1,
+        "created_at": "now",
+        "scores": {"val_before": 0.5, "val_after": 1.0, "test_before": 0.5, "test_after": 1.0},
+        "cost": {},
+        "edits": [],
+        "val_tasks": [],
+        "test_tasks": [],
+        "scored_as": skill,
+    }
     assert skill in render_markdown(report, "")
 
 
 def test_an_edit_reason_or_rationale_over_several_lines_stays_in_its_table_row():
-    edit = {"op": "add", "text": "Use `pnpm`.", "old": "", "status": "rejected",
-            "reason": "val 1.000 -> 0.500:\nlower", "rationale": "fixes task: deploy | it prints:\n  secret",
-            "val_before": 1.0, "val_after": 0.5}
-    report = {"id": "p1", "target": "/x/CLAUDE.md", "night_id": 1, "created_at": "now",
-              "scores": {"val_before": 1.0, "val_after": 1.0, "test_before": None, "test_after": None},
-              "cost": {}, "edits": [edit], "val_tasks": [], "test_tasks": [], "scored_as": ""}
+    edit = {
+        "op": "add",
+        "text": "Use `pnpm`.",
+        "old": "",
+        "status": "rejected",
+        "reason": "val 1.000 -> 0.500:\nlower",
+        "rationale": "fixes task: deploy | it prints:\n  secret",
+        "val_before": 1.0,
+        "val_after": 0.5,
+    }
+    report = {
+        "id": "p1",
+        "target": "/x/CLAUDE.md",
+        "night_id": 1,
+        "created_at": "now",
+        "scores": {"val_before": 1.0, "val_after": 1.0, "test_before": None, "test_after": None},
+        "cost": {},
+        "edits": [edit],
+        "val_tasks": [],
+        "test_tasks": [],
+        "scored_as": "",
+    }
     [row] = [ln for ln in render_markdown(report, "").splitlines() if ln.startswith("| rejected")]
     assert row.endswith("| val 1.000 -> 0.500: lower | fixes task: deploy / it prints: secret |")

@@ -17,13 +17,21 @@ def brain() -> Brain:
 
 
 def turn(prompt: str, system: str = "", tools: list[str] | None = None) -> Turn:
-    return Turn(model="m", system=system, messages=[("user", prompt)], last_user=prompt,
-                prompt=prompt, tools=tools or [])
+    return Turn(
+        model="m",
+        system=system,
+        messages=[("user", prompt)],
+        last_user=prompt,
+        prompt=prompt,
+        tools=tools or [],
+    )
 
 
 def test_target_persona_answers_and_default(brain: Brain) -> None:
-    assert brain.respond(turn("How do I install dependencies?")).text == \
-        "Run `npm install` in the project root."
+    assert (
+        brain.respond(turn("How do I install dependencies?")).text
+        == "Run `npm install` in the project root."
+    )
     assert brain.respond(turn("please RUN THE TESTS")).text == "Run `npm test` to run the suite."
     assert brain.respond(turn("lint it")).text == "Run `npm run lint`."
     default = brain.respond(turn("what is the weather")).text
@@ -44,15 +52,20 @@ def test_rules_that_are_not_in_the_language_are_ignored(brain: Brain) -> None:
 
 
 def test_replace_is_whole_word_ish_and_never_and_limit() -> None:
-    rules = parse_rules("use `yarn` INSTEAD OF `npm`. Never mention `root`. "
-                        "Keep answers under 20 characters. Keep answers under 30 characters.")
+    rules = parse_rules(
+        "use `yarn` INSTEAD OF `npm`. Never mention `root`. "
+        "Keep answers under 20 characters. Keep answers under 30 characters."
+    )
     assert rules.max_chars == 20
-    assert apply_rules("pnpm and npm", parse_rules("Use `yarn` instead of `npm`.")) == \
-        "pnpm and yarn"
+    assert (
+        apply_rules("pnpm and npm", parse_rules("Use `yarn` instead of `npm`.")) == "pnpm and yarn"
+    )
     out = apply_rules("Run `npm install` in the project root.", rules)
     assert out == "Run `yarn install` i"
-    assert apply_rules("Run it in the project root.", parse_rules("Never mention `root`")) == \
-        "Run it in the project ."
+    assert (
+        apply_rules("Run it in the project root.", parse_rules("Never mention `root`"))
+        == "Run it in the project ."
+    )
 
 
 def test_harmful_length_rule_truncates(brain: Brain) -> None:
@@ -77,27 +90,42 @@ def test_use_the_tool_rule_calls_an_offered_tool(brain: Brain) -> None:
 
 
 def _failure(task: str, *checks: tuple[str, str]) -> dict:
-    return {"task": task, "answer": "a", "score": 0.0, "corrections": [],
-            "failed_checks": [{"kind": k, "value": v, "evidence": ""} for k, v in checks]}
+    return {
+        "task": task,
+        "answer": "a",
+        "score": 0.0,
+        "corrections": [],
+        "failed_checks": [{"kind": k, "value": v, "evidence": ""} for k, v in checks],
+    }
 
 
 def test_derive_edits_from_failed_checks() -> None:
-    edits = derive_edits([
-        _failure("install", ("contains", "pnpm"), ("not_contains", "npm")),
-        _failure("lint", ("contains", "--fix")),
-        _failure("secrets", ("not_contains", "sudo")),
-        _failure("short", ("max_chars", "80"), ("tool_called", "Bash"), ("regex", "x")),
-        _failure("again", ("contains", "pnpm"), ("not_contains", "npm")),
-    ])
+    edits = derive_edits(
+        [
+            _failure("install", ("contains", "pnpm"), ("not_contains", "npm")),
+            _failure("lint", ("contains", "--fix")),
+            _failure("secrets", ("not_contains", "sudo")),
+            _failure("short", ("max_chars", "80"), ("tool_called", "Bash"), ("regex", "x")),
+            _failure("again", ("contains", "pnpm"), ("not_contains", "npm")),
+        ]
+    )
     assert [text for text, _ in edits] == [
-        "Use `pnpm` instead of `npm`.", "Always mention `--fix`.", "Never mention `sudo`.",
-        "Keep answers under 80 characters.", "Use the `Bash` tool.",
+        "Use `pnpm` instead of `npm`.",
+        "Always mention `--fix`.",
+        "Never mention `sudo`.",
+        "Keep answers under 80 characters.",
+        "Use the `Bash` tool.",
     ]
 
 
 def reflect(brain: Brain, *, rules=(), rejected=(), budget=2, failures=()) -> list[dict]:
-    prompt = prompts.reflect_prompt(rules=list(rules), failures=list(failures), successes=[],
-                                    rejected=list(rejected), budget=budget)
+    prompt = prompts.reflect_prompt(
+        rules=list(rules),
+        failures=list(failures),
+        successes=[],
+        rejected=list(rejected),
+        budget=budget,
+    )
     reply = brain.respond(turn(prompt))
     assert reply.role == "reflect"
     return prompts.extract_json(reply.text)["edits"]
@@ -107,8 +135,7 @@ def test_reflect_orders_groups_and_respects_budget(brain: Brain) -> None:
     failures = [_failure("install", ("contains", "pnpm"), ("not_contains", "npm"))]
     edits = reflect(brain, failures=failures, budget=2)
     # the demo persona's order: derived, harmful, useless
-    assert [e["text"] for e in edits] == ["Use `pnpm` instead of `npm`.",
-                                          "Never mention `pnpm`."]
+    assert [e["text"] for e in edits] == ["Use `pnpm` instead of `npm`.", "Never mention `pnpm`."]
     assert all(e["op"] == "add" and e["rationale"] for e in edits)
     assert len(reflect(brain, failures=failures, budget=1)) == 1
     edits = reflect(brain, failures=failures, budget=5)
@@ -116,39 +143,52 @@ def test_reflect_orders_groups_and_respects_budget(brain: Brain) -> None:
 
 
 def test_reflect_skips_rejected_and_present_rules(brain: Brain) -> None:
-    failures = [_failure("install", ("contains", "pnpm"), ("not_contains", "npm")),
-                _failure("lint", ("contains", "--fix"))]
-    edits = reflect(brain, failures=failures, budget=5,
-                    rejected=["never mention `pnpm`."],
-                    rules=["Use `pnpm`  instead of `npm`"])
+    failures = [
+        _failure("install", ("contains", "pnpm"), ("not_contains", "npm")),
+        _failure("lint", ("contains", "--fix")),
+    ]
+    edits = reflect(
+        brain,
+        failures=failures,
+        budget=5,
+        rejected=["never mention `pnpm`."],
+        rules=["Use `pnpm`  instead of `npm`"],
+    )
     assert [e["text"] for e in edits] == ["Always mention `--fix`.", "Be helpful and precise."]
 
 
 def test_reflect_order_from_persona(tmp_path) -> None:
     path = tmp_path / "p.toml"
-    path.write_text('[optimizer]\norder = ["derived", "useless"]\n'
-                    'useless_edits = ["Be nice."]\n'
-                    'harmful_edits = ["Keep answers under 5 characters."]\n')
-    edits = reflect(Brain(load_persona(path)), budget=3,
-                    failures=[_failure("t", ("contains", "X"))])
+    path.write_text(
+        '[optimizer]\norder = ["derived", "useless"]\n'
+        'useless_edits = ["Be nice."]\n'
+        'harmful_edits = ["Keep answers under 5 characters."]\n'
+    )
+    edits = reflect(
+        Brain(load_persona(path)), budget=3, failures=[_failure("t", ("contains", "X"))]
+    )
     assert [e["text"] for e in edits] == ["Always mention `X`.", "Be nice."]
 
 
-@pytest.mark.parametrize(("rubric", "answer", "score"), [
-    ("Use `pnpm` instead of `npm`.", "Run `pnpm install`.", 1.0),
-    ("Use `pnpm` instead of `npm`.", "Run `npm install`.", 0.0),
-    ("Mention `--frozen-lockfile` and `pnpm`; never `sudo`.", "pnpm install", 0.667),
-    ("Be concise.", "ok", 1.0),
-    ("Be concise.", "  ", 0.0),
-    ("Do not use `npm`, use `yarn`.", "yarn add x", 1.0),
-])
+@pytest.mark.parametrize(
+    ("rubric", "answer", "score"),
+    [
+        ("Use `pnpm` instead of `npm`.", "Run `pnpm install`.", 1.0),
+        ("Use `pnpm` instead of `npm`.", "Run `npm install`.", 0.0),
+        ("Mention `--frozen-lockfile` and `pnpm`; never `sudo`.", "pnpm install", 0.667),
+        ("Be concise.", "ok", 1.0),
+        ("Be concise.", "  ", 0.0),
+        ("Do not use `npm`, use `yarn`.", "yarn add x", 1.0),
+    ],
+)
 def test_judge_score(rubric: str, answer: str, score: float) -> None:
     assert judge_score(rubric, answer) == score
 
 
 def test_judge_and_consolidate_roles(brain: Brain) -> None:
-    prompt = prompts.judge_prompt(task="install", rubric="Use `pnpm` instead of `npm`.",
-                                  answer="Run `pnpm install`.")
+    prompt = prompts.judge_prompt(
+        task="install", rubric="Use `pnpm` instead of `npm`.", answer="Run `pnpm install`."
+    )
     reply = brain.respond(turn(prompt))
     assert reply.role == "judge" and json.loads(reply.text) == {"score": 1.0}
     prompt = prompts.consolidate_prompt(rules=["Use `pnpm`.", " use  `PNPM`. ", "Be brief."])

@@ -46,23 +46,39 @@ def workdir(tmp_path: Path) -> Path:
 
 def base_env(home: Path, **extra: str) -> dict[str, str]:
     """A minimal environment: no inherited keys, proxies or agent settings."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-           "LANG": "C.UTF-8", "NO_COLOR": "1", "NO_PROXY": "127.0.0.1,localhost"}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "NO_COLOR": "1",
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
     env.update(extra)
     return env
 
 
 def run(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=TIMEOUT)
+    proc = subprocess.run(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert proc.returncode == 0, f"{argv[0]} exited {proc.returncode}:\n{proc.stderr[-2000:]}"
     return proc
 
 
 def claude(sim: Simulator, cwd: Path, prompt: str, *extra: str) -> dict:
-    env = base_env(Path(os.environ["HOME"]), ANTHROPIC_BASE_URL=sim.url,
-                   ANTHROPIC_API_KEY="sim-key", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-                   DISABLE_AUTOUPDATER="1")
+    env = base_env(
+        Path(os.environ["HOME"]),
+        ANTHROPIC_BASE_URL=sim.url,
+        ANTHROPIC_API_KEY="sim-key",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_AUTOUPDATER="1",
+    )
     proc = run([binary("claude"), "-p", prompt, "--output-format", "json", *extra], cwd, env)
     return json.loads(proc.stdout)
 
@@ -76,15 +92,19 @@ def test_claude_prints_the_simulators_answer(sim: Simulator, workdir: Path) -> N
 
 def test_claude_reads_claude_md_and_the_rule_applies(sim: Simulator, workdir: Path) -> None:
     (workdir / "CLAUDE.md").write_text(RULE)
-    assert claude(sim, workdir, "how do I run the tests?")["result"] == \
-        "Run `pnpm test` to run the suite."
+    assert (
+        claude(sim, workdir, "how do I run the tests?")["result"]
+        == "Run `pnpm test` to run the suite."
+    )
 
 
 def test_claude_tool_use_round_trip(sim: Simulator, workdir: Path) -> None:
     out = claude(sim, workdir, "list the files", "--allowedTools", "Bash")
     assert out["result"] == "The project files are listed above."
-    assert [r["tool"] for r in sim.stats.requests if r["endpoint"] == "/messages"][-2:] == \
-        ["Bash", None]
+    assert [r["tool"] for r in sim.stats.requests if r["endpoint"] == "/messages"][-2:] == [
+        "Bash",
+        None,
+    ]
 
 
 def codex(sim: Simulator, cwd: Path, prompt: str) -> str:
@@ -93,45 +113,55 @@ def codex(sim: Simulator, cwd: Path, prompt: str) -> str:
     codex_home.mkdir(exist_ok=True)
     (codex_home / "config.toml").write_text(
         'model = "sim"\nmodel_provider = "sim"\n\n[model_providers.sim]\nname = "Simulator"\n'
-        f'base_url = "{sim.url}/v1"\nwire_api = "responses"\nenv_key = "SIM_API_KEY"\n')
+        f'base_url = "{sim.url}/v1"\nwire_api = "responses"\nenv_key = "SIM_API_KEY"\n'
+    )
     env = base_env(home, CODEX_HOME=str(codex_home), SIM_API_KEY="sim-key")
     return run([binary("codex"), "exec", "--skip-git-repo-check", prompt], cwd, env).stdout
 
 
 def test_codex_prints_the_simulators_answer(sim: Simulator, workdir: Path) -> None:
-    assert codex(sim, workdir, "how do I run the tests?").strip() == \
-        "Run `npm test` to run the suite."
+    assert (
+        codex(sim, workdir, "how do I run the tests?").strip() == "Run `npm test` to run the suite."
+    )
     assert sim.stats.by_endpoint["/responses"] >= 1
 
 
 def test_codex_reads_agents_md_and_calls_a_tool(sim: Simulator, workdir: Path) -> None:
     (workdir / "AGENTS.md").write_text(RULE)
-    assert codex(sim, workdir, "please run the tests").strip() == \
-        "Run `pnpm test` to run the suite."
-    assert codex(sim, workdir, "list the files").strip() == \
-        "The project files are listed above."
+    assert (
+        codex(sim, workdir, "please run the tests").strip() == "Run `pnpm test` to run the suite."
+    )
+    assert codex(sim, workdir, "list the files").strip() == "The project files are listed above."
     assert "exec_command" in [r["tool"] for r in sim.stats.requests]
 
 
 def copilot(sim: Simulator, cwd: Path, prompt: str) -> str:
-    env = base_env(Path(os.environ["HOME"]), COPILOT_OFFLINE="true",
-                   COPILOT_PROVIDER_BASE_URL=sim.url + "/v1", COPILOT_PROVIDER_API_KEY="sim-key",
-                   COPILOT_MODEL="sim", COPILOT_AUTO_UPDATE="false")
+    env = base_env(
+        Path(os.environ["HOME"]),
+        COPILOT_OFFLINE="true",
+        COPILOT_PROVIDER_BASE_URL=sim.url + "/v1",
+        COPILOT_PROVIDER_API_KEY="sim-key",
+        COPILOT_MODEL="sim",
+        COPILOT_AUTO_UPDATE="false",
+    )
     return run([binary("copilot"), "-p", prompt, "-s", "--allow-all-tools"], cwd, env).stdout
 
 
 def test_copilot_prints_the_simulators_answer(sim: Simulator, workdir: Path) -> None:
-    assert copilot(sim, workdir, "how do I run the tests?").strip() == \
-        "Run `npm test` to run the suite."
+    assert (
+        copilot(sim, workdir, "how do I run the tests?").strip()
+        == "Run `npm test` to run the suite."
+    )
     assert sim.stats.by_endpoint["/chat/completions"] >= 1
 
 
 def test_copilot_reads_agents_md_and_calls_a_tool(sim: Simulator, workdir: Path) -> None:
     (workdir / "AGENTS.md").write_text(RULE)
-    assert copilot(sim, workdir, "how do I run the tests?").strip() == \
-        "Run `pnpm test` to run the suite."
-    assert copilot(sim, workdir, "list the files").strip() == \
-        "The project files are listed above."
+    assert (
+        copilot(sim, workdir, "how do I run the tests?").strip()
+        == "Run `pnpm test` to run the suite."
+    )
+    assert copilot(sim, workdir, "list the files").strip() == "The project files are listed above."
     assert "bash" in [r["tool"] for r in sim.stats.requests]
 
 

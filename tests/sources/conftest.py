@@ -35,22 +35,54 @@ def codex_home(isolated_home: Path) -> Path:
     return home
 
 
-def cc_user(uuid: str, content: Any, *, sid: str = SID, ts: str = "2026-01-05T10:00:00.000Z",
-            **extra: Any) -> dict:
-    rec = {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": CWD,
-           "sessionId": sid, "version": "2.1.40", "gitBranch": "main", "type": "user",
-           "message": {"role": "user", "content": content}, "uuid": uuid, "timestamp": ts}
+def cc_user(
+    uuid: str, content: Any, *, sid: str = SID, ts: str = "2026-01-05T10:00:00.000Z", **extra: Any
+) -> dict:
+    rec = {
+        "parentUuid": None,
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": CWD,
+        "sessionId": sid,
+        "version": "2.1.40",
+        "gitBranch": "main",
+        "type": "user",
+        "message": {"role": "user", "content": content},
+        "uuid": uuid,
+        "timestamp": ts,
+    }
     rec.update(extra)
     return rec
 
 
-def cc_assistant(uuid: str, msg_id: str, blocks: list[dict], *, sid: str = SID,
-                 model: str = "claude-sonnet-4-5", **extra: Any) -> dict:
-    rec = {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": CWD,
-           "sessionId": sid, "version": "2.1.40", "type": "assistant", "requestId": "req_1",
-           "message": {"id": msg_id, "model": model, "role": "assistant", "type": "message",
-                       "content": blocks},
-           "uuid": uuid, "timestamp": "2026-01-05T10:00:05.000Z"}
+def cc_assistant(
+    uuid: str,
+    msg_id: str,
+    blocks: list[dict],
+    *,
+    sid: str = SID,
+    model: str = "claude-sonnet-4-5",
+    **extra: Any,
+) -> dict:
+    rec = {
+        "parentUuid": None,
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": CWD,
+        "sessionId": sid,
+        "version": "2.1.40",
+        "type": "assistant",
+        "requestId": "req_1",
+        "message": {
+            "id": msg_id,
+            "model": model,
+            "role": "assistant",
+            "type": "message",
+            "content": blocks,
+        },
+        "uuid": uuid,
+        "timestamp": "2026-01-05T10:00:05.000Z",
+    }
     rec.update(extra)
     return rec
 
@@ -83,15 +115,28 @@ def cx(type_: str, payload: dict, ts: str = "2026-01-05T10:00:00.000Z") -> dict:
     return {"timestamp": ts, "type": type_, "payload": payload}
 
 
-def cx_meta(sid: str, cwd: str = CWD, originator: str = "codex_cli_rs", source: Any = "cli") -> dict:
-    return cx("session_meta", {"id": sid, "timestamp": "2026-01-05T10:00:00.000Z", "cwd": cwd,
-                               "originator": originator, "cli_version": "0.104.0",
-                               "source": source, "model_provider": "openai"})
+def cx_meta(
+    sid: str, cwd: str = CWD, originator: str = "codex_cli_rs", source: Any = "cli"
+) -> dict:
+    return cx(
+        "session_meta",
+        {
+            "id": sid,
+            "timestamp": "2026-01-05T10:00:00.000Z",
+            "cwd": cwd,
+            "originator": originator,
+            "cli_version": "0.104.0",
+            "source": source,
+            "model_provider": "openai",
+        },
+    )
 
 
 def cx_user_item(t: str) -> dict:
-    return cx("response_item", {"type": "message", "role": "user",
-                                "content": [{"type": "input_text", "text": t}]})
+    return cx(
+        "response_item",
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]},
+    )
 
 
 def cx_user_event(t: str) -> dict:
@@ -99,8 +144,10 @@ def cx_user_event(t: str) -> dict:
 
 
 def cx_answer_item(t: str) -> dict:
-    return cx("response_item", {"type": "message", "role": "assistant",
-                                "content": [{"type": "output_text", "text": t}]})
+    return cx(
+        "response_item",
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": t}]},
+    )
 
 
 def cx_answer_event(t: str) -> dict:
@@ -108,8 +155,10 @@ def cx_answer_event(t: str) -> dict:
 
 
 def cx_call(name: str, call_id: str = "call_1") -> dict:
-    return cx("response_item", {"type": "function_call", "name": name, "arguments": "{}",
-                                "call_id": call_id})
+    return cx(
+        "response_item",
+        {"type": "function_call", "name": name, "arguments": "{}", "call_id": call_id},
+    )
 
 
 def cx_output(out: str, call_id: str = "call_1") -> dict:

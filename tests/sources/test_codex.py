@@ -14,15 +14,29 @@ from skillopt_sleep.sources.base import SELF_MARKER
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
 
-from .conftest import (CWD, cx, cx_answer_event, cx_answer_item, cx_call, cx_meta, cx_output,
-                       cx_turn, cx_user_event, cx_user_item, jsonl, write)
+from .conftest import (
+    CWD,
+    cx,
+    cx_answer_event,
+    cx_answer_item,
+    cx_call,
+    cx_meta,
+    cx_output,
+    cx_turn,
+    cx_user_event,
+    cx_user_item,
+    jsonl,
+    write,
+)
 
 UUID = "019c8a70-dda7-7f33-98ea-f30553347322"
 NAME = f"rollout-2026-01-05T10-00-00-{UUID}.jsonl"
 S = f"codex:{UUID}"
 
-IDE = ("# Context from my IDE setup:\n\n## Active file: src/app.ts\n\n## Open tabs:\n- app.ts\n\n"
-       "## My request for Codex:\nmake the sidebar collapsible\n")
+IDE = (
+    "# Context from my IDE setup:\n\n## Active file: src/app.ts\n\n## Open tabs:\n- app.ts\n\n"
+    "## My request for Codex:\nmake the sidebar collapsible\n"
+)
 ENV = "<environment_context>\n  <cwd>/home/dev/proj</cwd>\n</environment_context>"
 AGENTS = "# AGENTS.md instructions for /home/dev/proj\n\n<INSTRUCTIONS>\nBe terse.\n</INSTRUCTIONS>"
 
@@ -36,24 +50,53 @@ def _kinds(store: Store, sid: str = S) -> list[tuple[str, str]]:
 
 
 def test_envelope_session(store: Store, codex_home: Path) -> None:
-    path = write(_rollout(codex_home), [
-        cx_meta(UUID),
-        cx("response_item", {"type": "message", "role": "developer",
-                             "content": [{"type": "input_text", "text": "<permissions instructions>x"}]}),
-        cx_user_item(AGENTS), cx_user_item(ENV),
-        cx_user_item(IDE), cx_user_event(IDE), cx_turn(),
-        cx_call("shell", "c1"),
-        cx_output(json.dumps({"output": "boom", "metadata": {"exit_code": 2}}), "c1"),
-        cx_call("mcp__github__create_pr", "c2"),
-        cx_output("Process exited with code 0\nOutput:\nok", "c2"),
-        cx_answer_event("Made the sidebar collapsible."), cx_answer_item("Made the sidebar collapsible."),
-        cx("event_msg", {"type": "token_count", "info": None}),
-        cx_user_event("also persist its state"), cx_user_item("also persist its state"),
-        cx_answer_item("Persisted in localStorage."), cx_answer_event("Persisted in localStorage."),
-        cx("response_item", {"type": "custom_tool_call", "name": "apply_patch", "input": "*** Begin"}),
-        cx("compacted", {"message": "", "replacement_history": [
-            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "old"}]}]}),
-    ])
+    path = write(
+        _rollout(codex_home),
+        [
+            cx_meta(UUID),
+            cx(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "developer",
+                    "content": [{"type": "input_text", "text": "<permissions instructions>x"}],
+                },
+            ),
+            cx_user_item(AGENTS),
+            cx_user_item(ENV),
+            cx_user_item(IDE),
+            cx_user_event(IDE),
+            cx_turn(),
+            cx_call("shell", "c1"),
+            cx_output(json.dumps({"output": "boom", "metadata": {"exit_code": 2}}), "c1"),
+            cx_call("mcp__github__create_pr", "c2"),
+            cx_output("Process exited with code 0\nOutput:\nok", "c2"),
+            cx_answer_event("Made the sidebar collapsible."),
+            cx_answer_item("Made the sidebar collapsible."),
+            cx("event_msg", {"type": "token_count", "info": None}),
+            cx_user_event("also persist its state"),
+            cx_user_item("also persist its state"),
+            cx_answer_item("Persisted in localStorage."),
+            cx_answer_event("Persisted in localStorage."),
+            cx(
+                "response_item",
+                {"type": "custom_tool_call", "name": "apply_patch", "input": "*** Begin"},
+            ),
+            cx(
+                "compacted",
+                {
+                    "message": "",
+                    "replacement_history": [
+                        {
+                            "type": "message",
+                            "role": "user",
+                            "content": [{"type": "input_text", "text": "old"}],
+                        }
+                    ],
+                },
+            ),
+        ],
+    )
     res = harvest_file(store, "codex", path)
     assert res.sessions_new == {S}
     assert _kinds(store) == [
@@ -79,42 +122,72 @@ def test_envelope_session(store: Store, codex_home: Path) -> None:
 
 
 def _completed(item_type: str, t: str) -> dict:
-    block = {"type": "text", "text": t, "text_elements": []} if item_type == "UserMessage" \
+    block = (
+        {"type": "text", "text": t, "text_elements": []}
+        if item_type == "UserMessage"
         else {"type": "Text", "text": t}
-    return cx("event_msg", {"type": "item_completed", "thread_id": UUID, "turn_id": "t1",
-                            "item": {"type": item_type, "id": "i1", "content": [block]}})
+    )
+    return cx(
+        "event_msg",
+        {
+            "type": "item_completed",
+            "thread_id": UUID,
+            "turn_id": "t1",
+            "item": {"type": item_type, "id": "i1", "content": [block]},
+        },
+    )
 
 
 def test_paginated_history_layout(store: Store, codex_home: Path) -> None:
     """0.146+/0.169 ``codex exec``: no user_message event; UserMessage/AgentMessage items in
     ``item_completed`` events next to the response items (shapes from a real 0.169 run)."""
-    path = write(_rollout(codex_home), [
-        cx_meta(UUID, originator="codex_exec", source="exec"),
-        cx("event_msg", {"type": "task_started", "turn_id": "t1"}),
-        cx("response_item", {"type": "message", "role": "developer",
-                             "content": [{"type": "input_text", "text": "<skills_instructions>x"}]}),
-        cx_user_item(ENV),
-        cx("world_state", {"full": True, "state": {}}),
-        cx_turn("gpt-5"),
-        cx_user_item("list the TODOs"), _completed("UserMessage", "list the TODOs"),
-        cx_user_event("list the TODOs"),  # a build writing all three: still one prompt
-        _completed("AgentMessage", "There are 3."), cx_answer_item("There are 3."),
-        cx("token_usage_record", {"usage": {"input_tokens": 5}}),
-        _completed("UserMessage", "list the TODOs"), cx_user_item("list the TODOs"),  # asked again
-    ])
+    path = write(
+        _rollout(codex_home),
+        [
+            cx_meta(UUID, originator="codex_exec", source="exec"),
+            cx("event_msg", {"type": "task_started", "turn_id": "t1"}),
+            cx(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "developer",
+                    "content": [{"type": "input_text", "text": "<skills_instructions>x"}],
+                },
+            ),
+            cx_user_item(ENV),
+            cx("world_state", {"full": True, "state": {}}),
+            cx_turn("gpt-5"),
+            cx_user_item("list the TODOs"),
+            _completed("UserMessage", "list the TODOs"),
+            cx_user_event("list the TODOs"),  # a build writing all three: still one prompt
+            _completed("AgentMessage", "There are 3."),
+            cx_answer_item("There are 3."),
+            cx("token_usage_record", {"usage": {"input_tokens": 5}}),
+            _completed("UserMessage", "list the TODOs"),
+            cx_user_item("list the TODOs"),  # asked again
+        ],
+    )
     res = harvest_file(store, "codex", path)
-    assert _kinds(store) == [("prompt", "list the TODOs"), ("answer", "There are 3."),
-                             ("prompt", "list the TODOs")]
-    assert res.lines_skipped["duplicate_completed"] == 1 and res.lines_skipped["duplicate_event"] == 1
+    assert _kinds(store) == [
+        ("prompt", "list the TODOs"),
+        ("answer", "There are 3."),
+        ("prompt", "list the TODOs"),
+    ]
+    assert (
+        res.lines_skipped["duplicate_completed"] == 1 and res.lines_skipped["duplicate_event"] == 1
+    )
     assert res.lines_skipped["ignored_type:token_usage_record"] == 1
     assert store.get("sessions", S)["headless"] == 1
 
 
 def test_state_carries_the_session_across_passes(store: Store, codex_home: Path) -> None:
-    path = write(_rollout(codex_home), [
-        cx_meta("thread-from-meta", originator="codex_exec", source="exec"),
-        cx_user_event(f"{SELF_MARKER} fix the typo in README"),
-    ])
+    path = write(
+        _rollout(codex_home),
+        [
+            cx_meta("thread-from-meta", originator="codex_exec", source="exec"),
+            cx_user_event(f"{SELF_MARKER} fix the typo in README"),
+        ],
+    )
     harvest_file(store, "codex", path)
     extra = jsonl([cx_turn("gpt-5.5"), cx_call("shell"), cx_answer_item("Fixed.")])
     with open(path, "ab") as fh:
@@ -127,28 +200,56 @@ def test_state_carries_the_session_across_passes(store: Store, codex_home: Path)
     assert sess["project"] == CWD
     # uids are "<key>:<line number>", counted on from the first pass via the state
     assert [m["uid"] for m in store.messages("codex:thread-from-meta")] == [
-        "thread-from-meta:2", "thread-from-meta:4", "thread-from-meta:5"]
+        "thread-from-meta:2",
+        "thread-from-meta:4",
+        "thread-from-meta:5",
+    ]
     assert store.messages("codex:thread-from-meta")[1]["tool_names"] == ["shell"]
 
 
 def test_pre_envelope_rollout_with_crlf(store: Store, codex_home: Path) -> None:
     lines = [
-        {"id": "cf4def41-21e0-4b91-adb4-5397c1492084", "timestamp": "2025-09-10T18:58:38.331Z",
-         "instructions": "AGENTS.md\r\nrules", "git": {"branch": "main"}},
+        {
+            "id": "cf4def41-21e0-4b91-adb4-5397c1492084",
+            "timestamp": "2025-09-10T18:58:38.331Z",
+            "instructions": "AGENTS.md\r\nrules",
+            "git": {"branch": "main"},
+        },
         {"record_type": "state"},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<user_instructions>x"}]},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "<user_instructions>x"}],
+        },
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": ENV}]},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "what's next?"}]},
-        {"type": "function_call", "name": "task-master-ai__next_task", "arguments": "{}", "call_id": "c"},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "what's next?"}],
+        },
+        {
+            "type": "function_call",
+            "name": "task-master-ai__next_task",
+            "arguments": "{}",
+            "call_id": "c",
+        },
         {"type": "function_call_output", "call_id": "c", "output": "failed in sandbox: denied"},
-        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Task 60."}]},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Task 60."}],
+        },
     ]
     path = codex_home / "sessions" / "rollout-2025-09-10-cf4def41.jsonl"
     path.write_bytes(jsonl(lines, crlf=True))
     harvest_file(store, "codex", path)
     sid = "codex:cf4def41-21e0-4b91-adb4-5397c1492084"
-    assert _kinds(store, sid) == [("prompt", "what's next?"), ("answer", ""),
-                                  ("tool", "failed in sandbox: denied"), ("answer", "Task 60.")]
+    assert _kinds(store, sid) == [
+        ("prompt", "what's next?"),
+        ("answer", ""),
+        ("tool", "failed in sandbox: denied"),
+        ("answer", "Task 60."),
+    ]
     assert store.messages(sid)[1]["tool_names"] == ["task-master-ai__next_task"]
     assert store.messages(sid)[2]["is_error"] == 1
     assert store.get("sessions", sid)["project"] == "/home/dev/proj"  # from <environment_context>
@@ -182,8 +283,12 @@ def test_zst_rollouts(store: Store, codex_home: Path) -> None:
     os.utime(zpath, (1, 1))
     res = harvest_file(store, "codex", zpath)
     assert res.status == "read" and res.bytes_read == len(jsonl(records))  # whole stream again
-    assert _kinds(store) == [("prompt", "compress me"), ("answer", "Done."),
-                             ("prompt", "and again"), ("answer", "Again.")]
+    assert _kinds(store) == [
+        ("prompt", "compress me"),
+        ("answer", "Done."),
+        ("prompt", "and again"),
+        ("answer", "Again."),
+    ]
 
     bad = archived / f"rollout-2026-01-06T10-00-00-{UUID[:-1]}8.jsonl.zst"
     bad.write_bytes(b"not zstd at all")
@@ -192,17 +297,26 @@ def test_zst_rollouts(store: Store, codex_home: Path) -> None:
 
 
 def test_subagent_threads_are_sidechain(store: Store, codex_home: Path) -> None:
-    path = write(_rollout(codex_home), [
-        cx_meta(UUID, source={"subagent": {"thread_spawn": {"parent_thread_id": "p", "depth": 1}}}),
-        cx_user_event("review the diff"),
-    ])
+    path = write(
+        _rollout(codex_home),
+        [
+            cx_meta(
+                UUID, source={"subagent": {"thread_spawn": {"parent_thread_id": "p", "depth": 1}}}
+            ),
+            cx_user_event("review the diff"),
+        ],
+    )
     harvest_file(store, "codex", path)
     assert [m["is_sidechain"] for m in store.messages(S)] == [1]
 
 
 def test_default_roots_honour_codex_home(tmp_path: Path) -> None:
     src = get_source("codex")
-    assert src.default_roots({}, tmp_path) == [tmp_path / ".codex" / "sessions",
-                                               tmp_path / ".codex" / "archived_sessions"]
-    assert src.default_roots({"CODEX_HOME": "/c"}, tmp_path) == [Path("/c/sessions"),
-                                                                 Path("/c/archived_sessions")]
+    assert src.default_roots({}, tmp_path) == [
+        tmp_path / ".codex" / "sessions",
+        tmp_path / ".codex" / "archived_sessions",
+    ]
+    assert src.default_roots({"CODEX_HOME": "/c"}, tmp_path) == [
+        Path("/c/sessions"),
+        Path("/c/archived_sessions"),
+    ]

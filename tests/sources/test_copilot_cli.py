@@ -50,12 +50,17 @@ def test_corpus_session_state_sample(corpus: Path, store: Store) -> None:
         ("tool", "file1\nfile2\n", []),
         ("answer", "The directory contains file1 and file2.", []),
     ]
-    assert acc.lines_skipped == {"ignored_type:assistant.turn_start": 1, "ignored_type:tool.execution_start": 1,
-                                 "ignored_type:assistant.turn_end": 1}
+    assert acc.lines_skipped == {
+        "ignored_type:assistant.turn_start": 1,
+        "ignored_type:tool.execution_start": 1,
+        "ignored_type:assistant.turn_end": 1,
+    }
 
 
 def test_corpus_event_coverage_sample(corpus: Path) -> None:
-    res = parse_file(corpus / "copilot_cli" / "synthetic" / "jazzyalex_SYNTHETIC_event_coverage.jsonl")
+    res = parse_file(
+        corpus / "copilot_cli" / "synthetic" / "jazzyalex_SYNTHETIC_event_coverage.jsonl"
+    )
     (sess,) = res.sessions
     assert sess.key == "copilot_stage0_small"
     assert sess.project == "/tmp/repo"  # the placeholder cwd of session.resume is not a path
@@ -81,8 +86,10 @@ def test_vscode_hook_transcripts_use_the_same_envelope(corpus: Path) -> None:
     assert sess.key == "8f84ed98-6bed-4d52-920a-58cb1e234c43"
     assert sess.agent_version == "0.37.6"
     prompts = [m.text for m in sess.messages if m.kind == "prompt"]
-    assert prompts == ["When hosting a game on mobile, the Hold for Full button doesnt work because holding "
-                       "doesnt work in some cases - in my case on Android it selects the text of the button."]
+    assert prompts == [
+        "When hosting a game on mobile, the Hold for Full button doesnt work because holding "
+        "doesnt work in some cases - in my case on Android it selects the text of the button."
+    ]
     tools = {t for m in sess.messages for t in m.tool_names}
     assert tools == {"grep_search", "read_file", "multi_replace_string_in_file", "get_errors"}
     assert sess.messages[-1].text.startswith("Fixed. Here's what was wrong and what changed:")
@@ -96,8 +103,13 @@ def test_vscode_hook_transcripts_use_the_same_envelope(corpus: Path) -> None:
 
 # ---------------------------------------------------------------------------- layout & drift
 def ev(type_: str, data: dict, i: int) -> dict:
-    return {"type": type_, "data": data, "id": f"e{i}", "timestamp": f"2026-01-05T10:00:{i:02d}.000Z",
-            "parentId": None}
+    return {
+        "type": type_,
+        "data": data,
+        "id": f"e{i}",
+        "timestamp": f"2026-01-05T10:00:{i:02d}.000Z",
+        "parentId": None,
+    }
 
 
 def write_events(path: Path, events: list[dict]) -> Path:
@@ -106,22 +118,33 @@ def write_events(path: Path, events: list[dict]) -> Path:
     return path
 
 
-def test_copilot_home_override_legacy_file_and_workspace_yaml(tmp_path: Path, store: Store,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_copilot_home_override_legacy_file_and_workspace_yaml(
+    tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "cphome"
     monkeypatch.setenv("COPILOT_HOME", str(home))
     state = home / "session-state"
     # new layout without a cwd in its events: the adjacent workspace.yaml names it
-    write_events(state / "s-new" / "events.jsonl", [
-        ev("session.start", {"sessionId": "s-new", "copilotVersion": "1.0.102"}, 1),
-        ev("user.message", {"content": "run the tests", "transformedContent": "<x>run the tests</x>"}, 2),
-    ])
+    write_events(
+        state / "s-new" / "events.jsonl",
+        [
+            ev("session.start", {"sessionId": "s-new", "copilotVersion": "1.0.102"}, 1),
+            ev(
+                "user.message",
+                {"content": "run the tests", "transformedContent": "<x>run the tests</x>"},
+                2,
+            ),
+        ],
+    )
     (state / "s-new" / "workspace.yaml").write_text("id: s-new\ncwd: /home/dev/app\n")
     # legacy flat file
-    write_events(state / "s-old.jsonl", [
-        ev("session.start", {"sessionId": "s-old", "context": {"cwd": "/home/dev/old"}}, 1),
-        ev("user.message", {"content": "lint the code"}, 2),
-    ])
+    write_events(
+        state / "s-old.jsonl",
+        [
+            ev("session.start", {"sessionId": "s-old", "context": {"cwd": "/home/dev/old"}}, 1),
+            ev("user.message", {"content": "lint the code"}, 2),
+        ],
+    )
     src = CopilotCliSource()
     assert src.default_roots(os.environ, tmp_path) == [state]
     report = harvest(store, Settings(sources={"copilot_cli": SourceConfig()}))
@@ -132,44 +155,72 @@ def test_copilot_home_override_legacy_file_and_workspace_yaml(tmp_path: Path, st
 
 
 def test_incremental_append(tmp_path: Path, store: Store) -> None:
-    path = write_events(tmp_path / "session-state" / "s1" / "events.jsonl", [
-        ev("session.start", {"sessionId": "s1", "context": {"cwd": "/p"}}, 1),
-        ev("user.message", {"content": "how do I install dependencies?"}, 2),
-    ])
+    path = write_events(
+        tmp_path / "session-state" / "s1" / "events.jsonl",
+        [
+            ev("session.start", {"sessionId": "s1", "context": {"cwd": "/p"}}, 1),
+            ev("user.message", {"content": "how do I install dependencies?"}, 2),
+        ],
+    )
     assert harvest_file(store, "copilot_cli", path).messages == 1
     with open(path, "a") as fh:
-        fh.write(json.dumps(ev("assistant.message", {"messageId": "m1", "content": "Run `npm install`."}, 3)) + "\n")
+        fh.write(
+            json.dumps(
+                ev("assistant.message", {"messageId": "m1", "content": "Run `npm install`."}, 3)
+            )
+            + "\n"
+        )
     r = harvest_file(store, "copilot_cli", path)
     assert (r.status, r.messages) == ("read", 1)
     assert harvest_file(store, "copilot_cli", path).status == "unchanged"
     assert [(m["kind"], m["text"]) for m in store.messages("copilot_cli:s1")] == [
-        ("prompt", "how do I install dependencies?"), ("answer", "Run `npm install`.")]
+        ("prompt", "how do I install dependencies?"),
+        ("answer", "Run `npm install`."),
+    ]
 
 
 def test_schema_drift_unknown_types_and_missing_fields(tmp_path: Path) -> None:
-    path = write_events(tmp_path / "s2" / "events.jsonl", [
-        ev("session.start", {"sessionId": "s2"}, 1),  # no context, version or model
-        ev("session.hologram", {"whatever": 1}, 2),  # a type from the future
-        {"type": "user.message", "data": {"content": "fix the build"}},  # no id / timestamp
-        ev("assistant.message", {"content": "Fixed it."}, 4),  # no messageId, no toolRequests
-        ev("tool.execution_complete", {"toolCallId": "c1"}, 5),  # no success / result
-        {"kind": "not-an-event"},
-        ev("assistant.message", {"messageId": "m9", "toolRequests": [{"name": "bash"}, "junk"]}, 7),
-    ])
+    path = write_events(
+        tmp_path / "s2" / "events.jsonl",
+        [
+            ev("session.start", {"sessionId": "s2"}, 1),  # no context, version or model
+            ev("session.hologram", {"whatever": 1}, 2),  # a type from the future
+            {"type": "user.message", "data": {"content": "fix the build"}},  # no id / timestamp
+            ev("assistant.message", {"content": "Fixed it."}, 4),  # no messageId, no toolRequests
+            ev("tool.execution_complete", {"toolCallId": "c1"}, 5),  # no success / result
+            {"kind": "not-an-event"},
+            ev(
+                "assistant.message",
+                {"messageId": "m9", "toolRequests": [{"name": "bash"}, "junk"]},
+                7,
+            ),
+        ],
+    )
     res = parse_file(path)
     (sess,) = res.sessions
     assert sess.project is None
     assert [(m.kind, m.text, m.tool_names) for m in sess.messages] == [
-        ("prompt", "fix the build", []), ("answer", "Fixed it.", []), ("tool", "", []), ("answer", "", ["bash"])]
+        ("prompt", "fix the build", []),
+        ("answer", "Fixed it.", []),
+        ("tool", "", []),
+        ("answer", "", ["bash"]),
+    ]
     assert res.skipped == {"unknown_type:session.hologram": 1, "unknown_record": 1}
 
 
 def test_headless_and_self_generated(tmp_path: Path) -> None:
-    path = write_events(tmp_path / "s3" / "events.jsonl", [
-        ev("session.start", {"sessionId": "s3"}, 1),
-        ev("user.message", {"content": "[skillopt-sleep replay] run the tests"}, 2),
-        ev("system.message", {"role": "system", "content": "You are running in non-interactive mode"}, 3),
-    ])
+    path = write_events(
+        tmp_path / "s3" / "events.jsonl",
+        [
+            ev("session.start", {"sessionId": "s3"}, 1),
+            ev("user.message", {"content": "[skillopt-sleep replay] run the tests"}, 2),
+            ev(
+                "system.message",
+                {"role": "system", "content": "You are running in non-interactive mode"},
+                3,
+            ),
+        ],
+    )
     (sess,) = parse_file(path).sessions
     assert sess.headless and sess.self_generated
 
@@ -180,7 +231,9 @@ def copilot_binary() -> str:
 
 
 @pytest.mark.cli
-def test_real_copilot_sessions_are_harvested_with_the_correction(tmp_path: Path, store: Store) -> None:
+def test_real_copilot_sessions_are_harvested_with_the_correction(
+    tmp_path: Path, store: Store
+) -> None:
     from skillopt_sleep.simulator import serve
 
     exe = copilot_binary()
@@ -189,46 +242,77 @@ def test_real_copilot_sessions_are_harvested_with_the_correction(tmp_path: Path,
     work.mkdir()
     (work / "hello.txt").write_text("hi\n")
     with serve("demo", api_key="sim-key") as sim:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
-               "NO_COLOR": "1", "NO_PROXY": "127.0.0.1,localhost", "COPILOT_OFFLINE": "true",
-               "COPILOT_PROVIDER_BASE_URL": sim.url + "/v1", "COPILOT_PROVIDER_API_KEY": "sim-key",
-               "COPILOT_MODEL": "sim", "COPILOT_AUTO_UPDATE": "false"}
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(home),
+            "LANG": "C.UTF-8",
+            "NO_COLOR": "1",
+            "NO_PROXY": "127.0.0.1,localhost",
+            "COPILOT_OFFLINE": "true",
+            "COPILOT_PROVIDER_BASE_URL": sim.url + "/v1",
+            "COPILOT_PROVIDER_API_KEY": "sim-key",
+            "COPILOT_MODEL": "sim",
+            "COPILOT_AUTO_UPDATE": "false",
+        }
 
         def run(*args: str) -> str:
-            proc = subprocess.run([exe, *args, "-s", "--allow-all-tools"], cwd=work, env=env,
-                                  stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
+            proc = subprocess.run(
+                [exe, *args, "-s", "--allow-all-tools"],
+                cwd=work,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=180,
+            )
             assert proc.returncode == 0, proc.stderr[-2000:]
             return proc.stdout.strip()
 
         assert run("-p", "list the files") == "The project files are listed above."  # a tool call
-        assert run("-p", "how do I install dependencies?") == "Run `npm install` in the project root."
+        assert (
+            run("-p", "how do I install dependencies?") == "Run `npm install` in the project root."
+        )
         run("--continue", "-p", "no, use pnpm instead of npm")  # a follow-up correction
 
     root = home / ".copilot" / "session-state"
     report = harvest(store, only("copilot_cli", root))
     acc = report.sources["copilot_cli"]
     assert (acc.files_seen, acc.sessions_new) == (2, 2)
-    assert acc.lines_skipped["system_message"] >= 2 and not any(k.startswith("unknown") for k in acc.lines_skipped)
+    assert acc.lines_skipped["system_message"] >= 2 and not any(
+        k.startswith("unknown") for k in acc.lines_skipped
+    )
     sessions = {s["id"]: s for s in store.sessions()}
     assert {s["project"] for s in sessions.values()} == {str(work)}
     assert all(s["headless"] for s in sessions.values())
     by_first = {store.messages(sid)[0]["text"]: sid for sid in sessions}
     tool_sid = by_first["list the files"]
     assert [(m["kind"], m["tool_names"]) for m in store.messages(tool_sid)][:3] == [
-        ("prompt", []), ("answer", ["bash"]), ("tool", [])]
+        ("prompt", []),
+        ("answer", ["bash"]),
+        ("tool", []),
+    ]
     assert "hello.txt" in store.messages(tool_sid)[2]["text"]
     plain = store.messages(by_first["how do I install dependencies?"])
     assert [(m["kind"], m["text"]) for m in plain if m["kind"] != "tool"] == [
         ("prompt", "how do I install dependencies?"),
         ("answer", "Run `npm install` in the project root."),
         ("prompt", "no, use pnpm instead of npm"),
-        ("answer", "I would start by reading the README in the project root. You asked: no, use pnpm instead of npm"),
+        (
+            "answer",
+            "I would start by reading the README in the project root. You asked: no, use pnpm instead of npm",
+        ),
     ]
     # nothing injected: no <current_datetime> wrapper, no system prompt
-    assert not any("current_datetime" in m["text"] or "GitHub Copilot CLI" in m["text"]
-                   for sid in sessions for m in store.messages(sid))
+    assert not any(
+        "current_datetime" in m["text"] or "GitHub Copilot CLI" in m["text"]
+        for sid in sessions
+        for m in store.messages(sid)
+    )
 
     report = mine(store, Settings(project=work, min_sessions=1))
     task = next(t for t in report.tasks if t.intent == "how do I install dependencies?")
     assert task.corrections == ["no, use pnpm instead of npm"]
-    assert {(c.kind, c.value) for c in task.checks} >= {("contains", "pnpm"), ("not_contains", "npm")}
+    assert {(c.kind, c.value) for c in task.checks} >= {
+        ("contains", "pnpm"),
+        ("not_contains", "npm"),
+    }

@@ -28,11 +28,15 @@ def settings(user: Path) -> Settings:
     return Settings(sources={"copilot_vscode": SourceConfig(roots=[user])})
 
 
-def test_corpus_incremental_jsonl_with_workspace_json(corpus: Path, tmp_path: Path, store: Store) -> None:
+def test_corpus_incremental_jsonl_with_workspace_json(
+    corpus: Path, tmp_path: Path, store: Store
+) -> None:
     user = tmp_path / "Code" / "User"
     ws = workspace(user, "abc123", "file:///home/dev/strapi")
-    shutil.copy(corpus / "copilot_vscode" / "chatSessions_incremental_jsonl" / f"{SID}.jsonl",
-                ws / "chatSessions" / f"{SID}.jsonl")
+    shutil.copy(
+        corpus / "copilot_vscode" / "chatSessions_incremental_jsonl" / f"{SID}.jsonl",
+        ws / "chatSessions" / f"{SID}.jsonl",
+    )
     report = harvest(store, settings(user))
     acc = report.sources["copilot_vscode"]
     assert (acc.files_seen, acc.sessions_new) == (1, 1)
@@ -72,9 +76,12 @@ def test_corpus_export_as_whole_json(corpus: Path, tmp_path: Path, store: Store)
     msgs = store.messages(sess["id"])
     assert [m["text"] for m in msgs if m["kind"] == "prompt"] == [
         "Is there a way to keep my local chat sessions in my versioned repo ?",
-        "Nice, I'd like the convention folder for chats (will exports go here automatically)"]
+        "Nice, I'd like the convention folder for chats (will exports go here automatically)",
+    ]
     answers = [m for m in msgs if m["kind"] == "answer"]
-    assert answers[0]["text"].startswith("VS Code doesn't automatically persist Copilot chat sessions")
+    assert answers[0]["text"].startswith(
+        "VS Code doesn't automatically persist Copilot chat sessions"
+    )
     assert answers[1]["tool_names"] == ["copilot_createFile"]
     assert "Created .chat/README.md." in answers[1]["text"]  # inline reference kept in the text
     # unchanged file: not read; touched but same bytes: hash says unchanged
@@ -83,8 +90,14 @@ def test_corpus_export_as_whole_json(corpus: Path, tmp_path: Path, store: Store)
     again = harvest_file(store, CopilotVSCodeSource(), target)
     assert (again.status, again.messages) == ("unchanged", 0)
     # a new request rewritten into the whole file: only it is added
-    doc["requests"].append({"requestId": "request_3", "timestamp": 1771239000000,
-                            "message": {"text": "commit it"}, "response": [{"value": "Committed."}]})
+    doc["requests"].append(
+        {
+            "requestId": "request_3",
+            "timestamp": 1771239000000,
+            "message": {"text": "commit it"},
+            "response": [{"value": "Committed."}],
+        }
+    )
     target.write_text(json.dumps(doc))
     grown = harvest_file(store, CopilotVSCodeSource(), target)
     assert (grown.status, grown.messages) == ("read", 2)
@@ -94,20 +107,50 @@ def test_corpus_export_as_whole_json(corpus: Path, tmp_path: Path, store: Store)
 def test_incremental_kinds_append_without_duplicates(tmp_path: Path, store: Store) -> None:
     ws = workspace(tmp_path / "User", "h2", "file:///home/dev/app")
     path = ws / "chatSessions" / "s-inc.jsonl"
-    req = {"requestId": "r1", "timestamp": 1767607200000, "message": {"text": "run the tests"},
-           "variableData": {"variables": [{"kind": "promptFile", "automaticallyAdded": True}]},
-           "response": []}
-    lines = [{"kind": 0, "v": {"version": 3, "sessionId": "s-inc", "creationDate": 1767607200000,
-                                "requests": [req]}},
-             {"kind": 2, "k": ["requests", 0, "response"], "v": [{"value": "Run `npm "}]}]
+    req = {
+        "requestId": "r1",
+        "timestamp": 1767607200000,
+        "message": {"text": "run the tests"},
+        "variableData": {"variables": [{"kind": "promptFile", "automaticallyAdded": True}]},
+        "response": [],
+    }
+    lines = [
+        {
+            "kind": 0,
+            "v": {
+                "version": 3,
+                "sessionId": "s-inc",
+                "creationDate": 1767607200000,
+                "requests": [req],
+            },
+        },
+        {"kind": 2, "k": ["requests", 0, "response"], "v": [{"value": "Run `npm "}]},
+    ]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     harvest_file(store, "copilot_vscode", path)
-    more = [{"kind": 2, "k": ["requests", 0, "response"], "v": [
-                {"value": "test`."}, {"kind": "toolInvocationSerialized", "toolId": "run_in_terminal"}]},
-            {"kind": 1, "k": ["requests", 0, "result"], "v": {"timings": {}}},
-            {"kind": 2, "k": ["requests"], "v": [{"requestId": "r2", "message": {"text": "no, use pnpm"},
-                                                  "response": [{"value": "Run `pnpm test`."}]}]},
-            {"kind": 7, "k": ["future"], "v": 1}]
+    more = [
+        {
+            "kind": 2,
+            "k": ["requests", 0, "response"],
+            "v": [
+                {"value": "test`."},
+                {"kind": "toolInvocationSerialized", "toolId": "run_in_terminal"},
+            ],
+        },
+        {"kind": 1, "k": ["requests", 0, "result"], "v": {"timings": {}}},
+        {
+            "kind": 2,
+            "k": ["requests"],
+            "v": [
+                {
+                    "requestId": "r2",
+                    "message": {"text": "no, use pnpm"},
+                    "response": [{"value": "Run `pnpm test`."}],
+                }
+            ],
+        },
+        {"kind": 7, "k": ["future"], "v": 1},
+    ]
     with open(path, "a") as fh:
         fh.write("".join(json.dumps(x) + "\n" for x in more))
     r = harvest_file(store, "copilot_vscode", path)
@@ -132,17 +175,26 @@ def test_discover_transcripts_only_without_a_chat_session(tmp_path: Path) -> Non
     empty = tmp_path / "User" / "globalStorage" / "emptyWindowChatSessions"
     empty.mkdir(parents=True)
     (empty / "c.json").write_text("{}")
-    found = sorted(p.relative_to(tmp_path / "User").as_posix()
-                   for p in CopilotVSCodeSource().discover(tmp_path / "User"))
-    assert found == ["globalStorage/emptyWindowChatSessions/c.json",
-                     "workspaceStorage/h3/GitHub.copilot-chat/transcripts/b.jsonl",
-                     "workspaceStorage/h3/chatSessions/a.jsonl"]
+    found = sorted(
+        p.relative_to(tmp_path / "User").as_posix()
+        for p in CopilotVSCodeSource().discover(tmp_path / "User")
+    )
+    assert found == [
+        "globalStorage/emptyWindowChatSessions/c.json",
+        "workspaceStorage/h3/GitHub.copilot-chat/transcripts/b.jsonl",
+        "workspaceStorage/h3/chatSessions/a.jsonl",
+    ]
 
 
 def test_default_roots_cover_flavours_remote_portable_and_overrides(tmp_path: Path) -> None:
     src = CopilotVSCodeSource()
-    roots = src.default_roots({"VSCODE_APPDATA": str(tmp_path / "appdata"),
-                               "VSCODE_PORTABLE": str(tmp_path / "portable")}, tmp_path)
+    roots = src.default_roots(
+        {
+            "VSCODE_APPDATA": str(tmp_path / "appdata"),
+            "VSCODE_PORTABLE": str(tmp_path / "portable"),
+        },
+        tmp_path,
+    )
     assert tmp_path / "appdata" / "Code" / "User" in roots
     assert tmp_path / "appdata" / "Code - Insiders" / "User" in roots
     assert tmp_path / "appdata" / "VSCodium" / "User" in roots
@@ -156,13 +208,16 @@ def test_default_roots_cover_flavours_remote_portable_and_overrides(tmp_path: Pa
         assert base / "Code" / "User" in plain
 
 
-@pytest.mark.parametrize("uri,path", [
-    ("file:///home/u/p", "/home/u/p"),
-    ("file:///c%3A/Users/me/proj", "c:\\Users\\me\\proj"),
-    ("vscode-remote://ssh-remote%2Bbox/home/u/p", "/home/u/p"),
-    ({"path": "/Users/me/x/"}, "/Users/me/x"),
-    ("not a uri", None),
-])
+@pytest.mark.parametrize(
+    "uri,path",
+    [
+        ("file:///home/u/p", "/home/u/p"),
+        ("file:///c%3A/Users/me/proj", "c:\\Users\\me\\proj"),
+        ("vscode-remote://ssh-remote%2Bbox/home/u/p", "/home/u/p"),
+        ({"path": "/Users/me/x/"}, "/Users/me/x"),
+        ("not a uri", None),
+    ],
+)
 def test_uri_to_path(uri, path) -> None:
     assert uri_to_path(uri) == path
 

@@ -16,8 +16,11 @@ def _files(corpus: Path, sub: str) -> list[Path]:
 
 
 def _prompts(store: Store, sid: str, sidechain: bool = False) -> list[str]:
-    return [m["text"] for m in store.messages(sid)
-            if m["kind"] == "prompt" and bool(m["is_sidechain"]) == sidechain]
+    return [
+        m["text"]
+        for m in store.messages(sid)
+        if m["kind"] == "prompt" and bool(m["is_sidechain"]) == sidechain
+    ]
 
 
 def _tools(store: Store, sid: str) -> set[str]:
@@ -62,7 +65,10 @@ def test_claude_code_intents_tools_projects(corpus: Path, store: Store) -> None:
     sid = "claude_code:cfa1e878-62b5-4e40-b281-bbf9b250d766"  # 06 v2.0.14 with MCP
     assert _prompts(store, sid) == ["Hey", "Can you audit this codebase?"]
     assert {"mcp__happy__change_title", "TodoWrite", "Bash", "Read"} <= _tools(store, sid)
-    assert store.get("sessions", sid)["project"] == "/Users/USER/Dev/sourceborn/src/agent-workflows-monorepo-v2"
+    assert (
+        store.get("sessions", sid)["project"]
+        == "/Users/USER/Dev/sourceborn/src/agent-workflows-monorepo-v2"
+    )
 
     sid = "claude_code:491e126e-1e71-469c-ade2-fcc8af567c74"  # 04: plugin command + isMeta body
     assert _prompts(store, sid) == [
@@ -71,7 +77,9 @@ def test_claude_code_intents_tools_projects(corpus: Path, store: Store) -> None:
         "claude-marketplace-elixir)\n\nMaybe there are igniter scripts?",
         "create the beads",
     ]
-    assert {"Task", "AskUserQuestion", "ExitPlanMode", "WebSearch", "WebFetch"} <= _tools(store, sid)
+    assert {"Task", "AskUserQuestion", "ExitPlanMode", "WebSearch", "WebFetch"} <= _tools(
+        store, sid
+    )
     assert not any("SCOPE" in m["text"] for m in store.messages(sid))  # expanded skill dropped
 
     sid = "claude_code:4d5611e5-241a-462a-8d15-5122611a9569"  # 03: compaction + subagents
@@ -81,7 +89,9 @@ def test_claude_code_intents_tools_projects(corpus: Path, store: Store) -> None:
     ]
     side = _prompts(store, sid, sidechain=True)
     assert len(side) == 1 and side[0].startswith("Very thorough exploration.")
-    assert store.get("sessions", sid)["project"] == "/home/USER/projects/spotter-worktrees/spotter-dov"
+    assert (
+        store.get("sessions", sid)["project"] == "/home/USER/projects/spotter-worktrees/spotter-dov"
+    )
     texts = " ".join(m["text"] for m in store.messages(sid))
     assert "being continued from a previous conversation" not in texts
     assert "<task-notification>" not in texts and "<analysis>" not in texts
@@ -120,10 +130,16 @@ def test_codex_intents_tools_projects(corpus: Path, store: Store) -> None:
 
     sid = "codex:01997e76-d124-7592-9cac-2ec05abbca08"  # 0.40 VS Code with IDE preamble
     prompts = _prompts(store, sid)
-    assert prompts[0].startswith("Updating a team to assign a lead or change from viewer to contributor")
-    assert prompts[1:] == ["Why do we need stats for the team?", "Is this done?", "continue",
-                           "Can you auto accept all changes for the rest of this session?",
-                           "ok continue"]
+    assert prompts[0].startswith(
+        "Updating a team to assign a lead or change from viewer to contributor"
+    )
+    assert prompts[1:] == [
+        "Why do we need stats for the team?",
+        "Is this done?",
+        "continue",
+        "Can you auto accept all changes for the rest of this session?",
+        "ok continue",
+    ]
     assert _tools(store, sid) == {"shell", "update_plan"}
     sess = store.get("sessions", sid)
     assert sess["project"] == "/Users/USER/Dev/spectora/src/spectora-labs-monorepo-v2"
@@ -132,8 +148,10 @@ def test_codex_intents_tools_projects(corpus: Path, store: Store) -> None:
     assert len(answers) == len(set(answers))  # agent_message + response_item stored once
 
     sid = "codex:019c8bfe-ec25-79e0-97d7-bda6a9c575ff"  # 0.104 Desktop with MCP tools
-    assert {"mcp__cloud-associates__search_workflows",
-            "mcp__cloud-associates__execute_workflow"} <= _tools(store, sid)
+    assert {
+        "mcp__cloud-associates__search_workflows",
+        "mcp__cloud-associates__execute_workflow",
+    } <= _tools(store, sid)
     # upstream replaced every text by a placeholder (event and item copies differ, injected
     # context is unrecognisable), so only check that the user_message event is a prompt
     assert "[REDACTED_MESSAGE len=98 sha=c002ff99]" in _prompts(store, sid)
@@ -145,10 +163,12 @@ def test_codex_intents_tools_projects(corpus: Path, store: Store) -> None:
 
 
 def test_harvest_over_corpus_roots(corpus: Path, store: Store) -> None:
-    settings = Settings(sources={
-        "claude_code": SourceConfig(roots=[corpus / "claude_code"]),
-        "codex": SourceConfig(roots=[corpus / "codex"]),
-    })
+    settings = Settings(
+        sources={
+            "claude_code": SourceConfig(roots=[corpus / "claude_code"]),
+            "codex": SourceConfig(roots=[corpus / "codex"]),
+        }
+    )
     report = harvest(store, settings)
     cc, cx = report.sources["claude_code"], report.sources["codex"]
     assert cc.files_seen == len(_files(corpus, "claude_code")) and cc.files_skipped == {}

@@ -40,7 +40,11 @@ def test_corpus_tool_result_and_thinking(corpus: Path) -> None:
     path = corpus / "cursor" / "synthetic" / "jazzyalex_SYNTHETIC_tool_result_thinking.jsonl"
     res = CursorSource().parse(path, path.read_bytes().splitlines(), {})
     msgs = res.sessions[0].messages
-    assert [m.text for m in msgs if m.kind == "prompt"] == ["What files are here?", "Read file1.txt.", "Thanks."]
+    assert [m.text for m in msgs if m.kind == "prompt"] == [
+        "What files are here?",
+        "Read file1.txt.",
+        "Thanks.",
+    ]
     assert [m.text for m in msgs if m.kind == "tool"] == ["file1.txt\nfile2.txt", "hello world"]
     assert {t for m in msgs for t in m.tool_names} == {"Bash", "Read"}
     assert res.skipped == {"ignored_block:thinking": 1}
@@ -51,22 +55,51 @@ def test_injected_text_outside_user_query_and_drift(tmp_path: Path, store: Store
     path = tmp_path / "projects" / "home-dev-app" / "agent-transcripts" / "t1" / "t1.jsonl"
     path.parent.mkdir(parents=True)
     lines = [
-        {"role": "user", "message": {"content": [{"type": "text", "text":
-            "<attached_files>\nsrc/a.py\n</attached_files>\n<user_query>\nfix the flaky test\n</user_query>"}]}},
-        {"role": "user", "message": {"content": [{"type": "text", "text": "<system_reminder>be brief</system_reminder>"}]}},
-        {"role": "assistant", "message": {"content": [{"type": "text", "text": "Fixed."}, {"type": "image"}]}},
+        {
+            "role": "user",
+            "message": {
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "<attached_files>\nsrc/a.py\n</attached_files>\n<user_query>\nfix the flaky test\n</user_query>",
+                    }
+                ]
+            },
+        },
+        {
+            "role": "user",
+            "message": {
+                "content": [{"type": "text", "text": "<system_reminder>be brief</system_reminder>"}]
+            },
+        },
+        {
+            "role": "assistant",
+            "message": {"content": [{"type": "text", "text": "Fixed."}, {"type": "image"}]},
+        },
         {"role": "critic", "message": {"content": []}},
         "just a string",
     ]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines) + "{broken\n")
     r = harvest_file(store, CursorSource(), path)
-    assert r.lines_skipped == {"injected": 1, "ignored_block:image": 1, "unknown_role:critic": 1,
-                               "not_an_object": 1, "bad_json": 1}
+    assert r.lines_skipped == {
+        "injected": 1,
+        "ignored_block:image": 1,
+        "unknown_role:critic": 1,
+        "not_an_object": 1,
+        "bad_json": 1,
+    }
     assert [(m["kind"], m["text"]) for m in store.messages("cursor:t1")] == [
-        ("prompt", "fix the flaky test"), ("answer", "Fixed.")]
+        ("prompt", "fix the flaky test"),
+        ("answer", "Fixed."),
+    ]
     # appended line: read from the offset, uids continue
     with open(path, "a") as fh:
-        fh.write(json.dumps({"role": "user", "message": {"content": [{"type": "text", "text": "thanks"}]}}) + "\n")
+        fh.write(
+            json.dumps(
+                {"role": "user", "message": {"content": [{"type": "text", "text": "thanks"}]}}
+            )
+            + "\n"
+        )
     assert harvest_file(store, CursorSource(), path).messages == 1
 
 

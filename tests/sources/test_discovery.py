@@ -11,13 +11,19 @@ import sys
 import uuid
 from pathlib import Path
 
-
 from skillopt_sleep.config import KNOWN_SOURCES, Settings, SourceConfig, load_settings
 from skillopt_sleep.demo import write_claude_session, write_codex_session
 from skillopt_sleep.night.mine import mine
-from skillopt_sleep.sources.discovery import (STATUS_EMPTY, STATUS_NOT_FOUND, STATUS_OK, STATUS_UNRECOGNISED,
-                                              configured_sources, discover_sources, enable_found,
-                                              enableable)
+from skillopt_sleep.sources.discovery import (
+    STATUS_EMPTY,
+    STATUS_NOT_FOUND,
+    STATUS_OK,
+    STATUS_UNRECOGNISED,
+    configured_sources,
+    discover_sources,
+    enable_found,
+    enableable,
+)
 from skillopt_sleep.sources.ingest import harvest
 from skillopt_sleep.store import Store
 
@@ -26,8 +32,13 @@ def _ts(base: dt.datetime, s: int) -> str:
     return (base + dt.timedelta(seconds=s)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
-def write_copilot_session(home: Path, project: Path, turns: list[tuple[str, str, str | None]], *,
-                          when: dt.datetime | None = None) -> Path:
+def write_copilot_session(
+    home: Path,
+    project: Path,
+    turns: list[tuple[str, str, str | None]],
+    *,
+    when: dt.datetime | None = None,
+) -> Path:
     """One Copilot CLI session in its real layout (``~/.copilot/session-state/<id>/events.jsonl``)."""
     when = when or dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=3)
     sid = str(uuid.uuid4())
@@ -36,67 +47,138 @@ def write_copilot_session(home: Path, project: Path, turns: list[tuple[str, str,
     def ev(type_: str, data: dict) -> None:
         nonlocal n
         n += 1
-        events.append({"type": type_, "data": data, "id": str(uuid.uuid4()), "timestamp": _ts(when, n),
-                       "parentId": None})
+        events.append(
+            {
+                "type": type_,
+                "data": data,
+                "id": str(uuid.uuid4()),
+                "timestamp": _ts(when, n),
+                "parentId": None,
+            }
+        )
 
-    ev("session.start", {"sessionId": sid, "version": 1, "producer": "copilot-agent", "copilotVersion": "1.0.102",
-                         "startTime": _ts(when, 0), "context": {"cwd": str(project)}})
+    ev(
+        "session.start",
+        {
+            "sessionId": sid,
+            "version": 1,
+            "producer": "copilot-agent",
+            "copilotVersion": "1.0.102",
+            "startTime": _ts(when, 0),
+            "context": {"cwd": str(project)},
+        },
+    )
     for prompt, answer, correction in turns:
         for text, reply in ((prompt, answer), (correction, "Understood.")):
             if text is None:
                 continue
-            ev("user.message", {"content": text, "transformedContent": f"<current_datetime>x</current_datetime>\n\n{text}"})
-            ev("assistant.message", {"messageId": str(uuid.uuid4()), "content": reply, "toolRequests": []})
+            ev(
+                "user.message",
+                {
+                    "content": text,
+                    "transformedContent": f"<current_datetime>x</current_datetime>\n\n{text}",
+                },
+            )
+            ev(
+                "assistant.message",
+                {"messageId": str(uuid.uuid4()), "content": reply, "toolRequests": []},
+            )
     path = home / ".copilot" / "session-state" / sid / "events.jsonl"
     path.parent.mkdir(parents=True)
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     return path
 
 
-def write_devin_session(home: Path, project: Path, turns: list[tuple[str, str, str | None]], *,
-                        when: dt.datetime | None = None) -> Path:
+def write_devin_session(
+    home: Path,
+    project: Path,
+    turns: list[tuple[str, str, str | None]],
+    *,
+    when: dt.datetime | None = None,
+) -> Path:
     """One Devin CLI ATIF transcript (``~/.local/share/devin/cli/transcripts/<id>.json``)."""
     when = when or dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=4)
     sid = f"devin-{uuid.uuid4().hex[:8]}"
-    steps: list[dict] = [{"step_id": 1, "timestamp": _ts(when, 0), "source": "system", "message": "You are Devin."}]
+    steps: list[dict] = [
+        {"step_id": 1, "timestamp": _ts(when, 0), "source": "system", "message": "You are Devin."}
+    ]
     for prompt, answer, correction in turns:
         for text, reply in ((prompt, answer), (correction, "Understood.")):
             if text is None:
                 continue
-            steps.append({"step_id": len(steps) + 1, "timestamp": _ts(when, len(steps)), "source": "user",
-                          "message": text})
-            steps.append({"step_id": len(steps) + 1, "timestamp": _ts(when, len(steps)), "source": "agent",
-                          "message": reply})
-    doc = {"schema_version": "ATIF-v1.7", "session_id": sid,
-           "agent": {"name": "devin", "version": "3000.3.27", "model_name": "swe-1-7",
-                     "extra": {"cwd": str(project)}}, "steps": steps}
+            steps.append(
+                {
+                    "step_id": len(steps) + 1,
+                    "timestamp": _ts(when, len(steps)),
+                    "source": "user",
+                    "message": text,
+                }
+            )
+            steps.append(
+                {
+                    "step_id": len(steps) + 1,
+                    "timestamp": _ts(when, len(steps)),
+                    "source": "agent",
+                    "message": reply,
+                }
+            )
+    doc = {
+        "schema_version": "ATIF-v1.7",
+        "session_id": sid,
+        "agent": {
+            "name": "devin",
+            "version": "3000.3.27",
+            "model_name": "swe-1-7",
+            "extra": {"cwd": str(project)},
+        },
+        "steps": steps,
+    }
     path = home / ".local" / "share" / "devin" / "cli" / "transcripts" / f"{sid}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc))
     return path
 
 
-def test_night_mines_one_task_across_four_agents(isolated_home: Path, store: Store, tmp_path: Path) -> None:
+def test_night_mines_one_task_across_four_agents(
+    isolated_home: Path, store: Store, tmp_path: Path
+) -> None:
     project = tmp_path / "webapp"
     project.mkdir()
     ask = "how do I run the tests?"
     write_claude_session(isolated_home, project, [(ask, "Run `npm test`.", None)])
     write_codex_session(isolated_home, project, [(ask, "Run `npm test`.", None)])
-    write_copilot_session(isolated_home, project, [(ask, "Run `npm test`.", "no, use pnpm instead of npm")])
-    write_devin_session(isolated_home, project, [("how do I run the tests", "Run `npm test`.", None)])
-    settings = Settings(project=project, sources={n: SourceConfig() for n in ("claude_code", "codex",
-                                                                              "copilot_cli", "devin")})
+    write_copilot_session(
+        isolated_home, project, [(ask, "Run `npm test`.", "no, use pnpm instead of npm")]
+    )
+    write_devin_session(
+        isolated_home, project, [("how do I run the tests", "Run `npm test`.", None)]
+    )
+    settings = Settings(
+        project=project,
+        sources={n: SourceConfig() for n in ("claude_code", "codex", "copilot_cli", "devin")},
+    )
     report = harvest(store, settings)
     assert {n: r.sessions_new for n, r in report.sources.items()} == {
-        "claude_code": 1, "codex": 1, "copilot_cli": 1, "devin": 1}
+        "claude_code": 1,
+        "codex": 1,
+        "copilot_cli": 1,
+        "devin": 1,
+    }
     mined = mine(store, settings)
     task = next(t for t in mined.tasks if "run the tests" in t.intent)
-    assert {s.split(":", 1)[0] for s in task.sessions} == {"claude_code", "codex", "copilot_cli", "devin"}
+    assert {s.split(":", 1)[0] for s in task.sessions} == {
+        "claude_code",
+        "codex",
+        "copilot_cli",
+        "devin",
+    }
     assert task.project == str(project)
     assert task.corrections == ["no, use pnpm instead of npm"]
 
 
-def test_a_whole_night_over_four_agents_sessions(isolated_home: Path, store: Store, tmp_path: Path) -> None:
+def test_a_whole_night_over_four_agents_sessions(
+    isolated_home: Path, store: Store, tmp_path: Path
+) -> None:
     """Recurring tasks spread over Claude Code, Codex, Copilot CLI and Devin sessions of one
     project go through the whole night: replay, gate, proposal."""
     from skillopt_sleep.night.run import run_night
@@ -105,32 +187,53 @@ def test_a_whole_night_over_four_agents_sessions(isolated_home: Path, store: Sto
     project = tmp_path / "webapp"
     project.mkdir()
     fix = "no, use pnpm instead of npm"
-    writers = [write_claude_session, write_codex_session, write_copilot_session, write_devin_session]
-    asks = [("how do I run the tests?", "Run `npm test`."),
-            ("how do I install the dependencies?", "Run `npm install`."),
-            ("run the linter", "Run `npm run lint`."),
-            ("add the zod package as a dependency", "Run `npm install zod`.")]
+    writers = [
+        write_claude_session,
+        write_codex_session,
+        write_copilot_session,
+        write_devin_session,
+    ]
+    asks = [
+        ("how do I run the tests?", "Run `npm test`."),
+        ("how do I install the dependencies?", "Run `npm install`."),
+        ("run the linter", "Run `npm run lint`."),
+        ("add the zod package as a dependency", "Run `npm install zod`."),
+    ]
     for i, (ask, answer) in enumerate(asks):  # each task in two agents' sessions, one corrected
         writers[i % 4](isolated_home, project, [(ask, answer, fix)])
         writers[(i + 1) % 4](isolated_home, project, [(ask, answer, None)])
     skill = project / "SKILL.md"
     with serve("demo") as sim:
-        backend = {"name": "openai_compatible", "base_url": sim.url + "/v1", "model": "sim",
-                   "max_retries": 0}
-        settings = load_settings(tmp_path / "none.toml", project=str(project), epochs=1, edit_budget=3,
-                                 target=backend, optimizer=backend,
-                                 sources={n: {} for n in ("claude_code", "codex", "copilot_cli", "devin")},
-                                 document={"kind": "path", "path": str(skill)})
+        backend = {
+            "name": "openai_compatible",
+            "base_url": sim.url + "/v1",
+            "model": "sim",
+            "max_retries": 0,
+        }
+        settings = load_settings(
+            tmp_path / "none.toml",
+            project=str(project),
+            epochs=1,
+            edit_budget=3,
+            target=backend,
+            optimizer=backend,
+            sources={n: {} for n in ("claude_code", "codex", "copilot_cli", "devin")},
+            document={"kind": "path", "path": str(skill)},
+        )
         result = run_night(store, settings)
     assert result.status == "succeeded", result.summary
-    assert result.summary["train"] >= 1 and result.summary["val"] >= 1 and result.summary["test"] >= 1
+    assert (
+        result.summary["train"] >= 1 and result.summary["val"] >= 1 and result.summary["test"] >= 1
+    )
     sources = {s.split(":", 1)[0] for t in store.tasks() for s in t.sessions}
     assert sources == {"claude_code", "codex", "copilot_cli", "devin"}
     replayed = {r["task_id"] for r in store.rows("rollouts", "night_id = ?", [result.night_id])}
     assert replayed == {t.id for t in store.tasks()}
     assert result.test_after > result.test_before
-    assert "- Use `pnpm` instead of `npm`." in (
-        Path(store.get("proposals", result.proposal_id)["dir"]) / "document").read_text()
+    assert (
+        "- Use `pnpm` instead of `npm`."
+        in (Path(store.get("proposals", result.proposal_id)["dir"]) / "document").read_text()
+    )
     assert not skill.exists()  # staged only
 
 
@@ -139,7 +242,9 @@ def status_of(settings: Settings, home: Path, config: Path | None = None) -> dic
     return {s.name: s for s in discover_sources(settings, config_path=config, env={}, home=home)}
 
 
-def test_discovery_reports_found_empty_missing_and_unrecognised(isolated_home: Path, tmp_path: Path) -> None:
+def test_discovery_reports_found_empty_missing_and_unrecognised(
+    isolated_home: Path, tmp_path: Path
+) -> None:
     write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
     (isolated_home / ".codex" / "sessions").mkdir(parents=True)  # installed, no sessions yet
     # Devin transcripts in a format this version cannot read
@@ -152,7 +257,11 @@ def test_discovery_reports_found_empty_missing_and_unrecognised(isolated_home: P
     cp = st["copilot_cli"]
     assert (cp.found, cp.sessions, cp.status, cp.enabled) == (True, 1, STATUS_OK, False)
     assert cp.bytes == sum(p.stat().st_size for p in (isolated_home / ".copilot").rglob("*.jsonl"))
-    assert (st["codex"].found, st["codex"].status, st["codex"].enabled) == (True, STATUS_EMPTY, True)
+    assert (st["codex"].found, st["codex"].status, st["codex"].enabled) == (
+        True,
+        STATUS_EMPTY,
+        True,
+    )
     assert (st["claude_code"].found, st["claude_code"].status) == (False, STATUS_NOT_FOUND)
     dv = st["devin"]
     assert (dv.sessions, dv.probed, dv.readable, dv.status) == (2, 2, 0, STATUS_UNRECOGNISED)
@@ -162,26 +271,42 @@ def test_discovery_reports_found_empty_missing_and_unrecognised(isolated_home: P
 def test_unrecognised_jsonl_format(isolated_home: Path) -> None:
     root = isolated_home / ".cursor" / "projects" / "x" / "agent-transcripts"
     root.mkdir(parents=True)
-    (root / "t.jsonl").write_text('{"speaker": "me", "said": "hi"}\n{"speaker": "bot", "said": "yo"}\n')
+    (root / "t.jsonl").write_text(
+        '{"speaker": "me", "said": "hi"}\n{"speaker": "bot", "said": "yo"}\n'
+    )
     assert status_of(Settings(), isolated_home)["cursor"].status == STATUS_UNRECOGNISED
 
 
-def test_enable_found_never_overwrites_an_existing_config(isolated_home: Path, tmp_path: Path) -> None:
+def test_enable_found_never_overwrites_an_existing_config(
+    isolated_home: Path, tmp_path: Path
+) -> None:
     write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
     write_devin_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
     config = tmp_path / "config.toml"
-    config.write_text('epochs = 3\n\n[sources.claude_code]\nenabled = false\n\n[sources.devin]\nenabled = false\n')
-    statuses = discover_sources(load_settings(config), config_path=config, env={}, home=isolated_home)
+    config.write_text(
+        "epochs = 3\n\n[sources.claude_code]\nenabled = false\n\n[sources.devin]\nenabled = false\n"
+    )
+    statuses = discover_sources(
+        load_settings(config), config_path=config, env={}, home=isolated_home
+    )
     assert enable_found(config, statuses) == ["copilot_cli"]
     text = config.read_text()
-    assert text.startswith('epochs = 3\n\n[sources.claude_code]\nenabled = false\n\n[sources.devin]\nenabled = false\n')
+    assert text.startswith(
+        "epochs = 3\n\n[sources.claude_code]\nenabled = false\n\n[sources.devin]\nenabled = false\n"
+    )
     settings = load_settings(config)
     assert settings.epochs == 3
     # codex is a default source the file did not name: on before, so written as on (never
     # switched off by --enable-found), though its logs are not found here
     assert {n: c.enabled for n, c in settings.sources.items()} == {
-        "claude_code": False, "devin": False, "codex": True, "copilot_cli": True,
-        "copilot_vscode": False, "cursor": False, "opencode": False}
+        "claude_code": False,
+        "devin": False,
+        "codex": True,
+        "copilot_cli": True,
+        "copilot_vscode": False,
+        "cursor": False,
+        "opencode": False,
+    }
     assert configured_sources(config) == set(KNOWN_SOURCES)
     assert enable_found(config, statuses) == []  # idempotent: nothing left to add
     assert config.read_text() == text
@@ -215,49 +340,75 @@ enabled = false
 """
 
 
-def test_enable_found_switches_on_a_disabled_agent_found_later(isolated_home: Path, tmp_path: Path) -> None:
+def test_enable_found_switches_on_a_disabled_agent_found_later(
+    isolated_home: Path, tmp_path: Path
+) -> None:
     """The first run wrote `enabled = false` for Copilot CLI; its logs exist now. Only the
     explicit request switches it on, in place, changing nothing else in the file; a disabled
     agent whose logs are still missing stays off."""
     config = tmp_path / "config.toml"
     config.write_bytes(FIRST_RUN_CONFIG.encode())
     write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
-    statuses = discover_sources(load_settings(config), config_path=config, env={}, home=isolated_home)
+    statuses = discover_sources(
+        load_settings(config), config_path=config, env={}, home=isolated_home
+    )
     assert enable_found(config, statuses) == []  # the first-run behaviour: named sources untouched
     assert config.read_bytes() == FIRST_RUN_CONFIG.encode()
     assert enableable(config, statuses) == ["copilot_cli"]
     assert enable_found(config, statuses, switch_disabled=True) == ["copilot_cli"]
-    assert config.read_text() == FIRST_RUN_CONFIG.replace("enabled   = false   # not yet",
-                                                          "enabled   = true   # not yet")
+    assert config.read_text() == FIRST_RUN_CONFIG.replace(
+        "enabled   = false   # not yet", "enabled   = true   # not yet"
+    )
     settings = load_settings(config)
-    assert {n for n, c in settings.sources.items() if c.enabled} == {"claude_code", "codex", "copilot_cli"}
+    assert {n for n, c in settings.sources.items() if c.enabled} == {
+        "claude_code",
+        "codex",
+        "copilot_cli",
+    }
     assert settings.epochs == 3
     statuses = discover_sources(settings, config_path=config, env={}, home=isolated_home)
     assert enable_found(config, statuses, switch_disabled=True) == []  # idempotent
     assert enableable(config, statuses) == []
 
 
-def test_enable_found_switches_dotted_and_inline_tables_and_keeps_crlf(isolated_home: Path,
-                                                                      tmp_path: Path) -> None:
+def test_enable_found_switches_dotted_and_inline_tables_and_keeps_crlf(
+    isolated_home: Path, tmp_path: Path
+) -> None:
     write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
     write_devin_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
     config = tmp_path / "config.toml"
-    text = ("# mine\r\n[sources]\r\ncopilot_cli.enabled = false # later\r\n"
-            'devin = { enabled = false, roots = [] }\r\n'
-            "claude_code.enabled = false\r\ncodex.enabled = true\r\n"
-            "copilot_vscode.enabled = false\r\nopencode.enabled = false\r\n")
+    text = (
+        "# mine\r\n[sources]\r\ncopilot_cli.enabled = false # later\r\n"
+        "devin = { enabled = false, roots = [] }\r\n"
+        "claude_code.enabled = false\r\ncodex.enabled = true\r\n"
+        "copilot_vscode.enabled = false\r\nopencode.enabled = false\r\n"
+    )
     config.write_bytes(text.encode())
-    (isolated_home / ".claude" / "projects").mkdir(parents=True)  # found: the user's false is switched too
-    statuses = discover_sources(load_settings(config), config_path=config, env={}, home=isolated_home)
-    assert enable_found(config, statuses, switch_disabled=True) == ["claude_code", "copilot_cli", "devin"]
-    assert config.read_bytes() == (
-        text.replace("copilot_cli.enabled = false", "copilot_cli.enabled = true")
-        .replace("devin = { enabled = false", "devin = { enabled = true")
-        .replace("claude_code.enabled = false", "claude_code.enabled = true")
-        + "\r\n[sources.cursor]\r\nenabled = false\r\n").encode()  # appended in the file's line endings
+    (isolated_home / ".claude" / "projects").mkdir(
+        parents=True
+    )  # found: the user's false is switched too
+    statuses = discover_sources(
+        load_settings(config), config_path=config, env={}, home=isolated_home
+    )
+    assert enable_found(config, statuses, switch_disabled=True) == [
+        "claude_code",
+        "copilot_cli",
+        "devin",
+    ]
+    assert (
+        config.read_bytes()
+        == (
+            text.replace("copilot_cli.enabled = false", "copilot_cli.enabled = true")
+            .replace("devin = { enabled = false", "devin = { enabled = true")
+            .replace("claude_code.enabled = false", "claude_code.enabled = true")
+            + "\r\n[sources.cursor]\r\nenabled = false\r\n"
+        ).encode()
+    )  # appended in the file's line endings
 
 
-def test_enable_found_on_a_new_install_keeps_the_defaults(isolated_home: Path, tmp_path: Path) -> None:
+def test_enable_found_on_a_new_install_keeps_the_defaults(
+    isolated_home: Path, tmp_path: Path
+) -> None:
     write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
     config = tmp_path / "new" / "config.toml"
     statuses = discover_sources(Settings(), config_path=config, env={}, home=isolated_home)
@@ -268,12 +419,19 @@ def test_enable_found_on_a_new_install_keeps_the_defaults(isolated_home: Path, t
 
 def test_default_settings_harvest_claude_code_and_codex_only() -> None:
     assert {n for n, c in Settings().sources.items() if c.enabled} == {"claude_code", "codex"}
-    assert set(Settings(sources={n: SourceConfig() for n in KNOWN_SOURCES}).sources) == set(KNOWN_SOURCES)
+    assert set(Settings(sources={n: SourceConfig() for n in KNOWN_SOURCES}).sources) == set(
+        KNOWN_SOURCES
+    )
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "skillopt_sleep", *args], capture_output=True, text=True,
-                          env=dict(os.environ, COLUMNS="240"), timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "skillopt_sleep", *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, COLUMNS="240"),
+        timeout=120,
+    )
 
 
 def test_sources_command(isolated_home: Path, tmp_path: Path) -> None:
@@ -284,10 +442,18 @@ def test_sources_command(isolated_home: Path, tmp_path: Path) -> None:
     first = cli("sources", "--json")
     assert first.returncode == 0, first.stderr
     data = json.loads(first.stdout)
-    assert data["created"] is True and data["enabled_now"] == ["claude_code", "codex", "copilot_cli", "opencode"]
+    assert data["created"] is True and data["enabled_now"] == [
+        "claude_code",
+        "codex",
+        "copilot_cli",
+        "opencode",
+    ]
     rows = {s["name"]: s for s in data["sources"]}
-    assert (rows["copilot_cli"]["enabled"], rows["copilot_cli"]["sessions"], rows["copilot_cli"]["status"]) == (
-        True, 1, "ok")
+    assert (
+        rows["copilot_cli"]["enabled"],
+        rows["copilot_cli"]["sessions"],
+        rows["copilot_cli"]["status"],
+    ) == (True, 1, "ok")
     assert rows["opencode"]["status"] == "unrecognised format"
     assert rows["devin"]["status"] == "not found" and rows["devin"]["enabled"] is False
     assert Path(data["config"]).is_file()
@@ -298,8 +464,9 @@ def test_sources_command(isolated_home: Path, tmp_path: Path) -> None:
     assert again["created"] is False and again["enabled_now"] == []
 
 
-def test_sources_hints_and_enable_found_switches_on_an_agent_installed_later(isolated_home: Path,
-                                                                            tmp_path: Path) -> None:
+def test_sources_hints_and_enable_found_switches_on_an_agent_installed_later(
+    isolated_home: Path, tmp_path: Path
+) -> None:
     """The user trial: the first run wrote `enabled = false` for Copilot CLI (not installed
     then); once its logs exist, `sources` names it with the command, and `--enable-found`
     switches it on (only that line changes) and says so."""
@@ -307,7 +474,9 @@ def test_sources_hints_and_enable_found_switches_on_an_agent_installed_later(iso
     config = Path(first["config"])
     assert first["created"] is True and "copilot_cli" not in first["enabled_now"]
     assert config.stat().st_mode & 0o777 == 0o600  # may come to hold an api_key
-    config.write_text(config.read_text().replace("[sources.copilot_cli]", "# my note\n[sources.copilot_cli]"))
+    config.write_text(
+        config.read_text().replace("[sources.copilot_cli]", "# my note\n[sources.copilot_cli]")
+    )
     before = config.read_text()
     assert "[sources.copilot_cli]\nenabled = false\n" in before
     write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
@@ -321,28 +490,41 @@ def test_sources_hints_and_enable_found_switches_on_an_agent_installed_later(iso
     assert enabled.returncode == 0, enabled.stderr
     assert f"enabled in {config}: copilot_cli" in " ".join(enabled.stdout.split())
     assert "found but not enabled" not in enabled.stdout
-    assert config.read_text() == before.replace("[sources.copilot_cli]\nenabled = false\n",
-                                                "[sources.copilot_cli]\nenabled = true\n")
+    assert config.read_text() == before.replace(
+        "[sources.copilot_cli]\nenabled = false\n", "[sources.copilot_cli]\nenabled = true\n"
+    )
     again = cli("sources", "--enable-found")
     assert "nothing to enable" in again.stdout and config.read_text() != before
     data = json.loads(cli("sources", "--json").stdout)
     assert data["found_not_enabled"] == []
     assert {s["name"]: s["enabled"] for s in data["sources"]}["copilot_cli"] is True
-    assert {s["name"]: s["enabled"] for s in data["sources"]}["devin"] is False  # not found: stays off
+    assert {s["name"]: s["enabled"] for s in data["sources"]}[
+        "devin"
+    ] is False  # not found: stays off
 
 
 def test_naming_one_source_keeps_the_defaults_as_the_docs_say(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text("[sources.copilot_cli]\nenabled = true\n")
     assert {n for n, c in load_settings(config).sources.items() if c.enabled} == {
-        "claude_code", "codex", "copilot_cli"}
+        "claude_code",
+        "codex",
+        "copilot_cli",
+    }
     config.write_text("[sources.copilot_cli]\n\n[sources.codex]\nenabled = false\n")
-    assert {n for n, c in load_settings(config).sources.items() if c.enabled} == {"claude_code", "copilot_cli"}
-    doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "sources.md").read_text().split())
+    assert {n for n, c in load_settings(config).sources.items() if c.enabled} == {
+        "claude_code",
+        "copilot_cli",
+    }
+    doc = " ".join(
+        (Path(__file__).resolve().parents[2] / "docs" / "sources.md").read_text().split()
+    )
     assert "harvests only those" not in doc
-    assert ("Naming a source in `[sources]` configures that source; it does not switch the others off. "
-            "The default ones (`claude_code`, `codex`) stay enabled unless the file sets `enabled = false` "
-            "for them") in doc
+    assert (
+        "Naming a source in `[sources]` configures that source; it does not switch the others off. "
+        "The default ones (`claude_code`, `codex`) stay enabled unless the file sets `enabled = false` "
+        "for them"
+    ) in doc
 
 
 def test_enable_found_names_only_what_it_switched_on(isolated_home: Path, tmp_path: Path) -> None:

@@ -25,17 +25,24 @@ def _session_file(root: Path, name: str = SID) -> Path:
 
 
 def test_appended_lines_are_read_from_the_stored_offset(store: Store, claude_root: Path) -> None:
-    path = write(_session_file(claude_root), [
-        cc_user("u1", "add a --verbose flag to the CLI"),
-        cc_assistant("a1", "msg_1", [text("Done."), tool_use("Edit")]),
-    ])
+    path = write(
+        _session_file(claude_root),
+        [
+            cc_user("u1", "add a --verbose flag to the CLI"),
+            cc_assistant("a1", "msg_1", [text("Done."), tool_use("Edit")]),
+        ],
+    )
     first = harvest_file(store, "claude_code", path)
     size1 = path.stat().st_size
     assert first.status == "read" and first.bytes_read == size1 and first.offset == size1
     assert store.get_file(str(path))["offset"] == size1
 
-    extra = jsonl([cc_user("u2", "now document it in the README"),
-                   cc_assistant("a2", "msg_2", [text("Documented.")])])
+    extra = jsonl(
+        [
+            cc_user("u2", "now document it in the README"),
+            cc_assistant("a2", "msg_2", [text("Documented.")]),
+        ]
+    )
     with open(path, "ab") as fh:
         fh.write(extra)
     second = harvest_file(store, "claude_code", path)
@@ -67,9 +74,14 @@ def test_half_written_last_line_is_picked_up_next_pass(store: Store, claude_root
 
 
 def test_truncated_and_replaced_files_are_reread(store: Store, claude_root: Path) -> None:
-    path = write(_session_file(claude_root), [
-        cc_user("u1", "one"), cc_user("u2", "two"), cc_user("u3", "three"),
-    ])
+    path = write(
+        _session_file(claude_root),
+        [
+            cc_user("u1", "one"),
+            cc_user("u2", "two"),
+            cc_user("u3", "three"),
+        ],
+    )
     harvest_file(store, "claude_code", path)
     inode = path.stat().st_ino
     write(path, [cc_user("u1", "one")])  # truncated in place
@@ -90,7 +102,8 @@ def test_bad_files_are_counted_and_others_still_harvested(store: Store, claude_r
     proj = claude_root / "-home-dev-proj"
     write(_session_file(claude_root), [cc_user("u1", "the good session")])
     (proj / "malformed.jsonl").write_bytes(
-        b'{"type": "user", "broken\n[1, 2]\n' + jsonl([cc_user("m1", "still read", sid="s-malformed")])
+        b'{"type": "user", "broken\n[1, 2]\n'
+        + jsonl([cc_user("m1", "still read", sid="s-malformed")])
     )
     big = proj / "huge.jsonl"  # a 20 MB single line, then a normal one
     with open(big, "wb") as fh:
@@ -98,7 +111,9 @@ def test_bad_files_are_counted_and_others_still_harvested(store: Store, claude_r
         fh.write(jsonl([cc_user("h1", "after the huge line", sid="s-huge")]))
     (proj / "binary.jsonl").write_bytes(b"\x00\x01\x02" * 1000)
     latin = cc_user("l1", "caf\u00e9 na\u00efve", sid="s-latin")
-    (proj / "latin1.jsonl").write_bytes(json.dumps(latin, ensure_ascii=False).encode("latin-1") + b"\n")
+    (proj / "latin1.jsonl").write_bytes(
+        json.dumps(latin, ensure_ascii=False).encode("latin-1") + b"\n"
+    )
     (proj / "dir-named-like-a-session.jsonl").mkdir()  # stands in for an unreadable file:
     (proj / "dangling.jsonl").symlink_to(proj / "nowhere.jsonl")  # tests run as root
 
@@ -152,7 +167,9 @@ class _Exploding(ClaudeCodeSource):
         return result
 
 
-def test_a_crash_mid_file_leaves_no_partial_pass(store: Store, claude_root: Path, monkeypatch) -> None:
+def test_a_crash_mid_file_leaves_no_partial_pass(
+    store: Store, claude_root: Path, monkeypatch
+) -> None:
     monkeypatch.setattr(line_reading, "BATCH_BYTES", 10)  # one line per batch
     path = write(_session_file(claude_root), [cc_user("u1", "one"), cc_user("u2", "two")])
     res = harvest_file(store, _Exploding(), path)
@@ -181,7 +198,9 @@ def test_directory_vanishing_during_discovery(store: Store, claude_root: Path) -
     assert res.status == "skipped" and res.reason == "vanished"
 
 
-def test_a_pass_waits_for_another_writer_instead_of_failing(store: Store, claude_root: Path) -> None:
+def test_a_pass_waits_for_another_writer_instead_of_failing(
+    store: Store, claude_root: Path
+) -> None:
     """Another process (here a second connection) holds the write lock and commits while a
     pass is under way: the pass waits and reads the file, where a deferred transaction
     (read first, write later) failed at once with "database is locked" in WAL mode."""

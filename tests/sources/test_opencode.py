@@ -20,9 +20,18 @@ def test_corpus_storage_tree(corpus: Path, store: Store) -> None:
     acc = report.sources["opencode"]
     assert (acc.files_seen, acc.sessions_new) == (2, 2)
     small = store.get("sessions", "opencode:s_stage0_small")
-    assert (small["project"], small["title"], small["model"]) == ("/tmp/repo", "OpenCode Small", "gpt-4o-mini")
-    assert [(m["kind"], m["text"], m["tool_names"], m["is_error"]) for m in store.messages(small["id"])] == [
-        ("prompt", "Hello", [], 0), ("answer", "Found 2 files.", ["bash"], 0), ("tool", "a.txt\nb.txt\n", [], 0)]
+    assert (small["project"], small["title"], small["model"]) == (
+        "/tmp/repo",
+        "OpenCode Small",
+        "gpt-4o-mini",
+    )
+    assert [
+        (m["kind"], m["text"], m["tool_names"], m["is_error"]) for m in store.messages(small["id"])
+    ] == [
+        ("prompt", "Hello", [], 0),
+        ("answer", "Found 2 files.", ["bash"], 0),
+        ("tool", "a.txt\nb.txt\n", [], 0),
+    ]
     large = store.messages("opencode:s_stage0_large")
     assert [m["text"] for m in large if m["kind"] == "prompt"] == ["Step 1", "Step 2"]
     assert [m["is_error"] for m in large if m["kind"] == "tool"] == [1]  # exit 1
@@ -49,7 +58,9 @@ def make_db(path: Path) -> sqlite3.Connection:
 def add_message(con, sid: str, mid: str, t: int, info: dict, parts: list[dict]) -> None:
     con.execute("insert into message values (?,?,?,?,?)", (mid, sid, t, t, json.dumps(info)))
     for i, p in enumerate(parts):
-        con.execute("insert into part values (?,?,?,?,?,?)", (f"{mid}_p{i}", mid, sid, t, t, json.dumps(p)))
+        con.execute(
+            "insert into part values (?,?,?,?,?,?)", (f"{mid}_p{i}", mid, sid, t, t, json.dumps(p))
+        )
     con.commit()
 
 
@@ -59,23 +70,62 @@ def test_sqlite_read_only_and_incremental(tmp_path: Path, store: Store) -> None:
     db = root / "opencode.db"
     con = make_db(db)
     now = int(time.time() * 1000) - 3_600_000
-    con.execute("insert into session values ('ses_1','p','', 'x','/home/dev/site','Site', '1.2.3', ?, ?)", (now, now))
-    con.execute("insert into session values ('ses_sub','p','ses_1','y','/home/dev/site','Sub', '1.2.3', ?, ?)", (now, now))
-    add_message(con, "ses_1", "msg_1", now, {"role": "user", "time": {"created": now}},
-                [{"type": "text", "text": "build the site"}])
-    add_message(con, "ses_1", "msg_2", now + 1, {"role": "assistant", "modelID": "gpt-5",
-                                                   "time": {"created": now + 1, "completed": now + 2}},
-                [{"type": "step-start"}, {"type": "text", "text": "Built."},
-                 {"type": "tool", "tool": "bash", "state": {"status": "error", "output": "boom"}}])
-    add_message(con, "ses_sub", "msg_s", now + 2, {"role": "user", "time": {"created": now + 2}},
-                [{"type": "text", "text": "sub task"}])
+    con.execute(
+        "insert into session values ('ses_1','p','', 'x','/home/dev/site','Site', '1.2.3', ?, ?)",
+        (now, now),
+    )
+    con.execute(
+        "insert into session values ('ses_sub','p','ses_1','y','/home/dev/site','Sub', '1.2.3', ?, ?)",
+        (now, now),
+    )
+    add_message(
+        con,
+        "ses_1",
+        "msg_1",
+        now,
+        {"role": "user", "time": {"created": now}},
+        [{"type": "text", "text": "build the site"}],
+    )
+    add_message(
+        con,
+        "ses_1",
+        "msg_2",
+        now + 1,
+        {
+            "role": "assistant",
+            "modelID": "gpt-5",
+            "time": {"created": now + 1, "completed": now + 2},
+        },
+        [
+            {"type": "step-start"},
+            {"type": "text", "text": "Built."},
+            {"type": "tool", "tool": "bash", "state": {"status": "error", "output": "boom"}},
+        ],
+    )
+    add_message(
+        con,
+        "ses_sub",
+        "msg_s",
+        now + 2,
+        {"role": "user", "time": {"created": now + 2}},
+        [{"type": "text", "text": "sub task"}],
+    )
     con.close()
     before = hashlib.sha256(db.read_bytes()).hexdigest(), db.stat().st_mtime_ns
     r = harvest_file(store, OpenCodeSource(), db)
     assert r.status == "read" and r.sessions_new == {"opencode:ses_1", "opencode:ses_sub"}
-    assert (hashlib.sha256(db.read_bytes()).hexdigest(), db.stat().st_mtime_ns) == before  # never written
-    assert [(m["kind"], m["text"], m["tool_names"], m["is_error"]) for m in store.messages("opencode:ses_1")] == [
-        ("prompt", "build the site", [], 0), ("answer", "Built.", ["bash"], 0), ("tool", "boom", [], 1)]
+    assert (
+        hashlib.sha256(db.read_bytes()).hexdigest(),
+        db.stat().st_mtime_ns,
+    ) == before  # never written
+    assert [
+        (m["kind"], m["text"], m["tool_names"], m["is_error"])
+        for m in store.messages("opencode:ses_1")
+    ] == [
+        ("prompt", "build the site", [], 0),
+        ("answer", "Built.", ["bash"], 0),
+        ("tool", "boom", [], 1),
+    ]
     assert store.get("sessions", "opencode:ses_1")["project"] == "/home/dev/site"
     assert all(m["is_sidechain"] for m in store.messages("opencode:ses_sub"))
     assert r.lines_skipped == {"ignored_part:step-start": 1}
@@ -84,17 +134,39 @@ def test_sqlite_read_only_and_incremental(tmp_path: Path, store: Store) -> None:
     # an assistant message still streaming is left for later; the high-water mark waits for it
     con = sqlite3.connect(db)
     fresh = int(time.time() * 1000)
-    add_message(con, "ses_1", "msg_3", fresh, {"role": "user", "time": {"created": fresh}},
-                [{"type": "text", "text": "deploy it"}])
-    add_message(con, "ses_1", "msg_4", fresh + 1, {"role": "assistant", "time": {"created": fresh + 1}},
-                [{"type": "text", "text": "Deplo"}])
+    add_message(
+        con,
+        "ses_1",
+        "msg_3",
+        fresh,
+        {"role": "user", "time": {"created": fresh}},
+        [{"type": "text", "text": "deploy it"}],
+    )
+    add_message(
+        con,
+        "ses_1",
+        "msg_4",
+        fresh + 1,
+        {"role": "assistant", "time": {"created": fresh + 1}},
+        [{"type": "text", "text": "Deplo"}],
+    )
     con.close()
     r2 = harvest_file(store, OpenCodeSource(), db)
     assert (r2.messages, r2.lines_skipped) == (1, {"unfinished": 1})
     con = sqlite3.connect(db)
-    con.execute("update message set time_updated = ?, data = ? where id = 'msg_4'",
-                (fresh + 5, json.dumps({"role": "assistant", "time": {"created": fresh + 1, "completed": fresh + 5}})))
-    con.execute("update part set data = ? where message_id = 'msg_4'", (json.dumps({"type": "text", "text": "Deployed."}),))
+    con.execute(
+        "update message set time_updated = ?, data = ? where id = 'msg_4'",
+        (
+            fresh + 5,
+            json.dumps(
+                {"role": "assistant", "time": {"created": fresh + 1, "completed": fresh + 5}}
+            ),
+        ),
+    )
+    con.execute(
+        "update part set data = ? where message_id = 'msg_4'",
+        (json.dumps({"type": "text", "text": "Deployed."}),),
+    )
     con.commit()
     con.close()
     r3 = harvest_file(store, OpenCodeSource(), db)
@@ -127,17 +199,27 @@ def _tree_session(root: Path, sid: str, msgs: list[tuple[dict, list[dict]]]) -> 
 
 
 def test_tree_answer_left_unfinished_is_read_on_a_later_pass_without_any_change(
-        tmp_path: Path, store: Store, monkeypatch) -> None:
+    tmp_path: Path, store: Store, monkeypatch
+) -> None:
     """An answer that never gets ``time.completed`` (OpenCode killed mid-stream) is taken as
     final once its content shows no activity for SETTLE_SECONDS, even though no file changed."""
     import skillopt_sleep.sources.opencode as oc
 
     now = int(time.time() * 1000)
-    ses = _tree_session(tmp_path, "ses_live", [
-        ({"id": "m_u", "role": "user", "time": {"created": now}}, [{"type": "text", "text": "lint the app"}]),
-        ({"id": "m_a", "role": "assistant", "time": {"created": now + 1}},
-         [{"type": "text", "text": "Running ruff", "time": {"start": now + 2}}]),
-    ])
+    ses = _tree_session(
+        tmp_path,
+        "ses_live",
+        [
+            (
+                {"id": "m_u", "role": "user", "time": {"created": now}},
+                [{"type": "text", "text": "lint the app"}],
+            ),
+            (
+                {"id": "m_a", "role": "assistant", "time": {"created": now + 1}},
+                [{"type": "text", "text": "Running ruff", "time": {"start": now + 2}}],
+            ),
+        ],
+    )
     first = harvest_file(store, OpenCodeSource(), ses)
     assert (first.status, first.lines_skipped) == ("read", {"unfinished": 1})
     assert [m["text"] for m in store.messages("opencode:ses_live")] == ["lint the app"]
@@ -145,34 +227,65 @@ def test_tree_answer_left_unfinished_is_read_on_a_later_pass_without_any_change(
     monkeypatch.setattr(oc.time, "time", lambda: later)
     second = harvest_file(store, OpenCodeSource(), ses)
     assert second.status == "read" and second.lines_skipped == {}
-    assert [m["text"] for m in store.messages("opencode:ses_live")] == ["lint the app", "Running ruff"]
+    assert [m["text"] for m in store.messages("opencode:ses_live")] == [
+        "lint the app",
+        "Running ruff",
+    ]
     assert harvest_file(store, OpenCodeSource(), ses).status == "unchanged"  # nothing pending now
 
 
-def test_tree_copied_with_fresh_mtimes_is_judged_by_its_content(tmp_path: Path, store: Store) -> None:
+def test_tree_copied_with_fresh_mtimes_is_judged_by_its_content(
+    tmp_path: Path, store: Store
+) -> None:
     """A backup restored today has new file mtimes; its old, never-completed answer is final."""
     old = 1_700_000_000_000
-    ses = _tree_session(tmp_path, "ses_old", [
-        ({"id": "m_u", "role": "user", "time": {"created": old}}, [{"type": "text", "text": "hello"}]),
-        ({"id": "m_a", "role": "assistant", "time": {"created": old + 1}}, [{"type": "text", "text": "Hi."}]),
-    ])
+    ses = _tree_session(
+        tmp_path,
+        "ses_old",
+        [
+            (
+                {"id": "m_u", "role": "user", "time": {"created": old}},
+                [{"type": "text", "text": "hello"}],
+            ),
+            (
+                {"id": "m_a", "role": "assistant", "time": {"created": old + 1}},
+                [{"type": "text", "text": "Hi."}],
+            ),
+        ],
+    )
     r = harvest_file(store, OpenCodeSource(), ses)
     assert (r.status, r.lines_skipped) == ("read", {})
     assert [m["text"] for m in store.messages("opencode:ses_old")] == ["hello", "Hi."]
 
 
 def test_db_answer_left_unfinished_is_read_on_a_later_pass_without_any_change(
-        tmp_path: Path, store: Store, monkeypatch) -> None:
+    tmp_path: Path, store: Store, monkeypatch
+) -> None:
     import skillopt_sleep.sources.opencode as oc
 
     db = tmp_path / "opencode.db"
     con = make_db(db)
     now = int(time.time() * 1000)
-    con.execute("insert into session values ('ses_1','p','', 'x','/home/dev/site','Site', '1.2.3', ?, ?)", (now, now))
-    add_message(con, "ses_1", "msg_1", now, {"role": "user", "time": {"created": now}},
-                [{"type": "text", "text": "build it"}])
-    add_message(con, "ses_1", "msg_2", now + 1, {"role": "assistant", "time": {"created": now + 1}},
-                [{"type": "text", "text": "Buil"}])
+    con.execute(
+        "insert into session values ('ses_1','p','', 'x','/home/dev/site','Site', '1.2.3', ?, ?)",
+        (now, now),
+    )
+    add_message(
+        con,
+        "ses_1",
+        "msg_1",
+        now,
+        {"role": "user", "time": {"created": now}},
+        [{"type": "text", "text": "build it"}],
+    )
+    add_message(
+        con,
+        "ses_1",
+        "msg_2",
+        now + 1,
+        {"role": "assistant", "time": {"created": now + 1}},
+        [{"type": "text", "text": "Buil"}],
+    )
     con.close()
     assert harvest_file(store, OpenCodeSource(), db).lines_skipped == {"unfinished": 1}
     later = time.time() + oc.SETTLE_SECONDS + 5

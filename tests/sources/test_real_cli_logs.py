@@ -28,8 +28,15 @@ def _cli(name: str) -> str:
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> None:
-    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=180,
-                          stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        argv,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
@@ -44,8 +51,13 @@ def test_claude_p_transcript(isolated_home: Path, store: Store) -> None:
     work = isolated_home / "work"
     work.mkdir()
     with serve("demo", api_key=KEY) as sim:
-        env = dict(os.environ, ANTHROPIC_BASE_URL=sim.url, ANTHROPIC_API_KEY=KEY,
-                   DISABLE_TELEMETRY="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
+        env = dict(
+            os.environ,
+            ANTHROPIC_BASE_URL=sim.url,
+            ANTHROPIC_API_KEY=KEY,
+            DISABLE_TELEMETRY="1",
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        )
         _run([claude, "-p", PROMPT], work, env)
     report = harvest(store, Settings(), sources=["claude_code"])
     cc = report.sources["claude_code"]
@@ -64,12 +76,29 @@ def test_codex_exec_rollout(isolated_home: Path, store: Store) -> None:
     work.mkdir()
     (isolated_home / ".codex").mkdir()
     with serve("demo", api_key=KEY) as sim:
-        provider = (f'{{name="sim", base_url="{sim.url}/v1", wire_api="responses", '
-                    f'env_key="SIM_KEY", request_max_retries=0, stream_max_retries=0}}')
+        provider = (
+            f'{{name="sim", base_url="{sim.url}/v1", wire_api="responses", '
+            f'env_key="SIM_KEY", request_max_retries=0, stream_max_retries=0}}'
+        )
         env = dict(os.environ, SIM_KEY=KEY, NO_COLOR="1")
-        _run([codex, "exec", "--skip-git-repo-check", "--sandbox", "read-only",
-              "-c", f"model_providers.sim={provider}", "-c", 'model_provider="sim"',
-              "-m", "gpt-5", PROMPT], work, env)
+        _run(
+            [
+                codex,
+                "exec",
+                "--skip-git-repo-check",
+                "--sandbox",
+                "read-only",
+                "-c",
+                f"model_providers.sim={provider}",
+                "-c",
+                'model_provider="sim"',
+                "-m",
+                "gpt-5",
+                PROMPT,
+            ],
+            work,
+            env,
+        )
     report = harvest(store, Settings(), sources=["codex"])
     cx = report.sources["codex"]
     assert cx.files_read == 1 and cx.files_skipped == {} and "bad_json" not in cx.lines_skipped
