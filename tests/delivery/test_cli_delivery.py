@@ -270,8 +270,10 @@ def test_claude_memory_files_reach_the_request_and_a_skill_only_as_a_description
     sim: Simulator, requests_log: list[Request], project: Path
 ) -> None:
     user_md = home() / ".claude" / "CLAUDE.md"
-    user = marker("CLAUDE-USER")
-    write(user_md, user + "\n")
+    user, imported = marker("CLAUDE-USER"), marker("CLAUDE-IMPORTED")
+    # an @-import line: the imported file is sent as its own block after the importer
+    write(user_md, f"{user}\n@learned.md\n")
+    write(home() / ".claude" / "learned.md", imported + "\n")
     proj, proj_dot, local = marker("CLAUDE-PROJ"), marker("CLAUDE-PROJDOT"), marker("LOCAL")
     rules = marker("CLAUDE-RULES")
     write(project / "CLAUDE.md", proj + "\n")
@@ -290,7 +292,8 @@ def test_claude_memory_files_reach_the_request_and_a_skill_only_as_a_description
     memory = claude_memory(req)
     # user-level first, then project files in this order, each as "Contents of PATH (label):"
     expected = [
-        claude_contents(user_md, CLAUDE_USER, user),
+        claude_contents(user_md, CLAUDE_USER, user) + "@learned.md\n",
+        claude_contents(home() / ".claude" / "learned.md", CLAUDE_USER, imported),
         claude_contents(project / "CLAUDE.md", CLAUDE_PROJECT, proj),
         claude_contents(project / ".claude" / "CLAUDE.md", CLAUDE_PROJECT, proj_dot),
         claude_contents(project / ".claude" / "rules" / "style.md", CLAUDE_PROJECT, rules),
@@ -299,7 +302,7 @@ def test_claude_memory_files_reach_the_request_and_a_skill_only_as_a_description
     positions = [memory.find(block) for block in expected]
     assert -1 not in positions, memory
     assert positions == sorted(positions)
-    for mark in (user, proj, proj_dot, rules, local):
+    for mark in (user, imported, proj, proj_dot, rules, local):
         only_in(req, mark, "memory block")
     assert user not in json.dumps(req.body["system"])
     assert parts(req.body["messages"][0])[-1] == ASK
@@ -453,6 +456,34 @@ def test_codex_skill_body_is_sent_only_when_the_model_reads_the_file(
     assert skill.body in output["output"] and "description:" in output["output"]  # raw file
     for req in requests_log:
         assert user in codex_agents_block(req)
+
+
+def test_codex_override_file_replaces_agents_md_and_the_git_root_down_to_cwd_is_read(
+    sim: Simulator, requests_log: list[Request], tmp_path: Path
+) -> None:
+    codex_home = tmp_path / "codex-home"
+    write(codex_home / "config.toml", codex_config(sim))
+    hidden, override = marker("CODEX-USER"), marker("CODEX-USER-OVERRIDE")
+    write(codex_home / "AGENTS.md", hidden + "\n")
+    write(codex_home / "AGENTS.override.md", override + "\n")
+    repo = (tmp_path / "repo").resolve()
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    above = marker("CODEX-ABOVE-GIT-ROOT")
+    write(tmp_path / "AGENTS.md", above + "\n")
+    root, sub = marker("CODEX-GIT-ROOT"), marker("CODEX-SUBDIR")
+    write(repo / "AGENTS.md", root + "\n")
+    write(repo / "pkg" / "AGENTS.md", sub + "\n")
+
+    codex(sim, repo / "pkg", ASK, CODEX_HOME=str(codex_home))
+
+    (req,) = requests_log
+    assert codex_agents_block(req) == (
+        f"# AGENTS.md instructions for {repo / 'pkg'}\n\n<INSTRUCTIONS>\n{override}\n\n"
+        f"--- project-doc ---\n\n{root}\n\n\n{sub}\n\n</INSTRUCTIONS>"
+    )
+    assert hidden not in req.text
+    assert above not in req.text
 
 
 def test_codex_home_overlay_replaces_the_user_folder_and_keeps_a_login(
