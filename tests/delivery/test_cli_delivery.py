@@ -212,7 +212,7 @@ def copilot(sim: Simulator, cwd: Path, prompt: str, **env: str) -> str:
         COPILOT_AUTO_UPDATE="false",
         **env,
     )
-    # no --allow-all-tools / COPILOT_ALLOW_ALL: those also trust the folder
+    # no --allow-all-tools / COPILOT_ALLOW_ALL (=true also trusts the folder): files load untrusted
     return run([agent_binary("copilot"), "-p", prompt, "-s"], cwd, full).stdout
 
 
