@@ -58,13 +58,16 @@ def register(app: typer.Typer) -> None:
             return
         from rich.table import Table
 
-        table = Table("agent", "enabled", "root", "session files", "bytes", "status")
+        from skillopt_sleep.agents import get_agent
+
+        table = Table("source", "agent", "enabled", "root", "session files", "bytes", "status")
         for s in statuses:
             root = next(
                 (r["path"] for r in s.roots if r["exists"]), s.roots[0]["path"] if s.roots else "—"
             )
             table.add_row(
                 s.name,
+                get_agent(s.agent).label if s.agent else "",
                 "yes" if s.enabled else "no",
                 ("" if s.found else "(missing) ") + root,
                 str(s.sessions),

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import tomllib
 
+from skillopt_sleep import agents
 from skillopt_sleep.config import DEFAULT_SOURCES, KNOWN_SOURCES, Settings, SourceConfig
 from skillopt_sleep.errors import ConfigError
 from skillopt_sleep.sources import get_source
@@ -62,6 +63,7 @@ class SourceStatus:
     readable: int = 0  # probed files that yielded at least one message
     status: str = STATUS_NOT_FOUND
     skipped: dict[str, int] = field(default_factory=dict)  # what the probe skipped, by reason
+    agent: str = ""  # the agent whose logs these are (agents.agent_of_source), e.g. "copilot"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -97,7 +99,12 @@ def source_status(
 ) -> SourceStatus:
     src = get_source(name)
     roots = [Path(r).expanduser() for r in cfg.roots] or src.default_roots(env, home)
-    st = SourceStatus(name=name, enabled=cfg.enabled, configured=configured)
+    st = SourceStatus(
+        name=name,
+        enabled=cfg.enabled,
+        configured=configured,
+        agent=agents.agent_of_source(name).name,
+    )
     files: list[tuple[float, Path]] = []
     seen: set[str] = set()
     for root in roots:
@@ -161,7 +168,8 @@ def discover_sources(
     env: Mapping[str, str] | None = None,
     home: Path | None = None,
 ) -> list[SourceStatus]:
-    """The status of every known source (see the module doc), in :data:`KNOWN_SOURCES` order."""
+    """The status of every known source (see the module doc), in :data:`KNOWN_SOURCES` order
+    (the agent registry's)."""
     env = os.environ if env is None else env
     home = Path.home() if home is None else home
     named = configured_sources(config_path)
