@@ -24,6 +24,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import tomllib
 
@@ -185,7 +186,7 @@ def discover_sources(
 def _disabled_in_file(doc, name: str) -> bool:
     """The parsed (tomlkit) config sets ``enabled = false`` for ``sources.<name>`` itself."""
     sources = doc.get("sources")
-    table = sources.get(name) if hasattr(sources, "get") else None
+    table: Any = sources.get(name) if hasattr(sources, "get") else None
     return hasattr(table, "get") and table.get("enabled") is False
 
 
