@@ -51,6 +51,9 @@ def test_the_registry_names_each_agent_once() -> None:
     for a in AGENTS:
         assert a.name.isidentifier() and a.name == a.name.lower()
         assert a.label and a.executable
+        if a.home_env:  # the variable it names is the one its home folder honours
+            assert a.home({a.home_env: "/moved"}, Path("/h")) == Path("/moved")
+            assert a.home({}, Path("/h")) != Path("/moved")
 
 
 def test_aliases_resolve_both_ways() -> None:
