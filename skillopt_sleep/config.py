@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextvars
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import tomllib
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
@@ -24,33 +24,29 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from skillopt_sleep import paths
+from skillopt_sleep import agents, paths
 from skillopt_sleep.errors import ConfigError, UnknownNameError
 
 #: Backends the engine knows; ``backends.get_backend`` raises for anything else.
 KNOWN_BACKENDS = ("openai_compatible", "anthropic", "claude_code", "codex", "copilot")
-#: Sources the engine knows; ``sources.get_source`` raises for anything else.
-KNOWN_SOURCES = (
-    "claude_code",
-    "codex",
-    "copilot_cli",
-    "copilot_vscode",
-    "devin",
-    "cursor",
-    "opencode",
-)
+#: Sources the engine knows (the agent registry's, in its order); ``sources.get_source``
+#: raises for anything else.
+KNOWN_SOURCES = agents.source_names()
 #: Sources harvested when the config names none; the others are enabled by
 #: ``skillopt-sleep sources --enable-found`` (or the first ``sources`` run of a new install).
 DEFAULT_SOURCES = ("claude_code", "codex")
-#: Agents whose documents can be trained.
-KNOWN_AGENTS = ("claude_code", "codex", "copilot", "devin")
-
 #: The TOML file the next Settings() reads (set by load_settings; None = no file).
 _CONFIG_PATH: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
     "config_path", default=None
 )
 
-Agent = Literal["claude_code", "codex", "copilot", "devin"]
+#: ``document.agent``: the agents whose managed skill can be placed
+#: (:func:`skillopt_sleep.agents.trainable_agents`; spelled out for the type checker, and
+#: checked against the registry here and in the tests).
+TrainableAgent = Literal["claude_code", "codex", "copilot", "devin"]
+assert get_args(TrainableAgent) == tuple(a.name for a in agents.trainable_agents()), (
+    "config.TrainableAgent must list agents.trainable_agents()"
+)
 
 
 class _Strict(BaseModel):
@@ -100,8 +96,10 @@ class BackendConfig(_Strict):
 class DocumentConfig(_Strict):
     """Which document a night trains.
 
-    * ``managed_skill`` — ``skillopt-sleep-learned/SKILL.md`` in the agent's skills folder
-      (Claude Code ``~/.claude/skills/``, Codex ``$CODEX_HOME/skills/``).
+    * ``managed_skill`` — ``skillopt-sleep-learned/SKILL.md`` in ``agent``'s skills folder
+      (:meth:`skillopt_sleep.agents.Agent.skills_dir`: Claude Code ``~/.claude/skills/``,
+      Codex ``$CODEX_HOME/skills/``, …). ``agent`` is a canonical name or an alias
+      (``claude-code``), stored canonical.
     * ``claude_md`` / ``agents_md`` — ``CLAUDE.md`` / ``AGENTS.md`` in the project.
     * ``path`` — any file (an existing skill); ``path`` must be set.
 
@@ -109,8 +107,27 @@ class DocumentConfig(_Strict):
     """
 
     kind: Literal["managed_skill", "claude_md", "agents_md", "path"] = "managed_skill"
-    agent: Agent = "claude_code"
+    agent: TrainableAgent = "claude_code"
     path: Path | None = None
+
+    @field_validator("agent", mode="before")
+    @classmethod
+    def _canonical_agent(cls, value: Any) -> Any:
+        """An alias (``claude-code``) becomes the canonical name; an agent without a skills
+        folder is refused with the reason."""
+        if not isinstance(value, str):
+            return value
+        trainable = [a.name for a in agents.trainable_agents()]
+        try:
+            agent = agents.get_agent(value)
+        except UnknownNameError:
+            raise ValueError(str(UnknownNameError("agent", value, trainable))) from None
+        if not agent.trainable:
+            raise ValueError(
+                f"{agent.name} has no skills folder for a managed skill (agents with one: "
+                f'{", ".join(trainable)}); set document.kind = "path" with document.path'
+            )
+        return agent.name
 
 
 class Settings(BaseSettings):

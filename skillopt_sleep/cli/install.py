@@ -7,12 +7,16 @@ from pathlib import Path
 
 import typer
 
+from skillopt_sleep import agents
 
-class AgentName(str, Enum):
-    claude_code = "claude-code"
-    codex = "codex"
-    copilot = "copilot"
-    devin = "devin"
+#: ``install`` / ``uninstall`` choices, from the agent registry: every agent with an install
+#: shell, by its install key (``claude-code``) and its other spellings (``claude_code``).
+AGENT_CHOICES = tuple(
+    dict.fromkeys(n for a in agents.installable_agents() for n in (a.install, *a.names) if n)
+)
+#: The CLI's choice type (an Enum of :data:`AGENT_CHOICES`, member name = value).
+AgentName = Enum("AgentName", {n: n for n in AGENT_CHOICES}, type=str)  # type: ignore[misc]
+_AGENT_HELP = ", ".join(a.install for a in agents.installable_agents() if a.install) + "."
 
 
 _SYMBOL = {
@@ -54,7 +58,7 @@ def _print(report, verb: str) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("install")
     def install_cmd(
-        agent: AgentName = typer.Argument(..., help="claude-code, codex, copilot or devin."),
+        agent: AgentName = typer.Argument(..., help=_AGENT_HELP),  # type: ignore[valid-type]
         user: bool = typer.Option(
             False, "--user", help="Install for your user account (the default)."
         ),
@@ -82,7 +86,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("uninstall")
     def uninstall_cmd(
-        agent: AgentName = typer.Argument(..., help="claude-code, codex, copilot or devin."),
+        agent: AgentName = typer.Argument(..., help=_AGENT_HELP),  # type: ignore[valid-type]
         user: bool = typer.Option(
             False, "--user", help="Uninstall from your user account (the default)."
         ),

@@ -58,13 +58,16 @@ def register(app: typer.Typer) -> None:
             return
         from rich.table import Table
 
-        table = Table("agent", "enabled", "root", "session files", "bytes", "status")
+        from skillopt_sleep.agents import get_agent
+
+        table = Table("source", "agent", "enabled", "root", "session files", "bytes", "status")
         for s in statuses:
             root = next(
                 (r["path"] for r in s.roots if r["exists"]), s.roots[0]["path"] if s.roots else "—"
             )
             table.add_row(
                 s.name,
+                get_agent(s.agent).label if s.agent else "",
                 "yes" if s.enabled else "no",
                 ("" if s.found else "(missing) ") + root,
                 str(s.sessions),
@@ -98,7 +101,7 @@ def register(app: typer.Typer) -> None:
             )
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

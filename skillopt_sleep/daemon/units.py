@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from skillopt_sleep import paths
+from skillopt_sleep import agents, paths
 
 LABEL = "dev.skillopt-sleep"
 UNIT_NAME = "skillopt-sleep.service"
@@ -54,18 +54,22 @@ def command_argv(config: Path | None = None) -> list[str]:
 #: Carried into the service definition: where the state lives, how the agent CLIs are found,
 #: and where the agents keep their logs and skills (a service manager starts with a bare
 #: environment, so without them the daemon would watch other folders than `start` run from
-#: the same shell). Settings overrides and keys are not: they belong in the config file,
-#: never in a unit file.
-SERVICE_ENV = (
-    "PATH",
-    "SKILLOPT_SLEEP_HOME",
-    "SKILLOPT_SLEEP_CONFIG_FILE",
-    "CODEX_HOME",
-    "COPILOT_HOME",
-    "CLAUDE_CONFIG_DIR",
-    "XDG_CONFIG_HOME",
-    "XDG_DATA_HOME",
-    "XDG_STATE_HOME",
+#: the same shell). The agents' variables come from the registry (``Agent.home_env`` and
+#: ``Agent.env_vars``: ``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``COPILOT_HOME``, …). Settings
+#: overrides and keys are not carried: they belong in the config file, never in a unit file.
+SERVICE_ENV = tuple(
+    dict.fromkeys(
+        (
+            "PATH",
+            "SKILLOPT_SLEEP_HOME",
+            "SKILLOPT_SLEEP_CONFIG_FILE",
+            *agents.home_envs(),
+            *agents.env_vars(),
+            "XDG_CONFIG_HOME",
+            "XDG_DATA_HOME",
+            "XDG_STATE_HOME",
+        )
+    )
 )
 
 

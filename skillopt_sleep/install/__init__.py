@@ -47,11 +47,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillopt_sleep import paths
+from skillopt_sleep import agents, paths
+from skillopt_sleep.errors import UnknownNameError
 from skillopt_sleep.install import jsonedit
 from skillopt_sleep.install.steps import InstallError, Step, _sha
 
-AGENTS = ("claude-code", "codex", "copilot", "devin")
+#: Install plan keys (``plugins/<key>``, ``<state>/install/<key>-…``), from the agent registry;
+#: every function here also takes the agent's canonical name or another alias (``claude_code``).
+AGENTS = tuple(a.install for a in agents.installable_agents() if a.install)
 SERVER = "skillopt-sleep"
 PLUGIN_ID = "skillopt-sleep@skillopt-sleep"  # <plugin>@<marketplace>
 SKILL_DIR = "skillopt-sleep"
@@ -94,12 +97,23 @@ def plugins_root() -> Path:
     )
 
 
-def agent_home(agent: str, env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
-    """The agent's user config folder (honours CLAUDE_CONFIG_DIR, CODEX_HOME, COPILOT_HOME)."""
-    from skillopt_sleep.night.document import _agent_home
+def install_key(agent: str) -> str:
+    """The install plan key of ``agent`` (a key such as ``claude-code``, a canonical name such as
+    ``claude_code`` or any alias). InstallError (one line, the known keys) otherwise."""
+    try:
+        found = agents.get_agent(agent)
+    except UnknownNameError:
+        found = None
+    if found is None or not found.install:
+        why = f" ({found.label} has no shell to install yet)" if found else ""
+        raise InstallError(f"unknown agent {agent!r} for install{why}; known: {', '.join(AGENTS)}")
+    return found.install
 
-    env = os.environ if env is None else env
-    return _agent_home(agent.replace("-", "_"), env, home or Path.home())
+
+def agent_home(agent: str, env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
+    """The agent's user config folder (:meth:`skillopt_sleep.agents.Agent.home`: honours
+    CLAUDE_CONFIG_DIR, CODEX_HOME, COPILOT_HOME, …). ``agent``: a name, alias or install key."""
+    return agents.get_agent(install_key(agent)).home(env, home)
 
 
 # ----------------------------------------------------------------------------- plans
@@ -125,12 +139,11 @@ def plan(
     home: Path | None = None,
 ) -> list[Step]:
     """The files ``install <agent>`` touches, for the user (``project`` None) or a project."""
-    if agent not in AGENTS:
-        raise InstallError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
+    agent = install_key(agent)
     root = plugins_root()
     shell = root / agent
     env = os.environ if env is None else env
-    user_dir = None if project else agent_home(agent, env, home)
+    user_dir = agent_home(agent, env, home)  # used only when project is None
     skill_src = shell / "skills" / SKILL_DIR
 
     if agent == "claude-code":
@@ -268,7 +281,7 @@ def _scope(project: Path | None) -> tuple[str, str]:
 
 def state_folder(agent: str, project: Path | None) -> Path:
     """Where the manifest and original bytes of one installation are kept."""
-    return paths.state_dir() / "install" / f"{agent}-{_scope(project)[1]}"
+    return paths.state_dir() / "install" / f"{install_key(agent)}-{_scope(project)[1]}"
 
 
 def _load_manifest(folder: Path) -> dict[str, Any] | None:
@@ -314,6 +327,7 @@ def trust_note(
     Codex loads ``DIR/.codex/config.toml`` and Claude Code ``DIR/.claude/settings.json`` only
     for a folder the user trusts. Trusting a folder is the user's security decision, so install
     never writes it; it says how instead."""
+    agent = install_key(agent)
     if agent == "codex":
         import tomlkit
 
@@ -326,11 +340,10 @@ def trust_note(
         )
     if agent == "claude-code":
         env = os.environ if env is None else env
-        state = (
-            Path(env["CLAUDE_CONFIG_DIR"]).expanduser()
-            if env.get("CLAUDE_CONFIG_DIR")
-            else (home or Path.home())
-        ) / ".claude.json"
+        home = Path.home() if home is None else home
+        # ~/.claude.json sits beside ~/.claude, or inside $CLAUDE_CONFIG_DIR
+        var = agents.get_agent(agent).home_env or ""
+        state = (agents.expand(env[var], home) if env.get(var) else home) / ".claude.json"
         return (
             f"Claude Code ignores {project / '.claude' / 'settings.json'} (the plugin) until you "
             f"trust this folder: run `claude` once in {project} and accept the trust prompt "
@@ -349,6 +362,7 @@ def install(
     home: Path | None = None,
 ) -> Report:
     """Install the agent shell; idempotent. See the module docstring."""
+    agent = install_key(agent)
     project = _normalize_project(project)
     steps = plan(agent, project, env=env, home=home)
     report = Report(agent, _scope(project)[0], dry_run)
@@ -359,9 +373,10 @@ def install(
     pending: list[tuple[Path, bytes | None, bytes, list[Step]]] = []
     for path, group in by_path.items():
         cur = _read(path)
-        new = cur
+        new: bytes | None = cur
         for s in group:
             new = s.apply(new)
+        assert new is not None  # a plan's file has at least one step
         what = "; ".join(dict.fromkeys(s.what for s in group))
         if new == cur:
             report.changes.append(Change(path, "unchanged", what))
@@ -423,9 +438,8 @@ def uninstall(
 ) -> Report:
     """Undo :func:`install`: original bytes back when a file is as install left it, otherwise
     only install's part removed (the user's later edits kept)."""
+    agent = install_key(agent)
     project = _normalize_project(project)
-    if agent not in AGENTS:
-        raise InstallError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
     report = Report(agent, _scope(project)[0], dry_run)
     folder = state_folder(agent, project)
     manifest = _load_manifest(folder)
@@ -465,7 +479,7 @@ def uninstall(
                 Change(path, "keep", "changed since install; not in the current plan")
             )
             continue
-        new: bytes | None = cur
+        new: bytes = cur
         for s, created in zip(
             reversed(group), reversed(entry.get("created_keys") or [None] * len(group))
         ):
@@ -512,6 +526,7 @@ __all__ = [
     "Step",
     "agent_home",
     "install",
+    "install_key",
     "plan",
     "plugins_root",
     "session_end_hook",

@@ -98,8 +98,8 @@ class Step:
                 return self.keys[:i]
         return None
 
-    # -- the file without our part (None: delete it)
-    def unapply(self, cur: bytes, created: list[str] | None) -> bytes | None:
+    # -- the file without our part
+    def unapply(self, cur: bytes, created: list[str] | None) -> bytes:
         text = _decode(self.path, cur) or ""
         if self.kind == "file":
             return cur  # edited since install: keep the user's version

@@ -23,8 +23,9 @@ from typing import Literal
 
 from rapidfuzz import fuzz
 
+from skillopt_sleep import agents
 from skillopt_sleep.config import DocumentConfig
-from skillopt_sleep.errors import DocumentError, NightError
+from skillopt_sleep.errors import DocumentError, NightError, UnknownNameError
 
 BEGIN = "<!-- skillopt-sleep:begin — managed by skillopt-sleep; edit with care -->"
 END = "<!-- skillopt-sleep:end -->"
@@ -51,23 +52,24 @@ def sha256_text(text: str | None) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _agent_home(agent: str, env: Mapping[str, str], home: Path) -> Path:
-    if agent == "claude_code":
-        return Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
-    if agent == "codex":
-        return Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
-    if (
-        agent == "copilot"
-    ):  # Copilot CLI: $COPILOT_HOME, default ~/.copilot (skills/<name>/SKILL.md)
-        return Path(env["COPILOT_HOME"]) if env.get("COPILOT_HOME") else home / ".copilot"
-    if agent == "devin":  # Devin CLI: ~/.config/devin (Windows %APPDATA%\devin)
-        if os.name == "nt" and env.get("APPDATA"):
-            return Path(env["APPDATA"]) / "devin"
-        return home / ".config" / "devin"
-    raise NightError(
-        f"a managed skill for agent {agent!r} is not supported yet; "
-        'set document.kind = "path" with document.path'
-    )
+def managed_skill_path(
+    agent: str, env: Mapping[str, str] | None = None, home: Path | None = None
+) -> Path:
+    """``<the agent's skills folder>/skillopt-sleep-learned/SKILL.md``
+    (:meth:`skillopt_sleep.agents.Agent.skills_dir`: the agent's home variable honoured, ``~``
+    expanded as everywhere else). ``agent`` is a name or alias. NightError for an unknown
+    agent or one without a skills folder."""
+    try:
+        found = agents.get_agent(agent)
+    except UnknownNameError as exc:
+        raise NightError(str(exc)) from None
+    skills = found.skills_dir(env, home)
+    if skills is None:
+        raise NightError(
+            f"a managed skill for agent {found.name!r} is not supported yet; "
+            'set document.kind = "path" with document.path'
+        )
+    return skills / SKILL_NAME / "SKILL.md"
 
 
 def resolve_target(
@@ -87,7 +89,7 @@ def resolve_target(
         if not project:
             raise NightError(f"document.kind = {doc.kind!r} needs a project (--project DIR)")
         return project.resolve() / ("CLAUDE.md" if doc.kind == "claude_md" else "AGENTS.md")
-    return _agent_home(doc.agent, env, home) / "skills" / SKILL_NAME / "SKILL.md"
+    return managed_skill_path(doc.agent, env, home)
 
 
 def decode_live(

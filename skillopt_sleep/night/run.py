@@ -303,8 +303,10 @@ def _run(
         "base_hash": base_hash,
         "inputs": _inputs_fingerprint(s, base_hash, tasks),
     }
-    agent_of = {"claude_code": "claude_code", "codex": "codex", "copilot": "copilot"}
-    replayed_on = agent_of.get(s.target.name)
+    from skillopt_sleep.agents import agent_of_backend
+
+    replayed = agent_of_backend(s.target.name)  # None: a model API, not an agent's CLI
+    replayed_on = replayed.name if replayed else None
     if s.document.kind == "managed_skill" and replayed_on and replayed_on != s.document.agent:
         summary["warning"] = (
             f"the document is {s.document.agent}'s skill but the night replays "

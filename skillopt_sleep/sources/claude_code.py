@@ -114,8 +114,9 @@ class ClaudeCodeSource(Source):
     name = "claude_code"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
-        base = env.get("CLAUDE_CONFIG_DIR")
-        return [Path(base).expanduser() / "projects" if base else home / ".claude" / "projects"]
+        from skillopt_sleep.agents import agent_of_source
+
+        return [agent_of_source(self.name).home(env, home) / "projects"]
 
     def discover(self, root: Path) -> Iterator[Path]:
         """Every ``*.jsonl`` below ``root`` except under ``tool-results/`` (sorted, so a parent

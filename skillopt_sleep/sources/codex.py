@@ -152,7 +152,9 @@ class CodexSource(Source):
     name = "codex"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
-        base = Path(env["CODEX_HOME"]).expanduser() if env.get("CODEX_HOME") else home / ".codex"
+        from skillopt_sleep.agents import agent_of_source
+
+        base = agent_of_source(self.name).home(env, home)
         return [base / "sessions", base / "archived_sessions"]
 
     def discover(self, root: Path) -> Iterator[Path]:

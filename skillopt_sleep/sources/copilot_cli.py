@@ -289,10 +289,9 @@ class CopilotCliSource(Source):
     mode = "jsonl"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
-        base = (
-            Path(env["COPILOT_HOME"]).expanduser() if env.get("COPILOT_HOME") else home / ".copilot"
-        )
-        return [base / "session-state"]
+        from skillopt_sleep.agents import agent_of_source
+
+        return [agent_of_source(self.name).home(env, home) / "session-state"]
 
     def discover(self, root: Path) -> Iterator[Path]:
         """``<root>/<id>/events.jsonl`` and legacy ``<root>/<id>.jsonl``, sorted."""

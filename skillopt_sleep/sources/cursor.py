@@ -96,12 +96,9 @@ class CursorSource(Source):
     mode = "jsonl"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
-        base = (
-            Path(env["CURSOR_CONFIG_DIR"]).expanduser()
-            if env.get("CURSOR_CONFIG_DIR")
-            else home / ".cursor"
-        )
-        return [base / "projects"]
+        from skillopt_sleep.agents import agent_of_source
+
+        return [agent_of_source(self.name).home(env, home) / "projects"]
 
     def discover(self, root: Path) -> Iterator[Path]:
         for dirpath, dirnames, filenames in os.walk(root):

@@ -92,16 +92,11 @@ class DevinSource(Source):
     mode = "whole_file"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
-        if os.name == "nt":
-            base = Path(env["APPDATA"]) if env.get("APPDATA") else home / "AppData" / "Roaming"
-            return [base / "devin" / "cli" / "transcripts"]
-        data = (
-            Path(env["XDG_DATA_HOME"]).expanduser()
-            if env.get("XDG_DATA_HOME")
-            else home / ".local" / "share"
-        )
-        roots = [data / "devin" / "cli" / "transcripts"]
-        if sys.platform == "darwin":
+        from skillopt_sleep.agents import agent_of_source
+
+        # Windows %APPDATA%\devin, elsewhere $XDG_DATA_HOME/devin (~/.local/share/devin)
+        roots = [agent_of_source(self.name).data_dir(env, home) / "cli" / "transcripts"]
+        if os.name != "nt" and sys.platform == "darwin":
             roots.append(home / "Library" / "Application Support" / "devin" / "cli" / "transcripts")
         return roots
 

@@ -24,9 +24,11 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import tomllib
 
+from skillopt_sleep import agents
 from skillopt_sleep.config import DEFAULT_SOURCES, KNOWN_SOURCES, Settings, SourceConfig
 from skillopt_sleep.errors import ConfigError
 from skillopt_sleep.sources import get_source
@@ -62,6 +64,7 @@ class SourceStatus:
     readable: int = 0  # probed files that yielded at least one message
     status: str = STATUS_NOT_FOUND
     skipped: dict[str, int] = field(default_factory=dict)  # what the probe skipped, by reason
+    agent: str = ""  # the agent whose logs these are (agents.agent_of_source), e.g. "copilot"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -97,7 +100,12 @@ def source_status(
 ) -> SourceStatus:
     src = get_source(name)
     roots = [Path(r).expanduser() for r in cfg.roots] or src.default_roots(env, home)
-    st = SourceStatus(name=name, enabled=cfg.enabled, configured=configured)
+    st = SourceStatus(
+        name=name,
+        enabled=cfg.enabled,
+        configured=configured,
+        agent=agents.agent_of_source(name).name,
+    )
     files: list[tuple[float, Path]] = []
     seen: set[str] = set()
     for root in roots:
@@ -161,7 +169,8 @@ def discover_sources(
     env: Mapping[str, str] | None = None,
     home: Path | None = None,
 ) -> list[SourceStatus]:
-    """The status of every known source (see the module doc), in :data:`KNOWN_SOURCES` order."""
+    """The status of every known source (see the module doc), in :data:`KNOWN_SOURCES` order
+    (the agent registry's)."""
     env = os.environ if env is None else env
     home = Path.home() if home is None else home
     named = configured_sources(config_path)
@@ -177,7 +186,7 @@ def discover_sources(
 def _disabled_in_file(doc, name: str) -> bool:
     """The parsed (tomlkit) config sets ``enabled = false`` for ``sources.<name>`` itself."""
     sources = doc.get("sources")
-    table = sources.get(name) if hasattr(sources, "get") else None
+    table: Any = sources.get(name) if hasattr(sources, "get") else None
     return hasattr(table, "get") and table.get("enabled") is False
 
 

@@ -210,12 +210,9 @@ class OpenCodeSource(Source):
     name = "opencode"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
-        base = (
-            Path(env["XDG_DATA_HOME"]).expanduser()
-            if env.get("XDG_DATA_HOME")
-            else home / ".local" / "share"
-        )
-        return [base / "opencode"]
+        from skillopt_sleep.agents import agent_of_source
+
+        return [agent_of_source(self.name).data_dir(env, home)]
 
     def discover(self, root: Path) -> Iterator[Path]:
         """``opencode.db`` and every ``storage/session/<project>/<ses>.json``."""

@@ -1,0 +1,336 @@
+"""The agent registry: every coding agent skillopt-sleep knows, named once.
+
+One :class:`Agent` per agent (``claude_code``, ``codex``, ``copilot``, ``devin``, ``cursor``,
+``opencode``) says where the agent keeps its files on this machine (its home folder, honouring
+the agent's own environment variable, with ``~`` expanded the same way everywhere), its skills
+folder, the memory / instruction files it loads, the sources that harvest its logs, the exec
+backend that replays through it and the install shell (``plugins/<install>``). Config, the
+sources' default roots, the trained document's location, install, service units and the CLI's
+choices all ask this module; adding an agent is one entry here plus its harvester
+(``sources/``), backend (``backends/``) and shell (``plugins/``), where it has them.
+
+Names: ``name`` is canonical (snake_case, what the config and the store use); ``aliases`` are
+other spellings the CLI accepts (``claude-code``). Source names (``copilot_cli``) and backend
+names are looked up with :func:`agent_of_source` / :func:`agent_of_backend`.
+
+Foundation layer: imports only the standard library and :mod:`skillopt_sleep.errors`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skillopt_sleep.errors import UnknownNameError
+
+#: ``(env, home) -> folder``: how an agent's folder is found (see :meth:`Agent.home`).
+FolderRule = Callable[[Mapping[str, str], Path], Path]
+
+
+def expand(value: str, home: Path) -> Path:
+    """A path from an environment variable, with a leading ``~`` (or ``~/…``) meaning ``home``
+    (the user's home folder given to the caller; ``Path.home()`` by default), ``~user/…`` the
+    OS's answer. Every agent folder taken from the environment goes through this."""
+    if value == "~" or value.startswith(("~/", "~" + os.sep)):
+        return home / value[2:]
+    return Path(value).expanduser()
+
+
+def _env_or(var: str, *default: str) -> FolderRule:
+    """``$var`` when set and not empty, else ``home/<default…>``."""
+
+    def rule(env: Mapping[str, str], home: Path) -> Path:
+        value = env.get(var)
+        return expand(value, home) if value else home.joinpath(*default)
+
+    return rule
+
+
+def _xdg(var: str, default: tuple[str, ...], app: str, *, windows_appdata: bool) -> FolderRule:
+    """``$var/<app>`` (an XDG base folder) when set, else ``home/<default…>/<app>``. With
+    ``windows_appdata``, on Windows ``%APPDATA%\\<app>`` instead (``home/AppData/Roaming/<app>``
+    without ``APPDATA``)."""
+
+    def rule(env: Mapping[str, str], home: Path) -> Path:
+        if windows_appdata and os.name == "nt":
+            return _appdata(env, home) / app
+        value = env.get(var)
+        return (expand(value, home) if value else home.joinpath(*default)) / app
+
+    return rule
+
+
+def _appdata(env: Mapping[str, str], home: Path) -> Path:
+    value = env.get("APPDATA")
+    return expand(value, home) if value else home / "AppData" / "Roaming"
+
+
+def _windows_appdata_or(app: str, *default: str) -> FolderRule:
+    """Windows ``%APPDATA%\\<app>``; elsewhere ``home/<default…>`` (no variable honoured)."""
+
+    def rule(env: Mapping[str, str], home: Path) -> Path:
+        return _appdata(env, home) / app if os.name == "nt" else home.joinpath(*default)
+
+    return rule
+
+
+def _resolve(env: Mapping[str, str] | None, home: Path | None) -> tuple[Mapping[str, str], Path]:
+    return (os.environ if env is None else env), (Path.home() if home is None else home)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Agent:
+    """One coding agent. Pure data plus path rules; nothing here touches the disk.
+
+    Every method takes ``env`` (default ``os.environ``) and ``home`` (default ``Path.home()``),
+    so tests and the daemon resolve the same folders a shell with that environment would.
+    """
+
+    #: canonical name: the config's ``document.agent``, the store, :func:`get_agent`
+    name: str
+    #: how humans call it, e.g. ``"Claude Code"``
+    label: str
+    #: other spellings accepted wherever a name is (the CLI's ``claude-code``)
+    aliases: tuple[str, ...] = ()
+    #: the agent's CLI (``claude``, ``codex`` …) — None when it has none we drive
+    executable: str | None = None
+    #: the variable that replaces the agent's home folder (``CODEX_HOME``); None: none is known
+    home_env: str | None = None
+    #: every variable that moves one of the agent's folders (``home_env`` first, then e.g.
+    #: ``XDG_DATA_HOME``); carried into service units. OS-given ones (``APPDATA``) are left out.
+    env_vars: tuple[str, ...] = ()
+    #: source names (``sources.get_source``) that harvest this agent's logs
+    sources: tuple[str, ...] = ()
+    #: exec backend name (``backends``) that replays through this agent; None: no exec backend
+    backend: str | None = None
+    #: install plan key (``skillopt-sleep install <key>``, the folder ``plugins/<key>``, the
+    #: install record ``<state>/install/<key>-…``); None: no shell to install
+    install: str | None = None
+    #: skills folder, relative to :meth:`home` (``<skills>/<name>/SKILL.md``); None: none known
+    skills_subdir: str | None = None
+    #: memory / instruction files the agent loads for every session, relative to :meth:`home`
+    user_memory: tuple[str, ...] = ()
+    #: memory / instruction files it loads from a project, relative to the project folder
+    project_memory: tuple[str, ...] = ()
+    #: where the facts above come from and what is not verified
+    notes: str = ""
+    #: ``(env, home) -> the home folder`` (see :meth:`home`)
+    _home: FolderRule = field(repr=False, compare=False)
+    #: the folder the agent keeps its session data in, when it is not the home folder
+    _data: FolderRule | None = field(default=None, repr=False, compare=False)
+
+    # ------------------------------------------------------------------ folders
+    def home(self, env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
+        """The agent's user folder (config, skills, user memory): ``$<home_env>`` when set
+        (``~`` expanded against ``home``), else its per-OS default (see each entry)."""
+        env, home = _resolve(env, home)
+        return self._home(env, home)
+
+    def data_dir(self, env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
+        """The folder its session logs live under: :meth:`home`, or an XDG data folder for
+        agents that split config and data (Devin, OpenCode)."""
+        env, home = _resolve(env, home)
+        return (self._data or self._home)(env, home)
+
+    def skills_dir(
+        self, env: Mapping[str, str] | None = None, home: Path | None = None
+    ) -> Path | None:
+        """The user skills folder (``<home>/skills``), or None when the agent has none known."""
+        if self.skills_subdir is None:
+            return None
+        return self.home(env, home) / self.skills_subdir
+
+    def user_memory_files(
+        self, env: Mapping[str, str] | None = None, home: Path | None = None
+    ) -> list[Path]:
+        """The user-level memory / instruction files (they may not exist)."""
+        base = self.home(env, home)
+        return [base / rel for rel in self.user_memory]
+
+    def project_memory_files(self, project: Path) -> list[Path]:
+        """The project-level memory / instruction files in ``project`` (they may not exist)."""
+        return [Path(project) / rel for rel in self.project_memory]
+
+    @property
+    def trainable(self) -> bool:
+        """A managed skill (``<skills_dir>/skillopt-sleep-learned/SKILL.md``) can be placed."""
+        return self.skills_subdir is not None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The canonical name and every alias."""
+        return (self.name, *self.aliases)
+
+
+AGENTS: tuple[Agent, ...] = (
+    Agent(
+        name="claude_code",
+        label="Claude Code",
+        aliases=("claude-code",),
+        executable="claude",
+        home_env="CLAUDE_CONFIG_DIR",
+        env_vars=("CLAUDE_CONFIG_DIR",),
+        sources=("claude_code",),
+        backend="claude_code",
+        install="claude-code",
+        skills_subdir="skills",
+        user_memory=("CLAUDE.md",),
+        project_memory=("CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md"),
+        notes="Home ~/.claude or $CLAUDE_CONFIG_DIR (transcripts in projects/, skills in "
+        "skills/). Memory files per Anthropic's memory docs; not checked against a live CLI.",
+        _home=_env_or("CLAUDE_CONFIG_DIR", ".claude"),
+    ),
+    Agent(
+        name="codex",
+        label="OpenAI Codex",
+        executable="codex",
+        home_env="CODEX_HOME",
+        env_vars=("CODEX_HOME",),
+        sources=("codex",),
+        backend="codex",
+        install="codex",
+        skills_subdir="skills",
+        user_memory=("AGENTS.md",),
+        project_memory=("AGENTS.md",),
+        notes="Home ~/.codex or $CODEX_HOME (rollouts in sessions/ and archived_sessions/). "
+        "AGENTS.override.md (which replaces AGENTS.md) is not listed; unverified.",
+        _home=_env_or("CODEX_HOME", ".codex"),
+    ),
+    Agent(
+        name="copilot",
+        label="GitHub Copilot",
+        executable="copilot",
+        home_env="COPILOT_HOME",
+        env_vars=("COPILOT_HOME", "VSCODE_APPDATA", "VSCODE_PORTABLE", "XDG_CONFIG_HOME"),
+        sources=("copilot_cli", "copilot_vscode"),
+        backend="copilot",
+        install="copilot",
+        skills_subdir="skills",
+        user_memory=("copilot-instructions.md",),
+        project_memory=(".github/copilot-instructions.md", "AGENTS.md"),
+        notes="Copilot CLI home ~/.copilot or $COPILOT_HOME (session-state/); the VS Code "
+        "extension's logs are in VS Code's user folders (source copilot_vscode). The user "
+        "copilot-instructions.md is where install writes its snippet; unverified that the CLI "
+        "loads it.",
+        _home=_env_or("COPILOT_HOME", ".copilot"),
+    ),
+    Agent(
+        name="devin",
+        label="Devin CLI",
+        executable="devin",
+        env_vars=("XDG_DATA_HOME",),
+        sources=("devin",),
+        install="devin",
+        skills_subdir="skills",
+        user_memory=("AGENTS.md",),
+        project_memory=("AGENTS.md",),
+        notes="Config ~/.config/devin (Windows %APPDATA%\\devin; XDG_CONFIG_HOME not known to "
+        "apply); transcripts under $XDG_DATA_HOME/devin (~/.local/share/devin). The executable "
+        "name and memory files are unverified.",
+        _home=_windows_appdata_or("devin", ".config", "devin"),
+        _data=_xdg("XDG_DATA_HOME", (".local", "share"), "devin", windows_appdata=True),
+    ),
+    Agent(
+        name="cursor",
+        label="Cursor",
+        executable="cursor-agent",
+        home_env="CURSOR_CONFIG_DIR",
+        env_vars=("CURSOR_CONFIG_DIR",),
+        sources=("cursor",),
+        project_memory=("AGENTS.md",),
+        notes="Home ~/.cursor or $CURSOR_CONFIG_DIR (agent transcripts in projects/). Rules "
+        "live in .cursor/rules/*.mdc and the app's settings; no skills folder known.",
+        _home=_env_or("CURSOR_CONFIG_DIR", ".cursor"),
+    ),
+    Agent(
+        name="opencode",
+        label="OpenCode",
+        executable="opencode",
+        env_vars=("XDG_CONFIG_HOME", "XDG_DATA_HOME"),
+        sources=("opencode",),
+        user_memory=("AGENTS.md",),
+        project_memory=("AGENTS.md",),
+        notes="XDG layout on every OS: config $XDG_CONFIG_HOME/opencode (~/.config/opencode), "
+        "data $XDG_DATA_HOME/opencode (~/.local/share/opencode). Memory files and the absence "
+        "of a skills folder are unverified.",
+        _home=_xdg("XDG_CONFIG_HOME", (".config",), "opencode", windows_appdata=False),
+        _data=_xdg("XDG_DATA_HOME", (".local", "share"), "opencode", windows_appdata=False),
+    ),
+)
+
+
+_BY_NAME: dict[str, Agent] = {n: a for a in AGENTS for n in a.names}
+_BY_SOURCE: dict[str, Agent] = {s: a for a in AGENTS for s in a.sources}
+_BY_BACKEND: dict[str, Agent] = {a.backend: a for a in AGENTS if a.backend}
+
+
+def agent_names() -> tuple[str, ...]:
+    """Canonical names, in registry order."""
+    return tuple(a.name for a in AGENTS)
+
+
+def get_agent(name: str) -> Agent:
+    """The agent called ``name`` (its canonical name or an alias). UnknownNameError otherwise:
+    one line listing the canonical names."""
+    agent = _BY_NAME.get(name)
+    if agent is None:
+        raise UnknownNameError("agent", name, agent_names())
+    return agent
+
+
+def agent_of_source(source: str) -> Agent:
+    """The agent a harvested source belongs to (``copilot_vscode`` -> copilot).
+    UnknownNameError for an unknown source name."""
+    agent = _BY_SOURCE.get(source)
+    if agent is None:
+        raise UnknownNameError("source", source, source_names())
+    return agent
+
+
+def agent_of_backend(backend: str) -> Agent | None:
+    """The agent an exec backend replays through (``claude_code`` -> claude_code); None for a
+    model API backend (``openai_compatible``, ``anthropic``) or any other name."""
+    return _BY_BACKEND.get(backend)
+
+
+def source_names() -> tuple[str, ...]:
+    """Every harvested source name, in registry order (``config.KNOWN_SOURCES``)."""
+    return tuple(s for a in AGENTS for s in a.sources)
+
+
+def trainable_agents() -> tuple[Agent, ...]:
+    """Agents whose managed skill can be resolved (they have a skills folder)."""
+    return tuple(a for a in AGENTS if a.trainable)
+
+
+def installable_agents() -> tuple[Agent, ...]:
+    """Agents with an install shell (``skillopt-sleep install``)."""
+    return tuple(a for a in AGENTS if a.install)
+
+
+def home_envs() -> tuple[str, ...]:
+    """The agents' home variables (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, …), registry order."""
+    return tuple(a.home_env for a in AGENTS if a.home_env)
+
+
+def env_vars() -> tuple[str, ...]:
+    """Every variable that moves an agent folder, deduplicated, registry order."""
+    return tuple(dict.fromkeys(v for a in AGENTS for v in a.env_vars))
+
+
+__all__ = [
+    "AGENTS",
+    "Agent",
+    "agent_names",
+    "agent_of_backend",
+    "agent_of_source",
+    "env_vars",
+    "expand",
+    "get_agent",
+    "home_envs",
+    "installable_agents",
+    "source_names",
+    "trainable_agents",
+]
