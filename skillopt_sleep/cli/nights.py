@@ -70,14 +70,16 @@ def run_here(settings: Any, dry_run: bool, as_json: bool) -> Any:
             transient=True,
         ) as bar:
             job = bar.add_task("starting", total=None)
+
+            def show(m: str) -> None:
+                bar.update(job, description=m)
+                bar.console.print(f"[dim]{m}[/]")
+
             result = run_night(
                 _store(),
                 settings,
                 dry_run=dry_run,
-                progress=lambda m: (
-                    bar.update(job, description=m),
-                    bar.console.print(f"[dim]{m}[/]"),
-                ),
+                progress=show,
                 on_rollout=lambda _s: bar.advance(job),
             )
     return result

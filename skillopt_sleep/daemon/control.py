@@ -17,78 +17,32 @@ report ``running: False`` (``daemon_status``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 import socket
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from skillopt_sleep import paths
+from skillopt_sleep.daemon.client import (  # re-exported: the client API lives here too
+    HAS_UNIX_SOCKETS,
+    NoDaemon,
+    request,
+    socket_path,
+)
+from skillopt_sleep.daemon.process import running_pid
 from skillopt_sleep.errors import NightError, SkilloptError
 
 log = logging.getLogger("skillopt_sleep.daemon")
 
-MAX_SOCKET_PATH = 100
-HAS_UNIX_SOCKETS = hasattr(socket, "AF_UNIX")
-
-
-class NoDaemon(Exception):
-    """No daemon answers on the control socket."""
-
-
-def socket_path() -> Path:
-    path = paths.state_dir() / "daemon.sock"
-    if len(str(path)) <= MAX_SOCKET_PATH:
-        return path
-    digest = hashlib.sha1(str(paths.state_dir().resolve()).encode()).hexdigest()[:16]
-    uid = os.getuid() if hasattr(os, "getuid") else 0
-    folder = Path(tempfile.gettempdir()) / f"skillopt-sleep-{uid}"
-    return folder / f"{digest}.sock"
-
 
 # ---------------------------------------------------------------------------- client
-def request(cmd: str, *, timeout: float | None = 5.0, **args: Any) -> dict[str, Any]:
-    """Send one request; returns the reply. Raises NoDaemon when nobody answers."""
-    if not HAS_UNIX_SOCKETS:  # pragma: no cover - Windows: no control channel yet
-        raise NoDaemon("no control socket on this platform")
-    path = socket_path()
-    if not path.exists():
-        raise NoDaemon(f"no socket at {path}")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
-    try:
-        try:
-            sock.connect(str(path))
-        except (FileNotFoundError, ConnectionRefusedError) as exc:
-            raise NoDaemon(str(exc)) from None
-        sock.sendall(json.dumps({"cmd": cmd, **args}).encode() + b"\n")
-        buf = b""
-        while b"\n" not in buf:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-    except TimeoutError:
-        raise NoDaemon(f"the daemon did not answer {cmd!r} within {timeout}s") from None
-    except OSError as exc:
-        raise NoDaemon(str(exc)) from None
-    finally:
-        sock.close()
-    if not buf:
-        raise NoDaemon("the daemon closed the connection")
-    return json.loads(buf.split(b"\n", 1)[0])
-
-
 def daemon_status(timeout: float = 3.0) -> dict[str, Any]:
     """The daemon's live status, or ``{"running": False}`` (with the pid when it runs but does
     not answer)."""
-    from skillopt_sleep.daemon.process import running_pid
-
     try:
         reply = request("status", timeout=timeout)
         return dict(reply.get("status") or {}, running=True)

@@ -36,8 +36,9 @@ from filelock import Timeout
 
 from skillopt_sleep import paths
 from skillopt_sleep.daemon import control, process
+from skillopt_sleep.daemon.clock import utc
 from skillopt_sleep.daemon.live import LiveIngest
-from skillopt_sleep.daemon.nights import NightRunner, _utc
+from skillopt_sleep.daemon.nights import NightRunner
 from skillopt_sleep.daemon.scheduler import NightScheduler, system_clock
 from skillopt_sleep.daemon.watcher import Debouncer, Watcher
 from skillopt_sleep.night.run import recover_nights
@@ -98,7 +99,7 @@ class Daemon(LiveIngest):
         self.foreground = foreground
         self.stopping = threading.Event()
         self.started_mono = time.monotonic()
-        self.started_at = _utc()
+        self.started_at = utc()
         self.settings: Any = None
         self.sources: dict[str, Any] = {}
         self.roots: list[tuple[str, Path]] = []
@@ -122,7 +123,7 @@ class Daemon(LiveIngest):
         return _StoreCtx()
 
     def note_error(self, message: str) -> None:
-        self.last_error = {"at": _utc(), "message": message}
+        self.last_error = {"at": utc(), "message": message}
 
     def _signal_ready(self, message: str) -> None:
         if self.ready_fd is None:

@@ -15,13 +15,15 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from skillopt_sleep import paths
-from skillopt_sleep.daemon.nights import _utc
-from skillopt_sleep.daemon.watcher import Batch
+from skillopt_sleep.daemon.clock import utc
+from skillopt_sleep.daemon.watcher import Batch, Debouncer
 
 log = logging.getLogger("skillopt_sleep.daemon")
 
@@ -31,6 +33,26 @@ _SIDECARS = ("-wal", "-journal", "-shm")
 
 class LiveIngest:
     """Live, incremental harvest for the daemon (a mixin; see the module docstring)."""
+
+    # set by the daemon (:class:`.core.Daemon`) before the ingest thread starts
+    settings: Any
+    sources: dict[str, Any]
+    roots: list[tuple[str, Path]]
+    debouncer: Debouncer | None
+    stopping: threading.Event
+    clock: Callable[[], dt.datetime]
+    last_ingest: dict[str, Any]
+    last_activity_ts: float | None
+    _seq_cond: threading.Condition
+    _ingest_done_seq: int
+    _ingest_req_seq: int
+
+    def store(self) -> Any:
+        """A context manager holding a fresh store connection as ``.store`` (the daemon's)."""
+        raise NotImplementedError
+
+    def note_error(self, message: str) -> None:
+        raise NotImplementedError
 
     def _on_file(self, source: str, path: Path) -> None:
         # any file: the source's own discover() decides below (formats differ per agent)
@@ -107,7 +129,7 @@ class LiveIngest:
                 seq = batch.token
                 t0 = time.monotonic()
                 info: dict[str, Any] = {
-                    "at": _utc(),
+                    "at": utc(),
                     "files": 0,
                     "sessions_new": 0,
                     "sessions_updated": 0,

@@ -10,7 +10,6 @@ sends SIGTERM (the worker records ``interrupted``) and kills the whole process t
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import os
@@ -18,16 +17,15 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Protocol
 
 from filelock import Timeout
 
 from skillopt_sleep import paths
+from skillopt_sleep.daemon.clock import utc
 from skillopt_sleep.night.run import recover_nights
-
-if TYPE_CHECKING:
-    from skillopt_sleep.daemon.core import Daemon
 
 log = logging.getLogger("skillopt_sleep.daemon")
 
@@ -35,16 +33,22 @@ NIGHT_STOP_GRACE = 30.0  # seconds a night gets to record itself interrupted on 
 NIGHT_LOG_MAX = 5_000_000  # bytes; night.log is started afresh beyond this
 
 
-def _utc(ts: float | None = None) -> str:
-    return dt.datetime.fromtimestamp(
-        ts if ts is not None else time.time(), dt.timezone.utc
-    ).isoformat(timespec="seconds")
+class NightOwner(Protocol):
+    """What :class:`NightRunner` needs from the process that owns it (the daemon)."""
+
+    stopping: threading.Event
+    config_path: Path | None
+    last_error: dict[str, Any] | None
+
+    def store(self) -> AbstractContextManager[Any]: ...
+
+    def note_error(self, message: str) -> None: ...
 
 
 class NightRunner:
     """Launches nights in a worker process, one at a time."""
 
-    def __init__(self, daemon: Daemon):
+    def __init__(self, daemon: NightOwner):
         self.daemon = daemon
         self._lock = threading.Lock()
         self.proc: subprocess.Popen | None = None
@@ -104,7 +108,7 @@ class NightRunner:
             except OSError:
                 pass
             errlog = open(night_log, "ab")
-            errlog.write(f"--- {_utc()} night ({trigger})\n".encode())
+            errlog.write(f"--- {utc()} night ({trigger})\n".encode())
             errlog.flush()
             self.proc = subprocess.Popen(
                 cmd,
@@ -114,7 +118,7 @@ class NightRunner:
                 cwd=str(paths.state_dir()),
             )
             errlog.close()
-            self.trigger, self.started_at = trigger, _utc()
+            self.trigger, self.started_at = trigger, utc()
             self.done = threading.Event()
             proc, done = self.proc, self.done
             log.info("night started (%s), worker pid %d", trigger, proc.pid)

@@ -30,6 +30,7 @@ import psutil
 from filelock import FileLock, Timeout
 
 from skillopt_sleep import paths
+from skillopt_sleep.daemon import client
 from skillopt_sleep.errors import SkilloptError
 
 log = logging.getLogger("skillopt_sleep.daemon")
@@ -113,7 +114,7 @@ def running_pid() -> int | None:
         return None
     info = read_pidfile() or {}
     pid = info.get("pid")
-    if pid_alive(pid):
+    if pid is not None and pid_alive(pid):
         return int(pid)
     # The lock is held but the pidfile is not written yet (a daemon starting up): wait a moment.
     deadline = time.monotonic() + 3
@@ -254,8 +255,6 @@ class StopResult:
 def stop_daemon(timeout: float = 60.0) -> StopResult:
     """Ask the running daemon to finish or checkpoint its current step and exit; wait; then
     kill whatever is left of its process tree (night workers, agent CLIs)."""
-    from skillopt_sleep.daemon import control
-
     t0 = time.monotonic()
     pid = running_pid()
     if not pid:
@@ -267,8 +266,8 @@ def stop_daemon(timeout: float = 60.0) -> StopResult:
         return StopResult(was_running=True, pid=pid, stopped=True, how="gone")
     how = "asked"
     try:
-        control.request("stop", timeout=5)
-    except control.NoDaemon:
+        client.request("stop", timeout=5)
+    except client.NoDaemon:
         how = "sigterm"
         try:
             os.kill(pid, signal.SIGTERM)

@@ -53,8 +53,8 @@ def _interrupt(signum: int, _frame: object) -> None:
 
 
 def _pre_harvest(store: object, settings: object) -> None:
-    """Bring the store up to date under the daemon's ingest lock, so the night's own harvest
-    step finds (almost) nothing left to read and never races the daemon's ingest thread."""
+    """Bring the store up to date under the daemon's ingest lock (so it never races the
+    daemon's ingest thread); the night then skips its own harvest step (one pass per night)."""
     from filelock import FileLock
 
     from skillopt_sleep import paths
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings(args.config)
         store = open_store()
         _pre_harvest(store, settings)
-        result = run_night(store, settings, trigger=args.trigger, progress=say)
+        result = run_night(store, settings, trigger=args.trigger, harvest_first=False, progress=say)
         out = {"ok": True, "result": result.__dict__}
         code = 0
     except KeyboardInterrupt:

@@ -5,6 +5,7 @@ reject and roll back proposals, and start nights.
 * :mod:`.ops`    — what each tool does, over the store (synchronous, one-line errors)
 * :mod:`.models` — the tools' pydantic outputs
 * :mod:`.http`   — the 127.0.0.1 streamable-HTTP transport with its 0600 bearer token
+* :mod:`.auth`   — the bearer-token verifier the server installs for HTTP
 
 Imports of the ``mcp`` SDK are absolute, so this package never shadows it.
 """

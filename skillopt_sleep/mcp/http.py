@@ -1,13 +1,13 @@
 """The streamable-HTTP transport: 127.0.0.1 only, bearer token stored 0600 in the state dir.
 
 The token is created on first use at ``<state dir>/mcp-token`` (``secrets.token_urlsafe``) and
-checked with the SDK's bearer-auth middleware; a request without it, or with another token,
-gets ``401``. The SDK's DNS-rebinding protection (Host / Origin must be loopback) stays on.
+checked with the SDK's bearer-auth middleware (the verifier is :mod:`.auth`); a request without
+it, or with another token, gets ``401``. The SDK's DNS-rebinding protection (Host / Origin must
+be loopback) stays on.
 """
 
 from __future__ import annotations
 
-import hmac
 import os
 import secrets
 import socket
@@ -15,13 +15,10 @@ import stat
 import sys
 from pathlib import Path
 
-from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.settings import AuthSettings
-
 from skillopt_sleep import paths
 from skillopt_sleep.errors import ConfigError
+from skillopt_sleep.mcp.auth import HOST
 
-HOST = "127.0.0.1"
 PATH = "/mcp"
 
 
@@ -48,23 +45,6 @@ def ensure_token(path: Path | None = None) -> str:
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(token + "\n")
     return token
-
-
-class StaticTokenVerifier:
-    """The SDK ``TokenVerifier`` for one shared secret (constant-time comparison)."""
-
-    def __init__(self, token: str):
-        self._token = token
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        if hmac.compare_digest(token.encode(), self._token.encode()):
-            return AccessToken(token=token, client_id="skillopt-sleep-local", scopes=[])
-        return None
-
-
-def auth_settings() -> AuthSettings:
-    # Resource-server-only: no OAuth routes, no metadata; just "a valid bearer token".
-    return AuthSettings(issuer_url=f"http://{HOST}", resource_server_url=None, required_scopes=[])
 
 
 def listen_socket(port: int) -> socket.socket:

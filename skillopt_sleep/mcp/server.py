@@ -106,7 +106,7 @@ def build_server(
 
     auth_kwargs: dict[str, Any] = {}
     if http_token is not None:
-        from skillopt_sleep.mcp.http import StaticTokenVerifier, auth_settings
+        from skillopt_sleep.mcp.auth import StaticTokenVerifier, auth_settings
 
         auth_kwargs = {"auth": auth_settings(), "token_verifier": StaticTokenVerifier(http_token)}
 

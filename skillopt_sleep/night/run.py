@@ -153,6 +153,7 @@ def run_night(
 
     Raises NightError when another night holds the lock, and re-raises backend / budget errors
     after recording the failed night (so the CLI exits non-zero with the reason).
+    ``harvest_first=False`` skips the harvest step (the caller has just harvested).
     """
     say = progress or (lambda _msg: None)
     lock = night_lock()
@@ -182,6 +183,7 @@ def run_night(
                 settings,
                 night_id,
                 dry_run=dry_run,
+                harvest_first=harvest_first,
                 say=say,
                 env=env,
                 home=home,
@@ -269,6 +271,7 @@ def _run(
     night_id: int,
     *,
     dry_run: bool,
+    harvest_first: bool,
     say: Progress,
     env: dict[str, str] | None,
     home: Path | None,
@@ -279,9 +282,12 @@ def _run(
     from skillopt_sleep.sources.ingest import harvest
 
     t0 = time.monotonic()
-    say("harvesting sessions")
-    harvested = harvest(store, s)
-    say(f"harvest: {_harvest_line(harvested)}")
+    if harvest_first:
+        say("harvesting sessions")
+        harvested = harvest(store, s)
+        say(f"harvest: {_harvest_line(harvested)}")
+    else:  # the caller harvested just before (the daemon's worker, under its ingest lock)
+        say("harvest: skipped (harvested before the night)")
     say("mining recurring tasks")
     report = mine(store, s)
     target_path = resolve_target(s.document, s.project, env=env, home=home)

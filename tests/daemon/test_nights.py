@@ -240,3 +240,31 @@ def test_mcp_run_night_goes_to_the_daemon_only_with_the_same_config(
         assert ran and ran["ok"] and ran["result"]["night_id"] == nid
     else:
         assert ran is None  # the daemon ran nothing: the MCP server did
+
+
+def test_a_daemon_night_harvests_once(harness: DaemonHarness, sim_proxy: GatedProxy) -> None:
+    """The worker harvests under the ingest lock and tells run_night not to harvest again:
+    one harvest pass (one ``harvest_runs`` row) per enabled source per night."""
+    from skillopt_sleep import paths
+    from skillopt_sleep.config import load_settings
+
+    harness.write_demo_sessions()
+    harness.night_config(sim_proxy.url)
+    sim_proxy.open()
+    harness.start()
+    enabled = sorted(n for n, c in load_settings().sources.items() if c.enabled)
+    assert enabled  # the demo config harvests Claude Code and Codex
+    # the daemon's first job is a full pass (one row per source): let it finish first
+    wait_for(
+        lambda: (control.daemon_status().get("last_ingest") or {}).get("full"),
+        30,
+        what="the daemon's first full pass",
+    )
+    before = db_rows("select max(id) from harvest_runs")[0][0] or 0
+    reply = control.run_now(wait=True, trigger="cli", timeout=120)
+    assert reply["ok"] and reply["via"] == "daemon", reply
+    assert reply["result"]["status"] in ("succeeded", "no_change"), reply
+    night_runs = db_rows("select source from harvest_runs where id > ? order by source", (before,))
+    assert [r[0] for r in night_runs] == enabled
+    night_log = (paths.state_dir() / "night.log").read_text("utf-8")
+    assert "harvest: skipped (harvested before the night)" in night_log
