@@ -37,29 +37,6 @@ class ParseResult:
     pending: bool = False
 
 
-def json_records(
-    lines: Iterable[bytes], skipped: Counter, state: dict | None = None
-) -> Iterator[dict]:
-    """Decode JSONL lines into dict records. Undecodable lines count as ``bad_json``, other
-    JSON values as ``not_an_object``; with ``state``, ``state["line"]`` counts every line."""
-    import json
-
-    from skillopt_sleep.redact import decode
-
-    for raw in lines:
-        if state is not None:
-            state["line"] += 1
-        try:
-            rec = json.loads(decode(raw))
-        except ValueError:
-            skipped["bad_json"] += 1
-            continue
-        if not isinstance(rec, dict):
-            skipped["not_an_object"] += 1
-            continue
-        yield rec
-
-
 class Source(ABC):
     """One agent's session logs."""
 

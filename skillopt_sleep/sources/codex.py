@@ -46,7 +46,8 @@ from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, json_records
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.sources.common import cap, json_records
 
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
@@ -93,10 +94,6 @@ _RESPONSE_TYPES = {
 def _kind(obj: dict) -> str | None:
     value = obj.get("type")
     return value if isinstance(value, str) else None
-
-
-def _cap(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def clean_user_text(text: str) -> str | None:
@@ -344,7 +341,7 @@ class _Ctx:
             self.st["fp"], self.st["self"] = True, SELF_MARKER in text
         uid = f"{self.st['key']}:{self.st['line']}"
         self.add(
-            HarvestedMessage(uid=uid, role="user", kind="prompt", text=_cap(clean(text), MAX_TEXT))
+            HarvestedMessage(uid=uid, role="user", kind="prompt", text=cap(clean(text), MAX_TEXT))
         )
 
     def answer(self, raw: str, channel: str) -> None:
@@ -361,7 +358,7 @@ class _Ctx:
         self.st["cur"] = uid
         self.add(
             HarvestedMessage(
-                uid=uid, role="assistant", kind="answer", text=_cap(clean(text), MAX_TEXT)
+                uid=uid, role="assistant", kind="answer", text=cap(clean(text), MAX_TEXT)
             )
         )
 

@@ -39,36 +39,21 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, decode
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, json_records
-from skillopt_sleep.sources.copilot_cli import cap, parse_events
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.sources.common import cap, json_records, ms_to_iso
+from skillopt_sleep.sources.copilot_events import parse_events
 
 MAX_TEXT = 20_000
 FLAVOURS = ("Code", "Code - Insiders", "VSCodium", "Code - OSS")
 _TOOL_KINDS = ("toolInvocationSerialized", "toolInvocation")
 _TEXT_KINDS = (None, "markdownContent", "markdownVuln")
 _DRIVE = re.compile(r"^/([A-Za-z]):(/.*)?$")
-
-
-def ms_to_iso(value: Any) -> str | None:
-    """Epoch milliseconds (or seconds) to ISO 8601 UTC."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        return None
-    secs = value / 1000 if value > 1e11 else value
-    try:
-        return (
-            datetime.fromtimestamp(secs, timezone.utc)
-            .isoformat(timespec="milliseconds")
-            .replace("+00:00", "Z")
-        )
-    except (OverflowError, OSError, ValueError):
-        return None
 
 
 def uri_to_path(uri: Any) -> str | None:

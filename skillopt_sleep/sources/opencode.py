@@ -44,8 +44,7 @@ from typing import Any
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt, decode
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
-from skillopt_sleep.sources.copilot_cli import cap
-from skillopt_sleep.sources.copilot_vscode import ms_to_iso
+from skillopt_sleep.sources.common import cap, ms_to_iso
 
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400

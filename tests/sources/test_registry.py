@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +37,19 @@ def test_importing_the_package_imports_no_harvester():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['skillopt_sleep.sources.base']"
+
+
+def test_no_source_module_imports_a_sibling_source_module():
+    """Shared helpers live in sources.common (and sources.copilot_events for the Copilot
+    event envelope), so every harvester can be read, changed and loaded alone."""
+    import ast
+    import importlib.util
+
+    modules = {target.split(":")[0] for target in REGISTRY.values()}
+    for module in sorted(modules):
+        spec = importlib.util.find_spec(module)
+        assert spec is not None and spec.origin is not None
+        tree = ast.parse(Path(spec.origin).read_text("utf-8"))
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert not (imported & (modules - {module})), module
