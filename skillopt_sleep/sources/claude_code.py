@@ -141,6 +141,7 @@ class ClaudeCodeSource(Source):
     """Harvester for Claude Code's ``projects/**/*.jsonl`` transcripts (see module doc)."""
 
     name = "claude_code"
+    format_version = "Claude Code 2.0.14 – 2.1.38"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         base = env.get("CLAUDE_CONFIG_DIR")

@@ -147,6 +147,7 @@ class CodexSource(Source):
     """Harvester for Codex CLI/IDE/Desktop rollout files (see module doc)."""
 
     name = "codex"
+    format_version = "Codex CLI pre-envelope rollouts (Sept 2025) and envelope rollouts 0.40.0 – 0.104.0; record types up to 0.146 (synthetic)"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         base = Path(env["CODEX_HOME"]).expanduser() if env.get("CODEX_HOME") else home / ".codex"

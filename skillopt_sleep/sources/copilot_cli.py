@@ -19,6 +19,9 @@ class CopilotCliSource(Source):
     """Harvester for GitHub Copilot CLI ``session-state`` event logs (see module doc)."""
 
     name = "copilot_cli"
+    format_version = (
+        "Copilot CLI copilot-agent events, copilotVersion 1.0.11 (synthetic: no real capture)"
+    )
     mode = "jsonl"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:

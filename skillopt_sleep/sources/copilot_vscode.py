@@ -45,7 +45,7 @@ from urllib.parse import unquote, urlparse
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, decode
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, ReadMode, Source
 from skillopt_sleep.sources.common import cap, json_records, ms_to_iso
 from skillopt_sleep.sources.copilot_events import parse_events
 
@@ -96,6 +96,7 @@ class CopilotVSCodeSource(Source):
     """Harvester for VS Code Copilot Chat sessions (see module doc)."""
 
     name = "copilot_vscode"
+    format_version = "VS Code Copilot Chat: chatSessions v3 JSON, incremental JSONL of extension 0.49.0, agent transcripts of 0.37.6 (VS Code 1.109.3)"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         if env.get("VSCODE_APPDATA"):
@@ -142,7 +143,7 @@ class CopilotVSCodeSource(Source):
                         ):
                             yield here / name
 
-    def read_mode(self, path: Path) -> str:
+    def read_mode(self, path: Path) -> ReadMode:
         return "whole_file" if path.suffix == ".json" else "jsonl"
 
     # ------------------------------------------------------------------ parsing

@@ -93,6 +93,7 @@ class CursorSource(Source):
     """Harvester for Cursor agent-transcript JSONL files (see module doc)."""
 
     name = "cursor"
+    format_version = "Cursor agent-transcripts JSONL (synthetic, version not recorded)"
     mode = "jsonl"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:

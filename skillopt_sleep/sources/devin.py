@@ -88,6 +88,7 @@ class DevinSource(Source):
     """Harvester for Devin CLI ATIF transcripts (see module doc)."""
 
     name = "devin"
+    format_version = "Devin CLI ATIF-v1.7 transcripts and sessions.db projections, shapes checked upstream against CLI 3000.3.27 (synthetic)"
     mode = "whole_file"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:

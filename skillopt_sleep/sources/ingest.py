@@ -189,7 +189,7 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
         raise SkipFile("not_a_file")
     row = store.get_file(key)
     usable = row is not None and row.get("status") == "ok"
-    if read_mode(src, path) != "jsonl":
+    if src.read_mode(path) != "jsonl":
         _ingest_whole(store, src, path, res, st, row if usable else None)
         return
     zst = key.endswith(".zst")
@@ -270,27 +270,13 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
 MAX_WHOLE = 64 * 1024 * 1024
 
 
-def read_mode(src: Source, path: Path) -> str:
-    """How ``src`` wants ``path`` read: ``src.read_mode(path)`` if it defines one, else its
-    ``mode`` attribute, else ``"jsonl"``. Modes:
-
-    * ``jsonl`` — append-only JSONL by byte offset (the default, above);
-    * ``whole_file`` — one JSON document: re-read whole when size or mtime changed and its
-      sha256 differs; ``src.parse(path, [all bytes], state)`` gets it as a single "line";
-    * ``snapshot`` — something the source reads itself (a SQLite database opened read-only
-      with a high-water mark in ``state``, a tree of JSON files): re-read when
-      ``src.signature(path)`` changed, through ``src.read_snapshot(path, state)``.
-    """
-    fn = getattr(src, "read_mode", None)
-    return fn(path) if callable(fn) else getattr(src, "mode", "jsonl")
-
-
 def _ingest_whole(
     store: Store, src: Source, path: Path, res: FileResult, st: os.stat_result, row: dict | None
 ) -> None:
-    """``whole_file`` / ``snapshot`` files (see :func:`read_mode`); ``row`` is the usable row."""
+    """``whole_file`` / ``snapshot`` files (see :attr:`.base.Source.mode`); ``row`` is the usable
+    row."""
     key = str(path)
-    mode = read_mode(src, path)
+    mode = src.read_mode(path)
     state: dict = {}
     if row is not None:
         try:
@@ -311,7 +297,7 @@ def _ingest_whole(
         unchanged = row is not None and row["head_hash"] == digest
         n_bytes = len(data)
     else:
-        digest = src.signature(path)  # type: ignore[attr-defined]
+        digest = src.signature(path)
         unchanged = row is not None and row["head_hash"] == digest
         data, n_bytes = b"", 0
     if not unchanged:
@@ -319,8 +305,8 @@ def _ingest_whole(
         if mode == "whole_file":
             parsed = src.parse(path, [data], state)
         else:
-            parsed = src.read_snapshot(path, state)  # type: ignore[attr-defined]
-            n_bytes = int(getattr(parsed, "bytes_read", 0) or 0)
+            parsed = src.read_snapshot(path, state)
+            n_bytes = parsed.bytes_read
         state = parsed.state
         if parsed.pending:  # something left for later: never "unchanged" next pass
             digest = f"pending:{digest}"

@@ -207,6 +207,8 @@ class OpenCodeSource(Source):
     """Harvester for OpenCode's SQLite database and JSON storage tree (see module doc)."""
 
     name = "opencode"
+    mode = "snapshot"
+    format_version = "OpenCode storage v2 JSON tree (synthetic) and opencode.db (no sample)"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         base = (
@@ -229,9 +231,6 @@ class OpenCodeSource(Source):
             for name in sorted(filenames):
                 if name.endswith(".json"):
                     yield Path(dirpath) / name
-
-    def read_mode(self, path: Path) -> str:
-        return "snapshot"
 
     def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
         """Not line based: everything goes through :meth:`read_snapshot`."""
@@ -334,7 +333,7 @@ class OpenCodeSource(Source):
             n_bytes += sum(len(json.dumps(p)) for p in parts)
             b.message(sid, data, parts)
         result.sessions = list(b.sessions.values())
-        result.bytes_read = n_bytes  # type: ignore[attr-defined]
+        result.bytes_read = n_bytes
         return result
 
     # SQLite -------------------------------------------------------------
@@ -401,7 +400,7 @@ class OpenCodeSource(Source):
         finally:
             con.close()
         result.sessions = list(b.sessions.values())
-        result.bytes_read = n_bytes  # type: ignore[attr-defined]
+        result.bytes_read = n_bytes
         result.state = state
         return result
 
