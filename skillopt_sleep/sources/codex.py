@@ -47,7 +47,7 @@ from typing import Any
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
-from skillopt_sleep.sources.common import cap, json_records
+from skillopt_sleep.sources.common import as_dict, cap, json_records
 
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
@@ -136,7 +136,8 @@ def _tool_output(payload: dict) -> tuple[str, bool]:
     if isinstance(inner, dict):
         code = (inner.get("metadata") or {}).get("exit_code")
         error = isinstance(code, int) and code != 0
-        out = inner.get("output") if isinstance(inner.get("output"), str) else out
+        inner_out = inner.get("output")
+        out = inner_out if isinstance(inner_out, str) else out
     else:
         m = _EXIT.search(out[:2000])
         error = bool(m and m.group(1) != "0") or out.startswith(("failed in sandbox", "error:"))
@@ -288,8 +289,8 @@ class _Ctx:
 
     def event(self, p: dict) -> None:
         ptype = _kind(p)
-        item = p.get("item") if ptype == "item_completed" else None
-        itype = _kind(item) if isinstance(item, dict) else None
+        item = as_dict(p.get("item")) if ptype == "item_completed" else {}
+        itype = _kind(item)
         if ptype == "user_message" and isinstance(p.get("message"), str):
             self.prompt(p["message"], "event")
         elif ptype == "agent_message" and isinstance(p.get("message"), str):

@@ -12,6 +12,12 @@ from typing import Any
 from skillopt_sleep.redact import decode
 
 
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is a dict, else a new empty dict (any field of a log record may be
+    missing or of another type than expected)."""
+    return value if isinstance(value, dict) else {}
+
+
 def cap(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters, with ``…`` appended when it was cut."""
     return text if len(text) <= limit else text[:limit] + "…"

@@ -154,7 +154,7 @@ class CopilotVSCodeSource(Source):
                 sess.headless = False
                 sess.project = sess.project or _workspace_project(path.parent.parent.parent)
             return result
-        st = (
+        st: dict[str, Any] = (
             dict(state)
             if state
             else {

@@ -24,6 +24,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import tomllib
 
@@ -171,11 +172,11 @@ def discover_sources(
     return out
 
 
-def _disabled_in_file(doc, name: str) -> bool:
+def _disabled_in_file(doc: Mapping[str, Any], name: str) -> bool:
     """The parsed (tomlkit) config sets ``enabled = false`` for ``sources.<name>`` itself."""
     sources = doc.get("sources")
-    table = sources.get(name) if hasattr(sources, "get") else None
-    return hasattr(table, "get") and table.get("enabled") is False
+    table = sources.get(name) if isinstance(sources, Mapping) else None
+    return isinstance(table, Mapping) and table.get("enabled") is False
 
 
 def _plan_enable(
