@@ -5,7 +5,6 @@ as a one-line reason with a non-zero exit; anything else is a bug.
     ├── ConfigError            bad or unknown config key / value
     ├── UnknownNameError       unknown backend, source or agent name
     ├── StoreError             the database cannot be opened or migrated
-    ├── HarvestError           a source root cannot be read at all
     ├── BackendError           a model/agent backend failed (see backends.errors)
     │   ├── BackendUnreachable     connection refused, DNS, closed port
     │   ├── BackendAuthError       401/403, missing or invalid key, not logged in
@@ -38,10 +37,6 @@ class UnknownNameError(SkilloptError, ValueError):
 
 
 class StoreError(SkilloptError):
-    pass
-
-
-class HarvestError(SkilloptError):
     pass
 
 

@@ -8,7 +8,8 @@ from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.errors import UnknownNameError
 
-#: name -> "module:Class"; exec-CLI backends register here when they exist.
+#: name -> "module:Class", imported on first use (start-up imports no backend);
+#: the names are :data:`skillopt_sleep.config.KNOWN_BACKENDS`.
 REGISTRY: dict[str, str] = {
     "openai_compatible": "skillopt_sleep.backends.openai_compatible:OpenAICompatibleBackend",
     "anthropic": "skillopt_sleep.backends.anthropic:AnthropicBackend",

@@ -50,16 +50,8 @@ from skillopt_sleep.errors import (
     BackendUnreachable,
 )
 from skillopt_sleep.models import Completion, CompletionRequest, Usage
-
-try:  # the redactor is shared with the harvesters
-    from skillopt_sleep.redact import redact as _redact
-except ImportError:  # pragma: no cover - only while the module is being written
-    _redact = None
-
-try:
-    from skillopt_sleep.sources.base import SELF_MARKER
-except ImportError:  # pragma: no cover
-    SELF_MARKER = "[skillopt-sleep replay]"
+from skillopt_sleep.redact import redact as _redact  # shared with the harvesters
+from skillopt_sleep.sources.base import SELF_MARKER
 
 #: Seconds between SIGTERM and SIGKILL of a timed-out process group.
 KILL_GRACE = 2.0
@@ -72,8 +64,7 @@ ERROR_CHARS = 300
 def redact(text: str) -> str:
     """Secrets in ``text`` replaced (:func:`skillopt_sleep.redact.redact`, plus any leftover
     ``sk-…`` key)."""
-    if _redact is not None:
-        text = _redact(text)
+    text = _redact(text)
     return re.sub(r"\bsk-[A-Za-z0-9_\-]{8,}", "[REDACTED:api_key]", text)
 
 

@@ -162,11 +162,11 @@ class CopilotBackend(ExecBackend):
         texts: list[str] = []
         tools: list[str] = []
         for event in events:
-            kind, data = event.get("type"), event.get("data") or {}
-            if kind == "assistant.message" and not data.get("parentToolCallId"):
+            etype, data = event.get("type"), event.get("data") or {}
+            if etype == "assistant.message" and not data.get("parentToolCallId"):
                 if str(data.get("content") or "").strip():
                     texts.append(str(data["content"]))
-            elif kind == "tool.execution_start" and not data.get("parentToolCallId"):
+            elif etype == "tool.execution_start" and not data.get("parentToolCallId"):
                 tools.append(str(data.get("toolName") or ""))
         inp = out = 0
         usage_file = scratch / "usage.json"

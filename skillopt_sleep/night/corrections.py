@@ -486,7 +486,7 @@ def _value(raw: str | None) -> str | None:
     if ticks:
         v = ticks[0].strip()
         return v or None
-    tokens = []
+    tokens: list[str] = []
     for tok in raw.split():
         tok = tok.strip("'\"()[]{}<>,:;!?").rstrip(".")
         if not tok:
@@ -607,19 +607,19 @@ def _derive(text: str, previous_answer: str, known_tools: Iterable[str]) -> _Der
         for pattern, gx, gy in _PAIR_PATTERNS:
             m = pattern.search(sent)
             if m:
-                x, y = _value(m.group(gx)), _value(m.group(gy))
-                if x and y:
-                    x, y = _reduce(x, y)
-                add_use(x, m.group(gx))
-                add_avoid(y)
+                vx, vy = _value(m.group(gx)), _value(m.group(gy))
+                if vx and vy:
+                    vx, vy = _reduce(vx, vy)
+                add_use(vx, m.group(gx))
+                add_avoid(vy)
                 break
         else:
             m = _USE_INSTEAD.search(sent) or _NO_USE.search(sent)
-            x = _value(m.group(1)) if m else None
-            if x:
-                add_use(x, m.group(1))
-                for y in _siblings(x, previous_answer):
-                    add_avoid(y)
+            vx = _value(m.group(1)) if m else None
+            if m and vx:
+                add_use(vx, m.group(1))
+                for sibling in _siblings(vx, previous_answer):
+                    add_avoid(sibling)
         m = _DONT_USE.search(sent)
         if m:
             add_avoid(_value(m.group(1) or m.group(2)))

@@ -230,12 +230,15 @@ def _cluster(intents: list[Intent], threshold: float) -> list[list[Intent]]:
     for it in sorted(intents, key=lambda i: (i.project, i.when, i.session_id, i.seq)):
         mine_heads = heads.setdefault(it.project, [])
         choices = [h for _, h in mine_heads]
-        best, best_score = None, 0.0
+        best: int | None = None
+        best_score = 0.0
         for _, _, pos in process.extract(
             it.norm, choices, scorer=fuzz.token_set_ratio, score_cutoff=threshold, limit=None
         ):
             score = similar(it.norm, choices[pos], threshold)
-            if score > best_score or (score and score == best_score and pos < best):
+            if score > best_score or (
+                score and best is not None and score == best_score and pos < best
+            ):
                 best, best_score = pos, score
         if best is None:
             mine_heads.append((len(clusters), it.norm))
@@ -335,7 +338,9 @@ def _previous_splits(store: Store, ids: list[str], judge_ok: bool) -> dict[str, 
     must not keep a task — or the whole night — stuck. A task without a stored split (it was
     unscorable for a while) gets back the split it was last replayed in, so a task once
     replayed as val/test never comes back as train; one never replayed has nothing to leak."""
-    previous = {t.id: t.split for t in store.tasks() if t.split and scorable(t, judge_ok)}
+    previous: dict[str, str] = {
+        t.id: t.split for t in store.tasks() if t.split and scorable(t, judge_ok)
+    }
     missing = [i for i in ids if i not in previous]
     for start in range(0, len(missing), 500):
         chunk = missing[start : start + 500]

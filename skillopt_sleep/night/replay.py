@@ -202,7 +202,7 @@ class Replayer:
             max_tokens=self.target.backend.config.max_tokens,
         )
         comp, cached = self.target.complete(req)
-        results = [
+        results: list[dict[str, Any]] = [
             {
                 "kind": c.kind,
                 "value": c.value,
@@ -221,8 +221,9 @@ class Replayer:
             )
             jcomp, _ = self.judge.complete(jreq)
             data = prompts.extract_json(jcomp.text, backend=self.judge.backend.name)
+            score = data.get("score")
             try:
-                soft = min(1.0, max(0.0, float(data.get("score"))))
+                soft = min(1.0, max(0.0, float(score))) if score is not None else None
             except (TypeError, ValueError):
                 soft = None
         scored = Scored(

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,10 +111,15 @@ def has_term(text: str, term: str) -> bool:
     return bool(_word(term).search(text))
 
 
+def _literal(text: str) -> Callable[[re.Match[str]], str]:
+    """A :func:`re.sub` replacement inserting ``text`` as is (no backslash escapes)."""
+    return lambda _m: text
+
+
 def apply_rules(answer: str, rules: Rules) -> str:
     """Apply replace, always, never, then the length limit to a target answer."""
     for new, old in rules.replace:
-        answer = _word(old).sub(lambda _m, new=new: new, answer)
+        answer = _word(old).sub(_literal(new), answer)
     for term in rules.always:
         if term.lower() not in answer.lower():
             answer = f"{answer.rstrip()} Also: `{term}`."
@@ -233,7 +239,7 @@ def derive_edits(failures: list[dict[str, Any]]) -> list[tuple[str, str]]:
             by_kind.setdefault(str(check.get("kind")), []).append(str(check.get("value", "")))
         pos, neg = by_kind.get("contains", []), by_kind.get("not_contains", [])
         why = f"fixes task: {str(failure.get('task', ''))[:80]}"
-        for x, y in zip(pos, neg):
+        for x, y in zip(pos, neg, strict=False):  # the extra positives follow
             out.append((f"Use `{x}` instead of `{y}`.", why))
         out += [(f"Always mention `{x}`.", why) for x in pos[len(neg) :]]
         out += [(f"Never mention `{y}`.", why) for y in neg[len(pos) :]]

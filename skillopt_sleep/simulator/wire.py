@@ -167,7 +167,7 @@ def anthropic_sse(reply: Reply, turn: Turn, rid: str, usage: Usage) -> Iterator[
     yield _sse("message_start", {"type": "message_start", "message": start})
     for index, block in enumerate(msg["content"]):
         if block["type"] == "text":
-            first = {"type": "text", "text": ""}
+            first: dict[str, Any] = {"type": "text", "text": ""}
             deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"])]
         else:
             first = dict(block, input={})

@@ -2,34 +2,31 @@
 
 from __future__ import annotations
 
+import importlib
+
 from skillopt_sleep.errors import UnknownNameError
 from skillopt_sleep.sources.base import ParseResult, Source
 
+#: name -> "module:Class", imported on first use (start-up imports no harvester);
+#: the names are :data:`skillopt_sleep.config.KNOWN_SOURCES`.
+REGISTRY: dict[str, str] = {
+    "claude_code": "skillopt_sleep.sources.claude_code:ClaudeCodeSource",
+    "codex": "skillopt_sleep.sources.codex:CodexSource",
+    "copilot_cli": "skillopt_sleep.sources.copilot_cli:CopilotCliSource",
+    "copilot_vscode": "skillopt_sleep.sources.copilot_vscode:CopilotVSCodeSource",
+    "devin": "skillopt_sleep.sources.devin:DevinSource",
+    "cursor": "skillopt_sleep.sources.cursor:CursorSource",
+    "opencode": "skillopt_sleep.sources.opencode:OpenCodeSource",
+}
+
 
 def get_source(name: str) -> Source:
-    """Return the harvester registered as ``name``; UnknownNameError otherwise."""
-    from skillopt_sleep.sources import (
-        claude_code,
-        codex,
-        copilot_cli,
-        copilot_vscode,
-        cursor,
-        devin,
-        opencode,
-    )
-
-    registry: dict[str, type[Source]] = {
-        "claude_code": claude_code.ClaudeCodeSource,
-        "codex": codex.CodexSource,
-        "copilot_cli": copilot_cli.CopilotCliSource,
-        "copilot_vscode": copilot_vscode.CopilotVSCodeSource,
-        "devin": devin.DevinSource,
-        "cursor": cursor.CursorSource,
-        "opencode": opencode.OpenCodeSource,
-    }
-    if name not in registry:
-        raise UnknownNameError("source", name, tuple(registry))
-    return registry[name]()
+    """Instantiate the harvester registered as ``name``; UnknownNameError when there is none."""
+    target = REGISTRY.get(name)
+    if target is None:
+        raise UnknownNameError("source", name, tuple(REGISTRY))
+    module, cls = target.split(":")
+    return getattr(importlib.import_module(module), cls)()
 
 
-__all__ = ["ParseResult", "Source", "get_source"]
+__all__ = ["REGISTRY", "ParseResult", "Source", "get_source"]

@@ -3,6 +3,9 @@
 A source never writes to the agent's files. The ingester (:mod:`skillopt_sleep.sources.ingest`)
 owns file reading, offsets and accounting; a source only lists files and turns complete lines
 into sessions, keeping whatever it needs between passes in a JSON-able ``state`` dict.
+Discovery (:mod:`skillopt_sleep.sources.discovery`) uses the same methods, in memory.
+Everything the ingester and discovery call is declared here; helpers shared by several
+sources live in :mod:`skillopt_sleep.sources.common` (a source never imports another).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from skillopt_sleep.models import HarvestedSession
 
@@ -19,65 +23,98 @@ from skillopt_sleep.models import HarvestedSession
 #: user prompt contains it is stored with ``self_generated=True`` and never mined.
 SELF_MARKER = "[skillopt-sleep replay]"
 
+#: How the ingester reads a file (see :attr:`Source.mode`).
+ReadMode = Literal["jsonl", "whole_file", "snapshot"]
+
 
 @dataclass
 class ParseResult:
-    """What parsing some lines of one file produced.
+    """What parsing some lines of one file (or one snapshot) produced.
 
     ``sessions`` hold only the messages found in *these* lines (the store merges them).
-    ``skipped`` counts lines dropped by reason (``bad_json``, ``unknown_type``, …).
-    ``state`` is the updated per-file state to persist for the next pass.
+    ``skipped`` counts lines / records dropped by reason (``bad_json``, ``unknown_type:<t>``,
+    …). ``state`` is the updated per-file state to persist for the next pass (JSON-able).
     ``pending`` says something was left for a later pass (e.g. an answer still being
     written): a snapshot source is then read again on the next pass even if unchanged.
+    ``bytes_read`` is what a snapshot read cost (bytes; line sources leave it 0: the ingester
+    counts the bytes it read itself).
     """
 
     sessions: list[HarvestedSession] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
     state: dict = field(default_factory=dict)
     pending: bool = False
-
-
-def json_records(
-    lines: Iterable[bytes], skipped: Counter, state: dict | None = None
-) -> Iterator[dict]:
-    """Decode JSONL lines into dict records. Undecodable lines count as ``bad_json``, other
-    JSON values as ``not_an_object``; with ``state``, ``state["line"]`` counts every line."""
-    import json
-
-    from skillopt_sleep.redact import decode
-
-    for raw in lines:
-        if state is not None:
-            state["line"] += 1
-        try:
-            rec = json.loads(decode(raw))
-        except ValueError:
-            skipped["bad_json"] += 1
-            continue
-        if not isinstance(rec, dict):
-            skipped["not_an_object"] += 1
-            continue
-        yield rec
+    bytes_read: int = 0
 
 
 class Source(ABC):
-    """One agent's session logs."""
+    """One agent's session logs.
 
-    #: registry name, e.g. ``"claude_code"``
+    A subclass sets :attr:`name`, :attr:`mode` (when not ``"jsonl"``) and
+    :attr:`format_version`, and implements :meth:`default_roots`, :meth:`discover` and
+    :meth:`parse`; a ``snapshot`` source also implements :meth:`signature` and
+    :meth:`read_snapshot`. None of these methods may write to the agent's files.
+    """
+
+    #: registry name, e.g. ``"claude_code"`` (the key of :data:`skillopt_sleep.sources.REGISTRY`)
     name: str = ""
+
+    #: how the ingester reads this source's files (:meth:`read_mode` may decide per file):
+    #:
+    #: * ``"jsonl"`` — append-only JSONL read by byte offset; :meth:`parse` gets the complete
+    #:   lines appended since the last pass;
+    #: * ``"whole_file"`` — one JSON document, re-read whole when its size, mtime and sha256
+    #:   change; :meth:`parse` gets all its bytes as a single "line";
+    #: * ``"snapshot"`` — something the source reads itself (a SQLite database opened
+    #:   read-only, a tree of JSON files): re-read when :meth:`signature` changes, through
+    #:   :meth:`read_snapshot`.
+    mode: ReadMode = "jsonl"
+
+    #: the agent version(s) whose log format this parser was written and tested against
+    #: (corpus ``SOURCES.md``); a newer format shows up as ``unknown_type:…`` skips.
+    format_version: str = ""
 
     @abstractmethod
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
-        """The agent's default log roots for this OS (honouring e.g. ``CLAUDE_CONFIG_DIR``)."""
+        """The agent's default log roots for this OS (honouring e.g. ``CLAUDE_CONFIG_DIR``).
+
+        ``env`` is the environment to read overrides from, ``home`` the user's home folder.
+        The roots need not exist. Never raises."""
 
     @abstractmethod
     def discover(self, root: Path) -> Iterator[Path]:
-        """Yield every session file under ``root`` (may not exist: yield nothing)."""
+        """Yield every session file (or snapshot unit) under ``root``, in a stable order.
+
+        ``root`` may not exist: yield nothing. An unreadable ``root`` may raise ``OSError``
+        (counted as ``root_unreadable``); unreadable entries below it are skipped."""
 
     @abstractmethod
     def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
-        """Parse complete lines (without their newline) appended to ``path``.
+        """Parse complete lines (bytes, without their ``\\n``) appended to ``path``.
 
         ``state`` is what the previous pass returned (``{}`` on a first or full re-read).
+        In ``whole_file`` mode ``lines`` is one item: the whole file.
         Must never raise on bad input: count it in ``ParseResult.skipped``.
         """
+
+    def read_mode(self, path: Path) -> ReadMode:
+        """How to read ``path``: :attr:`mode` unless a source mixes formats (one per file)."""
+        return self.mode
+
+    def signature(self, path: Path) -> str:
+        """``snapshot`` mode: a string that changes whenever the unit at ``path`` may have
+        changed (e.g. a hash of its files' names, sizes and mtimes). Must not raise on a
+        missing file (hash it as missing)."""
+        raise NotImplementedError(f"{self.name}: a snapshot source must define signature()")
+
+    def read_snapshot(self, path: Path, state: dict) -> ParseResult:
+        """``snapshot`` mode: read the unit at ``path`` (opened read-only) and return the
+        sessions new since ``state`` (``{}`` on a first read) with the updated state and
+        ``bytes_read``. Bad records are counted in ``skipped``; an unreadable unit may raise
+        (``OSError``, ``sqlite3.Error``: the ingester skips the file with that reason)."""
+        raise NotImplementedError(f"{self.name}: a snapshot source must define read_snapshot()")
+
+    def count_sessions(self, path: Path) -> int:
+        """Sessions held by one discovered file, for discovery's count (a file is one session
+        unless it is e.g. a database). Never raises: an unreadable file counts 0."""
+        return 1

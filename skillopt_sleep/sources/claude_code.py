@@ -44,7 +44,8 @@ from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, json_records
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.sources.common import cap, json_records
 
 #: characters kept of a prompt / answer, and of a tool result excerpt
 MAX_TEXT = 20_000
@@ -53,7 +54,39 @@ TOOL_EXCERPT = 400
 HEADLESS_ENTRYPOINTS = frozenset({"sdk-cli", "sdk-ts", "sdk-py"})
 #: built-in slash commands whose arguments are settings, not tasks
 BUILTIN_COMMANDS = frozenset(
-    ["/model", "/mcp", "/compact", "/clear", "/config", "/login", "/logout", "/resume", "/cost", "/help", "/exit", "/quit", "/permissions", "/add-dir", "/agents", "/hooks", "/memory", "/status", "/doctor", "/ide", "/vim", "/theme", "/context", "/output-style", "/plugin", "/rewind", "/export", "/statusline", "/terminal-setup", "/usage", "/fast"]
+    [
+        "/model",
+        "/mcp",
+        "/compact",
+        "/clear",
+        "/config",
+        "/login",
+        "/logout",
+        "/resume",
+        "/cost",
+        "/help",
+        "/exit",
+        "/quit",
+        "/permissions",
+        "/add-dir",
+        "/agents",
+        "/hooks",
+        "/memory",
+        "/status",
+        "/doctor",
+        "/ide",
+        "/vim",
+        "/theme",
+        "/context",
+        "/output-style",
+        "/plugin",
+        "/rewind",
+        "/export",
+        "/statusline",
+        "/terminal-setup",
+        "/usage",
+        "/fast",
+    ]
 )
 
 _REMINDER = re.compile(r"<system-reminder>[\s\S]*?(?:</system-reminder>|$)")
@@ -72,10 +105,6 @@ _INJECTED_PREFIXES = (
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _cap(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _block_text(content: Any) -> str:
@@ -112,6 +141,7 @@ class ClaudeCodeSource(Source):
     """Harvester for Claude Code's ``projects/**/*.jsonl`` transcripts (see module doc)."""
 
     name = "claude_code"
+    format_version = "Claude Code 2.0.14 – 2.1.38"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         from skillopt_sleep.agents import agent_of_source
@@ -242,14 +272,14 @@ class ClaudeCodeSource(Source):
                 uid=uid,
                 role="assistant",
                 kind="answer",
-                text=_cap(clean(text), MAX_TEXT),
+                text=cap(clean(text), MAX_TEXT),
                 tool_names=list(dict.fromkeys(tools)),
                 timestamp=_str(rec.get("timestamp")),
                 is_sidechain=sidechain,
             )
             return
         if text:
-            m.text = _cap(f"{m.text}\n{clean(text)}" if m.text else clean(text), MAX_TEXT)
+            m.text = cap(f"{m.text}\n{clean(text)}" if m.text else clean(text), MAX_TEXT)
         m.tool_names += [t for t in tools if t not in m.tool_names]
 
     def _user(self, rec: dict, out: dict, sidechain: bool, skipped: Counter, meta: dict) -> None:
@@ -313,7 +343,7 @@ class ClaudeCodeSource(Source):
             uid=puid,
             role="user",
             kind="prompt",
-            text=_cap(clean(prompt), MAX_TEXT),
+            text=cap(clean(prompt), MAX_TEXT),
             timestamp=ts,
             is_sidechain=sidechain,
         )

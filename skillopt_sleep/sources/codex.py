@@ -46,7 +46,8 @@ from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, json_records
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.sources.common import as_dict, cap, json_records
 
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
@@ -95,10 +96,6 @@ def _kind(obj: dict) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _cap(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
 def clean_user_text(text: str) -> str | None:
     """The user's own words in a Codex user message, or None when it is injected context."""
     text = text.strip()
@@ -139,7 +136,8 @@ def _tool_output(payload: dict) -> tuple[str, bool]:
     if isinstance(inner, dict):
         code = (inner.get("metadata") or {}).get("exit_code")
         error = isinstance(code, int) and code != 0
-        out = inner.get("output") if isinstance(inner.get("output"), str) else out
+        inner_out = inner.get("output")
+        out = inner_out if isinstance(inner_out, str) else out
     else:
         m = _EXIT.search(out[:2000])
         error = bool(m and m.group(1) != "0") or out.startswith(("failed in sandbox", "error:"))
@@ -150,6 +148,7 @@ class CodexSource(Source):
     """Harvester for Codex CLI/IDE/Desktop rollout files (see module doc)."""
 
     name = "codex"
+    format_version = "Codex CLI pre-envelope rollouts (Sept 2025) and envelope rollouts 0.40.0 – 0.104.0; record types up to 0.146 (synthetic)"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         from skillopt_sleep.agents import agent_of_source
@@ -292,8 +291,8 @@ class _Ctx:
 
     def event(self, p: dict) -> None:
         ptype = _kind(p)
-        item = p.get("item") if ptype == "item_completed" else None
-        itype = _kind(item) if isinstance(item, dict) else None
+        item = as_dict(p.get("item")) if ptype == "item_completed" else {}
+        itype = _kind(item)
         if ptype == "user_message" and isinstance(p.get("message"), str):
             self.prompt(p["message"], "event")
         elif ptype == "agent_message" and isinstance(p.get("message"), str):
@@ -346,7 +345,7 @@ class _Ctx:
             self.st["fp"], self.st["self"] = True, SELF_MARKER in text
         uid = f"{self.st['key']}:{self.st['line']}"
         self.add(
-            HarvestedMessage(uid=uid, role="user", kind="prompt", text=_cap(clean(text), MAX_TEXT))
+            HarvestedMessage(uid=uid, role="user", kind="prompt", text=cap(clean(text), MAX_TEXT))
         )
 
     def answer(self, raw: str, channel: str) -> None:
@@ -363,7 +362,7 @@ class _Ctx:
         self.st["cur"] = uid
         self.add(
             HarvestedMessage(
-                uid=uid, role="assistant", kind="answer", text=_cap(clean(text), MAX_TEXT)
+                uid=uid, role="assistant", kind="answer", text=cap(clean(text), MAX_TEXT)
             )
         )
 

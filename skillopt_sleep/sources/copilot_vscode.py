@@ -39,36 +39,21 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, decode
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, json_records
-from skillopt_sleep.sources.copilot_cli import cap, parse_events
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, ReadMode, Source
+from skillopt_sleep.sources.common import cap, json_records, ms_to_iso
+from skillopt_sleep.sources.copilot_events import parse_events
 
 MAX_TEXT = 20_000
 FLAVOURS = ("Code", "Code - Insiders", "VSCodium", "Code - OSS")
 _TOOL_KINDS = ("toolInvocationSerialized", "toolInvocation")
 _TEXT_KINDS = (None, "markdownContent", "markdownVuln")
 _DRIVE = re.compile(r"^/([A-Za-z]):(/.*)?$")
-
-
-def ms_to_iso(value: Any) -> str | None:
-    """Epoch milliseconds (or seconds) to ISO 8601 UTC."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        return None
-    secs = value / 1000 if value > 1e11 else value
-    try:
-        return (
-            datetime.fromtimestamp(secs, timezone.utc)
-            .isoformat(timespec="milliseconds")
-            .replace("+00:00", "Z")
-        )
-    except (OverflowError, OSError, ValueError):
-        return None
 
 
 def uri_to_path(uri: Any) -> str | None:
@@ -111,6 +96,7 @@ class CopilotVSCodeSource(Source):
     """Harvester for VS Code Copilot Chat sessions (see module doc)."""
 
     name = "copilot_vscode"
+    format_version = "VS Code Copilot Chat: chatSessions v3 JSON, incremental JSONL of extension 0.49.0, agent transcripts of 0.37.6 (VS Code 1.109.3)"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         if env.get("VSCODE_APPDATA"):
@@ -157,7 +143,7 @@ class CopilotVSCodeSource(Source):
                         ):
                             yield here / name
 
-    def read_mode(self, path: Path) -> str:
+    def read_mode(self, path: Path) -> ReadMode:
         return "whole_file" if path.suffix == ".json" else "jsonl"
 
     # ------------------------------------------------------------------ parsing
@@ -168,7 +154,7 @@ class CopilotVSCodeSource(Source):
                 sess.headless = False
                 sess.project = sess.project or _workspace_project(path.parent.parent.parent)
             return result
-        st = (
+        st: dict[str, Any] = (
             dict(state)
             if state
             else {

@@ -32,8 +32,8 @@ from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, json_records
-from skillopt_sleep.sources.copilot_cli import cap
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.sources.common import cap, json_records
 
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
@@ -93,6 +93,7 @@ class CursorSource(Source):
     """Harvester for Cursor agent-transcript JSONL files (see module doc)."""
 
     name = "cursor"
+    format_version = "Cursor agent-transcripts JSONL (synthetic, version not recorded)"
     mode = "jsonl"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:

@@ -36,8 +36,7 @@ from typing import Any
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt, decode
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
-from skillopt_sleep.sources.copilot_cli import cap, looks_like_path
-from skillopt_sleep.sources.copilot_vscode import ms_to_iso
+from skillopt_sleep.sources.common import as_dict, cap, looks_like_path, ms_to_iso
 
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
@@ -89,6 +88,7 @@ class DevinSource(Source):
     """Harvester for Devin CLI ATIF transcripts (see module doc)."""
 
     name = "devin"
+    format_version = "Devin CLI ATIF-v1.7 transcripts and sessions.db projections, shapes checked upstream against CLI 3000.3.27 (synthetic)"
     mode = "whole_file"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
@@ -130,12 +130,9 @@ class DevinSource(Source):
 
     # ------------------------------------------------------------------ shapes
     def _atif(self, path: Path, doc: dict, skipped: Counter) -> HarvestedSession:
-        key = (
-            doc.get("session_id")
-            if isinstance(doc.get("session_id"), str) and doc["session_id"]
-            else path.stem
-        )
-        agent = doc.get("agent") if isinstance(doc.get("agent"), dict) else {}
+        session_id = doc.get("session_id")
+        key = session_id if isinstance(session_id, str) and session_id else path.stem
+        agent = as_dict(doc.get("agent"))
         sess = HarvestedSession(source=self.name, key=key)
         if isinstance(agent.get("model_name"), str):
             sess.model = agent["model_name"]
@@ -161,8 +158,8 @@ class DevinSource(Source):
             )
             if ts and not sess.started_at:
                 sess.started_at = ts
-            meta = step.get("metadata") if isinstance(step.get("metadata"), dict) else {}
-            extra = step.get("extra") if isinstance(step.get("extra"), dict) else {}
+            meta = as_dict(step.get("metadata"))
+            extra = as_dict(step.get("extra"))
             source = step.get("source")
             text = _text(step.get("message")).strip()
             if source == "user":
@@ -255,9 +252,10 @@ class DevinSource(Source):
             if not isinstance(node, dict):
                 skipped["bad_node"] += 1
                 continue
-            msg = node.get("chat_message") if isinstance(node.get("chat_message"), dict) else node
+            chat = node.get("chat_message")
+            msg = chat if isinstance(chat, dict) else node
             uid = f"{key}:{node.get('message_id') or node.get('node_id') or n}"
-            meta = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
+            meta = as_dict(msg.get("metadata"))
             role, text = msg.get("role"), _text(msg.get("content")).strip()
             if role == "user":
                 if meta.get("is_user_input") is False:

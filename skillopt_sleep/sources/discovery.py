@@ -72,12 +72,10 @@ class SourceStatus:
 
 def _probe(src: Source, path: Path) -> tuple[int, dict[str, int]]:
     """Messages parsed from (the start of) one file, in memory, and the skip counts."""
-    from skillopt_sleep.sources.ingest import read_mode
-
-    mode = read_mode(src, path)
+    mode = src.read_mode(path)
     try:
         if mode == "snapshot":
-            res = src.read_snapshot(path, {})  # type: ignore[attr-defined]
+            res = src.read_snapshot(path, {})
         else:
             with open(path, "rb") as fh:
                 data = fh.read(PROBE_BYTES)
@@ -131,8 +129,7 @@ def source_status(
         except OSError:
             st.skipped["root_unreadable"] = st.skipped.get("root_unreadable", 0) + 1
     st.files = len(files)
-    counter = getattr(src, "count_sessions", None)
-    st.sessions = sum(counter(p) for _, p in files) if callable(counter) else st.files
+    st.sessions = sum(src.count_sessions(p) for _, p in files)
     if not st.found:
         st.status = STATUS_NOT_FOUND
         return st
@@ -183,11 +180,11 @@ def discover_sources(
     return out
 
 
-def _disabled_in_file(doc, name: str) -> bool:
+def _disabled_in_file(doc: Mapping[str, Any], name: str) -> bool:
     """The parsed (tomlkit) config sets ``enabled = false`` for ``sources.<name>`` itself."""
     sources = doc.get("sources")
-    table: Any = sources.get(name) if hasattr(sources, "get") else None
-    return hasattr(table, "get") and table.get("enabled") is False
+    table = sources.get(name) if isinstance(sources, Mapping) else None
+    return isinstance(table, Mapping) and table.get("enabled") is False
 
 
 def _plan_enable(

@@ -188,13 +188,13 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
     if not _stat.S_ISREG(st.st_mode):
         raise SkipFile("not_a_file")
     row = store.get_file(key)
-    usable = row is not None and row.get("status") == "ok"
-    if read_mode(src, path) != "jsonl":
-        _ingest_whole(store, src, path, res, st, row if usable else None)
+    usable = row if row is not None and row.get("status") == "ok" else None
+    if src.read_mode(path) != "jsonl":
+        _ingest_whole(store, src, path, res, st, usable)
         return
     zst = key.endswith(".zst")
-    if zst and usable and row["size"] == st.st_size and row["mtime"] == st.st_mtime:
-        res.offset = row["offset"]
+    if zst and usable and usable["size"] == st.st_size and usable["mtime"] == st.st_mtime:
+        res.offset = usable["offset"]
         return
     with open(key, "rb") as fh:
         head = fh.read(HEAD)
@@ -209,20 +209,20 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
             if b"\x00" in head:
                 raise SkipFile("binary")
             if usable:
-                prev = min(HEAD, row["size"] or 0)
-                if row["inode"] != st.st_ino:
+                prev = min(HEAD, usable["size"] or 0)
+                if usable["inode"] != st.st_ino:
                     res.reason = "replaced"
-                elif st.st_size < (row["offset"] or 0):
+                elif st.st_size < (usable["offset"] or 0):
                     res.reason = "truncated"
-                elif _head_hash(head[:prev]) != row["head_hash"]:
+                elif _head_hash(head[:prev]) != usable["head_hash"]:
                     res.reason = "replaced"
-                elif st.st_size == row["size"] and st.st_mtime == row["mtime"]:
-                    res.offset = row["offset"]
+                elif st.st_size == usable["size"] and st.st_mtime == usable["mtime"]:
+                    res.offset = usable["offset"]
                     return
                 else:
-                    offset = row["offset"] or 0
+                    offset = usable["offset"] or 0
                     try:
-                        state = json.loads(row["state"] or "{}")
+                        state = json.loads(usable["state"] or "{}")
                     except ValueError:
                         offset, state, res.reason = 0, {}, "bad_state"
             fh.seek(offset)
@@ -246,7 +246,8 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
         res.bytes_read = reader.bytes_read
         res.offset = st.st_size if zst else reader.offset
         size = st.st_size if zst else max(st.st_size, reader.pos)
-        again = bool(res.reason) or not usable
+        # counts carried over from earlier passes (none after a re-read from 0)
+        kept = usable if usable and not res.reason else {}
         store.put_file(
             {
                 "path": key,
@@ -257,9 +258,8 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
                 "offset": res.offset,
                 "state": json.dumps(state),
                 "head_hash": _head_hash(head[: min(HEAD, size)]),
-                "lines_ok": res.lines_ok + (0 if again else row.get("lines_ok") or 0),
-                "lines_skipped": sum(res.lines_skipped.values())
-                + (0 if again else row.get("lines_skipped") or 0),
+                "lines_ok": res.lines_ok + (kept.get("lines_ok") or 0),
+                "lines_skipped": sum(res.lines_skipped.values()) + (kept.get("lines_skipped") or 0),
                 "status": "ok",
                 "last_error": "",
             }
@@ -270,27 +270,13 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
 MAX_WHOLE = 64 * 1024 * 1024
 
 
-def read_mode(src: Source, path: Path) -> str:
-    """How ``src`` wants ``path`` read: ``src.read_mode(path)`` if it defines one, else its
-    ``mode`` attribute, else ``"jsonl"``. Modes:
-
-    * ``jsonl`` — append-only JSONL by byte offset (the default, above);
-    * ``whole_file`` — one JSON document: re-read whole when size or mtime changed and its
-      sha256 differs; ``src.parse(path, [all bytes], state)`` gets it as a single "line";
-    * ``snapshot`` — something the source reads itself (a SQLite database opened read-only
-      with a high-water mark in ``state``, a tree of JSON files): re-read when
-      ``src.signature(path)`` changed, through ``src.read_snapshot(path, state)``.
-    """
-    fn = getattr(src, "read_mode", None)
-    return fn(path) if callable(fn) else getattr(src, "mode", "jsonl")
-
-
 def _ingest_whole(
     store: Store, src: Source, path: Path, res: FileResult, st: os.stat_result, row: dict | None
 ) -> None:
-    """``whole_file`` / ``snapshot`` files (see :func:`read_mode`); ``row`` is the usable row."""
+    """``whole_file`` / ``snapshot`` files (see :attr:`.base.Source.mode`); ``row`` is the usable
+    row."""
     key = str(path)
-    mode = read_mode(src, path)
+    mode = src.read_mode(path)
     state: dict = {}
     if row is not None:
         try:
@@ -311,7 +297,7 @@ def _ingest_whole(
         unchanged = row is not None and row["head_hash"] == digest
         n_bytes = len(data)
     else:
-        digest = src.signature(path)  # type: ignore[attr-defined]
+        digest = src.signature(path)
         unchanged = row is not None and row["head_hash"] == digest
         data, n_bytes = b"", 0
     if not unchanged:
@@ -319,8 +305,8 @@ def _ingest_whole(
         if mode == "whole_file":
             parsed = src.parse(path, [data], state)
         else:
-            parsed = src.read_snapshot(path, state)  # type: ignore[attr-defined]
-            n_bytes = int(getattr(parsed, "bytes_read", 0) or 0)
+            parsed = src.read_snapshot(path, state)
+            n_bytes = parsed.bytes_read
         state = parsed.state
         if parsed.pending:  # something left for later: never "unchanged" next pass
             digest = f"pending:{digest}"

@@ -44,8 +44,7 @@ from typing import Any
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt, decode
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
-from skillopt_sleep.sources.copilot_cli import cap
-from skillopt_sleep.sources.copilot_vscode import ms_to_iso
+from skillopt_sleep.sources.common import as_dict, cap, ms_to_iso
 
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
@@ -82,7 +81,7 @@ def _settled(info: dict, parts: list[dict], updated_ms: Any, now: float) -> bool
     """False for an assistant message still being written (see the module docstring)."""
     if info.get("role") != "assistant":
         return True
-    t = info.get("time") if isinstance(info.get("time"), dict) else {}
+    t = as_dict(info.get("time"))
     if t.get("completed") or info.get("error"):
         return True
     last = _last_activity_ms(info, parts, updated_ms)
@@ -110,7 +109,7 @@ class _Builder:
                 sess.title = clean(row["title"])[:200]
             if isinstance(row.get("version"), str):
                 sess.agent_version = row["version"]
-            t = row.get("time") if isinstance(row.get("time"), dict) else {}
+            t = as_dict(row.get("time"))
             sess.started_at = sess.started_at or ms_to_iso(
                 t.get("created") or row.get("time_created")
             )
@@ -124,7 +123,7 @@ class _Builder:
             self.skipped["no_id"] += 1
             return
         role = info.get("role")
-        t = info.get("time") if isinstance(info.get("time"), dict) else {}
+        t = as_dict(info.get("time"))
         ts = ms_to_iso(t.get("created"))
         model = info.get("modelID")
         if model is None and isinstance(info.get("model"), dict):
@@ -144,18 +143,19 @@ class _Builder:
                 name = p.get("tool")
                 if isinstance(name, str) and name and name not in tools:
                     tools.append(name)
-                state = p.get("state") if isinstance(p.get("state"), dict) else {}
+                state = as_dict(p.get("state"))
                 out = (
                     state.get("output")
                     if isinstance(state.get("output"), str)
                     else state.get("error")
                 )
-                meta = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+                meta = as_dict(state.get("metadata"))
                 exit_code = meta.get("exit")
                 error = state.get("status") == "error" or (
                     isinstance(exit_code, int) and exit_code != 0
                 )
-                pid = p.get("id") if isinstance(p.get("id"), str) else f"{mid}:{len(tools)}"
+                part_id = p.get("id")
+                pid = part_id if isinstance(part_id, str) else f"{mid}:{len(tools)}"
                 tool_msgs.append(
                     HarvestedMessage(
                         uid=pid,
@@ -208,6 +208,8 @@ class OpenCodeSource(Source):
     """Harvester for OpenCode's SQLite database and JSON storage tree (see module doc)."""
 
     name = "opencode"
+    mode = "snapshot"
+    format_version = "OpenCode storage v2 JSON tree (synthetic) and opencode.db (no sample)"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         from skillopt_sleep.agents import agent_of_source
@@ -227,9 +229,6 @@ class OpenCodeSource(Source):
             for name in sorted(filenames):
                 if name.endswith(".json"):
                     yield Path(dirpath) / name
-
-    def read_mode(self, path: Path) -> str:
-        return "snapshot"
 
     def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
         """Not line based: everything goes through :meth:`read_snapshot`."""
@@ -332,7 +331,7 @@ class OpenCodeSource(Source):
             n_bytes += sum(len(json.dumps(p)) for p in parts)
             b.message(sid, data, parts)
         result.sessions = list(b.sessions.values())
-        result.bytes_read = n_bytes  # type: ignore[attr-defined]
+        result.bytes_read = n_bytes
         return result
 
     # SQLite -------------------------------------------------------------
@@ -399,7 +398,7 @@ class OpenCodeSource(Source):
         finally:
             con.close()
         result.sessions = list(b.sessions.values())
-        result.bytes_read = n_bytes  # type: ignore[attr-defined]
+        result.bytes_read = n_bytes
         result.state = state
         return result
 
