@@ -122,39 +122,48 @@ def running(store: Store) -> RunningNight | None:
     return RunningNight(r["id"], r["started_at"], r.get("pid"), r.get("trigger"))
 
 
-def _stale(rows: list[Row], *, lock_held: bool) -> list[Row]:
-    """Of ``running`` rows, those no process runs any more: all of them when the lock is
-    free or held by the caller (no other night can run), else those whose pid is dead."""
-    if not rows:
-        return []
-    if lock_held or lock_free():
+def _stale(rows: list[Row], *, lock_free_now: bool) -> list[Row]:
+    """Of ``running`` rows, those no process runs any more: all of them when no other
+    process holds the lock, else those whose pid is dead (or a zombie)."""
+    if lock_free_now:
         return rows
     return [r for r in rows if not pid_alive(r.get("pid"))]
 
 
-def recover(store: Store, *, lock_held: bool = False) -> int:
-    """Mark ``running`` nights no process runs any more ``interrupted`` (see :func:`_stale`;
-    ``lock_held``: the caller holds the night lock). Returns how many were marked."""
-    stale = _stale(store.nights.running(), lock_held=lock_held)
-    if not stale:
-        return 0
+def _interrupt(store: Store, rows: list[Row]) -> int:
+    n = 0
     with store.write():
-        for row in stale:
-            store.nights.set(
-                row["id"],
-                status=str(NightStatus.INTERRUPTED),
-                finished_at=now_iso(),
-                error=STOPPED,
-            )
-    return len(stale)
+        for row in rows:
+            n += store.nights.interrupt(row["id"], finished_at=now_iso(), error=STOPPED)
+    return n
+
+
+def recover(store: Store, *, lock_held: bool = False) -> int:
+    """Mark ``running`` nights no process runs any more ``interrupted``: every one when the
+    night lock is free (it is held while marking, so no night starts meanwhile) or held by
+    the caller (``lock_held``), else those whose pid is dead or a zombie. A row that finished
+    meanwhile is left alone. Returns how many were marked."""
+    if not store.nights.running():
+        return 0
+    if lock_held:
+        return _interrupt(store, store.nights.running())
+    probe = night_lock()
+    try:
+        probe.acquire(timeout=0)
+    except Timeout:  # a night runs in another process: only rows whose process is gone
+        return _interrupt(store, _stale(store.nights.running(), lock_free_now=False))
+    try:
+        return _interrupt(store, store.nights.running())
+    finally:
+        probe.release()
 
 
 def seen_as(rows: list[Row]) -> list[Row]:
     """``rows`` (night rows) as :func:`recover` would leave them, without writing: a stale
     ``running`` night shows ``interrupted``. For reads (status)."""
-    stale = {
-        r["id"] for r in _stale([r for r in rows if r.get("status") == "running"], lock_held=False)
-    }
+    running_rows = [r for r in rows if r.get("status") == "running"]
+    free = bool(running_rows) and lock_free()
+    stale = {r["id"] for r in _stale(running_rows, lock_free_now=free)}
     return [
         dict(r, status=str(NightStatus.INTERRUPTED), error=r.get("error") or STOPPED)
         if r["id"] in stale

@@ -22,6 +22,15 @@ class NightsRepo(Repository):
         """Update columns of one night."""
         self.db.table("nights").update(night_id, fields)
 
+    def interrupt(self, night_id: int, *, finished_at: str, error: str) -> bool:
+        """Mark a night ``interrupted`` if it is still ``running``; returns whether it was."""
+        cur = self.db.execute(
+            "update nights set status = 'interrupted', finished_at = ?, error = ? "
+            "where id = ? and status = 'running'",
+            [finished_at, error, night_id],
+        )
+        return cur.rowcount > 0
+
     def get(self, night_id: int) -> Row | None:
         """The night's row, or None."""
         return self._one("nights", "id = ?", [night_id])

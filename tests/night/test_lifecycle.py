@@ -105,3 +105,9 @@ def test_run_night_refuses_while_another_holds_the_lock(store: Store, tmp_path: 
     with lifecycle.night_lock().acquire(timeout=0):
         with pytest.raises(NightError, match=r"a night is running \(started t1\)"):
             run_night(store, settings, harvest_first=False)
+
+
+def test_interrupt_leaves_a_night_that_finished_meanwhile_alone(store: Store) -> None:
+    nid = store.nights.add(started_at="t", status="succeeded", pid=999999)
+    assert store.nights.interrupt(nid, finished_at="t2", error="x") is False
+    assert store.nights.get(nid)["status"] == "succeeded"
