@@ -343,7 +343,7 @@ def run_demo(
         result = run_night(store, settings, trigger="demo", progress=say)
         report = ""
         if result.proposal_id:
-            row = store.get("proposals", result.proposal_id)
+            row = store.proposals.get(result.proposal_id) or {}
             report = str(Path(row["dir"]) / "report.md")
         store.close()
     return {

@@ -140,9 +140,9 @@ def _hash_bytes(data: bytes | None) -> str:
 
 
 def get_proposal(store: Store, proposal_id: str) -> dict[str, Any]:
-    row = store.get("proposals", proposal_id)
+    row = store.proposals.get(proposal_id)
     if not row:
-        known = [r["id"] for r in store.rows("proposals", order_by="created_at desc", limit=5)]
+        known = [r["id"] for r in store.proposals.all(limit=5)]
         hint = f"; recent: {', '.join(known)}" if known else "; there are no proposals yet"
         raise ProposalError(f"no proposal {proposal_id!r}{hint}")
     return row
@@ -150,10 +150,7 @@ def get_proposal(store: Store, proposal_id: str) -> dict[str, Any]:
 
 def list_proposals(store: Store, status: str | None = None) -> list[dict[str, Any]]:
     """Proposal rows, newest first; ``summary`` decoded from its JSON column."""
-    if status:
-        rows = store.rows("proposals", "status = ?", [status], order_by="created_at desc, id desc")
-    else:
-        rows = store.rows("proposals", order_by="created_at desc, id desc")
+    rows = store.proposals.all(status)
     for row in rows:
         try:
             row["summary"] = json.loads(row.get("summary") or "{}")
@@ -261,37 +258,34 @@ def adopt(
             str(_keep_copy(live, target.name, f"adopt-{proposal_id}")) if live is not None else ""
         )
         with store.write():
-            adoption_id = store.insert(
-                "adoptions",
-                {
-                    "proposal_id": proposal_id,
-                    "target_path": str(target),
-                    "adopted_at": now_iso(),
-                    "existed_before": int(live is not None),
-                    "before_hash": live_hash,
-                    "after_hash": sha256_text(new_text),
-                    "backup_path": backup_path,
-                    "rolled_back_at": None,
-                },
+            adoption_id = store.adoptions.add(
+                proposal_id=proposal_id,
+                target_path=str(target),
+                adopted_at=now_iso(),
+                existed_before=int(live is not None),
+                before_hash=live_hash,
+                after_hash=sha256_text(new_text),
+                backup_path=backup_path,
+                rolled_back_at=None,
             )
-            store.update("proposals", proposal_id, {"status": "adopted"})
+            store.proposals.set_status(proposal_id, "adopted")
         _write(target, new_text.encode("utf-8"))
     except BaseException:
         if adoption_id is not None:
             with store.write():
-                store.db["adoptions"].delete(adoption_id)
-                store.update("proposals", proposal_id, {"status": "staged"})
+                store.adoptions.delete(adoption_id)
+                store.proposals.set_status(proposal_id, "staged")
         _remove_empty_dirs(created)
         record.unlink(missing_ok=True)
         raise
-    return store.get("adoptions", adoption_id)
+    return store.adoptions.get(adoption_id) or {}
 
 
 def _created_dirs(store: Store, adoption: dict[str, Any]) -> list[str]:
     """The folders ``adoption`` created (deepest first), from the record adopt left in the
     proposal's folder. Without one (an adoption made by an older version) only the managed
     skill folder right above the file counts, as it did then."""
-    folder = (store.get("proposals", adoption["proposal_id"]) or {}).get("dir")
+    folder = (store.proposals.get(adoption["proposal_id"]) or {}).get("dir")
     if folder:
         try:
             data = json.loads((Path(folder) / ADOPTION_RECORD).read_text("utf-8"))
@@ -307,9 +301,7 @@ def reject(store: Store, proposal_id: str, reason: str = "") -> dict[str, Any]:
     row = get_proposal(store, proposal_id)
     if row["status"] != "staged":
         raise ProposalError(f"proposal {proposal_id} is {row['status']}, not staged")
-    store.update(
-        "proposals", proposal_id, {"status": "rejected", "reason": reason or "rejected by user"}
-    )
+    store.proposals.set_status(proposal_id, "rejected", reason or "rejected by user")
     return get_proposal(store, proposal_id)
 
 
@@ -319,15 +311,13 @@ def rollback(store: Store, target: str | None = None, *, force: bool = False) ->
     ``target``: a path (or None for the latest adoption of any target). Raises ProposalError
     when there is nothing to roll back or the live file changed since the adoption.
     """
-    where, args = "rolled_back_at is null", []
+    targets = None
     if target:
         given = Path(target).expanduser()
-        where += " and target_path in (?, ?)"
-        args += [str(given.absolute()), str(given.resolve())]
-    rows = store.rows("adoptions", where, args, order_by="id desc", limit=1)
-    if not rows:
+        targets = [str(given.absolute()), str(given.resolve())]
+    a = store.adoptions.latest_live(targets)
+    if a is None:
         raise ProposalError(f"nothing to roll back{' for ' + target if target else ''}")
-    a = rows[0]
     path = Path(a["target_path"])
     live = _read_bytes(path)
     kept = ""
@@ -354,6 +344,6 @@ def rollback(store: Store, target: str | None = None, *, force: bool = False) ->
                 raise ProposalError(f"cannot remove {path}: {exc.strerror or exc}") from None
         # exactly the folders adopt created, and only those now empty
         removed = _remove_empty_dirs(_created_dirs(store, a))
-    store.update("adoptions", a["id"], {"rolled_back_at": now_iso()})
-    store.update("proposals", a["proposal_id"], {"status": "rolled_back"})
-    return dict(store.get("adoptions", a["id"]), kept_copy=kept, removed_dirs=removed)
+    store.adoptions.set_rolled_back(a["id"], now_iso())
+    store.proposals.set_status(a["proposal_id"], "rolled_back")
+    return dict(store.adoptions.get(a["id"]) or {}, kept_copy=kept, removed_dirs=removed)

@@ -38,21 +38,18 @@ def night_view(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def collect_status(store: Store, *, nights: int = 5) -> dict[str, Any]:
-    from skillopt_sleep.night.run import recover_nights
+    """What ``status`` shows. A read: it never writes. A ``running`` night whose process is
+    gone (the night lock is free) shows as ``interrupted``; marking it so in the database is
+    left to the next night or daemon start (:func:`.night.lifecycle.recover`)."""
+    from skillopt_sleep.night import lifecycle
 
-    recover_nights(store)  # a "running" night nobody runs any more (kill -9) is interrupted
-    last_nights = store.rows("nights", order_by="id desc", limit=nights)
+    last_nights = lifecycle.seen_as(store.nights.recent(nights))
     # a dry run that only planned (or found nothing to plan) is not "the last night"; one
     # that failed is
-    real = store.rows(
-        "nights",
-        "not (dry_run = 1 and status in ('planned', 'no_tasks'))",
-        order_by="id desc",
-        limit=1,
-    )
-    last = real[0] if real else None
-    harvest = {}
-    for row in store.rows("harvest_runs", order_by="id desc", limit=50):
+    real = store.nights.last_real()
+    last = lifecycle.seen_as([real])[0] if real else None
+    harvest: dict[str, Any] = {}
+    for row in store.harvests.recent(50):
         harvest.setdefault(
             row["source"],
             {
@@ -62,21 +59,15 @@ def collect_status(store: Store, *, nights: int = 5) -> dict[str, Any]:
                 "bytes_read": row["bytes_read"],
                 "sessions_new": row["sessions_new"],
                 "sessions_updated": row["sessions_updated"],
-                "sessions_filtered": json.loads(row["sessions_filtered"] or "{}"),
-                "lines_skipped": json.loads(row["lines_skipped"] or "{}"),
-                "files_skipped": json.loads(row["files_skipped"] or "{}"),
+                "sessions_filtered": row["sessions_filtered"],
+                "lines_skipped": row["lines_skipped"],
+                "files_skipped": row["files_skipped"],
             },
         )
-    counts = {
-        "sessions": store.db["sessions"].count,
-        "messages": store.db["messages"].count,
-        "tasks": store.db["tasks"].count,
-    }
+    counts = store.counts.totals()
     from skillopt_sleep.daemon.control import daemon_status
 
-    by_source = dict(
-        store.db.execute("select source, count(*) from sessions group by source").fetchall()
-    )
+    by_source = store.counts.sessions_by_source()
     return {
         "daemon": daemon_status(),
         "sessions_by_source": by_source,
@@ -97,7 +88,7 @@ def collect_status(store: Store, *, nights: int = 5) -> dict[str, Any]:
                 "test_before": p["test_before"],
                 "test_after": p["test_after"],
             }
-            for p in store.rows("proposals", "status = 'staged'", order_by="created_at desc")
+            for p in store.proposals.staged()
         ],
         "harvest": harvest,
     }

@@ -12,6 +12,7 @@ from skillopt_sleep.night.document import BEGIN, END, Document, read_live, sha25
 from skillopt_sleep.night.stage import stage_proposal
 from skillopt_sleep.proposals import adopt, list_proposals, reject, rollback
 from skillopt_sleep.store import Store
+from tests.store.rows import db_get, db_rows
 
 
 def stage(store: Store, target: Path, rules: list[str], night_id: int = 1) -> str:
@@ -55,10 +56,10 @@ def test_adopt_changes_only_the_managed_block_and_rollback_restores_bytes(store,
     assert new.startswith(ORIGINAL) and b"- Use `pnpm` instead of `npm`." in new
     assert target.stat().st_mode & 0o777 == 0o640
     assert Path(a["backup_path"]).read_bytes() == ORIGINAL
-    assert store.get("proposals", pid)["status"] == "adopted"
+    assert db_get(store, "proposals", pid)["status"] == "adopted"
     rollback(store, str(target))
     assert target.read_bytes() == ORIGINAL
-    assert store.get("proposals", pid)["status"] == "rolled_back"
+    assert db_get(store, "proposals", pid)["status"] == "rolled_back"
     with pytest.raises(ProposalError, match="nothing to roll back"):
         rollback(store, str(target))
 
@@ -105,7 +106,7 @@ def test_stale_base_hash_unknown_id_and_reject(store, tmp_path):
     with pytest.raises(ProposalError, match="no proposal 'p999'"):
         adopt(store, "p999")
     reject(store, pid, "not now")
-    assert store.get("proposals", pid)["status"] == "rejected"
+    assert db_get(store, "proposals", pid)["status"] == "rejected"
     with pytest.raises(ProposalError, match="is rejected, not staged"):
         adopt(store, pid)
     assert target.read_bytes() == b"x\n"
@@ -116,7 +117,7 @@ def test_newer_proposal_supersedes_older(store, tmp_path):
     first = stage(store, target, ["A."], night_id=1)
     second = stage(store, target, ["B."], night_id=2)
     assert [p["id"] for p in list_proposals(store, "staged")] == [second]
-    assert store.get("proposals", first)["status"] == "superseded"
+    assert db_get(store, "proposals", first)["status"] == "superseded"
 
 
 def test_adopt_writes_through_a_symlink_and_rollback_keeps_it(store, tmp_path):
@@ -150,8 +151,8 @@ def test_unwritable_target_is_a_proposal_error_and_records_nothing(store, tmp_pa
     parent.write_text("now a file, not a folder")
     with pytest.raises(ProposalError, match="cannot (read|write)"):
         adopt(store, pid)
-    assert store.rows("adoptions") == []
-    assert store.get("proposals", pid)["status"] == "staged"
+    assert db_rows(store, "adoptions") == []
+    assert db_get(store, "proposals", pid)["status"] == "staged"
 
 
 # ---------------------------------------------------------------- a live file that is not UTF-8
@@ -171,9 +172,11 @@ def test_adopt_refuses_a_live_file_that_is_not_utf8_and_writes_nothing(store, tm
         ):
             adopt(store, pid, force=force)
     assert target.read_bytes() == LATIN1
-    assert store.rows("adoptions") == [] and store.get("proposals", pid)["status"] == "staged"
+    assert (
+        db_rows(store, "adoptions") == [] and db_get(store, "proposals", pid)["status"] == "staged"
+    )
     assert not paths.backups_dir().exists()
-    assert not (Path(store.get("proposals", pid)["dir"]) / "adoption.json").exists()
+    assert not (Path(db_get(store, "proposals", pid)["dir"]) / "adoption.json").exists()
 
 
 def test_rollback_of_a_file_made_non_utf8_after_adopt(store, tmp_path):
@@ -323,8 +326,8 @@ def test_a_process_killed_right_after_the_live_write_leaves_an_adoption_rollback
     assert res.returncode == 9, res.stderr
     assert b"- Use `pnpm` instead of `npm`." in target.read_bytes()  # the write happened
     fresh = Store(db)
-    assert fresh.get("proposals", pid)["status"] == "adopted"
-    assert [a["proposal_id"] for a in fresh.rows("adoptions")] == [pid]
+    assert db_get(fresh, "proposals", pid)["status"] == "adopted"
+    assert [a["proposal_id"] for a in db_rows(fresh, "adoptions")] == [pid]
     rollback(fresh, str(target))
     assert target.read_bytes() == ORIGINAL
 
@@ -347,7 +350,9 @@ def test_a_failed_live_write_leaves_no_adoption(store, tmp_path, monkeypatch):
     with pytest.raises(OSError):
         adopt(store, pid)
     assert target.read_bytes() == ORIGINAL
-    assert store.rows("adoptions") == [] and store.get("proposals", pid)["status"] == "staged"
+    assert (
+        db_rows(store, "adoptions") == [] and db_get(store, "proposals", pid)["status"] == "staged"
+    )
 
 
 def test_adopt_removes_temp_files_a_killed_write_left_beside_the_target(store, tmp_path):

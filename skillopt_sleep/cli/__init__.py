@@ -137,11 +137,7 @@ def tasks(
             f"{report.prompts} prompts considered"
             + (f"; dropped: {dropped}" if dropped else "")
             + ")"
-            + (
-                "; harvest first: `skillopt-sleep harvest`"
-                if not store.db["harvest_runs"].count
-                else ""
-            ),
+            + ("; harvest first: `skillopt-sleep harvest`" if not store.harvests.any() else ""),
             markup=False,
         )
         return
@@ -272,9 +268,7 @@ def reject_cmd(
 
 @app.command("rollback")
 def rollback_cmd(
-    target: str | None = typer.Argument(
-        None, help="The live file (default: the latest adoption)."
-    ),
+    target: str | None = typer.Argument(None, help="The live file (default: the latest adoption)."),
     force: bool = typer.Option(
         False, "--force", help="Restore even if the file changed since adoption."
     ),

@@ -41,7 +41,7 @@ from skillopt_sleep.daemon.live import LiveIngest
 from skillopt_sleep.daemon.nights import NightRunner
 from skillopt_sleep.daemon.scheduler import NightScheduler, system_clock
 from skillopt_sleep.daemon.watcher import Debouncer, Watcher
-from skillopt_sleep.night.run import recover_nights
+from skillopt_sleep.night import lifecycle
 
 log = logging.getLogger("skillopt_sleep.daemon")
 
@@ -192,7 +192,6 @@ class Daemon(LiveIngest):
 
     def _start(self) -> None:
         from skillopt_sleep.config import load_settings
-        from skillopt_sleep.night.run import mark_interrupted
         from skillopt_sleep.sources import get_source
 
         self._install_signals()
@@ -209,7 +208,7 @@ class Daemon(LiveIngest):
         log.info("starting (pid %d, state %s)", os.getpid(), paths.state_dir())
         self.settings = s = load_settings(self.config_path)
         with self.store() as store:
-            n = mark_interrupted(store) + recover_nights(store)
+            n = lifecycle.recover(store)
             if n:
                 log.warning("%d night(s) left running by a stopped process marked interrupted", n)
         for name, cfg in s.sources.items():
@@ -299,14 +298,7 @@ class Daemon(LiveIngest):
     def _night_since(self, slot: dt.datetime) -> bool:
         since = slot.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
         with self.store() as store:
-            rows = store.rows(
-                "nights",
-                "started_at >= ? and dry_run = 0 and trigger != 'demo' "
-                "and status in ('succeeded', 'no_change', 'no_tasks')",
-                [since],
-                limit=1,
-            )
-        return bool(rows)
+            return store.nights.completed_since(since)
 
     # ------------------------------------------------------------------ control
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -335,14 +327,8 @@ class Daemon(LiveIngest):
             with self.store() as store:
                 for w in watched:
                     root = w["root"].rstrip(os.sep) + os.sep
-                    w["files"] = store.db.execute(
-                        "select count(*) from source_files where source = ? and substr(path, 1, ?) = ?",
-                        [w["source"], len(root), root],
-                    ).fetchone()[0]
-                    w["sessions"] = store.db.execute(
-                        "select count(*) from sessions where source = ? and substr(file_path, 1, ?) = ?",
-                        [w["source"], len(root), root],
-                    ).fetchone()[0]
+                    w["files"] = store.files.count_under(w["source"], root)
+                    w["sessions"] = store.sessions.count_under(w["source"], root)
         except Exception as exc:
             log.warning("status: %s", exc)
         night: dict[str, Any] = {"running": self.night.running()}

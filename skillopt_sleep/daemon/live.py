@@ -197,14 +197,7 @@ class LiveIngest:
         without reading unchanged files."""
         out: list[tuple[str, str]] = []
         for name, src in self.sources.items():
-            known = {
-                r[0]: r[1:]
-                for r in store.db.execute(
-                    "select path, size, mtime, inode, status, head_hash like 'pending:%' "
-                    "from source_files where source = ?",
-                    [name],
-                )
-            }
+            known = store.files.stamps(name)
             for source, root in self.roots:
                 if source != name or not root.is_dir():
                     continue
@@ -221,11 +214,11 @@ class LiveIngest:
                     row = known.get(key)
                     if (
                         row
-                        and row[3] == "ok"
-                        and not row[4]
-                        and row[0] == st.st_size
-                        and row[1] == st.st_mtime
-                        and row[2] == st.st_ino
+                        and row.status == "ok"
+                        and not row.pending
+                        and row.size == st.st_size
+                        and row.mtime == st.st_mtime
+                        and row.inode == st.st_ino
                     ):
                         continue
                     out.append((name, key))
@@ -245,9 +238,9 @@ class LiveIngest:
         ts = self.last_activity_ts
         try:
             with self.store() as store:
-                row = store.db.execute("select max(mtime) from source_files").fetchone()
-            if row and row[0]:
-                ts = max(ts or 0, float(row[0]))
+                latest = store.files.latest_mtime()
+            if latest:
+                ts = max(ts or 0, latest)
         except Exception:
             pass
         if ts is None:

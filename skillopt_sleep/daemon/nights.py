@@ -21,11 +21,9 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
-from filelock import Timeout
-
 from skillopt_sleep import paths
 from skillopt_sleep.daemon.clock import utc
-from skillopt_sleep.night.run import recover_nights
+from skillopt_sleep.night import lifecycle
 
 log = logging.getLogger("skillopt_sleep.daemon")
 
@@ -62,23 +60,17 @@ class NightRunner:
         return self.proc is not None and self.proc.poll() is None
 
     def _busy_reason(self) -> str:
-        from skillopt_sleep.night.run import night_lock
-
         if self.running():
             return f"a night is running (started {self._started_from_store() or self.started_at})"
-        probe = night_lock()
-        try:
-            probe.acquire(timeout=0)
-        except Timeout:
+        if not lifecycle.lock_free():
             return f"a night is running (started {self._started_from_store() or 'just now'})"
-        probe.release()
         return ""
 
     def _started_from_store(self) -> str:
         try:
             with self.daemon.store() as store:
-                rows = store.rows("nights", "status = ?", ["running"], order_by="id desc", limit=1)
-            return rows[0]["started_at"] if rows else ""
+                now = lifecycle.running(store)
+            return (now.started_at or "") if now else ""
         except Exception:
             return ""
 
@@ -142,7 +134,7 @@ class NightRunner:
         result["exit_code"] = proc.returncode
         try:
             with self._lock, self.daemon.store() as store:
-                if recover_nights(store):
+                if lifecycle.recover(store):
                     log.warning("the night worker left its night running: marked interrupted")
         except Exception:
             log.exception("could not check the night's final status")

@@ -32,6 +32,7 @@ from filelock import FileLock, Timeout
 from skillopt_sleep import paths
 from skillopt_sleep.daemon import client
 from skillopt_sleep.errors import SkilloptError
+from skillopt_sleep.night.lifecycle import pid_alive
 
 log = logging.getLogger("skillopt_sleep.daemon")
 
@@ -92,16 +93,6 @@ def lock_held() -> bool:
         return True
     probe.release()
     return False
-
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        proc = psutil.Process(pid)
-        return proc.status() != psutil.STATUS_ZOMBIE
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return psutil.pid_exists(pid) if pid else False
 
 
 def read_pidfile() -> dict[str, Any] | None:

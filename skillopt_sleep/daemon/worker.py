@@ -5,7 +5,7 @@ Why a process: ``stop`` can interrupt it (SIGTERM/SIGINT become KeyboardInterrup
 releases the night lock), and agent CLIs it spawns form a tree the daemon can kill. The worker
 dies with the daemon: on Linux through ``PR_SET_PDEATHSIG``, elsewhere through a thread that
 watches the parent pid; a night whose process is gone is then marked ``interrupted`` by
-:func:`~skillopt_sleep.night.run.mark_interrupted` when the daemon starts again.
+:func:`~skillopt_sleep.night.lifecycle.recover` when the daemon starts again.
 
 The result is printed as one JSON line on stdout; progress goes to stderr.
 """

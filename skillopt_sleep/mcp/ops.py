@@ -19,12 +19,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from filelock import Timeout
-
 from skillopt_sleep import paths, proposals
 from skillopt_sleep.config import KNOWN_SOURCES, Settings, load_settings
 from skillopt_sleep.errors import NightError, ProposalError, SkilloptError, StoreError
 from skillopt_sleep.mcp import models as m
+from skillopt_sleep.night import lifecycle
 from skillopt_sleep.night.document import Document, read_live, sha256_text
 from skillopt_sleep.status import collect_status, night_view
 from skillopt_sleep.store import Store
@@ -99,15 +98,7 @@ def _locked(fn: Callable[..., Any]) -> Callable[..., Any]:
 def night_running(state: ServerState) -> bool:
     if state.thread is not None and state.thread.is_alive():
         return True
-    from skillopt_sleep.night.run import night_lock
-
-    lock = night_lock()
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        return True
-    lock.release()
-    return False
+    return not lifecycle.lock_free()
 
 
 def _night(state: ServerState, row: dict[str, Any]) -> m.NightInfo:
@@ -122,7 +113,7 @@ def _night(state: ServerState, row: dict[str, Any]) -> m.NightInfo:
 @_locked
 def sleep_status(state: ServerState) -> m.Status:
     data = collect_status(state.use())
-    nights = [_night(state, r) for r in state.use().rows("nights", order_by="id desc", limit=5)]
+    nights = [_night(state, r) for r in lifecycle.seen_as(state.use().nights.recent(5))]
     return m.Status(
         database=str(state.db_path()),
         counts=data["counts"],
@@ -147,9 +138,10 @@ def _daemon_status() -> dict[str, Any]:
 
 @_locked
 def get_night(state: ServerState, night_id: int) -> m.NightInfo:
-    row = state.use().get("nights", night_id)
+    found = lifecycle.seen_as([r for r in [state.use().nights.get(night_id)] if r])
+    row = found[0] if found else None
     if not row:
-        last = state.use().rows("nights", order_by="id desc", limit=1)
+        last = state.use().nights.recent(1)
         hint = f"; the latest is {last[0]['id']}" if last else "; no night has run yet"
         raise BadArgument(f"no night {night_id}{hint}")
     return _night(state, row)
@@ -204,13 +196,9 @@ def _daemon_run_now(
         return int(nid)
     deadline = time.monotonic() + wait_seconds
     while time.monotonic() < deadline:
-        row = (
-            state.use()
-            .db.execute("select id from nights where id > ? order by id desc limit 1", [before])
-            .fetchone()
-        )
-        if row:
-            return int(row[0])
+        found = state.use().nights.newest_after(before)
+        if found is not None:
+            return found
         time.sleep(0.1)
     raise NightError(
         "the daemon accepted the night but it did not start within "
@@ -234,14 +222,9 @@ def start_night(
                 f"a night is running (night {state.thread_night}, started by this server)"
             )
         if night_running(state):
-            running = state.use().rows("nights", "status = 'running'", order_by="id desc", limit=1)
-            since = (
-                f" (night {running[0]['id']}, started {running[0]['started_at']})"
-                if running
-                else ""
-            )
-            raise NightError(f"a night is running{since}")
-        before = state.use().db.execute("select coalesce(max(id), 0) from nights").fetchone()[0]
+            now = lifecycle.running(state.use())
+            raise NightError(f"a night is running{now.since() if now else ''}")
+        before = state.use().nights.max_id()
         nid = _daemon_run_now(state, before, dry_run, proj, wait_seconds)
         if nid is not None:
             return m.NightStarted(night_id=nid, status="running", via="daemon")
@@ -258,16 +241,12 @@ def start_night(
 
                 def progress(msg: str) -> None:
                     if "night_id" not in box:
-                        row = store.db.execute(
-                            "select id from nights where id > ? and trigger = 'mcp' and pid = ? "
-                            "order by id desc limit 1",
-                            [before, pid],
-                        ).fetchone()
-                        if row:
-                            box["night_id"] = row[0]
+                        found = store.nights.newest_after(before, trigger="mcp", pid=pid)
+                        if found is not None:
+                            box["night_id"] = found
                             with state.progress_lock:
-                                state.progress[row[0]] = collections.deque(maxlen=40)
-                            state.thread_night = row[0]
+                                state.progress[found] = collections.deque(maxlen=40)
+                            state.thread_night = found
                         started.set()
                     if "night_id" in box:
                         with state.progress_lock:
@@ -291,16 +270,7 @@ def start_night(
     nid = box.get("night_id")
     if nid is None:
         with state.lock:
-            row = (
-                state.use()
-                .db.execute(
-                    "select id from nights where id > ? and trigger = 'mcp' and pid = ? order by id desc "
-                    "limit 1",
-                    [before, pid],
-                )
-                .fetchone()
-            )
-        nid = row[0] if row else None
+            nid = state.use().nights.newest_after(before, trigger="mcp", pid=pid)
     if nid is None:
         err = box.get("error")
         if err is not None:
@@ -312,7 +282,7 @@ def start_night(
         raise NightError(f"the night did not start within {wait_seconds:.0f} s")
     state.thread_night = nid
     with state.lock:
-        row = state.use().get("nights", nid)
+        row = state.use().nights.get(nid)
     return m.NightStarted(
         night_id=nid, status=row["status"] if row else "running", via="in-process"
     )
@@ -373,12 +343,9 @@ def reject_proposal(state: ServerState, proposal_id: str, reason: str) -> m.Reje
 def managed_targets(store: Store) -> dict[str, str]:
     """Every live file some proposal or adoption refers to: ``{resolved path: stored path}``."""
     out: dict[str, str] = {}
-    for (p,) in store.db.execute(
-        "select target_path from proposals union select target_path from adoptions"
-    ).fetchall():
-        if p:
-            out[str(Path(p).expanduser().resolve())] = p
-            out.setdefault(p, p)
+    for p in store.proposals.targets():
+        out[str(Path(p).expanduser().resolve())] = p
+        out.setdefault(p, p)
     return out
 
 
@@ -411,12 +378,12 @@ def get_skill(state: ServerState, target: str | None) -> m.SkillInfo:
     if target:
         path = resolve_managed(store, target)
     else:
-        latest = store.rows("proposals", order_by="created_at desc, id desc", limit=1)
-        if not latest:
+        latest = store.proposals.latest()
+        if latest is None:
             raise BadArgument(
                 "no managed target yet: no proposal has been staged (run a night first)"
             )
-        path = latest[0]["target_path"]
+        path = latest["target_path"]
     text = read_live(Path(path))
     doc = Document.parse(text)
     return m.SkillInfo(
@@ -433,7 +400,7 @@ def get_skill(state: ServerState, target: str | None) -> m.SkillInfo:
 @_locked
 def list_tasks(state: ServerState, project: str | None, limit: int) -> m.TaskList:
     root = _project_arg(project, must_exist=False)
-    tasks = state.use().tasks()
+    tasks = state.use().tasks.all()
     if root is not None:
         tasks = [t for t in tasks if _under(t.project, root)]
     return m.TaskList(
@@ -454,10 +421,6 @@ def list_tasks(state: ServerState, project: str | None, limit: int) -> m.TaskLis
     )
 
 
-def _fts_quote(query: str) -> str:
-    return " ".join('"' + tok.replace('"', '""') + '"' for tok in query.split())
-
-
 @_locked
 def search_sessions(
     state: ServerState, query: str, agent: str | None, project: str | None, limit: int
@@ -467,37 +430,21 @@ def search_sessions(
     root = _project_arg(project, must_exist=False)
     if agent and agent not in KNOWN_SOURCES:
         raise BadArgument(f"unknown agent {agent!r}; known: {', '.join(KNOWN_SOURCES)}")
-    db = state.use().db
-    where, args = ["messages_fts match ?", "s.self_generated = 0"], []
-    if agent:
-        where.append("m.source = ?")
-        args.append(agent)
-    if root is not None:
-        where.append("(s.project = ? or s.project like ?)")
-        args += [str(root).rstrip("/"), str(root).rstrip("/") + "/%"]
-    sql = (
-        "select m.id, m.session_id, m.source, s.project, m.role, m.kind, m.timestamp, "
-        "snippet(messages_fts, 0, '[', ']', '…', 16) as snip "
-        "from messages_fts join messages m on m.id = messages_fts.rowid "
-        "join sessions s on s.id = m.session_id "
-        f"where {' and '.join(where)} order by messages_fts.rank limit ?"
+    rows = state.use().sessions.search(
+        query, source=agent, project=None if root is None else str(root), limit=limit
     )
-    try:
-        rows = db.execute(sql, [query, *args, limit]).fetchall()
-    except sqlite3.OperationalError:  # FTS syntax (quotes, dashes, operators): search the words
-        rows = db.execute(sql, [_fts_quote(query), *args, limit]).fetchall()
     return m.SearchResult(
         query=query,
         hits=[
             m.SearchHit(
-                message_id=r[0],
-                session_id=r[1],
-                agent=r[2],
-                project=r[3],
-                role=r[4],
-                kind=r[5],
-                timestamp=r[6],
-                snippet=r[7] or "",
+                message_id=r.message_id,
+                session_id=r.session_id,
+                agent=r.source,
+                project=r.project,
+                role=r.role,
+                kind=r.kind,
+                timestamp=r.timestamp,
+                snippet=r.snippet,
             )
             for r in rows
         ],
@@ -517,10 +464,10 @@ def proposal_markdown(state: ServerState, proposal_id: str) -> str:
 @_locked
 def latest_report(state: ServerState) -> str:
     store = state.use()
-    latest = store.rows("proposals", order_by="created_at desc, id desc", limit=1)
+    latest = store.proposals.latest()
     if latest:
-        return proposal_markdown(state, latest[0]["id"])
-    nights = store.rows("nights", order_by="id desc", limit=1)
+        return proposal_markdown(state, latest["id"])
+    nights = lifecycle.seen_as(store.nights.recent(1))
     if not nights:
         return "# No report yet\n\nNo night has run. Call the `run_night` tool to start one.\n"
     n = night_view(nights[0])

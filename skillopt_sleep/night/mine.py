@@ -339,18 +339,9 @@ def _previous_splits(store: Store, ids: list[str], judge_ok: bool) -> dict[str, 
     unscorable for a while) gets back the split it was last replayed in, so a task once
     replayed as val/test never comes back as train; one never replayed has nothing to leak."""
     previous: dict[str, str] = {
-        t.id: t.split for t in store.tasks() if t.split and scorable(t, judge_ok)
+        t.id: t.split for t in store.tasks.all() if t.split and scorable(t, judge_ok)
     }
-    missing = [i for i in ids if i not in previous]
-    for start in range(0, len(missing), 500):
-        chunk = missing[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        rows = store.db.execute(
-            f"select task_id, split from rollouts where id in (select max(id) from rollouts "
-            f"where task_id in ({marks}) group by task_id)",
-            chunk,
-        ).fetchall()
-        previous.update({tid: split for tid, split in rows if split})
+    previous.update(store.rollouts.last_splits([i for i in ids if i not in previous]))
     return previous
 
 
@@ -365,14 +356,14 @@ def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -
     dropped: Counter = Counter()
     report = MineReport()
     intents: list[Intent] = []
-    for s in store.sessions(scope, include_self=True):
+    for s in store.sessions.all(scope, include_self=True):
         project = s.get("project") or ""
         if scope and not (project == scope or project.startswith(scope + "/")):
             continue  # the store's LIKE treats "_" as a wildcard
         if s.get("self_generated"):
             dropped["self_generated_session"] += 1
             continue
-        messages = store.messages(s["id"])
+        messages = store.sessions.messages(s["id"])
         active = _last_active(s, messages)
         if active is None or active < cutoff or active > now + _dt.timedelta(days=1):
             dropped["outside_lookback"] += 1
@@ -399,7 +390,7 @@ def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -
         kept = kept[: settings.max_tasks]
 
     # Ids are matched oldest cluster first, so an old task keeps its stored id.
-    stored = [t for t in store.tasks() if not t.synthetic]
+    stored = [t for t in store.tasks.all() if not t.synthetic]
     used: set[str] = set()
     ids: dict[int, str] = {}
     for i in sorted(
@@ -419,7 +410,7 @@ def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -
         settings.test_fraction,
         is_scorable=lambda t: scorable(t, judge_ok),
     )
-    store.save_tasks(tasks)
+    store.tasks.save(tasks)
     report.tasks = tasks
     report.tasks_recurring = sum(1 for t in tasks if len(t.sessions) >= settings.min_sessions)
     report.tasks_corrected = sum(1 for t in tasks if t.corrections)

@@ -25,7 +25,7 @@ from skillopt_sleep.errors import BudgetExceeded
 from skillopt_sleep.models import Check, Completion, CompletionRequest, Task, Usage
 from skillopt_sleep.night import prompts
 from skillopt_sleep.redact import redact
-from skillopt_sleep.store import Store, now_iso
+from skillopt_sleep.store import CachedResponse, Store
 
 
 @dataclass
@@ -77,18 +77,16 @@ class Meter:
         """Return ``(completion, cached)``."""
         key = self.key(req)
         with self._lock:
-            hit = self.store.get("rollout_cache", key)
+            hit = self.store.cache.get(key)
         if hit:
             with self._lock:
                 self.cost.cached_calls += 1
             return (
                 Completion(
-                    text=hit["text"],
-                    tool_calls=json.loads(hit["tool_calls"] or "[]"),
-                    usage=Usage(
-                        input_tokens=hit["input_tokens"], output_tokens=hit["output_tokens"]
-                    ),
-                    seconds=hit["seconds"],
+                    text=hit.text,
+                    tool_calls=json.loads(hit.tool_calls or "[]"),
+                    usage=Usage(input_tokens=hit.input_tokens, output_tokens=hit.output_tokens),
+                    seconds=hit.seconds,
                 ),
                 True,
             )
@@ -106,17 +104,15 @@ class Meter:
             self.cost.input_tokens += comp.usage.input_tokens
             self.cost.output_tokens += comp.usage.output_tokens
             self.cost.seconds += elapsed
-            self.store.db["rollout_cache"].upsert(
-                {
-                    "key": key,
-                    "text": comp.text,
-                    "tool_calls": json.dumps(comp.tool_calls),
-                    "input_tokens": comp.usage.input_tokens,
-                    "output_tokens": comp.usage.output_tokens,
-                    "seconds": elapsed,
-                    "created_at": now_iso(),
-                },
-                pk="key",
+            self.store.cache.put(
+                key,
+                CachedResponse(
+                    text=comp.text,
+                    tool_calls=json.dumps(comp.tool_calls),
+                    input_tokens=comp.usage.input_tokens,
+                    output_tokens=comp.usage.output_tokens,
+                    seconds=elapsed,
+                ),
             )
         return comp, False
 

@@ -4,7 +4,7 @@
 It records a ``nights`` row first and always finishes it: ``succeeded`` (a proposal was
 staged), ``no_change`` (nothing certified), ``no_tasks``, ``planned`` (dry run), ``failed``
 (a backend or budget error — re-raised so callers exit non-zero) or, when the process dies,
-``interrupted`` (set by the next run, see :func:`mark_interrupted`).
+``interrupted`` (set by the next run, see :func:`.lifecycle.recover`).
 
 The training loop (epochs × mini-batches, reflect, edits, the val gate, consolidation) is
 :class:`.train.Trainer`; this module orchestrates the night around it and stages the result.
@@ -13,24 +13,24 @@ The training loop (epochs × mini-batches, reflect, edits, the val gate, consoli
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
+from filelock import Timeout
 
-from skillopt_sleep import paths
 from skillopt_sleep.backends import get_backend
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.config import Settings
 from skillopt_sleep.errors import BudgetExceeded, NightError, SkilloptError
 from skillopt_sleep.models import Task
+from skillopt_sleep.night import lifecycle
 from skillopt_sleep.night.document import Document, read_live, resolve_target, sha256_text
+from skillopt_sleep.night.lifecycle import NightStatus, Trigger, night_lock
 from skillopt_sleep.night.replay import mean, scorable
 from skillopt_sleep.night.train import OnRollout, Progress, Trainer, remembered_rejections
-from skillopt_sleep.store import Store, now_iso
+from skillopt_sleep.store import Store
 
 
 @dataclass
@@ -46,74 +46,6 @@ class NightResult:
     cost: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     error: str = ""
-
-
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def mark_interrupted(store: Store) -> int:
-    """Mark ``running`` nights whose process is gone as ``interrupted``; returns how many."""
-    n = 0
-    for row in store.rows("nights", "status = ?", ["running"]):
-        if not _pid_alive(row.get("pid")) or row.get("pid") == os.getpid():
-            store.update(
-                "nights",
-                row["id"],
-                {
-                    "status": "interrupted",
-                    "finished_at": now_iso(),
-                    "error": "the process running it stopped",
-                },
-            )
-            n += 1
-    return n
-
-
-def recover_nights(store: Store) -> int:
-    """Mark ``running`` nights ``interrupted`` when nobody holds the night lock.
-
-    :func:`mark_interrupted` trusts ``kill(pid, 0)``, which also succeeds for a zombie (a
-    worker orphaned by a killed daemon, under a PID 1 that does not reap) or a reused pid. The
-    night lock is held for a night's whole life and released by the kernel when its process
-    dies, so a free lock proves no night is running. Returns how many were marked."""
-    if not store.rows("nights", "status = ?", ["running"], limit=1):
-        return 0
-    probe = night_lock()
-    try:
-        probe.acquire(timeout=0)
-    except Timeout:
-        return 0
-    try:
-        n = 0
-        for row in store.rows("nights", "status = ?", ["running"]):
-            store.update(
-                "nights",
-                row["id"],
-                {
-                    "status": "interrupted",
-                    "finished_at": now_iso(),
-                    "error": "the process running it stopped",
-                },
-            )
-            n += 1
-        return n
-    finally:
-        probe.release()
-
-
-def night_lock() -> FileLock:
-    """The one-night-at-a-time lock shared by the CLI, the daemon and the MCP server."""
-    paths.state_dir().mkdir(parents=True, exist_ok=True)
-    return FileLock(str(paths.state_dir() / "night.lock"))
 
 
 def _inputs_fingerprint(s: Settings, base_hash: str, tasks: list[Task]) -> str:
@@ -142,7 +74,7 @@ def run_night(
     settings: Settings,
     *,
     dry_run: bool = False,
-    trigger: str = "cli",
+    trigger: Trigger | str = Trigger.CLI,
     harvest_first: bool = True,
     progress: Progress | None = None,
     on_rollout: OnRollout | None = None,
@@ -160,22 +92,12 @@ def run_night(
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        running = store.rows("nights", "status = ?", ["running"], order_by="id desc", limit=1)
-        since = f" (started {running[0]['started_at']})" if running else ""
+        now = lifecycle.running(store)
+        since = f" (started {now.started_at})" if now and now.started_at else ""
         raise NightError(f"a night is running{since}") from None
     try:
-        mark_interrupted(store)
-        night_id = store.insert(
-            "nights",
-            {
-                "started_at": now_iso(),
-                "status": "running",
-                "trigger": trigger,
-                "pid": os.getpid(),
-                "dry_run": int(dry_run),
-                "project": str(settings.project or ""),
-            },
-        )
+        lifecycle.recover(store, lock_held=True)
+        night_id = lifecycle.begin(store, settings, trigger, dry_run)
         started = time.monotonic()
         try:
             result = _run(
@@ -191,30 +113,21 @@ def run_night(
             )
         except (SkilloptError, KeyboardInterrupt) as exc:
             if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or a signal turned into one
-                status, error = "interrupted", f"interrupted ({str(exc) or 'Ctrl-C'})"
+                status = NightStatus.INTERRUPTED
+                error = f"interrupted ({str(exc) or 'Ctrl-C'})"
             else:
-                status, error = "failed", str(exc) or type(exc).__name__
-            store.update(
-                "nights",
-                night_id,
-                {
-                    "status": status,
-                    "finished_at": now_iso(),
-                    "error": error,
-                    "seconds": time.monotonic() - started,
-                },
+                status, error = NightStatus.FAILED, str(exc) or type(exc).__name__
+            lifecycle.finish(
+                store, night_id, status, error=error, seconds=time.monotonic() - started
             )
             raise
         except Exception as exc:  # a bug: still never leave the night "running"
-            store.update(
-                "nights",
+            lifecycle.finish(
+                store,
                 night_id,
-                {
-                    "status": "failed",
-                    "finished_at": now_iso(),
-                    "error": f"internal error: {type(exc).__name__}: {exc}",
-                    "seconds": time.monotonic() - started,
-                },
+                NightStatus.FAILED,
+                error=f"internal error: {type(exc).__name__}: {exc}",
+                seconds=time.monotonic() - started,
             )
             raise
         return result
@@ -319,25 +232,20 @@ def _run(
             f'through {s.target.name}; set document.agent = "{replayed_on}"'
         )
         say(f"warning: {summary['warning']}")
-    store.update(
-        "nights", night_id, {"target_path": str(target_path), "summary": json.dumps(summary)}
-    )
+    lifecycle.record(store, night_id, target_path=str(target_path), summary=json.dumps(summary))
     say(
         f"tasks: {len(tasks)} scorable of {len(report.tasks)} mined — {len(train)} train, "
         f"{len(val)} val, {len(test)} test; training {target_path}"
     )
 
     def finish(status: str, **extra: Any) -> NightResult:
-        store.update(
-            "nights",
+        lifecycle.finish(
+            store,
             night_id,
-            {
-                "status": status,
-                "finished_at": now_iso(),
-                "seconds": time.monotonic() - t0,
-                "summary": json.dumps(summary),
-                **extra,
-            },
+            status,
+            seconds=time.monotonic() - t0,
+            summary=json.dumps(summary),
+            **extra,
         )
         return NightResult(
             night_id=night_id,
@@ -436,12 +344,10 @@ def _run(
     new_text = doc.render(rules)
     same = [
         p
-        for p in store.rows(
-            "proposals",
-            "target_path = ? and status = 'staged' and base_hash = ? and new_hash = ?",
-            [str(target_path), base_hash, sha256_text(new_text)],
-        )
-        if json.loads(p["summary"] or "{}").get("inputs") == summary["inputs"]
+        for p in store.proposals.staged(str(target_path))
+        if p["base_hash"] == base_hash
+        and p["new_hash"] == sha256_text(new_text)
+        and json.loads(p["summary"] or "{}").get("inputs") == summary["inputs"]
     ]
     if same:  # an unchanged re-run: the staged proposal already says this
         summary["reason"] = f"same result as the staged proposal {same[0]['id']}"

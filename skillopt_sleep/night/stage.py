@@ -38,7 +38,7 @@ def per_task_deltas(
     store: Store, night_id: int, split: str, before_phase: str, after_phase: str
 ) -> list[dict[str, Any]]:
     """Per-task score before/after for ``split`` from the night's recorded rollouts."""
-    rows = store.rows("rollouts", "night_id = ? and split = ?", [night_id, split], order_by="id")
+    rows = store.rollouts.of_night(night_id, split)
     before: dict[str, float] = {}
     after: dict[str, float] = {}
     for r in rows:
@@ -72,7 +72,7 @@ def stage_proposal(
     """Write the proposal folder and row; returns the proposal id (``p<night id>``)."""
     pid = f"p{night_id}"
     folder = paths.proposals_dir() / pid
-    if folder.exists() and store.get("proposals", pid) is None:
+    if folder.exists() and store.proposals.get(pid) is None:
         # left by an earlier database (deleted or reset): kept aside, never overwritten
         folder.rename(folder.with_name(f"{pid}.orphan-{time.strftime('%Y%m%dT%H%M%S')}"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -83,7 +83,7 @@ def stage_proposal(
 
     intents = {t.id: t.intent for t in tasks}
     # val deltas: baseline vs the last val replay of the accepted document
-    val_rows = store.rows("rollouts", "night_id = ? and split = 'val'", [night_id], order_by="id")
+    val_rows = store.rollouts.of_night(night_id, "val")
     new_hash_doc = sha256_text(new_text)
     val_base = {r["task_id"]: r["score"] for r in val_rows if r["phase"] == "val baseline"}
     val_new = {r["task_id"]: r["score"] for r in val_rows if r["doc_hash"] == new_hash_doc}
@@ -137,32 +137,25 @@ def stage_proposal(
     (folder / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False), "utf-8")
     (folder / "report.md").write_text(render_markdown(report, diff), encoding="utf-8")
 
-    with store.write():  # superseding the old and staging the new: one step, never half
-        for old in store.rows(
-            "proposals", "target_path = ? and status = 'staged'", [str(target_path)]
-        ):
-            store.update(
-                "proposals", old["id"], {"status": "superseded", "reason": f"superseded by {pid}"}
-            )
-        store.db["proposals"].upsert(
-            {
-                "id": pid,
-                "night_id": night_id,
-                "created_at": report["created_at"],
-                "status": "staged",
-                "target_path": str(target_path),
-                "base_hash": base_hash,
-                "new_hash": new_hash_doc,
-                "dir": str(folder),
-                "val_before": val_before,
-                "val_after": val_after,
-                "test_before": test_before,
-                "test_after": test_after,
-                "summary": json.dumps(summary),
-                "reason": "",
-            },
-            pk="id",
-        )
+    # superseding the old and staging the new: one step, never half
+    store.proposals.stage(
+        {
+            "id": pid,
+            "night_id": night_id,
+            "created_at": report["created_at"],
+            "status": "staged",
+            "target_path": str(target_path),
+            "base_hash": base_hash,
+            "new_hash": new_hash_doc,
+            "dir": str(folder),
+            "val_before": val_before,
+            "val_after": val_after,
+            "test_before": test_before,
+            "test_after": test_after,
+            "summary": json.dumps(summary),
+            "reason": "",
+        },
+    )
     return pid
 
 

@@ -81,28 +81,25 @@ class Trainer:
         dh = sha256_text(text)
         by_id = {t.id: t for t in tasks}
         for tid, sc in scores.items():
-            self.store.insert(
-                "rollouts",
-                {
-                    "night_id": self.night_id,
-                    "task_id": tid,
-                    "split": by_id[tid].split,
-                    "phase": phase,
-                    "doc_hash": dh,
-                    "backend": self.target.backend.name,
-                    "model": self.target.backend.model,
-                    "answer": sc.answer,
-                    "tool_calls": json.dumps(sc.tool_calls),
-                    "hard": sc.hard,
-                    "soft": sc.soft,
-                    "score": sc.score,
-                    "checks": json.dumps(sc.checks),
-                    "cached": int(sc.cached),
-                    "input_tokens": sc.usage.input_tokens,
-                    "output_tokens": sc.usage.output_tokens,
-                    "seconds": sc.seconds,
-                    "created_at": now_iso(),
-                },
+            self.store.rollouts.add(
+                night_id=self.night_id,
+                task_id=tid,
+                split=by_id[tid].split,
+                phase=phase,
+                doc_hash=dh,
+                backend=self.target.backend.name,
+                model=self.target.backend.model,
+                answer=sc.answer,
+                tool_calls=json.dumps(sc.tool_calls),
+                hard=sc.hard,
+                soft=sc.soft,
+                score=sc.score,
+                checks=json.dumps(sc.checks),
+                cached=int(sc.cached),
+                input_tokens=sc.usage.input_tokens,
+                output_tokens=sc.usage.output_tokens,
+                seconds=sc.seconds,
+                created_at=now_iso(),
             )
         return scores
 
@@ -138,23 +135,20 @@ class Trainer:
 
     def record_edit(self, e: Edit) -> None:
         self.edits.append(e)
-        e.id = self.store.insert(
-            "edits",
-            {
-                "night_id": self.night_id,
-                "epoch": e.epoch,
-                "batch": e.batch,
-                "op": e.op,
-                "text": e.text,
-                "old": e.old,
-                "rationale": e.rationale,
-                "origin": e.origin,
-                "status": e.status,
-                "reason": e.reason,
-                "val_before": e.val_before,
-                "val_after": e.val_after,
-                "created_at": now_iso(),
-            },
+        e.id = self.store.edits.add(
+            night_id=self.night_id,
+            epoch=e.epoch,
+            batch=e.batch,
+            op=e.op,
+            text=e.text,
+            old=e.old,
+            rationale=e.rationale,
+            origin=e.origin,
+            status=e.status,
+            reason=e.reason,
+            val_before=e.val_before,
+            val_after=e.val_after,
+            created_at=now_iso(),
         )
 
     # ----------------------------------------------------------------- the loop
@@ -265,20 +259,14 @@ def remembered_rejections(store: Store, target_path: str, inputs: str) -> list[s
     rejected-edit buffer (``Edit.describe()`` texts, most recent first, deduplicated, at most
     :data:`REMEMBERED_REJECTIONS`). Nights with the very same inputs are left out: a re-run
     of an unchanged night must send the same prompts (and so be served from the cache)."""
-    rows = store.db.execute(
-        "select e.op, e.text, e.old, n.summary from edits e join nights n on n.id = e.night_id "
-        "where e.status = 'rejected' and e.origin != 'consolidate' and n.target_path = ? "
-        "order by e.id desc",
-        [target_path],
-    ).fetchall()
     out: list[str] = []
-    for op, text, old, summary in rows:
+    for r in store.edits.rejected_for(target_path):
         try:
-            if json.loads(summary or "{}").get("inputs") == inputs:
+            if json.loads(r.night_summary or "{}").get("inputs") == inputs:
                 continue
         except ValueError:
             pass
-        said = Edit(op=op, text=text or "", old=old or "").describe()
+        said = Edit(op=r.op, text=r.text, old=r.old).describe()
         if said not in out:
             out.append(said)
         if len(out) >= REMEMBERED_REJECTIONS:

@@ -109,10 +109,10 @@ def _save_sessions(
     whole file is read, since a later batch may still bring its messages)."""
     for sess in sessions:
         sid = f"{sess.source}:{sess.key}"
-        if not sess.messages and sid not in known and store.get("sessions", sid) is None:
+        if not sess.messages and sid not in known and store.sessions.get(sid) is None:
             empty.add(sid)
             continue
-        is_new, changed = store.save_session(sess, key)
+        is_new, changed = store.sessions.save(sess, key)
         known.add(sid)
         res.messages += changed
         if is_new:
@@ -166,7 +166,7 @@ def _mark(
     res.bytes_read = res.lines_ok = res.messages = 0
     res.sessions_new, res.sessions_updated = set(), set()
     res.sessions_filtered, res.lines_skipped = Counter(), Counter()
-    old = store.get_file(key) or {}
+    old = store.files.get(key) or {}
     row = {
         "path": key,
         "source": src.name,
@@ -177,7 +177,7 @@ def _mark(
     }
     try:
         with store.write():
-            store.put_file(row)
+            store.files.put(row)
     except sqlite3.Error:
         pass
 
@@ -187,7 +187,7 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
     st = os.stat(key)
     if not _stat.S_ISREG(st.st_mode):
         raise SkipFile("not_a_file")
-    row = store.get_file(key)
+    row = store.files.get(key)
     usable = row if row is not None and row.get("status") == "ok" else None
     if src.read_mode(path) != "jsonl":
         _ingest_whole(store, src, path, res, st, usable)
@@ -248,7 +248,7 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
         size = st.st_size if zst else max(st.st_size, reader.pos)
         # counts carried over from earlier passes (none after a re-read from 0)
         kept = usable if usable and not res.reason else {}
-        store.put_file(
+        store.files.put(
             {
                 "path": key,
                 "source": src.name,
@@ -319,7 +319,7 @@ def _ingest_whole(
         res.bytes_read = n_bytes
         res.lines_ok = len(known)
     res.offset = st.st_size
-    store.put_file(
+    store.files.put(
         {
             "path": key,
             "source": src.name,
@@ -390,7 +390,7 @@ def harvest(
             _bump(sr.warnings, fr.warnings)
         sr.sessions_new, sr.sessions_updated = len(new), len(updated - new)
         sr.finished_at = now_iso()
-        store.record_harvest(
+        store.harvests.record(
             sr.model_dump(
                 include={
                     "started_at",

@@ -3,33 +3,64 @@
 ``Store(db)`` takes a :class:`sqlite_utils.Database` (or a path) so tests can pass
 ``tmp_path / "x.db"``; :func:`open_store` opens the user's default database.
 All timestamps are ISO 8601 UTC strings.
+
+Every SQL statement on our database lives in this package, in one repository per part of
+the store, reached as attributes of :class:`Store`:
+
+==================  ==========================================================
+``store.files``     harvested log files (offsets, parse state)
+``store.sessions``  sessions, messages and full-text search
+``store.harvests``  harvest passes
+``store.tasks``     mined tasks
+``store.nights``    nights (written through ``night.lifecycle``)
+``store.rollouts``  replays and their scores
+``store.edits``     the optimizer's edits and the gate's verdicts
+``store.proposals`` staged proposals
+``store.adoptions`` adoptions (and their rollback)
+``store.cache``     the model response cache
+``store.counts``    row counts for status
+==================  ==========================================================
+
+Reads never write. ``store.write()`` groups writes in one ``BEGIN IMMEDIATE`` transaction.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
-import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from sqlite_utils import Database
 
 from skillopt_sleep import paths
 from skillopt_sleep.errors import StoreError
-from skillopt_sleep.models import HarvestedSession, Task
+from skillopt_sleep.store._base import Row, now_iso, write_transaction
+from skillopt_sleep.store.cache import CachedResponse, ResponseCache
+from skillopt_sleep.store.counts import Counts
+from skillopt_sleep.store.edits import EditsRepo
+from skillopt_sleep.store.files import FilesRepo
+from skillopt_sleep.store.harvests import HarvestsRepo
 from skillopt_sleep.store.migrations import migrations
+from skillopt_sleep.store.nights import NightsRepo
+from skillopt_sleep.store.proposals import AdoptionsRepo, ProposalsRepo
+from skillopt_sleep.store.rollouts import RolloutsRepo
+from skillopt_sleep.store.sessions import SearchHit, SessionsRepo
+from skillopt_sleep.store.tasks import TasksRepo
 
-
-def now_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+__all__ = [
+    "CachedResponse",
+    "Row",
+    "SearchHit",
+    "Store",
+    "now_iso",
+    "open_store",
+]
 
 
 class Store:
-    """Thin, typed access to the tables. Methods raise :class:`StoreError` on corruption."""
+    """The store: its repositories as attributes (see the module doc). Opening raises
+    :class:`StoreError` when the file cannot be opened or is not a usable database."""
 
     def __init__(self, db: Database | str | Path):
         if not isinstance(db, Database):
@@ -54,208 +85,25 @@ class Store:
             migrations.apply(self.db)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"database is unusable: {exc}") from None
+        self.files = FilesRepo(db)
+        self.sessions = SessionsRepo(db)
+        self.harvests = HarvestsRepo(db)
+        self.tasks = TasksRepo(db)
+        self.nights = NightsRepo(db)
+        self.rollouts = RolloutsRepo(db)
+        self.edits = EditsRepo(db)
+        self.proposals = ProposalsRepo(db)
+        self.adoptions = AdoptionsRepo(db)
+        self.cache = ResponseCache(db)
+        self.counts = Counts(db)
 
     def close(self) -> None:
         self.db.conn.close()
 
-    @contextlib.contextmanager
-    def write(self) -> Iterator[Database]:
-        """One write transaction, taken at once (``BEGIN IMMEDIATE``). In WAL mode a deferred
-        transaction that reads first and writes later fails at once with "database is
-        locked" when another process committed in between (the busy timeout does not help);
-        this one waits for the write lock up to the busy timeout instead. Nested: a
-        savepoint."""
-        if self.db.conn.in_transaction:
-            with self.db.atomic():
-                yield self.db
-            return
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.db
-        except BaseException:
-            self.db.conn.rollback()
-            raise
-        else:
-            self.db.conn.commit()
-
-    # ------------------------------------------------------------------ source files
-    def get_file(self, path: str) -> dict[str, Any] | None:
-        rows = list(self.db["source_files"].rows_where("path = ?", [path]))
-        return rows[0] if rows else None
-
-    def put_file(self, row: dict[str, Any]) -> None:
-        row = dict(row, updated_at=now_iso())
-        self.db["source_files"].upsert(row, pk="path", alter=False)
-
-    def files(self, source: str | None = None) -> list[dict[str, Any]]:
-        if source:
-            return list(self.db["source_files"].rows_where("source = ?", [source]))
-        return list(self.db["source_files"].rows)
-
-    # ------------------------------------------------------------------ sessions / messages
-    def save_session(self, session: HarvestedSession, file_path: str) -> tuple[bool, int]:
-        """Upsert a session and append its new messages (dedupe by ``(source, uid)``; parts of
-        a split assistant message with an existing uid are merged into it).
-
-        Returns ``(is_new_session, n_messages_added_or_merged)``. Not transactional by itself:
-        callers wrap a file's whole pass in ``with store.write():``.
-        """
-        sid = f"{session.source}:{session.key}"
-        existing = list(self.db["sessions"].rows_where("id = ?", [sid]))
-        is_new = not existing
-        old = existing[0] if existing else {}
-        row = {
-            "id": sid,
-            "source": session.source,
-            "key": session.key,
-            "project": session.project or old.get("project"),
-            "file_path": old.get("file_path") or file_path,
-            "started_at": old.get("started_at") or session.started_at,
-            "updated_at": now_iso(),
-            "model": session.model or old.get("model"),
-            "agent_version": session.agent_version or old.get("agent_version"),
-            "headless": int(session.headless or bool(old.get("headless"))),
-            "self_generated": int(session.self_generated or bool(old.get("self_generated"))),
-            "title": session.title or old.get("title"),
-            "n_messages": old.get("n_messages") or 0,
-        }
-        self.db["sessions"].upsert(row, pk="id")
-        seq = row["n_messages"]
-        changed = 0
-        for msg in session.messages:
-            found = self.db.execute(
-                "select id, text, tool_names from messages where source = ? and uid = ?",
-                [session.source, msg.uid],
-            ).fetchone()
-            if found:
-                mid, text, tools = found
-                tools_l = json.loads(tools or "[]")
-                new_text = text
-                if msg.text and text and msg.text.startswith(text):
-                    new_text = msg.text  # the same message, grown (e.g. a streamed answer)
-                elif msg.text and msg.text not in (text or ""):
-                    new_text = f"{text}\n{msg.text}" if text else msg.text
-                new_tools = tools_l + [t for t in msg.tool_names if t not in tools_l]
-                if new_text != text or new_tools != tools_l:
-                    self.db["messages"].update(
-                        mid, {"text": new_text, "tool_names": json.dumps(new_tools)}
-                    )
-                    changed += 1
-                continue
-            self.db["messages"].insert(
-                {
-                    "session_id": sid,
-                    "source": session.source,
-                    "uid": msg.uid,
-                    "seq": seq,
-                    "role": msg.role,
-                    "kind": msg.kind,
-                    "text": msg.text,
-                    "tool_names": json.dumps(msg.tool_names),
-                    "timestamp": msg.timestamp,
-                    "is_sidechain": int(msg.is_sidechain),
-                    "is_error": int(msg.is_error),
-                }
-            )
-            seq += 1
-            changed += 1
-        if seq != row["n_messages"]:
-            self.db["sessions"].update(sid, {"n_messages": seq})
-        return is_new, changed
-
-    def sessions(self, project: str | None = None, include_self: bool = False) -> list[dict]:
-        where, args = [], []
-        if project:
-            where.append("(project = ? or project like ?)")
-            args += [project, project.rstrip("/") + "/%"]
-        if not include_self:
-            where.append("self_generated = 0")
-        sql = " and ".join(where) or None
-        return list(self.db["sessions"].rows_where(sql, args, order_by="started_at"))
-
-    def messages(self, session_id: str) -> list[dict]:
-        rows = list(self.db["messages"].rows_where("session_id = ?", [session_id], order_by="seq"))
-        for r in rows:
-            r["tool_names"] = json.loads(r["tool_names"] or "[]")
-        return rows
-
-    def search_messages(self, query: str, limit: int = 20) -> list[dict]:
-        return list(self.db["messages"].search(query, limit=limit))
-
-    # ------------------------------------------------------------------ harvest accounting
-    def record_harvest(self, row: dict[str, Any]) -> None:
-        row = dict(row)
-        for key in ("sessions_filtered", "lines_skipped", "files_skipped"):
-            if not isinstance(row.get(key), str):
-                row[key] = json.dumps(row.get(key) or {})
-        self.db["harvest_runs"].insert(row)
-
-    # ------------------------------------------------------------------ tasks
-    def save_tasks(self, tasks: Iterable[Task]) -> None:
-        now = now_iso()
-        for t in tasks:
-            old = list(self.db["tasks"].rows_where("id = ?", [t.id]))
-            self.db["tasks"].upsert(
-                {
-                    "id": t.id,
-                    "project": t.project,
-                    "intent": t.intent,
-                    "sessions": json.dumps(t.sessions),
-                    "checks": json.dumps([c.model_dump() for c in t.checks]),
-                    "rubric": t.rubric,
-                    "corrections": json.dumps(t.corrections),
-                    "split": t.split,
-                    "synthetic": int(t.synthetic),
-                    "tools": json.dumps(t.tools),
-                    "first_seen": old[0]["first_seen"] if old else now,
-                    "last_seen": now,
-                    "updated_at": now,
-                },
-                pk="id",
-            )
-
-    def tasks(self, project: str | None = None) -> list[Task]:
-        if project:
-            rows = self.db["tasks"].rows_where("project = ?", [project], order_by="id")
-        else:
-            rows = self.db["tasks"].rows_where(order_by="id")
-        return [
-            Task(
-                id=r["id"],
-                project=r["project"],
-                intent=r["intent"],
-                sessions=json.loads(r["sessions"] or "[]"),
-                checks=json.loads(r["checks"] or "[]"),
-                rubric=r["rubric"] or "",
-                corrections=json.loads(r["corrections"] or "[]"),
-                split=r["split"],
-                synthetic=bool(r["synthetic"]),
-                tools=json.loads(r["tools"] or "[]"),
-            )
-            for r in rows
-        ]
-
-    # ------------------------------------------------------------------ generic helpers
-    def insert(self, table: str, row: dict[str, Any]) -> int:
-        return self.db[table].insert(row).last_pk
-
-    def update(self, table: str, pk: Any, values: dict[str, Any]) -> None:
-        self.db[table].update(pk, values)
-
-    def get(self, table: str, pk: Any) -> dict[str, Any] | None:
-        pkcol = self.db[table].pks[0]
-        rows = list(self.db[table].rows_where(f"[{pkcol}] = ?", [pk]))
-        return rows[0] if rows else None
-
-    def rows(
-        self,
-        table: str,
-        where: str | None = None,
-        args: list | None = None,
-        order_by: str | None = None,
-        limit: int | None = None,
-    ) -> list[dict[str, Any]]:
-        return list(self.db[table].rows_where(where, args or [], order_by=order_by, limit=limit))
+    def write(self) -> contextlib.AbstractContextManager[Database]:
+        """One write transaction, taken at once (``BEGIN IMMEDIATE``); nested: a savepoint.
+        See :func:`~skillopt_sleep.store._base.write_transaction`."""
+        return write_transaction(self.db)
 
 
 def open_store(path: Path | None = None) -> Store:

@@ -10,7 +10,7 @@ migrations = Migrations("skillopt_sleep")
 
 @migrations(name="m001_initial")
 def m001_initial(db: Database) -> None:
-    db["source_files"].create(
+    db.table("source_files").create(
         {
             "path": str,
             "source": str,
@@ -28,7 +28,7 @@ def m001_initial(db: Database) -> None:
         },
         pk="path",
     )
-    db["sessions"].create(
+    db.table("sessions").create(
         {
             "id": str,  # "<source>:<key>"
             "source": str,
@@ -46,8 +46,8 @@ def m001_initial(db: Database) -> None:
         },
         pk="id",
     )
-    db["sessions"].create_index(["project"])
-    db["messages"].create(
+    db.table("sessions").create_index(["project"])
+    db.table("messages").create(
         {
             "id": int,
             "session_id": str,
@@ -65,9 +65,9 @@ def m001_initial(db: Database) -> None:
         pk="id",
         foreign_keys=[("session_id", "sessions", "id")],
     )
-    db["messages"].create_index(["source", "uid"], unique=True)
-    db["messages"].create_index(["session_id", "seq"])
-    db["harvest_runs"].create(
+    db.table("messages").create_index(["source", "uid"], unique=True)
+    db.table("messages").create_index(["session_id", "seq"])
+    db.table("harvest_runs").create(
         {
             "id": int,
             "started_at": str,
@@ -84,7 +84,7 @@ def m001_initial(db: Database) -> None:
         },
         pk="id",
     )
-    db["tasks"].create(
+    db.table("tasks").create(
         {
             "id": str,
             "project": str,
@@ -102,7 +102,7 @@ def m001_initial(db: Database) -> None:
         },
         pk="id",
     )
-    db["nights"].create(
+    db.table("nights").create(
         {
             "id": int,
             "started_at": str,
@@ -128,7 +128,7 @@ def m001_initial(db: Database) -> None:
         },
         pk="id",
     )
-    db["rollout_cache"].create(
+    db.table("rollout_cache").create(
         {
             "key": str,  # sha256(task intent, doc hash, backend, model, tools)
             "text": str,
@@ -140,11 +140,11 @@ def m001_initial(db: Database) -> None:
         },
         pk="key",
     )
-    db["judge_cache"].create(
+    db.table("judge_cache").create(
         {"key": str, "score": float, "created_at": str},
         pk="key",
     )
-    db["rollouts"].create(
+    db.table("rollouts").create(
         {
             "id": int,
             "night_id": int,
@@ -168,8 +168,8 @@ def m001_initial(db: Database) -> None:
         },
         pk="id",
     )
-    db["rollouts"].create_index(["night_id"])
-    db["edits"].create(
+    db.table("rollouts").create_index(["night_id"])
+    db.table("edits").create(
         {
             "id": int,
             "night_id": int,
@@ -188,8 +188,8 @@ def m001_initial(db: Database) -> None:
         },
         pk="id",
     )
-    db["edits"].create_index(["night_id"])
-    db["proposals"].create(
+    db.table("edits").create_index(["night_id"])
+    db.table("proposals").create(
         {
             "id": str,
             "night_id": int,
@@ -208,7 +208,7 @@ def m001_initial(db: Database) -> None:
         },
         pk="id",
     )
-    db["adoptions"].create(
+    db.table("adoptions").create(
         {
             "id": int,
             "proposal_id": str,
@@ -222,9 +222,9 @@ def m001_initial(db: Database) -> None:
         },
         pk="id",
     )
-    db["adoptions"].create_index(["target_path"])
+    db.table("adoptions").create_index(["target_path"])
 
 
 @migrations(name="m002_messages_fts")
 def m002_messages_fts(db: Database) -> None:
-    db["messages"].enable_fts(["text"], create_triggers=True, tokenize="porter")
+    db.table("messages").enable_fts(["text"], create_triggers=True, tokenize="porter")

@@ -93,8 +93,8 @@ def test_replay_sessions_are_stored_but_never_mined(built, tmp_path):
     for cli, source in (("claude", "claude_code"), ("codex", "codex")):
         for f in result[cli].files:
             harvest_file(store, source, f)
-    every = store.sessions(include_self=True)
-    mined = store.sessions()
+    every = store.sessions.all(include_self=True)
+    mined = store.sessions.all()
     assert len(every) == 8 and len(mined) == 6
     assert {r["key"] for r in every} - {r["key"] for r in mined} == {
         result["claude"].sessions["replay"],

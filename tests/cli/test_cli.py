@@ -190,14 +190,8 @@ def test_status_marks_a_night_whose_process_died_as_interrupted():
 
     store = Store(paths.db_path())
     # as left by a `run` killed with -9: "running", its lock released by the kernel
-    store.insert(
-        "nights",
-        {
-            "started_at": "2026-11-30T01:00:00+00:00",
-            "status": "running",
-            "pid": 999999,
-            "trigger": "cli",
-        },
+    store.nights.add(
+        started_at="2026-11-30T01:00:00+00:00", status="running", pid=999999, trigger="cli"
     )
     data = json.loads(cli("status", "--json").stdout)
     assert data["last_night"]["status"] == "interrupted"

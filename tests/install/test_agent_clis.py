@@ -19,6 +19,7 @@ import tomlkit
 
 from skillopt_sleep.simulator import Simulator, serve
 from tests.agent_clis import agent_binary
+from tests.store.rows import db_rows
 
 pytestmark = pytest.mark.cli
 
@@ -282,7 +283,8 @@ def test_session_end_hook_reaches_the_running_daemon(
 
         store = Store(paths.db_path())
         prompts = [
-            m["text"] for m in store.rows("messages", "source = 'claude_code' and kind = 'prompt'")
+            m["text"]
+            for m in db_rows(store, "messages", "source = 'claude_code' and kind = 'prompt'")
         ]
         store.close()
         assert "hello there" in prompts, prompts
@@ -349,9 +351,7 @@ def test_codex_ignores_a_project_install_until_the_project_is_trusted(
     assert not (ch / "config.toml").exists()  # no trust setting written for the user
     listed = lambda: {
         s["name"]
-        for s in json.loads(
-            run([binary("codex"), "mcp", "list", "--json"], env, project).stdout
-        )
+        for s in json.loads(run([binary("codex"), "mcp", "list", "--json"], env, project).stdout)
     }
     assert "skillopt-sleep" not in listed()
     note = next(n for n in report["notes"] if "trust" in n)

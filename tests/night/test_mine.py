@@ -53,7 +53,7 @@ def add(
                 timestamp=f"2025-06-{day:02d}T10:{i:02d}:00Z",
             )
         )
-    store.save_session(
+    store.sessions.save(
         HarvestedSession(
             source="claude_code",
             key=key,
@@ -115,7 +115,7 @@ def test_reworded_prompts_cluster_across_sessions(store: Store) -> None:
     assert report.tasks_recurring == 1 and report.tasks_corrected == 0
     assert report.dropped == {"too_few_sessions": 1}
     assert t.id == hashlib.sha256(f"{PROJ}\n{normalise_intent(t.intent)}".encode()).hexdigest()[:16]
-    assert [x.id for x in store.tasks()] == [t.id]
+    assert [x.id for x in store.tasks.all()] == [t.id]
 
 
 def test_different_prompts_do_not_cluster(store: Store) -> None:
@@ -393,11 +393,11 @@ def test_id_survives_the_oldest_member_leaving_the_window(store: Store) -> None:
     assert len(first) == len(later) == 1
     assert later[0].intent == "please update the changelog for this release"
     assert later[0].id == first[0].id
-    assert len(store.tasks()) == 1
+    assert len(store.tasks.all()) == 1
 
 
 def test_synthetic_stored_tasks_never_lend_ids_or_get_val(store: Store) -> None:
-    store.save_tasks(
+    store.tasks.save(
         [
             Task(
                 id="synthetic0001",
@@ -478,7 +478,7 @@ def test_unscorable_tasks_get_no_split_and_do_not_hold_out_the_scorable_one(stor
         "check the lint errors": "",
     }
     assert report.tasks_scorable == 1
-    assert splits_by_intent(store.tasks()) == splits_by_intent(report.tasks)
+    assert splits_by_intent(store.tasks.all()) == splits_by_intent(report.tasks)
     # stable across nights
     assert splits_by_intent(mine(store, settings(), now=NOW).tasks) == splits_by_intent(
         report.tasks
@@ -531,7 +531,7 @@ def test_splits_stored_for_unscorable_tasks_by_older_versions_do_not_block(store
         "build the docs site": "test",
         "check the lint errors": "train",
     }
-    store.save_tasks([t.model_copy(update={"split": old[t.intent]}) for t in tasks])
+    store.tasks.save([t.model_copy(update={"split": old[t.intent]}) for t in tasks])
     # a correction arrives for the docs task before the first night of this version: its old
     # test slot (given while it was unscorable) does not keep it out of train
     add(
@@ -560,19 +560,12 @@ def test_a_task_replayed_as_val_gets_val_back_after_being_unscorable(tmp_path: P
         first = mine(store, settings(), now=NOW).tasks
         val = next(t for t in first if t.split == "val")
         if replayed:  # an earlier night replayed it as val
-            store.insert(
-                "rollouts",
-                {
-                    "night_id": 1,
-                    "task_id": val.id,
-                    "split": "val",
-                    "phase": "val baseline",
-                    "score": 0.0,
-                },
+            store.rollouts.add(
+                night_id=1, task_id=val.id, split="val", phase="val baseline", score=0.0
             )
         # then a night where its correction had left the window: the miner stored it unassigned,
         # and a new corrected task took the free val slot
-        store.save_tasks([val.model_copy(update={"split": "", "checks": [], "rubric": ""})])
+        store.tasks.save([val.model_copy(update={"split": "", "checks": [], "rubric": ""})])
         for day, key in ((16, "g"), (17, "h")):
             add(
                 store,
@@ -584,7 +577,7 @@ def test_a_task_replayed_as_val_gets_val_back_after_being_unscorable(tmp_path: P
         notes_id = hashlib.sha256(
             f"{PROJ}\n{normalise_intent('write the release notes')}".encode()
         ).hexdigest()[:16]
-        store.save_tasks(
+        store.tasks.save(
             [
                 Task(
                     id=notes_id,

@@ -16,6 +16,7 @@ from skillopt_sleep.night.run import run_night
 from skillopt_sleep.proposals import adopt, rollback
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
+from tests.store.rows import db_get, db_rows
 
 PERSONA = """
 name = "night-test"
@@ -78,14 +79,14 @@ def test_a_whole_night_then_adopt_rollback_and_a_cached_rerun(world):
         assert calls_first > 0 and result.cost["calls"] == calls_first
 
         # a recurring task was mined: the install intent recurs across Claude Code and Codex
-        tasks = store.tasks()
+        tasks = store.tasks.all()
         install = [t for t in tasks if "install the dependencies" in t.intent.lower()]
         assert install and len(install[0].sessions) >= 3
         assert {s.split(":")[0] for s in install[0].sessions} == {"claude_code", "codex"}
         assert any(c.kind == "contains" and c.value == "pnpm" for c in install[0].checks)
 
         # the gate: helpful edit applied, harmful and useless rejected
-        edits = {e["text"]: e for e in store.rows("edits", "night_id = ?", [result.night_id])}
+        edits = {e["text"]: e for e in db_rows(store, "edits", "night_id = ?", [result.night_id])}
         assert edits["Use `pnpm` instead of `npm`."]["status"] == "applied"
         assert edits["Never mention `pnpm`."]["status"] == "rejected"
         assert (
@@ -98,7 +99,7 @@ def test_a_whole_night_then_adopt_rollback_and_a_cached_rerun(world):
 
         # staged, not written
         assert target.read_bytes() == USER_TEXT
-        prop = store.get("proposals", result.proposal_id)
+        prop = db_get(store, "proposals", result.proposal_id)
         folder = Path(prop["dir"])
         report = json.loads((folder / "report.json").read_text())
         assert report["scores"]["test_after"] > report["scores"]["test_before"]
@@ -112,14 +113,14 @@ def test_a_whole_night_then_adopt_rollback_and_a_cached_rerun(world):
         assert again.cost["calls"] == 0 and again.cost["cached_calls"] > 0
         assert again.status == "succeeded" and again.proposal_id == result.proposal_id
         assert "same result as the staged proposal" in again.summary["reason"]
-        assert [p["id"] for p in store.rows("proposals")] == [result.proposal_id]
+        assert [p["id"] for p in db_rows(store, "proposals")] == [result.proposal_id]
 
         # ...but a dead backend still fails the fully cached night loudly
     dead = settings_for(home, project, "http://127.0.0.1:9", target)
     with pytest.raises(BackendUnreachable, match="cannot reach"):
         run_night(store, dead)
-    assert store.rows("nights", order_by="id desc", limit=1)[0]["status"] == "failed"
-    assert [p["status"] for p in store.rows("proposals")] == ["staged"]
+    assert db_rows(store, "nights", order_by="id desc", limit=1)[0]["status"] == "failed"
+    assert [p["status"] for p in db_rows(store, "proposals")] == ["staged"]
 
     # adopt changes only the managed block; rollback restores byte for byte
     adopt(store, again.proposal_id)
@@ -141,7 +142,7 @@ def test_dry_run_makes_no_model_calls_and_stages_nothing(world):
         assert result.status == "planned"
         assert sum(sim.stats.by_role.values()) == 0
     assert result.summary["train"] >= 1 and result.summary["val"] >= 1
-    assert store.rows("proposals") == []
+    assert db_rows(store, "proposals") == []
 
 
 def test_budget_cap_stops_the_night_cleanly(world):
@@ -153,7 +154,7 @@ def test_budget_cap_stops_the_night_cleanly(world):
         )
         assert sum(sim.stats.by_role.values()) == 3
     assert result.status == "no_change" and "cap of 3 model calls" in result.summary["reason"]
-    assert store.rows("proposals") == []
+    assert db_rows(store, "proposals") == []
     assert target.read_bytes() == USER_TEXT
 
 
@@ -167,7 +168,7 @@ def test_budget_cap_after_a_certified_edit_stages_it(world):
         # stop right after the helpful edit was gated: enough calls for it, too few for the rest
         applied = [
             e
-            for e in Store(paths.state_dir() / "probe.db").rows("edits")
+            for e in db_rows(Store(paths.state_dir() / "probe.db"), "edits")
             if e["status"] == "applied"
         ]
         assert full.status == "succeeded" and applied
@@ -185,9 +186,9 @@ def test_budget_cap_after_a_certified_edit_stages_it(world):
     assert result.summary["test"] == 1
     assert result.summary["test_note"] == "not scored: " + result.summary["stopped"]
     assert "cap of" in result.summary["test_note"]
-    stored = json.loads(store.get("nights", result.night_id)["summary"])
+    stored = json.loads(db_get(store, "nights", result.night_id)["summary"])
     assert stored["test"] == 1 and stored["test_note"].startswith("not scored: ")
-    staged = (Path(store.get("proposals", result.proposal_id)["dir"]) / "document").read_text()
+    staged = (Path(db_get(store, "proposals", result.proposal_id)["dir"]) / "document").read_text()
     assert "- Use `pnpm` instead of `npm`." in staged
     assert target.read_bytes() == USER_TEXT
 
@@ -213,12 +214,12 @@ def test_epoch_end_consolidation_is_gated_and_recorded(world):
     store, result = night_with_duplicate_rules(home, project, persona, target)
     merged = [
         e
-        for e in store.rows("edits", "night_id = ?", [result.night_id])
+        for e in db_rows(store, "edits", "night_id = ?", [result.night_id])
         if e["origin"] == "consolidate"
     ]
     assert len(merged) == 1 and merged[0]["status"] == "applied"
     assert merged[0]["rationale"] == "epoch 1 slow update: 3 -> 2 rules"
-    staged = (Path(store.get("proposals", result.proposal_id)["dir"]) / "document").read_text()
+    staged = (Path(db_get(store, "proposals", result.proposal_id)["dir"]) / "document").read_text()
     assert staged.startswith(USER_TEXT.decode())
     assert staged.count("ommits small.") == 1 and "- Use `pnpm` instead of `npm`." in staged
 
@@ -233,14 +234,14 @@ def test_a_consolidation_that_drops_a_command_is_refused_without_replaying(world
     store, result = night_with_duplicate_rules(home, project, persona, target)
     [merged] = [
         e
-        for e in store.rows("edits", "night_id = ?", [result.night_id])
+        for e in db_rows(store, "edits", "night_id = ?", [result.night_id])
         if e["origin"] == "consolidate"
     ]
     assert merged["status"] == "rejected"
     assert merged["reason"] == "the merge drops `npm`, `pnpm`"
-    phases = {r["phase"] for r in store.rows("rollouts", "night_id = ?", [result.night_id])}
+    phases = {r["phase"] for r in db_rows(store, "rollouts", "night_id = ?", [result.night_id])}
     assert "val e1 consolidate" not in phases
-    staged = (Path(store.get("proposals", result.proposal_id)["dir"]) / "document").read_text()
+    staged = (Path(db_get(store, "proposals", result.proposal_id)["dir"]) / "document").read_text()
     assert "- Use `pnpm` instead of `npm`." in staged
 
 
@@ -280,9 +281,9 @@ def test_with_no_val_split_an_improvement_is_unverified_and_not_staged(tmp_path,
     assert result.summary["val"] == 0 and "cannot certify" in result.summary["unverified"]
     assert result.status == "no_change" and result.proposal_id is None
     assert result.summary["reason"] == "edits improved train only (unverified)"
-    statuses = {e["text"]: e["status"] for e in store.rows("edits")}
+    statuses = {e["text"]: e["status"] for e in db_rows(store, "edits")}
     assert statuses["Use `pnpm` instead of `npm`."] == "unverified"
-    assert store.rows("proposals") == [] and target.read_bytes() == USER_TEXT
+    assert db_rows(store, "proposals") == [] and target.read_bytes() == USER_TEXT
 
 
 #: The user trial: one corrected task, two recurring ones nothing can score.
@@ -327,7 +328,7 @@ def test_unscorable_tasks_take_no_val_or_test_slot(tmp_path, isolated_home):
     # the scorable task was trained on (one task is too few to hold out, so unverified)
     assert result.status == "no_change", s
     assert s["reason"] == "edits improved train only (unverified)"
-    assert {t.intent: t.split for t in store.tasks()} == {
+    assert {t.intent: t.split for t in store.tasks.all()} == {
         "install the dependencies": "train",
         "build the docs site": "",
         "check the lint errors": "",
@@ -362,7 +363,7 @@ def old_trial_store(tmp_path: Path, home: Path):
         "build the docs site": "test",
         "check the lint errors": "train",
     }
-    store.save_tasks([t.model_copy(update={"split": old[t.intent]}) for t in store.tasks()])
+    store.tasks.save([t.model_copy(update={"split": old[t.intent]}) for t in store.tasks.all()])
     return store, project, persona, target
 
 
@@ -393,7 +394,7 @@ def test_a_split_stored_by_an_older_version_for_an_unscorable_task_does_not_bloc
     s = result.summary
     assert (s["scorable"], s["train"], s["val"], s["test"]) == (2, 1, 1, 0)
     assert result.status in ("no_change", "succeeded"), s
-    assert {t.intent: t.split for t in store.tasks()} == {
+    assert {t.intent: t.split for t in store.tasks.all()} == {
         "install the dependencies": "val",
         "build the docs site": "train",
         "check the lint errors": "",
@@ -419,7 +420,7 @@ def test_a_rule_with_other_code_spans_is_learned_and_a_duplicate_says_what_it_du
     with serve(persona) as sim:
         result = run_night(store, settings_for(home, project, sim.url, target))
     assert result.status == "succeeded", result.summary
-    edits = {e["text"]: e for e in store.rows("edits", "night_id = ?", [result.night_id])}
+    edits = {e["text"]: e for e in db_rows(store, "edits", "night_id = ?", [result.night_id])}
     assert edits["Use `pnpm` instead of `npm`."]["status"] == "applied"
     assert result.val_after > result.val_before
     # the persona's generic advice rewords an existing rule: unmatched, and the reason says so
@@ -428,7 +429,7 @@ def test_a_rule_with_other_code_spans_is_learned_and_a_duplicate_says_what_it_du
     assert dup["reason"] == "a near-duplicate of the existing rule: Be helpful and precise!"
     assert result.summary["edits"]["unmatched"] >= 1
     staged = Document.parse(
-        (Path(store.get("proposals", result.proposal_id)["dir"]) / "document").read_text()
+        (Path(db_get(store, "proposals", result.proposal_id)["dir"]) / "document").read_text()
     )
     assert staged.rules == existing + ["Use `pnpm` instead of `npm`."]
 
@@ -447,7 +448,7 @@ def test_edits_rejected_by_an_earlier_night_are_remembered_by_the_next(world):
         first = run_night(store, settings_for(home, project, sim.url, target))
         refused = [
             e["text"]
-            for e in store.rows("edits", "night_id = ?", [first.night_id])
+            for e in db_rows(store, "edits", "night_id = ?", [first.night_id])
             if e["status"] == "rejected"
         ]
         assert "Never mention `pnpm`." in refused
@@ -480,7 +481,7 @@ def test_edits_rejected_by_an_earlier_night_are_remembered_by_the_next(world):
     assert "add: Never mention `pnpm`." in remembered_rejections(
         store, str(target), "another night"
     )
-    later = [e["text"] for e in store.rows("edits", "night_id = ?", [third.night_id])]
+    later = [e["text"] for e in db_rows(store, "edits", "night_id = ?", [third.night_id])]
     assert "Never mention `pnpm`." not in later  # not proposed again
     assert third.status in ("succeeded", "no_change"), third.summary
 
@@ -497,18 +498,18 @@ def test_a_night_with_other_inputs_stages_its_own_proposal_even_for_the_same_doc
     assert rerun.proposal_id == first.proposal_id
     assert rerun.summary["reason"] == f"same result as the staged proposal {first.proposal_id}"
     assert other.proposal_id not in (None, first.proposal_id), other.summary
-    assert store.get("proposals", first.proposal_id)["status"] == "superseded"
+    assert db_get(store, "proposals", first.proposal_id)["status"] == "superseded"
     # its report no longer tells anyone to adopt it; the new one still does
     from skillopt_sleep.proposals import report_markdown
 
-    dead = report_markdown(store.get("proposals", first.proposal_id))
+    dead = report_markdown(db_get(store, "proposals", first.proposal_id))
     assert "Adopt with" not in dead
     assert (
         f"This proposal is superseded (superseded by {other.proposal_id}): it can no longer be adopted."
         in dead
     )
     assert f"Adopt with `skillopt-sleep adopt {other.proposal_id}`" in report_markdown(
-        store.get("proposals", other.proposal_id)
+        db_get(store, "proposals", other.proposal_id)
     )
-    mine = json.loads(store.get("proposals", other.proposal_id)["summary"])
+    mine = json.loads(db_get(store, "proposals", other.proposal_id)["summary"])
     assert mine["inputs"] == other.summary["inputs"] != first.summary["inputs"]

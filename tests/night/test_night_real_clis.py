@@ -36,6 +36,7 @@ from skillopt_sleep.status import collect_status
 from skillopt_sleep.store import Store
 from tests.agent_clis import NODE_BIN, agent_binary
 from tests.night.test_night import PERSONA as ENGINE_PERSONA
+from tests.store.rows import db_get, db_rows
 
 pytestmark = pytest.mark.cli
 
@@ -108,21 +109,21 @@ def session_files(home: Path) -> set[Path]:
 
 def check_night(store: Store, result, target: Path, target_backend: str) -> None:
     assert result.status == "succeeded", (result.summary, result.error)
-    edits = {e["text"]: e for e in store.rows("edits", "night_id = ?", [result.night_id])}
+    edits = {e["text"]: e for e in db_rows(store, "edits", "night_id = ?", [result.night_id])}
     assert edits["Use `pnpm` instead of `npm`."]["status"] == "applied"
     assert edits["Never mention `pnpm`."]["status"] == "rejected"
     assert result.val_after > result.val_before
     # staged, not written
     assert target.read_text(encoding="utf-8") == USER_TEXT
-    prop = store.get("proposals", result.proposal_id)
+    prop = db_get(store, "proposals", result.proposal_id)
     assert "+- Use `pnpm` instead of `npm`." in (Path(prop["dir"]) / "diff.patch").read_text()
     # tokens and wall time per rollout, from the CLI's own usage output
-    rollouts = store.rows("rollouts", "night_id = ?", [result.night_id])
+    rollouts = db_rows(store, "rollouts", "night_id = ?", [result.night_id])
     fresh = [r for r in rollouts if not r["cached"]]
     assert fresh and all(r["backend"] == target_backend for r in rollouts)
     assert all(r["input_tokens"] > 100 and r["output_tokens"] > 0 for r in fresh)
     assert all(0 < r["seconds"] < 60 for r in fresh)
-    night = store.get("nights", result.night_id)
+    night = db_get(store, "nights", result.night_id)
     assert night["calls"] > 0 and night["input_tokens"] > 0 and night["output_tokens"] > 0
 
 
@@ -150,7 +151,7 @@ def test_night_target_claude_optimizer_codex(world):
         harvested = store.db["sessions"].count
         report = harvest(store, settings)
         assert store.db["sessions"].count == harvested
-        assert all(not s.get("self_generated") for s in store.sessions(include_self=True))
+        assert all(not s.get("self_generated") for s in store.sessions.all(include_self=True))
         assert report is not None
 
 
@@ -202,14 +203,14 @@ def test_night_fails_loudly_and_stages_nothing(world, case):
     assert message.startswith("claude_code: ") and "\n" not in message
     assert all(w in message for w in words), message
     assert SIM_KEY not in message
-    night = store.rows("nights", order_by="id desc", limit=1)[0]
+    night = db_rows(store, "nights", order_by="id desc", limit=1)[0]
     assert night["status"] == "failed" and night["error"] == message
-    assert store.rows("proposals") == []
+    assert db_rows(store, "proposals") == []
     assert target.read_text(encoding="utf-8") == USER_TEXT
     # no CLI error text was stored as an answer
     assert all(
         "Not logged in" not in r["answer"] and "API Error" not in r["answer"]
-        for r in store.rows("rollouts")
+        for r in db_rows(store, "rollouts")
     )
     status = collect_status(store)
     assert status["last_night"]["status"] == "failed"
@@ -325,11 +326,11 @@ def test_cli_night_with_a_broken_target_cli_exits_1_and_stages_nothing(world, tm
     assert data["last_night"]["error"] == message and data["last_error"] == message
     assert data["pending_proposals"] == []
     store = Store(paths.db_path())
-    assert store.rows("proposals") == []
+    assert db_rows(store, "proposals") == []
     assert target.read_text(encoding="utf-8") == USER_TEXT
     # no CLI error text was stored as an answer
-    assert all(r["backend"] != name or not r["answer"] for r in store.rows("rollouts")), store.rows(
-        "rollouts"
+    assert all(r["backend"] != name or not r["answer"] for r in db_rows(store, "rollouts")), (
+        db_rows(store, "rollouts")
     )
 
 
@@ -404,7 +405,7 @@ def test_cli_run_terminated_kills_the_agent_cli_and_records_the_night_interrupte
     assert f"{said}: the night is recorded interrupted" in err
     gone, alive = psutil.wait_procs(seen, timeout=10)
     assert [p for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []
-    night = Store(paths.db_path()).rows("nights", order_by="id desc", limit=1)[0]
+    night = db_rows(Store(paths.db_path()), "nights", order_by="id desc", limit=1)[0]
     assert night["status"] == "interrupted"
     assert night["error"] == (
         "interrupted (Ctrl-C)" if signame == "SIGINT" else f"interrupted (signal {int(sig)})"

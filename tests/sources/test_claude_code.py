@@ -9,6 +9,7 @@ from skillopt_sleep.sources import get_source
 from skillopt_sleep.sources.base import SELF_MARKER
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
+from tests.store.rows import db_get, db_rows
 
 from .conftest import CWD, SID, cc_assistant, cc_user, jsonl, text, tool_result, tool_use, write
 
@@ -16,7 +17,7 @@ S = f"claude_code:{SID}"
 
 
 def _msgs(store: Store, sid: str = S, kind: str | None = None) -> list[dict]:
-    return [m for m in store.messages(sid) if kind is None or m["kind"] == kind]
+    return [m for m in store.sessions.messages(sid) if kind is None or m["kind"] == kind]
 
 
 def test_split_assistant_message_is_merged_even_across_passes(
@@ -51,7 +52,7 @@ def test_split_assistant_message_is_merged_even_across_passes(
     assert answers[0]["tool_names"] == ["Bash", "Read"]
     tools = _msgs(store, kind="tool")
     assert [(t["text"], t["is_error"]) for t in tools] == [("3 passed", 0)]
-    sess = store.get("sessions", S)
+    sess = db_get(store, "sessions", S)
     assert sess["project"] == CWD and sess["model"] == "claude-sonnet-4-5"
     assert sess["agent_version"] == "2.1.40" and sess["headless"] == 0
 
@@ -74,7 +75,7 @@ def test_resumed_session_copy_is_deduped(store: Store, claude_root: Path) -> Non
     )
     report = harvest(store, Settings(), sources=["claude_code"])
     assert report.sources["claude_code"].sessions_new == 2
-    assert len(store.rows("messages")) == 4  # u1, msg_1, u2, msg_2 — the copy added nothing
+    assert len(db_rows(store, "messages")) == 4  # u1, msg_1, u2, msg_2 — the copy added nothing
     assert [m["text"] for m in _msgs(store, kind="prompt")] == ["refactor the parser"]
     assert [m["text"] for m in _msgs(store, f"claude_code:{new_sid}", "prompt")] == [
         "and add tests for it"
@@ -179,11 +180,11 @@ def test_self_generated_sessions_are_stored_but_flagged(store: Store, claude_roo
     )
     report = harvest(store, Settings(), sources=["claude_code"])
     assert report.sources["claude_code"].sessions_filtered == {"self_generated": 1}
-    row = store.get("sessions", f"claude_code:{replay}")
+    row = db_get(store, "sessions", f"claude_code:{replay}")
     assert row["self_generated"] == 1 and row["headless"] == 1
-    assert store.get("sessions", S)["self_generated"] == 0
-    assert [s["id"] for s in store.sessions()] == [S]
-    assert {s["id"] for s in store.sessions(include_self=True)} == {S, f"claude_code:{replay}"}
+    assert db_get(store, "sessions", S)["self_generated"] == 0
+    assert [s["id"] for s in store.sessions.all()] == [S]
+    assert {s["id"] for s in store.sessions.all(include_self=True)} == {S, f"claude_code:{replay}"}
 
 
 def test_subagent_file_attaches_to_parent_as_sidechain(store: Store, claude_root: Path) -> None:
@@ -208,12 +209,12 @@ def test_subagent_file_attaches_to_parent_as_sidechain(store: Store, claude_root
     report = harvest(store, Settings(), sources=["claude_code"])
     assert report.sources["claude_code"].files_seen == 3  # main, agent-abc, agent-acompact
     assert report.sources["claude_code"].lines_skipped["compaction_agent"] == 1
-    msgs = store.messages(S)
+    msgs = store.sessions.messages(S)
     assert [(m["text"], m["is_sidechain"]) for m in msgs if m["kind"] == "prompt"] == [
         ("find all TODOs", 0),
         ("Search the repo for TODO comments", 1),
     ]
-    assert [s["id"] for s in store.sessions()] == [S]
+    assert [s["id"] for s in store.sessions.all()] == [S]
 
 
 def test_secrets_are_redacted_before_storage(store: Store, claude_root: Path) -> None:
@@ -227,13 +228,13 @@ def test_secrets_are_redacted_before_storage(store: Store, claude_root: Path) ->
         ],
     )
     harvest_file(store, "claude_code", path)
-    texts = [m["text"] for m in store.messages(S)]
+    texts = [m["text"] for m in store.sessions.messages(S)]
     assert texts == [
         "use ANTHROPIC key [REDACTED:anthropic_key] for the smoke test",
         "I'll export password=[REDACTED:password] then run it.",
         "[REDACTED:aws_access_key_id] found in .env",
     ]
-    assert store.search_messages("hunter2") == []
+    assert store.sessions.search_messages("hunter2") == []
 
 
 def test_default_roots_honour_claude_config_dir(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from skillopt_sleep.sources import get_source
 from skillopt_sleep.sources.base import SELF_MARKER
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
+from tests.store.rows import db_get
 
 from .conftest import (
     CWD,
@@ -46,7 +47,7 @@ def _rollout(home: Path) -> Path:
 
 
 def _kinds(store: Store, sid: str = S) -> list[tuple[str, str]]:
-    return [(m["kind"], m["text"]) for m in store.messages(sid)]
+    return [(m["kind"], m["text"]) for m in store.sessions.messages(sid)]
 
 
 def test_envelope_session(store: Store, codex_home: Path) -> None:
@@ -108,11 +109,11 @@ def test_envelope_session(store: Store, codex_home: Path) -> None:
         ("prompt", "also persist its state"),
         ("answer", "Persisted in localStorage."),
     ]
-    msgs = store.messages(S)
+    msgs = store.sessions.messages(S)
     assert msgs[1]["tool_names"] == ["shell", "mcp__github__create_pr"]
     assert [m["is_error"] for m in msgs if m["kind"] == "tool"] == [1, 0]
     assert msgs[6]["tool_names"] == ["apply_patch"]
-    sess = store.get("sessions", S)
+    sess = db_get(store, "sessions", S)
     assert sess["project"] == CWD and sess["model"] == "gpt-5.3-codex"
     assert sess["agent_version"] == "0.104.0" and sess["headless"] == 0
     assert res.lines_skipped["injected"] == 2 and res.lines_skipped["developer_message"] == 1
@@ -177,7 +178,7 @@ def test_paginated_history_layout(store: Store, codex_home: Path) -> None:
         res.lines_skipped["duplicate_completed"] == 1 and res.lines_skipped["duplicate_event"] == 1
     )
     assert res.lines_skipped["ignored_type:token_usage_record"] == 1
-    assert store.get("sessions", S)["headless"] == 1
+    assert db_get(store, "sessions", S)["headless"] == 1
 
 
 def test_state_carries_the_session_across_passes(store: Store, codex_home: Path) -> None:
@@ -194,17 +195,17 @@ def test_state_carries_the_session_across_passes(store: Store, codex_home: Path)
         fh.write(extra)
     res = harvest_file(store, "codex", path)
     assert res.bytes_read == len(extra)
-    assert [s["id"] for s in store.sessions(include_self=True)] == ["codex:thread-from-meta"]
-    sess = store.get("sessions", "codex:thread-from-meta")
+    assert [s["id"] for s in store.sessions.all(include_self=True)] == ["codex:thread-from-meta"]
+    sess = db_get(store, "sessions", "codex:thread-from-meta")
     assert sess["headless"] == 1 and sess["self_generated"] == 1 and sess["model"] == "gpt-5.5"
     assert sess["project"] == CWD
     # uids are "<key>:<line number>", counted on from the first pass via the state
-    assert [m["uid"] for m in store.messages("codex:thread-from-meta")] == [
+    assert [m["uid"] for m in store.sessions.messages("codex:thread-from-meta")] == [
         "thread-from-meta:2",
         "thread-from-meta:4",
         "thread-from-meta:5",
     ]
-    assert store.messages("codex:thread-from-meta")[1]["tool_names"] == ["shell"]
+    assert store.sessions.messages("codex:thread-from-meta")[1]["tool_names"] == ["shell"]
 
 
 def test_pre_envelope_rollout_with_crlf(store: Store, codex_home: Path) -> None:
@@ -250,9 +251,11 @@ def test_pre_envelope_rollout_with_crlf(store: Store, codex_home: Path) -> None:
         ("tool", "failed in sandbox: denied"),
         ("answer", "Task 60."),
     ]
-    assert store.messages(sid)[1]["tool_names"] == ["task-master-ai__next_task"]
-    assert store.messages(sid)[2]["is_error"] == 1
-    assert store.get("sessions", sid)["project"] == "/home/dev/proj"  # from <environment_context>
+    assert store.sessions.messages(sid)[1]["tool_names"] == ["task-master-ai__next_task"]
+    assert store.sessions.messages(sid)[2]["is_error"] == 1
+    assert (
+        db_get(store, "sessions", sid)["project"] == "/home/dev/proj"
+    )  # from <environment_context>
 
 
 def test_zst_rollouts(store: Store, codex_home: Path) -> None:
@@ -273,7 +276,7 @@ def test_zst_rollouts(store: Store, codex_home: Path) -> None:
     assert cx_report.files_seen == 2 and cx_report.files_read == 2
     assert cx_report.sessions_new == 2
     assert _kinds(store) == [("prompt", "compress me"), ("answer", "Done.")]
-    assert store.get_file(str(zpath))["offset"] == zpath.stat().st_size
+    assert store.files.get(str(zpath))["offset"] == zpath.stat().st_size
 
     again = harvest(store, Settings(), sources=["codex"])
     assert again.sources["codex"].files_unchanged == 2 and again.total("bytes_read") == 0
@@ -307,7 +310,7 @@ def test_subagent_threads_are_sidechain(store: Store, codex_home: Path) -> None:
         ],
     )
     harvest_file(store, "codex", path)
-    assert [m["is_sidechain"] for m in store.messages(S)] == [1]
+    assert [m["is_sidechain"] for m in store.sessions.messages(S)] == [1]
 
 
 def test_default_roots_honour_codex_home(tmp_path: Path) -> None:

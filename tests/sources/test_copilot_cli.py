@@ -15,6 +15,7 @@ from skillopt_sleep.sources.copilot_cli import CopilotCliSource
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
 from tests.agent_clis import agent_binary
+from tests.store.rows import db_get
 
 ROOT = Path(__file__).resolve().parents[2]
 COPILOT = ROOT / "node_modules" / ".bin" / "copilot"
@@ -40,10 +41,10 @@ def test_corpus_session_state_sample(corpus: Path, store: Store) -> None:
     report = harvest(store, only("copilot_cli", root))
     acc = report.sources["copilot_cli"]
     assert (acc.files_seen, acc.sessions_new) == (1, 1)
-    sess = store.get("sessions", "copilot_cli:aaaabbbb-1111-2222-3333-ccccddddeeee")
+    sess = db_get(store, "sessions", "copilot_cli:aaaabbbb-1111-2222-3333-ccccddddeeee")
     assert sess["project"] == "/tmp/project"
     assert sess["agent_version"] == "1.0.11"
-    msgs = store.messages(sess["id"])
+    msgs = store.sessions.messages(sess["id"])
     assert [(m["kind"], m["text"], m["tool_names"]) for m in msgs] == [
         ("prompt", "List the files", []),
         ("answer", "", ["bash"]),
@@ -149,9 +150,9 @@ def test_copilot_home_override_legacy_file_and_workspace_yaml(
     assert src.default_roots(os.environ, tmp_path) == [state]
     report = harvest(store, Settings(sources={"copilot_cli": SourceConfig()}))
     assert report.sources["copilot_cli"].sessions_new == 2
-    assert store.get("sessions", "copilot_cli:s-new")["project"] == "/home/dev/app"
-    assert store.get("sessions", "copilot_cli:s-old")["project"] == "/home/dev/old"
-    assert [m["text"] for m in store.messages("copilot_cli:s-new")] == ["run the tests"]
+    assert db_get(store, "sessions", "copilot_cli:s-new")["project"] == "/home/dev/app"
+    assert db_get(store, "sessions", "copilot_cli:s-old")["project"] == "/home/dev/old"
+    assert [m["text"] for m in store.sessions.messages("copilot_cli:s-new")] == ["run the tests"]
 
 
 def test_incremental_append(tmp_path: Path, store: Store) -> None:
@@ -173,7 +174,7 @@ def test_incremental_append(tmp_path: Path, store: Store) -> None:
     r = harvest_file(store, "copilot_cli", path)
     assert (r.status, r.messages) == ("read", 1)
     assert harvest_file(store, "copilot_cli", path).status == "unchanged"
-    assert [(m["kind"], m["text"]) for m in store.messages("copilot_cli:s1")] == [
+    assert [(m["kind"], m["text"]) for m in store.sessions.messages("copilot_cli:s1")] == [
         ("prompt", "how do I install dependencies?"),
         ("answer", "Run `npm install`."),
     ]
@@ -281,18 +282,18 @@ def test_real_copilot_sessions_are_harvested_with_the_correction(
     assert acc.lines_skipped["system_message"] >= 2 and not any(
         k.startswith("unknown") for k in acc.lines_skipped
     )
-    sessions = {s["id"]: s for s in store.sessions()}
+    sessions = {s["id"]: s for s in store.sessions.all()}
     assert {s["project"] for s in sessions.values()} == {str(work)}
     assert all(s["headless"] for s in sessions.values())
-    by_first = {store.messages(sid)[0]["text"]: sid for sid in sessions}
+    by_first = {store.sessions.messages(sid)[0]["text"]: sid for sid in sessions}
     tool_sid = by_first["list the files"]
-    assert [(m["kind"], m["tool_names"]) for m in store.messages(tool_sid)][:3] == [
+    assert [(m["kind"], m["tool_names"]) for m in store.sessions.messages(tool_sid)][:3] == [
         ("prompt", []),
         ("answer", ["bash"]),
         ("tool", []),
     ]
-    assert "hello.txt" in store.messages(tool_sid)[2]["text"]
-    plain = store.messages(by_first["how do I install dependencies?"])
+    assert "hello.txt" in store.sessions.messages(tool_sid)[2]["text"]
+    plain = store.sessions.messages(by_first["how do I install dependencies?"])
     assert [(m["kind"], m["text"]) for m in plain if m["kind"] != "tool"] == [
         ("prompt", "how do I install dependencies?"),
         ("answer", "Run `npm install` in the project root."),
@@ -306,7 +307,7 @@ def test_real_copilot_sessions_are_harvested_with_the_correction(
     assert not any(
         "current_datetime" in m["text"] or "GitHub Copilot CLI" in m["text"]
         for sid in sessions
-        for m in store.messages(sid)
+        for m in store.sessions.messages(sid)
     )
 
     report = mine(store, Settings(project=work, min_sessions=1))

@@ -13,6 +13,7 @@ from skillopt_sleep.config import Settings, SourceConfig
 from skillopt_sleep.sources.copilot_vscode import CopilotVSCodeSource, uri_to_path
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
+from tests.store.rows import db_get
 
 SID = "0885a5a2-5c49-4a15-b22a-15d9ec401050"
 
@@ -40,11 +41,11 @@ def test_corpus_incremental_jsonl_with_workspace_json(
     report = harvest(store, settings(user))
     acc = report.sources["copilot_vscode"]
     assert (acc.files_seen, acc.sessions_new) == (1, 1)
-    sess = store.get("sessions", f"copilot_vscode:{SID}")
+    sess = db_get(store, "sessions", f"copilot_vscode:{SID}")
     assert sess["project"] == "/home/dev/strapi"  # from workspace.json, not the log's baseUri
     assert sess["title"] == "Migrate to Quarkus"
     assert sess["model"] == "claude-opus-4.6"
-    msgs = store.messages(sess["id"])
+    msgs = store.sessions.messages(sess["id"])
     assert [(m["kind"], m["text"][:60]) for m in msgs] == [
         ("prompt", "migrate to quarkus"),
         ("answer", "This is a structural rewrite request — migrating Strapi (Nod"),
@@ -71,9 +72,9 @@ def test_corpus_export_as_whole_json(corpus: Path, tmp_path: Path, store: Store)
     target.write_text(json.dumps(doc))
     r = harvest_file(store, CopilotVSCodeSource(), target)
     assert (r.status, r.messages) == ("read", 4)
-    sess = store.get("sessions", "copilot_vscode:s-export")
+    sess = db_get(store, "sessions", "copilot_vscode:s-export")
     assert sess["project"] == "c:\\Users\\USER\\repos\\PulseQuiz"
-    msgs = store.messages(sess["id"])
+    msgs = store.sessions.messages(sess["id"])
     assert [m["text"] for m in msgs if m["kind"] == "prompt"] == [
         "Is there a way to keep my local chat sessions in my versioned repo ?",
         "Nice, I'd like the convention folder for chats (will exports go here automatically)",
@@ -101,7 +102,10 @@ def test_corpus_export_as_whole_json(corpus: Path, tmp_path: Path, store: Store)
     target.write_text(json.dumps(doc))
     grown = harvest_file(store, CopilotVSCodeSource(), target)
     assert (grown.status, grown.messages) == ("read", 2)
-    assert [m["text"] for m in store.messages(sess["id"])][-2:] == ["commit it", "Committed."]
+    assert [m["text"] for m in store.sessions.messages(sess["id"])][-2:] == [
+        "commit it",
+        "Committed.",
+    ]
 
 
 def test_incremental_kinds_append_without_duplicates(tmp_path: Path, store: Store) -> None:
@@ -155,14 +159,14 @@ def test_incremental_kinds_append_without_duplicates(tmp_path: Path, store: Stor
         fh.write("".join(json.dumps(x) + "\n" for x in more))
     r = harvest_file(store, "copilot_vscode", path)
     assert r.lines_skipped == {"ignored_path:requests.result": 1, "unknown_kind:7": 1}
-    msgs = store.messages("copilot_vscode:s-inc")
+    msgs = store.sessions.messages("copilot_vscode:s-inc")
     assert [(m["kind"], m["text"], m["tool_names"]) for m in msgs] == [
         ("prompt", "run the tests", []),
         ("answer", "Run `npm\ntest`.", ["run_in_terminal"]),
         ("prompt", "no, use pnpm", []),
         ("answer", "Run `pnpm test`.", []),
     ]
-    assert store.get("sessions", "copilot_vscode:s-inc")["project"] == "/home/dev/app"
+    assert db_get(store, "sessions", "copilot_vscode:s-inc")["project"] == "/home/dev/app"
 
 
 def test_discover_transcripts_only_without_a_chat_session(tmp_path: Path) -> None:

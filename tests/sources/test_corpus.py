@@ -9,6 +9,7 @@ import pytest
 from skillopt_sleep.config import Settings, SourceConfig
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
+from tests.store.rows import db_get, db_rows
 
 
 def _files(corpus: Path, sub: str) -> list[Path]:
@@ -18,13 +19,13 @@ def _files(corpus: Path, sub: str) -> list[Path]:
 def _prompts(store: Store, sid: str, sidechain: bool = False) -> list[str]:
     return [
         m["text"]
-        for m in store.messages(sid)
+        for m in store.sessions.messages(sid)
         if m["kind"] == "prompt" and bool(m["is_sidechain"]) == sidechain
     ]
 
 
 def _tools(store: Store, sid: str) -> set[str]:
-    return {t for m in store.messages(sid) for t in m["tool_names"]}
+    return {t for m in store.sessions.messages(sid) for t in m["tool_names"]}
 
 
 @pytest.mark.parametrize("sub,source", [("claude_code", "claude_code"), ("codex", "codex")])
@@ -46,7 +47,7 @@ def test_every_sample_file_harvests(corpus: Path, store: Store, sub: str, source
     for path in files:
         again = harvest_file(store, source, path)
         assert again.status == "unchanged" and again.bytes_read == 0
-    assert store.rows("messages", "source = ?", [source])
+    assert db_rows(store, "messages", "source = ?", [source])
 
 
 def test_claude_code_intents_tools_projects(corpus: Path, store: Store) -> None:
@@ -56,17 +57,17 @@ def test_claude_code_intents_tools_projects(corpus: Path, store: Store) -> None:
     sid = "claude_code:55604662-cf2a-4331-851a-ec234028f8ca"  # 01_spotter_short
     assert _prompts(store, sid) == ["mix phx.server doesnt seem to start"]
     assert _tools(store, sid) == {"Bash", "Glob"}
-    sess = store.get("sessions", sid)
+    sess = db_get(store, "sessions", sid)
     assert sess["project"] == "/home/USER/projects/spotter"
     assert sess["model"] == "claude-opus-4-6" and sess["agent_version"] == "2.1.38"
-    tools = [m for m in store.messages(sid) if m["kind"] == "tool"]
+    tools = [m for m in store.sessions.messages(sid) if m["kind"] == "tool"]
     assert len(tools) == 2 and all(m["is_error"] for m in tools)
 
     sid = "claude_code:cfa1e878-62b5-4e40-b281-bbf9b250d766"  # 06 v2.0.14 with MCP
     assert _prompts(store, sid) == ["Hey", "Can you audit this codebase?"]
     assert {"mcp__happy__change_title", "TodoWrite", "Bash", "Read"} <= _tools(store, sid)
     assert (
-        store.get("sessions", sid)["project"]
+        db_get(store, "sessions", sid)["project"]
         == "/Users/USER/Dev/sourceborn/src/agent-workflows-monorepo-v2"
     )
 
@@ -80,7 +81,9 @@ def test_claude_code_intents_tools_projects(corpus: Path, store: Store) -> None:
     assert {"Task", "AskUserQuestion", "ExitPlanMode", "WebSearch", "WebFetch"} <= _tools(
         store, sid
     )
-    assert not any("SCOPE" in m["text"] for m in store.messages(sid))  # expanded skill dropped
+    assert not any(
+        "SCOPE" in m["text"] for m in store.sessions.messages(sid)
+    )  # expanded skill dropped
 
     sid = "claude_code:4d5611e5-241a-462a-8d15-5122611a9569"  # 03: compaction + subagents
     assert _prompts(store, sid) == [
@@ -90,19 +93,22 @@ def test_claude_code_intents_tools_projects(corpus: Path, store: Store) -> None:
     side = _prompts(store, sid, sidechain=True)
     assert len(side) == 1 and side[0].startswith("Very thorough exploration.")
     assert (
-        store.get("sessions", sid)["project"] == "/home/USER/projects/spotter-worktrees/spotter-dov"
+        db_get(store, "sessions", sid)["project"]
+        == "/home/USER/projects/spotter-worktrees/spotter-dov"
     )
-    texts = " ".join(m["text"] for m in store.messages(sid))
+    texts = " ".join(m["text"] for m in store.sessions.messages(sid))
     assert "being continued from a previous conversation" not in texts
     assert "<task-notification>" not in texts and "<analysis>" not in texts
     # the subagent's split assistant message is one row with all its tool calls
-    merged = store.rows("messages", "uid = ?", ["msg_016xcKQRzQXv2gLKoiSyUZxc"])
+    merged = db_rows(store, "messages", "uid = ?", ["msg_016xcKQRzQXv2gLKoiSyUZxc"])
     assert len(merged) == 1 and merged[0]["is_sidechain"] == 1
 
     # 07: Windows cwd, inline sidechain records kept as sidechain
     sid = "claude_code:88a8d761-7b9a-4bf1-a8ca-c1febe6bf358"
-    assert store.get("sessions", sid)["project"] == "e:\\Workspace\\src\\github\\claude-code-log"
-    assert any(m["is_sidechain"] for m in store.messages(sid))
+    assert (
+        db_get(store, "sessions", sid)["project"] == "e:\\Workspace\\src\\github\\claude-code-log"
+    )
+    assert any(m["is_sidechain"] for m in store.sessions.messages(sid))
     assert _prompts(store, sid) == []
 
     # synthetic subagent layout: the subagent file attaches to its parent directory's session
@@ -110,7 +116,7 @@ def test_claude_code_intents_tools_projects(corpus: Path, store: Store) -> None:
     assert _prompts(store, sid) == ["Delegate a repo search to a subagent"]
     assert _prompts(store, sid, sidechain=True) == ["Search the repo for TODO comments"]
     # synthetic schema coverage: promptSource "sdk" marks a headless run
-    assert store.get("sessions", "claude_code:ses_stage0_small")["headless"] == 1
+    assert db_get(store, "sessions", "claude_code:ses_stage0_small")["headless"] == 1
 
 
 def test_codex_intents_tools_projects(corpus: Path, store: Store) -> None:
@@ -126,7 +132,7 @@ def test_codex_intents_tools_projects(corpus: Path, store: Store) -> None:
         "until fully completed and passing all tests",
     ]
     assert _tools(store, sid) == {"shell", "task-master-ai__next_task", "task-master-ai__get_task"}
-    assert store.get("sessions", sid)["project"] == "/home/user/projects/codex-session-viewer"
+    assert db_get(store, "sessions", sid)["project"] == "/home/user/projects/codex-session-viewer"
 
     sid = "codex:01997e76-d124-7592-9cac-2ec05abbca08"  # 0.40 VS Code with IDE preamble
     prompts = _prompts(store, sid)
@@ -141,10 +147,12 @@ def test_codex_intents_tools_projects(corpus: Path, store: Store) -> None:
         "ok continue",
     ]
     assert _tools(store, sid) == {"shell", "update_plan"}
-    sess = store.get("sessions", sid)
+    sess = db_get(store, "sessions", sid)
     assert sess["project"] == "/Users/USER/Dev/spectora/src/spectora-labs-monorepo-v2"
     assert sess["model"] == "gpt-5-codex" and sess["agent_version"] == "0.40.0"
-    answers = [m["text"] for m in store.messages(sid) if m["kind"] == "answer" and m["text"]]
+    answers = [
+        m["text"] for m in store.sessions.messages(sid) if m["kind"] == "answer" and m["text"]
+    ]
     assert len(answers) == len(set(answers))  # agent_message + response_item stored once
 
     sid = "codex:019c8bfe-ec25-79e0-97d7-bda6a9c575ff"  # 0.104 Desktop with MCP tools
@@ -158,7 +166,7 @@ def test_codex_intents_tools_projects(corpus: Path, store: Store) -> None:
 
     sid = "codex:019fc8be-3658-7ca3-9e29-000000000000"  # 0.146 synthetic
     assert _prompts(store, sid)[0] == "List the files"
-    assert store.get("sessions", sid)["project"] == "/tmp/repo"
+    assert db_get(store, "sessions", sid)["project"] == "/tmp/repo"
     assert {"shell", "web_search", "tool_search"} <= _tools(store, sid)
 
 
@@ -175,7 +183,7 @@ def test_harvest_over_corpus_roots(corpus: Path, store: Store) -> None:
     assert cx.files_seen == 5  # only rollout-*.jsonl are Codex sessions
     assert cx.files_read == 5 and cx.files_skipped == {}
     assert cc.sessions_new >= 9 and cx.sessions_new == 5
-    runs = store.rows("harvest_runs", order_by="id")
+    runs = db_rows(store, "harvest_runs", order_by="id")
     assert [r["source"] for r in runs] == ["claude_code", "codex"]
     assert runs[1]["files_seen"] == 5 and runs[0]["bytes_read"] == cc.bytes_read
     again = harvest(store, settings)

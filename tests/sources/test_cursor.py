@@ -9,6 +9,7 @@ from skillopt_sleep.config import Settings, SourceConfig
 from skillopt_sleep.sources.cursor import CursorSource, decode_slug, user_query
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
+from tests.store.rows import db_get
 
 TID = "11111111-2222-4333-8444-555555555555"
 
@@ -18,9 +19,9 @@ def test_corpus_transcript_and_subagent(corpus: Path, store: Store) -> None:
     report = harvest(store, Settings(sources={"cursor": SourceConfig(roots=[root])}))
     acc = report.sources["cursor"]
     assert (acc.files_seen, acc.sessions_new) == (2, 1)  # the sub-agent joins its parent session
-    sess = store.get("sessions", f"cursor:{TID}")
+    sess = db_get(store, "sessions", f"cursor:{TID}")
     assert sess["project"] == "/tmp/example"  # decoded from the "tmp-example" slug
-    msgs = store.messages(sess["id"])
+    msgs = store.sessions.messages(sess["id"])
     main = [(m["kind"], m["text"], m["tool_names"]) for m in msgs if not m["is_sidechain"]]
     assert main == [
         ("prompt", "run ls command", []),
@@ -88,7 +89,7 @@ def test_injected_text_outside_user_query_and_drift(tmp_path: Path, store: Store
         "not_an_object": 1,
         "bad_json": 1,
     }
-    assert [(m["kind"], m["text"]) for m in store.messages("cursor:t1")] == [
+    assert [(m["kind"], m["text"]) for m in store.sessions.messages("cursor:t1")] == [
         ("prompt", "fix the flaky test"),
         ("answer", "Fixed."),
     ]

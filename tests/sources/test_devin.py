@@ -10,6 +10,7 @@ from skillopt_sleep.config import Settings, SourceConfig
 from skillopt_sleep.sources.devin import DevinSource
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
+from tests.store.rows import db_get
 
 
 def atif(session_id: str, steps: list[dict], **extra) -> dict:
@@ -108,13 +109,15 @@ def test_atif_transcript_harvest_and_db_project(tmp_path: Path, store: Store) ->
         "retry": 1,
         "unknown_source:narrator": 1,
     }
-    sess = store.get("sessions", "devin:blend-pencil")
+    sess = db_get(store, "sessions", "devin:blend-pencil")
     assert (sess["project"], sess["model"], sess["agent_version"]) == (
         "/home/dev/api",
         "swe-1-7-fast",
         "3000.3.27",
     )
-    assert [(m["kind"], m["text"], m["tool_names"]) for m in store.messages(sess["id"])] == [
+    assert [
+        (m["kind"], m["text"], m["tool_names"]) for m in store.sessions.messages(sess["id"])
+    ] == [
         ("prompt", "run the unit tests", []),
         ("answer", "Running them.", ["exec"]),
         ("tool", "3 passed", []),

@@ -26,6 +26,7 @@ from skillopt_sleep.sources.discovery import (
 )
 from skillopt_sleep.sources.ingest import harvest
 from skillopt_sleep.store import Store
+from tests.store.rows import db_get, db_rows
 
 
 def _ts(base: dt.datetime, s: int) -> str:
@@ -225,14 +226,14 @@ def test_a_whole_night_over_four_agents_sessions(
     assert (
         result.summary["train"] >= 1 and result.summary["val"] >= 1 and result.summary["test"] >= 1
     )
-    sources = {s.split(":", 1)[0] for t in store.tasks() for s in t.sessions}
+    sources = {s.split(":", 1)[0] for t in store.tasks.all() for s in t.sessions}
     assert sources == {"claude_code", "codex", "copilot_cli", "devin"}
-    replayed = {r["task_id"] for r in store.rows("rollouts", "night_id = ?", [result.night_id])}
-    assert replayed == {t.id for t in store.tasks()}
+    replayed = {r["task_id"] for r in db_rows(store, "rollouts", "night_id = ?", [result.night_id])}
+    assert replayed == {t.id for t in store.tasks.all()}
     assert result.test_after > result.test_before
     assert (
         "- Use `pnpm` instead of `npm`."
-        in (Path(store.get("proposals", result.proposal_id)["dir"]) / "document").read_text()
+        in (Path(db_get(store, "proposals", result.proposal_id)["dir"]) / "document").read_text()
     )
     assert not skill.exists()  # staged only
 

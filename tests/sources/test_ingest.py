@@ -12,12 +12,13 @@ from skillopt_sleep.sources import lines as line_reading
 from skillopt_sleep.sources.claude_code import ClaudeCodeSource
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
+from tests.store.rows import db_rows
 
 from .conftest import SID, cc_assistant, cc_user, jsonl, text, tool_use, write
 
 
 def _prompts(store: Store, sid: str = f"claude_code:{SID}") -> list[str]:
-    return [m["text"] for m in store.messages(sid) if m["kind"] == "prompt"]
+    return [m["text"] for m in store.sessions.messages(sid) if m["kind"] == "prompt"]
 
 
 def _session_file(root: Path, name: str = SID) -> Path:
@@ -35,7 +36,7 @@ def test_appended_lines_are_read_from_the_stored_offset(store: Store, claude_roo
     first = harvest_file(store, "claude_code", path)
     size1 = path.stat().st_size
     assert first.status == "read" and first.bytes_read == size1 and first.offset == size1
-    assert store.get_file(str(path))["offset"] == size1
+    assert store.files.get(str(path))["offset"] == size1
 
     extra = jsonl(
         [
@@ -47,10 +48,10 @@ def test_appended_lines_are_read_from_the_stored_offset(store: Store, claude_roo
         fh.write(extra)
     second = harvest_file(store, "claude_code", path)
     assert second.bytes_read == len(extra)  # only the new bytes were read
-    assert second.offset == size1 + len(extra) == store.get_file(str(path))["offset"]
+    assert second.offset == size1 + len(extra) == store.files.get(str(path))["offset"]
     assert second.sessions_updated == {f"claude_code:{SID}"} and not second.sessions_new
     assert _prompts(store) == ["add a --verbose flag to the CLI", "now document it in the README"]
-    assert [m["seq"] for m in store.messages(f"claude_code:{SID}")] == [0, 1, 2, 3]
+    assert [m["seq"] for m in store.sessions.messages(f"claude_code:{SID}")] == [0, 1, 2, 3]
 
     third = harvest_file(store, "claude_code", path)
     assert third.status == "unchanged" and third.bytes_read == 0
@@ -135,8 +136,8 @@ def test_bad_files_are_counted_and_others_still_harvested(store: Store, claude_r
     assert _prompts(store, "claude_code:s-malformed") == ["still read"]
     assert _prompts(store, "claude_code:s-huge") == ["after the huge line"]
     assert _prompts(store, "claude_code:s-latin") == ["caf\ufffd na\ufffdve"]
-    assert store.get_file(str(proj / "binary.jsonl"))["status"] == "skipped"
-    run = store.rows("harvest_runs")[0]
+    assert store.files.get(str(proj / "binary.jsonl"))["status"] == "skipped"
+    run = db_rows(store, "harvest_runs")[0]
     assert json.loads(run["files_skipped"]) == cc.files_skipped and run["files_read"] == 4
 
 
@@ -174,8 +175,8 @@ def test_a_crash_mid_file_leaves_no_partial_pass(
     path = write(_session_file(claude_root), [cc_user("u1", "one"), cc_user("u2", "two")])
     res = harvest_file(store, _Exploding(), path)
     assert res.status == "skipped" and res.reason == "error:RuntimeError"
-    assert store.rows("messages") == []  # the first batch was rolled back with the offset
-    row = store.get_file(str(path))
+    assert db_rows(store, "messages") == []  # the first batch was rolled back with the offset
+    row = store.files.get(str(path))
     assert row["offset"] == 0 and row["status"] == "skipped" and "boom" in row["last_error"]
     ok = harvest_file(store, "claude_code", path)
     assert ok.status == "read" and _prompts(store) == ["one", "two"]
@@ -222,4 +223,4 @@ def test_a_pass_waits_for_another_writer_instead_of_failing(
     t.join()
     other.close()
     assert (res.status, res.reason) == ("read", ""), res
-    assert [m["text"] for m in store.rows("messages")] == ["one", "two"]
+    assert [m["text"] for m in db_rows(store, "messages")] == ["one", "two"]

@@ -12,6 +12,7 @@ from skillopt_sleep.config import Settings, SourceConfig
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.sources.opencode import OpenCodeSource
 from skillopt_sleep.store import Store
+from tests.store.rows import db_get
 
 
 def test_corpus_storage_tree(corpus: Path, store: Store) -> None:
@@ -19,23 +20,24 @@ def test_corpus_storage_tree(corpus: Path, store: Store) -> None:
     report = harvest(store, Settings(sources={"opencode": SourceConfig(roots=[root])}))
     acc = report.sources["opencode"]
     assert (acc.files_seen, acc.sessions_new) == (2, 2)
-    small = store.get("sessions", "opencode:s_stage0_small")
+    small = db_get(store, "sessions", "opencode:s_stage0_small")
     assert (small["project"], small["title"], small["model"]) == (
         "/tmp/repo",
         "OpenCode Small",
         "gpt-4o-mini",
     )
     assert [
-        (m["kind"], m["text"], m["tool_names"], m["is_error"]) for m in store.messages(small["id"])
+        (m["kind"], m["text"], m["tool_names"], m["is_error"])
+        for m in store.sessions.messages(small["id"])
     ] == [
         ("prompt", "Hello", [], 0),
         ("answer", "Found 2 files.", ["bash"], 0),
         ("tool", "a.txt\nb.txt\n", [], 0),
     ]
-    large = store.messages("opencode:s_stage0_large")
+    large = store.sessions.messages("opencode:s_stage0_large")
     assert [m["text"] for m in large if m["kind"] == "prompt"] == ["Step 1", "Step 2"]
     assert [m["is_error"] for m in large if m["kind"] == "tool"] == [1]  # exit 1
-    assert store.get("sessions", "opencode:s_stage0_large")["project"] == "/tmp/large"
+    assert db_get(store, "sessions", "opencode:s_stage0_large")["project"] == "/tmp/large"
     assert acc.lines_skipped["injected"] == 1  # the synthetic text part
     assert acc.lines_skipped["ignored_part:reasoning"] == 1
     again = harvest(store, Settings(sources={"opencode": SourceConfig(roots=[root])}))
@@ -120,14 +122,14 @@ def test_sqlite_read_only_and_incremental(tmp_path: Path, store: Store) -> None:
     ) == before  # never written
     assert [
         (m["kind"], m["text"], m["tool_names"], m["is_error"])
-        for m in store.messages("opencode:ses_1")
+        for m in store.sessions.messages("opencode:ses_1")
     ] == [
         ("prompt", "build the site", [], 0),
         ("answer", "Built.", ["bash"], 0),
         ("tool", "boom", [], 1),
     ]
-    assert store.get("sessions", "opencode:ses_1")["project"] == "/home/dev/site"
-    assert all(m["is_sidechain"] for m in store.messages("opencode:ses_sub"))
+    assert db_get(store, "sessions", "opencode:ses_1")["project"] == "/home/dev/site"
+    assert all(m["is_sidechain"] for m in store.sessions.messages("opencode:ses_sub"))
     assert r.lines_skipped == {"ignored_part:step-start": 1}
     assert harvest_file(store, OpenCodeSource(), db).status == "unchanged"
 
@@ -171,7 +173,10 @@ def test_sqlite_read_only_and_incremental(tmp_path: Path, store: Store) -> None:
     con.close()
     r3 = harvest_file(store, OpenCodeSource(), db)
     assert r3.messages == 1
-    assert [m["text"] for m in store.messages("opencode:ses_1")][-2:] == ["deploy it", "Deployed."]
+    assert [m["text"] for m in store.sessions.messages("opencode:ses_1")][-2:] == [
+        "deploy it",
+        "Deployed.",
+    ]
 
 
 def test_unreadable_database_is_counted(tmp_path: Path) -> None:
@@ -222,12 +227,12 @@ def test_tree_answer_left_unfinished_is_read_on_a_later_pass_without_any_change(
     )
     first = harvest_file(store, OpenCodeSource(), ses)
     assert (first.status, first.lines_skipped) == ("read", {"unfinished": 1})
-    assert [m["text"] for m in store.messages("opencode:ses_live")] == ["lint the app"]
+    assert [m["text"] for m in store.sessions.messages("opencode:ses_live")] == ["lint the app"]
     later = time.time() + oc.SETTLE_SECONDS + 5
     monkeypatch.setattr(oc.time, "time", lambda: later)
     second = harvest_file(store, OpenCodeSource(), ses)
     assert second.status == "read" and second.lines_skipped == {}
-    assert [m["text"] for m in store.messages("opencode:ses_live")] == [
+    assert [m["text"] for m in store.sessions.messages("opencode:ses_live")] == [
         "lint the app",
         "Running ruff",
     ]
@@ -255,7 +260,7 @@ def test_tree_copied_with_fresh_mtimes_is_judged_by_its_content(
     )
     r = harvest_file(store, OpenCodeSource(), ses)
     assert (r.status, r.lines_skipped) == ("read", {})
-    assert [m["text"] for m in store.messages("opencode:ses_old")] == ["hello", "Hi."]
+    assert [m["text"] for m in store.sessions.messages("opencode:ses_old")] == ["hello", "Hi."]
 
 
 def test_db_answer_left_unfinished_is_read_on_a_later_pass_without_any_change(
@@ -292,5 +297,5 @@ def test_db_answer_left_unfinished_is_read_on_a_later_pass_without_any_change(
     monkeypatch.setattr(oc.time, "time", lambda: later)
     r = harvest_file(store, OpenCodeSource(), db)
     assert r.status == "read" and r.messages == 1
-    assert [m["text"] for m in store.messages("opencode:ses_1")] == ["build it", "Buil"]
+    assert [m["text"] for m in store.sessions.messages("opencode:ses_1")] == ["build it", "Buil"]
     assert harvest_file(store, OpenCodeSource(), db).status == "unchanged"

@@ -41,9 +41,9 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> None:
 
 
 def _only_session(store: Store, source: str) -> tuple[dict, list[dict]]:
-    rows = [s for s in store.sessions(include_self=True) if s["source"] == source]
+    rows = [s for s in store.sessions.all(include_self=True) if s["source"] == source]
     assert len(rows) == 1
-    return rows[0], store.messages(rows[0]["id"])
+    return rows[0], store.sessions.messages(rows[0]["id"])
 
 
 def test_claude_p_transcript(isolated_home: Path, store: Store) -> None:

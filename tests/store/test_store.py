@@ -17,7 +17,7 @@ def test_migrations_apply_once_and_wal(tmp_path):
 
 def test_split_parts_merge_and_grown_text_replaces(tmp_path):
     store = Store(tmp_path / "s.db")
-    store.save_session(
+    store.sessions.save(
         session(
             HarvestedMessage(
                 uid="m", role="assistant", kind="answer", text="part one", tool_names=["Bash"]
@@ -25,7 +25,7 @@ def test_split_parts_merge_and_grown_text_replaces(tmp_path):
         ),
         "/f",
     )
-    store.save_session(
+    store.sessions.save(
         session(
             HarvestedMessage(
                 uid="m",
@@ -37,32 +37,32 @@ def test_split_parts_merge_and_grown_text_replaces(tmp_path):
         ),
         "/f",
     )
-    store.save_session(
+    store.sessions.save(
         session(HarvestedMessage(uid="g", role="assistant", kind="answer", text="Run `npm")), "/f"
     )
-    store.save_session(
+    store.sessions.save(
         session(HarvestedMessage(uid="g", role="assistant", kind="answer", text="Run `npm test`.")),
         "/f",
     )
-    msgs = store.messages("x:s1")
+    msgs = store.sessions.messages("x:s1")
     assert [(m["uid"], m["text"], m["tool_names"]) for m in msgs] == [
         ("m", "part one\npart two", ["Bash", "Read"]),
         ("g", "Run `npm test`.", []),
     ]
     # the same parts again change nothing
-    assert store.save_session(
+    assert store.sessions.save(
         session(HarvestedMessage(uid="m", role="assistant", text="part two")), "/f"
     ) == (False, 0)
 
 
 def test_full_text_search(tmp_path):
     store = Store(tmp_path / "s.db")
-    store.save_session(
+    store.sessions.save(
         session(HarvestedMessage(uid="u", role="user", text="how do I install the dependencies")),
         "/f",
     )
-    assert [r["uid"] for r in store.search_messages("dependencies")] == ["u"]
-    assert store.search_messages("nonexistentword") == []
+    assert [r["uid"] for r in store.sessions.search_messages("dependencies")] == ["u"]
+    assert store.sessions.search_messages("nonexistentword") == []
 
 
 def test_a_new_store_is_private_to_the_user(tmp_path):

@@ -1,0 +1,39 @@
+"""``edits``: every edit the optimizer proposed during a night, and what the gate said."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+from skillopt_sleep.store._base import Repository
+
+
+@dataclass(frozen=True)
+class RejectedEdit:
+    """An edit the gate rejected, with the summary (JSON text) of the night that tried it."""
+
+    op: Literal["add", "delete", "replace"]
+    text: str
+    old: str
+    night_summary: str
+
+
+class EditsRepo(Repository):
+    """Rows: ``id``, ``night_id``, ``epoch``, ``batch``, ``op`` (add | delete | replace),
+    ``text``, ``old``, ``rationale``, ``origin`` (reflect | consolidate), ``status``
+    (applied | rejected | unmatched | unverified), ``reason``, ``val_before``,
+    ``val_after``, ``created_at``."""
+
+    def add(self, **fields: Any) -> int:
+        """Record one edit; returns its id."""
+        return self._insert("edits", fields)
+
+    def rejected_for(self, target_path: str) -> list[RejectedEdit]:
+        """Reflect edits the gate rejected in nights on ``target_path``, newest first."""
+        rows = self.db.execute(
+            "select e.op, e.text, e.old, n.summary from edits e join nights n "
+            "on n.id = e.night_id where e.status = 'rejected' and e.origin != 'consolidate' "
+            "and n.target_path = ? order by e.id desc",
+            [target_path],
+        ).fetchall()
+        return [RejectedEdit(cast(Any, r[0]), r[1] or "", r[2] or "", r[3] or "") for r in rows]

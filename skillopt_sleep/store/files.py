@@ -1,0 +1,64 @@
+"""``source_files``: one row per harvested log file (how far it was read, its parse state)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from skillopt_sleep.store._base import Repository, Row, now_iso
+
+
+@dataclass(frozen=True)
+class FileStamp:
+    """What a rescan compares with the file on disk to skip an unchanged file."""
+
+    size: int | None
+    mtime: float | None
+    inode: int | None
+    status: str | None
+    pending: bool  # a split record is waiting for its end (``head_hash`` starts "pending:")
+
+
+class FilesRepo(Repository):
+    """Rows: ``path`` (absolute, the key), ``source``, ``inode``, ``size`` (bytes), ``mtime``
+    (epoch seconds), ``offset`` (bytes ingested), ``state`` (JSON), ``head_hash``,
+    ``lines_ok``, ``lines_skipped``, ``status`` (ok | skipped | error), ``last_error``,
+    ``updated_at``."""
+
+    def get(self, path: str) -> Row | None:
+        """The file's row, or None when never seen."""
+        return self._one("source_files", "path = ?", [path])
+
+    def put(self, row: dict[str, Any]) -> None:
+        """Insert or update the row keyed by ``row["path"]`` (``updated_at`` set to now)."""
+        self.db.table("source_files").upsert(
+            dict(row, updated_at=now_iso()), pk="path", alter=False
+        )
+
+    def all(self, source: str | None = None) -> list[Row]:
+        """Every file row, or those of one source."""
+        if source:
+            return list(self.db.table("source_files").rows_where("source = ?", [source]))
+        return list(self.db.table("source_files").rows)
+
+    def stamps(self, source: str) -> dict[str, FileStamp]:
+        """``{path: FileStamp}`` for every file of ``source``."""
+        rows = self.db.execute(
+            "select path, size, mtime, inode, status, head_hash like 'pending:%' "
+            "from source_files where source = ?",
+            [source],
+        )
+        return {r[0]: FileStamp(r[1], r[2], r[3], r[4], bool(r[5])) for r in rows}
+
+    def latest_mtime(self) -> float | None:
+        """The newest modification time (epoch seconds) of any harvested file, or None."""
+        row = self.db.execute("select max(mtime) from source_files").fetchone()
+        return float(row[0]) if row and row[0] else None
+
+    def count_under(self, source: str, root: str) -> int:
+        """How many files of ``source`` lie under the folder ``root`` (ending in a separator)."""
+        row = self.db.execute(
+            "select count(*) from source_files where source = ? and substr(path, 1, ?) = ?",
+            [source, len(root), root],
+        ).fetchone()
+        return int(row[0])

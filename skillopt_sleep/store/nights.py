@@ -1,0 +1,87 @@
+"""``nights``: one row per night, written by :mod:`skillopt_sleep.night.lifecycle`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skillopt_sleep.store._base import Repository, Row
+
+
+class NightsRepo(Repository):
+    """Rows: ``id``, ``started_at``, ``finished_at``, ``status`` (see
+    :class:`~skillopt_sleep.night.lifecycle.NightStatus`), ``project``, ``dry_run`` (0/1),
+    ``trigger``, ``pid``, ``error``, ``target_path``, ``calls``, ``cached_calls``,
+    ``input_tokens``, ``output_tokens``, ``seconds`` (wall time), ``val_before``,
+    ``val_after``, ``test_before``, ``test_after``, ``proposal_id``, ``summary`` (JSON text)."""
+
+    def add(self, **fields: Any) -> int:
+        """Insert a night row; returns its id."""
+        return self._insert("nights", fields)
+
+    def set(self, night_id: int, **fields: Any) -> None:
+        """Update columns of one night."""
+        self.db.table("nights").update(night_id, fields)
+
+    def interrupt(self, night_id: int, *, finished_at: str, error: str) -> bool:
+        """Mark a night ``interrupted`` if it is still ``running``; returns whether it was."""
+        cur = self.db.execute(
+            "update nights set status = 'interrupted', finished_at = ?, error = ? "
+            "where id = ? and status = 'running'",
+            [finished_at, error, night_id],
+        )
+        return cur.rowcount > 0
+
+    def get(self, night_id: int) -> Row | None:
+        """The night's row, or None."""
+        return self._one("nights", "id = ?", [night_id])
+
+    def running(self) -> list[Row]:
+        """Rows whose status is ``running``, newest first (stale ones included: see
+        :func:`skillopt_sleep.night.lifecycle.running` for whether a night really runs)."""
+        return list(
+            self.db.table("nights").rows_where("status = ?", ["running"], order_by="id desc")
+        )
+
+    def recent(self, limit: int = 5) -> list[Row]:
+        """The last ``limit`` nights, newest first."""
+        return list(self.db.table("nights").rows_where(order_by="id desc", limit=limit))
+
+    def last_real(self) -> Row | None:
+        """The newest night that is not a dry run that only planned (or found no task)."""
+        rows = self.db.table("nights").rows_where(
+            "not (dry_run = 1 and status in ('planned', 'no_tasks'))", order_by="id desc", limit=1
+        )
+        return next(iter(rows), None)
+
+    def max_id(self) -> int:
+        """The newest night's id, 0 when there is none."""
+        return int(self.db.execute("select coalesce(max(id), 0) from nights").fetchone()[0])
+
+    def newest_after(
+        self, before: int, *, trigger: str | None = None, pid: int | None = None
+    ) -> int | None:
+        """The id of the newest night with an id above ``before`` (and the given trigger and
+        pid), or None."""
+        where: list[str] = ["id > ?"]
+        args: list[Any] = [before]
+        if trigger is not None:
+            where.append("trigger = ?")
+            args.append(trigger)
+        if pid is not None:
+            where.append("pid = ?")
+            args.append(pid)
+        row = self.db.execute(
+            f"select id from nights where {' and '.join(where)} order by id desc limit 1", args
+        ).fetchone()
+        return int(row[0]) if row else None
+
+    def completed_since(self, since: str) -> bool:
+        """Whether a real (not dry-run, not demo) night started at or after ``since`` (ISO
+        UTC) and completed (succeeded, no_change or no_tasks)."""
+        rows = self.db.table("nights").rows_where(
+            "started_at >= ? and dry_run = 0 and trigger != 'demo' "
+            "and status in ('succeeded', 'no_change', 'no_tasks')",
+            [since],
+            limit=1,
+        )
+        return next(iter(rows), None) is not None

@@ -1,0 +1,100 @@
+"""``proposals`` (what a night staged) and ``adoptions`` (what the user wrote live)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skillopt_sleep.store._base import Repository, Row, write_transaction
+
+
+class ProposalsRepo(Repository):
+    """Rows: ``id`` ("p<night id>"), ``night_id``, ``created_at``, ``status`` (staged |
+    adopted | rejected | rolled_back | superseded), ``target_path``, ``base_hash`` (sha256 of
+    the live file when the night started, "" = absent), ``new_hash``, ``dir`` (the proposal
+    folder), ``val_before``, ``val_after``, ``test_before``, ``test_after``, ``summary``
+    (JSON text), ``reason``."""
+
+    def get(self, proposal_id: str) -> Row | None:
+        """The proposal's row, or None."""
+        return self._one("proposals", "id = ?", [proposal_id])
+
+    def all(self, status: str | None = None, limit: int | None = None) -> list[Row]:
+        """Proposals newest first (by ``created_at``, then id), optionally of one status."""
+        if status:
+            rows = self.db.table("proposals").rows_where(
+                "status = ?", [status], order_by="created_at desc, id desc", limit=limit
+            )
+        else:
+            rows = self.db.table("proposals").rows_where(
+                order_by="created_at desc, id desc", limit=limit
+            )
+        return list(rows)
+
+    def staged(self, target_path: str | None = None) -> list[Row]:
+        """Staged proposals newest first, optionally only those for ``target_path``."""
+        if target_path is None:
+            return self.all("staged")
+        return list(
+            self.db.table("proposals").rows_where(
+                "target_path = ? and status = 'staged'", [target_path], order_by="id"
+            )
+        )
+
+    def latest(self) -> Row | None:
+        """The newest proposal, or None."""
+        rows = self.all(limit=1)
+        return rows[0] if rows else None
+
+    def stage(self, row: dict[str, Any]) -> None:
+        """Stage ``row`` (its ``status`` set to staged) and mark the other staged proposals
+        for the same target superseded, in one transaction."""
+        pid = row["id"]
+        with write_transaction(self.db):
+            for old in self.staged(row["target_path"]):
+                self.set_status(old["id"], "superseded", f"superseded by {pid}")
+            self.db.table("proposals").upsert(dict(row, status="staged"), pk="id")
+
+    def set_status(self, proposal_id: str, status: str, reason: str | None = None) -> None:
+        """Set a proposal's status (and its reason, when given)."""
+        values: dict[str, Any] = {"status": status}
+        if reason is not None:
+            values["reason"] = reason
+        self.db.table("proposals").update(proposal_id, values)
+
+    def targets(self) -> list[str]:
+        """Every live file path some proposal or adoption refers to (as stored)."""
+        rows = self.db.execute(
+            "select target_path from proposals union select target_path from adoptions"
+        ).fetchall()
+        return [r[0] for r in rows if r[0]]
+
+
+class AdoptionsRepo(Repository):
+    """Rows: ``id``, ``proposal_id``, ``target_path``, ``adopted_at``, ``backup_path`` (""
+    when the file did not exist before), ``existed_before`` (0/1), ``before_hash``,
+    ``after_hash``, ``rolled_back_at`` (None while live)."""
+
+    def add(self, **fields: Any) -> int:
+        """Record an adoption; returns its id."""
+        return self._insert("adoptions", fields)
+
+    def get(self, adoption_id: int) -> Row | None:
+        """The adoption's row, or None."""
+        return self._one("adoptions", "id = ?", [adoption_id])
+
+    def delete(self, adoption_id: int) -> None:
+        """Forget an adoption (its live write failed)."""
+        self.db.table("adoptions").delete(adoption_id)
+
+    def latest_live(self, targets: list[str] | None = None) -> Row | None:
+        """The newest adoption not rolled back, of one of ``targets`` (paths as stored) or of
+        any target when None."""
+        where, args = "rolled_back_at is null", list(targets or [])
+        if targets:
+            where += f" and target_path in ({', '.join('?' * len(targets))})"
+        rows = list(self.db.table("adoptions").rows_where(where, args, order_by="id desc", limit=1))
+        return rows[0] if rows else None
+
+    def set_rolled_back(self, adoption_id: int, at: str) -> None:
+        """Record when the adoption was rolled back (ISO UTC)."""
+        self.db.table("adoptions").update(adoption_id, {"rolled_back_at": at})

@@ -1,0 +1,44 @@
+"""``rollouts``: every replay of a task under a document during a night, with its score."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skillopt_sleep.store._base import Repository, Row
+
+
+class RolloutsRepo(Repository):
+    """Rows: ``id``, ``night_id``, ``task_id``, ``split`` (train | val | test), ``phase``
+    (e.g. "train e1b0", "val baseline", "test before"), ``doc_hash``, ``backend``, ``model``,
+    ``answer``, ``tool_calls`` (JSON), ``hard``, ``soft``, ``score`` (0..1), ``checks``
+    (JSON), ``cached`` (0/1), ``input_tokens``, ``output_tokens``, ``seconds``,
+    ``created_at``."""
+
+    def add(self, **fields: Any) -> int:
+        """Record one rollout; returns its id."""
+        return self._insert("rollouts", fields)
+
+    def of_night(self, night_id: int, split: str | None = None) -> list[Row]:
+        """The night's rollouts (of one split) in the order they were recorded."""
+        if split is None:
+            rows = self.db.table("rollouts").rows_where("night_id = ?", [night_id], order_by="id")
+        else:
+            rows = self.db.table("rollouts").rows_where(
+                "night_id = ? and split = ?", [night_id, split], order_by="id"
+            )
+        return list(rows)
+
+    def last_splits(self, task_ids: list[str]) -> dict[str, str]:
+        """``{task id: split}`` of each task's most recent rollout (tasks never replayed, or
+        replayed without a split, are absent)."""
+        out: dict[str, str] = {}
+        for start in range(0, len(task_ids), 500):
+            chunk = task_ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(
+                f"select task_id, split from rollouts where id in (select max(id) from rollouts "
+                f"where task_id in ({marks}) group by task_id)",
+                chunk,
+            ).fetchall()
+            out.update({tid: split for tid, split in rows if split})
+        return out

@@ -1,0 +1,178 @@
+"""``sessions`` and ``messages`` (with their full-text index ``messages_fts``)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+
+from skillopt_sleep.models import HarvestedSession
+from skillopt_sleep.store._base import Repository, Row, now_iso
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One message matching a full-text search."""
+
+    message_id: int
+    session_id: str
+    source: str
+    project: str | None
+    role: str
+    kind: str
+    timestamp: str | None
+    snippet: str  # the matched words in [brackets], "…" where text was cut
+
+
+def _fts_quote(query: str) -> str:
+    return " ".join('"' + tok.replace('"', '""') + '"' for tok in query.split())
+
+
+class SessionsRepo(Repository):
+    """Session rows: ``id`` ("<source>:<key>"), ``source``, ``key``, ``project``,
+    ``file_path``, ``started_at``, ``updated_at``, ``model``, ``agent_version``, ``headless``
+    (0/1), ``self_generated`` (0/1), ``title``, ``n_messages``. Message rows: ``id``,
+    ``session_id``, ``source``, ``uid``, ``seq`` (0-based order in the session), ``role``,
+    ``kind``, ``text``, ``tool_names``, ``timestamp``, ``is_sidechain``, ``is_error``."""
+
+    def get(self, session_id: str) -> Row | None:
+        """The session's row, or None."""
+        return self._one("sessions", "id = ?", [session_id])
+
+    def save(self, session: HarvestedSession, file_path: str) -> tuple[bool, int]:
+        """Upsert a session and append its new messages (dedupe by ``(source, uid)``; parts of
+        a split assistant message with an existing uid are merged into it).
+
+        Returns ``(is_new_session, n_messages_added_or_merged)``. Not transactional by itself:
+        callers wrap a file's whole pass in ``with store.write():``.
+        """
+        db = self.db
+        sid = f"{session.source}:{session.key}"
+        old = self.get(sid) or {}
+        is_new = not old
+        row = {
+            "id": sid,
+            "source": session.source,
+            "key": session.key,
+            "project": session.project or old.get("project"),
+            "file_path": old.get("file_path") or file_path,
+            "started_at": old.get("started_at") or session.started_at,
+            "updated_at": now_iso(),
+            "model": session.model or old.get("model"),
+            "agent_version": session.agent_version or old.get("agent_version"),
+            "headless": int(session.headless or bool(old.get("headless"))),
+            "self_generated": int(session.self_generated or bool(old.get("self_generated"))),
+            "title": session.title or old.get("title"),
+            "n_messages": old.get("n_messages") or 0,
+        }
+        db.table("sessions").upsert(row, pk="id")
+        seq = int(row["n_messages"] or 0)
+        changed = 0
+        for msg in session.messages:
+            found = db.execute(
+                "select id, text, tool_names from messages where source = ? and uid = ?",
+                [session.source, msg.uid],
+            ).fetchone()
+            if found:
+                mid, text, tools = found
+                tools_l = json.loads(tools or "[]")
+                new_text = text
+                if msg.text and text and msg.text.startswith(text):
+                    new_text = msg.text  # the same message, grown (e.g. a streamed answer)
+                elif msg.text and msg.text not in (text or ""):
+                    new_text = f"{text}\n{msg.text}" if text else msg.text
+                new_tools = tools_l + [t for t in msg.tool_names if t not in tools_l]
+                if new_text != text or new_tools != tools_l:
+                    db.table("messages").update(
+                        mid, {"text": new_text, "tool_names": json.dumps(new_tools)}
+                    )
+                    changed += 1
+                continue
+            db.table("messages").insert(
+                {
+                    "session_id": sid,
+                    "source": session.source,
+                    "uid": msg.uid,
+                    "seq": seq,
+                    "role": msg.role,
+                    "kind": msg.kind,
+                    "text": msg.text,
+                    "tool_names": json.dumps(msg.tool_names),
+                    "timestamp": msg.timestamp,
+                    "is_sidechain": int(msg.is_sidechain),
+                    "is_error": int(msg.is_error),
+                }
+            )
+            seq += 1
+            changed += 1
+        if seq != row["n_messages"]:
+            db.table("sessions").update(sid, {"n_messages": seq})
+        return is_new, changed
+
+    def all(self, project: str | None = None, include_self: bool = False) -> list[Row]:
+        """Sessions oldest first; ``project`` keeps that folder and those below it;
+        self-generated sessions (our own replays) only with ``include_self``."""
+        where: list[str] = []
+        args: list[str] = []
+        if project:
+            where.append("(project = ? or project like ?)")
+            args += [project, project.rstrip("/") + "/%"]
+        if not include_self:
+            where.append("self_generated = 0")
+        sql = " and ".join(where) or None
+        return list(self.db.table("sessions").rows_where(sql, args, order_by="started_at"))
+
+    def messages(self, session_id: str) -> list[Row]:
+        """The session's messages in order, ``tool_names`` decoded to a list."""
+        rows = list(
+            self.db.table("messages").rows_where("session_id = ?", [session_id], order_by="seq")
+        )
+        for r in rows:
+            r["tool_names"] = json.loads(r["tool_names"] or "[]")
+        return rows
+
+    def search_messages(self, query: str, limit: int = 20) -> list[Row]:
+        """Message rows matching the FTS query ``query``, best first."""
+        return list(self.db.table("messages").search(query, limit=limit))
+
+    def search(
+        self,
+        query: str,
+        *,
+        source: str | None = None,
+        project: str | None = None,
+        limit: int = 20,
+    ) -> list[SearchHit]:
+        """Full-text search of the user's (not self-generated) messages, best first.
+        ``project`` keeps that folder and those below it. A query that is not valid FTS
+        syntax (quotes, dashes, operators) is searched as its words."""
+        where, args = ["messages_fts match ?", "s.self_generated = 0"], []
+        if source:
+            where.append("m.source = ?")
+            args.append(source)
+        if project is not None:
+            where.append("(s.project = ? or s.project like ?)")
+            args += [project.rstrip("/"), project.rstrip("/") + "/%"]
+        sql = (
+            "select m.id, m.session_id, m.source, s.project, m.role, m.kind, m.timestamp, "
+            "snippet(messages_fts, 0, '[', ']', '…', 16) as snip "
+            "from messages_fts join messages m on m.id = messages_fts.rowid "
+            "join sessions s on s.id = m.session_id "
+            f"where {' and '.join(where)} order by messages_fts.rank limit ?"
+        )
+        try:
+            rows = self.db.execute(sql, [query, *args, limit]).fetchall()
+        except sqlite3.OperationalError:
+            rows = self.db.execute(sql, [_fts_quote(query), *args, limit]).fetchall()
+        return [
+            SearchHit(r[0], r[1], r[2], r[3], r[4] or "", r[5] or "", r[6], r[7] or "")
+            for r in rows
+        ]
+
+    def count_under(self, source: str, root: str) -> int:
+        """Sessions of ``source`` whose file lies under ``root`` (ending in a separator)."""
+        row = self.db.execute(
+            "select count(*) from sessions where source = ? and substr(file_path, 1, ?) = ?",
+            [source, len(root), root],
+        ).fetchone()
+        return int(row[0])

@@ -1,0 +1,27 @@
+"""Raw reads of the store's tables for tests (the package itself reads through the
+repositories; a test may look at the rows directly)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skillopt_sleep.store import Store
+
+
+def db_rows(
+    store: Store,
+    table: str,
+    where: str | None = None,
+    args: list | None = None,
+    order_by: str | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """``table``'s rows matching the SQL ``where`` (with ``args``)."""
+    return list(store.db.table(table).rows_where(where, args or [], order_by=order_by, limit=limit))
+
+
+def db_get(store: Store, table: str, pk: Any) -> dict[str, Any] | None:
+    """The row of ``table`` whose primary key is ``pk``, or None."""
+    pkcol = store.db.table(table).pks[0]
+    found = db_rows(store, table, f"[{pkcol}] = ?", [pk], limit=1)
+    return found[0] if found else None
