@@ -47,3 +47,12 @@ def corpus() -> Path:
     if os.environ.get("CI"):
         pytest.fail(f"{reason} (CI must provide it; .ci/run sets it from ../shared/corpus)")
     pytest.skip(reason)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    """A project folder with one file, for the agent CLIs to run in."""
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "hello.txt").write_text("hi\n")
+    return work

@@ -22,7 +22,7 @@ from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.models import CompletionRequest
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.simulator.persona import persona_from_dict
-from tests.night.test_night_real_clis import NODE_BIN, require_cli
+from tests.helpers.clis import NODE_BIN, require_cli
 
 pytestmark = pytest.mark.cli
 

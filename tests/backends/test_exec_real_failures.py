@@ -26,7 +26,7 @@ from skillopt_sleep.errors import BackendTimeout
 from skillopt_sleep.models import CompletionRequest
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.simulator.persona import persona_from_dict
-from tests.agent_clis import NODE_BIN, agent_binary
+from tests.helpers.clis import NODE_BIN, agent_binary
 
 pytestmark = pytest.mark.cli
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from skillopt_sleep.demo import DEMO_CONVERSATIONS, write_conversations
+from skillopt_sleep.demo import DEMO_CONVERSATIONS
 from skillopt_sleep.simulator import serve
+from skillopt_sleep.testing.sessions import write_conversations
 
 
 def cli(
@@ -227,7 +228,7 @@ def test_a_dry_run_does_not_hide_the_last_real_night(sessions, tmp_path):
 
 
 def test_first_harvest_of_a_new_install_enables_the_agents_found(isolated_home, tmp_path):
-    from tests.sources.test_discovery import write_copilot_session
+    from tests.helpers.sources import write_copilot_session
 
     write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
     res = cli("harvest", "--json")

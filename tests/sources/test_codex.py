@@ -13,8 +13,7 @@ from skillopt_sleep.sources import get_source
 from skillopt_sleep.sources.base import SELF_MARKER
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
-
-from .conftest import (
+from tests.helpers.sources import (
     CWD,
     cx,
     cx_answer_event,
