@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.clis import NODE_BIN
+
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -56,3 +58,9 @@ def workdir(tmp_path: Path) -> Path:
     work.mkdir()
     (work / "hello.txt").write_text("hi\n")
     return work
+
+
+@pytest.fixture
+def cli_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """node_modules/.bin first on PATH (CI's .ci/run does the same)."""
+    monkeypatch.setenv("PATH", f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 from skillopt_sleep.demo import DEMO_CONVERSATIONS
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.testing.sessions import write_conversations
+from tests.helpers.net import closed_port
 
 
 def cli(
@@ -25,14 +25,6 @@ def cli(
     return subprocess.run(
         cmd, capture_output=True, text=True, env=env or dict(os.environ), cwd=cwd, timeout=240
     )
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def write_config(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +31,8 @@ from skillopt_sleep.simulator.persona import persona_from_dict
 from skillopt_sleep.sources.ingest import harvest
 from skillopt_sleep.status import collect_status
 from skillopt_sleep.store import Store
-from tests.helpers.clis import NODE_BIN, require_cli
+from tests.helpers.clis import require_cli
+from tests.helpers.net import closed_port
 from tests.helpers.night import PERSONA as ENGINE_PERSONA
 from tests.helpers.night import night_settings, night_world
 
@@ -46,12 +46,6 @@ PERSONA = ENGINE_PERSONA.replace(
 assert 'models = ["sim-demo"]' in PERSONA
 SIM_KEY = "sk-sim-night-0123456789"
 USER_TEXT = "# Project rules\n\nWritten by hand.\n"
-
-
-@pytest.fixture
-def cli_path(monkeypatch):
-    """node_modules/.bin first on PATH (CI's .ci/run does the same)."""
-    monkeypatch.setenv("PATH", f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
 @pytest.fixture
@@ -206,14 +200,6 @@ TARGETS = {
     "copilot": ("copilot", "/v1", "`copilot login`"),
 }
 WRONG_KEY = "sk-sim-wrong-9876543210"
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()  # nothing listens there any more
-    return port
 
 
 def toml_table(name: str, values: dict) -> str:
