@@ -29,6 +29,7 @@ What counts (kept narrow so a test failure is always real drift):
 
 from __future__ import annotations
 
+import enum
 import importlib
 import re
 import types
@@ -115,6 +116,14 @@ def options(cmd: typing.Any) -> dict[str, typing.Any]:
     return {o: p for p in cmd.params for o in (*p.opts, *p.secondary_opts) if o.startswith("-")}
 
 
+def choices(param: typing.Any) -> set[str]:
+    """The values a positional argument accepts when they are a fixed set (an Enum)."""
+    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return {str(m.value) for m in annotation}
+    return set(getattr(getattr(param, "type", None), "choices", None) or ())
+
+
 def check_invocation(words: list[str], cmd: typing.Any, said: str) -> list[str]:
     """``words`` follow the program name (or are a bare command line when ``cmd`` is a leaf)."""
     problems: list[str] = []
@@ -134,6 +143,14 @@ def check_invocation(words: list[str], cmd: typing.Any, said: str) -> list[str]:
             return [f"`{said}`: `{' '.join(names)}` has no command {words[i]!r}"]
         names.append(words[i])
         cmd, i = sub, i + 1
+    arguments = [p for p in cmd.params if not p.opts[0].startswith("-")]
+    if arguments and i < len(words) and not words[i].startswith("-"):
+        allowed = choices(arguments[0])
+        if allowed and not PLACEHOLDER.search(words[i]) and words[i] not in allowed:
+            problems.append(
+                f"`{said}`: `{' '.join(names)}` takes {arguments[0].name} in {sorted(allowed)},"
+                f" not {words[i]!r}"
+            )
     for word in words[i:]:
         if word in (">", "|", "2>", "&&", ";"):
             break
@@ -406,7 +423,7 @@ def test_the_checks_catch_made_up_names() -> None:
     doc = ROOT / "README.md"
     text = """
 Run `skillopt-sleep frobnicate`, `skillopt-sleep run --frob`, `skillopt-sleep service fly`,
-`skillopt-sleep --nope status` and `start --backgroundish`.
+`skillopt-sleep --nope status`, `start --backgroundish` and `skillopt-sleep install vim`.
 
 ```bash
 skillopt-sleep harvest --json && skillopt-sleep tasks --sorted   # a comment --ignored
@@ -436,6 +453,9 @@ from skillopt_sleep.mcp import build_server, nothing
 ```
 """
     commands, _ = command_problems(text)
+    wrong_agent = [p for p in commands if "not 'vim'" in p]
+    assert len(wrong_agent) == 1 and "`skillopt-sleep install` takes agent in" in wrong_agent[0]
+    commands.remove(wrong_agent[0])
     assert [p.split(": ", 1)[1] for p in commands] == [
         "`skillopt-sleep` has no command 'frobnicate'",
         "`skillopt-sleep run` has no option --frob",
