@@ -25,6 +25,8 @@ What counts (kept narrow so a test failure is always real drift):
   that is checked.
 * a **module**: a backticked dotted name ``skillopt_sleep.…`` (or a ``from skillopt_sleep.…
   import …`` line of a ``python`` block) must import (a module, or an attribute of one).
+* a **default** in a ``key | default`` table (a number, ``true`` / ``false``, a backticked
+  value, ``none``) equals the setting's default; prose defaults (``all``, ``off``) are not read.
 """
 
 from __future__ import annotations
@@ -247,6 +249,61 @@ def toml_keys(text: str) -> Iterator[list[str]]:
         yield from walk(data, [])
 
 
+def field_default(key: str) -> typing.Any:
+    """The default of the scalar setting ``key`` (dotted), or ``...`` when it has none."""
+    model: typing.Any = config.Settings
+    *sections, name = key.split(".")
+    for section in sections:
+        field = model.model_fields.get(section) if isinstance(model, type) else None
+        model = _unwrap(field.annotation) if field else None
+    field = model.model_fields.get(name) if isinstance(model, type) else None
+    if field is None or field.default_factory is not None:
+        return ...
+    return field.default
+
+
+def parse_default(cell: str) -> typing.Any:
+    """A documented default: ``true``/``false``, a number, ``none`` / ``—`` (None), a string in
+    backticks; ``...`` when the cell is prose (``all``, ``off``, ``agent defaults``)."""
+    cell = cell.strip()
+    if cell.lower() in ("none", "—", "-"):
+        return None
+    quoted = re.fullmatch(r"`([^`]*)`", cell)
+    if quoted:
+        value = quoted.group(1)
+        return {"true": True, "false": False}.get(value, value)
+    number = cell.replace(" ", "").replace("\u202f", "")
+    if re.fullmatch(r"-?\d+(\.\d+)?", number):
+        return float(number)
+    return ...
+
+
+def default_problems(doc: Path, text: str) -> tuple[list[str], int]:
+    """In a table with columns key | default, each documented default equals the setting's."""
+    problems, seen = [], 0
+    for rows in tables(text):
+        if [c.lower() for c in rows[0][:2]] != ["key", "default"] or doc.name in TABLE_SECTION:
+            continue
+        for row in rows[1:]:
+            keys = SPAN.findall(row[0])
+            cells = [row[1]] if len(keys) == 1 else re.split(r",\s(?=\S)", row[1])
+            if len(cells) != len(keys):
+                continue
+            for key, cell in zip(keys, cells, strict=True):
+                documented, actual = parse_default(cell), field_default(key)
+                if documented is ... or actual is ...:
+                    continue
+                seen += 1
+                same = (
+                    documented == actual
+                    if not isinstance(documented, float) or isinstance(actual, bool)
+                    else actual is not None and float(actual) == documented
+                )
+                if not same:
+                    problems.append(f"`{key}`: the docs say {cell}, Settings says {actual!r}")
+    return problems, seen
+
+
 PACKAGE_SOURCE = "\n".join(p.read_text("utf-8") for p in PACKAGE.rglob("*.py"))
 
 
@@ -396,6 +453,12 @@ def test_every_config_key_the_docs_name_exists(doc: Path) -> None:
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=_id)
+def test_every_default_the_config_tables_give_is_the_settings_default(doc: Path) -> None:
+    problems, _ = default_problems(doc, doc.read_text("utf-8"))
+    assert problems == []
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=_id)
 def test_every_repository_path_the_docs_name_exists(doc: Path) -> None:
     problems, _ = path_problems(doc, doc.read_text("utf-8"))
     assert problems == []
@@ -409,14 +472,16 @@ def test_every_module_the_docs_name_imports(doc: Path) -> None:
 
 def test_the_checks_see_what_the_docs_name() -> None:
     """Not vacuous: the real docs yield many commands, keys and paths."""
-    totals = [0, 0, 0, 0]
+    totals = [0, 0, 0, 0, 0]
     for doc in DOCS:
         text = doc.read_text("utf-8")
         totals[0] += command_problems(text)[1]
         totals[1] += config_problems(doc, text)[1]
         totals[2] += path_problems(doc, text)[1]
         totals[3] += module_problems(text)[1]
-    assert totals[0] >= 40 and totals[1] >= 40 and totals[2] >= 30 and totals[3] >= 5, totals
+        totals[4] += default_problems(doc, text)[1]
+    minimum = [40, 40, 30, 5, 20]
+    assert all(n >= m for n, m in zip(totals, minimum, strict=True)), totals
 
 
 def test_the_checks_catch_made_up_names() -> None:
@@ -434,6 +499,8 @@ skillopt-sleep harvest --json && skillopt-sleep tasks --sorted   # a comment --i
 | `frob_level` | 1 | made up |
 | `document.colour` | - | made up |
 | `sources.<name>.enabled` / `.rootz` | - | one real, one made up |
+| `epochs`, `gate_metric` | 3, `hard` | real keys, wrong defaults |
+| `no_regression` | `false` | a wrong default |
 
 ```toml
 [target]
@@ -473,6 +540,12 @@ from skillopt_sleep.mcp import build_server, nothing
         "TOML key sources.not_an_agent.enabled: sources.not_an_agent: no such source",
         "SKILLOPT_SLEEP_FROB: neither a setting nor read by the package",
         "SKILLOPT_SLEEP_TARGET__MODLE: neither a setting nor read by the package",
+    ]
+    defaults, _ = default_problems(doc, text)
+    assert defaults == [
+        "`epochs`: the docs say 3, Settings says 2",
+        "`gate_metric`: the docs say `hard`, Settings says 'mixed'",
+        "`no_regression`: the docs say `false`, Settings says True",
     ]
     paths, _ = path_problems(doc, text)
     assert paths == [
