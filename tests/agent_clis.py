@@ -1,23 +1,5 @@
-"""Where the tests find the pinned agent CLIs (``npm ci`` installs them into node_modules)."""
+"""Kept for imports written before ``tests/helpers/``; use :mod:`tests.helpers.clis`."""
 
-from __future__ import annotations
+from tests.helpers.clis import NODE_BIN, ROOT, agent_binary
 
-import os
-from pathlib import Path
-
-import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-NODE_BIN = ROOT / "node_modules" / ".bin"
-
-
-def agent_binary(name: str, bin_dir: Path | None = None) -> str:
-    """Path of the pinned CLI ``name``. Missing: the test FAILS when ``CI`` is set (CI must
-    have installed it), and is skipped with the reason otherwise."""
-    path = (bin_dir or NODE_BIN) / name
-    if path.exists():
-        return str(path)
-    reason = f"{path} is missing (run `npm ci` in {ROOT})"
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
+__all__ = ["NODE_BIN", "ROOT", "agent_binary"]

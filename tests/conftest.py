@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.clis import NODE_BIN
+
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -47,3 +49,18 @@ def corpus() -> Path:
     if os.environ.get("CI"):
         pytest.fail(f"{reason} (CI must provide it; .ci/run sets it from ../shared/corpus)")
     pytest.skip(reason)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    """A project folder with one file, for the agent CLIs to run in."""
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "hello.txt").write_text("hi\n")
+    return work
+
+
+@pytest.fixture
+def cli_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """node_modules/.bin first on PATH (CI's .ci/run does the same)."""
+    monkeypatch.setenv("PATH", f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")

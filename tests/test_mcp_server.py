@@ -28,11 +28,12 @@ import tomlkit
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from skillopt_sleep.config import load_settings
-from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings, write_conversations
+from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
 from skillopt_sleep.night.run import night_lock, run_night
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
-from tests.agent_clis import agent_binary
+from skillopt_sleep.testing.sessions import write_conversations
+from tests.helpers.clis import agent_binary
 
 TOOLS = {
     "sleep_status",

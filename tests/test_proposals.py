@@ -12,7 +12,7 @@ from skillopt_sleep.night.document import BEGIN, END, Document, read_live, sha25
 from skillopt_sleep.night.stage import stage_proposal
 from skillopt_sleep.proposals import adopt, list_proposals, reject, rollback
 from skillopt_sleep.store import Store
-from tests.store.rows import db_get, db_rows
+from tests.helpers.store import db_get, db_rows
 
 
 def stage(store: Store, target: Path, rules: list[str], night_id: int = 1) -> str:

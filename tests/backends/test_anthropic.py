@@ -23,6 +23,7 @@ from skillopt_sleep.errors import (
 from skillopt_sleep.models import CompletionRequest
 from skillopt_sleep.night import prompts
 from skillopt_sleep.simulator import Simulator, serve
+from tests.helpers.net import closed_port
 
 REQ = CompletionRequest(system="Always mention `--frozen-lockfile`.", prompt="install dependencies")
 
@@ -37,14 +38,6 @@ def backend(url: str, **kw) -> AnthropicBackend:
     kw.setdefault("api_key", "sekret-key")
     kw.setdefault("model", "claude-sim")
     return AnthropicBackend(BackendConfig(name="anthropic", base_url=url, **kw), base_delay=0.01)
-
-
-def closed_port() -> int:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
 
 
 def test_registry_builds_it() -> None:

@@ -1,21 +1,12 @@
 """Backend.check(): a readiness check that is not a model call."""
 
-import socket
-
 import pytest
 
 from skillopt_sleep.backends import get_backend
 from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.errors import BackendAuthError, BackendUnreachable
 from skillopt_sleep.simulator import serve
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+from tests.helpers.net import closed_port
 
 
 @pytest.mark.parametrize("name,suffix", [("openai_compatible", "/v1"), ("anthropic", "")])

@@ -22,9 +22,9 @@ from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.models import CompletionRequest
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.simulator.persona import persona_from_dict
-from tests.night.test_night_real_clis import NODE_BIN, require_cli
+from tests.helpers.clis import require_cli
 
-pytestmark = pytest.mark.cli
+pytestmark = [pytest.mark.cli, pytest.mark.usefixtures("cli_path")]
 
 MODULES = {
     "claude_code": (claude_code, "claude", ["--help"]),
@@ -53,11 +53,6 @@ PERSONA = persona_from_dict(
         ],
     }
 )
-
-
-@pytest.fixture(autouse=True)
-def cli_path(monkeypatch):
-    monkeypatch.setenv("PATH", f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
 def help_text(binary: str, args: list[str], home: Path) -> str:

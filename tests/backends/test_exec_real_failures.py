@@ -26,9 +26,9 @@ from skillopt_sleep.errors import BackendTimeout
 from skillopt_sleep.models import CompletionRequest
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.simulator.persona import persona_from_dict
-from tests.agent_clis import NODE_BIN, agent_binary
+from tests.helpers.clis import agent_binary
 
-pytestmark = pytest.mark.cli
+pytestmark = [pytest.mark.cli, pytest.mark.usefixtures("cli_path")]
 
 KEY = "sk-sim-stall-0123456789"
 PERSONA = persona_from_dict(
@@ -37,11 +37,6 @@ PERSONA = persona_from_dict(
 TIMEOUT = 5.0
 #: the simulator holds each request this long: far past TIMEOUT, bounded so its threads end
 STALL = 60.0
-
-
-@pytest.fixture(autouse=True)
-def cli_path(monkeypatch):
-    monkeypatch.setenv("PATH", f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
 class TreeWatcher:

@@ -19,7 +19,7 @@ from skillopt_sleep.sources.base import SELF_MARKER
 from skillopt_sleep.sources.ingest import harvest_file
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.transcripts import CORRECTION, build_transcripts
-from tests.night.test_night_real_clis import NODE_BIN, require_cli
+from tests.helpers.clis import NODE_BIN, require_cli
 
 pytestmark = pytest.mark.cli
 

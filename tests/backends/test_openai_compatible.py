@@ -22,6 +22,7 @@ from skillopt_sleep.errors import (
 )
 from skillopt_sleep.models import CompletionRequest
 from skillopt_sleep.simulator import Simulator, serve
+from tests.helpers.net import closed_port
 
 REQ = CompletionRequest(system="Use `pnpm` instead of `npm`.", prompt="how do I run the tests?")
 
@@ -38,14 +39,6 @@ def backend(url: str, **kw) -> OpenAICompatibleBackend:
     return OpenAICompatibleBackend(
         BackendConfig(name="openai_compatible", base_url=url, **kw), base_delay=0.01
     )
-
-
-def closed_port() -> int:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
 
 
 def test_registry_builds_it() -> None:

@@ -51,7 +51,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def run_benchmark(root: Path) -> dict[str, float]:
-    from skillopt_sleep.demo import write_claude_session, write_codex_session
+    from skillopt_sleep.testing.sessions import write_claude_session, write_codex_session
 
     home, sk, project = root / "home", root / "sk", root / "proj"
     for p in (home, sk, project):

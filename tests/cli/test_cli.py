@@ -5,15 +5,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from skillopt_sleep.demo import DEMO_CONVERSATIONS, write_conversations
+from skillopt_sleep.demo import DEMO_CONVERSATIONS
 from skillopt_sleep.simulator import serve
+from skillopt_sleep.testing.sessions import write_conversations
+from tests.helpers.net import closed_port
 
 
 def cli(
@@ -24,14 +25,6 @@ def cli(
     return subprocess.run(
         cmd, capture_output=True, text=True, env=env or dict(os.environ), cwd=cwd, timeout=240
     )
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def write_config(
@@ -221,7 +214,7 @@ def test_a_dry_run_does_not_hide_the_last_real_night(sessions, tmp_path):
 
 
 def test_first_harvest_of_a_new_install_enables_the_agents_found(isolated_home, tmp_path):
-    from tests.sources.test_discovery import write_copilot_session
+    from tests.helpers.sources import write_copilot_session
 
     write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
     res = cli("harvest", "--json")

@@ -9,9 +9,14 @@ import time
 import pytest
 
 from skillopt_sleep.daemon import control
-from skillopt_sleep.demo import write_claude_session, write_codex_session
-
-from .conftest import DaemonHarness, append_claude_turn, append_codex_turn, db_rows, wait_for
+from skillopt_sleep.testing.sessions import write_claude_session, write_codex_session
+from tests.helpers.daemon import (
+    DaemonHarness,
+    append_claude_turn,
+    append_codex_turn,
+    db_rows,
+    wait_for,
+)
 
 
 def _sessions(source: str) -> list[tuple]:
@@ -181,7 +186,7 @@ def test_sessions_written_by_the_real_clis_are_indexed_live(harness: DaemonHarne
     """The real `claude -p` and `codex exec` (against the simulator) write into the watched
     HOME while the daemon runs; their sessions reach the store without `harvest`."""
     from skillopt_sleep.testing.transcripts import build_transcripts
-    from tests.agent_clis import NODE_BIN, agent_binary
+    from tests.helpers.clis import NODE_BIN, agent_binary
 
     agent_binary("claude"), agent_binary("codex")  # fail under CI when missing
     harness.write_config()
@@ -215,11 +220,11 @@ def test_rescan_reads_again_a_unit_left_pending(
     from skillopt_sleep.sources import get_source
     from skillopt_sleep.sources.ingest import harvest_file
     from skillopt_sleep.store import open_store
-    from tests.sources.test_opencode import _tree_session
+    from tests.helpers.sources import opencode_tree_session
 
     root = tmp_path / "opencode"
     now = int(_time.time() * 1000)
-    unit = _tree_session(
+    unit = opencode_tree_session(
         root,
         "ses_live",
         [

@@ -11,8 +11,7 @@ import psutil
 import pytest
 
 from skillopt_sleep.daemon import control, process, units
-
-from .conftest import DaemonHarness, GatedProxy, db_rows, wait_for
+from tests.helpers.daemon import DaemonHarness, GatedProxy, db_rows, wait_for
 
 
 def test_start_twice_status_stop(harness: DaemonHarness) -> None:

@@ -13,8 +13,7 @@ import pytest
 
 from skillopt_sleep.daemon import control
 from skillopt_sleep.errors import NightError
-
-from .conftest import DaemonHarness, GatedProxy, db_rows, wait_for
+from tests.helpers.daemon import DaemonHarness, GatedProxy, db_rows, wait_for
 
 
 def _nights() -> list[tuple]:

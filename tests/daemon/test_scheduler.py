@@ -8,8 +8,7 @@ from zoneinfo import ZoneInfo
 
 from skillopt_sleep.daemon.process import read_json, schedule_state_path
 from skillopt_sleep.daemon.scheduler import NightScheduler, last_slot, next_slot, system_clock
-
-from .conftest import wait_for
+from tests.helpers.daemon import wait_for
 
 TZ = ZoneInfo("Europe/Paris")
 

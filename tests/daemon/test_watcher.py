@@ -7,8 +7,7 @@ import time
 from pathlib import Path
 
 from skillopt_sleep.daemon.watcher import Debouncer, Watcher
-
-from .conftest import wait_for
+from tests.helpers.daemon import wait_for
 
 
 def test_debouncer_turns_a_burst_into_one_batch() -> None:

@@ -18,8 +18,8 @@ import pytest
 import tomlkit
 
 from skillopt_sleep.simulator import Simulator, serve
-from tests.agent_clis import agent_binary
-from tests.store.rows import db_rows
+from tests.helpers.clis import agent_binary
+from tests.helpers.store import db_rows
 
 pytestmark = pytest.mark.cli
 
@@ -107,14 +107,6 @@ def sim(tmp_path: Path) -> Iterator[Simulator]:
     with serve(persona, api_key="sim-key") as running:
         running.brain = Recorder(running.brain)
         yield running
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    work = tmp_path / "project"
-    work.mkdir()
-    (work / "hello.txt").write_text("hi\n")
-    return work
 
 
 def claude_env(home: Path, sim: Simulator) -> dict[str, str]:
@@ -400,10 +392,11 @@ def adopt_a_real_proposal(home: Path, agent: str) -> Path:
     """Run a real night against the demo simulator with the managed skill of ``agent`` as
     target, adopt its proposal, return the written SKILL.md."""
     from skillopt_sleep.config import load_settings
-    from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings, write_conversations
+    from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
     from skillopt_sleep.night.run import run_night
     from skillopt_sleep.proposals import adopt
     from skillopt_sleep.store import open_store
+    from skillopt_sleep.testing.sessions import write_conversations
 
     project = home / "webapp"
     project.mkdir(exist_ok=True)

@@ -10,62 +10,27 @@ import pytest
 
 from skillopt_sleep import paths
 from skillopt_sleep.config import load_settings
-from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings, write_conversations
+from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
 from skillopt_sleep.errors import BackendUnreachable
 from skillopt_sleep.night.run import run_night
 from skillopt_sleep.proposals import adopt, rollback
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
-from tests.store.rows import db_get, db_rows
-
-PERSONA = """
-name = "night-test"
-models = []
-default_answer = "Sure: {prompt}"
-
-[[answers]]
-match = "install.*dependenc|set ?up the project"
-text = "Run `npm install` in the project root."
-
-[[answers]]
-match = "run (the )?tests"
-text = "Run `npm test` to run the suite."
-
-[[answers]]
-match = "add (a )?dependency|add .* package"
-text = "Run `npm install <pkg>`."
-
-[[answers]]
-match = "lint"
-text = "Run `npm run lint`."
-
-[optimizer]
-order = ["derived", "harmful", "useless"]
-useless_edits = ["Be helpful and precise."]
-harmful_edits = ["Never mention `pnpm`."]
-"""
+from skillopt_sleep.testing.sessions import write_conversations
+from tests.helpers.night import PERSONA, night_settings, night_world, write_persona
+from tests.helpers.store import db_get, db_rows
 
 USER_TEXT = b"# Project rules\n\nWritten by hand \xe2\x80\x94 keep me exactly.\n"
 
 
 @pytest.fixture
 def world(tmp_path, isolated_home):
-    project = tmp_path / "webapp"
-    project.mkdir()
-    write_conversations(isolated_home, project, DEMO_CONVERSATIONS)
-    persona = tmp_path / "persona.toml"
-    persona.write_text(PERSONA, encoding="utf-8")
-    target = project / "CLAUDE.md"
-    target.write_bytes(USER_TEXT)
-    return isolated_home, project, persona, target
+    project, target = night_world(tmp_path, isolated_home, USER_TEXT)
+    return isolated_home, project, write_persona(tmp_path), target
 
 
 def settings_for(home: Path, project: Path, url: str, target: Path, **extra):
-    overrides = demo_settings(home, project, url)
-    overrides["document"] = {"kind": "path", "path": str(target)}
-    overrides["edit_budget"] = 3
-    overrides.update(extra)
-    return load_settings(Path("/nonexistent/config.toml"), **overrides)
+    return night_settings(home, project, target, url, **extra)
 
 
 def test_a_whole_night_then_adopt_rollback_and_a_cached_rerun(world):
@@ -306,14 +271,8 @@ TRIAL = [
 
 
 def trial_world(tmp_path: Path, home: Path, conversations) -> tuple[Path, Path, Path]:
-    project = tmp_path / "trial"
-    project.mkdir()
-    write_conversations(home, project, conversations)
-    persona = tmp_path / "persona.toml"
-    persona.write_text(PERSONA, encoding="utf-8")
-    target = project / "CLAUDE.md"
-    target.write_bytes(USER_TEXT)
-    return project, persona, target
+    project, target = night_world(tmp_path, home, USER_TEXT, conversations, name="trial")
+    return project, write_persona(tmp_path), target
 
 
 def test_unscorable_tasks_take_no_val_or_test_slot(tmp_path, isolated_home):

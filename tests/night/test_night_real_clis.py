@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -20,8 +19,6 @@ import pytest
 import tomllib
 
 from skillopt_sleep import paths
-from skillopt_sleep.config import load_settings
-from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings, write_conversations
 from skillopt_sleep.errors import (
     BackendAuthError,
     BackendError,
@@ -34,9 +31,11 @@ from skillopt_sleep.simulator.persona import persona_from_dict
 from skillopt_sleep.sources.ingest import harvest
 from skillopt_sleep.status import collect_status
 from skillopt_sleep.store import Store
-from tests.agent_clis import NODE_BIN, agent_binary
-from tests.night.test_night import PERSONA as ENGINE_PERSONA
-from tests.store.rows import db_get, db_rows
+from tests.helpers.clis import require_cli
+from tests.helpers.net import closed_port
+from tests.helpers.night import PERSONA as ENGINE_PERSONA
+from tests.helpers.night import night_settings, night_world
+from tests.helpers.store import db_get, db_rows
 
 pytestmark = pytest.mark.cli
 
@@ -50,24 +49,10 @@ SIM_KEY = "sk-sim-night-0123456789"
 USER_TEXT = "# Project rules\n\nWritten by hand.\n"
 
 
-def require_cli(name: str) -> str:
-    return agent_binary(name)
-
-
-@pytest.fixture
-def cli_path(monkeypatch):
-    """node_modules/.bin first on PATH (CI's .ci/run does the same)."""
-    monkeypatch.setenv("PATH", f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-
-
 @pytest.fixture
 def world(tmp_path, isolated_home, cli_path):
-    project = tmp_path / "webapp"
-    project.mkdir()
-    write_conversations(isolated_home, project, DEMO_CONVERSATIONS)
+    project, target = night_world(tmp_path, isolated_home, USER_TEXT)
     persona = tomllib.loads(PERSONA)
-    target = project / "CLAUDE.md"
-    target.write_text(USER_TEXT, encoding="utf-8")
     return isolated_home, project, persona_from_dict(persona), target
 
 
@@ -86,15 +71,7 @@ def backend(name: str, url: str, **extra) -> dict:
 
 
 def settings_for(home: Path, project: Path, target: Path, tgt: dict, opt: dict, **extra):
-    overrides = demo_settings(home, project, "http://127.0.0.1:9")
-    overrides.update(
-        document={"kind": "path", "path": str(target)},
-        edit_budget=3,
-        target=tgt,
-        optimizer=opt,
-        **extra,
-    )
-    return load_settings(Path("/nonexistent/config.toml"), **overrides)
+    return night_settings(home, project, target, target=tgt, optimizer=opt, **extra)
 
 
 def session_files(home: Path) -> set[Path]:
@@ -224,14 +201,6 @@ TARGETS = {
     "copilot": ("copilot", "/v1", "`copilot login`"),
 }
 WRONG_KEY = "sk-sim-wrong-9876543210"
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()  # nothing listens there any more
-    return port
 
 
 def toml_table(name: str, values: dict) -> str:

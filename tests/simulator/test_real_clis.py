@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from skillopt_sleep.simulator import Simulator, serve
-from tests.agent_clis import agent_binary
+from tests.helpers.clis import agent_binary
 
 pytestmark = pytest.mark.cli
 
@@ -34,14 +34,6 @@ def binary(name: str) -> str:
 def sim() -> Iterator[Simulator]:
     with serve("demo", api_key="sim-key") as running:
         yield running
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    work = tmp_path / "project"
-    work.mkdir()
-    (work / "hello.txt").write_text("hi\n")
-    return work
 
 
 def base_env(home: Path, **extra: str) -> dict[str, str]:

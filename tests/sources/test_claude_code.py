@@ -9,9 +9,18 @@ from skillopt_sleep.sources import get_source
 from skillopt_sleep.sources.base import SELF_MARKER
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
-from tests.store.rows import db_get, db_rows
-
-from .conftest import CWD, SID, cc_assistant, cc_user, jsonl, text, tool_result, tool_use, write
+from tests.helpers.sources import (
+    CWD,
+    SID,
+    cc_assistant,
+    cc_user,
+    jsonl,
+    text,
+    tool_result,
+    tool_use,
+    write,
+)
+from tests.helpers.store import db_get, db_rows
 
 S = f"claude_code:{SID}"
 

@@ -13,9 +13,7 @@ from skillopt_sleep.sources import get_source
 from skillopt_sleep.sources.base import SELF_MARKER
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
-from tests.store.rows import db_get
-
-from .conftest import (
+from tests.helpers.sources import (
     CWD,
     cx,
     cx_answer_event,
@@ -29,6 +27,7 @@ from .conftest import (
     jsonl,
     write,
 )
+from tests.helpers.store import db_get
 
 UUID = "019c8a70-dda7-7f33-98ea-f30553347322"
 NAME = f"rollout-2026-01-05T10-00-00-{UUID}.jsonl"

@@ -14,8 +14,8 @@ from skillopt_sleep.night.mine import mine
 from skillopt_sleep.sources.copilot_cli import CopilotCliSource
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
-from tests.agent_clis import agent_binary
-from tests.store.rows import db_get
+from tests.helpers.clis import agent_binary
+from tests.helpers.store import db_get
 
 ROOT = Path(__file__).resolve().parents[2]
 COPILOT = ROOT / "node_modules" / ".bin" / "copilot"

@@ -13,7 +13,7 @@ from skillopt_sleep.config import Settings, SourceConfig
 from skillopt_sleep.sources.copilot_vscode import CopilotVSCodeSource, uri_to_path
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
-from tests.store.rows import db_get
+from tests.helpers.store import db_get
 
 SID = "0885a5a2-5c49-4a15-b22a-15d9ec401050"
 

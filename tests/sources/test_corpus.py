@@ -9,7 +9,7 @@ import pytest
 from skillopt_sleep.config import Settings, SourceConfig
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
-from tests.store.rows import db_get, db_rows
+from tests.helpers.store import db_get, db_rows
 
 
 def _files(corpus: Path, sub: str) -> list[Path]:

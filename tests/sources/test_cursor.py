@@ -9,7 +9,7 @@ from skillopt_sleep.config import Settings, SourceConfig
 from skillopt_sleep.sources.cursor import CursorSource, decode_slug, user_query
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
-from tests.store.rows import db_get
+from tests.helpers.store import db_get
 
 TID = "11111111-2222-4333-8444-555555555555"
 

@@ -10,7 +10,7 @@ from skillopt_sleep.config import Settings, SourceConfig
 from skillopt_sleep.sources.devin import DevinSource
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
-from tests.store.rows import db_get
+from tests.helpers.store import db_get
 
 
 def atif(session_id: str, steps: list[dict], **extra) -> dict:

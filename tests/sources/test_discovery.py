@@ -3,16 +3,13 @@ Claude Code + Codex + Copilot + Devin sessions of one project."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 from skillopt_sleep.config import KNOWN_SOURCES, Settings, SourceConfig, load_settings
-from skillopt_sleep.demo import write_claude_session, write_codex_session
 from skillopt_sleep.night.mine import mine
 from skillopt_sleep.sources.discovery import (
     STATUS_EMPTY,
@@ -26,118 +23,9 @@ from skillopt_sleep.sources.discovery import (
 )
 from skillopt_sleep.sources.ingest import harvest
 from skillopt_sleep.store import Store
-from tests.store.rows import db_get, db_rows
-
-
-def _ts(base: dt.datetime, s: int) -> str:
-    return (base + dt.timedelta(seconds=s)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
-
-def write_copilot_session(
-    home: Path,
-    project: Path,
-    turns: list[tuple[str, str, str | None]],
-    *,
-    when: dt.datetime | None = None,
-) -> Path:
-    """One Copilot CLI session in its real layout (``~/.copilot/session-state/<id>/events.jsonl``)."""
-    when = when or dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=3)
-    sid = str(uuid.uuid4())
-    events, n = [], 0
-
-    def ev(type_: str, data: dict) -> None:
-        nonlocal n
-        n += 1
-        events.append(
-            {
-                "type": type_,
-                "data": data,
-                "id": str(uuid.uuid4()),
-                "timestamp": _ts(when, n),
-                "parentId": None,
-            }
-        )
-
-    ev(
-        "session.start",
-        {
-            "sessionId": sid,
-            "version": 1,
-            "producer": "copilot-agent",
-            "copilotVersion": "1.0.102",
-            "startTime": _ts(when, 0),
-            "context": {"cwd": str(project)},
-        },
-    )
-    for prompt, answer, correction in turns:
-        for text, reply in ((prompt, answer), (correction, "Understood.")):
-            if text is None:
-                continue
-            ev(
-                "user.message",
-                {
-                    "content": text,
-                    "transformedContent": f"<current_datetime>x</current_datetime>\n\n{text}",
-                },
-            )
-            ev(
-                "assistant.message",
-                {"messageId": str(uuid.uuid4()), "content": reply, "toolRequests": []},
-            )
-    path = home / ".copilot" / "session-state" / sid / "events.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_text("".join(json.dumps(e) + "\n" for e in events))
-    return path
-
-
-def write_devin_session(
-    home: Path,
-    project: Path,
-    turns: list[tuple[str, str, str | None]],
-    *,
-    when: dt.datetime | None = None,
-) -> Path:
-    """One Devin CLI ATIF transcript (``~/.local/share/devin/cli/transcripts/<id>.json``)."""
-    when = when or dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=4)
-    sid = f"devin-{uuid.uuid4().hex[:8]}"
-    steps: list[dict] = [
-        {"step_id": 1, "timestamp": _ts(when, 0), "source": "system", "message": "You are Devin."}
-    ]
-    for prompt, answer, correction in turns:
-        for text, reply in ((prompt, answer), (correction, "Understood.")):
-            if text is None:
-                continue
-            steps.append(
-                {
-                    "step_id": len(steps) + 1,
-                    "timestamp": _ts(when, len(steps)),
-                    "source": "user",
-                    "message": text,
-                }
-            )
-            steps.append(
-                {
-                    "step_id": len(steps) + 1,
-                    "timestamp": _ts(when, len(steps)),
-                    "source": "agent",
-                    "message": reply,
-                }
-            )
-    doc = {
-        "schema_version": "ATIF-v1.7",
-        "session_id": sid,
-        "agent": {
-            "name": "devin",
-            "version": "3000.3.27",
-            "model_name": "swe-1-7",
-            "extra": {"cwd": str(project)},
-        },
-        "steps": steps,
-    }
-    path = home / ".local" / "share" / "devin" / "cli" / "transcripts" / f"{sid}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc))
-    return path
+from skillopt_sleep.testing.sessions import write_claude_session, write_codex_session
+from tests.helpers.sources import write_copilot_session, write_devin_session
+from tests.helpers.store import db_get, db_rows
 
 
 def test_night_mines_one_task_across_four_agents(

@@ -12,9 +12,8 @@ from skillopt_sleep.sources import lines as line_reading
 from skillopt_sleep.sources.claude_code import ClaudeCodeSource
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
-from tests.store.rows import db_rows
-
-from .conftest import SID, cc_assistant, cc_user, jsonl, text, tool_use, write
+from tests.helpers.sources import SID, cc_assistant, cc_user, jsonl, text, tool_use, write
+from tests.helpers.store import db_rows
 
 
 def _prompts(store: Store, sid: str = f"claude_code:{SID}") -> list[str]:

@@ -12,7 +12,8 @@ from skillopt_sleep.config import Settings, SourceConfig
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.sources.opencode import OpenCodeSource
 from skillopt_sleep.store import Store
-from tests.store.rows import db_get
+from tests.helpers.sources import opencode_tree_session
+from tests.helpers.store import db_get
 
 
 def test_corpus_storage_tree(corpus: Path, store: Store) -> None:
@@ -187,22 +188,6 @@ def test_unreadable_database_is_counted(tmp_path: Path) -> None:
     assert next(iter(res.skipped)).startswith("db_error:")
 
 
-def _tree_session(root: Path, sid: str, msgs: list[tuple[dict, list[dict]]]) -> Path:
-    storage = root / "storage"
-    ses = storage / "session" / "proj" / f"{sid}.json"
-    ses.parent.mkdir(parents=True)
-    ses.write_text(json.dumps({"id": sid, "directory": "/home/dev/app", "title": "App"}))
-    for i, (info, parts) in enumerate(msgs):
-        mdir = storage / "message" / sid
-        mdir.mkdir(parents=True, exist_ok=True)
-        (mdir / f"msg_{i}.json").write_text(json.dumps(info))
-        pdir = storage / "part" / info["id"]
-        pdir.mkdir(parents=True)
-        for j, p in enumerate(parts):
-            (pdir / f"{j}.json").write_text(json.dumps(p))
-    return ses
-
-
 def test_tree_answer_left_unfinished_is_read_on_a_later_pass_without_any_change(
     tmp_path: Path, store: Store, monkeypatch
 ) -> None:
@@ -211,7 +196,7 @@ def test_tree_answer_left_unfinished_is_read_on_a_later_pass_without_any_change(
     import skillopt_sleep.sources.opencode as oc
 
     now = int(time.time() * 1000)
-    ses = _tree_session(
+    ses = opencode_tree_session(
         tmp_path,
         "ses_live",
         [
@@ -244,7 +229,7 @@ def test_tree_copied_with_fresh_mtimes_is_judged_by_its_content(
 ) -> None:
     """A backup restored today has new file mtimes; its old, never-completed answer is final."""
     old = 1_700_000_000_000
-    ses = _tree_session(
+    ses = opencode_tree_session(
         tmp_path,
         "ses_old",
         [

@@ -15,7 +15,7 @@ from skillopt_sleep.simulator import serve
 from skillopt_sleep.sources.base import SELF_MARKER
 from skillopt_sleep.sources.ingest import harvest
 from skillopt_sleep.store import Store
-from tests.agent_clis import agent_binary
+from tests.helpers.clis import agent_binary
 
 pytestmark = pytest.mark.cli
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from skillopt_sleep.night import lifecycle
 from skillopt_sleep.status import collect_status
 from skillopt_sleep.store import Store
-from tests.store.rows import db_rows
+from tests.helpers.store import db_rows
 
 
 def _digest(path: Path) -> str:

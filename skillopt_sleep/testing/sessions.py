@@ -1,0 +1,195 @@
+"""World builders: agent session logs in the agents' own on-disk formats (Claude Code 2.1.x
+project JSONL, Codex envelope rollouts), written under a HOME-like folder. The demo writes its
+sandbox with them; the tests write their worlds with them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+
+def _ts(base: dt.datetime, seconds: int) -> str:
+    return (base + dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def write_claude_session(
+    home: Path,
+    project: Path,
+    turns: list[tuple[str, str, str | None]],
+    *,
+    when: dt.datetime | None = None,
+    version: str = "2.1.328",
+) -> Path:
+    """Write one Claude Code transcript (``~/.claude/projects/<slug>/<session>.jsonl``).
+
+    Each turn is (prompt, answer, correction|None); a correction is a user record after the
+    answer, followed by a short assistant acknowledgement. Returns the file path.
+    """
+    when = when or dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=2)
+    session = str(uuid.uuid4())
+    slug = "".join(c if c.isalnum() else "-" for c in str(project))
+    path = home / ".claude" / "projects" / slug / f"{session}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    env = {
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": str(project),
+        "sessionId": session,
+        "version": version,
+        "gitBranch": "main",
+    }
+    records: list[dict[str, Any]] = []
+    parent = None
+    t = 0
+
+    def user(text: str) -> None:
+        nonlocal parent, t
+        u = str(uuid.uuid4())
+        records.append(
+            {
+                "parentUuid": parent,
+                **env,
+                "type": "user",
+                "message": {"role": "user", "content": text},
+                "uuid": u,
+                "timestamp": _ts(when, t),
+            }
+        )
+        parent, t = u, t + 5
+
+    def assistant(text: str) -> None:
+        nonlocal parent, t
+        u = str(uuid.uuid4())
+        records.append(
+            {
+                "parentUuid": parent,
+                **env,
+                "type": "assistant",
+                "requestId": f"req_{u[:12]}",
+                "message": {
+                    "id": f"msg_{u[:16]}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-5",
+                    "content": [{"type": "text", "text": text}],
+                    "stop_reason": "end_turn",
+                    "usage": {"input_tokens": 40, "output_tokens": 12},
+                },
+                "uuid": u,
+                "timestamp": _ts(when, t),
+            }
+        )
+        parent, t = u, t + 5
+
+    for prompt, answer, correction in turns:
+        user(prompt)
+        assistant(answer)
+        if correction:
+            user(correction)
+            assistant("Understood, I will do that.")
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def write_codex_session(
+    home: Path,
+    project: Path,
+    turns: list[tuple[str, str, str | None]],
+    *,
+    when: dt.datetime | None = None,
+    version: str = "0.169.0",
+) -> Path:
+    """Write one Codex rollout (``~/.codex/sessions/YYYY/MM/DD/rollout-…-<id>.jsonl``, envelope format)."""
+    when = when or dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1)
+    session = str(uuid.uuid4())
+    folder = home / ".codex" / "sessions" / when.strftime("%Y/%m/%d")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"rollout-{when.strftime('%Y-%m-%dT%H-%M-%S')}-{session}.jsonl"
+    lines: list[dict[str, Any]] = []
+    t = 0
+
+    def rec(kind: str, payload: dict[str, Any]) -> None:
+        nonlocal t
+        lines.append({"timestamp": _ts(when, t), "type": kind, "payload": payload})
+        t += 2
+
+    rec(
+        "session_meta",
+        {
+            "id": session,
+            "timestamp": _ts(when, 0),
+            "cwd": str(project),
+            "originator": "codex_cli_rs",
+            "cli_version": version,
+            "source": "cli",
+            "model_provider": "openai",
+            "instructions": None,
+        },
+    )
+    rec(
+        "turn_context",
+        {
+            "cwd": str(project),
+            "approval_policy": "on-request",
+            "model": "gpt-5-codex",
+            "sandbox_policy": {"type": "read-only"},
+            "summary": "auto",
+        },
+    )
+    rec(
+        "response_item",
+        {
+            "type": "message",
+            "role": "user",
+            "content": [
+                {
+                    "type": "input_text",
+                    "text": f"<environment_context>\n  <cwd>{project}</cwd>\n</environment_context>",
+                }
+            ],
+        },
+    )
+
+    def user(text: str) -> None:
+        rec(
+            "response_item",
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]},
+        )
+        rec("event_msg", {"type": "user_message", "message": text, "images": []})
+
+    def assistant(text: str) -> None:
+        rec("event_msg", {"type": "agent_message", "message": text})
+        rec(
+            "response_item",
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text}],
+            },
+        )
+
+    for prompt, answer, correction in turns:
+        user(prompt)
+        assistant(answer)
+        if correction:
+            user(correction)
+            assistant("Understood, I will do that.")
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    return path
+
+
+def write_conversations(
+    home: Path, project: Path, conversations: list[tuple[str, list[tuple[str, str, str | None]]]]
+) -> list[Path]:
+    """Write each (agent, turns) conversation as a session of that agent; returns the files."""
+    base = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=1)
+    out = []
+    for i, (agent, turns) in enumerate(conversations):
+        when = base + dt.timedelta(minutes=10 * i)
+        writer = write_claude_session if agent == "claude_code" else write_codex_session
+        out.append(writer(home, project, turns, when=when))
+    return out

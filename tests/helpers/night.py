@@ -1,0 +1,78 @@
+"""A night's world for the night tests: the demo conversations in a temporary HOME, a project
+whose ``CLAUDE.md`` is the trained document, the engine persona, the settings of a night."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from skillopt_sleep.config import Settings, load_settings
+from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
+from skillopt_sleep.testing.sessions import write_conversations
+
+#: The engine persona: answers with npm; the optimizer proposes derived, harmful, useless edits.
+PERSONA = """
+name = "night-test"
+models = []
+default_answer = "Sure: {prompt}"
+
+[[answers]]
+match = "install.*dependenc|set ?up the project"
+text = "Run `npm install` in the project root."
+
+[[answers]]
+match = "run (the )?tests"
+text = "Run `npm test` to run the suite."
+
+[[answers]]
+match = "add (a )?dependency|add .* package"
+text = "Run `npm install <pkg>`."
+
+[[answers]]
+match = "lint"
+text = "Run `npm run lint`."
+
+[optimizer]
+order = ["derived", "harmful", "useless"]
+useless_edits = ["Be helpful and precise."]
+harmful_edits = ["Never mention `pnpm`."]
+"""
+
+
+def night_world(
+    tmp_path: Path,
+    home: Path,
+    user_text: bytes | str,
+    conversations: list[tuple[str, list[tuple[str, str, str | None]]]] = DEMO_CONVERSATIONS,
+    *,
+    name: str = "webapp",
+) -> tuple[Path, Path]:
+    """Write ``conversations`` as sessions of ``tmp_path/name`` under ``home`` and the
+    project's ``CLAUDE.md`` (``user_text``); returns (project, CLAUDE.md)."""
+    project = tmp_path / name
+    project.mkdir()
+    write_conversations(home, project, conversations)
+    target = project / "CLAUDE.md"
+    if isinstance(user_text, bytes):
+        target.write_bytes(user_text)
+    else:
+        target.write_text(user_text, encoding="utf-8")
+    return project, target
+
+
+def write_persona(tmp_path: Path, text: str = PERSONA) -> Path:
+    persona = tmp_path / "persona.toml"
+    persona.write_text(text, encoding="utf-8")
+    return persona
+
+
+def night_settings(
+    home: Path, project: Path, document: Path, url: str = "http://127.0.0.1:9", **extra: Any
+) -> Settings:
+    """The demo's settings against ``url``, training the file ``document`` with an edit budget
+    of 3; ``extra`` overrides any key (``target``, ``optimizer`` …)."""
+    overrides = demo_settings(home, project, url)
+    overrides["document"] = {"kind": "path", "path": str(document)}
+    overrides["edit_budget"] = 3
+    overrides.update(extra)
+    return load_settings(Path("/nonexistent/config.toml"), **overrides)
