@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import contextvars
 import os
+import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-import tomllib
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
@@ -151,8 +152,8 @@ class Settings(BaseSettings):
     #: Only sessions touched in the last N days are mined.
     lookback_days: int = Field(30, ge=1)
 
-    target: BackendConfig = Field(default_factory=BackendConfig)
-    optimizer: BackendConfig = Field(default_factory=BackendConfig)
+    target: BackendConfig = Field(default_factory=lambda: BackendConfig())
+    optimizer: BackendConfig = Field(default_factory=lambda: BackendConfig())
 
     epochs: int = Field(2, ge=1, le=50)
     batch_size: int = Field(4, ge=1)
@@ -175,7 +176,7 @@ class Settings(BaseSettings):
     similarity: float = Field(0.72, gt=0.0, le=1.0)
     max_tasks: int = Field(60, ge=1)
 
-    document: DocumentConfig = Field(default_factory=DocumentConfig)
+    document: DocumentConfig = Field(default_factory=lambda: DocumentConfig())
 
     #: Daemon: local time of the nightly run, "HH:MM" (or "HH:MM:SS").
     schedule: str = "03:00"
@@ -279,13 +280,12 @@ _NON_SETTING_ENV = {
 }
 
 
-def environment_overrides() -> list[str]:
-    """The ``SKILLOPT_SLEEP_*`` settings variables set in this process's environment."""
-    import os
-
-    return sorted(
-        k for k in os.environ if k.startswith("SKILLOPT_SLEEP_") and k not in _NON_SETTING_ENV
-    )
+def environment_overrides(env: Mapping[str, str] | None = None) -> list[str]:
+    """The ``SKILLOPT_SLEEP_*`` settings variables set in ``env`` (default: this process's
+    environment), sorted; ``SKILLOPT_SLEEP_HOME`` and the like, which are not settings, are
+    left out."""
+    env = os.environ if env is None else env
+    return sorted(k for k in env if k.startswith("SKILLOPT_SLEEP_") and k not in _NON_SETTING_ENV)
 
 
 def _check_environment() -> None:

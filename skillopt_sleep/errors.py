@@ -88,3 +88,14 @@ class DocumentError(NightError):
 
 class ProposalError(SkilloptError):
     pass
+
+
+class BadArgument(SkilloptError):
+    """A caller's argument is invalid (a relative project path, an unknown agent, a target
+    outside the managed documents)."""
+
+
+def one_line(text: str, limit: int = 600) -> str:
+    """``text`` as one line of at most ``limit`` characters (whitespace folded, "…" cut)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -23,6 +23,13 @@ from typing import Any
 from skillopt_sleep import paths
 from skillopt_sleep.errors import DocumentError, ProposalError
 from skillopt_sleep.night.document import SKILL_NAME, Document, decode_live, sha256_text
+from skillopt_sleep.results import (
+    AdoptResult,
+    ProposalReport,
+    RejectResult,
+    RollbackResult,
+    load_report_json,
+)
 from skillopt_sleep.store import Store, now_iso
 
 ADOPTION_RECORD = "adoption.json"  # in the proposal's folder: what adopt created (folders)
@@ -159,11 +166,18 @@ def list_proposals(store: Store, status: str | None = None) -> list[dict[str, An
     return rows
 
 
-def load_report(row: dict[str, Any]) -> dict[str, Any]:
+def load_report(row: dict[str, Any]) -> ProposalReport:
+    """The proposal's ``report.json``, typed. Raises ProposalError (one line) when it is
+    missing, unreadable or not a report this version reads."""
+    where = f"proposal {row['id']}: report.json"
     try:
-        return json.loads((Path(row["dir"]) / "report.json").read_text("utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        text = (Path(row["dir"]) / "report.json").read_text("utf-8")
+    except OSError as exc:
         raise ProposalError(f"proposal {row['id']}: report unreadable ({exc})") from None
+    try:
+        return load_report_json(text, where)
+    except ValueError as exc:
+        raise ProposalError(str(exc)) from None
 
 
 def report_markdown(row: dict[str, Any]) -> str:
@@ -188,8 +202,8 @@ def report_markdown(row: dict[str, Any]) -> str:
 
 def adopt(
     store: Store, proposal_id: str, *, base_hash: str | None = None, force: bool = False
-) -> dict[str, Any]:
-    """Write the proposal to its target. Returns the adoption row.
+) -> AdoptResult:
+    """Write the proposal to its target. Returns the adoption.
 
     ``base_hash`` (optional, from an agent reviewing the proposal) must equal the proposal's.
     Raises ProposalError for an unknown / non-staged proposal or a stale base.
@@ -278,7 +292,19 @@ def adopt(
         _remove_empty_dirs(created)
         record.unlink(missing_ok=True)
         raise
-    return store.adoptions.get(adoption_id) or {}
+    return _adoption(store.adoptions.get(adoption_id) or {})
+
+
+def _adoption(row: dict[str, Any]) -> AdoptResult:
+    return AdoptResult(
+        proposal_id=row["proposal_id"],
+        target_path=row["target_path"],
+        adopted_at=row["adopted_at"],
+        backup_path=row.get("backup_path") or "",
+        before_hash=row.get("before_hash") or "",
+        after_hash=row.get("after_hash") or "",
+        existed_before=bool(row.get("existed_before")),
+    )
 
 
 def _created_dirs(store: Store, adoption: dict[str, Any]) -> list[str]:
@@ -297,15 +323,18 @@ def _created_dirs(store: Store, adoption: dict[str, Any]) -> list[str]:
     return [str(parent)] if parent.name == SKILL_NAME else []
 
 
-def reject(store: Store, proposal_id: str, reason: str = "") -> dict[str, Any]:
+def reject(store: Store, proposal_id: str, reason: str = "") -> RejectResult:
+    """Discard a staged proposal (the live file is not touched). Raises ProposalError for an
+    unknown or no longer staged proposal."""
     row = get_proposal(store, proposal_id)
     if row["status"] != "staged":
         raise ProposalError(f"proposal {proposal_id} is {row['status']}, not staged")
     store.proposals.set_status(proposal_id, "rejected", reason or "rejected by user")
-    return get_proposal(store, proposal_id)
+    row = get_proposal(store, proposal_id)
+    return RejectResult(proposal_id=row["id"], status=row["status"], reason=row["reason"] or "")
 
 
-def rollback(store: Store, target: str | None = None, *, force: bool = False) -> dict[str, Any]:
+def rollback(store: Store, target: str | None = None, *, force: bool = False) -> RollbackResult:
     """Restore the file as it was before the latest (not yet rolled back) adoption.
 
     ``target``: a path (or None for the latest adoption of any target). Raises ProposalError
@@ -346,4 +375,12 @@ def rollback(store: Store, target: str | None = None, *, force: bool = False) ->
         removed = _remove_empty_dirs(_created_dirs(store, a))
     store.adoptions.set_rolled_back(a["id"], now_iso())
     store.proposals.set_status(a["proposal_id"], "rolled_back")
-    return dict(store.adoptions.get(a["id"]) or {}, kept_copy=kept, removed_dirs=removed)
+    done = store.adoptions.get(a["id"]) or {}
+    return RollbackResult(
+        proposal_id=a["proposal_id"],
+        target_path=a["target_path"],
+        rolled_back_at=done.get("rolled_back_at") or now_iso(),
+        restored_previous=bool(a["existed_before"]),
+        kept_copy=kept,
+        removed_dirs=removed,
+    )

@@ -86,7 +86,7 @@ def test_environment_mistakes_are_blamed_on_the_environment(tmp_path, monkeypatc
 
 
 def test_base_url_must_be_http(tmp_path):
-    with pytest.raises(ConfigError, match="target.base_url: must be an http"):
+    with pytest.raises(ConfigError, match=r"target\.base_url: must be an http"):
         load_settings(write(tmp_path, '[target]\nbase_url = "not a url"\n'))
 
 

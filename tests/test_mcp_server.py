@@ -315,7 +315,9 @@ def test_every_error_is_a_one_line_tool_error_and_the_server_keeps_serving(
             )
             assert "no proposal 'p999'" in await fails(s, "reject_proposal", {"id": "p999"})
             assert "no night 999" in await fails(s, "get_night", {"id": 999})
-            with pytest.raises(Exception):
+            from mcp.shared.exceptions import MCPError
+
+            with pytest.raises(MCPError, match="no proposal 'p999'"):
                 await s.read_resource("skillopt://proposals/p999")
             # stale base_hash, and a live file changed since the proposal was made
             assert "base_hash does not match" in await fails(

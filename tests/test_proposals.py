@@ -11,6 +11,7 @@ from skillopt_sleep.errors import ProposalError
 from skillopt_sleep.night.document import BEGIN, END, Document, read_live, sha256_text
 from skillopt_sleep.night.stage import stage_proposal
 from skillopt_sleep.proposals import adopt, list_proposals, reject, rollback
+from skillopt_sleep.results import NightCost, NightSummary
 from skillopt_sleep.store import Store
 from tests.helpers.store import db_get, db_rows
 
@@ -27,8 +28,8 @@ def stage(store: Store, target: Path, rules: list[str], night_id: int = 1) -> st
         base_hash=sha256_text(live),
         edits=[],
         tasks=[],
-        cost={"calls": 1},
-        summary={},
+        cost=NightCost(calls=1),
+        summary=NightSummary(),
         val_before=0.0,
         val_after=1.0,
         test_before=0.0,
@@ -55,7 +56,7 @@ def test_adopt_changes_only_the_managed_block_and_rollback_restores_bytes(store,
     new = target.read_bytes()
     assert new.startswith(ORIGINAL) and b"- Use `pnpm` instead of `npm`." in new
     assert target.stat().st_mode & 0o777 == 0o640
-    assert Path(a["backup_path"]).read_bytes() == ORIGINAL
+    assert Path(a.backup_path).read_bytes() == ORIGINAL
     assert db_get(store, "proposals", pid)["status"] == "adopted"
     rollback(store, str(target))
     assert target.read_bytes() == ORIGINAL
@@ -141,7 +142,7 @@ def test_forced_rollback_keeps_the_users_later_edit(store, tmp_path):
     target.write_bytes(edited)
     a = rollback(store, force=True)
     assert target.read_bytes() == b"v1\n"
-    assert Path(a["kept_copy"]).read_bytes() == edited
+    assert Path(a.kept_copy).read_bytes() == edited
 
 
 def test_unwritable_target_is_a_proposal_error_and_records_nothing(store, tmp_path):
@@ -149,7 +150,7 @@ def test_unwritable_target_is_a_proposal_error_and_records_nothing(store, tmp_pa
     target = parent / "AGENTS.md"
     pid = stage(store, target, ["Rule."])
     parent.write_text("now a file, not a folder")
-    with pytest.raises(ProposalError, match="cannot (read|write)"):
+    with pytest.raises(ProposalError, match=r"cannot (read|write)"):
         adopt(store, pid)
     assert db_rows(store, "adoptions") == []
     assert db_get(store, "proposals", pid)["status"] == "staged"
@@ -189,7 +190,7 @@ def test_rollback_of_a_file_made_non_utf8_after_adopt(store, tmp_path):
     assert target.read_bytes() == LATIN1
     a = rollback(store, force=True)
     assert target.read_bytes() == b"v1\n"
-    assert Path(a["kept_copy"]).read_bytes() == LATIN1  # the user's bytes, kept exactly
+    assert Path(a.kept_copy).read_bytes() == LATIN1  # the user's bytes, kept exactly
 
 
 # ---------------------------------------------------------------- modes
@@ -214,7 +215,7 @@ def test_a_file_adopt_creates_gets_the_umask_default_mode(store, tmp_path, umask
     assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~mask
     # a copy of the user's file in the backups folder stays private
     target.write_bytes(target.read_bytes() + b"mine\n")
-    kept = Path(rollback(store, force=True)["kept_copy"])
+    kept = Path(rollback(store, force=True).kept_copy)
     assert stat.S_IMODE(kept.stat().st_mode) == 0o600
 
 
@@ -243,7 +244,7 @@ def test_rollback_removes_every_folder_adopt_created(store, tmp_path):
     assert target.is_file()
     a = rollback(store)
     assert not (home / ".claude").exists() and home.is_dir()
-    assert a["removed_dirs"] == [
+    assert a.removed_dirs == [
         str(target.parent),
         str(target.parent.parent),
         str(home / ".claude"),

@@ -31,11 +31,11 @@ class Backend(ABC):
     def complete(self, request: CompletionRequest) -> Completion:
         """Run one call. ``request.model`` empty means ``config.model``."""
 
-    def check(self) -> None:
+    def check(self) -> None:  # noqa: B027 (optional: most backends need no check)
         """A cheap readiness check that is not a model call (no tokens spent): the key is
         set, the server answers, the CLI exists. The night runs it first, so a dead or
         unauthorised backend fails loudly even when every rollout would come from the cache.
         Raises the BackendError tree; the default does nothing."""
 
-    def close(self) -> None:  # pragma: no cover - optional
+    def close(self) -> None:  # noqa: B027  # pragma: no cover - optional
         """Release connections/processes."""

@@ -6,15 +6,16 @@ printed as ``error: <one-line reason>`` with exit status 1.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from skillopt_sleep.cli.console import err, first_run_setup, out, print_json, service
+from skillopt_sleep.cli.console import fmt_score as _fmt
+from skillopt_sleep.cli.console import state as _state
 from skillopt_sleep.errors import SkilloptError
 
 app = typer.Typer(
@@ -25,12 +26,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-# piped output is not cut to 80 columns (rich's default without a terminal)
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-_state: dict[str, Any] = {"config": None}
-
 JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON.")
 
 
@@ -48,57 +43,17 @@ def _root(
 
         raise ConfigError(f"config file {config} does not exist (given with --config)")
     _state["config"] = config
-
-
-def _settings(**overrides: Any):
-    from skillopt_sleep.config import load_settings
-
-    return load_settings(_state["config"], **overrides)
-
-
-def first_run_setup() -> None:
-    """On a new install (no config file, none given) write one that enables every agent whose
-    logs exist on this machine, and say so. Used by ``harvest``, ``run`` and ``start``."""
-    from skillopt_sleep import paths
-
-    path = paths.config_file()
-    if _state["config"] is not None or path.exists():
-        return
-    from skillopt_sleep.config import load_settings
-    from skillopt_sleep.sources.discovery import discover_sources, enable_found
-
-    enabled = enable_found(path, discover_sources(load_settings(path), config_path=path))
-    err.print(
-        f"first run: wrote {path}, harvesting {', '.join(enabled) or 'nothing found yet'} "
-        "(`skillopt-sleep sources` lists every agent)",
-        markup=False,
-    )
-
-
-def _store():
-    from skillopt_sleep.store import open_store
-
-    return open_store()
-
-
-def _print_json(data: Any) -> None:
-    out.print_json(json.dumps(data, default=str, ensure_ascii=False))
-
-
-def _fmt(x: Any) -> str:
-    return "—" if x is None else (f"{x:.3f}" if isinstance(x, float) else str(x))
+    _state["service"] = None
 
 
 @app.command()
 def harvest(as_json: bool = JsonOpt) -> None:
     """Read new bytes of every enabled agent's session logs into the store."""
-    from skillopt_sleep.sources.ingest import harvest as do_harvest
-
     first_run_setup()
-    report = do_harvest(_store(), _settings(), progress=not as_json and sys.stderr.isatty())
-    data = report.model_dump() if hasattr(report, "model_dump") else report.__dict__
+    report = service().harvest(progress=not as_json and sys.stderr.isatty())
+    data = report.model_dump()
     if as_json:
-        _print_json(data)
+        print_json(data)
         return
     table = Table("source", "files", "read", "bytes", "new", "updated", "skipped", "roots")
     for name, acc in (data.get("sources") or {}).items():
@@ -122,13 +77,11 @@ def tasks(
     as_json: bool = JsonOpt,
 ) -> None:
     """Mine and list recurring tasks with their split and checks."""
-    from skillopt_sleep.night.mine import mine
-
-    store = _store()
-    report = mine(store, _settings(project=project))
+    svc = service()
+    report = svc.mine(project)
     rows = [t.model_dump() for t in report.tasks]
     if as_json:
-        _print_json(rows)
+        print_json(rows)
         return
     if not rows:
         dropped = ", ".join(f"{k} {v}" for k, v in report.dropped.items())
@@ -137,7 +90,7 @@ def tasks(
             f"{report.prompts} prompts considered"
             + (f"; dropped: {dropped}" if dropped else "")
             + ")"
-            + ("; harvest first: `skillopt-sleep harvest`" if not store.harvests.any() else ""),
+            + ("; harvest first: `skillopt-sleep harvest`" if not svc.harvested_yet() else ""),
             markup=False,
         )
         return
@@ -172,25 +125,26 @@ def run(
 
     if not dry_run:
         first_run_setup()
+    from skillopt_sleep.cli.nights import print_night, run_night
+
     target = {k: v for k, v in (("name", target_backend), ("model", target_model)) if v}
     optimizer = {k: v for k, v in (("name", optimizer_backend), ("model", optimizer_model)) if v}
-    settings = _settings(project=project, target=target or None, optimizer=optimizer or None)
-    from skillopt_sleep.config import environment_overrides
-
-    # the daemon runs with its own config and environment: only a plain run goes to it
-    plain = not (
-        dry_run or project or target or optimizer or _state["config"] or environment_overrides()
+    outcome = run_night(
+        service(),
+        dry_run=dry_run,
+        project=project,
+        target=target,
+        optimizer=optimizer,
+        as_json=as_json,
     )
-    from skillopt_sleep.cli.nights import daemon_runs_it, print_night, run_here, signals_interrupt
-
-    if plain and daemon_runs_it(as_json):
-        return
-    with signals_interrupt():
-        result = run_here(settings, dry_run, as_json)
+    assert outcome.result is not None  # a waited-for night has its result
     if as_json:
-        _print_json(result.__dict__)
+        print_json(
+            outcome.result.model_dump(mode="json")
+            | {"via": outcome.via, "dispatch": outcome.reason}
+        )
         return
-    print_night(result.__dict__)
+    print_night(outcome.result, by=" (run by the daemon)" if outcome.via == "daemon" else "")
 
 
 @app.command("proposals")
@@ -201,11 +155,9 @@ def proposals_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """List staged proposals."""
-    from skillopt_sleep.proposals import list_proposals
-
-    rows = list_proposals(_store(), None if all_ else "staged")
+    rows = [p.model_dump() for p in service().proposals(None if all_ else "staged")]
     if as_json:
-        _print_json(rows)
+        print_json(rows)
         return
     if not rows:
         out.print("no proposals" + ("" if all_ else " staged (see --all)"))
@@ -226,15 +178,14 @@ def proposals_cmd(
 @app.command()
 def show(proposal_id: str = typer.Argument(..., metavar="ID"), as_json: bool = JsonOpt) -> None:
     """Show a proposal's report: scores, edits with rationale, per-task deltas, diff."""
-    from skillopt_sleep.proposals import get_proposal, load_report, report_markdown
-
-    row = get_proposal(_store(), proposal_id)
+    svc = service()
+    detail = svc.proposal(proposal_id)
     if as_json:
-        _print_json(dict(load_report(row), status=row["status"]))
+        report = svc.report(proposal_id)
+        print_json(report.model_dump(mode="json") | {"status": detail.status, "diff": detail.diff})
         return
-    report = report_markdown(row)
-    out.print(f"status: {row['status']}   folder: {row['dir']}")
-    out.print(report, markup=False)
+    out.print(f"status: {detail.status}   folder: {detail.folder}")
+    out.print(svc.proposal_markdown(proposal_id), markup=False)
 
 
 @app.command("adopt")
@@ -245,12 +196,10 @@ def adopt_cmd(
     ),
 ) -> None:
     """Write a staged proposal to its live file (atomically, with a backup)."""
-    from skillopt_sleep.proposals import adopt
-
-    a = adopt(_store(), proposal_id, force=force)
-    out.print(f"adopted {proposal_id} -> {a['target_path']}")
-    if a["backup_path"]:
-        out.print(f"  backup: {a['backup_path']}")
+    a = service().adopt(proposal_id, force=force)
+    out.print(f"adopted {proposal_id} -> {a.target_path}")
+    if a.backup_path:
+        out.print(f"  backup: {a.backup_path}")
     out.print("  undo with: skillopt-sleep rollback")
 
 
@@ -260,9 +209,7 @@ def reject_cmd(
     reason: str = typer.Option("", help="Why (kept with the proposal)."),
 ) -> None:
     """Discard a staged proposal."""
-    from skillopt_sleep.proposals import reject
-
-    reject(_store(), proposal_id, reason)
+    service().reject(proposal_id, reason)
     out.print(f"rejected {proposal_id}")
 
 
@@ -274,32 +221,24 @@ def rollback_cmd(
     ),
 ) -> None:
     """Restore the file as it was before the latest adoption, byte for byte."""
-    from skillopt_sleep.proposals import rollback
-
-    a = rollback(_store(), target, force=force)
-    out.print(f"rolled back {a['proposal_id']}: {a['target_path']} restored")
-    if a.get("kept_copy"):
-        out.print(f"  your edited version was kept at {a['kept_copy']}")
+    a = service().rollback(target, force=force)
+    out.print(f"rolled back {a.proposal_id}: {a.target_path} restored")
+    if a.kept_copy:
+        out.print(f"  your edited version was kept at {a.kept_copy}")
 
 
 @app.command()
 def status(as_json: bool = JsonOpt) -> None:
     """Show the last nights, pending proposals, harvest accounting and the last error. A
     config file that does not load is reported too (after the rest), with exit 1."""
-    from skillopt_sleep.status import collect_status
-
-    config_error = None
-    try:
-        _settings()
-    except SkilloptError as exc:
-        config_error = str(exc)
-    data = collect_status(_store())
-    data["config_error"] = config_error
+    st = service().status()
+    config_error = st.config_error
     if as_json:
-        _print_json(data)
+        print_json(st.model_dump(mode="json"))
         if config_error:
             raise typer.Exit(1)
         return
+    data = st.model_dump(mode="json")
     _print_daemon(data.get("daemon") or {})
     c = data["counts"]
     out.print(
@@ -401,10 +340,9 @@ def demo(
 ) -> None:
     """Run a full night in a sandbox against the bundled simulator (no agent or key needed)."""
     from skillopt_sleep.cli.nights import signals_interrupt
-    from skillopt_sleep.demo import run_demo
 
     with signals_interrupt():
-        result = run_demo(keep, say=lambda m: err.print(f"[dim]{m}[/]"))
+        result = service().demo(keep, lambda m: err.print(f"[dim]{m}[/]"))
     out.print(
         f"demo night: {result['status']}; val {_fmt(result['val_before'])} -> {_fmt(result['val_after'])}, "
         f"test {_fmt(result['test_before'])} -> {_fmt(result['test_after'])}"
@@ -451,7 +389,8 @@ def main() -> None:
     except (OSError, sqlite3.DatabaseError) as exc:
         # the machine, not a bug: a read-only or full disk, a damaged database, a lock file
         # that cannot be made — one line with the path, exit 1
-        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        filename = getattr(exc, "filename", None)
+        where = f" ({filename})" if filename else ""
         hint = (
             "; the state folder is "
             + str(paths.state_dir())

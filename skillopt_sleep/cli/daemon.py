@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from skillopt_sleep.cli import _state, err, out
+from skillopt_sleep.cli.console import err, out
+from skillopt_sleep.cli.console import state as _state
 
 
 def register(app: typer.Typer) -> None:
@@ -27,7 +28,7 @@ def start(
     timeout: float = typer.Option(60.0, help="Seconds to wait for the daemon to report ready."),
 ) -> None:
     """Start the background daemon: live harvest, nightly schedule, control socket."""
-    from skillopt_sleep.cli import first_run_setup
+    from skillopt_sleep.cli.console import first_run_setup
     from skillopt_sleep.daemon import process
 
     first_run_setup()

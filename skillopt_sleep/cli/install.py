@@ -32,7 +32,7 @@ _SYMBOL = {
 
 
 def _print(report, verb: str) -> None:
-    from skillopt_sleep.cli import out
+    from skillopt_sleep.cli.console import out
 
     head = f"{verb} {report.agent} ({report.scope})" + (
         " — dry run, nothing written" if report.dry_run else ""
@@ -58,7 +58,7 @@ def _print(report, verb: str) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("install")
     def install_cmd(
-        agent: AgentName = typer.Argument(..., help=_AGENT_HELP),  # type: ignore[valid-type]
+        agent: AgentName = typer.Argument(..., help=_AGENT_HELP),
         user: bool = typer.Option(
             False, "--user", help="Install for your user account (the default)."
         ),
@@ -73,12 +73,13 @@ def register(app: typer.Typer) -> None:
         """Install the agent shell: MCP server entry, skill, instructions snippet (Claude Code:
         the plugin with slash commands and the SessionEnd hook). Merges into existing config
         files, backs up what it changes, and is idempotent."""
-        from skillopt_sleep.cli import _print_json
-        from skillopt_sleep.install import InstallError, install
+        from skillopt_sleep.cli.console import print_json as _print_json
+        from skillopt_sleep.cli.console import service
+        from skillopt_sleep.errors import BadArgument
 
         if user and project:
-            raise InstallError("--user and --project are mutually exclusive")
-        report = install(agent.value, project, dry_run=dry_run)
+            raise BadArgument("--user and --project are mutually exclusive")
+        report = service().install(agent.value, project, dry_run=dry_run)
         if as_json:
             _print_json(report.as_dict())
         else:
@@ -86,7 +87,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("uninstall")
     def uninstall_cmd(
-        agent: AgentName = typer.Argument(..., help=_AGENT_HELP),  # type: ignore[valid-type]
+        agent: AgentName = typer.Argument(..., help=_AGENT_HELP),
         user: bool = typer.Option(
             False, "--user", help="Uninstall from your user account (the default)."
         ),
@@ -100,12 +101,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Undo `install`: every file it changed gets its original bytes back (or loses only
         install's part, if you edited it since)."""
-        from skillopt_sleep.cli import _print_json
-        from skillopt_sleep.install import InstallError, uninstall
+        from skillopt_sleep.cli.console import print_json as _print_json
+        from skillopt_sleep.cli.console import service
+        from skillopt_sleep.errors import BadArgument
 
         if user and project:
-            raise InstallError("--user and --project are mutually exclusive")
-        report = uninstall(agent.value, project, dry_run=dry_run)
+            raise BadArgument("--user and --project are mutually exclusive")
+        report = service().uninstall(agent.value, project, dry_run=dry_run)
         if as_json:
             _print_json(report.as_dict())
         else:
@@ -121,7 +123,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Ask a running daemon to index new session bytes now; returns at once and exits 0
         whether or not a daemon runs (the Claude Code SessionEnd hook calls this)."""
-        from skillopt_sleep.install import session_end_hook
+        from skillopt_sleep.service import session_end_hook
 
         result = session_end_hook()
         if verbose:

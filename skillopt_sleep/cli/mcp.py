@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 import typer
 
 
-class Transport(str, Enum):
+class Transport(StrEnum):
     stdio = "stdio"
     http = "http"
 
@@ -29,21 +29,15 @@ def register(app: typer.Typer) -> None:
         HTTP requires `Authorization: Bearer <token>`; the token is created on first use in
         <state dir>/mcp-token (mode 0600).
         """
-        from skillopt_sleep.cli import _state
-        from skillopt_sleep.config import load_settings
+        from skillopt_sleep.cli.console import state as _state
+        from skillopt_sleep.service import Service
 
-        config = _state["config"]
-
-        def settings_loader(**overrides):
-            return load_settings(config, **overrides)
-
-        settings_loader.config_path = config  # type: ignore[attr-defined]  # which daemon may run nights
-
+        service = Service(_state["config"])  # nights it runs (or hands to the daemon) use it
         if transport is Transport.http:
             from skillopt_sleep.mcp.http import serve_http
 
-            serve_http(port, None, settings_loader)
+            serve_http(port, service)
         else:
             from skillopt_sleep.mcp import serve_stdio
 
-            serve_stdio(None, settings_loader)
+            serve_stdio(service)

@@ -3,11 +3,16 @@ during an in-process night; the printed outcome. Used by :mod:`skillopt_sleep.cl
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import typer
 
-from skillopt_sleep.cli import _fmt, _print_json, _store, err, out
+from skillopt_sleep.cli.console import err, out
+from skillopt_sleep.cli.console import fmt_score as _fmt
+from skillopt_sleep.results import Dispatch, NightOutcome, NightResult, NightStatus, Trigger
+from skillopt_sleep.service import Service
 
 
 class Terminated(KeyboardInterrupt):
@@ -21,7 +26,11 @@ class Terminated(KeyboardInterrupt):
 
 
 class signals_interrupt:
-    """While a night runs in this process, SIGTERM and SIGHUP raise :class:`Terminated`."""
+    """While a night runs, SIGTERM and SIGHUP raise :class:`Terminated`. ``in_daemon()``
+    tells whether the night runs in the daemon (this process only waits for it)."""
+
+    def __init__(self, in_daemon: Callable[[], bool] = lambda: False) -> None:
+        self.in_daemon = in_daemon
 
     def __enter__(self) -> None:
         import signal
@@ -44,6 +53,12 @@ class signals_interrupt:
 
         for sig, handler in self.saved.items():
             signal.signal(sig, handler)
+        if isinstance(exc, KeyboardInterrupt) and self.in_daemon():
+            err.print(
+                "stopped waiting; the night goes on in the daemon: follow it with "
+                "`skillopt-sleep status`, stop it with `skillopt-sleep stop`"
+            )
+            raise typer.Exit(128 + exc.signum if isinstance(exc, Terminated) else 130) from None
         if isinstance(exc, Terminated):
             err.print(f"aborted by signal {exc.signum}: the night is recorded interrupted")
             raise typer.Exit(128 + exc.signum) from None
@@ -52,13 +67,44 @@ class signals_interrupt:
             raise typer.Exit(130) from None
 
 
-def run_here(settings: Any, dry_run: bool, as_json: bool) -> Any:
-    from skillopt_sleep.night.run import run_night
+def run_night(
+    service: Service,
+    *,
+    dry_run: bool,
+    project: Path | None,
+    target: dict[str, str],
+    optimizer: dict[str, str],
+    as_json: bool,
+) -> NightOutcome:
+    """Run a night through the service: here (with live progress on a terminal) or in the
+    daemon (waiting for its result). Ctrl-C / SIGTERM / SIGHUP: a night here is killed with
+    its agent CLIs and recorded ``interrupted``; a night in the daemon goes on there."""
+    route: dict[str, Dispatch] = {}
 
-    if as_json or not err.is_terminal:
-        say = (lambda m: None) if as_json else (lambda m: err.print(m, markup=False))
-        result = run_night(_store(), settings, dry_run=dry_run, progress=say)
-    else:
+    def on_dispatch(d: Dispatch) -> None:
+        route["d"] = d
+        if as_json:
+            return
+        if d.where == "daemon":
+            err.print("[dim]the daemon is running: it runs the night; waiting for the result[/]")
+        elif d.daemon_running:
+            err.print(f"{d.reason}: running the night here", markup=False)
+
+    def go(**callbacks: Any) -> NightOutcome:
+        return service.run_night(
+            dry_run=dry_run,
+            project=project,
+            target=target,
+            optimizer=optimizer,
+            trigger=Trigger.CLI,
+            on_dispatch=on_dispatch,
+            **callbacks,
+        )
+
+    with signals_interrupt(in_daemon=lambda: "d" in route and route["d"].where == "daemon"):
+        if as_json or not err.is_terminal:
+            say = (lambda m: None) if as_json else (lambda m: err.print(m, markup=False))
+            return go(progress=say)
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
         with Progress(
@@ -75,90 +121,29 @@ def run_here(settings: Any, dry_run: bool, as_json: bool) -> Any:
                 bar.update(job, description=m)
                 bar.console.print(f"[dim]{m}[/]")
 
-            result = run_night(
-                _store(),
-                settings,
-                dry_run=dry_run,
-                progress=show,
-                on_rollout=lambda _s: bar.advance(job),
-            )
-    return result
+            return go(progress=show, on_rollout=lambda _s: bar.advance(job))
 
 
-def print_night(r: dict[str, Any], by: str = "") -> None:
-    """A night's outcome (a ``NightResult`` as a dict, from this process or the daemon)."""
-    summary = r.get("summary") or {}
-    cost = r.get("cost") or {}
-    out.print(f"night {r.get('night_id')}{by}: {r.get('status')}")
-    if summary.get("reason"):
-        out.print(f"  {summary['reason']}", markup=False)
-    if summary.get("warning"):
-        out.print(f"  warning: {summary['warning']}", markup=False)
-    out.print(
-        f"  tasks: {summary.get('train', 0)} train, {summary.get('val', 0)} val, "
-        f"{summary.get('test', 0)} test"
-    )
-    if summary.get("test_note"):
-        out.print(f"  test {summary['test_note']}", markup=False)
-    if r.get("status") not in ("planned", "no_tasks"):
+def print_night(r: NightResult, by: str = "") -> None:
+    """A night's outcome (from this process or the daemon)."""
+    summary, cost = r.summary, r.cost
+    out.print(f"night {r.night_id}{by}: {r.status}")
+    if summary.reason:
+        out.print(f"  {summary.reason}", markup=False)
+    if summary.warning:
+        out.print(f"  warning: {summary.warning}", markup=False)
+    out.print(f"  tasks: {summary.train} train, {summary.val} val, {summary.test} test")
+    if summary.test_note:
+        out.print(f"  test {summary.test_note}", markup=False)
+    if r.status not in (NightStatus.PLANNED, NightStatus.NO_TASKS):
         out.print(
-            f"  val {_fmt(r.get('val_before'))} -> {_fmt(r.get('val_after'))}, "
-            f"test {_fmt(r.get('test_before'))} -> {_fmt(r.get('test_after'))}"
+            f"  val {_fmt(r.val_before)} -> {_fmt(r.val_after)}, "
+            f"test {_fmt(r.test_before)} -> {_fmt(r.test_after)}"
         )
-        out.print(f"  model calls: {cost.get('calls')} (+{cost.get('cached_calls')} cached)")
-    if r.get("proposal_id"):
-        out.print(f"  proposal {r['proposal_id']} staged for {r.get('target_path')}", markup=False)
+        out.print(f"  model calls: {cost.calls} (+{cost.cached_calls} cached)")
+    if r.proposal_id:
+        out.print(f"  proposal {r.proposal_id} staged for {r.target_path}", markup=False)
         out.print(
-            f"  review: skillopt-sleep show {r['proposal_id']}; "
-            f"adopt: skillopt-sleep adopt {r['proposal_id']}"
+            f"  review: skillopt-sleep show {r.proposal_id}; "
+            f"adopt: skillopt-sleep adopt {r.proposal_id}"
         )
-
-
-def daemon_runs_it(as_json: bool) -> bool:
-    """A plain ``run`` goes to the running daemon when it was started with the default config
-    file too; False when none answers or it runs with another config (the night then runs
-    here). Raises NightError (one line) when the daemon refuses or the night fails."""
-    from skillopt_sleep.daemon import process
-    from skillopt_sleep.daemon.control import NoDaemon, request
-    from skillopt_sleep.errors import NightError
-
-    try:
-        request("ping", timeout=2)
-    except NoDaemon:
-        return False
-    if not process.runs_with_config(None):
-        if not as_json:
-            conf = (process.read_pidfile() or {}).get("config")
-            err.print(
-                f"the daemon runs with another config ({conf}): running the night here",
-                markup=False,
-            )
-        return False
-    if not as_json:
-        err.print("[dim]the daemon is running: it runs the night; waiting for the result[/]")
-    try:
-        reply = request("run-now", timeout=None, wait=True, trigger="cli")
-    except KeyboardInterrupt:
-        err.print(
-            "stopped waiting (Ctrl-C); the night goes on in the daemon: follow it with "
-            "`skillopt-sleep status`, stop it with `skillopt-sleep stop`"
-        )
-        raise typer.Exit(130) from None
-    except NoDaemon as exc:
-        raise NightError(
-            f"the daemon stopped during the night ({exc}); `skillopt-sleep status` "
-            "shows the night, the daemon log says why"
-        ) from None
-    if not reply.get("ok"):
-        if reply.get("interrupted") or reply.get("error") == "interrupted":
-            raise NightError(
-                "the night was interrupted (the daemon stopped or the night was "
-                "killed); `skillopt-sleep status` shows it"
-            )
-        raise NightError(reply.get("error") or "the daemon refused to run a night")
-    result = reply.get("result") or {}
-    if as_json:
-        _print_json(dict(result, via="daemon"))
-        return True
-    print_night(result, by=" (run by the daemon)")
-    return True

@@ -23,28 +23,12 @@ def register(app: typer.Typer) -> None:
         whose logs were found. Later, agents found but not enabled are named with a hint;
         `--enable-found` enables them.
         """
-        from skillopt_sleep import paths
-        from skillopt_sleep.cli import _print_json, _settings, _state, out
-        from skillopt_sleep.sources.discovery import (
-            discover_sources,
-            enableable,
-        )
-        from skillopt_sleep.sources.discovery import (
-            enable_found as do_enable,
-        )
+        from skillopt_sleep.cli.console import out, service
+        from skillopt_sleep.cli.console import print_json as _print_json
 
-        config_path = _state["config"] or paths.config_file()
-        settings = _settings()
-        statuses = discover_sources(settings, config_path=config_path)
-        created = not config_path.exists()
-        changed: list[str] = []
-        if enable_found or created:
-            changed = do_enable(config_path, statuses, switch_disabled=enable_found)
-            if changed or created:
-                from skillopt_sleep.config import load_settings
-
-                statuses = discover_sources(load_settings(config_path), config_path=config_path)
-        idle = enableable(config_path, statuses)  # found here, not enabled
+        found = service().sources(enable_found=enable_found)
+        config_path, created, changed = found.config, found.created, found.enabled_now
+        statuses, idle = found.sources, found.found_not_enabled
         if as_json:
             _print_json(
                 {
@@ -82,9 +66,7 @@ def register(app: typer.Typer) -> None:
         elif changed:
             out.print(f"enabled in {config_path}: {', '.join(changed)}")
         if changed:
-            from skillopt_sleep.daemon.control import daemon_status
-
-            if daemon_status(timeout=1).get("running"):
+            if service().daemon_status(timeout=1).running:
                 out.print(
                     "the running daemon watches its old list: restart it "
                     "(`skillopt-sleep stop && skillopt-sleep start`)"

@@ -12,6 +12,6 @@ import time
 
 def utc(ts: float | None = None) -> str:
     """``ts`` (seconds since the epoch; default now) as ``YYYY-MM-DDTHH:MM:SS+00:00``."""
-    return dt.datetime.fromtimestamp(
-        ts if ts is not None else time.time(), dt.timezone.utc
-    ).isoformat(timespec="seconds")
+    return dt.datetime.fromtimestamp(ts if ts is not None else time.time(), dt.UTC).isoformat(
+        timespec="seconds"
+    )

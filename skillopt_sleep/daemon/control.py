@@ -1,18 +1,7 @@
-"""The daemon's local control channel, and the client helpers the CLI and MCP server use.
-
-A Unix socket ``daemon.sock`` in the state dir, mode 0600 (created under a 0177 umask, so it is
-never briefly open to others). When the state dir path is too long for a socket address
-(~104 bytes), the socket lives in a 0700 per-user folder in the temp dir, named by a hash of
-the state dir; client and server derive the same path.
-
-Protocol: one JSON object per line each way, one request per connection::
-
-    {"cmd": "ping" | "status" | "ingest-now" | "run-now" | "stop", ...args}
-    -> {"ok": true, ...} | {"ok": false, "error": "a night is running (started …)"}
-
-Client helpers (:func:`ingest_now`, :func:`run_now`, :func:`daemon_status`) ask the daemon
-when one answers and otherwise do the work in this process (``ingest_now`` / ``run_now``) or
-report ``running: False`` (``daemon_status``).
+"""The daemon's side of its control channel: :class:`ControlServer` answers requests on the
+control socket (``daemon.sock``, mode 0600, created under a 0177 umask so it is never briefly
+open to others). Where the socket lives, the protocol and the client side are
+:mod:`skillopt_sleep.daemon_client`.
 """
 
 from __future__ import annotations
@@ -27,88 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_sleep import paths
-from skillopt_sleep.daemon.client import (  # re-exported: the client API lives here too
-    HAS_UNIX_SOCKETS,
-    NoDaemon,
-    request,
-    socket_path,
-)
-from skillopt_sleep.daemon.process import running_pid
-from skillopt_sleep.errors import NightError, SkilloptError
+from skillopt_sleep.daemon_client import HAS_UNIX_SOCKETS, socket_path
+from skillopt_sleep.errors import SkilloptError
 
 log = logging.getLogger("skillopt_sleep.daemon")
-
-
-# ---------------------------------------------------------------------------- client
-def daemon_status(timeout: float = 3.0) -> dict[str, Any]:
-    """The daemon's live status, or ``{"running": False}`` (with the pid when it runs but does
-    not answer)."""
-    try:
-        reply = request("status", timeout=timeout)
-        return dict(reply.get("status") or {}, running=True)
-    except NoDaemon:
-        pid = running_pid()
-        if pid:
-            return {"running": True, "pid": pid, "responding": False}
-        return {"running": False}
-
-
-def ingest_now(store: Any = None, settings: Any = None) -> dict[str, Any]:
-    """Ingest new bytes now: through the daemon when it runs, else in this process."""
-    try:
-        reply = request("ingest-now", timeout=600)
-        if not reply.get("ok"):
-            raise SkilloptError(reply.get("error") or "the daemon refused")
-        return dict(reply, via="daemon")
-    except NoDaemon:
-        pass
-    from skillopt_sleep.config import load_settings
-    from skillopt_sleep.sources.ingest import harvest
-    from skillopt_sleep.store import open_store
-
-    own = store is None
-    store = store or open_store()
-    try:
-        report = harvest(store, settings or load_settings())
-    finally:
-        if own:
-            store.close()
-    data = report.model_dump() if hasattr(report, "model_dump") else getattr(report, "__dict__", {})
-    return {"ok": True, "via": "in-process", "report": data}
-
-
-def run_now(
-    settings: Any = None,
-    *,
-    wait: bool = True,
-    trigger: str = "cli",
-    store: Any = None,
-    progress: Callable[[str], None] | None = None,
-    timeout: float | None = None,
-) -> dict[str, Any]:
-    """Run a night now: the daemon runs it when it is up (``wait`` for the result or return
-    once it started), else it runs in this process. Raises NightError with the reason when a
-    night is already running."""
-    try:
-        reply = request("run-now", timeout=timeout if wait else 30, wait=wait, trigger=trigger)
-    except NoDaemon:
-        reply = None
-    if reply is not None:
-        if not reply.get("ok"):
-            raise NightError(reply.get("error") or "the daemon refused")
-        return dict(reply, via="daemon")
-    from skillopt_sleep.config import load_settings
-    from skillopt_sleep.night.run import run_night
-    from skillopt_sleep.store import open_store
-
-    own = store is None
-    store = store or open_store()
-    try:
-        result = run_night(store, settings or load_settings(), trigger=trigger, progress=progress)
-    finally:
-        if own:
-            store.close()
-    return {"ok": True, "via": "in-process", "result": result.__dict__}
 
 
 # ---------------------------------------------------------------------------- server

@@ -34,7 +34,7 @@ from typing import Any
 
 from filelock import Timeout
 
-from skillopt_sleep import paths
+from skillopt_sleep import daemon_client, paths
 from skillopt_sleep.daemon import control, process
 from skillopt_sleep.daemon.clock import utc
 from skillopt_sleep.daemon.live import LiveIngest
@@ -203,6 +203,7 @@ class Daemon(LiveIngest):
                 "ready": False,
                 "argv": sys.argv,
                 "config": str(self.config_path or ""),
+                "settings_env": daemon_client.settings_env(),
             },
         )
         log.info("starting (pid %d, state %s)", os.getpid(), paths.state_dir())
@@ -244,6 +245,7 @@ class Daemon(LiveIngest):
                 "ready": True,
                 "argv": sys.argv,
                 "config": str(self.config_path or ""),
+                "settings_env": daemon_client.settings_env(),
             },
         )
         threading.Thread(
@@ -296,7 +298,7 @@ class Daemon(LiveIngest):
 
     # ------------------------------------------------------------------ ingestion
     def _night_since(self, slot: dt.datetime) -> bool:
-        since = slot.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
+        since = slot.astimezone(dt.UTC).isoformat(timespec="seconds")
         with self.store() as store:
             return store.nights.completed_since(since)
 
@@ -311,7 +313,7 @@ class Daemon(LiveIngest):
             return self.ingest_now()
         if cmd == "run-now":
             trigger = str(req.get("trigger") or "daemon")
-            started = self.night.launch(trigger)
+            started = self.night.launch(trigger, wait_started=0 if req.get("wait") else 30)
             if not started.get("ok") or not req.get("wait"):
                 return started
             result = self.night.wait()

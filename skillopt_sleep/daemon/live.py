@@ -66,9 +66,12 @@ class LiveIngest:
     def _root_of(self, source: str, path: Path) -> Path | None:
         best = None
         for name, root in self.roots:
-            if name == source and (path == root or root in path.parents):
-                if best is None or len(root.parts) > len(best.parts):
-                    best = root
+            if (
+                name == source
+                and (path == root or root in path.parents)
+                and (best is None or len(root.parts) > len(best.parts))
+            ):
+                best = root
         return best
 
     def _session_files(self, batch: Batch) -> list[tuple[str, str]]:
@@ -245,7 +248,7 @@ class LiveIngest:
             pass
         if ts is None:
             return None
-        return dt.datetime.fromtimestamp(ts, dt.timezone.utc).astimezone(self.clock().tzinfo)
+        return dt.datetime.fromtimestamp(ts, dt.UTC).astimezone(self.clock().tzinfo)
 
     def ingest_now(self, timeout: float = 600) -> dict[str, Any]:
         assert self.debouncer is not None

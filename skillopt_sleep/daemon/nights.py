@@ -55,6 +55,8 @@ class NightRunner:
         self.done = threading.Event()
         self.done.set()
         self.last: dict[str, Any] | None = None
+        self.started_night = threading.Event()
+        self.night_id: int | None = None
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -74,7 +76,11 @@ class NightRunner:
         except Exception:
             return ""
 
-    def launch(self, trigger: str) -> dict[str, Any]:
+    def launch(self, trigger: str, wait_started: float = 0.0) -> dict[str, Any]:
+        """Start a night in a worker process. ``wait_started`` > 0: wait up to that many
+        seconds for the worker to report the night's id (its row exists) and include it as
+        ``night_id``; a worker that ends first (a night refused or failed at once) gives its
+        error instead."""
         with self._lock:
             if self.daemon.stopping.is_set():
                 return {"ok": False, "error": "the daemon is stopping"}
@@ -99,33 +105,88 @@ class NightRunner:
                     os.replace(night_log, night_log.with_name("night.log.1"))
             except OSError:
                 pass
-            errlog = open(night_log, "ab")
-            errlog.write(f"--- {utc()} night ({trigger})\n".encode())
-            errlog.flush()
-            self.proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=errlog,
-                cwd=str(paths.state_dir()),
-            )
-            errlog.close()
             self.trigger, self.started_at = trigger, utc()
             self.done = threading.Event()
-            proc, done = self.proc, self.done
-            log.info("night started (%s), worker pid %d", trigger, proc.pid)
+            self.started_night = threading.Event()
+            self.night_id = None
+            spawned: list[subprocess.Popen[bytes] | BaseException] = []
+            ready = threading.Event()
+            done = self.done
+            # The worker arms a parent-death signal (PR_SET_PDEATHSIG), which the kernel
+            # sends when the *thread* that spawned it ends: so the thread that spawns it is
+            # the one that waits for it, never a short-lived control or scheduler thread.
             threading.Thread(
-                target=self._wait, args=(proc, done), name="night-wait", daemon=True
+                target=self._spawn_and_wait,
+                args=(cmd, trigger, night_log, spawned, ready, done),
+                name="night-wait",
+                daemon=True,
             ).start()
-            return {"ok": True, "started": True, "pid": proc.pid, "trigger": trigger}
+            ready.wait()
+            if isinstance(spawned[0], BaseException):
+                raise spawned[0]
+            proc = self.proc = spawned[0]
+            log.info("night started (%s), worker pid %d", trigger, proc.pid)
+            reply: dict[str, Any] = {
+                "ok": True,
+                "started": True,
+                "pid": proc.pid,
+                "trigger": trigger,
+            }
+        if wait_started > 0:
+            self.started_night.wait(wait_started)
+            if self.night_id is not None:
+                reply["night_id"] = self.night_id
+            elif done.is_set() and self.last and not self.last.get("ok"):
+                return {"ok": False, "error": self.last.get("error") or "the night failed"}
+        return reply
 
-    def _wait(self, proc: subprocess.Popen, done: threading.Event) -> None:
-        out, _ = proc.communicate()
-        lines = [ln for ln in (out or b"").decode("utf-8", "replace").splitlines() if ln.strip()]
+    def _spawn_and_wait(
+        self,
+        cmd: list[str],
+        trigger: str,
+        night_log: Path,
+        spawned: list[subprocess.Popen[bytes] | BaseException],
+        ready: threading.Event,
+        done: threading.Event,
+    ) -> None:
         try:
-            result = json.loads(lines[-1]) if lines else {}
-        except ValueError:
-            result = {}
+            with open(night_log, "ab") as errlog:
+                errlog.write(f"--- {utc()} night ({trigger})\n".encode())
+                errlog.flush()
+                proc = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=errlog,
+                    cwd=str(paths.state_dir()),
+                )
+        except BaseException as exc:
+            spawned.append(exc)
+            ready.set()
+            return
+        spawned.append(proc)
+        ready.set()
+        self._wait(proc, done)
+
+    def _wait(self, proc: subprocess.Popen[bytes], done: threading.Event) -> None:
+        """Read the worker's stdout: a ``{"started": id}`` line once the night's row exists,
+        then its result (the last line)."""
+        result: dict[str, Any] = {}
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.decode("utf-8", "replace").strip()
+            if not line:
+                continue
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and isinstance(msg.get("started"), int):
+                self.night_id = msg["started"]
+                self.started_night.set()
+            elif isinstance(msg, dict):
+                result = msg
+        proc.wait()
         if not result:
             result = {
                 "ok": False,
@@ -155,6 +216,7 @@ class NightRunner:
             log.warning("night failed: %s", result.get("error"))
             self.daemon.note_error(f"night: {result.get('error')}")
         done.set()
+        self.started_night.set()
 
     def wait(self, timeout: float | None = None) -> dict[str, Any] | None:
         self.done.wait(timeout)

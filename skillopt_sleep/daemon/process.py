@@ -27,10 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from filelock import FileLock, Timeout
 
-from skillopt_sleep import paths
-from skillopt_sleep.daemon import client
+from skillopt_sleep import daemon_client, paths
 from skillopt_sleep.errors import SkilloptError
 from skillopt_sleep.night.lifecycle import pid_alive
 
@@ -42,12 +40,14 @@ class DaemonError(SkilloptError):
 
 
 # ---------------------------------------------------------------------------- files
-def pid_path() -> Path:
-    return paths.state_dir() / "daemon.pid"
-
-
-def lock_path() -> Path:
-    return paths.state_dir() / "daemon.lock"
+# The pidfile, the lock and "is it running?" are the clients' view too: daemon_client.
+pid_path = daemon_client.pid_path
+lock_path = daemon_client.lock_path
+read_json = daemon_client.read_json
+read_pidfile = daemon_client.read_pidfile
+instance_lock = daemon_client.instance_lock
+lock_held = daemon_client.lock_held
+running_pid = daemon_client.running_pid
 
 
 def log_path() -> Path:
@@ -68,65 +68,6 @@ def write_json_atomic(path: Path, data: Any) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, default=str), encoding="utf-8")
     os.replace(tmp, path)
-
-
-def read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-# ---------------------------------------------------------------------------- liveness
-def instance_lock() -> FileLock:
-    paths.state_dir().mkdir(parents=True, exist_ok=True)
-    return FileLock(str(lock_path()))
-
-
-def lock_held() -> bool:
-    """True when some process (maybe this one) holds the daemon lock."""
-    probe = instance_lock()
-    try:
-        probe.acquire(timeout=0)
-    except Timeout:
-        return True
-    probe.release()
-    return False
-
-
-def read_pidfile() -> dict[str, Any] | None:
-    return read_json(pid_path())
-
-
-def running_pid() -> int | None:
-    """The running daemon's pid, or None. A stale pidfile (crash) is ignored."""
-    if not lock_held():
-        return None
-    info = read_pidfile() or {}
-    pid = info.get("pid")
-    if pid is not None and pid_alive(pid):
-        return int(pid)
-    # The lock is held but the pidfile is not written yet (a daemon starting up): wait a moment.
-    deadline = time.monotonic() + 3
-    while time.monotonic() < deadline:
-        time.sleep(0.05)
-        info = read_pidfile() or {}
-        if pid_alive(info.get("pid")):
-            return int(info["pid"])
-        if not lock_held():
-            return None
-    return None
-
-
-def runs_with_config(config: Path | None) -> bool:
-    """Whether the running daemon was started with ``config`` (None: the default config
-    file), so a night it runs is the night this caller would run. False when none runs."""
-    if not running_pid():
-        return False
-    daemon = (read_pidfile() or {}).get("config") or str(paths.config_file())
-    wanted = str(Path(config).expanduser().resolve()) if config else str(paths.config_file())
-    return daemon == wanted
 
 
 # ---------------------------------------------------------------------------- start
@@ -153,14 +94,14 @@ def start_detached(config: Path | None = None, *, timeout: float = 60.0) -> Star
     if pid:
         return StartResult(pid, already=True)
     paths.state_dir().mkdir(parents=True, exist_ok=True)
-    errfile = open(stderr_path(), "wb")
-    popen_kw: dict[str, Any] = dict(
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=errfile,
-        cwd=str(paths.state_dir()),
-        close_fds=True,
-    )
+    errfile = open(stderr_path(), "wb")  # noqa: SIM115 (handed to the child, closed below)
+    popen_kw: dict[str, Any] = {
+        "stdin": subprocess.DEVNULL,
+        "stdout": subprocess.DEVNULL,
+        "stderr": errfile,
+        "cwd": str(paths.state_dir()),
+        "close_fds": True,
+    }
     if os.name == "posix":
         r, w = os.pipe()
         proc = subprocess.Popen(
@@ -257,8 +198,8 @@ def stop_daemon(timeout: float = 60.0) -> StopResult:
         return StopResult(was_running=True, pid=pid, stopped=True, how="gone")
     how = "asked"
     try:
-        client.request("stop", timeout=5)
-    except client.NoDaemon:
+        daemon_client.request("stop", timeout=5)
+    except daemon_client.NoDaemon:
         how = "sigterm"
         try:
             os.kill(pid, signal.SIGTERM)

@@ -20,6 +20,10 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from skillopt_sleep.service import Service
 
 
 def _die_with_parent(parent: int) -> None:
@@ -52,16 +56,18 @@ def _interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _pre_harvest(store: object, settings: object) -> None:
+def _pre_harvest(service: Service) -> None:
     """Bring the store up to date under the daemon's ingest lock (so it never races the
     daemon's ingest thread); the night then skips its own harvest step (one pass per night)."""
     from filelock import FileLock
 
     from skillopt_sleep import paths
-    from skillopt_sleep.sources.ingest import harvest
 
     with FileLock(str(paths.state_dir() / "ingest.lock"), timeout=600):
-        harvest(store, settings)  # type: ignore[arg-type]
+        try:
+            service.harvest()
+        finally:
+            service.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,22 +81,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.parent:
         _die_with_parent(args.parent)
 
-    from skillopt_sleep.config import load_settings
     from skillopt_sleep.errors import SkilloptError
-    from skillopt_sleep.night.run import run_night
-    from skillopt_sleep.store import open_store
+    from skillopt_sleep.results import Trigger
+    from skillopt_sleep.service import Service
 
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    out: dict = {"ok": False}
+    def started(night_id: int) -> None:  # the daemon answers run-now with the id
+        print(json.dumps({"started": night_id}), flush=True)
+
+    out: dict[str, Any] = {"ok": False}
     code = 1
     try:
-        settings = load_settings(args.config)
-        store = open_store()
-        _pre_harvest(store, settings)
-        result = run_night(store, settings, trigger=args.trigger, harvest_first=False, progress=say)
-        out = {"ok": True, "result": result.__dict__}
+        service = Service(args.config)
+        settings = service.settings()
+        _pre_harvest(service)
+        result = service.run_here(
+            settings,
+            trigger=Trigger(args.trigger),
+            harvest_first=False,  # just harvested, under the daemon's ingest lock
+            progress=say,
+            on_started=started,
+        )
+        out = {"ok": True, "result": result.model_dump(mode="json")}
         code = 0
     except KeyboardInterrupt:
         out = {"ok": False, "error": "interrupted", "interrupted": True}

@@ -58,8 +58,6 @@ AGENTS = tuple(a.install for a in agents.installable_agents() if a.install)
 SERVER = "skillopt-sleep"
 PLUGIN_ID = "skillopt-sleep@skillopt-sleep"  # <plugin>@<marketplace>
 SKILL_DIR = "skillopt-sleep"
-#: Hook timeout for the daemon's reply (seconds): the hook never waits longer.
-HOOK_TIMEOUT = 0.3
 
 
 # ----------------------------------------------------------------------------- locations
@@ -481,7 +479,9 @@ def uninstall(
             continue
         new: bytes = cur
         for s, created in zip(
-            reversed(group), reversed(entry.get("created_keys") or [None] * len(group))
+            reversed(group),
+            reversed(entry.get("created_keys") or [None] * len(group)),
+            strict=False,
         ):
             new = s.unapply(new, created)
         if new == cur:
@@ -497,27 +497,6 @@ def uninstall(
     return report
 
 
-# ----------------------------------------------------------------------------- hook
-def session_end_hook(timeout: float = HOOK_TIMEOUT) -> str:
-    """Ask a running daemon to ingest now. Never raises, never waits more than ``timeout``.
-
-    Returns what happened (``"sent"``, ``"answered"``, ``"no daemon"``, ``"unavailable"``) for
-    callers that want to log it; the Claude Code hook discards it.
-    """
-    try:
-        from skillopt_sleep.daemon.control import NoDaemon, request
-    except Exception:  # the daemon is not part of this build
-        return "unavailable"
-    try:
-        reply = request("ingest-now", timeout=timeout)
-    except NoDaemon as exc:
-        # connected but the ingest outlasted the timeout: the daemon keeps going
-        return "sent" if "did not answer" in str(exc) else "no daemon"
-    except Exception:
-        return "no daemon"
-    return "answered" if reply.get("ok") else "refused"
-
-
 __all__ = [
     "AGENTS",
     "Change",
@@ -529,7 +508,6 @@ __all__ = [
     "install_key",
     "plan",
     "plugins_root",
-    "session_end_hook",
     "state_folder",
     "trust_note",
     "uninstall",

@@ -290,8 +290,7 @@ def set_key(text: str | None, keys: list[str], value: Any) -> str:
         if (
             eol < 0
             or eol > obj.end
-            or (text[pos:eol].strip()
-            and not text[pos:eol].strip().startswith("//"))
+            or (text[pos:eol].strip() and not text[pos:eol].strip().startswith("//"))
         ):
             eol = pos
         return text[:eol] + "\n" + indent + item + "," + text[eol:]

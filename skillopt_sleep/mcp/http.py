@@ -14,10 +14,14 @@ import socket
 import stat
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from skillopt_sleep import paths
 from skillopt_sleep.errors import ConfigError
 from skillopt_sleep.mcp.auth import HOST
+
+if TYPE_CHECKING:
+    from skillopt_sleep.service import Service
 
 PATH = "/mcp"
 
@@ -39,7 +43,7 @@ def ensure_token(path: Path | None = None) -> str:
         if len(token) < 16:
             raise ConfigError(
                 f"{path}: the MCP token is too short; delete the file to make a new one"
-            )
+            ) from None
         return token
     token = secrets.token_urlsafe(32)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -63,7 +67,7 @@ def listen_socket(port: int) -> socket.socket:
     return sock
 
 
-def serve_http(port: int, store_path: Path | None = None, settings_loader=None) -> None:
+def serve_http(port: int, service: Service | None = None) -> None:
     """Run the server on ``http://127.0.0.1:<port>/mcp`` until interrupted (port 0 = any free
     port; the chosen URL is printed to stderr as ``listening on http://127.0.0.1:N/mcp``)."""
     import anyio
@@ -73,7 +77,7 @@ def serve_http(port: int, store_path: Path | None = None, settings_loader=None) 
 
     tpath = token_path()
     token = ensure_token(tpath)
-    server = build_server(store_path, settings_loader, http_token=token)
+    server = build_server(service, http_token=token)
     app = server.streamable_http_app(streamable_http_path=PATH, host=HOST)
     config = uvicorn.Config(app, host=HOST, port=port, log_level="warning", lifespan="on")
     userver = uvicorn.Server(config)

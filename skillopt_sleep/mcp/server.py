@@ -1,14 +1,15 @@
 """The MCP server (official ``mcp`` SDK 2.x, :class:`MCPServer`): tools, resources, one prompt.
 
-:func:`build_server` returns a server whose lifespan opens the store. Every tool failure is a
-tool error (``isError``) whose text is one line; nothing a client sends can stop the server.
+:func:`build_server` returns a server whose tools each call one method of the application
+service (:class:`~skillopt_sleep.service.Service`); its lifespan opens the store. Every tool
+failure is a tool error (``isError``) whose text is one line; nothing a client sends can stop
+the server.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
@@ -16,10 +17,10 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field, ValidationError
 
-from skillopt_sleep.errors import SkilloptError
+from skillopt_sleep.errors import SkilloptError, StoreError, one_line
 from skillopt_sleep.mcp import models as m
-from skillopt_sleep.mcp import ops
-from skillopt_sleep.mcp.ops import ServerState, SettingsLoader, one_line
+from skillopt_sleep.results import NightView, Trigger
+from skillopt_sleep.service import Service, project_arg
 
 T = TypeVar("T")
 
@@ -59,10 +60,10 @@ def _validation_line(tool: str, exc: ValidationError) -> str:
     return one_line(f"bad arguments for {tool}: " + "; ".join(parts))
 
 
-class SleepServer(MCPServer[ServerState]):
+class SleepServer(MCPServer[Service]):
     """MCPServer whose tool errors are one line: our reason, or the invalid argument."""
 
-    state: ServerState
+    service: Service
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
@@ -81,28 +82,63 @@ ProposalId = Annotated[
 ]
 
 
-def build_server(
-    store_path: Path | str | None = None,
-    settings_loader: SettingsLoader | None = None,
-    *,
-    http_token: str | None = None,
-) -> SleepServer:
-    """Build the skillopt-sleep MCP server.
+def _night(service: Service, view: NightView) -> m.NightInfo:
+    return m.NightInfo(
+        **view.model_dump(),
+        running=view.status == "running",
+        progress=service.progress(view.id),
+    )
 
-    ``store_path``: the SQLite store (default ``paths.db_path()``, resolved when the server
-    starts). ``settings_loader(**overrides) -> Settings`` loads settings for ``run_night``
-    (default: the user's config file and environment). ``http_token``: when given, every HTTP
-    request must carry ``Authorization: Bearer <token>`` (used by ``--transport http``).
+
+def _status(service: Service) -> m.Status:
+    st = service.status(daemon_timeout=1.0)
+    nights = [_night(service, n) for n in st.nights]
+    return m.Status(
+        database=st.database,
+        counts=st.counts.model_dump(),
+        night_running=st.night_running,
+        last_night=nights[0] if nights else None,
+        nights=nights,
+        last_error=st.last_error,
+        pending_proposals=st.pending_proposals,
+        harvest={k: v.model_dump() for k, v in st.harvest.items()},
+        daemon=st.daemon.model_dump(exclude_none=True),
+    )
+
+
+def _start_night(service: Service, dry_run: bool, project: str | None) -> m.NightStarted:
+    outcome = service.run_night(
+        dry_run=dry_run, project=project_arg(project), trigger=Trigger.MCP, wait=False
+    )
+    assert outcome.night_id is not None  # run_night(wait=False) returns once it is known
+    status = "running"
+    if outcome.via == "here":
+        status = str(service.night(outcome.night_id).status)
+    return m.NightStarted(
+        night_id=outcome.night_id,
+        status=status,
+        via="in-process" if outcome.via == "here" else "daemon",
+        reason=outcome.reason,
+    )
+
+
+def build_server(service: Service | None = None, *, http_token: str | None = None) -> SleepServer:
+    """Build the skillopt-sleep MCP server over ``service`` (default: the user's config file,
+    environment and store). ``http_token``: when given, every HTTP request must carry
+    ``Authorization: Bearer <token>`` (used by ``--transport http``).
     """
-    state = ServerState(Path(store_path) if store_path else None, settings_loader)
+    svc = service or Service()
 
     @asynccontextmanager
-    async def lifespan(_server: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
-        state.open()
+    async def lifespan(_server: MCPServer[Service]) -> AsyncIterator[Service]:
         try:
-            yield state
+            svc.open()
+        except StoreError:
+            pass  # the server still starts; every tool reports the store's error
+        try:
+            yield svc
         finally:
-            state.close()
+            svc.close()
 
     auth_kwargs: dict[str, Any] = {}
     if http_token is not None:
@@ -119,7 +155,7 @@ def build_server(
         log_level="WARNING",
         **auth_kwargs,
     )
-    server.state = state
+    server.service = svc
 
     def tool(annotations: ToolAnnotations) -> Callable[[Callable[..., T]], Callable[..., T]]:
         def register(fn: Callable[..., T]) -> Callable[..., T]:
@@ -135,7 +171,7 @@ def build_server(
     def sleep_status() -> m.Status:
         """Last nights, pending proposals, store counts, harvest accounting, last error, and
         whether a night is running now."""
-        return _guard(lambda: ops.sleep_status(state))
+        return _guard(lambda: _status(svc))
 
     @tool(READ)
     def list_proposals(
@@ -146,13 +182,13 @@ def build_server(
         limit: Annotated[int, Field(ge=1, le=200)] = 50,
     ) -> m.ProposalList:
         """Proposals, newest first, with val/test scores and the base_hash needed to adopt."""
-        return _guard(lambda: ops.list_proposals(state, status, limit))
+        return _guard(lambda: m.ProposalList(proposals=svc.proposals(status, limit)))
 
     @tool(READ)
     def get_proposal(id: ProposalId) -> m.ProposalDetail:
         """One proposal: unified diff, every edit with status and rationale, per-task val and
         test scores before/after, and cost."""
-        return _guard(lambda: ops.get_proposal(state, id))
+        return _guard(lambda: svc.proposal(id))
 
     @tool(WRITE)
     def adopt_proposal(
@@ -167,7 +203,7 @@ def build_server(
     ) -> m.AdoptResult:
         """Write a staged proposal to its live file (atomic, with a backup). Refused if the
         file changed since the proposal was made or base_hash does not match. Ask the user first."""
-        return _guard(lambda: ops.adopt_proposal(state, id, base_hash))
+        return _guard(lambda: svc.adopt(id, base_hash=base_hash))
 
     @tool(
         ToolAnnotations(
@@ -184,7 +220,7 @@ def build_server(
         ] = "",
     ) -> m.RejectResult:
         """Discard a staged proposal (the live file is not touched)."""
-        return _guard(lambda: ops.reject_proposal(state, id, reason))
+        return _guard(lambda: svc.reject(id, reason))
 
     @tool(WRITE)
     def rollback(
@@ -195,7 +231,7 @@ def build_server(
     ) -> m.RollbackResult:
         """Restore a file as it was before its latest adoption, byte for byte. Refused if the
         file changed since the adoption."""
-        return _guard(lambda: ops.rollback(state, target))
+        return _guard(lambda: svc.rollback(target, managed_only=True))
 
     @tool(
         ToolAnnotations(
@@ -215,12 +251,12 @@ def build_server(
     ) -> m.NightStarted:
         """Start a night (harvest, mine, replay, gate, stage) in the background and return its
         id at once; poll get_night(id). Refused if a night is already running."""
-        return _guard(lambda: ops.start_night(state, dry_run, project))
+        return _guard(lambda: _start_night(svc, dry_run, project))
 
     @tool(READ)
     def get_night(id: Annotated[int, Field(ge=1, description="Night id")]) -> m.NightInfo:
         """A night's status, progress lines, scores, cost and summary."""
-        return _guard(lambda: ops.get_night(state, id))
+        return _guard(lambda: _night(svc, svc.night(id)))
 
     @tool(READ)
     def list_tasks(
@@ -231,7 +267,7 @@ def build_server(
     ) -> m.TaskList:
         """Recurring tasks mined from past sessions (as stored by the last night): intent,
         split, checks and the user's corrections."""
-        return _guard(lambda: ops.list_tasks(state, project, limit))
+        return _guard(lambda: svc.stored_tasks(project, limit))
 
     @tool(READ)
     def search_sessions(
@@ -250,7 +286,7 @@ def build_server(
         limit: Annotated[int, Field(ge=1, le=100)] = 20,
     ) -> m.SearchResult:
         """Full-text search over harvested (redacted) session messages, best match first."""
-        return _guard(lambda: ops.search_sessions(state, query, agent, project, limit))
+        return _guard(lambda: svc.search(query, agent=agent, project=project, limit=limit))
 
     @tool(READ)
     def get_skill(
@@ -260,7 +296,7 @@ def build_server(
         ] = None,
     ) -> m.SkillInfo:
         """The live text of a managed skill document and its learned rules."""
-        return _guard(lambda: ops.get_skill(state, target))
+        return _guard(lambda: svc.skill(target))
 
     # ------------------------------------------------------------------ resources
     def _resource(fn: Callable[[], str]) -> str:
@@ -276,7 +312,7 @@ def build_server(
         description="A proposal's report: scores, edits, per-task deltas, diff",
     )
     def proposal_resource(id: str) -> str:
-        return _resource(lambda: ops.proposal_markdown(state, id))
+        return _resource(lambda: svc.proposal_markdown(id, with_status=True))
 
     @server.resource(
         "skillopt://reports/latest",
@@ -285,7 +321,7 @@ def build_server(
         description="The newest proposal's report (or why the last night staged none)",
     )
     def latest_report() -> str:
-        return _resource(lambda: ops.latest_report(state))
+        return _resource(lambda: svc.latest_report())
 
     @server.resource(
         "skillopt://status",
@@ -294,7 +330,7 @@ def build_server(
         description="sleep_status as JSON",
     )
     def status_resource() -> str:
-        return _resource(lambda: ops.sleep_status(state).model_dump_json(indent=2))
+        return _resource(lambda: _status(svc).model_dump_json(indent=2))
 
     # ------------------------------------------------------------------ prompt
     @server.prompt(
@@ -304,7 +340,7 @@ def build_server(
     )
     def review_last_night() -> str:
         try:
-            report = ops.latest_report(state)
+            report = svc.latest_report()
         except SkilloptError as exc:
             report = f"(the report could not be read: {one_line(str(exc))})"
         return (

@@ -11,9 +11,7 @@ reads (``status``) only show it so, with :func:`seen_as`.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 import psutil
@@ -21,44 +19,8 @@ from filelock import FileLock, Timeout
 
 from skillopt_sleep import paths
 from skillopt_sleep.config import Settings
+from skillopt_sleep.results import NightStatus, Trigger
 from skillopt_sleep.store import Row, Store, now_iso
-
-if sys.version_info >= (3, 11):
-    from enum import StrEnum
-else:  # pragma: no cover - python 3.10 (the floor in pyproject) has no enum.StrEnum
-
-    class StrEnum(str, Enum):
-        """``enum.StrEnum`` of 3.11: members are their values, also for ``str()``/format."""
-
-        def __str__(self) -> str:
-            return str(self.value)
-
-        def __format__(self, spec: str) -> str:
-            return format(str(self.value), spec)
-
-
-class NightStatus(StrEnum):
-    """A night's ``status`` column."""
-
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"  # a proposal was staged (or an identical one already was)
-    NO_CHANGE = "no_change"  # nothing passed the gate
-    NO_TASKS = "no_tasks"  # nothing scorable to train on
-    PLANNED = "planned"  # a dry run
-    FAILED = "failed"  # a backend, budget or internal error
-    INTERRUPTED = "interrupted"  # Ctrl-C, a signal, or the process died
-
-
-class Trigger(StrEnum):
-    """What started a night (its ``trigger`` column)."""
-
-    CLI = "cli"
-    DAEMON = "daemon"  # ``run-now`` sent to the daemon
-    SCHEDULE = "schedule"  # the daemon's nightly slot
-    CATCH_UP = "catch-up"  # a slot missed while the machine slept
-    MCP = "mcp"
-    DEMO = "demo"
-
 
 #: ``error`` of a night whose process stopped without finishing it
 STOPPED = "the process running it stopped"

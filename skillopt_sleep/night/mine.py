@@ -165,7 +165,7 @@ def _parse(ts: str | None) -> _dt.datetime | None:
         value = _dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=_dt.UTC)
 
 
 def _last_active(session: dict, messages: list[dict]) -> _dt.datetime | None:
@@ -348,9 +348,9 @@ def _previous_splits(store: Store, ids: list[str], judge_ok: bool) -> dict[str, 
 # ---------------------------------------------------------------------------- entry point
 def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -> MineReport:
     """Mine tasks from the store, assign splits (keeping stored ones) and save them."""
-    now = now or _dt.datetime.now(_dt.timezone.utc)
+    now = now or _dt.datetime.now(_dt.UTC)
     if now.tzinfo is None:
-        now = now.replace(tzinfo=_dt.timezone.utc)
+        now = now.replace(tzinfo=_dt.UTC)
     cutoff = now - _dt.timedelta(days=settings.lookback_days)
     scope = str(settings.project).rstrip("/") if settings.project else None
     dropped: Counter = Counter()

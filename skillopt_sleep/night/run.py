@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,22 +30,8 @@ from skillopt_sleep.night.document import Document, read_live, resolve_target, s
 from skillopt_sleep.night.lifecycle import NightStatus, Trigger, night_lock
 from skillopt_sleep.night.replay import mean, scorable
 from skillopt_sleep.night.train import OnRollout, Progress, Trainer, remembered_rejections
+from skillopt_sleep.results import EditCounts, NightCost, NightResult, NightSummary
 from skillopt_sleep.store import Store
-
-
-@dataclass
-class NightResult:
-    night_id: int
-    status: str
-    proposal_id: str | None = None
-    target_path: str = ""
-    val_before: float | None = None
-    val_after: float | None = None
-    test_before: float | None = None
-    test_after: float | None = None
-    cost: dict[str, Any] = field(default_factory=dict)
-    summary: dict[str, Any] = field(default_factory=dict)
-    error: str = ""
 
 
 def _inputs_fingerprint(s: Settings, base_hash: str, tasks: list[Task]) -> str:
@@ -80,12 +66,15 @@ def run_night(
     on_rollout: OnRollout | None = None,
     env: dict[str, str] | None = None,
     home: Path | None = None,
+    on_started: Callable[[int], None] | None = None,
 ) -> NightResult:
     """Run one night and return its result.
 
     Raises NightError when another night holds the lock, and re-raises backend / budget errors
     after recording the failed night (so the CLI exits non-zero with the reason).
     ``harvest_first=False`` skips the harvest step (the caller has just harvested).
+    ``on_started(night_id)`` is called once the night's row exists (before any work), so a
+    caller that does not wait for the result learns its id without polling the store.
     """
     say = progress or (lambda _msg: None)
     lock = night_lock()
@@ -100,6 +89,8 @@ def run_night(
         night_id = lifecycle.begin(store, settings, trigger, dry_run)
         started = time.monotonic()
         try:
+            if on_started is not None:
+                on_started(night_id)
             result = _run(
                 store,
                 settings,
@@ -212,39 +203,41 @@ def _run(
     judge_ok = s.rubric
     tasks = [t for t in report.tasks if scorable(t, judge_ok)]
     train, val, test = _split(tasks)
-    summary: dict[str, Any] = {
-        "tasks": len(report.tasks),
-        "scorable": len(tasks),
-        "train": len(train),
-        "val": len(val),
-        "test": len(test),
-        "rules_before": len(doc.rules),
-        "base_hash": base_hash,
-        "inputs": _inputs_fingerprint(s, base_hash, tasks),
-    }
+    summary = NightSummary(
+        tasks=len(report.tasks),
+        scorable=len(tasks),
+        train=len(train),
+        val=len(val),
+        test=len(test),
+        rules_before=len(doc.rules),
+        base_hash=base_hash,
+        inputs=_inputs_fingerprint(s, base_hash, tasks),
+    )
     from skillopt_sleep.agents import agent_of_backend
 
     replayed = agent_of_backend(s.target.name)  # None: a model API, not an agent's CLI
     replayed_on = replayed.name if replayed else None
     if s.document.kind == "managed_skill" and replayed_on and replayed_on != s.document.agent:
-        summary["warning"] = (
+        summary.warning = (
             f"the document is {s.document.agent}'s skill but the night replays "
             f'through {s.target.name}; set document.agent = "{replayed_on}"'
         )
-        say(f"warning: {summary['warning']}")
-    lifecycle.record(store, night_id, target_path=str(target_path), summary=json.dumps(summary))
+        say(f"warning: {summary.warning}")
+    lifecycle.record(
+        store, night_id, target_path=str(target_path), summary=json.dumps(summary.dump())
+    )
     say(
         f"tasks: {len(tasks)} scorable of {len(report.tasks)} mined — {len(train)} train, "
         f"{len(val)} val, {len(test)} test; training {target_path}"
     )
 
-    def finish(status: str, **extra: Any) -> NightResult:
+    def finish(status: NightStatus, **extra: Any) -> NightResult:
         lifecycle.finish(
             store,
             night_id,
             status,
             seconds=time.monotonic() - t0,
-            summary=json.dumps(summary),
+            summary=json.dumps(summary.dump()),
             **extra,
         )
         return NightResult(
@@ -257,17 +250,15 @@ def _run(
             val_after=extra.get("val_after"),
             test_before=extra.get("test_before"),
             test_after=extra.get("test_after"),
-            cost={
-                k: extra.get(k) for k in ("calls", "cached_calls", "input_tokens", "output_tokens")
-            },
+            cost=NightCost.model_validate(extra),
         )
 
     if not train:
-        summary["reason"] = _no_tasks_reason(report.tasks, tasks, val, test, s)
-        return finish("no_tasks")
+        summary.reason = _no_tasks_reason(report.tasks, tasks, val, test, s)
+        return finish(NightStatus.NO_TASKS)
     if dry_run:
-        summary["reason"] = "dry run: nothing replayed"
-        return finish("planned")
+        summary.reason = "dry run: nothing replayed"
+        return finish(NightStatus.PLANNED)
 
     target, optimizer = _open_backends(s)
     say("checking the backends")
@@ -275,13 +266,13 @@ def _run(
     if optimizer is not target:
         optimizer.check()
     night = Trainer(store, s, night_id, target, optimizer, say, on_rollout)
-    night.rejected = remembered_rejections(store, str(target_path), summary["inputs"])
+    night.rejected = remembered_rejections(store, str(target_path), summary.inputs)
     if night.rejected:
         say(f"remembering {len(night.rejected)} edit(s) rejected by earlier nights")
     verified = bool(val)
     if not verified:
         val = train
-        summary["unverified"] = "the val split is empty; train was used, which cannot certify"
+        summary.unverified = "the val split is empty; train was used, which cannot certify"
     budget_note = ""
     try:
         rules, val_scores = night.train(doc, train, val, verified)
@@ -302,28 +293,28 @@ def _run(
         rules = night.rules if night.rules is not None else list(doc.rules)
         val_scores, val_before = night.val_scores, night.val_baseline
         test_before = test_after = None
-        summary["test_note"] = "not scored: " + budget_note
+        summary.test_note = "not scored: " + budget_note
     costs = night.cost.as_dict()
-    summary.update(
-        edits={
+    summary.edits = EditCounts(
+        **{
             st: sum(e.status == st for e in night.edits)
             for st in ("applied", "rejected", "unmatched", "unverified")
-        },
-        rules_after=len(rules),
+        }
     )
+    summary.rules_after = len(rules)
     val_after = mean(val_scores) if val_scores else None
-    extra = dict(
-        val_before=val_before,
-        val_after=val_after,
-        test_before=test_before,
-        test_after=test_after,
-        calls=costs["calls"],
-        cached_calls=costs["cached_calls"],
-        input_tokens=costs["input_tokens"],
-        output_tokens=costs["output_tokens"],
-    )
+    extra: dict[str, Any] = {
+        "val_before": val_before,
+        "val_after": val_after,
+        "test_before": test_before,
+        "test_after": test_after,
+        "calls": costs["calls"],
+        "cached_calls": costs["cached_calls"],
+        "input_tokens": costs["input_tokens"],
+        "output_tokens": costs["output_tokens"],
+    }
     if budget_note:
-        summary["stopped"] = budget_note
+        summary.stopped = budget_note
     # a consolidation alone (a merge that kept the score) is no reason to propose a change
     certified = (
         verified
@@ -331,27 +322,27 @@ def _run(
         and any(e.status == "applied" and e.origin != "consolidate" for e in night.edits)
     )
     if not certified:
-        summary["reason"] = (
+        summary.reason = (
             "edits improved train only (unverified)"
             if rules != doc.rules
             else "no edit passed the val gate"
         )
         if budget_note:
-            summary["reason"] = f"stopped: {budget_note}; {summary['reason']} before that"
-        return finish("no_change", **extra)
+            summary.reason = f"stopped: {budget_note}; {summary.reason} before that"
+        return finish(NightStatus.NO_CHANGE, **extra)
     if budget_note:
-        summary["reason"] = f"stopped: {budget_note}; staging what the gate certified before that"
+        summary.reason = f"stopped: {budget_note}; staging what the gate certified before that"
     new_text = doc.render(rules)
     same = [
         p
         for p in store.proposals.staged(str(target_path))
         if p["base_hash"] == base_hash
         and p["new_hash"] == sha256_text(new_text)
-        and json.loads(p["summary"] or "{}").get("inputs") == summary["inputs"]
+        and NightSummary.model_validate_json(p["summary"] or "{}").inputs == summary.inputs
     ]
     if same:  # an unchanged re-run: the staged proposal already says this
-        summary["reason"] = f"same result as the staged proposal {same[0]['id']}"
-        return finish("succeeded", proposal_id=same[0]["id"], **extra)
+        summary.reason = f"same result as the staged proposal {same[0]['id']}"
+        return finish(NightStatus.SUCCEEDED, proposal_id=same[0]["id"], **extra)
     proposal_id = stage_proposal(
         store,
         night_id=night_id,
@@ -361,11 +352,11 @@ def _run(
         base_hash=base_hash,
         edits=night.edits,
         tasks=tasks,
-        cost=costs,
+        cost=NightCost.model_validate(costs),
         summary=summary,
         val_before=val_before,
         val_after=val_after,
         test_before=test_before,
         test_after=test_after,
     )
-    return finish("succeeded", proposal_id=proposal_id, **extra)
+    return finish(NightStatus.SUCCEEDED, proposal_id=proposal_id, **extra)

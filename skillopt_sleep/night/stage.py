@@ -16,6 +16,14 @@ from typing import Any
 from skillopt_sleep import paths
 from skillopt_sleep.models import Task
 from skillopt_sleep.night.document import Edit, sha256_text
+from skillopt_sleep.results import (
+    EditRecord,
+    NightCost,
+    NightSummary,
+    ProposalReport,
+    Scores,
+    TaskDelta,
+)
 from skillopt_sleep.store import Store, now_iso
 
 
@@ -62,8 +70,8 @@ def stage_proposal(
     base_hash: str,
     edits: list[Edit],
     tasks: list[Task],
-    cost: dict[str, Any],
-    summary: dict[str, Any],
+    cost: NightCost,
+    summary: NightSummary,
     val_before: float | None,
     val_after: float | None,
     test_before: float | None,
@@ -99,42 +107,42 @@ def stage_proposal(
     test_tasks = per_task_deltas(store, night_id, "test", "test before", "test after")
     for row in test_tasks:
         row["intent"] = intents.get(row["task_id"], "")[:200]
-    report = {
-        "id": pid,
-        "night_id": night_id,
-        "created_at": now_iso(),
-        "target": str(target_path),
-        "base_hash": base_hash,
-        "new_hash": new_hash_doc,
-        "scores": {
-            "val_before": val_before,
-            "val_after": val_after,
-            "test_before": test_before,
-            "test_after": test_after,
-        },
-        "val_tasks": val_tasks,
-        "test_tasks": test_tasks,
-        "edits": [
-            {
-                "op": e.op,
-                "text": e.text,
-                "old": e.old,
-                "status": e.status,
-                "reason": e.reason,
-                "rationale": e.rationale,
-                "origin": e.origin,
-                "epoch": e.epoch,
-                "batch": e.batch,
-                "val_before": e.val_before,
-                "val_after": e.val_after,
-            }
+    report = ProposalReport(
+        id=pid,
+        night_id=night_id,
+        created_at=now_iso(),
+        target=str(target_path),
+        base_hash=base_hash,
+        new_hash=new_hash_doc,
+        scores=Scores(
+            val_before=val_before,
+            val_after=val_after,
+            test_before=test_before,
+            test_after=test_after,
+        ),
+        val_tasks=[TaskDelta.model_validate(t) for t in val_tasks],
+        test_tasks=[TaskDelta.model_validate(t) for t in test_tasks],
+        edits=[
+            EditRecord(
+                op=e.op,
+                text=e.text,
+                old=e.old,
+                status=e.status,
+                reason=e.reason,
+                rationale=e.rationale,
+                origin=e.origin,
+                epoch=e.epoch,
+                batch=e.batch,
+                val_before=e.val_before,
+                val_after=e.val_after,
+            )
             for e in edits
         ],
-        "cost": cost,
-        "summary": summary,
-        "scored_as": scoring_note(target_path),
-    }
-    (folder / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False), "utf-8")
+        cost=cost,
+        summary=summary,
+        scored_as=scoring_note(target_path),
+    )
+    (folder / "report.json").write_text(report.to_json(), "utf-8")
     (folder / "report.md").write_text(render_markdown(report, diff), encoding="utf-8")
 
     # superseding the old and staging the new: one step, never half
@@ -142,7 +150,7 @@ def stage_proposal(
         {
             "id": pid,
             "night_id": night_id,
-            "created_at": report["created_at"],
+            "created_at": report.created_at,
             "status": "staged",
             "target_path": str(target_path),
             "base_hash": base_hash,
@@ -152,7 +160,7 @@ def stage_proposal(
             "val_after": val_after,
             "test_before": test_before,
             "test_after": test_after,
-            "summary": json.dumps(summary),
+            "summary": json.dumps(summary.dump()),
             "reason": "",
         },
     )
@@ -179,45 +187,41 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "/")
 
 
-def render_markdown(report: dict[str, Any], diff: str) -> str:
-    sc = report["scores"]
+def render_markdown(report: ProposalReport, diff: str) -> str:
+    sc, cost = report.scores, report.cost
     lines = [
-        f"# skillopt-sleep proposal {report['id']}",
+        f"# skillopt-sleep proposal {report.id}",
         "",
-        f"- target: `{report['target']}`",
-        f"- night: {report['night_id']} ({report['created_at']})",
-        f"- val score: {_fmt(sc['val_before'])} → {_fmt(sc['val_after'])}",
-        f"- test score: {_fmt(sc['test_before'])} → {_fmt(sc['test_after'])} (held out; report only)",
-        f"- cost: {report['cost'].get('calls', 0)} model calls "
-        f"({report['cost'].get('cached_calls', 0)} cached), "
-        f"{report['cost'].get('input_tokens', 0) + report['cost'].get('output_tokens', 0)} tokens, "
-        f"{report['cost'].get('seconds', 0.0):.1f} s",
+        f"- target: `{report.target}`",
+        f"- night: {report.night_id} ({report.created_at})",
+        f"- val score: {_fmt(sc.val_before)} → {_fmt(sc.val_after)}",
+        f"- test score: {_fmt(sc.test_before)} → {_fmt(sc.test_after)} (held out; report only)",
+        f"- cost: {cost.calls or 0} model calls "
+        f"({cost.cached_calls or 0} cached), "
+        f"{(cost.input_tokens or 0) + (cost.output_tokens or 0)} tokens, "
+        f"{cost.seconds or 0.0:.1f} s",
         "",
-        report.get("scored_as", ""),
+        report.scored_as,
         "",
-        f"Adopt with `skillopt-sleep adopt {report['id']}`, discard with "
-        f"`skillopt-sleep reject {report['id']}`.",
+        f"Adopt with `skillopt-sleep adopt {report.id}`, discard with "
+        f"`skillopt-sleep reject {report.id}`.",
         "",
         "## Edits",
         "",
         "| status | edit | val | reason | rationale |",
         "|---|---|---|---|---|",
     ]
-    for e in report["edits"]:
-        what = (
-            e["text"]
-            if e["op"] == "add"
-            else (e["old"] if e["op"] == "delete" else f"{e['old']} → {e['text']}")
-        )
+    for e in report.edits:
+        what = e.text if e.op == "add" else (e.old if e.op == "delete" else f"{e.old} → {e.text}")
         what = what.replace("\n", "; ").replace("|", "\\|")
         lines.append(
-            f"| {e['status']} | {e['op']}: {what} | {_fmt(e['val_before'])} → {_fmt(e['val_after'])} "
-            f"| {_cell(e['reason'])} | {_cell(e['rationale'])} |"
+            f"| {e.status} | {e.op}: {what} | {_fmt(e.val_before)} → {_fmt(e.val_after)} "
+            f"| {_cell(e.reason)} | {_cell(e.rationale)} |"
         )
-    for title, key in (("Val tasks", "val_tasks"), ("Test tasks", "test_tasks")):
+    for title, deltas in (("Val tasks", report.val_tasks), ("Test tasks", report.test_tasks)):
         lines += ["", f"## {title}", "", "| task | before | after |", "|---|---|---|"]
-        for t in report[key]:
-            intent = t.get("intent", "").replace("\n", " ").replace("|", "\\|")[:80]
-            lines.append(f"| {intent} | {_fmt(t['before'])} | {_fmt(t['after'])} |")
+        for t in deltas:
+            intent = t.intent.replace("\n", " ").replace("|", "\\|")[:80]
+            lines.append(f"| {intent} | {_fmt(t.before)} | {_fmt(t.after)} |")
     lines += ["", "## Diff", "", "```diff", diff.rstrip("\n"), "```", ""]
     return "\n".join(lines)

@@ -53,9 +53,10 @@ class Trainer:
     ):
         self.store, self.s, self.night_id, self.say = store, settings, night_id, say
         self.cost = Cost()
-        caps = dict(
-            max_calls=settings.max_calls_per_night, max_tokens=settings.max_tokens_per_night
-        )
+        caps = {
+            "max_calls": settings.max_calls_per_night,
+            "max_tokens": settings.max_tokens_per_night,
+        }
         self.target = Meter(target, store, self.cost, role="target", **caps)
         self.optimizer = Meter(optimizer, store, self.cost, role="optimizer", **caps)
         self.replayer = Replayer(

@@ -30,12 +30,11 @@ A persona is a TOML file (see ``personas/demo.toml``)::
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 EDIT_GROUPS = ("harmful", "derived", "useless")
 

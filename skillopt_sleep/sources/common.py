@@ -6,7 +6,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from skillopt_sleep.redact import decode
@@ -35,7 +35,7 @@ def ms_to_iso(value: Any) -> str | None:
     secs = value / 1000 if value > 1e11 else value
     try:
         return (
-            datetime.fromtimestamp(secs, timezone.utc)
+            datetime.fromtimestamp(secs, UTC)
             .isoformat(timespec="milliseconds")
             .replace("+00:00", "Z")
         )

@@ -26,7 +26,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +121,7 @@ class CursorSource(Source):
                 else None
             )
             try:
-                started = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat(
+                started = datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(
                     timespec="seconds"
                 )
             except OSError:

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from skillopt_sleep import agents
 from skillopt_sleep.config import DEFAULT_SOURCES, KNOWN_SOURCES, Settings, SourceConfig

@@ -16,7 +16,7 @@ Row = dict[str, Any]
 
 def now_iso() -> str:
     """The current time, ISO 8601 UTC to the second (``2026-01-02T03:04:05+00:00``)."""
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 @contextlib.contextmanager

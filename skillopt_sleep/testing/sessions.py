@@ -29,7 +29,7 @@ def write_claude_session(
     Each turn is (prompt, answer, correction|None); a correction is a user record after the
     answer, followed by a short assistant acknowledgement. Returns the file path.
     """
-    when = when or dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=2)
+    when = when or dt.datetime.now(dt.UTC) - dt.timedelta(hours=2)
     session = str(uuid.uuid4())
     slug = "".join(c if c.isalnum() else "-" for c in str(project))
     path = home / ".claude" / "projects" / slug / f"{session}.jsonl"
@@ -104,7 +104,7 @@ def write_codex_session(
     version: str = "0.169.0",
 ) -> Path:
     """Write one Codex rollout (``~/.codex/sessions/YYYY/MM/DD/rollout-…-<id>.jsonl``, envelope format)."""
-    when = when or dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1)
+    when = when or dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
     session = str(uuid.uuid4())
     folder = home / ".codex" / "sessions" / when.strftime("%Y/%m/%d")
     folder.mkdir(parents=True, exist_ok=True)
@@ -186,7 +186,7 @@ def write_conversations(
     home: Path, project: Path, conversations: list[tuple[str, list[tuple[str, str, str | None]]]]
 ) -> list[Path]:
     """Write each (agent, turns) conversation as a session of that agent; returns the files."""
-    base = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=1)
+    base = dt.datetime.now(dt.UTC) - dt.timedelta(days=1)
     out = []
     for i, (agent, turns) in enumerate(conversations):
         when = base + dt.timedelta(minutes=10 * i)

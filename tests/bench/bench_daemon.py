@@ -47,7 +47,7 @@ def _cpu_rss(pid: int, window: float) -> tuple[float, int]:
 
 def _pct(values: list[float], q: float) -> float:
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
 def run_benchmark(root: Path) -> dict[str, float]:

@@ -233,7 +233,7 @@ def test_an_internal_error_is_one_line_exit_3_with_the_traceback_kept(monkeypatc
     import skillopt_sleep.status
     from skillopt_sleep import cli as cli_mod
 
-    def broken(_store):
+    def broken(*_args, **_kwargs):
         raise RuntimeError("a bug in the status code")
 
     monkeypatch.setattr(skillopt_sleep.status, "collect_status", broken)

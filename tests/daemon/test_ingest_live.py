@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from skillopt_sleep.daemon import control
+from skillopt_sleep import daemon_client
+from skillopt_sleep.service import Service
 from skillopt_sleep.testing.sessions import write_claude_session, write_codex_session
 from tests.helpers.daemon import (
     DaemonHarness,
@@ -34,7 +35,7 @@ def test_new_and_appended_transcripts_are_indexed_live(harness: DaemonHarness) -
         harness.home,
         harness.project,
         [("run the linter", "Run `npm run lint`.", None)],
-        when=dt.datetime.now(dt.timezone.utc),
+        when=dt.datetime.now(dt.UTC),
     )  # a new YYYY/MM/DD folder
     wait_for(
         lambda: _sessions("claude_code") and _sessions("codex"), 10, what="both sessions indexed"
@@ -57,7 +58,7 @@ def test_new_and_appended_transcripts_are_indexed_live(harness: DaemonHarness) -
     assert "and the linter?" in texts and "and the tests?" in texts
 
     # a later day folder and a second file in an existing project folder
-    later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=3)
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(days=3)
     write_codex_session(
         harness.home, harness.project, [("deploy", "Run `npm run deploy`.", None)], when=later
     )
@@ -72,7 +73,7 @@ def test_new_and_appended_transcripts_are_indexed_live(harness: DaemonHarness) -
     # offsets always at the end of what was read
     for path, offset, size in db_rows("select path, offset, size from source_files"):
         assert offset == os.path.getsize(path) == size
-    st = control.daemon_status()
+    st = daemon_client.daemon_status().model_dump()
     assert st["last_ingest"]["files"] >= 1
     assert {(w["source"], w["state"]) for w in st["watched"]} == {
         ("claude_code", "watching"),
@@ -84,13 +85,14 @@ def test_new_and_appended_transcripts_are_indexed_live(harness: DaemonHarness) -
 def test_ingest_now_through_daemon_and_fallback(harness: DaemonHarness) -> None:
     harness.write_config()
     write_claude_session(harness.home, harness.project, [("q", "a", None)])
-    reply = control.ingest_now()  # no daemon: in-process
-    assert reply["via"] == "in-process"
+    with pytest.raises(daemon_client.NoDaemon):  # no daemon: the harvest runs here
+        daemon_client.request("ingest-now", timeout=600)
+    Service().harvest()
     assert len(_sessions("claude_code")) == 1
     harness.start()
     write_claude_session(harness.home, harness.project, [("q2", "a2", None)])
-    reply = control.ingest_now()
-    assert reply["via"] == "daemon" and reply["ok"]
+    reply = daemon_client.request("ingest-now", timeout=600)
+    assert reply["ok"]
     assert len(_sessions("claude_code")) == 2
 
 

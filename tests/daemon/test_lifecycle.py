@@ -10,7 +10,10 @@ import subprocess
 import psutil
 import pytest
 
-from skillopt_sleep.daemon import control, process, units
+from skillopt_sleep import daemon_client
+from skillopt_sleep.daemon import process, units
+from skillopt_sleep.results import Trigger
+from skillopt_sleep.service import Service
 from tests.helpers.daemon import DaemonHarness, GatedProxy, db_rows, wait_for
 
 
@@ -23,12 +26,12 @@ def test_start_twice_status_stop(harness: DaemonHarness) -> None:
     fg = harness.cli("start", "--foreground")
     assert fg.returncode == 0 and f"already running (pid {pid})" in fg.stdout
 
-    sock = control.socket_path()
+    sock = daemon_client.socket_path()
     assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
     st = harness.cli("status").stdout
     assert f"daemon: running (pid {pid})" in st
     assert "claude_code:" in st and "next night:" in st
-    live = control.daemon_status()
+    live = daemon_client.daemon_status().model_dump()
     assert live["running"] and live["pid"] == pid and live["uptime_seconds"] >= 0
     assert {w["source"] for w in live["watched"]} == {"claude_code", "codex"}
 
@@ -53,12 +56,12 @@ def test_start_with_another_config_is_refused_and_a_changed_config_shows_in_stat
     assert f"already running (pid {pid}) with config {path}" in refused.stderr
     assert f"to start it with {other}" in refused.stderr
     assert harness.cli("start").returncode == 0  # the same (default) config: fine
-    assert control.daemon_status()["config_changed"] is False
+    assert daemon_client.daemon_status().model_dump()["config_changed"] is False
     assert "changed since the daemon started" not in harness.cli("status").stdout
 
     original = path.read_bytes()
     harness.write_config(debounce_seconds=0.5)  # the user edits the file under the daemon
-    assert control.daemon_status()["config_changed"] is True
+    assert daemon_client.daemon_status().model_dump()["config_changed"] is True
     st = harness.cli("status").stdout
     assert f"config {path} changed since the daemon started: nights use it" in st
     path.write_text(path.read_text() + "\n[broken\n")  # a typo: the next night would fail
@@ -66,7 +69,7 @@ def test_start_with_another_config_is_refused_and_a_changed_config_shows_in_stat
     assert broken.returncode == 1 and broken.stderr.startswith(f"error: config file {path}")
     assert f"config {path} changed since the daemon started and no longer loads" in broken.stdout
     path.write_bytes(original)  # the edit undone, byte for byte (a newer mtime): no change
-    assert control.daemon_status()["config_changed"] is False
+    assert daemon_client.daemon_status().model_dump()["config_changed"] is False
     assert "changed since the daemon started" not in harness.cli("status").stdout
 
 
@@ -96,9 +99,9 @@ def test_stop_interrupts_night_and_kills_children(
     live = harness.write_live_skill()
     harness.night_config(sim_proxy.url)
     pid = harness.start()
-    reply = control.run_now(wait=False, trigger="cli")
-    assert reply["via"] == "daemon" and reply["started"]
-    worker = reply["pid"]
+    reply = Service().run_night(wait=False, trigger=Trigger.CLI)
+    assert reply.via == "daemon" and reply.night_id is not None
+    worker = daemon_client.daemon_status().night.pid
     wait_for(lambda: sim_proxy.seen > 0, 30, what="the night to call the model")
     assert worker in [c.pid for c in psutil.Process(pid).children(recursive=True)]
     out = harness.cli("stop").stdout

@@ -11,8 +11,10 @@ import time
 import psutil
 import pytest
 
-from skillopt_sleep.daemon import control
+from skillopt_sleep import daemon_client
 from skillopt_sleep.errors import NightError
+from skillopt_sleep.results import Trigger
+from skillopt_sleep.service import Service
 from tests.helpers.daemon import DaemonHarness, GatedProxy, db_rows, wait_for
 
 
@@ -31,11 +33,11 @@ def test_run_now_stages_a_proposal_and_a_second_is_refused(
     live = harness.write_live_skill()
     harness.night_config(sim_proxy.url)
     harness.start()
-    first = control.run_now(wait=False, trigger="mcp")
-    assert first["ok"] and first["via"] == "daemon"
+    first = Service().run_night(wait=False, trigger=Trigger.MCP)
+    assert first.via == "daemon" and first.night_id is not None
     wait_for(lambda: sim_proxy.seen > 0, 30, what="the night to call the model")
     with pytest.raises(NightError, match=r"a night is running \(started 20"):
-        control.run_now(wait=True, trigger="cli")
+        Service().run_night(wait=True, trigger=Trigger.CLI)
     # the in-process CLI path shares the same lock
     cli = harness.cli("run", check=False)
     assert cli.returncode == 1 and "a night is running (started" in cli.stderr
@@ -47,10 +49,14 @@ def test_run_now_stages_a_proposal_and_a_second_is_refused(
     assert harness.skill.read_bytes() == live  # staged, never written live
 
     # and a waited run-now returns the result (once the first worker process has exited)
-    wait_for(lambda: not control.daemon_status()["night"]["running"], 30, what="the worker to exit")
-    reply = control.run_now(wait=True, trigger="cli", timeout=120)
-    assert reply["ok"] and reply["via"] == "daemon"
-    assert reply["result"]["status"] in ("succeeded", "no_change")
+    wait_for(
+        lambda: not daemon_client.daemon_status().model_dump()["night"]["running"],
+        30,
+        what="the worker to exit",
+    )
+    reply = Service().run_night(wait=True, trigger=Trigger.CLI)
+    assert reply.via == "daemon" and reply.result is not None
+    assert reply.result.status in ("succeeded", "no_change")
     assert len(_nights()) == 2
 
 
@@ -105,7 +111,9 @@ def test_a_plain_run_is_not_handed_to_a_daemon_with_another_config(
     assert "run by the daemon" not in proc.stdout and proc.returncode == 0, proc.stderr
     [(nid, status, trigger, _)] = _nights()
     assert (status, trigger) == ("succeeded", "cli")
-    assert control.daemon_status()["last_daemon_night"] is None  # the daemon ran nothing
+    assert (
+        daemon_client.daemon_status().model_dump()["last_daemon_night"] is None
+    )  # the daemon ran nothing
 
 
 def test_scheduler_triggered_night(harness: DaemonHarness, sim_proxy: GatedProxy) -> None:
@@ -113,13 +121,13 @@ def test_scheduler_triggered_night(harness: DaemonHarness, sim_proxy: GatedProxy
     harness.night_config(sim_proxy.url, schedule=_hms(4))
     sim_proxy.open()
     harness.start()
-    status = control.daemon_status()
+    status = daemon_client.daemon_status().model_dump()
     assert not status["next_night"]["pending"]
     assert _nights() == []  # the first start never "catches up"
     wait_for(lambda: _nights() and _nights()[0][1] != "running", 60, what="the scheduled night")
     ((nid, status_, trigger, proposal),) = _nights()
     assert (status_, trigger) == ("succeeded", "schedule") and proposal
-    st = control.daemon_status()
+    st = daemon_client.daemon_status().model_dump()
     assert st["last_scheduled"]["trigger"] == "schedule"
     assert st["next_night"]["pending"] is False
 
@@ -140,7 +148,7 @@ def test_missed_night_catch_up_runs_exactly_once(
     assert [(n[1], n[2]) for n in _nights()] == [("succeeded", "catch-up")]
     harness.cli("stop")
     harness.start()  # a second restart the same day
-    st = control.daemon_status()
+    st = daemon_client.daemon_status().model_dump()
     assert st["next_night"]["pending"] is False
     time.sleep(3)  # give a wrongly-repeated catch-up the chance to show (bounded)
     assert len(_nights()) == 1
@@ -157,8 +165,9 @@ def test_kill9_during_night_marks_it_interrupted(
         lambda: db_rows("select count(*) from sessions") == [(11,)], 20, what="sessions ingested"
     )
     sessions_before = db_rows("select id, n_messages from sessions order by id")
-    reply = control.run_now(wait=False)
-    worker = reply["pid"]
+    reply = Service().run_night(wait=False, trigger=Trigger.DAEMON)
+    assert reply.via == "daemon"
+    worker = daemon_client.daemon_status().night.pid
     wait_for(lambda: sim_proxy.seen > 0, 30, what="the night to call the model")
     assert _nights()[0][1] == "running"
     harness.kill9(pid)
@@ -179,15 +188,19 @@ def test_kill9_during_night_marks_it_interrupted(
         log = (paths.state_dir() / "night.log").read_text()[-3000:]
         dlog = (paths.state_dir() / "daemon.log").read_text()[-3000:]
         rows = db_rows("select id, status, pid, error from nights")
-        raise AssertionError(f"{rows}\n{log}\n{dlog}")
+        raise AssertionError(f"{rows}\n{log}\n{dlog}") from None
     assert db_rows("select count(*) from proposals") == [(0,)]
     assert harness.skill.read_bytes() == live
     assert db_rows("select id, n_messages from sessions order by id") == sessions_before
     # a new night can run afterwards
-    wait_for(lambda: not control.daemon_status()["night"]["running"], 30, what="no night running")
+    wait_for(
+        lambda: not daemon_client.daemon_status().model_dump()["night"]["running"],
+        30,
+        what="no night running",
+    )
     sim_proxy.open()
-    reply = control.run_now(wait=True, timeout=120)
-    assert reply["result"]["status"] == "succeeded"
+    reply = Service().run_night(wait=True, trigger=Trigger.DAEMON)
+    assert reply.result is not None and reply.result.status == "succeeded"
     assert harness.skill.read_bytes() == live
 
 
@@ -232,9 +245,11 @@ def test_mcp_run_night_goes_to_the_daemon_only_with_the_same_config(
     assert nid == started["night_id"] and status == "succeeded" and trigger == "mcp"
     if same_config:  # the daemon records the worker's result once it has exited
         wait_for(
-            lambda: control.daemon_status()["last_daemon_night"], 30, what="the daemon's record"
+            lambda: daemon_client.daemon_status().model_dump()["last_daemon_night"],
+            30,
+            what="the daemon's record",
         )
-    ran = control.daemon_status()["last_daemon_night"]
+    ran = daemon_client.daemon_status().model_dump()["last_daemon_night"]
     if same_config:
         assert ran and ran["ok"] and ran["result"]["night_id"] == nid
     else:
@@ -255,14 +270,14 @@ def test_a_daemon_night_harvests_once(harness: DaemonHarness, sim_proxy: GatedPr
     assert enabled  # the demo config harvests Claude Code and Codex
     # the daemon's first job is a full pass (one row per source): let it finish first
     wait_for(
-        lambda: (control.daemon_status().get("last_ingest") or {}).get("full"),
+        lambda: (daemon_client.daemon_status().model_dump().get("last_ingest") or {}).get("full"),
         30,
         what="the daemon's first full pass",
     )
     before = db_rows("select max(id) from harvest_runs")[0][0] or 0
-    reply = control.run_now(wait=True, trigger="cli", timeout=120)
-    assert reply["ok"] and reply["via"] == "daemon", reply
-    assert reply["result"]["status"] in ("succeeded", "no_change"), reply
+    reply = Service().run_night(wait=True, trigger=Trigger.CLI)
+    assert reply.via == "daemon", reply
+    assert reply.result is not None and reply.result.status in ("succeeded", "no_change"), reply
     night_runs = db_rows("select source from harvest_runs where id > ? order by source", (before,))
     assert [r[0] for r in night_runs] == enabled
     night_log = (paths.state_dir() / "night.log").read_text("utf-8")

@@ -182,9 +182,9 @@ class DaemonHarness:
         return running_pid()
 
     def status(self) -> dict[str, Any]:
-        from skillopt_sleep.daemon.control import daemon_status
+        from skillopt_sleep.daemon_client import daemon_status
 
-        return daemon_status()
+        return daemon_status().model_dump()
 
     def kill9(self, pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
@@ -218,7 +218,7 @@ def append_claude_turn(path: Path, prompt: str, answer: str) -> None:
     env = {
         k: last[k] for k in ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch")
     }
-    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     u1, u2 = str(uuid.uuid4()), str(uuid.uuid4())
     recs = [
         {
@@ -252,7 +252,7 @@ def append_claude_turn(path: Path, prompt: str, answer: str) -> None:
 
 
 def append_codex_turn(path: Path, prompt: str, answer: str) -> None:
-    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     recs = [
         {
             "timestamp": now,

@@ -159,7 +159,7 @@ def write_copilot_session(
     when: dt.datetime | None = None,
 ) -> Path:
     """One Copilot CLI session in its real layout (``~/.copilot/session-state/<id>/events.jsonl``)."""
-    when = when or dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=3)
+    when = when or dt.datetime.now(dt.UTC) - dt.timedelta(hours=3)
     sid = str(uuid.uuid4())
     events, n = [], 0
 
@@ -216,7 +216,7 @@ def write_devin_session(
     when: dt.datetime | None = None,
 ) -> Path:
     """One Devin CLI ATIF transcript (``~/.local/share/devin/cli/transcripts/<id>.json``)."""
-    when = when or dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=4)
+    when = when or dt.datetime.now(dt.UTC) - dt.timedelta(hours=4)
     sid = f"devin-{uuid.uuid4().hex[:8]}"
     steps: list[dict] = [
         {"step_id": 1, "timestamp": _ts(when, 0), "source": "system", "message": "You are Devin."}

@@ -28,8 +28,7 @@ BIN = ROOT / "node_modules" / ".bin"
 PLUGIN = ROOT / "plugins" / "claude-code"
 TIMEOUT = 180
 CLAUDE_TOOL = "mcp__plugin_skillopt-sleep_skillopt-sleep__sleep_status"
-PERSONA = (
-    """
+PERSONA = """
 name = "install-tests"
 default_answer = "No idea: {prompt}"
 
@@ -38,11 +37,9 @@ match = "sleep status"
 text = "The sleep status is above."
 # Claude Code names plugin MCP tools mcp__plugin_<plugin>_<server>__<tool>; Codex offers them
 # in a Responses "namespace" mcp__<server, - as _>, which the simulator flattens to <ns>__<tool>
-tool = ["%s", "mcp__skillopt_sleep__sleep_status"]
+tool = ["CLAUDE_TOOL", "mcp__skillopt_sleep__sleep_status"]
 tool_input = {}
-"""
-    % CLAUDE_TOOL
-)
+""".replace("CLAUDE_TOOL", CLAUDE_TOOL)
 
 
 def binary(name: str) -> str:
@@ -228,8 +225,10 @@ def test_claude_p_calls_the_plugins_mcp_tool_after_install(
 def test_session_end_hook_reaches_the_running_daemon(
     isolated_home: Path, sim: Simulator, workdir: Path
 ) -> None:
-    from skillopt_sleep import paths
-    from skillopt_sleep.daemon.control import daemon_status
+    from skillopt_sleep import daemon_client, paths
+
+    def daemon_status() -> dict:
+        return daemon_client.daemon_status().model_dump()
 
     cfg = paths.config_file()
     cfg.parent.mkdir(parents=True, exist_ok=True)
@@ -411,7 +410,7 @@ def adopt_a_real_proposal(home: Path, agent: str) -> Path:
             adopted = adopt(store, result.proposal_id)
         finally:
             store.close()
-    target = Path(adopted["target_path"])
+    target = Path(adopted.target_path)
     text = target.read_text()
     assert text.startswith("---\nname: skillopt-sleep-learned\ndescription: ")
     return target

@@ -21,11 +21,11 @@ from skillopt_sleep.install import (
     install,
     jsonedit,
     plugins_root,
-    session_end_hook,
     state_folder,
     uninstall,
 )
 from skillopt_sleep.night.document import SKILL_NAME, resolve_target
+from skillopt_sleep.service import session_end_hook
 
 ROOT = Path(__file__).resolve().parents[2]
 

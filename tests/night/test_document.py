@@ -97,7 +97,7 @@ def test_resolve_targets(tmp_path):
     )
     with pytest.raises(NightError, match="needs a project"):
         resolve_target(DocumentConfig(kind="claude_md"), None, env={}, home=home)
-    with pytest.raises(NightError, match="document.path"):
+    with pytest.raises(NightError, match=r"document\.path"):
         resolve_target(DocumentConfig(kind="path"), None, env={}, home=home)
 
 

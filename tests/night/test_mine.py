@@ -13,7 +13,7 @@ from skillopt_sleep.models import Check, HarvestedMessage, HarvestedSession, Tas
 from skillopt_sleep.night.mine import mine, normalise_intent, similar
 from skillopt_sleep.store import Store
 
-NOW = dt.datetime(2025, 6, 30, 12, 0, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2025, 6, 30, 12, 0, tzinfo=dt.UTC)
 PROJ = "/home/u/app"
 OTHER = "/home/u/other"
 

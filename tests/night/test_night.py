@@ -41,7 +41,7 @@ def test_a_whole_night_then_adopt_rollback_and_a_cached_rerun(world):
         result = run_night(store, settings)
         assert result.status == "succeeded", result.summary
         calls_first = sum(sim.stats.by_role.values())
-        assert calls_first > 0 and result.cost["calls"] == calls_first
+        assert calls_first > 0 and result.cost.calls == calls_first
 
         # a recurring task was mined: the install intent recurs across Claude Code and Codex
         tasks = store.tasks.all()
@@ -75,9 +75,9 @@ def test_a_whole_night_then_adopt_rollback_and_a_cached_rerun(world):
         # the same night again: every call is served from the cache
         again = run_night(store, settings)
         assert sum(sim.stats.by_role.values()) == calls_first
-        assert again.cost["calls"] == 0 and again.cost["cached_calls"] > 0
+        assert again.cost.calls == 0 and again.cost.cached_calls > 0
         assert again.status == "succeeded" and again.proposal_id == result.proposal_id
-        assert "same result as the staged proposal" in again.summary["reason"]
+        assert "same result as the staged proposal" in again.summary.reason
         assert [p["id"] for p in db_rows(store, "proposals")] == [result.proposal_id]
 
         # ...but a dead backend still fails the fully cached night loudly
@@ -106,7 +106,7 @@ def test_dry_run_makes_no_model_calls_and_stages_nothing(world):
         result = run_night(store, settings_for(home, project, sim.url, target), dry_run=True)
         assert result.status == "planned"
         assert sum(sim.stats.by_role.values()) == 0
-    assert result.summary["train"] >= 1 and result.summary["val"] >= 1
+    assert result.summary.train >= 1 and result.summary.val >= 1
     assert db_rows(store, "proposals") == []
 
 
@@ -118,7 +118,7 @@ def test_budget_cap_stops_the_night_cleanly(world):
             store, settings_for(home, project, sim.url, target, max_calls_per_night=3)
         )
         assert sum(sim.stats.by_role.values()) == 3
-    assert result.status == "no_change" and "cap of 3 model calls" in result.summary["reason"]
+    assert result.status == "no_change" and "cap of 3 model calls" in result.summary.reason
     assert db_rows(store, "proposals") == []
     assert target.read_bytes() == USER_TEXT
 
@@ -138,19 +138,18 @@ def test_budget_cap_after_a_certified_edit_stages_it(world):
         ]
         assert full.status == "succeeded" and applied
         sim.reset()
-        cap = full.cost["calls"] - 2
+        cap = full.cost.calls - 2
         result = run_night(
             store, settings_for(home, project, sim.url, target, max_calls_per_night=cap)
         )
     assert (
-        result.status == "succeeded"
-        and "staging what the gate certified" in result.summary["reason"]
+        result.status == "succeeded" and "staging what the gate certified" in result.summary.reason
     )
     assert result.test_before is None and result.test_after is None
     # the count of test tasks stays a count; why they were not scored is said beside it
-    assert result.summary["test"] == 1
-    assert result.summary["test_note"] == "not scored: " + result.summary["stopped"]
-    assert "cap of" in result.summary["test_note"]
+    assert result.summary.test == 1
+    assert result.summary.test_note == "not scored: " + result.summary.stopped
+    assert "cap of" in result.summary.test_note
     stored = json.loads(db_get(store, "nights", result.night_id)["summary"])
     assert stored["test"] == 1 and stored["test_note"].startswith("not scored: ")
     staged = (Path(db_get(store, "proposals", result.proposal_id)["dir"]) / "document").read_text()
@@ -222,7 +221,7 @@ def test_a_skill_of_another_agent_than_the_replay_target_is_warned_about(world, 
         },
     )
     result = run_night(store, settings, dry_run=True, env={"CODEX_HOME": str(tmp_path / "cx")})
-    assert result.summary["warning"].startswith(
+    assert result.summary.warning.startswith(
         "the document is codex's skill but the night replays through claude_code"
     )
 
@@ -243,9 +242,9 @@ def test_with_no_val_split_an_improvement_is_unverified_and_not_staged(tmp_path,
     store = Store(paths.db_path())
     with serve(persona) as sim:
         result = run_night(store, settings_for(isolated_home, project, sim.url, target))
-    assert result.summary["val"] == 0 and "cannot certify" in result.summary["unverified"]
+    assert result.summary.val == 0 and "cannot certify" in result.summary.unverified
     assert result.status == "no_change" and result.proposal_id is None
-    assert result.summary["reason"] == "edits improved train only (unverified)"
+    assert result.summary.reason == "edits improved train only (unverified)"
     statuses = {e["text"]: e["status"] for e in db_rows(store, "edits")}
     assert statuses["Use `pnpm` instead of `npm`."] == "unverified"
     assert db_rows(store, "proposals") == [] and target.read_bytes() == USER_TEXT
@@ -283,10 +282,10 @@ def test_unscorable_tasks_take_no_val_or_test_slot(tmp_path, isolated_home):
         result = run_night(store, settings)
         assert sum(sim.stats.by_role.values()) > 0
     s = result.summary
-    assert (s["tasks"], s["scorable"], s["train"], s["val"], s["test"]) == (3, 1, 1, 0, 0)
+    assert (s.tasks, s.scorable, s.train, s.val, s.test) == (3, 1, 1, 0, 0)
     # the scorable task was trained on (one task is too few to hold out, so unverified)
     assert result.status == "no_change", s
-    assert s["reason"] == "edits improved train only (unverified)"
+    assert s.reason == "edits improved train only (unverified)"
     assert {t.intent: t.split for t in store.tasks.all()} == {
         "install the dependencies": "train",
         "build the docs site": "",
@@ -300,7 +299,7 @@ def test_no_tasks_says_that_the_mined_tasks_are_not_scorable(tmp_path, isolated_
     settings = settings_for(isolated_home, project, "http://127.0.0.1:9/v1", target)
     result = run_night(store, settings)  # ends before any backend is needed
     assert result.status == "no_tasks"
-    assert result.summary["reason"] == (
+    assert result.summary.reason == (
         "2 tasks mined, none scorable: no correction or rule to check an answer against; "
         'correct the agent when it answers a recurring request wrong (e.g. "no, use pnpm")'
     )
@@ -309,7 +308,7 @@ def test_no_tasks_says_that_the_mined_tasks_are_not_scorable(tmp_path, isolated_
     empty.mkdir()
     result = run_night(store, settings_for(isolated_home, empty, "http://127.0.0.1:9/v1", target))
     assert result.status == "no_tasks"
-    assert result.summary["reason"].startswith(f"no task mined: no request in {empty} recurred")
+    assert result.summary.reason.startswith(f"no task mined: no request in {empty} recurred")
 
 
 def old_trial_store(tmp_path: Path, home: Path):
@@ -330,7 +329,7 @@ def test_no_tasks_says_when_every_scorable_task_is_held_out(tmp_path, isolated_h
     store, project, _persona, target = old_trial_store(tmp_path, isolated_home)
     result = run_night(store, settings_for(isolated_home, project, "http://127.0.0.1:9/v1", target))
     assert result.status == "no_tasks"
-    assert result.summary["reason"] == (
+    assert result.summary.reason == (
         "no scorable task in train (1 val, 0 test held out, 2 unscorable): a night needs "
         "another scorable task to train on; correct the agent when it gets a recurring request "
         "wrong"
@@ -351,7 +350,7 @@ def test_a_split_stored_by_an_older_version_for_an_unscorable_task_does_not_bloc
         result = run_night(store, settings_for(isolated_home, project, sim.url, target))
         assert sum(sim.stats.by_role.values()) > 0
     s = result.summary
-    assert (s["scorable"], s["train"], s["val"], s["test"]) == (2, 1, 1, 0)
+    assert (s.scorable, s.train, s.val, s.test) == (2, 1, 1, 0)
     assert result.status in ("no_change", "succeeded"), s
     assert {t.intent: t.split for t in store.tasks.all()} == {
         "install the dependencies": "val",
@@ -386,7 +385,7 @@ def test_a_rule_with_other_code_spans_is_learned_and_a_duplicate_says_what_it_du
     dup = edits["Be helpful and precise."]
     assert dup["status"] == "unmatched"
     assert dup["reason"] == "a near-duplicate of the existing rule: Be helpful and precise!"
-    assert result.summary["edits"]["unmatched"] >= 1
+    assert result.summary.edits.unmatched >= 1
     staged = Document.parse(
         (Path(db_get(store, "proposals", result.proposal_id)["dir"]) / "document").read_text()
     )
@@ -416,7 +415,7 @@ def test_edits_rejected_by_an_earlier_night_are_remembered_by_the_next(world):
         again = run_night(
             store, settings_for(home, project, sim.url, target), progress=progress.append
         )
-        assert again.cost["calls"] == 0 and sum(sim.stats.by_role.values()) == calls
+        assert again.cost.calls == 0 and sum(sim.stats.by_role.values()) == calls
         assert not any("remembering" in m for m in progress)
         # new sessions: a new recurring, corrected task changes the night's inputs
         write_conversations(
@@ -455,7 +454,7 @@ def test_a_night_with_other_inputs_stages_its_own_proposal_even_for_the_same_doc
         rerun = run_night(store, settings_for(home, project, sim.url, target))
         other = run_night(store, settings_for(home, project, sim.url, target, batch_size=1))
     assert rerun.proposal_id == first.proposal_id
-    assert rerun.summary["reason"] == f"same result as the staged proposal {first.proposal_id}"
+    assert rerun.summary.reason == f"same result as the staged proposal {first.proposal_id}"
     assert other.proposal_id not in (None, first.proposal_id), other.summary
     assert db_get(store, "proposals", first.proposal_id)["status"] == "superseded"
     # its report no longer tells anyone to adopt it; the new one still does
@@ -471,4 +470,4 @@ def test_a_night_with_other_inputs_stages_its_own_proposal_even_for_the_same_doc
         db_get(store, "proposals", other.proposal_id)
     )
     mine = json.loads(db_get(store, "proposals", other.proposal_id)["summary"])
-    assert mine["inputs"] == other.summary["inputs"] != first.summary["inputs"]
+    assert mine["inputs"] == other.summary.inputs != first.summary.inputs

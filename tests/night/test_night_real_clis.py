@@ -13,10 +13,10 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from skillopt_sleep import paths
 from skillopt_sleep.errors import (
@@ -189,7 +189,7 @@ def test_night_fails_loudly_and_stages_nothing(world, case):
         "Not logged in" not in r["answer"] and "API Error" not in r["answer"]
         for r in db_rows(store, "rollouts")
     )
-    status = collect_status(store)
+    status = collect_status(store).model_dump(mode="json")
     assert status["last_night"]["status"] == "failed"
     assert status["last_error"] == message
 

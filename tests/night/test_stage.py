@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from skillopt_sleep.night.stage import render_markdown, scoring_note
+from skillopt_sleep.results import ProposalReport
+
+
+def _report(data: dict[str, Any]) -> ProposalReport:
+    """A report.json as a night writes it (hashes of no interest here)."""
+    return ProposalReport.model_validate({"base_hash": "", "new_hash": "", **data})
 
 
 def test_a_skill_proposal_says_its_scores_assume_the_skill_is_loaded():
@@ -22,7 +30,7 @@ def test_a_skill_proposal_says_its_scores_assume_the_skill_is_loaded():
         "test_tasks": [],
         "scored_as": skill,
     }
-    assert skill in render_markdown(report, "")
+    assert skill in render_markdown(_report(report), "")
 
 
 def test_an_edit_reason_or_rationale_over_several_lines_stays_in_its_table_row():
@@ -48,5 +56,9 @@ def test_an_edit_reason_or_rationale_over_several_lines_stays_in_its_table_row()
         "test_tasks": [],
         "scored_as": "",
     }
-    [row] = [ln for ln in render_markdown(report, "").splitlines() if ln.startswith("| rejected")]
+    [row] = [
+        ln
+        for ln in render_markdown(_report(report), "").splitlines()
+        if ln.startswith("| rejected")
+    ]
     assert row.endswith("| val 1.000 -> 0.500: lower | fixes task: deploy / it prints: secret |")

@@ -174,7 +174,7 @@ def test_responses_function_call_and_output(sim: Simulator) -> None:
         "tools": [{"type": "function", "name": "Bash", "parameters": {}}, {"type": "web_search"}],
     }
     events = sse(httpx.post(sim.url + "/v1/responses", json=body).text)
-    item = [d for e, d in events if e == "response.output_item.done"][0]["item"]
+    item = next(d for e, d in events if e == "response.output_item.done")["item"]
     assert item["type"] == "function_call" and item["name"] == "Bash"
     assert json.loads(item["arguments"]) == {"command": "ls"} and item["call_id"]
     body["stream"] = False

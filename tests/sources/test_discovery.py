@@ -111,9 +111,7 @@ def test_a_whole_night_over_four_agents_sessions(
         )
         result = run_night(store, settings)
     assert result.status == "succeeded", result.summary
-    assert (
-        result.summary["train"] >= 1 and result.summary["val"] >= 1 and result.summary["test"] >= 1
-    )
+    assert result.summary.train >= 1 and result.summary.val >= 1 and result.summary.test >= 1
     sources = {s.split(":", 1)[0] for t in store.tasks.all() for s in t.sessions}
     assert sources == {"claude_code", "codex", "copilot_cli", "devin"}
     replayed = {r["task_id"] for r in db_rows(store, "rollouts", "night_id = ?", [result.night_id])}

@@ -66,7 +66,7 @@ def test_claude_p_transcript(isolated_home: Path, store: Store) -> None:
     sess, msgs = _only_session(store, "claude_code")
     assert sess["headless"] == 1 and sess["self_generated"] == 1
     assert sess["project"] == str(work) and sess["agent_version"]
-    assert [(m["kind"], m["text"]) for m in msgs][0] == ("prompt", PROMPT)
+    assert (msgs[0]["kind"], msgs[0]["text"]) == ("prompt", PROMPT)
     assert [m["kind"] for m in msgs] == ["prompt", "answer"] and msgs[1]["text"]
 
 

@@ -33,7 +33,7 @@ def test_status_on_a_stale_running_night_reports_it_interrupted_and_writes_nothi
     assert lifecycle.lock_free()
 
     reader = Store(db)
-    data = collect_status(reader)
+    data = collect_status(reader).model_dump(mode="json")
     reader.close()  # the last connection again: anything it wrote would reach the file
 
     assert data["last_night"]["status"] == "interrupted"
@@ -58,6 +58,6 @@ def test_status_shows_a_running_night_as_running_while_it_holds_the_lock(
     store.nights.add(started_at="2026-11-30T01:00:00+00:00", status="running", pid=os.getpid())
     lock = lifecycle.night_lock()
     with lock.acquire(timeout=0):
-        assert collect_status(store)["nights"][0]["status"] == "running"
-    assert collect_status(store)["nights"][0]["status"] == "interrupted"
+        assert collect_status(store).model_dump(mode="json")["nights"][0]["status"] == "running"
+    assert collect_status(store).model_dump(mode="json")["nights"][0]["status"] == "interrupted"
     store.close()

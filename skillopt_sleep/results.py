@@ -1,0 +1,470 @@
+"""Typed results that cross a layer or a process: a night's result and summary, a proposal's
+``report.json``, adopt / reject / rollback results, status and the daemon's status.
+
+They travel as these models' JSON: the daemon's night worker prints a :class:`NightResult`,
+the control socket carries :class:`DaemonStatus` and :class:`NightOutcome`, the CLI prints
+them with ``--json``, and the MCP tools return them (or models built from them). Readers
+validate what they read (``model_validate``), so a shape change fails at the boundary with
+the field's name, never later as a ``KeyError``.
+
+Stored JSON written by older versions stays readable: unknown keys are ignored on read
+(``extra="ignore"``) and absent ones take their defaults.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class NightStatus(StrEnum):
+    """How a night ended (``running`` while it runs)."""
+
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"  # a proposal was staged (or an identical one stands)
+    NO_CHANGE = "no_change"  # nothing certified
+    NO_TASKS = "no_tasks"  # nothing to train on
+    PLANNED = "planned"  # a dry run
+    FAILED = "failed"  # a backend, budget or configuration error (or a bug)
+    INTERRUPTED = "interrupted"  # Ctrl-C, a signal, or its process died
+
+
+#: Statuses of a night that ended normally (the daemon's "a night ran since" check).
+COMPLETED = (NightStatus.SUCCEEDED, NightStatus.NO_CHANGE, NightStatus.NO_TASKS)
+
+
+class Trigger(StrEnum):
+    """Who started a night."""
+
+    CLI = "cli"
+    MCP = "mcp"
+    DAEMON = "daemon"  # the daemon's control channel (a client asked it)
+    SCHEDULE = "schedule"  # the nightly schedule
+    CATCH_UP = "catch-up"  # a night missed while the machine slept
+    DEMO = "demo"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+# ---------------------------------------------------------------------------- nights
+class NightCost(_Model):
+    """Model calls of one night. ``calls`` excludes ``cached_calls`` (answered by the cache);
+    tokens are the backends' own counts (0 when a backend reports none)."""
+
+    calls: int | None = None
+    cached_calls: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    seconds: float | None = None  # wall time of the model calls (not of the night)
+
+
+class EditCounts(_Model):
+    """How many of a night's edits ended in each state."""
+
+    applied: int = 0
+    rejected: int = 0
+    unmatched: int = 0
+    unverified: int = 0
+
+
+class NightSummary(_Model):
+    """What a night saw and decided, stored with its ``nights`` row and its proposal.
+
+    Counts are tasks; ``inputs`` is the sha256 of what makes two nights the same night (the
+    document, the scorable tasks, the backends, the training settings); the text fields are
+    one or two sentences for the user, absent (None) when there is nothing to say.
+    """
+
+    tasks: int = 0  # mined
+    scorable: int = 0
+    train: int = 0
+    val: int = 0
+    test: int = 0
+    rules_before: int = 0
+    rules_after: int | None = None
+    base_hash: str = ""  # sha256 of the live document the night started from ("" = absent)
+    inputs: str = ""
+    edits: EditCounts | None = None
+    reason: str | None = None  # why the night ended as it did
+    warning: str | None = None
+    test_note: str | None = None  # why the test split has no score
+    unverified: str | None = None  # why the gate could not certify (no val split)
+    stopped: str | None = None  # the budget that stopped the night early
+
+    def dump(self) -> dict[str, Any]:
+        """The stored JSON form: absent texts are left out."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class NightResult(_Model):
+    """One finished night, as :func:`skillopt_sleep.night.run.run_night` returns it."""
+
+    night_id: int
+    status: NightStatus
+    proposal_id: str | None = None
+    target_path: str = ""
+    val_before: float | None = None
+    val_after: float | None = None
+    test_before: float | None = None
+    test_after: float | None = None
+    cost: NightCost = Field(default_factory=NightCost)
+    summary: NightSummary = Field(default_factory=NightSummary)
+    error: str = ""
+
+
+class Dispatch(_Model):
+    """Where a night asked for now runs: ``here`` (this process) or ``daemon`` (the running
+    daemon, which runs it with its own config and environment), and why."""
+
+    where: Literal["here", "daemon"]
+    reason: str
+    daemon_running: bool = False  # a daemon runs (though the night may run here)
+
+
+class NightOutcome(_Model):
+    """A night asked for by a face: how it was dispatched and, once known, its result.
+
+    ``result`` is None for a night started without waiting (its ``night_id`` is known)."""
+
+    via: Literal["here", "daemon"]
+    reason: str = ""
+    night_id: int | None = None
+    result: NightResult | None = None
+
+
+# ---------------------------------------------------------------------------- proposals
+REPORT_SCHEMA_VERSION = 1
+
+
+class Scores(_Model):
+    """Mean scores in [0, 1] of the val and test splits, before and after (None: not scored)."""
+
+    val_before: float | None = None
+    val_after: float | None = None
+    test_before: float | None = None
+    test_after: float | None = None
+
+
+class TaskDelta(_Model):
+    """One held-out task's score before and after (in [0, 1]; None: not replayed)."""
+
+    task_id: str
+    intent: str = ""
+    before: float | None = None
+    after: float | None = None
+
+
+class EditRecord(_Model):
+    """One edit the night tried, with the gate's verdict (``status``) and its reason."""
+
+    op: str
+    text: str = ""
+    old: str = ""
+    status: str = Field(description="applied | rejected | unmatched | unverified")
+    reason: str = ""
+    rationale: str = ""
+    origin: str = ""
+    epoch: int | None = None
+    batch: int | None = None
+    val_before: float | None = None
+    val_after: float | None = None
+
+
+class ProposalReport(_Model):
+    """``report.json`` of a staged proposal (``<state>/proposals/<id>/report.json``).
+
+    ``schema_version`` is :data:`REPORT_SCHEMA_VERSION` for reports this version writes; a
+    report without one is version 1. A newer version than this code knows is refused by
+    :func:`load_report_json` with a one-line reason.
+    """
+
+    schema_version: int = REPORT_SCHEMA_VERSION
+    id: str
+    night_id: int
+    created_at: str
+    target: str
+    base_hash: str
+    new_hash: str
+    scores: Scores = Field(default_factory=Scores)
+    val_tasks: list[TaskDelta] = Field(default_factory=list)
+    test_tasks: list[TaskDelta] = Field(default_factory=list)
+    edits: list[EditRecord] = Field(default_factory=list)
+    cost: NightCost = Field(default_factory=NightCost)
+    summary: NightSummary = Field(default_factory=NightSummary)
+    scored_as: str = ""
+
+    def to_json(self) -> str:
+        """The ``report.json`` text (indented, non-ASCII kept)."""
+        return self.model_dump_json(indent=2)
+
+
+def load_report_json(text: str, where: str) -> ProposalReport:
+    """Parse a ``report.json``. Raises ValueError (one line naming ``where``) when it is not a
+    report this version can read."""
+    import json
+
+    from pydantic import ValidationError
+
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{where}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: not a report (a JSON object is expected)")
+    version = data.get("schema_version", 1)
+    if not isinstance(version, int) or version > REPORT_SCHEMA_VERSION:
+        raise ValueError(
+            f"{where}: report schema version {version!r} is newer than this skillopt-sleep "
+            f"reads ({REPORT_SCHEMA_VERSION}); upgrade skillopt-sleep"
+        )
+    try:
+        return ProposalReport.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"{where}: bad report ({loc}: {first['msg']})") from None
+
+
+class AdoptResult(_Model):
+    """An adoption: ``target_path`` now holds the proposal's document.
+
+    ``backup_path`` is the copy of the file as it was ("" when it did not exist before);
+    hashes are sha256 of the text before and after ("" = absent)."""
+
+    proposal_id: str
+    target_path: str
+    adopted_at: str
+    backup_path: str = ""
+    before_hash: str = ""
+    after_hash: str = ""
+    existed_before: bool = True
+
+
+class RejectResult(_Model):
+    proposal_id: str
+    status: str
+    reason: str = ""
+
+
+class RollbackResult(_Model):
+    """A rollback: the target restored to its state before the adoption.
+
+    ``restored_previous``: True when the old file was restored, False when the file adopt
+    created was removed. ``kept_copy``: where the user's own later edits were kept (with
+    ``--force``), else ""."""
+
+    proposal_id: str
+    target_path: str
+    rolled_back_at: str
+    restored_previous: bool
+    kept_copy: str = ""
+    removed_dirs: list[str] = Field(default_factory=list)  # folders adopt had created
+
+
+# ---------------------------------------------------------------------------- status
+class NightView(_Model):
+    """One night as ``status`` and the MCP tools show it (a ``nights`` row, typed)."""
+
+    id: int
+    status: NightStatus
+    started_at: str | None = None
+    finished_at: str | None = None
+    trigger: str | None = None
+    project: str | None = None
+    dry_run: bool = False
+    target_path: str | None = None
+    error: str | None = None
+    val_before: float | None = None
+    val_after: float | None = None
+    test_before: float | None = None
+    test_after: float | None = None
+    calls: int | None = None
+    cached_calls: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    seconds: float | None = None
+    proposal_id: str | None = None
+    summary: NightSummary = Field(default_factory=NightSummary)
+
+
+class PendingProposal(_Model):
+    id: str
+    target: str
+    created_at: str | None = None
+    val_before: float | None = None
+    val_after: float | None = None
+    test_before: float | None = None
+    test_after: float | None = None
+
+
+class HarvestView(_Model):
+    """The latest harvest pass of one source: files and bytes read, sessions new / updated,
+    and what was skipped or filtered, by reason."""
+
+    at: str | None = None
+    files_seen: int = 0
+    files_read: int = 0
+    bytes_read: int = 0
+    sessions_new: int = 0
+    sessions_updated: int = 0
+    sessions_filtered: dict[str, int] = Field(default_factory=dict)
+    lines_skipped: dict[str, int] = Field(default_factory=dict)
+    files_skipped: dict[str, int] = Field(default_factory=dict)
+
+
+class WatchedRoot(_Model):
+    """One folder the daemon watches: ``state`` is ``watching`` or ``waiting`` (for the
+    folder to appear, watching its nearest existing parent ``watching``)."""
+
+    source: str
+    root: str
+    state: str
+    watching: str | None = None
+    error: str | None = None
+    files: int = 0
+    sessions: int = 0
+
+
+class DaemonNight(_Model):
+    running: bool = False
+    pid: int | None = None
+    trigger: str | None = None
+    started_at: str | None = None
+
+
+class DaemonStatus(_Model):
+    """The background daemon's status. ``running`` False: no daemon (``error`` says why it
+    could not be asked, if it runs but does not answer ``responding`` is False)."""
+
+    running: bool = False
+    responding: bool | None = None
+    error: str | None = None
+    pid: int | None = None
+    started_at: str | None = None
+    uptime_seconds: float | None = None
+    state_dir: str | None = None
+    log: str | None = None
+    watched: list[WatchedRoot] = Field(default_factory=list)
+    last_ingest: dict[str, Any] = Field(default_factory=dict)
+    ingest_pending: int = 0
+    night: DaemonNight = Field(default_factory=DaemonNight)
+    last_daemon_night: dict[str, Any] | None = None
+    config: str | None = None
+    config_changed: bool = False
+    config_error: str | None = None
+    schedule: str | None = None
+    next_night: dict[str, Any] | None = None
+    last_scheduled: dict[str, Any] | None = None
+    last_error: dict[str, Any] | None = None
+
+
+class Counts(_Model):
+    sessions: int = 0
+    messages: int = 0
+    tasks: int = 0
+
+
+class Status(_Model):
+    """What ``status`` shows: the daemon, the store, the last nights, pending proposals, the
+    latest harvest per source, the last error, and a config that does not load."""
+
+    database: str
+    counts: Counts = Field(default_factory=Counts)
+    sessions_by_source: dict[str, int] = Field(default_factory=dict)
+    night_running: bool = False
+    last_night: NightView | None = None
+    nights: list[NightView] = Field(default_factory=list)
+    last_error: str | None = None
+    pending_proposals: list[PendingProposal] = Field(default_factory=list)
+    harvest: dict[str, HarvestView] = Field(default_factory=dict)
+    daemon: DaemonStatus = Field(default_factory=DaemonStatus)
+    config_error: str | None = None
+
+
+# ---------------------------------------------------------------------------- reads
+class ProposalSummary(_Model):
+    """One proposal row: its status, target and scores. ``base_hash`` is the sha256 of the
+    live file the proposal was made from ("" = absent): adopting through an agent passes it
+    back, so a file changed since is never overwritten."""
+
+    id: str
+    status: str = Field(description="staged | adopted | rejected | rolled_back | superseded")
+    night_id: int | None = None
+    created_at: str | None = None
+    target_path: str
+    base_hash: str = Field(
+        default="",
+        description="sha256 of the live file the proposal was made from ('' = absent); "
+        "pass it to adopt_proposal",
+    )
+    val_before: float | None = None
+    val_after: float | None = None
+    test_before: float | None = None
+    test_after: float | None = None
+    reason: str | None = None
+
+
+class ProposalDetail(ProposalSummary):
+    """A proposal with its report: the unified diff, every edit with the gate's verdict,
+    per-task val / test deltas and cost."""
+
+    new_hash: str | None = None
+    folder: str = ""  # the proposal's folder (document, diff.patch, report.md, report.json)
+    diff: str
+    edits: list[EditRecord]
+    val_tasks: list[TaskDelta]
+    test_tasks: list[TaskDelta]
+    cost: NightCost
+    summary: NightSummary = Field(default_factory=NightSummary)
+    report_uri: str
+
+
+class TaskInfo(_Model):
+    """A mined task as stored by the last night (``sessions``: how many it recurs in)."""
+
+    id: str
+    project: str | None = None
+    intent: str
+    split: str
+    sessions: int
+    checks: list[dict[str, Any]]
+    corrections: list[str]
+    synthetic: bool
+
+
+class TaskList(_Model):
+    tasks: list[TaskInfo]
+    total: int
+
+
+class SearchHit(_Model):
+    """One message matching a full-text search; ``snippet`` marks the match with ``[…]``."""
+
+    message_id: int
+    session_id: str
+    agent: str
+    project: str | None = None
+    role: str
+    kind: str | None = None
+    timestamp: str | None = None
+    snippet: str
+
+
+class SearchResult(_Model):
+    query: str
+    hits: list[SearchHit]
+
+
+class SkillInfo(_Model):
+    """A managed document as it is now on disk: its learned rules and whole text."""
+
+    target: str
+    exists: bool
+    sha256: str = Field(description="'' when the file does not exist")
+    managed_block: bool
+    rules: list[str]
+    text: str

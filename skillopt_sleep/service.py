@@ -1,0 +1,727 @@
+"""The application service: every operation the faces offer, in one place.
+
+The CLI, the MCP tools and the daemon's night worker call a :class:`Service` and nothing
+below it; they parse a request, call one method, and print or return its typed result
+(:mod:`skillopt_sleep.results`). The service owns:
+
+* **the night dispatch policy** (:meth:`Service.dispatch`): a night asked for now runs in the
+  running daemon only when the daemon would run the very night this caller would — a plain
+  night (no dry run, no project, no backend flags), with the same config file and the same
+  ``SKILLOPT_SLEEP_*`` settings variables; otherwise here, and the decision says why;
+* running a night here (waiting, or in a background thread that reports the night's id as
+  soon as its row exists, through ``on_started`` — never by polling the store);
+* status, proposals (list, show, adopt, reject, rollback), the managed documents, stored
+  tasks, full-text search.
+
+Errors are :class:`~skillopt_sleep.errors.SkilloptError` subclasses with a one-line reason;
+a database failure is a :class:`~skillopt_sleep.errors.StoreError`.
+
+A :class:`Service` holds one store connection, opened on first use and shared by its methods
+under a lock (the MCP server calls it from several threads); a night it runs in a background
+thread opens its own.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skillopt_sleep import daemon_client, paths, proposals
+from skillopt_sleep import status as status_view
+from skillopt_sleep.config import KNOWN_SOURCES, Settings, load_settings
+from skillopt_sleep.errors import (
+    BadArgument,
+    ConfigError,
+    NightError,
+    ProposalError,
+    SkilloptError,
+    StoreError,
+    one_line,
+)
+from skillopt_sleep.night import lifecycle
+from skillopt_sleep.night.document import Document, read_live, sha256_text
+from skillopt_sleep.results import (
+    AdoptResult,
+    DaemonStatus,
+    Dispatch,
+    NightOutcome,
+    NightResult,
+    NightView,
+    ProposalDetail,
+    ProposalReport,
+    ProposalSummary,
+    RejectResult,
+    RollbackResult,
+    SearchHit,
+    SearchResult,
+    SkillInfo,
+    Status,
+    TaskInfo,
+    TaskList,
+    Trigger,
+)
+from skillopt_sleep.status import night_view
+from skillopt_sleep.store import Store
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class SourcesReport:
+    """What :meth:`Service.sources` found and did: the config file (``created`` now?), the
+    sources it switched on, those found but not enabled, and every source's status."""
+
+    config: Path
+    created: bool
+    enabled_now: list[str]
+    found_not_enabled: list[str]
+    sources: list[Any]
+
+
+#: how many progress lines are kept per night started by this service (for MCP get_night)
+PROGRESS_LINES = 40
+
+
+class Service:
+    """The operations of skillopt-sleep for one config file and one store.
+
+    ``config_path``: the TOML config (None: the user's default file; settings also read the
+    ``SKILLOPT_SLEEP_*`` environment). ``store_path``: the SQLite store (None: the user's
+    default database, resolved on first use).
+    """
+
+    def __init__(self, config_path: Path | None = None, *, store_path: Path | None = None):
+        self.config_path = Path(config_path) if config_path else None
+        self.store_path = Path(store_path) if store_path else None
+        self.lock = threading.RLock()
+        self._store: Store | None = None
+        self._progress: dict[int, collections.deque[str]] = {}
+        self._progress_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._thread_night: int | None = None
+
+    # ------------------------------------------------------------------ settings and store
+    def settings(self, **overrides: Any) -> Settings:
+        """Settings from the config file < environment < ``overrides`` (None values ignored).
+        Raises ConfigError naming the offending key."""
+        return load_settings(self.config_path, **overrides)
+
+    def config_error(self) -> str | None:
+        """Why the config as it is now does not load, or None."""
+        try:
+            self.settings()
+        except ConfigError as exc:
+            return str(exc)
+        return None
+
+    def db_path(self) -> Path:
+        return self.store_path or paths.db_path()
+
+    def open(self) -> Store:
+        """The shared store connection (opened, created and migrated on first use)."""
+        with self.lock:
+            if self._store is None:
+                self._store = Store(self.db_path())
+            return self._store
+
+    def close(self) -> None:
+        with self.lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+    @contextmanager
+    def _use(self) -> Iterator[Store]:
+        """The store under the lock; an SQLite failure is a StoreError (one line)."""
+        with self.lock:
+            try:
+                yield self.open()
+            except sqlite3.Error as exc:
+                raise StoreError(f"database error: {exc}") from None
+
+    # ------------------------------------------------------------------ harvest and tasks
+    def harvest(self, *, progress: bool = False) -> Any:
+        """Harvest every enabled source now; returns the ``HarvestReport``."""
+        from skillopt_sleep.sources.ingest import harvest
+
+        settings = self.settings()
+        with self._use() as store:
+            return harvest(store, settings, progress=progress)
+
+    def mine(self, project: Path | None = None) -> Any:
+        """Mine tasks from the store now (and save them); returns the ``MineReport``."""
+        from skillopt_sleep.night.mine import mine
+
+        settings = self.settings(project=project)
+        with self._use() as store:
+            return mine(store, settings)
+
+    def harvested_yet(self) -> bool:
+        with self._use() as store:
+            return store.harvests.any()
+
+    def stored_tasks(self, project: str | None = None, limit: int = 50) -> TaskList:
+        """The tasks as the last night or ``tasks`` stored them, newest mining first."""
+        root = _project_arg(project, must_exist=False)
+        with self._use() as store:
+            tasks = store.tasks.all()
+        if root is not None:
+            tasks = [t for t in tasks if _under(t.project, root)]
+        return TaskList(
+            total=len(tasks),
+            tasks=[
+                TaskInfo(
+                    id=t.id,
+                    project=t.project,
+                    intent=t.intent,
+                    split=t.split,
+                    sessions=len(t.sessions),
+                    checks=[c.model_dump() for c in t.checks],
+                    corrections=t.corrections,
+                    synthetic=t.synthetic,
+                )
+                for t in tasks[:limit]
+            ],
+        )
+
+    def search(
+        self, query: str, *, agent: str | None = None, project: str | None = None, limit: int = 20
+    ) -> SearchResult:
+        """Full-text search over the harvested (redacted) messages, best match first.
+        ``agent``: a source name (``claude_code``, ``copilot_cli`` …)."""
+        if not query.strip():
+            raise BadArgument("query is empty")
+        root = _project_arg(project, must_exist=False)
+        if agent and agent not in KNOWN_SOURCES:
+            raise BadArgument(f"unknown agent {agent!r}; known: {', '.join(KNOWN_SOURCES)}")
+        with self._use() as store:
+            rows = store.sessions.search(
+                query, source=agent, project=None if root is None else str(root), limit=limit
+            )
+        return SearchResult(
+            query=query,
+            hits=[
+                SearchHit(
+                    message_id=r.message_id,
+                    session_id=r.session_id,
+                    agent=r.source,
+                    project=r.project,
+                    role=r.role,
+                    kind=r.kind,
+                    timestamp=r.timestamp,
+                    snippet=r.snippet,
+                )
+                for r in rows
+            ],
+        )
+
+    # ------------------------------------------------------------------ agents and sources
+    def config_file(self) -> Path:
+        """The config file this service reads (and ``sources`` writes)."""
+        return self.config_path or paths.config_file()
+
+    def sources(self, *, enable_found: bool = False) -> SourcesReport:
+        """Every known source: its roots found, sessions and bytes, enabled? On a new
+        install (no config file yet) this writes one enabling every agent whose logs exist;
+        ``enable_found`` also switches on agents found after that."""
+        from skillopt_sleep.sources.discovery import discover_sources, enableable
+        from skillopt_sleep.sources.discovery import enable_found as do_enable
+
+        config = self.config_file()
+        statuses = discover_sources(self.settings(), config_path=config)
+        created = not config.exists()
+        changed: list[str] = []
+        if enable_found or created:
+            changed = do_enable(config, statuses, switch_disabled=enable_found)
+            if changed or created:
+                statuses = discover_sources(self.settings(), config_path=config)
+        return SourcesReport(
+            config=config,
+            created=created,
+            enabled_now=changed,
+            found_not_enabled=enableable(config, statuses),
+            sources=statuses,
+        )
+
+    def first_run_setup(self) -> list[str] | None:
+        """On a new install (the default config file absent, none given) write one that
+        enables every agent whose logs exist here; returns what it enabled (None: nothing
+        to set up)."""
+        from skillopt_sleep.sources.discovery import discover_sources, enable_found
+
+        path = paths.config_file()
+        if self.config_path is not None or path.exists():
+            return None
+        return enable_found(path, discover_sources(load_settings(path), config_path=path))
+
+    @staticmethod
+    def install(agent: str, project: Path | None = None, *, dry_run: bool = False) -> Any:
+        """Put the agent shell in place (see :mod:`skillopt_sleep.install`); its report."""
+        from skillopt_sleep.install import install
+
+        return install(agent, project, dry_run=dry_run)
+
+    @staticmethod
+    def uninstall(agent: str, project: Path | None = None, *, dry_run: bool = False) -> Any:
+        """Undo :meth:`install`, byte for byte; its report."""
+        from skillopt_sleep.install import uninstall
+
+        return uninstall(agent, project, dry_run=dry_run)
+
+    @staticmethod
+    def demo(keep: Path | None, say: Progress) -> dict[str, Any]:
+        """One whole night in a sandbox against the bundled simulator (:mod:`.demo`)."""
+        from skillopt_sleep.demo import run_demo
+
+        return run_demo(keep, say=say)
+
+    # ------------------------------------------------------------------ nights
+    def dispatch(
+        self, *, dry_run: bool = False, project: Path | None = None, overridden: bool = False
+    ) -> Dispatch:
+        """Where a night asked for now runs, and why (see the module docstring).
+        ``overridden``: backend or model flags were given."""
+        if dry_run:
+            return Dispatch(where="here", reason="a dry run runs here")
+        if project is not None or overridden:
+            return Dispatch(
+                where="here",
+                reason="a night for one project or with other backends runs here (the daemon "
+                "runs nights with its own settings)",
+            )
+        daemon = daemon_client.running_daemon()
+        if daemon is None:
+            return Dispatch(where="here", reason="no daemon is running")
+        if daemon.config != daemon_client.config_key(self.config_path):
+            return Dispatch(
+                where="here",
+                reason=f"the daemon runs with another config ({daemon.config})",
+                daemon_running=True,
+            )
+        ours = daemon_client.settings_env()
+        if daemon.settings_env != ours:
+            differ = sorted(
+                {
+                    k
+                    for k in set(ours) | set(daemon.settings_env)
+                    if ours.get(k) != daemon.settings_env.get(k)
+                }
+            )
+            return Dispatch(
+                where="here",
+                reason="the daemon runs with other SKILLOPT_SLEEP_* settings "
+                f"({', '.join(differ)})",
+                daemon_running=True,
+            )
+        try:
+            daemon_client.request("ping", timeout=2)
+        except daemon_client.NoDaemon as exc:
+            return Dispatch(
+                where="here", reason=f"the daemon does not answer ({exc})", daemon_running=True
+            )
+        return Dispatch(
+            where="daemon",
+            reason=f"the daemon (pid {daemon.pid}) runs with the same config and settings",
+            daemon_running=True,
+        )
+
+    def run_night(
+        self,
+        *,
+        dry_run: bool = False,
+        project: Path | None = None,
+        target: dict[str, str] | None = None,
+        optimizer: dict[str, str] | None = None,
+        trigger: Trigger = Trigger.CLI,
+        wait: bool = True,
+        progress: Progress | None = None,
+        on_rollout: Callable[[Any], None] | None = None,
+        on_dispatch: Callable[[Dispatch], None] | None = None,
+        start_timeout: float = 15.0,
+    ) -> NightOutcome:
+        """Run a night now, here or in the daemon (:meth:`dispatch`).
+
+        ``wait``: return its result; otherwise return as soon as it started (its
+        ``night_id`` known, the night going on in a thread of this process or in the daemon).
+        ``target`` / ``optimizer``: backend overrides (``{"name": …, "model": …}``).
+        Raises ConfigError before anything starts, NightError when a night is already running
+        or the daemon refuses or fails it, and what a night raises (backend and budget errors,
+        KeyboardInterrupt) when it runs here and is waited for.
+        """
+        settings = self.settings(
+            project=project, target=target or None, optimizer=optimizer or None
+        )
+        decision = self.dispatch(
+            dry_run=dry_run, project=project, overridden=bool(target or optimizer)
+        )
+        if on_dispatch is not None:
+            on_dispatch(decision)
+        if decision.where == "daemon":
+            return self._run_in_daemon(decision, trigger, wait)
+        if wait:
+            result = self.run_here(
+                settings, dry_run=dry_run, trigger=trigger, progress=progress, on_rollout=on_rollout
+            )
+            return NightOutcome(
+                via="here", reason=decision.reason, night_id=result.night_id, result=result
+            )
+        return self._start_here(settings, dry_run, trigger, progress, start_timeout, decision)
+
+    def run_here(
+        self,
+        settings: Settings,
+        *,
+        dry_run: bool = False,
+        trigger: Trigger = Trigger.CLI,
+        harvest_first: bool = True,
+        progress: Progress | None = None,
+        on_rollout: Callable[[Any], None] | None = None,
+        on_started: Callable[[int], None] | None = None,
+    ) -> NightResult:
+        """Run one night in this process, on a connection of its own (the daemon's worker
+        and waiting callers). See :func:`skillopt_sleep.night.run.run_night`."""
+        from skillopt_sleep.night.run import run_night
+
+        store = Store(self.db_path())
+        try:
+            return run_night(
+                store,
+                settings,
+                dry_run=dry_run,
+                trigger=trigger,
+                harvest_first=harvest_first,
+                progress=progress,
+                on_rollout=on_rollout,
+                on_started=on_started,
+            )
+        finally:
+            store.close()
+
+    def _run_in_daemon(self, decision: Dispatch, trigger: Trigger, wait: bool) -> NightOutcome:
+        try:
+            reply = daemon_client.request(
+                "run-now", timeout=None if wait else 60, wait=wait, trigger=str(trigger)
+            )
+        except daemon_client.NoDaemon as exc:
+            raise NightError(
+                f"the daemon stopped during the night ({exc}); `skillopt-sleep status` shows "
+                "the night, the daemon log says why"
+            ) from None
+        if not reply.get("ok"):
+            if reply.get("interrupted") or reply.get("error") == "interrupted":
+                raise NightError(
+                    "the night was interrupted (the daemon stopped or the night was killed); "
+                    "`skillopt-sleep status` shows it"
+                )
+            raise NightError(one_line(reply.get("error") or "the daemon refused to run a night"))
+        if wait:
+            result = NightResult.model_validate(reply.get("result") or {})
+            return NightOutcome(
+                via="daemon", reason=decision.reason, night_id=result.night_id, result=result
+            )
+        night_id = reply.get("night_id")
+        if not isinstance(night_id, int):
+            raise NightError(
+                "the daemon accepted the night but did not report it started; see "
+                "`skillopt-sleep status`"
+            )
+        return NightOutcome(via="daemon", reason=decision.reason, night_id=night_id)
+
+    def _start_here(
+        self,
+        settings: Settings,
+        dry_run: bool,
+        trigger: Trigger,
+        progress: Progress | None,
+        timeout: float,
+        decision: Dispatch,
+    ) -> NightOutcome:
+        """Start a night in a background thread; returns once its row exists."""
+        with self.lock:
+            if self._thread is not None and self._thread.is_alive():
+                raise NightError(
+                    f"a night is running (night {self._thread_night}, started by this process)"
+                )
+            with self._use() as store:
+                now = lifecycle.running(store)
+            if now is not None:
+                raise NightError(f"a night is running{now.since()}")
+            started = threading.Event()
+            box: dict[str, Any] = {}
+
+            def on_started(night_id: int) -> None:
+                with self._progress_lock:
+                    self._progress[night_id] = collections.deque(maxlen=PROGRESS_LINES)
+                self._thread_night = box["night_id"] = night_id
+                started.set()
+
+            def say(msg: str) -> None:
+                night_id = box.get("night_id")
+                if night_id is not None:
+                    with self._progress_lock:
+                        self._progress[night_id].append(one_line(msg, 300))
+                if progress is not None:
+                    progress(msg)
+
+            def work() -> None:
+                try:
+                    self.run_here(
+                        settings,
+                        dry_run=dry_run,
+                        trigger=trigger,
+                        progress=say,
+                        on_started=on_started,
+                    )
+                except BaseException as exc:  # recorded in the night's row by run_night
+                    box["error"] = exc
+                finally:
+                    started.set()
+
+            self._thread = threading.Thread(target=work, name="skillopt-sleep-night", daemon=False)
+            self._thread.start()
+        started.wait(timeout)
+        night_id = box.get("night_id")
+        if night_id is None:
+            err = box.get("error")
+            if isinstance(err, SkilloptError):
+                raise err
+            if err is not None:
+                raise NightError(f"the night could not start: {type(err).__name__}: {err}")
+            raise NightError(f"the night did not start within {timeout:.0f} s")
+        return NightOutcome(via="here", reason=decision.reason, night_id=night_id)
+
+    def wait_background(self, timeout: float | None = None) -> None:
+        """Wait for a night this service started in the background (tests, shutdown)."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def night_running(self) -> bool:
+        """Whether a night runs now, in this process or any other."""
+        if self._thread is not None and self._thread.is_alive():
+            return True
+        return not lifecycle.lock_free()
+
+    def night(self, night_id: int) -> NightView:
+        """One night (a stale ``running`` one shows ``interrupted``). BadArgument when
+        unknown."""
+        with self._use() as store:
+            row = store.nights.get(night_id)
+            if row is None:
+                last = store.nights.recent(1)
+                hint = f"; the latest is {last[0]['id']}" if last else "; no night has run yet"
+                raise BadArgument(f"no night {night_id}{hint}")
+            return night_view(lifecycle.seen_as([row])[0])
+
+    def nights(self, limit: int = 5) -> list[NightView]:
+        with self._use() as store:
+            return [night_view(r) for r in lifecycle.seen_as(store.nights.recent(limit))]
+
+    def progress(self, night_id: int) -> list[str]:
+        """The latest progress lines of a night this service started ([] for others)."""
+        with self._progress_lock:
+            return list(self._progress.get(night_id, ()))
+
+    # ------------------------------------------------------------------ status
+    def status(self, *, nights: int = 5, daemon_timeout: float = 3.0) -> Status:
+        """The daemon, the store, the last nights, pending proposals, harvest accounting, the
+        last error and whether the config loads. A read: nothing is written."""
+        with self._use() as store:
+            status = status_view.collect_status(store, database=str(self.db_path()), nights=nights)
+        status.daemon = self.daemon_status(timeout=daemon_timeout)
+        status.night_running = self.night_running()
+        status.config_error = self.config_error()
+        return status
+
+    @staticmethod
+    def daemon_status(timeout: float = 3.0) -> DaemonStatus:
+        """The daemon's status (``running=False`` when none runs); never raises."""
+        try:
+            return daemon_client.daemon_status(timeout=timeout)
+        except Exception as exc:  # the daemon is optional; its status never fails ours
+            return DaemonStatus(running=False, error=one_line(f"{type(exc).__name__}: {exc}", 200))
+
+    # ------------------------------------------------------------------ proposals
+    def proposals(
+        self, status: str | None = None, limit: int | None = None
+    ) -> list[ProposalSummary]:
+        """Proposals, newest first (``status``: only those)."""
+        with self._use() as store:
+            rows = proposals.list_proposals(store, status)
+        return [_summary(r) for r in rows[:limit]]
+
+    def proposal(self, proposal_id: str) -> ProposalDetail:
+        """A proposal with its report and diff. ProposalError when unknown or unreadable."""
+        with self._use() as store:
+            row = proposals.get_proposal(store, proposal_id)
+        report = proposals.load_report(row)
+        try:
+            diff = (Path(row["dir"]) / "diff.patch").read_text("utf-8")
+        except OSError as exc:
+            raise ProposalError(f"proposal {proposal_id}: diff unreadable ({exc})") from None
+        return ProposalDetail(
+            **_summary(row).model_dump(),
+            new_hash=row.get("new_hash"),
+            folder=row["dir"],
+            diff=diff,
+            edits=report.edits,
+            val_tasks=report.val_tasks,
+            test_tasks=report.test_tasks,
+            cost=report.cost,
+            summary=report.summary,
+            report_uri=f"skillopt://proposals/{row['id']}",
+        )
+
+    def report(self, proposal_id: str) -> ProposalReport:
+        """The proposal's ``report.json``, typed. ProposalError when unknown or unreadable."""
+        with self._use() as store:
+            row = proposals.get_proposal(store, proposal_id)
+        return proposals.load_report(row)
+
+    def proposal_markdown(self, proposal_id: str, *, with_status: bool = False) -> str:
+        """The proposal's ``report.md`` as it stands now (a proposal no longer staged says it
+        can no longer be adopted); ``with_status`` adds a first comment line with its status
+        and base hash (for agents)."""
+        with self._use() as store:
+            row = proposals.get_proposal(store, proposal_id)
+        report = proposals.report_markdown(row)
+        if not with_status:
+            return report
+        return (
+            f"<!-- status: {row['status']}; base_hash: {row['base_hash'] or '(absent)'} -->\n"
+            + report
+        )
+
+    def latest_report(self) -> str:
+        """The newest proposal's report, or why the last night staged none (Markdown)."""
+        with self._use() as store:
+            latest = store.proposals.latest()
+        if latest:
+            return self.proposal_markdown(latest["id"], with_status=True)
+        recent = self.nights(1)
+        if not recent:
+            return "# No report yet\n\nNo night has run. Call the `run_night` tool to start one.\n"
+        n = recent[0]
+        return (
+            f"# No proposal yet\n\nThe latest night ({n.id}) ended `{n.status}`"
+            f"{': ' + n.error if n.error else ''}.\n\n```json\n"
+            f"{n.summary.model_dump_json(indent=2, exclude_none=True)}\n```\n"
+        )
+
+    def adopt(
+        self, proposal_id: str, *, base_hash: str | None = None, force: bool = False
+    ) -> AdoptResult:
+        """Write a staged proposal to its live file (atomically, with a backup)."""
+        with self._use() as store:
+            return proposals.adopt(store, proposal_id, base_hash=base_hash, force=force)
+
+    def reject(self, proposal_id: str, reason: str = "") -> RejectResult:
+        with self._use() as store:
+            return proposals.reject(store, proposal_id, reason)
+
+    def rollback(
+        self, target: str | None = None, *, force: bool = False, managed_only: bool = False
+    ) -> RollbackResult:
+        """Restore a file as it was before its latest adoption. ``managed_only``: ``target``
+        must be a file some proposal or adoption refers to (BadArgument otherwise)."""
+        with self._use() as store:
+            path = self._managed(store, target) if target and managed_only else target
+            return proposals.rollback(store, path, force=force)
+
+    def skill(self, target: str | None = None) -> SkillInfo:
+        """A managed document as it is now (default: the latest proposal's target)."""
+        with self._use() as store:
+            if target:
+                path = self._managed(store, target)
+            else:
+                latest = store.proposals.latest()
+                if latest is None:
+                    raise BadArgument(
+                        "no managed target yet: no proposal has been staged (run a night first)"
+                    )
+                path = latest["target_path"]
+        text = read_live(Path(path))
+        doc = Document.parse(text)
+        return SkillInfo(
+            target=path,
+            exists=text is not None,
+            sha256=sha256_text(text),
+            managed_block=doc.had_block,
+            rules=doc.rules,
+            text=text or "",
+        )
+
+    @staticmethod
+    def _managed(store: Store, target: str) -> str:
+        """The stored form of ``target``; BadArgument when no proposal / adoption names it."""
+        known: dict[str, str] = {}
+        for p in store.proposals.targets():
+            known[str(Path(p).expanduser().resolve())] = p
+            known.setdefault(p, p)
+        key = str(Path(target).expanduser().resolve()) if target.strip() else ""
+        if key in known:
+            return known[key]
+        names = sorted(set(known.values()))
+        listed = ", ".join(names[:5]) if names else "none yet (no proposal has been staged)"
+        raise BadArgument(f"{target!r} is outside the managed targets; managed: {listed}")
+
+
+def _summary(row: dict[str, Any]) -> ProposalSummary:
+    return ProposalSummary.model_validate(
+        {k: row.get(k) for k in ProposalSummary.model_fields}
+        | {"base_hash": row.get("base_hash") or ""}
+    )
+
+
+def _project_arg(project: str | None, *, must_exist: bool = True) -> Path | None:
+    """An agent's ``project`` argument: absolute (a server's cwd means nothing to its caller),
+    ``~`` expanded; a directory unless ``must_exist`` is off (filters may name a project
+    folder that is gone). Raises BadArgument."""
+    if not project:
+        return None
+    path = Path(project).expanduser()
+    if not path.is_absolute():
+        raise BadArgument(f"project must be an absolute path, got {project!r}")
+    if not path.is_dir():
+        if must_exist:
+            raise BadArgument(f"project {project!r} is not a directory")
+        return Path(os.path.normpath(path))
+    return path.resolve()
+
+
+def project_arg(project: str | None) -> Path | None:
+    """An agent's ``project`` for a night: an absolute, existing directory (BadArgument)."""
+    return _project_arg(project, must_exist=True)
+
+
+def _under(project: str | None, root: Path) -> bool:
+    r = str(root).rstrip("/")
+    return bool(project) and (project == r or (project or "").startswith(r + "/"))
+
+
+#: seconds the SessionEnd hook waits for the daemon at most (agents wait for their hooks)
+HOOK_TIMEOUT = 0.3
+
+
+def session_end_hook(timeout: float = HOOK_TIMEOUT) -> str:
+    """An agent session ended (the Claude Code plugin's ``SessionEnd`` hook): ask a running
+    daemon to ingest now. Never raises, never waits more than ``timeout`` seconds.
+
+    Returns what happened (``"sent"``, ``"answered"``, ``"refused"``, ``"no daemon"``) for
+    callers that want to log it; the hook discards it.
+    """
+    try:
+        reply = daemon_client.request("ingest-now", timeout=timeout)
+    except daemon_client.NoDaemon as exc:
+        # connected but the ingest outlasted the timeout: the daemon keeps going
+        return "sent" if "did not answer" in str(exc) else "no daemon"
+    except Exception:
+        return "no daemon"
+    return "answered" if reply.get("ok") else "refused"
