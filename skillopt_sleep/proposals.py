@@ -374,7 +374,7 @@ def rollback(store: Store, target: str | None = None, *, force: bool = False) ->
         # exactly the folders adopt created, and only those now empty
         removed = _remove_empty_dirs(_created_dirs(store, a))
     store.adoptions.set_rolled_back(a["id"], now_iso())
-    store.proposals.set_status(a["proposal_id"], "rolled_back")
+    store.proposals.set_status(a["proposal_id"], "rolled_back", "rolled back by the user")
     done = store.adoptions.get(a["id"]) or {}
     return RollbackResult(
         proposal_id=a["proposal_id"],

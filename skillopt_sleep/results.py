@@ -94,6 +94,8 @@ class NightSummary(_Model):
     test_note: str | None = None  # why the test split has no score
     unverified: str | None = None  # why the gate could not certify (no val split)
     stopped: str | None = None  # the budget that stopped the night early
+    #: edits of proposals the user rejected or rolled back, never proposed or staged again
+    user_refused: int | None = None
 
     def dump(self) -> dict[str, Any]:
         """The stored JSON form: absent texts are left out."""

@@ -31,12 +31,16 @@ def reflect_prompt(
     successes: list[dict[str, Any]],
     rejected: list[str],
     budget: int,
+    user_refused: list[dict[str, str]] | None = None,
 ) -> str:
     """Build the reflect prompt.
 
     ``failures`` / ``successes`` items: ``{"task": str, "answer": str, "score": float,
     "failed_checks": [{"kind", "value", "evidence"}], "corrections": [str]}``.
     ``rejected``: texts of edits the gate rejected earlier (the rejected-edit buffer).
+    ``user_refused``: ``{"edit": Edit.describe() text, "reason": the user's words}`` of edits
+    in proposals the user rejected or rolled back (left out of the prompt when empty, so
+    nights without any keep their cached prompts).
     """
     material = {
         "rules": rules,
@@ -45,12 +49,19 @@ def reflect_prompt(
         "rejected_edits": rejected,
         "edit_budget": budget,
     }
+    refused = ""
+    if user_refused:
+        material["user_refused_edits"] = user_refused
+        refused = (
+            "\nThe user reviewed and refused the edits under user_refused_edits (their reasons "
+            "say why): never propose them, or rules that say the same, again.\n"
+        )
     return f"""{REFLECT_MARKER}
 You improve a coding agent's skill document: a list of short rules the agent reads before it
 works. Below are the current rules, rollouts of the user's recurring tasks scored against
 checks derived from the user's own corrections, and edits that were already tried and
 rejected (do not propose them again).
-
+{refused}
 Propose at most {budget} edits that would make the failing rollouts pass without breaking the
 passing ones. Each edit is one of:
   {{"op": "add", "text": "<new rule>", "rationale": "..."}}

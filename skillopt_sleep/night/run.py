@@ -29,7 +29,13 @@ from skillopt_sleep.night import lifecycle
 from skillopt_sleep.night.document import Document, read_live, resolve_target, sha256_text
 from skillopt_sleep.night.lifecycle import NightStatus, Trigger, night_lock
 from skillopt_sleep.night.replay import mean, scorable
-from skillopt_sleep.night.train import OnRollout, Progress, Trainer, remembered_rejections
+from skillopt_sleep.night.train import (
+    OnRollout,
+    Progress,
+    Trainer,
+    remembered_rejections,
+    user_refusals,
+)
 from skillopt_sleep.results import EditCounts, NightCost, NightResult, NightSummary
 from skillopt_sleep.store import Store
 
@@ -269,6 +275,10 @@ def _run(
     night.rejected = remembered_rejections(store, str(target_path), summary.inputs)
     if night.rejected:
         say(f"remembering {len(night.rejected)} edit(s) rejected by earlier nights")
+    night.refused = user_refusals(store, str(target_path))
+    if night.refused:
+        summary.user_refused = len(night.refused)
+        say(f"remembering {len(night.refused)} edit(s) the user refused")
     verified = bool(val)
     if not verified:
         val = train
@@ -329,10 +339,24 @@ def _run(
         )
         if budget_note:
             summary.reason = f"stopped: {budget_note}; {summary.reason} before that"
+        if night.refused:
+            summary.reason += (
+                f"; {len(night.refused)} edit(s) the user refused were not tried again "
+                f"({', '.join(sorted({r['proposal'] for r in night.refused}))})"
+            )
         return finish(NightStatus.NO_CHANGE, **extra)
     if budget_note:
         summary.reason = f"stopped: {budget_note}; staging what the gate certified before that"
     new_text = doc.render(rules)
+    refused = store.proposals.refused(str(target_path), sha256_text(new_text))
+    if refused is not None:  # the user said no to this very document: never staged again
+        how = "rejected" if refused["status"] == "rejected" else "rolled back"
+        why = f" ({refused['reason']})" if refused.get("reason") else ""
+        summary.reason = (
+            f"the same document as proposal {refused['id']}, which the user {how}{why}: "
+            "not staged again"
+        )
+        return finish(NightStatus.NO_CHANGE, **extra)
     same = [
         p
         for p in store.proposals.staged(str(target_path))

@@ -203,6 +203,15 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
         "",
         report.scored_as,
         "",
+        *(
+            [
+                f"{report.summary.user_refused} edit(s) from proposals you rejected or rolled "
+                "back were remembered: never proposed or staged again.",
+                "",
+            ]
+            if report.summary.user_refused
+            else []
+        ),
         f"Adopt with `skillopt-sleep adopt {report.id}`, discard with "
         f"`skillopt-sleep reject {report.id}`.",
         "",

@@ -68,6 +68,8 @@ class Trainer:
         )
         self.edits: list[Edit] = []
         self.rejected: list[str] = []
+        #: edits of proposals the user rejected or rolled back: {"edit", "reason"}
+        self.refused: list[dict[str, str]] = []
         # the last gate-certified state, kept so a budget stop can still stage it
         self.rules: list[str] | None = None
         self.val_scores: dict[str, Scored] = {}
@@ -127,12 +129,27 @@ class Trainer:
             successes=successes[:5],
             rejected=self.rejected,
             budget=self.s.edit_budget,
+            user_refused=self.refused,
         )
         comp, _ = self.optimizer.complete(
             CompletionRequest(prompt=prompt, purpose="reflect", max_tokens=2000)
         )
         data = prompts.extract_json(comp.text, backend=self.optimizer.backend.name)
         return parse_edits(data)[: self.s.edit_budget]
+
+    def refused_as(self, e: Edit) -> str:
+        """Why ``e`` is an edit the user refused ("" when it is not): the same operation on
+        the same rule text, compared ignoring case and spacing."""
+
+        def key(said: str) -> str:
+            return " ".join(said.lower().split())
+
+        for r in self.refused:
+            if key(r["edit"]) == key(e.describe()):
+                return f"the user refused it in {r['proposal']}" + (
+                    f": {r['reason']}" if r["reason"] else ""
+                )
+        return ""
 
     def record_edit(self, e: Edit) -> None:
         self.edits.append(e)
@@ -173,6 +190,12 @@ class Trainer:
                     continue
                 for e in self.reflect(batch, scores, rules):
                     e.epoch, e.batch = epoch, b
+                    refused = self.refused_as(e)
+                    if refused:  # the user said no to it: no val replay, never applied
+                        e.status, e.reason = "rejected", refused
+                        self.say(f"  rejected: {e.describe()} ({refused})")
+                        self.record_edit(e)
+                        continue
                     candidate = apply_edit(rules, e)
                     if candidate is None:
                         e.status = "unmatched"  # apply_edit said why in e.reason
@@ -280,3 +303,21 @@ def _lost_spans(rules: list[str], merged: list[str]) -> list[str]:
     still holds, compared ignoring case (a merge may rewrite, not forget)."""
     kept = {x.lower() for r in merged for x in code_spans(r)}
     return sorted({x for r in rules for x in code_spans(r) if x.lower() not in kept})
+
+
+def user_refusals(store: Store, target_path: str) -> list[dict[str, str]]:
+    """Edits of proposals for ``target_path`` the user rejected or rolled back, as the
+    reflect prompt's ``user_refused_edits``: ``{"edit": Edit.describe(), "reason": …,
+    "proposal": id}``, newest first, deduplicated, at most :data:`REMEMBERED_REJECTIONS`."""
+    out: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for r in store.edits.refused_for(target_path):
+        said = Edit(op=r.op, text=r.text, old=r.old).describe()
+        if said in seen:
+            continue
+        seen.add(said)
+        why = r.reason or ("rolled back by the user" if r.status == "rolled_back" else "")
+        out.append({"edit": said, "reason": why, "proposal": r.proposal_id})
+        if len(out) >= REMEMBERED_REJECTIONS:
+            break
+    return out

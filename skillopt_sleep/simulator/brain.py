@@ -203,8 +203,11 @@ class Brain:
         """Edits ``[{"op": "add", "text", "rationale"}]`` (see the module docstring)."""
         blocked = {_norm(r) for r in material.get("rules", [])}
         # the buffer holds Edit.describe() texts: "add: <rule>", "replace: <old> -> <new>"
-        for r in material.get("rejected_edits", []):
-            r = re.sub(r"^(add|delete):\s*", "", str(r))
+        said = [str(r) for r in material.get("rejected_edits", [])]
+        if not self.persona.ignore_user_refusals:
+            said += [str(r.get("edit", "")) for r in material.get("user_refused_edits", [])]
+        for r in said:
+            r = re.sub(r"^(add|delete):\s*", "", r)
             blocked.add(_norm(r.split(" -> ", 1)[-1] if r.startswith("replace:") else r))
         budget = int(material.get("edit_budget", 2) or 0)
         groups: dict[str, list[tuple[str, str]]] = {

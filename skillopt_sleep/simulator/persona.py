@@ -21,6 +21,8 @@ A persona is a TOML file (see ``personas/demo.toml``)::
     useless_edits = ["Be helpful and precise."]
     harmful_edits = ["Keep answers under 12 characters."]
     lossy_consolidate = false        # consolidate by dropping the last rule (a bad merge)
+    ignore_user_refusals = false     # re-propose edits the user refused (a model that does
+                                     # not follow the prompt)
 
     [server]
     fail_first = 0                   # the first N model calls answer HTTP ``fail_status``
@@ -61,6 +63,7 @@ class Persona:
     useless_edits: tuple[str, ...] = ()
     harmful_edits: tuple[str, ...] = ()
     lossy_consolidate: bool = False
+    ignore_user_refusals: bool = False
     fail_first: int = 0
     fail_status: int = 500
 
@@ -100,6 +103,7 @@ def persona_from_dict(data: dict[str, Any]) -> Persona:
         useless_edits=tuple(str(e) for e in opt.get("useless_edits", [])),
         harmful_edits=tuple(str(e) for e in opt.get("harmful_edits", [])),
         lossy_consolidate=bool(opt.get("lossy_consolidate", False)),
+        ignore_user_refusals=bool(opt.get("ignore_user_refusals", False)),
         fail_first=int(server.get("fail_first", 0)),
         fail_status=int(server.get("fail_status", 500)),
     )

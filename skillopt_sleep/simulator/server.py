@@ -44,9 +44,11 @@ class Stats:
     ``{"endpoint", "method", "status", "role", "model", "stream", "prompt", "tools",
     "tool", "prompt_chars", "prompt_tail"}`` (``prompt``: first 200 chars of the user's
     prompt, ``prompt_tail`` its last 200, ``prompt_chars`` its length; ``tools``: names offered;
-    ``tool``: the tool call answered, if any)."""
+    ``tool``: the tool call answered, if any). With ``full`` each record also holds the whole
+    prompt as ``prompt_full`` (for tests that read what a client really sent)."""
 
     keep: int = 200
+    full: bool = False
     by_endpoint: Counter[str] = field(default_factory=Counter)
     by_role: Counter[str] = field(default_factory=Counter)
     requests: deque[dict[str, Any]] = field(default_factory=deque)
@@ -214,6 +216,8 @@ class _Handler(BaseHTTPRequestHandler):
             prompt_chars=len(turn.prompt),
             tools=turn.tools,
         )
+        if sim.stats.full:
+            rec["prompt_full"] = turn.prompt
         stall = sim.take_stall()
         if stall is not None:
             # hang: no status line, no byte; then drop the connection (bounded, so this
@@ -289,13 +293,14 @@ class Simulator:
         api_key: str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        full_log: bool = False,
     ):
         if host not in LOOPBACK:
             raise ValueError(f"the simulator binds loopback only, not {host!r}")
         self.persona = load_persona(persona)
         self.brain = Brain(self.persona)
         self.api_key = api_key
-        self.stats = Stats()
+        self.stats = Stats(full=full_log)
         self._lock = threading.Lock()
         self._failures = [self.persona.fail_status] * self.persona.fail_first
         self._stalls: list[float] = []
@@ -390,9 +395,11 @@ def serve(
     *,
     port: int = 0,
     host: str = "127.0.0.1",
+    full_log: bool = False,
 ) -> Iterator[Simulator]:
-    """Run a simulator in a background thread: ``with serve(p) as sim: sim.url``."""
-    sim = Simulator(persona, api_key=api_key, host=host, port=port).start()
+    """Run a simulator in a background thread: ``with serve(p) as sim: sim.url``
+    (``full_log``: keep each request's whole prompt in ``sim.stats``)."""
+    sim = Simulator(persona, api_key=api_key, host=host, port=port, full_log=full_log).start()
     try:
         yield sim
     finally:

@@ -18,6 +18,19 @@ class RejectedEdit:
     night_summary: str
 
 
+@dataclass(frozen=True)
+class RefusedEdit:
+    """An edit the gate had applied in a proposal the user then rejected or rolled back:
+    ``proposal_id``, its ``status`` (rejected | rolled_back) and the user's ``reason``."""
+
+    op: Literal["add", "delete", "replace"]
+    text: str
+    old: str
+    proposal_id: str
+    status: str
+    reason: str
+
+
 class EditsRepo(Repository):
     """Rows: ``id``, ``night_id``, ``epoch``, ``batch``, ``op`` (add | delete | replace),
     ``text``, ``old``, ``rationale``, ``origin`` (reflect | consolidate), ``status``
@@ -37,3 +50,19 @@ class EditsRepo(Repository):
             [target_path],
         ).fetchall()
         return [RejectedEdit(cast(Any, r[0]), r[1] or "", r[2] or "", r[3] or "") for r in rows]
+
+    def refused_for(self, target_path: str) -> list[RefusedEdit]:
+        """Edits (not consolidations) applied in proposals for ``target_path`` that the user
+        rejected or rolled back, newest proposal first."""
+        rows = self.db.execute(
+            "select e.op, e.text, e.old, p.id, p.status, p.reason from edits e "
+            "join proposals p on p.night_id = e.night_id "
+            "where p.target_path = ? and p.status in ('rejected', 'rolled_back') "
+            "and e.status = 'applied' and e.origin != 'consolidate' "
+            "order by p.created_at desc, p.id desc, e.id",
+            [target_path],
+        ).fetchall()
+        return [
+            RefusedEdit(cast(Any, r[0]), r[1] or "", r[2] or "", r[3], r[4], r[5] or "")
+            for r in rows
+        ]

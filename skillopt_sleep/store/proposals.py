@@ -61,6 +61,19 @@ class ProposalsRepo(Repository):
             values["reason"] = reason
         self.db.table("proposals").update(proposal_id, values)
 
+    def refused(self, target_path: str, new_hash: str) -> Row | None:
+        """The newest proposal for ``target_path`` with the document ``new_hash`` (sha256)
+        that the user rejected or rolled back, or None."""
+        rows = list(
+            self.db.table("proposals").rows_where(
+                "target_path = ? and new_hash = ? and status in ('rejected', 'rolled_back')",
+                [target_path, new_hash],
+                order_by="created_at desc, id desc",
+                limit=1,
+            )
+        )
+        return rows[0] if rows else None
+
     def targets(self) -> list[str]:
         """Every live file path some proposal or adoption refers to (as stored)."""
         rows = self.db.execute(
