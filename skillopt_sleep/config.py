@@ -110,6 +110,10 @@ class DocumentConfig(_Strict):
     kind: Literal["managed_skill", "claude_md", "agents_md", "path"] = "managed_skill"
     agent: TrainableAgent = "claude_code"
     path: Path | None = None
+    #: Token budget of the managed block (estimated at 4 characters a token): a document
+    #: loaded in every turn costs the user these tokens every turn. Edits and consolidations
+    #: that would exceed it are refused.
+    max_tokens: int = Field(1500, ge=20, le=100_000)
 
     @field_validator("agent", mode="before")
     @classmethod

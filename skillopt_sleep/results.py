@@ -71,6 +71,20 @@ class EditCounts(_Model):
     unverified: int = 0
 
 
+class Delivery(_Model):
+    """What the trained document costs the user once adopted, in estimated tokens (4
+    characters a token). ``mode``: ``memory`` (the whole file reaches the model in every turn)
+    or ``skill`` (only its description is listed every turn; the body when the agent loads
+    it). ``block_tokens`` is the managed block, held under ``budget``."""
+
+    mode: Literal["memory", "skill"]
+    rules: int
+    block_tokens: int
+    budget: int
+    per_turn_tokens: int
+    when_loaded_tokens: int | None = None
+
+
 class NightSummary(_Model):
     """What a night saw and decided, stored with its ``nights`` row and its proposal.
 
@@ -96,6 +110,8 @@ class NightSummary(_Model):
     stopped: str | None = None  # the budget that stopped the night early
     #: edits of proposals the user rejected or rolled back, never proposed or staged again
     user_refused: int | None = None
+    #: what delivering the trained document costs (estimated tokens; see :class:`Delivery`)
+    delivery: Delivery | None = None
 
     def dump(self) -> dict[str, Any]:
         """The stored JSON form: absent texts are left out."""

@@ -288,15 +288,18 @@ class Service:
     ) -> Dispatch:
         """Where a night asked for now runs, and why (see the module docstring).
         ``overridden``: backend or model flags were given."""
+        daemon = daemon_client.running_daemon()
         if dry_run:
-            return Dispatch(where="here", reason="a dry run runs here")
+            return Dispatch(
+                where="here", reason="a dry run runs here", daemon_running=daemon is not None
+            )
         if project is not None or overridden:
             return Dispatch(
                 where="here",
                 reason="a night for one project or with other backends runs here (the daemon "
                 "runs nights with its own settings)",
+                daemon_running=daemon is not None,
             )
-        daemon = daemon_client.running_daemon()
         if daemon is None:
             return Dispatch(where="here", reason="no daemon is running")
         if daemon.config != daemon_client.config_key(self.config_path):

@@ -140,8 +140,7 @@ def run(
     assert outcome.result is not None  # a waited-for night has its result
     if as_json:
         print_json(
-            outcome.result.model_dump(mode="json")
-            | {"via": outcome.via, "dispatch": outcome.reason}
+            outcome.result.model_dump(mode="json") | {"via": outcome.via, "reason": outcome.reason}
         )
         return
     print_night(outcome.result, by=" (run by the daemon)" if outcome.via == "daemon" else "")

@@ -97,7 +97,7 @@ def _status(service: Service) -> m.Status:
         database=st.database,
         counts=st.counts.model_dump(),
         night_running=st.night_running,
-        last_night=nights[0] if nights else None,
+        last_night=_night(service, st.last_night) if st.last_night else None,
         nights=nights,
         last_error=st.last_error,
         pending_proposals=st.pending_proposals,

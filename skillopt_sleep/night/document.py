@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from rapidfuzz import fuzz
 
@@ -43,6 +43,21 @@ description: Rules learned by skillopt-sleep from this user's recurring tasks an
 These rules were validated on the user's own recurring tasks before being adopted.
 
 """
+
+
+#: Characters per token for the size estimates (a common rule of thumb for English text and
+#: code with BPE tokenizers; no tokenizer is shipped, so sizes are estimates).
+CHARS_PER_TOKEN = 4
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimated tokens of ``text`` (:data:`CHARS_PER_TOKEN` characters a token, rounded up)."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def block_tokens(rules: list[str]) -> int:
+    """Estimated tokens of a managed block holding ``rules`` (markers included)."""
+    return estimate_tokens(BEGIN + "\n" + "".join(f"- {r}\n" for r in rules) + END)
 
 
 def sha256_text(text: str | None) -> str:
@@ -336,3 +351,27 @@ def parse_edits(data: dict, *, origin: str = "reflect") -> list[Edit]:
             )
         )
     return out
+
+
+def delivery_cost(target: Path, text: str, rules: list[str], budget: int) -> dict[str, Any]:
+    """What ``text`` (the document for ``target``) costs once adopted, in estimated tokens:
+    a ``SKILL.md`` is a skill (its frontmatter ``description`` is listed in every turn, the
+    whole file only once the agent loads it); any other file is memory, loaded whole in every
+    turn (see docs/agents.md). The fields of :class:`skillopt_sleep.results.Delivery`."""
+    if Path(target).name == "SKILL.md":
+        m = re.search(r"^description:\s*(.*)$", text, re.M)
+        return {
+            "mode": "skill",
+            "rules": len(rules),
+            "block_tokens": block_tokens(rules),
+            "budget": budget,
+            "per_turn_tokens": estimate_tokens(m.group(1) if m else ""),
+            "when_loaded_tokens": estimate_tokens(text),
+        }
+    return {
+        "mode": "memory",
+        "rules": len(rules),
+        "block_tokens": block_tokens(rules),
+        "budget": budget,
+        "per_turn_tokens": estimate_tokens(text),
+    }

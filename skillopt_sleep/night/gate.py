@@ -5,6 +5,10 @@ the current one's (by more than ``EPSILON``) and — with ``no_regression`` on (
 single val task scores lower. The epoch-end consolidation is gated without the strictness
 (``strict=False``): a merge may keep the score equal but must not lower the mean or any task.
 
+Size breaks ties (``shorter``: is the candidate's managed block shorter than the current
+one?): with an equal mean score, a shorter document is accepted even under ``strict`` (the same
+result for fewer tokens in every turn) and a longer one is refused even without it.
+
 When the val split is empty the night falls back to scoring on train; such a gate can only say
 ``unverified`` (the val slice overlaps train), and a night with only unverified edits stages no
 proposal.
@@ -34,6 +38,7 @@ def gate(
     *,
     no_regression: bool = True,
     strict: bool = True,
+    shorter: bool | None = None,
 ) -> Verdict:
     before, after = mean(current), mean(candidate)
     regressions = [
@@ -41,6 +46,23 @@ def gate(
         for tid, s in candidate.items()
         if tid in current and s.score < current[tid].score - EPSILON
     ]
+    tie = abs(after - before) <= EPSILON
+    if tie and shorter is not None and not (no_regression and regressions):
+        if shorter:
+            return Verdict(
+                True,
+                f"val {before:.3f} -> {after:.3f}: same score, shorter document",
+                before,
+                after,
+                regressions,
+            )
+        return Verdict(
+            False,
+            f"val {before:.3f} -> {after:.3f}: same score, not shorter",
+            before,
+            after,
+            regressions,
+        )
     if strict and after <= before + EPSILON:
         why = "worse" if after < before - EPSILON else "no strict improvement"
         return Verdict(False, f"val {before:.3f} -> {after:.3f}: {why}", before, after, regressions)

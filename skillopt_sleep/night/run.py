@@ -26,7 +26,13 @@ from skillopt_sleep.config import Settings
 from skillopt_sleep.errors import BudgetExceeded, NightError, SkilloptError
 from skillopt_sleep.models import Task
 from skillopt_sleep.night import lifecycle
-from skillopt_sleep.night.document import Document, read_live, resolve_target, sha256_text
+from skillopt_sleep.night.document import (
+    Document,
+    delivery_cost,
+    read_live,
+    resolve_target,
+    sha256_text,
+)
 from skillopt_sleep.night.lifecycle import NightStatus, Trigger, night_lock
 from skillopt_sleep.night.replay import mean, scorable
 from skillopt_sleep.night.train import (
@@ -36,7 +42,7 @@ from skillopt_sleep.night.train import (
     remembered_rejections,
     user_refusals,
 )
-from skillopt_sleep.results import EditCounts, NightCost, NightResult, NightSummary
+from skillopt_sleep.results import Delivery, EditCounts, NightCost, NightResult, NightSummary
 from skillopt_sleep.store import Store
 
 
@@ -237,7 +243,8 @@ def _run(
         f"{len(val)} val, {len(test)} test; training {target_path}"
     )
 
-    def finish(status: NightStatus, **extra: Any) -> NightResult:
+    def finish(status: NightStatus, seconds: float | None = None, **extra: Any) -> NightResult:
+        """Record the night's end; ``seconds``: wall time of its model calls (cost)."""
         lifecycle.finish(
             store,
             night_id,
@@ -256,7 +263,7 @@ def _run(
             val_after=extra.get("val_after"),
             test_before=extra.get("test_before"),
             test_after=extra.get("test_after"),
-            cost=NightCost.model_validate(extra),
+            cost=NightCost.model_validate(extra | {"seconds": seconds}),
         )
 
     if not train:
@@ -344,10 +351,13 @@ def _run(
                 f"; {len(night.refused)} edit(s) the user refused were not tried again "
                 f"({', '.join(sorted({r['proposal'] for r in night.refused}))})"
             )
-        return finish(NightStatus.NO_CHANGE, **extra)
+        return finish(NightStatus.NO_CHANGE, costs.get("seconds"), **extra)
     if budget_note:
         summary.reason = f"stopped: {budget_note}; staging what the gate certified before that"
     new_text = doc.render(rules)
+    summary.delivery = Delivery.model_validate(
+        delivery_cost(target_path, new_text, rules, s.document.max_tokens)
+    )
     refused = store.proposals.refused(str(target_path), sha256_text(new_text))
     if refused is not None:  # the user said no to this very document: never staged again
         how = "rejected" if refused["status"] == "rejected" else "rolled back"
@@ -356,7 +366,7 @@ def _run(
             f"the same document as proposal {refused['id']}, which the user {how}{why}: "
             "not staged again"
         )
-        return finish(NightStatus.NO_CHANGE, **extra)
+        return finish(NightStatus.NO_CHANGE, costs.get("seconds"), **extra)
     same = [
         p
         for p in store.proposals.staged(str(target_path))
@@ -366,7 +376,9 @@ def _run(
     ]
     if same:  # an unchanged re-run: the staged proposal already says this
         summary.reason = f"same result as the staged proposal {same[0]['id']}"
-        return finish(NightStatus.SUCCEEDED, proposal_id=same[0]["id"], **extra)
+        return finish(
+            NightStatus.SUCCEEDED, costs.get("seconds"), proposal_id=same[0]["id"], **extra
+        )
     proposal_id = stage_proposal(
         store,
         night_id=night_id,
@@ -383,4 +395,4 @@ def _run(
         test_before=test_before,
         test_after=test_after,
     )
-    return finish(NightStatus.SUCCEEDED, proposal_id=proposal_id, **extra)
+    return finish(NightStatus.SUCCEEDED, costs.get("seconds"), proposal_id=proposal_id, **extra)

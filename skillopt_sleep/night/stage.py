@@ -17,6 +17,7 @@ from skillopt_sleep import paths
 from skillopt_sleep.models import Task
 from skillopt_sleep.night.document import Edit, sha256_text
 from skillopt_sleep.results import (
+    Delivery,
     EditRecord,
     NightCost,
     NightSummary,
@@ -203,6 +204,7 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
         "",
         report.scored_as,
         "",
+        *(_delivery_lines(report.summary.delivery) if report.summary.delivery else []),
         *(
             [
                 f"{report.summary.user_refused} edit(s) from proposals you rejected or rolled "
@@ -234,3 +236,18 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
             lines.append(f"| {intent} | {_fmt(t.before)} | {_fmt(t.after)} |")
     lines += ["", "## Diff", "", "```diff", diff.rstrip("\n"), "```", ""]
     return "\n".join(lines)
+
+
+def _delivery_lines(d: Delivery) -> list[str]:
+    """What the document costs once adopted (estimated tokens), for report.md."""
+    head = (
+        f"Size: {d.rules} rule(s); the managed block is ~{d.block_tokens} tokens "
+        f"(budget {d.budget})."
+    )
+    if d.mode == "skill":
+        return [
+            head + f" As a skill it costs ~{d.per_turn_tokens} tokens in every turn (its "
+            f"description) and ~{d.when_loaded_tokens} when the agent loads it.",
+            "",
+        ]
+    return [head + f" Loaded in every turn, it costs ~{d.per_turn_tokens} tokens a turn.", ""]

@@ -25,6 +25,7 @@ from skillopt_sleep.night.document import (
     Document,
     Edit,
     apply_edit,
+    block_tokens,
     code_spans,
     parse_edits,
     sha256_text,
@@ -137,6 +138,15 @@ class Trainer:
         data = prompts.extract_json(comp.text, backend=self.optimizer.backend.name)
         return parse_edits(data)[: self.s.edit_budget]
 
+    def over_budget(self, rules: list[str], candidate: list[str]) -> str:
+        """Why ``candidate`` breaks the managed block's token budget ("" when it does not):
+        over ``document.max_tokens`` and larger than ``rules`` (a document already over the
+        budget may still shrink)."""
+        budget, after = self.s.document.max_tokens, block_tokens(candidate)
+        if after > budget and after > block_tokens(rules):
+            return f"over the token budget: the managed block would be ~{after} tokens (budget {budget})"
+        return ""
+
     def refused_as(self, e: Edit) -> str:
         """Why ``e`` is an edit the user refused ("" when it is not): the same operation on
         the same rule text, compared ignoring case and spacing."""
@@ -201,10 +211,21 @@ class Trainer:
                         e.status = "unmatched"  # apply_edit said why in e.reason
                         self.record_edit(e)
                         continue
+                    over = self.over_budget(rules, candidate)
+                    if over:  # never replayed: the document must stay affordable
+                        e.status, e.reason = "rejected", over
+                        self.say(f"  rejected: {e.describe()} ({over})")
+                        self.record_edit(e)
+                        continue
                     cand_scores = self.replay(
                         val, doc, candidate, "val", f"val e{epoch}b{b} candidate"
                     )
-                    v = gate(val_scores, cand_scores, no_regression=self.s.no_regression)
+                    v = gate(
+                        val_scores,
+                        cand_scores,
+                        no_regression=self.s.no_regression,
+                        shorter=_shorter(candidate, rules),
+                    )
                     rules, val_scores = self._settle(
                         e, v, rules, val_scores, candidate, cand_scores, verified
                     )
@@ -251,8 +272,19 @@ class Trainer:
             e.reason = "the merge drops " + ", ".join(f"`{x}`" for x in lost[:5])
             self.record_edit(e)
             return rules, val_scores
+        over = self.over_budget(rules, merged)
+        if over:
+            e.status, e.reason = "rejected", over
+            self.record_edit(e)
+            return rules, val_scores
         cand = self.replay(val, doc, merged, "val", f"val e{epoch} consolidate")
-        v = gate(val_scores, cand, no_regression=self.s.no_regression, strict=False)
+        v = gate(
+            val_scores,
+            cand,
+            no_regression=self.s.no_regression,
+            strict=False,
+            shorter=_shorter(merged, rules),
+        )
         rules, val_scores = self._settle(e, v, rules, val_scores, merged, cand, verified)
         self.record_edit(e)
         return rules, val_scores
@@ -321,3 +353,8 @@ def user_refusals(store: Store, target_path: str) -> list[dict[str, str]]:
         if len(out) >= REMEMBERED_REJECTIONS:
             break
     return out
+
+
+def _shorter(candidate: list[str], rules: list[str]) -> bool:
+    """Whether ``candidate``'s managed block is shorter (in characters) than ``rules``'."""
+    return sum(len(r) + 3 for r in candidate) < sum(len(r) + 3 for r in rules)

@@ -71,10 +71,10 @@ def test_cli_and_mcp_take_the_same_dispatch_decision(
     overridden = dict(harness.env, **{OVERRIDE: "1"})
     cli = _cli_run(harness, overridden)
     assert cli["via"] == "here" and cli["status"] in ("succeeded", "no_change"), cli
-    assert OVERRIDE in cli["dispatch"] and "other SKILLOPT_SLEEP_* settings" in cli["dispatch"]
+    assert OVERRIDE in cli["reason"] and "other SKILLOPT_SLEEP_* settings" in cli["reason"]
     mcp = _mcp_run_night(harness, overridden)
     assert mcp["via"] == "in-process", mcp
-    assert mcp["reason"] == cli["dispatch"]
+    assert mcp["reason"] == cli["reason"]
     wait_for(_settled, 120, what="the MCP server's night to finish")
     assert daemon_client.daemon_status().last_daemon_night is None  # the daemon ran none
 
@@ -84,7 +84,7 @@ def test_cli_and_mcp_take_the_same_dispatch_decision(
     wait_for(_daemon_idle, 30, what="the daemon's worker to exit")
     mcp = _mcp_run_night(harness, harness.env)
     assert mcp["via"] == "daemon", mcp
-    assert mcp["reason"] == cli["dispatch"]
+    assert mcp["reason"] == cli["reason"]
     wait_for(_settled, 120, what="the daemon's night to finish")
     triggers = [t for (t,) in db_rows("select trigger from nights order by id")]
     assert triggers == ["cli", "mcp", "cli", "mcp"]
