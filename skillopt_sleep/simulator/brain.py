@@ -19,18 +19,35 @@ and every message, applied to a target answer in this order:
 
 Any other sentence is ignored: without a matching rule the persona gives its canned answer
 (its "characteristic mistake").
+
+Skills (``Turn.skills``, parsed by ``wire.py`` from the listing each agent CLI sends, see
+docs/agents.md): a listed skill contributes only its *listing entry* (name, description,
+location), and that entry is never read for rules: a description says when to load a skill,
+it is not an instruction. As a target the brain loads a listed skill when the persona's
+``[skills]`` rule picks it (:func:`skill_matches`) and the CLI offers the way to load it:
+Claude Code's ``Skill`` / Copilot's ``skill`` tool with ``{"skill": name}``, or, for a skill
+listed with a file path (Codex), ``exec_command`` with ``cat <path>``. One skill per request,
+most shared words first, each at most once per conversation (a call already in the
+conversation counts as loaded). The CLI's answer carries the body, which the rule language
+then reads like any other context (the YAML front matter of a file read by a tool is skipped,
+so a description's sentences do not apply even after a Codex ``cat``). After a skill load the
+target goes on as at the start of the conversation: the canned answer's tools and ``Use the
+`T` tool.`` rules are still called, except tools already called in this conversation.
+Skills the CLI ships itself (``ListedSkill.builtin``) are not loaded unless the persona says
+``builtin = true``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from skillopt_sleep.night import prompts
-from skillopt_sleep.simulator.persona import Persona
+from skillopt_sleep.simulator.persona import Persona, SkillRule
 
 ROLES = ("target", "reflect", "judge", "consolidate")
 _MARKERS = {
@@ -44,7 +61,108 @@ _ALWAYS = re.compile(r"\balways\s+mention\s+`([^`]+)`", re.I)
 _NEVER = re.compile(r"\bnever\s+mention\s+`([^`]+)`", re.I)
 _USE_TOOL = re.compile(r"\buse\s+the\s+`([^`]+)`\s+tool", re.I)
 _MAX_CHARS = re.compile(r"\bkeep\s+answers\s+under\s+(\d+)\s+characters", re.I)
+_FRONT_MATTER = re.compile(r"(?ms)^---\n(?=[\w-]+:).*?^---$")
+_WORD = re.compile(r"[a-z]+")
+STOP_WORDS = frozenset(
+    [
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "also",
+        "always",
+        "another",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "could",
+        "does",
+        "doing",
+        "done",
+        "down",
+        "during",
+        "each",
+        "either",
+        "even",
+        "every",
+        "from",
+        "further",
+        "have",
+        "having",
+        "here",
+        "into",
+        "just",
+        "like",
+        "make",
+        "many",
+        "more",
+        "most",
+        "much",
+        "must",
+        "need",
+        "never",
+        "only",
+        "other",
+        "over",
+        "please",
+        "same",
+        "should",
+        "since",
+        "some",
+        "such",
+        "than",
+        "that",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "under",
+        "until",
+        "upon",
+        "used",
+        "uses",
+        "using",
+        "very",
+        "want",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "will",
+        "with",
+        "within",
+        "without",
+        "would",
+        "your",
+        "yours",
+    ]
+)
 _NEGATORS = re.compile(r"\b(not|never|instead\s+of|avoid|without|don't|do\s+not|no)\b", re.I)
+
+
+@dataclass(frozen=True)
+class ListedSkill:
+    """A skill as the request lists it. ``location``: Codex the absolute SKILL.md path,
+    Copilot ``user`` / ``project`` / ``builtin``, Claude Code ``""`` (none listed).
+    ``entry``: the listing text of this skill exactly as sent (never read for rules).
+    ``builtin``: shipped with the CLI, not the user's (see ``wire.py``)."""
+
+    name: str
+    description: str
+    location: str = ""
+    entry: str = ""
+    builtin: bool = False
 
 
 @dataclass
@@ -54,7 +172,10 @@ class Turn:
     ``system``: all system/developer/instructions text. ``messages``: (role, text) pairs with
     role ``user`` / ``assistant`` / ``tool`` (tool results). ``last_user``: full text of the
     last user message; ``prompt``: its last real text block (system reminders dropped).
-    ``tools``: names of the tools offered. ``after_tool``: the last item is a tool result.
+    ``tools``: names of the tools offered. ``after_tool``: the last item is a tool result
+    (a skill body the CLI sends after a skill call counts as part of that result).
+    ``skills``: the skills the request lists. ``calls``: the assistant's tool calls so far,
+    ``(name, input)`` in order.
     """
 
     model: str = ""
@@ -65,9 +186,25 @@ class Turn:
     tools: list[str] = field(default_factory=list)
     after_tool: bool = False
     stream: bool = False
+    skills: list[ListedSkill] = field(default_factory=list)
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     def all_text(self) -> str:
         return "\n".join([self.system, *(text for _, text in self.messages)])
+
+    def rule_text(self) -> str:
+        """The text the rule language reads: :meth:`all_text` without the skill listing's
+        entries and without the front matter of a skill file a tool read. Equal to
+        :meth:`all_text` when no skill is listed."""
+        if not self.skills:
+            return self.all_text()
+        parts = [self.system]
+        parts += [_FRONT_MATTER.sub("", t) if r == "tool" else t for r, t in self.messages]
+        text = "\n".join(parts)
+        for skill in self.skills:
+            if skill.entry:
+                text = text.replace(skill.entry, "")
+        return text
 
 
 @dataclass
@@ -147,6 +284,51 @@ def _material(text: str, role: str) -> dict[str, Any]:
         return {}
 
 
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of 4 letters or more, stop-words out (no stemming)."""
+    return {w for w in _WORD.findall(text.lower()) if len(w) >= 4 and w not in STOP_WORDS}
+
+
+def skill_matches(skill: ListedSkill, prompt: str, rule: SkillRule) -> int:
+    """How strongly the persona's load rule picks ``skill`` for ``prompt``: 0 = not at all.
+    ``words``: the number of content words its description shares with the prompt, when at
+    least ``min_shared``; ``always``: 1; ``never``: 0. A built-in skill: 0 unless
+    ``rule.builtin``."""
+    if skill.builtin and not rule.builtin:
+        return 0
+    if rule.match == "always":
+        return 1
+    if rule.match == "words":
+        shared = len(content_words(skill.description) & content_words(prompt))
+        return shared if shared >= max(rule.min_shared, 1) else 0
+    return 0
+
+
+def _is_path(location: str) -> bool:
+    return location.startswith("/")
+
+
+def loads_skill(call: tuple[str, dict[str, Any]], skill: ListedSkill) -> bool:
+    """True when the tool call ``(name, input)`` loads ``skill``: a ``Skill`` / ``skill`` call
+    naming it, or any call whose input holds its file path (Codex's ``cat <path>``)."""
+    name, tool_input = call
+    if name.lower() == "skill" and tool_input.get("skill") == skill.name:
+        return True
+    return _is_path(skill.location) and skill.location in json.dumps(tool_input, ensure_ascii=False)
+
+
+def skill_call(skill: ListedSkill, tools: list[str]) -> tuple[str, dict[str, Any]] | None:
+    """The tool call that loads ``skill`` with the tools offered, or None when none fits."""
+    offered = {t.lower(): t for t in tools}
+    if _is_path(skill.location):
+        if "exec_command" in offered:
+            return offered["exec_command"], {"cmd": f"cat {shlex.quote(skill.location)}"}
+        return None
+    if "skill" in offered:
+        return offered["skill"], {"skill": skill.name}
+    return None
+
+
 def _norm(rule: str) -> str:
     return " ".join(str(rule).lower().split()).rstrip(".")
 
@@ -181,22 +363,45 @@ class Brain:
     def target(self, turn: Turn) -> Reply:
         persona = self.persona
         asked = turn.prompt or turn.last_user
+        last_load = bool(
+            turn.after_tool
+            and turn.calls
+            and any(loads_skill(turn.calls[-1], s) for s in turn.skills)
+        )
+        if not turn.after_tool or last_load:
+            load = self.skill_to_load(turn, asked)
+            if load is not None:
+                return Reply("target", "", load[0], load[1])
         match = next((a for a in persona.answers if a.pattern.search(asked)), None)
         if match is not None:
             text = match.text
         else:
             text = persona.default_answer.replace("{prompt}", turn.prompt.strip())
-        rules = parse_rules(turn.all_text())
+        rules = parse_rules(turn.rule_text())
         text = apply_rules(text, rules)
-        if not turn.after_tool:
+        if not turn.after_tool or last_load:
             offered = {t.lower(): t for t in turn.tools}
+            called = {name.lower() for name, _ in turn.calls} if last_load else set()
             wanted = [(n, match.tool_input) for n in match.tools] if match else []
             wanted += [(name, {}) for name in rules.tools]
             for name, default in wanted:
-                if name.lower() in offered:
+                if name.lower() in offered and name.lower() not in called:
                     tool_input = persona.tool_inputs.get(name, default)
                     return Reply("target", "", offered[name.lower()], dict(tool_input))
         return Reply("target", text)
+
+    def skill_to_load(self, turn: Turn, asked: str) -> tuple[str, dict[str, Any]] | None:
+        """The call loading the best-matching listed skill not loaded yet (see the module
+        docstring), or None."""
+        best: tuple[int, tuple[str, dict[str, Any]]] | None = None
+        for skill in turn.skills:
+            score = skill_matches(skill, asked, self.persona.skills)
+            if not score or any(loads_skill(c, skill) for c in turn.calls):
+                continue
+            call = skill_call(skill, turn.tools)
+            if call is not None and (best is None or score > best[0]):
+                best = (score, call)
+        return None if best is None else best[1]
 
     # -- reflect ------------------------------------------------------------------------
     def reflect(self, material: dict[str, Any]) -> list[dict[str, str]]:

@@ -24,6 +24,18 @@ A persona is a TOML file (see ``personas/demo.toml``)::
     ignore_user_refusals = false     # re-propose edits the user refused (a model that does
                                      # not follow the prompt)
 
+    [skills]                         # as a target: when to load a skill the request lists
+    match = "words"                  # "words": its description shares >= min_shared content
+                                     # words (lower-cased, 4+ letters, stop-words out, no
+                                     # stemming) with the task prompt; "always"; "never"
+    min_shared = 1
+    builtin = false                  # also load skills the CLI ships itself (Copilot
+                                     # location "builtin", Codex's skills/.system, Claude
+                                     # Code's bundled names); never by default
+
+    A listed skill's description is never read for rules (it is not an instruction); only a
+    loaded skill's body is. With no skill listed, ``[skills]`` changes nothing.
+
     [server]
     fail_first = 0                   # the first N model calls answer HTTP ``fail_status``
     fail_status = 500
@@ -39,6 +51,16 @@ from pathlib import Path
 from typing import Any
 
 EDIT_GROUPS = ("harmful", "derived", "useless")
+SKILL_MATCHES = ("words", "always", "never")
+
+
+@dataclass(frozen=True)
+class SkillRule:
+    """When the target loads a listed skill (``[skills]`` in the persona TOML)."""
+
+    match: str = "words"
+    min_shared: int = 1
+    builtin: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,6 +88,7 @@ class Persona:
     ignore_user_refusals: bool = False
     fail_first: int = 0
     fail_status: int = 500
+    skills: SkillRule = SkillRule()
 
     def accepts(self, model: str) -> bool:
         """True when ``model`` is listed, or when the persona lists no models."""
@@ -93,6 +116,14 @@ def persona_from_dict(data: dict[str, Any]) -> Persona:
     bad = [g for g in order if g not in EDIT_GROUPS]
     if bad:
         raise ValueError(f"persona optimizer.order: unknown group(s) {bad}; known {EDIT_GROUPS}")
+    raw_skills = data.get("skills", {})
+    skills = SkillRule(
+        match=str(raw_skills.get("match", SkillRule.match)),
+        min_shared=int(raw_skills.get("min_shared", SkillRule.min_shared)),
+        builtin=bool(raw_skills.get("builtin", SkillRule.builtin)),
+    )
+    if skills.match not in SKILL_MATCHES:
+        raise ValueError(f"persona skills.match: unknown {skills.match!r}; known {SKILL_MATCHES}")
     return Persona(
         name=str(data.get("name", "persona")),
         models=tuple(str(m) for m in data.get("models", [])),
@@ -106,6 +137,7 @@ def persona_from_dict(data: dict[str, Any]) -> Persona:
         ignore_user_refusals=bool(opt.get("ignore_user_refusals", False)),
         fail_first=int(server.get("fail_first", 0)),
         fail_status=int(server.get("fail_status", 500)),
+        skills=skills,
     )
 
 

@@ -16,28 +16,148 @@
   ``stream_options.include_usage`` is set, then ``data: [DONE]``.
 
 Unknown request fields are ignored. ``usage`` is ``(input_tokens, output_tokens)``.
+
+Skill listings (:func:`listed_skills`, formats measured in docs/agents.md) are read from the
+system / developer text of every API: Claude Code's ``- name: description`` lines after "The
+following skills are available for use with the Skill tool:" (a role ``system`` entry of
+``messages``), Codex's ``<skills_instructions>`` (``- name: description (file: rN/…)`` with
+the "Skill roots" table, resolved to an absolute path), Copilot's ``<available_skills>``
+(``<skill>`` with name, description, location). A skill body the CLI sends back after a load
+(Claude's "Base directory for this skill:" text part, Copilot's ``<skill-context>`` user
+message) is context, never the user's prompt.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import time
 from collections.abc import Iterator
 from typing import Any
 
-from skillopt_sleep.simulator.brain import Reply, Turn
+from skillopt_sleep.simulator.brain import ListedSkill, Reply, Turn
 
 Usage = tuple[int, int]
 _CHUNK = 24  # characters per streamed text delta
 _TAGGED = re.compile(r"^\s*<([\w-]+)>.*?</\1>\s*", re.S)  # <system-reminder>..</system-reminder>
 _AGENTS_MD = "# AGENTS.md instructions"
+_SKILL_BODY = ("Base directory for this skill:", "<skill-context")
+
+# -- skill listings (docs/agents.md) --
+_CLAUDE_SKILLS = "The following skills are available for use with the Skill tool:"
+_CLAUDE_ENTRY = re.compile(r"^- ([A-Za-z0-9][\w.-]*): (.*)$")
+# Claude Code 2.1.328 lists its bundled skills with the user's and gives no location: these
+# names (measured in a sandbox HOME with no skill of its own) count as built-in.
+CLAUDE_BUNDLED_SKILLS = frozenset(
+    {
+        "dataviz",
+        "update-config",
+        "keybindings-help",
+        "code-review",
+        "simplify",
+        "fewer-permission-prompts",
+        "loop",
+        "claude-api",
+        "workflow-authoring",
+        "run",
+        "plugin-authoring",
+        "init",
+        "security-review",
+    }
+)
+_CODEX_BLOCK = re.compile(r"<skills_instructions>(.*?)</skills_instructions>", re.S)
+_CODEX_ROOT = re.compile(r"^- `(r\d+)` = `([^`]+)`$", re.M)
+_CODEX_ENTRY = re.compile(r"^- ([^:\n]+): (.*) \(file: (r\d+)/([^)\n]+)\)$", re.M)
+_COPILOT_BLOCK = re.compile(r"<available_skills>(.*?)</available_skills>", re.S)
+_COPILOT_ENTRY = re.compile(
+    r"<skill>\s*<name>(.*?)</name>\s*<description>(.*?)</description>\s*"
+    r"<location>(.*?)</location>\s*</skill>",
+    re.S,
+)
+
+
+def _claude_listing(text: str) -> list[ListedSkill]:
+    """Entries ``- name: description`` after the header, up to the first blank line; a line
+    that does not start an entry continues the previous description (bundled skills have
+    multi-line descriptions)."""
+    start = text.find(_CLAUDE_SKILLS)
+    if start < 0:
+        return []
+    found: list[tuple[str, list[str]]] = []  # (name, entry lines)
+    for line in text[start + len(_CLAUDE_SKILLS) :].lstrip("\n").split("\n"):
+        m = _CLAUDE_ENTRY.match(line)
+        if m is not None:
+            found.append((m.group(1), [line]))
+        elif line.strip() and found:
+            found[-1][1].append(line)
+        else:
+            break
+    out = []
+    for name, lines in found:
+        entry = "\n".join(lines)
+        description = entry[len(f"- {name}: ") :].strip()
+        out.append(ListedSkill(name, description, "", entry, name in CLAUDE_BUNDLED_SKILLS))
+    return out
+
+
+def _codex_listing(text: str) -> list[ListedSkill]:
+    out: list[ListedSkill] = []
+    for block in _CODEX_BLOCK.finditer(text):
+        roots: dict[str, str] = dict(_CODEX_ROOT.findall(block.group(1)))
+        for m in _CODEX_ENTRY.finditer(block.group(1)):
+            root = roots.get(m.group(3), m.group(3)).rstrip("/")
+            location = f"{root}/{m.group(4)}"
+            builtin = root.endswith("/.system") or "/.system/" in root
+            out.append(
+                ListedSkill(m.group(1).strip(), m.group(2).strip(), location, m.group(0), builtin)
+            )
+    return out
+
+
+def _copilot_listing(text: str) -> list[ListedSkill]:
+    out: list[ListedSkill] = []
+    for block in _COPILOT_BLOCK.finditer(text):
+        for m in _COPILOT_ENTRY.finditer(block.group(1)):
+            location = html.unescape(m.group(3).strip())
+            out.append(
+                ListedSkill(
+                    html.unescape(m.group(1).strip()),
+                    html.unescape(m.group(2).strip()),
+                    location,
+                    m.group(0),
+                    location == "builtin",
+                )
+            )
+    return out
+
+
+def listed_skills(text: str) -> list[ListedSkill]:
+    """The skills listed in ``text`` in any of the three CLIs' formats, in listing order."""
+    return _claude_listing(text) + _codex_listing(text) + _copilot_listing(text)
+
+
+def _is_skill_body(text: str) -> bool:
+    return text.lstrip().startswith(_SKILL_BODY)
+
+
+def _args(raw: Any) -> dict[str, Any]:
+    """A tool call's input: an object, or a JSON text of one (anything else: ``{}``)."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError:
+            return {}
+    return raw if isinstance(raw, dict) else {}
 
 
 def _clean(text: str) -> str:
-    """Drop leading tagged context blocks (reminders, datetime, environment) from a text."""
+    """Drop leading tagged context blocks (reminders, datetime, environment) from a text;
+    a skill body sent after a skill load is no prompt at all."""
     while (match := _TAGGED.match(text)) is not None:
         text = text[match.end() :]
+    if _is_skill_body(text):
+        return ""
     return "" if text.lstrip().startswith(_AGENTS_MD) else text.strip()
 
 
@@ -110,8 +230,17 @@ def parse_anthropic(body: dict[str, Any]) -> Turn:
         tools=_tool_names(body.get("tools")),
     )
     user_blocks: list[list[str]] = []
+    listing = [turn.system]
     for msg in body.get("messages") or []:
         role, content = msg.get("role", "user"), msg.get("content")
+        if role == "system":
+            listing.append(_text(content))
+        if role == "assistant" and isinstance(content, list):
+            turn.calls += [
+                (str(b.get("name", "")), _args(b.get("input")))
+                for b in content
+                if isinstance(b, dict) and b.get("type") == "tool_use"
+            ]
         results = (
             [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
             if isinstance(content, list)
@@ -128,6 +257,7 @@ def parse_anthropic(body: dict[str, Any]) -> Turn:
         else:
             turn.messages.append(("assistant", _text(content)))
             turn.after_tool = False
+    turn.skills = listed_skills("\n".join(listing))
     return _finish(turn, user_blocks)
 
 
@@ -243,7 +373,11 @@ def parse_responses(body: dict[str, Any]) -> Turn:
             turn.messages.append(("tool", _text(item.get("output"))))
         else:
             turn.messages.append(("assistant", _text(item)))
+            if kind.endswith("_call"):
+                raw = item.get("arguments", item.get("input", item.get("action")))
+                turn.calls.append((str(item.get("name") or kind), _args(raw)))
         turn.after_tool = kind.endswith("_output")
+    turn.skills = listed_skills(turn.system)
     return _finish(turn, user_blocks)
 
 
@@ -370,11 +504,18 @@ def parse_chat(body: dict[str, Any]) -> Turn:
             blocks = _blocks(content)
             user_blocks.append(blocks)
             turn.messages.append(("user", "\n".join(blocks)))
+            if blocks and all(_is_skill_body(b) for b in blocks):
+                continue  # Copilot's <skill-context> after a skill call: part of its result
         elif role in ("tool", "function"):
             turn.messages.append(("tool", _text(content)))
         else:
             turn.messages.append(("assistant", _text(content)))
+            for call in msg.get("tool_calls") or []:
+                fn = call.get("function") if isinstance(call, dict) else None
+                if isinstance(fn, dict):
+                    turn.calls.append((str(fn.get("name", "")), _args(fn.get("arguments"))))
         turn.after_tool = role in ("tool", "function")
+    turn.skills = listed_skills(turn.system)
     return _finish(turn, user_blocks)
 
 
