@@ -27,8 +27,8 @@ it is not an instruction. As a target the brain loads a listed skill when the pe
 ``[skills]`` rule picks it (:func:`skill_matches`) and the CLI offers the way to load it:
 Claude Code's ``Skill`` / Copilot's ``skill`` tool with ``{"skill": name}``, or, for a skill
 listed with a file path (Codex), ``exec_command`` with ``cat <path>``. One skill per request,
-most shared words first, each at most once per conversation (a call already in the
-conversation counts as loaded). The CLI's answer carries the body, which the rule language
+most shared words first (ties: listing order), each at most once per conversation (a call
+already in the conversation counts as loaded), at most ``max_loads`` skills per conversation. The CLI's answer carries the body, which the rule language
 then reads like any other context (the YAML front matter of a file read by a tool is skipped,
 so a description's sentences do not apply even after a Codex ``cat``). After a skill load the
 target goes on as at the start of the conversation: the canned answer's tools and ``Use the
@@ -317,6 +317,11 @@ def loads_skill(call: tuple[str, dict[str, Any]], skill: ListedSkill) -> bool:
     return _is_path(skill.location) and skill.location in json.dumps(tool_input, ensure_ascii=False)
 
 
+def skill_loaded(turn: Turn, skill: ListedSkill) -> bool:
+    """True when a tool call of the conversation so far loaded ``skill``."""
+    return any(loads_skill(call, skill) for call in turn.calls)
+
+
 def skill_call(skill: ListedSkill, tools: list[str]) -> tuple[str, dict[str, Any]] | None:
     """The tool call that loads ``skill`` with the tools offered, or None when none fits."""
     offered = {t.lower(): t for t in tools}
@@ -394,9 +399,12 @@ class Brain:
         """The call loading the best-matching listed skill not loaded yet (see the module
         docstring), or None."""
         best: tuple[int, tuple[str, dict[str, Any]]] | None = None
+        loaded = sum(skill_loaded(turn, skill) for skill in turn.skills)
+        if loaded >= self.persona.skills.max_loads:
+            return None
         for skill in turn.skills:
             score = skill_matches(skill, asked, self.persona.skills)
-            if not score or any(loads_skill(c, skill) for c in turn.calls):
+            if not score or skill_loaded(turn, skill):
                 continue
             call = skill_call(skill, turn.tools)
             if call is not None and (best is None or score > best[0]):

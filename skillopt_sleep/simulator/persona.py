@@ -29,6 +29,7 @@ A persona is a TOML file (see ``personas/demo.toml``)::
                                      # words (lower-cased, 4+ letters, stop-words out, no
                                      # stemming) with the task prompt; "always"; "never"
     min_shared = 1
+    max_loads = 1                    # skills loaded per conversation at most (the best match)
     builtin = false                  # also load skills the CLI ships itself (Copilot
                                      # location "builtin", Codex's skills/.system, Claude
                                      # Code's bundled names); never by default
@@ -60,6 +61,7 @@ class SkillRule:
 
     match: str = "words"
     min_shared: int = 1
+    max_loads: int = 1
     builtin: bool = False
 
 
@@ -120,6 +122,7 @@ def persona_from_dict(data: dict[str, Any]) -> Persona:
     skills = SkillRule(
         match=str(raw_skills.get("match", SkillRule.match)),
         min_shared=int(raw_skills.get("min_shared", SkillRule.min_shared)),
+        max_loads=int(raw_skills.get("max_loads", SkillRule.max_loads)),
         builtin=bool(raw_skills.get("builtin", SkillRule.builtin)),
     )
     if skills.match not in SKILL_MATCHES:

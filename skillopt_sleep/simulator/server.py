@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_sleep.simulator import wire
-from skillopt_sleep.simulator.brain import Brain, tokens
+from skillopt_sleep.simulator.brain import Brain, skill_loaded, tokens
 from skillopt_sleep.simulator.persona import Persona, load_persona
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -44,8 +44,12 @@ class Stats:
     ``{"endpoint", "method", "status", "role", "model", "stream", "prompt", "tools",
     "tool", "prompt_chars", "prompt_tail"}`` (``prompt``: first 200 chars of the user's
     prompt, ``prompt_tail`` its last 200, ``prompt_chars`` its length; ``tools``: names offered;
-    ``tool``: the tool call answered, if any). With ``full`` each record also holds the whole
-    prompt as ``prompt_full`` (for tests that read what a client really sent)."""
+    ``tool``: the tool call answered, if any). A request that lists skills of the user's
+    (built-in ones aside) also has ``skills`` (their names) and ``skills_loaded`` (those a tool
+    call of the conversation loaded). With ``full`` each record also holds the whole prompt
+    as ``prompt_full`` and the whole context the rule language sees before the listing is
+    taken out (:meth:`Turn.all_text`) as ``context_full`` (for tests that read what a client
+    really sent)."""
 
     keep: int = 200
     full: bool = False
@@ -216,8 +220,13 @@ class _Handler(BaseHTTPRequestHandler):
             prompt_chars=len(turn.prompt),
             tools=turn.tools,
         )
+        listed = [skill for skill in turn.skills if not skill.builtin]
+        if listed:
+            rec["skills"] = [skill.name for skill in listed]
+            rec["skills_loaded"] = [skill.name for skill in listed if skill_loaded(turn, skill)]
         if sim.stats.full:
             rec["prompt_full"] = turn.prompt
+            rec["context_full"] = turn.all_text()
         stall = sim.take_stall()
         if stall is not None:
             # hang: no status line, no byte; then drop the connection (bounded, so this

@@ -46,7 +46,7 @@ _SKILL_BODY = ("Base directory for this skill:", "<skill-context")
 
 # -- skill listings (docs/agents.md) --
 _CLAUDE_SKILLS = "The following skills are available for use with the Skill tool:"
-_CLAUDE_ENTRY = re.compile(r"^- ([A-Za-z0-9][\w.-]*): (.*)$")
+_CLAUDE_ENTRY = re.compile(r"^- ([^\s:]\S*?): (.*)$")  # a plugin's skill: "plugin:skill"
 # Claude Code 2.1.328 lists its bundled skills with the user's and gives no location: these
 # names (measured in a sandbox HOME with no skill of its own) count as built-in.
 CLAUDE_BUNDLED_SKILLS = frozenset(

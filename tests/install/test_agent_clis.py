@@ -39,6 +39,12 @@ text = "The sleep status is above."
 # in a Responses "namespace" mcp__<server, - as _>, which the simulator flattens to <ns>__<tool>
 tool = ["CLAUDE_TOOL", "mcp__skillopt_sleep__sleep_status"]
 tool_input = {}
+
+# these tests are about the MCP tools: the installed skill and the plugin's commands are listed
+# and their descriptions share "sleep" with the prompts, so a default persona would load one
+# first (tests/simulator/test_skill_loading.py covers that)
+[skills]
+match = "never"
 """.replace("CLAUDE_TOOL", CLAUDE_TOOL)
 
 
