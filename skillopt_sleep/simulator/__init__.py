@@ -3,7 +3,9 @@
 It answers Anthropic Messages, OpenAI Responses and OpenAI Chat Completions requests on a
 loopback port (127.0.0.1 only), streaming or not, from a persona TOML file and fixed rules
 (:mod:`skillopt_sleep.simulator.brain`): a target answer is the persona's canned answer
-modified by the rules of a tiny rule language found in the request's context, and the
+modified by the rules of a tiny rule language found in the request's context (a skill the
+request lists is loaded with the CLI's own tool call only when the persona's ``[skills]`` rule
+matches its description to the task; then its body's rules apply), and the
 optimizer roles (reflect / judge / consolidate) are recognised by the marker lines of
 :mod:`skillopt_sleep.night.prompts` and answered by deterministic algorithms. The same request
 always gets the same answer. Its only purpose is to exercise the engine and the agent CLIs

@@ -26,13 +26,15 @@ location), and that entry is never read for rules: a description says when to lo
 it is not an instruction. As a target the brain loads a listed skill when the persona's
 ``[skills]`` rule picks it (:func:`skill_matches`) and the CLI offers the way to load it:
 Claude Code's ``Skill`` / Copilot's ``skill`` tool with ``{"skill": name}``, or, for a skill
-listed with a file path (Codex), ``exec_command`` with ``cat <path>``. One skill per request,
-most shared words first (ties: listing order), each at most once per conversation (a call
-already in the conversation counts as loaded), at most ``max_loads`` skills per conversation. The CLI's answer carries the body, which the rule language
-then reads like any other context (the YAML front matter of a file read by a tool is skipped,
-so a description's sentences do not apply even after a Codex ``cat``). After a skill load the
-target goes on as at the start of the conversation: the canned answer's tools and ``Use the
-`T` tool.`` rules are still called, except tools already called in this conversation.
+listed with a file path (Codex), ``exec_command`` with ``cat <path>``. Loading happens at the
+start of a conversation or right after another load, never after a plain tool result; one
+skill per request, most shared words first (ties: listing order), each at most once (a call
+already in the conversation counts as loaded), at most ``max_loads`` per conversation. The
+CLI's answer carries the body, which the rule language then reads like any other context (the
+YAML front matter of a file read by a tool is skipped, so a description's sentences do not
+apply even after a Codex ``cat``). After a skill load the target goes on as at the start of
+the conversation: the canned answer's tools and ``Use the `T` tool.`` rules are still called,
+except a call (tool and input) already made in this conversation.
 Skills the CLI ships itself (``ListedSkill.builtin``) are not loaded unless the persona says
 ``builtin = true``.
 """
@@ -63,91 +65,18 @@ _USE_TOOL = re.compile(r"\buse\s+the\s+`([^`]+)`\s+tool", re.I)
 _MAX_CHARS = re.compile(r"\bkeep\s+answers\s+under\s+(\d+)\s+characters", re.I)
 _FRONT_MATTER = re.compile(r"(?ms)^---\n(?=[\w-]+:).*?^---$")
 _WORD = re.compile(r"[a-z]+")
-STOP_WORDS = frozenset(
-    [
-        "about",
-        "above",
-        "after",
-        "again",
-        "against",
-        "also",
-        "always",
-        "another",
-        "because",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "could",
-        "does",
-        "doing",
-        "done",
-        "down",
-        "during",
-        "each",
-        "either",
-        "even",
-        "every",
-        "from",
-        "further",
-        "have",
-        "having",
-        "here",
-        "into",
-        "just",
-        "like",
-        "make",
-        "many",
-        "more",
-        "most",
-        "much",
-        "must",
-        "need",
-        "never",
-        "only",
-        "other",
-        "over",
-        "please",
-        "same",
-        "should",
-        "since",
-        "some",
-        "such",
-        "than",
-        "that",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "under",
-        "until",
-        "upon",
-        "used",
-        "uses",
-        "using",
-        "very",
-        "want",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "will",
-        "with",
-        "within",
-        "without",
-        "would",
-        "your",
-        "yours",
-    ]
-)
+# fmt: off
+STOP_WORDS = frozenset([
+    "about", "above", "after", "again", "against", "also", "always", "another", "because", "been",
+    "before", "being", "below", "between", "both", "could", "does", "doing", "done", "down",
+    "during", "each", "either", "even", "every", "from", "further", "have", "having", "here",
+    "into", "just", "like", "make", "many", "more", "most", "much", "must", "need", "never",
+    "only", "other", "over", "please", "same", "should", "since", "some", "such", "than", "that",
+    "their", "them", "then", "there", "these", "they", "this", "those", "through", "under",
+    "until", "upon", "used", "uses", "using", "very", "want", "what", "when", "where", "which",
+    "while", "will", "with", "within", "without", "would", "your", "yours",
+])
+# fmt: on
 _NEGATORS = re.compile(r"\b(not|never|instead\s+of|avoid|without|don't|do\s+not|no)\b", re.I)
 
 
@@ -386,13 +315,13 @@ class Brain:
         text = apply_rules(text, rules)
         if not turn.after_tool or last_load:
             offered = {t.lower(): t for t in turn.tools}
-            called = {name.lower() for name, _ in turn.calls} if last_load else set()
+            called = [(name.lower(), args) for name, args in turn.calls] if last_load else []
             wanted = [(n, match.tool_input) for n in match.tools] if match else []
             wanted += [(name, {}) for name in rules.tools]
             for name, default in wanted:
-                if name.lower() in offered and name.lower() not in called:
-                    tool_input = persona.tool_inputs.get(name, default)
-                    return Reply("target", "", offered[name.lower()], dict(tool_input))
+                tool_input = dict(persona.tool_inputs.get(name, default))
+                if name.lower() in offered and (name.lower(), tool_input) not in called:
+                    return Reply("target", "", offered[name.lower()], tool_input)
         return Reply("target", text)
 
     def skill_to_load(self, turn: Turn, asked: str) -> tuple[str, dict[str, Any]] | None:

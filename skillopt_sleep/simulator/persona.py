@@ -33,9 +33,9 @@ A persona is a TOML file (see ``personas/demo.toml``)::
     builtin = false                  # also load skills the CLI ships itself (Copilot
                                      # location "builtin", Codex's skills/.system, Claude
                                      # Code's bundled names); never by default
-
-    A listed skill's description is never read for rules (it is not an instruction); only a
-    loaded skill's body is. With no skill listed, ``[skills]`` changes nothing.
+                                     # A listed description is never read for rules (it
+                                     # is no instruction), only a loaded body; with no
+                                     # skill listed, [skills] changes nothing
 
     [server]
     fail_first = 0                   # the first N model calls answer HTTP ``fail_status``

@@ -369,6 +369,21 @@ def test_each_skill_loads_once_and_the_answers_tool_follows_the_load() -> None:
     assert Brain(tooled).respond(turn).text == FIXED  # after a plain tool result: the answer
 
 
+def test_a_tool_rule_in_the_loaded_body_is_obeyed_and_a_load_is_not_repeated() -> None:
+    turn = turn_of("claude", MATCHING, after="python-tests")
+    turn.messages[-1] = ("user", turn.messages[-1][1] + "\nUse the `Bash` tool.\n")
+    assert Brain(persona()).respond(turn).tool == "Bash"  # the body's rule, after the load
+    # an answer whose own tool call is the very load already made: not made again
+    again = persona_from_dict(
+        {
+            "answers": [{"match": "unit tests", "text": ANSWER, "tool": ["Skill"]}],
+            "tool_inputs": {"Skill": {"skill": "python-tests"}},
+        }
+    )
+    reply = Brain(again).respond(turn_of("claude", MATCHING, after="python-tests"))
+    assert (reply.tool, reply.text) == (None, FIXED)
+
+
 def test_persona_skills_defaults_and_validation() -> None:
     assert Persona().skills == SkillRule(match="words", min_shared=1, max_loads=1, builtin=False)
     custom = persona(match="always", min_shared=2, max_loads=3, builtin=True).skills
