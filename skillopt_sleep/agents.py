@@ -114,6 +114,14 @@ class Agent:
     user_memory: tuple[str, ...] = ()
     #: memory / instruction files it loads from a project, relative to the project folder
     project_memory: tuple[str, ...] = ()
+    #: files of the home folder a replay's overlay copies so the user's login keeps working
+    #: (relative to :meth:`home`; those that do not exist are skipped)
+    auth_files: tuple[str, ...] = ()
+    #: how the agent frames a memory file in its model request, for replays through an HTTP
+    #: backend: ``(where, template)`` with ``where`` ``system`` (appended to the system text)
+    #: or ``user`` (before the prompt in the first user message); the template's ``{path}``,
+    #: ``{label}`` (user / project) and ``{text}`` are filled in. None: given as system text.
+    memory_framing: tuple[str, str] | None = None
     #: where the facts above come from and what is not verified
     notes: str = ""
     #: ``(env, home) -> the home folder`` (see :meth:`home`)
@@ -178,8 +186,17 @@ AGENTS: tuple[Agent, ...] = (
         skills_subdir="skills",
         user_memory=("CLAUDE.md",),
         project_memory=("CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md"),
+        auth_files=(".credentials.json",),
+        memory_framing=(
+            "user",
+            "<system-reminder>\nCodebase and user instructions are shown below. Be sure to "
+            "adhere to these instructions. IMPORTANT: These instructions OVERRIDE any default "
+            "behavior and you MUST follow them exactly as written.\n\nContents of {path} "
+            "({label}):\n\n{text}\n</system-reminder>\n",
+        ),
         notes="Home ~/.claude or $CLAUDE_CONFIG_DIR (transcripts in projects/, skills in "
-        "skills/). Memory files per Anthropic's memory docs; not checked against a live CLI.",
+        "skills/). Memory files and their framing measured with claude 2.1.328 "
+        "(docs/agents.md; rules/*.md are loaded too).",
         _home=_env_or("CLAUDE_CONFIG_DIR", ".claude"),
     ),
     Agent(
@@ -194,8 +211,14 @@ AGENTS: tuple[Agent, ...] = (
         skills_subdir="skills",
         user_memory=("AGENTS.md",),
         project_memory=("AGENTS.md",),
+        auth_files=("auth.json", "config.toml"),
+        memory_framing=(
+            "user",
+            "# AGENTS.md instructions\n\n<INSTRUCTIONS>\n{text}\n</INSTRUCTIONS>\n",
+        ),
         notes="Home ~/.codex or $CODEX_HOME (rollouts in sessions/ and archived_sessions/). "
-        "AGENTS.override.md (which replaces AGENTS.md) is not listed; unverified.",
+        "Memory files and their framing measured with codex 0.169.0 (docs/agents.md); "
+        "AGENTS.override.md replaces AGENTS.md and is never written.",
         _home=_env_or("CODEX_HOME", ".codex"),
     ),
     Agent(
@@ -209,11 +232,12 @@ AGENTS: tuple[Agent, ...] = (
         install="copilot",
         skills_subdir="skills",
         user_memory=("copilot-instructions.md",),
-        project_memory=(".github/copilot-instructions.md", "AGENTS.md"),
+        project_memory=(".github/copilot-instructions.md", "AGENTS.md", "CLAUDE.md", "GEMINI.md"),
+        auth_files=("config.json",),
+        memory_framing=("system", "<custom_instruction>\n{text}\n\n</custom_instruction>"),
         notes="Copilot CLI home ~/.copilot or $COPILOT_HOME (session-state/); the VS Code "
-        "extension's logs are in VS Code's user folders (source copilot_vscode). The user "
-        "copilot-instructions.md is where install writes its snippet; unverified that the CLI "
-        "loads it.",
+        "extension's logs are in VS Code's user folders (source copilot_vscode). Memory files "
+        "and their framing measured with copilot 1.0.102 (docs/agents.md).",
         _home=_env_or("COPILOT_HOME", ".copilot"),
     ),
     Agent(
@@ -334,3 +358,21 @@ __all__ = [
     "source_names",
     "trainable_agents",
 ]
+
+
+MEMORY_LABELS = {
+    "user": "user's private global instructions for all projects",
+    "project": "project instructions, checked into the codebase",
+}
+
+
+def frame_memory(agent: str, path: str, scope: str, text: str) -> tuple[str, str]:
+    """``(system, user_prefix)``: how ``agent`` puts a memory file's ``text`` into its model
+    request (its :attr:`Agent.memory_framing`); an agent without a measured framing gets the
+    text as system text."""
+    a = get_agent(agent)
+    if a.memory_framing is None:
+        return text, ""
+    where, template = a.memory_framing
+    framed = template.format(path=path, label=MEMORY_LABELS.get(scope, scope), text=text)
+    return (framed, "") if where == "system" else ("", framed)

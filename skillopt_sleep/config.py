@@ -97,6 +97,12 @@ class BackendConfig(_Strict):
 class DocumentConfig(_Strict):
     """Which document a night trains.
 
+    * ``memory`` (the default) — the managed block of ``agent``'s user-level memory file,
+      the file the agent loads in every turn of every session (Claude Code
+      ``~/.claude/CLAUDE.md``, Codex ``$CODEX_HOME/AGENTS.md``, Copilot
+      ``~/.copilot/copilot-instructions.md``; measured in docs/agents.md). A rule learned
+      for a recurring request must reach the model every time to help: a skill reaches it
+      only when the agent decides to load it.
     * ``managed_skill`` — ``skillopt-sleep-learned/SKILL.md`` in ``agent``'s skills folder
       (:meth:`skillopt_sleep.agents.Agent.skills_dir`: Claude Code ``~/.claude/skills/``,
       Codex ``$CODEX_HOME/skills/``, …). ``agent`` is a canonical name or an alias
@@ -104,10 +110,12 @@ class DocumentConfig(_Strict):
     * ``claude_md`` / ``agents_md`` — ``CLAUDE.md`` / ``AGENTS.md`` in the project.
     * ``path`` — any file (an existing skill); ``path`` must be set.
 
-    Only the managed block (between the skillopt-sleep markers) is ever edited.
+    Only the managed block (between the skillopt-sleep markers) is ever edited. Replays put
+    each candidate exactly where the agent finds the document after adopt
+    (:mod:`skillopt_sleep.night.delivery`).
     """
 
-    kind: Literal["managed_skill", "claude_md", "agents_md", "path"] = "managed_skill"
+    kind: Literal["memory", "managed_skill", "claude_md", "agents_md", "path"] = "memory"
     agent: TrainableAgent = "claude_code"
     path: Path | None = None
     #: Token budget of the managed block (estimated at 4 characters a token): a document

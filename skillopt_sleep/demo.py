@@ -126,10 +126,9 @@ def demo_settings(home: Path, project: Path, url: str) -> dict[str, Any]:
         "optimizer": backend,
         "epochs": 1,
         "edit_budget": 3,
-        "document": {
-            "kind": "path",
-            "path": str(project / ".claude" / "skills" / "skillopt-sleep-learned" / "SKILL.md"),
-        },
+        # Claude Code's user memory file in the sandbox's home (never the user's own): the
+        # file the agent loads in every turn, where the replays put each candidate too
+        "document": {"kind": "path", "path": str(home / ".claude" / "CLAUDE.md")},
     }
 
 
@@ -156,7 +155,8 @@ def run_demo(
         say(f"simulator on {sim.url}")
         settings = load_settings(root / "no-config.toml", **demo_settings(home, project, sim.url))
         store = Store(root / "skillopt-home" / "state" / "skillopt.db")
-        result = run_night(store, settings, trigger="demo", progress=say)
+        # the sandbox's home: the agent folders the night resolves are the sandbox's
+        result = run_night(store, settings, trigger="demo", progress=say, env={}, home=home)
         report = ""
         if result.proposal_id:
             row = store.proposals.get(result.proposal_id) or {}

@@ -96,11 +96,33 @@ class Usage(BaseModel):
     output_tokens: int = 0
 
 
-class CompletionRequest(BaseModel):
-    """One model call. ``system`` carries the skill document for target calls.
+class Placement(BaseModel):
+    """Where a target call's candidate document goes: exactly where, and as, the live agent
+    finds it once the document is adopted (see docs/agents.md for what each CLI loads).
 
-    ``tools`` names the tools the call may use (exec backends only; ignored by HTTP ones).
-    ``purpose`` is ``target`` / ``reflect`` / ``judge`` / ``consolidate`` (for accounting).
+    ``agent``: the canonical agent whose files these are; ``scope``: ``user`` (``path`` is
+    relative to the agent's home folder, e.g. ``CLAUDE.md``, ``AGENTS.md``,
+    ``skills/<name>/SKILL.md``) or ``project`` (relative to the working folder); ``mode``:
+    ``memory`` (loaded in every turn) or ``skill`` (listed by its description, loaded when the
+    agent decides); ``text``: the whole file.
+    """
+
+    agent: str
+    scope: Literal["user", "project"]
+    path: str
+    mode: Literal["memory", "skill"]
+    text: str
+
+
+class CompletionRequest(BaseModel):
+    """One model call.
+
+    A target call carries the candidate document either as ``placement`` (the replay puts the
+    file where the live agent will load it: an exec backend in an overlay of the agent's
+    config folder or in the working folder, an HTTP backend framed as that agent frames it) or,
+    for a document no agent loads by itself, as ``system`` text. ``tools`` names the tools the
+    call may use (exec backends only; ignored by HTTP ones). ``purpose`` is ``target`` /
+    ``reflect`` / ``judge`` / ``consolidate`` (for accounting).
     """
 
     system: str = ""
@@ -109,6 +131,7 @@ class CompletionRequest(BaseModel):
     max_tokens: int = 1024
     tools: list[str] = Field(default_factory=list)
     purpose: str = "target"
+    placement: Placement | None = None
 
 
 class Completion(BaseModel):

@@ -182,7 +182,12 @@ def test_a_home_variable_with_tilde_is_one_folder_for_logs_and_skill(
             assert roots and all(r.is_relative_to(where) for r in roots), (source, roots)
             assert "~" not in str(roots)
         if agent.trainable:
-            skill = resolve_target(DocumentConfig(agent=name), None, env=env, home=home)  # type: ignore[arg-type]
+            skill = resolve_target(
+                DocumentConfig(kind="managed_skill", agent=name),
+                None,
+                env=env,
+                home=home,  # type: ignore[arg-type]
+            )
             assert skill == where / "skills" / SKILL_NAME / "SKILL.md"
     # an empty variable is no variable
     assert agent.home({HOME_ENV[name]: ""}, home) == home / DEFAULT_HOME[name]
@@ -199,7 +204,7 @@ def test_codex_home_with_tilde_is_the_same_folder_for_rollouts_skill_and_install
     want = isolated_home / "codex-elsewhere"
     roots = get_source("codex").default_roots(os.environ, Path.home())
     assert roots == [want / "sessions", want / "archived_sessions"]
-    skill = resolve_target(DocumentConfig(agent="codex"), None)
+    skill = resolve_target(DocumentConfig(kind="managed_skill", agent="codex"), None)
     assert skill == want / "skills" / SKILL_NAME / "SKILL.md"
     assert agent_home("codex") == want
     assert get_agent("codex").home() == want  # os.environ and Path.home() by default

@@ -15,7 +15,7 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_defaults_without_a_file(tmp_path):
     s = load_settings(tmp_path / "missing.toml")
     assert s.gate_metric == "mixed" and s.no_regression is True
-    assert s.document.kind == "managed_skill"
+    assert s.document.kind == "memory"
     assert set(s.sources) == {"claude_code", "codex"}
 
 

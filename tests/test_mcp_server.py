@@ -82,14 +82,17 @@ def prepare(root: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
     write_conversations(home, project, DEMO_CONVERSATIONS)
     settings = demo_settings(home, project, "http://unused")
     target = Path(settings["document"]["path"])
-    target.parent.mkdir(parents=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(EXISTING.encode())
     with monkeypatch.context() as mp, serve("demo") as sim:
         mp.setenv("SKILLOPT_SLEEP_HOME", str(sk_home))
         store = Store(sk_home / "state" / "skillopt.db")
         try:
             result = run_night(
-                store, load_settings(root / "none.toml", **demo_settings(home, project, sim.url))
+                store,
+                load_settings(root / "none.toml", **demo_settings(home, project, sim.url)),
+                env={},
+                home=home,
             )
         finally:
             store.close()

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from skillopt_sleep import agents
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.errors import (
@@ -49,7 +50,7 @@ from skillopt_sleep.errors import (
     BackendTimeout,
     BackendUnreachable,
 )
-from skillopt_sleep.models import Completion, CompletionRequest, Usage
+from skillopt_sleep.models import Completion, CompletionRequest, Placement, Usage
 from skillopt_sleep.redact import redact as _redact  # shared with the harvesters
 from skillopt_sleep.sources.base import SELF_MARKER
 
@@ -372,6 +373,36 @@ class ExecBackend(Backend):
     def cleanup(self, setup: CallSetup, cwd: Path) -> None:
         """After a call: remove what the CLI left about it outside ``cwd`` (best effort)."""
 
+    #: the agent (registry name) this CLI is; a placement for it goes where it loads files
+    agent: str = ""
+
+    def placed(self, request: CompletionRequest) -> Placement | None:
+        """The request's placement when it is for this CLI's agent (else None: the document,
+        if any, travels as ``request.system``)."""
+        p = request.placement
+        return p if p is not None and p.agent == self.agent else None
+
+    def overlay_home(self, placement: Placement, scratch: Path, *, copy_auth: bool = True) -> Path:
+        """A throw-away home folder for this agent for one call: the candidate written at
+        ``placement.path`` (user scope), plus copies of the user's :attr:`Agent.auth_files`
+        (``copy_auth``) so their login keeps working. The user's own folder is only read."""
+        agent = agents.get_agent(self.agent)
+        home = scratch / f"{self.agent}-home"
+        home.mkdir(exist_ok=True)
+        if copy_auth:
+            real = agent.home()
+            for name in agent.auth_files:
+                src = real / name
+                if src.is_file():
+                    dst = home / name
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(src, dst)
+                    os.chmod(dst, 0o600)
+        target = home / placement.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(placement.text, encoding="utf-8")
+        return home
+
     def base_env(self) -> dict[str, str]:
         """The child's environment: ours, without our own settings variables."""
         return {k: v for k, v in os.environ.items() if not k.startswith("SKILLOPT_SLEEP_")}
@@ -460,6 +491,7 @@ class ExecBackend(Backend):
             scratch.mkdir()
             setup = self.build(request, executable, cwd, scratch)
             for name, text in setup.files.items():
+                (cwd / name).parent.mkdir(parents=True, exist_ok=True)
                 (cwd / name).write_text(text, encoding="utf-8")
             try:
                 result = run_process(

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from skillopt_sleep.backends import _http
-from skillopt_sleep.backends.base import Backend
+from skillopt_sleep.backends.base import Backend, framed
 from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.errors import BackendResponseError
 from skillopt_sleep.models import Completion, CompletionRequest, Usage
@@ -43,13 +43,14 @@ class AnthropicBackend(Backend):
     def complete(self, request: CompletionRequest) -> Completion:
         key = _http.resolve_key(self.config, "ANTHROPIC_API_KEY", self.base_url, self.name)
         model = _http.pick_model(request.model, self.config, self.base_url, self.name)
+        system, prompt, _skill = framed(request)  # a skill stays listed only (no tool loop)
         payload: dict[str, Any] = {
             "model": model,
             "max_tokens": request.max_tokens or self.config.max_tokens,
-            "messages": [{"role": "user", "content": request.prompt}],
+            "messages": [{"role": "user", "content": prompt}],
         }
-        if request.system:
-            payload["system"] = request.system
+        if system:
+            payload["system"] = system
         headers = {"x-api-key": key, "anthropic-version": API_VERSION}
         started = time.monotonic()
         data = self._http.post("/v1/messages", payload, headers, model=model)

@@ -70,6 +70,7 @@ QUIET_ENV = {
 
 class ClaudeCodeBackend(ExecBackend):
     name = "claude_code"
+    agent = "claude_code"
     executable_name = "claude"
     install_hint = "npm install -g @anthropic-ai/claude-code"
     login_fix = (
@@ -87,7 +88,6 @@ class ClaudeCodeBackend(ExecBackend):
             "stream-json",
             "--verbose",
             "--no-session-persistence",
-            "--disable-slash-commands",
             "--strict-mcp-config",
             "--permission-mode",
             "dontAsk",
@@ -99,16 +99,24 @@ class ClaudeCodeBackend(ExecBackend):
         model = request.model or self.config.model
         if model:
             argv += ["--model", model]
-        if request.system:
+        placed = self.placed(request)
+        if placed is None or placed.mode != "skill":
+            argv.append("--disable-slash-commands")  # no skill listing unless a skill is trained
+        if placed is None and request.system:
             argv += ["--append-system-prompt", request.system]
         env = self.base_env()
         env.update(QUIET_ENV)
+        files: dict[str, str] = {}
+        if placed is not None and placed.scope == "user":
+            env["CLAUDE_CONFIG_DIR"] = str(self.overlay_home(placed, scratch))
+        elif placed is not None:
+            files[placed.path] = placed.text
         if self.config.base_url:
             env["ANTHROPIC_BASE_URL"] = self.config.base_url.rstrip("/").removesuffix("/v1")
         key = api_key(self.config)
         if key:
             env["ANTHROPIC_API_KEY"] = key
-        return CallSetup(argv=argv, env=env, stdin=marked(request.prompt))
+        return CallSetup(argv=argv, env=env, stdin=marked(request.prompt), files=files)
 
     def cleanup(self, setup: CallSetup, cwd: Path) -> None:
         # --no-session-persistence writes no transcript, but Claude Code still creates an

@@ -97,6 +97,7 @@ def _openai_base(url: str) -> str:
 
 class CodexBackend(ExecBackend):
     name = "codex"
+    agent = "codex"
     executable_name = "codex"
     install_hint = "npm install -g @openai/codex"
     login_fix = (
@@ -135,9 +136,15 @@ class CodexBackend(ExecBackend):
             argv += ["-c", 'web_search="disabled"']
         for item in QUIET:
             argv += ["-c", item]
-        if request.system:
+        placed = self.placed(request)
+        if placed is None and request.system:
             argv += ["-c", f"developer_instructions={_toml(request.system)}"]
         env = self.base_env()
+        files: dict[str, str] = {}
+        if placed is not None and placed.scope == "user":
+            env["CODEX_HOME"] = str(self.overlay_home(placed, scratch))
+        elif placed is not None:
+            files[placed.path] = placed.text
         env["NO_COLOR"] = "1"
         if self.config.base_url:
             provider = (
@@ -155,7 +162,7 @@ class CodexBackend(ExecBackend):
                 f'model_provider="{PROVIDER}"',
             ]
         argv.append("-")
-        return CallSetup(argv=argv, env=env, stdin=marked(request.prompt))
+        return CallSetup(argv=argv, env=env, stdin=marked(request.prompt), files=files)
 
     def parse(
         self, result: ProcessResult, request: CompletionRequest, scratch: Path

@@ -85,6 +85,7 @@ def _openai_base(url: str) -> str:
 
 class CopilotBackend(ExecBackend):
     name = "copilot"
+    agent = "copilot"
     executable_name = "copilot"
     install_hint = "npm install -g @github/copilot"
     login_fix = (
@@ -124,6 +125,11 @@ class CopilotBackend(ExecBackend):
         env = self.base_env()
         env.update({"COPILOT_AUTO_UPDATE": "false", "NO_COLOR": "1"})
         env.pop("COPILOT_ALLOW_ALL", None)  # never allow-all, whatever the user's shell says
+        placed = self.placed(request)
+        if placed is not None and placed.scope == "user":
+            # the user's login is kept (config.json) unless the provider comes from base_url
+            home = self.overlay_home(placed, scratch, copy_auth=not self.config.base_url)
+            env["COPILOT_HOME"] = str(home)
         if self.config.base_url:
             home = scratch / "copilot-home"
             home.mkdir(exist_ok=True)
@@ -139,7 +145,12 @@ class CopilotBackend(ExecBackend):
                 env["COPILOT_PROVIDER_API_KEY"] = key
             if model:
                 env["COPILOT_MODEL"] = model
-        files = {"AGENTS.md": request.system} if request.system else {}
+        if placed is not None and placed.scope == "project":
+            files = {placed.path: placed.text}
+        elif placed is None and request.system:
+            files = {"AGENTS.md": request.system}
+        else:
+            files = {}
         return CallSetup(argv=argv, env=env, stdin=marked(request.prompt), files=files)
 
     def parse(

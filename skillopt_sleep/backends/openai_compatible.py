@@ -10,11 +10,12 @@ the answer are still reported by name.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
 from skillopt_sleep.backends import _http
-from skillopt_sleep.backends.base import Backend
+from skillopt_sleep.backends.base import SKILL_TOOL, Backend, SkillOffer, framed
 from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.errors import BackendResponseError
 from skillopt_sleep.models import Completion, CompletionRequest, Usage
@@ -42,13 +43,29 @@ class OpenAICompatibleBackend(Backend):
     def complete(self, request: CompletionRequest) -> Completion:
         key = _http.resolve_key(self.config, "OPENAI_API_KEY", self.base_url, self.name)
         model = _http.pick_model(request.model, self.config, self.base_url, self.name)
-        messages: list[dict[str, str]] = []
-        if request.system:
-            messages.append({"role": "system", "content": request.system})
-        messages.append({"role": "user", "content": request.prompt})
+        system, prompt, skill = framed(request)
+        messages: list[dict[str, Any]] = []
+        if system:
+            messages.append({"role": "system", "content": system})
+        messages.append({"role": "user", "content": prompt})
         headers = {"Authorization": f"Bearer {key}"}
         started = time.monotonic()
-        data = self._post(model, messages, request.max_tokens or self.config.max_tokens, headers)
+        limit = request.max_tokens or self.config.max_tokens
+        tools = [SKILL_TOOL_SPEC] if skill else None
+        data = self._post(model, messages, limit, headers, tools)
+        call = _skill_call(data, skill)
+        if skill is not None and call is not None:
+            # the model asked for the skill: its body, then the answer (as an agent would)
+            first = _completion(data, model, 0.0, self.name)
+            messages += [
+                data["choices"][0]["message"],
+                {"role": "tool", "tool_call_id": call, "content": skill.result},
+            ]
+            data = self._post(model, messages, limit, headers, tools)
+            done = _completion(data, model, time.monotonic() - started, self.name)
+            done.usage.input_tokens += first.usage.input_tokens
+            done.usage.output_tokens += first.usage.output_tokens
+            return done
         return _completion(data, model, time.monotonic() - started, self.name)
 
     def check(self) -> None:
@@ -56,20 +73,27 @@ class OpenAICompatibleBackend(Backend):
         self._http.check("/models", {"Authorization": f"Bearer {key}"})
 
     def _post(
-        self, model: str, messages: list[dict[str, str]], max_tokens: int, headers: dict[str, str]
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        max_tokens: int,
+        headers: dict[str, str],
+        tools: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": model,
             "messages": messages,
             self._token_field: max_tokens,
         }
+        if tools:
+            payload["tools"] = tools
         try:
             return self._http.post("/chat/completions", payload, headers, model=model)
         except BackendResponseError as exc:
             # Newer OpenAI models reject max_tokens and ask for max_completion_tokens.
             if self._token_field == "max_tokens" and "max_completion_tokens" in str(exc):
                 self._token_field = "max_completion_tokens"
-                return self._post(model, messages, max_tokens, headers)
+                return self._post(model, messages, max_tokens, headers, tools)
             raise
 
     def close(self) -> None:
@@ -103,3 +127,39 @@ def _completion(data: dict[str, Any], model: str, seconds: float, backend: str) 
         model=str(data.get("model") or model),
         raw=data,
     )
+
+
+#: the skill-loading tool offered when a call lists a skill (OpenAI function format)
+SKILL_TOOL_SPEC: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": SKILL_TOOL,
+        "description": "Load a listed skill: returns its instructions.",
+        "parameters": {
+            "type": "object",
+            "properties": {"skill": {"type": "string", "description": "the skill's name"}},
+            "required": ["skill"],
+        },
+    },
+}
+
+
+def _skill_call(data: dict[str, Any], skill: SkillOffer | None) -> str | None:
+    """The id of the answer's call of :data:`SKILL_TOOL` for ``skill``, or None."""
+    if skill is None:
+        return None
+    try:
+        calls = data["choices"][0]["message"].get("tool_calls") or []
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return None
+    for c in calls:
+        fn = (c or {}).get("function") or {}
+        if fn.get("name") != SKILL_TOOL:
+            continue
+        try:
+            args = json.loads(fn.get("arguments") or "{}")
+        except ValueError:
+            args = {}
+        if isinstance(args, dict) and args.get("skill") == skill.name:
+            return str(c.get("id") or "call")
+    return None

@@ -100,6 +100,11 @@ def resolve_target(
         if not doc.path:
             raise NightError('document.kind = "path" needs document.path')
         return doc.path.expanduser().resolve()
+    if doc.kind == "memory":
+        files = agents.get_agent(doc.agent).user_memory_files(env, home)
+        if not files:
+            raise NightError(f"{doc.agent} has no user-level memory file known; use another kind")
+        return files[0]
     if doc.kind in ("claude_md", "agents_md"):
         if not project:
             raise NightError(f"document.kind = {doc.kind!r} needs a project (--project DIR)")

@@ -22,7 +22,7 @@ from typing import Any
 
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.errors import BudgetExceeded
-from skillopt_sleep.models import Check, Completion, CompletionRequest, Task, Usage
+from skillopt_sleep.models import Check, Completion, CompletionRequest, Placement, Task, Usage
 from skillopt_sleep.night import prompts
 from skillopt_sleep.redact import redact
 from skillopt_sleep.store import CachedResponse, Store
@@ -68,6 +68,8 @@ class Meter:
                 req.prompt,
                 sorted(req.tools),
                 req.max_tokens,
+                # only when set, so calls without a placement keep their cached answers
+                *([req.placement.model_dump()] if req.placement else []),
             ],
             ensure_ascii=False,
         )
@@ -184,18 +186,23 @@ class Replayer:
         metric: str,
         workers: int = 1,
         on_rollout: Callable[[Scored], None] | None = None,
+        place: Callable[[str], Placement | None] | None = None,
     ):
         self.target, self.judge, self.metric = target, judge, metric
         self.workers = max(1, workers)
         self.on_rollout = on_rollout
+        #: ``document -> Placement``: where a replay puts the candidate (None: as system text)
+        self.place = place
 
     def _one(self, task: Task, document: str) -> Scored:
+        placement = self.place(document) if self.place else None
         req = CompletionRequest(
-            system=document,
+            system="" if placement else document,
             prompt=task.intent,
             tools=list(task.tools),
             purpose="target",
             max_tokens=self.target.backend.config.max_tokens,
+            placement=placement,
         )
         comp, cached = self.target.complete(req)
         results: list[dict[str, Any]] = [

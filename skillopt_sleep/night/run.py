@@ -26,6 +26,7 @@ from skillopt_sleep.config import Settings
 from skillopt_sleep.errors import BudgetExceeded, NightError, SkilloptError
 from skillopt_sleep.models import Task
 from skillopt_sleep.night import lifecycle
+from skillopt_sleep.night.delivery import where_loaded
 from skillopt_sleep.night.document import (
     Document,
     delivery_cost,
@@ -229,12 +230,24 @@ def _run(
 
     replayed = agent_of_backend(s.target.name)  # None: a model API, not an agent's CLI
     replayed_on = replayed.name if replayed else None
-    if s.document.kind == "managed_skill" and replayed_on and replayed_on != s.document.agent:
+    where = where_loaded(
+        target_path, agent=replayed_on or s.document.agent, project=s.project, env=env, home=home
+    )
+    if where is None:
         summary.warning = (
-            f"the document is {s.document.agent}'s skill but the night replays "
-            f'through {s.target.name}; set document.agent = "{replayed_on}"'
+            f"{target_path} is not a file the agent loads by itself: the night gives it to "
+            "the model as system text, so its scores say nothing about daily use"
         )
         say(f"warning: {summary.warning}")
+    elif replayed_on and where.agent != replayed_on:
+        summary.warning = (
+            f"the document is {where.agent}'s ({where.describe()}) but the night replays "
+            f'through {s.target.name}; set document.agent = "{replayed_on}" or replay through '
+            f"{where.agent}"
+        )
+        say(f"warning: {summary.warning}")
+    else:
+        say(f"replays put each candidate where the agent finds it: {where.describe()}")
     lifecycle.record(
         store, night_id, target_path=str(target_path), summary=json.dumps(summary.dump())
     )
@@ -278,7 +291,9 @@ def _run(
     target.check()  # loud even when every rollout would come from the cache
     if optimizer is not target:
         optimizer.check()
-    night = Trainer(store, s, night_id, target, optimizer, say, on_rollout)
+    night = Trainer(
+        store, s, night_id, target, optimizer, say, on_rollout, place=where.place if where else None
+    )
     night.rejected = remembered_rejections(store, str(target_path), summary.inputs)
     if night.rejected:
         say(f"remembering {len(night.rejected)} edit(s) rejected by earlier nights")
@@ -381,6 +396,7 @@ def _run(
         )
     proposal_id = stage_proposal(
         store,
+        delivered=where.describe() if where else None,
         night_id=night_id,
         target_path=target_path,
         base_text=live,

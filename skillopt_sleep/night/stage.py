@@ -77,8 +77,10 @@ def stage_proposal(
     val_after: float | None,
     test_before: float | None,
     test_after: float | None,
+    delivered: str | None = None,
 ) -> str:
-    """Write the proposal folder and row; returns the proposal id (``p<night id>``)."""
+    """Write the proposal folder and row; returns the proposal id (``p<night id>``).
+    ``delivered``: where the replays put the candidates (see :func:`scoring_note`)."""
     pid = f"p{night_id}"
     folder = paths.proposals_dir() / pid
     if folder.exists() and store.proposals.get(pid) is None:
@@ -141,7 +143,7 @@ def stage_proposal(
         ],
         cost=cost,
         summary=summary,
-        scored_as=scoring_note(target_path),
+        scored_as=scoring_note(target_path, delivered),
     )
     (folder / "report.json").write_text(report.to_json(), "utf-8")
     (folder / "report.md").write_text(render_markdown(report, diff), encoding="utf-8")
@@ -168,18 +170,26 @@ def stage_proposal(
     return pid
 
 
-def scoring_note(target_path: Path | str) -> str:
-    """How the scores relate to daily use of the adopted document (shown in every report)."""
+def scoring_note(target_path: Path | str, delivered: str | None = None) -> str:
+    """How the scores relate to daily use of the adopted document (shown in every report).
+    ``delivered``: where the replays put each candidate (:meth:`.delivery.Where.describe`);
+    None when the agent does not load the file by itself (replays gave it as system text)."""
+    if delivered is None:
+        return (
+            f"The night gave this document to the model as system text: {Path(target_path).name} "
+            "is not a file the agent loads by itself, so the scores say nothing about daily use."
+        )
     if Path(target_path).name == "SKILL.md":
         return (
-            "The night scored this document given whole to the agent as instructions. "
-            "Adopted as a skill, it reaches the agent only when the agent loads the skill "
-            "(its description decides), so the gain in daily use can be smaller; rules "
-            "that must always apply belong in CLAUDE.md / AGENTS.md (`document.kind`)."
+            f"Each replay put the candidate where the agent finds it after adopt: {delivered}. "
+            "As a skill it reaches the model only when the agent decides to load it (its "
+            "description decides); the scores include the replays where it was not loaded. "
+            "Rules that must always apply belong in the agent's memory file "
+            '(document.kind = "memory").'
         )
     return (
-        "The night scored this document given whole to the agent as instructions, as the "
-        "agent loads it in every session."
+        f"Each replay put the candidate where the agent finds it after adopt: {delivered}; "
+        "the agent loads it in every session, so the scores are what the agent does with it."
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.config import Settings
-from skillopt_sleep.models import CompletionRequest, Task
+from skillopt_sleep.models import CompletionRequest, Placement, Task
 from skillopt_sleep.night import prompts
 from skillopt_sleep.night.document import (
     Document,
@@ -51,6 +51,7 @@ class Trainer:
         optimizer: Backend,
         say: Progress,
         on_rollout: OnRollout | None = None,
+        place: Callable[[str], Placement | None] | None = None,
     ):
         self.store, self.s, self.night_id, self.say = store, settings, night_id, say
         self.cost = Cost()
@@ -66,6 +67,7 @@ class Trainer:
             metric=settings.gate_metric,
             workers=target.config.workers,
             on_rollout=on_rollout,
+            place=place,
         )
         self.edits: list[Edit] = []
         self.rejected: list[str] = []

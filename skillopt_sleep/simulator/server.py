@@ -47,9 +47,9 @@ class Stats:
     ``tool``: the tool call answered, if any). A request that lists skills of the user's
     (built-in ones aside) also has ``skills`` (their names) and ``skills_loaded`` (those a tool
     call of the conversation loaded). With ``full`` each record also holds the whole prompt
-    as ``prompt_full`` and the whole context the rule language sees before the listing is
-    taken out (:meth:`Turn.all_text`) as ``context_full`` (for tests that read what a client
-    really sent)."""
+    as ``prompt_full``, the whole context the rule language sees before the listing is taken
+    out (:meth:`Turn.all_text`) as ``context_full`` and the request body (parsed JSON) as
+    ``body`` (for tests that read what a client really sent)."""
 
     keep: int = 200
     full: bool = False
@@ -227,6 +227,7 @@ class _Handler(BaseHTTPRequestHandler):
         if sim.stats.full:
             rec["prompt_full"] = turn.prompt
             rec["context_full"] = turn.all_text()
+            rec["body"] = body
         stall = sim.take_stall()
         if stall is not None:
             # hang: no status line, no byte; then drop the connection (bounded, so this

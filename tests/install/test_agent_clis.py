@@ -406,7 +406,13 @@ def adopt_a_real_proposal(home: Path, agent: str) -> Path:
     project = home / "webapp"
     project.mkdir(exist_ok=True)
     write_conversations(home, project, DEMO_CONVERSATIONS)
-    with serve("demo") as demo:
+    # a model that loads every skill it is offered, so the night can certify one
+    from importlib import resources
+
+    demo_toml = resources.files("skillopt_sleep.simulator").joinpath("personas/demo.toml")
+    persona = home / "always-load.toml"
+    persona.write_text(demo_toml.read_text("utf-8") + '\n[skills]\nmatch = "always"\n')
+    with serve(persona) as demo:
         settings = demo_settings(home, project, demo.url)
         settings["document"] = {"kind": "managed_skill", "agent": agent}
         store = open_store()

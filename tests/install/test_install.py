@@ -365,7 +365,7 @@ def test_session_end_hook_reaches_the_control_socket() -> None:
 def test_learned_skill_locations_per_agent(tmp_path: Path) -> None:
     home = tmp_path / "h"
     where = {
-        a: resolve_target(DocumentConfig(agent=a), None, env={}, home=home)
+        a: resolve_target(DocumentConfig(kind="managed_skill", agent=a), None, env={}, home=home)
         for a in ("claude_code", "codex", "copilot", "devin")
     }
     assert where == {
@@ -376,7 +376,9 @@ def test_learned_skill_locations_per_agent(tmp_path: Path) -> None:
     }
     env = {"COPILOT_HOME": str(tmp_path / "cp"), "CODEX_HOME": str(tmp_path / "cx")}
     assert (
-        resolve_target(DocumentConfig(agent="copilot"), None, env=env, home=home)
+        resolve_target(
+            DocumentConfig(kind="managed_skill", agent="copilot"), None, env=env, home=home
+        )
         == tmp_path / "cp" / "skills" / SKILL_NAME / "SKILL.md"
     )
 

@@ -81,14 +81,23 @@ def test_parse_edits_drops_malformed():
 
 def test_resolve_targets(tmp_path):
     home = tmp_path / "h"
+    # the default: the user-level memory file the agent loads in every turn
     assert (
-        resolve_target(DocumentConfig(), None, env={}, home=home)
+        resolve_target(DocumentConfig(), None, env={}, home=home) == home / ".claude" / "CLAUDE.md"
+    )
+    cx = {"CODEX_HOME": str(tmp_path / "cx")}
+    assert resolve_target(DocumentConfig(agent="codex"), None, env=cx, home=home) == (
+        tmp_path / "cx" / "AGENTS.md"
+    )
+    assert resolve_target(DocumentConfig(agent="copilot"), None, env={}, home=home) == (
+        home / ".copilot" / "copilot-instructions.md"
+    )
+    assert (
+        resolve_target(DocumentConfig(kind="managed_skill"), None, env={}, home=home)
         == home / ".claude" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
     )
     assert (
-        resolve_target(
-            DocumentConfig(agent="codex"), None, env={"CODEX_HOME": str(tmp_path / "cx")}, home=home
-        )
+        resolve_target(DocumentConfig(kind="managed_skill", agent="codex"), None, env=cx, home=home)
         == tmp_path / "cx" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
     )
     assert (

@@ -221,8 +221,9 @@ def test_a_skill_of_another_agent_than_the_replay_target_is_warned_about(world, 
         },
     )
     result = run_night(store, settings, dry_run=True, env={"CODEX_HOME": str(tmp_path / "cx")})
-    assert result.summary.warning.startswith(
-        "the document is codex's skill but the night replays through claude_code"
+    assert result.summary.warning is not None and result.summary.warning.startswith(
+        "the document is codex's (skills/skillopt-sleep-learned/SKILL.md in codex's user folder "
+        "(a skill, loaded on demand)) but the night replays through claude_code"
     )
 
 

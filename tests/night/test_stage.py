@@ -14,10 +14,16 @@ def _report(data: dict[str, Any]) -> ProposalReport:
 
 
 def test_a_skill_proposal_says_its_scores_assume_the_skill_is_loaded():
-    skill = scoring_note("/home/u/.claude/skills/skillopt-sleep-learned/SKILL.md")
-    assert "only when the agent loads the skill" in skill and "CLAUDE.md / AGENTS.md" in skill
-    memory = scoring_note("/home/u/src/app/CLAUDE.md")
+    where = "skills/skillopt-sleep-learned/SKILL.md in claude_code's user folder"
+    skill = scoring_note("/home/u/.claude/skills/skillopt-sleep-learned/SKILL.md", where)
+    assert "only when the agent decides to load it" in skill and where in skill
+    assert 'document.kind = "memory"' in skill
+    memory = scoring_note("/home/u/src/app/CLAUDE.md", "CLAUDE.md in claude_code's project")
     assert "loads it in every session" in memory and "only when" not in memory
+    # a file no agent loads by itself: the scores say nothing about daily use
+    elsewhere = scoring_note("/home/u/notes/rules.md", None)
+    assert "given as system text" in elsewhere or "as system text" in elsewhere
+    assert "say nothing about daily use" in elsewhere
     report = {
         "id": "p1",
         "target": "/x/SKILL.md",

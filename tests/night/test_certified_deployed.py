@@ -1,0 +1,197 @@
+"""Certified = deployed, with the pinned real CLIs against the simulator on loopback.
+
+For Claude Code, Codex and Copilot: a night trains the agent's memory file (the default
+document) by replaying every task through that agent's own CLI; after ``adopt`` the same real
+CLI, run in the project folder as the user would, sends a request that carries the learned rule
+at the very place the replays carried it (checked in the simulator's full request log), and its
+answer follows the rule. The same adopted text in a file the CLI does not load changes nothing,
+so this test fails when the document is deployed where the agent does not look.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skillopt_sleep import agents, paths
+from skillopt_sleep.config import load_settings
+from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
+from skillopt_sleep.night.document import Document
+from skillopt_sleep.night.run import run_night
+from skillopt_sleep.proposals import adopt
+from skillopt_sleep.simulator import serve
+from skillopt_sleep.simulator.persona import persona_from_dict
+from skillopt_sleep.store import Store
+from skillopt_sleep.testing.sessions import write_conversations
+from tests.helpers.clis import agent_binary
+from tests.helpers.night import PERSONA as NIGHT_PERSONA
+
+pytestmark = pytest.mark.cli
+
+SIM_KEY = "sk-sim-deployed-0123456789"
+MODEL = "sim-demo"
+ASK = "how do I install the dependencies?"
+TIMEOUT = 120
+# the engine tests' persona (every recurring task of DEMO_CONVERSATIONS answered the npm way),
+# answering only the model the CLIs are configured with
+PERSONA = tomllib.loads(
+    NIGHT_PERSONA.replace(
+        'name = "night-test"\nmodels = []', f'name = "deployed"\nmodels = ["{MODEL}"]'
+    )
+)
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ["HOME"],
+        "LANG": "C.UTF-8",
+        "NO_COLOR": "1",
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
+    env.update(extra)
+    return env
+
+
+def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
+    proc = subprocess.run(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert proc.returncode == 0, f"{argv[0]} exited {proc.returncode}:\n{proc.stderr[-2000:]}"
+    return proc.stdout
+
+
+def live_answer(agent: str, url: str, project: Path) -> str:
+    """The user asks the recurring question with the real CLI, in the project folder, with
+    their own (sandbox) config: what the CLI prints."""
+    if agent == "claude_code":
+        out = _run(
+            [agent_binary("claude"), "-p", ASK, "--output-format", "json", "--model", MODEL],
+            project,
+            _env(
+                ANTHROPIC_BASE_URL=url,
+                ANTHROPIC_API_KEY=SIM_KEY,
+                CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+                DISABLE_AUTOUPDATER="1",
+            ),
+        )
+        return str(json.loads(out)["result"])
+    if agent == "codex":
+        home = agents.get_agent("codex").home()
+        config = home / "config.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(
+            f'model = "{MODEL}"\nmodel_provider = "sim"\n\n[model_providers.sim]\n'
+            f'name = "Simulator"\nbase_url = "{url}/v1"\nwire_api = "responses"\n'
+            'env_key = "SIM_API_KEY"\n'
+        )
+        return _run(
+            [agent_binary("codex"), "exec", "--skip-git-repo-check", ASK],
+            project,
+            _env(SIM_API_KEY=SIM_KEY),
+        )
+    return _run(
+        [agent_binary("copilot"), "-p", ASK, "-s"],
+        project,
+        _env(
+            COPILOT_OFFLINE="true",
+            COPILOT_PROVIDER_BASE_URL=url + "/v1",
+            COPILOT_PROVIDER_API_KEY=SIM_KEY,
+            COPILOT_MODEL=MODEL,
+            COPILOT_AUTO_UPDATE="false",
+        ),
+    )
+
+
+def _texts(value: Any, at: str = "") -> list[tuple[str, str]]:
+    """Every string in a request body with its JSON path, list indices kept."""
+    if isinstance(value, str):
+        return [(at, value)]
+    if isinstance(value, dict):
+        return [x for k, v in value.items() for x in _texts(v, f"{at}.{k}")]
+    if isinstance(value, list):
+        return [x for i, v in enumerate(value) for x in _texts(v, f"{at}[{i}]")]
+    return []
+
+
+def place_of(body: dict[str, Any], rule: str) -> tuple[str, str]:
+    """Where ``rule`` is in a request: the JSON path of the string holding it and that
+    string's framing (its first line), paths of temporary folders masked."""
+    found = [(at, text) for at, text in _texts(body) if rule in text]
+    assert len(found) == 1, f"the rule should be in exactly one place: {[a for a, _ in found]}"
+    at, text = found[0]
+    head = re.sub(r"/\S+", "<path>", text.strip().splitlines()[0])
+    return at, head
+
+
+@pytest.mark.parametrize("agent", ["claude_code", "codex", "copilot"])
+def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
+    agent: str, tmp_path: Path, isolated_home: Path, cli_path: None
+) -> None:
+    project = (tmp_path / "webapp").resolve()
+    project.mkdir()
+    write_conversations(isolated_home, project, DEMO_CONVERSATIONS)
+    store = Store(paths.db_path())
+    with serve(persona_from_dict(PERSONA), api_key=SIM_KEY, full_log=True) as sim:
+        backend = {
+            "base_url": sim.url + ("" if agent == "claude_code" else "/v1"),
+            "model": MODEL,
+            "api_key": SIM_KEY,
+            "max_retries": 0,
+            "timeout": 90,
+            "workers": 2,
+        }
+        settings = load_settings(
+            Path("/nonexistent/config.toml"),
+            **{
+                **demo_settings(isolated_home, project, sim.url + "/v1"),
+                "document": {"kind": "memory", "agent": agent},
+                "target": {"name": agent, **backend},
+                "optimizer": {"name": "openai_compatible", **backend, "base_url": sim.url + "/v1"},
+            },
+        )
+        result = run_night(store, settings)
+        assert result.status == "succeeded", (result.summary, result.error)
+        night_log = list(sim.stats.requests)
+
+        live = agents.get_agent(agent).user_memory_files()[0]
+        assert not live.exists()  # staged, not written: nothing live changed yet
+        adopt(store, result.proposal_id)
+        rules = Document.parse(live.read_text()).rules
+        assert rules and any("pnpm" in r for r in rules), rules
+        rule = next(r for r in rules if "pnpm" in r)
+        replays = [
+            r["body"]
+            for r in night_log
+            if r.get("role") == "target" and rule in json.dumps(r.get("body") or {})
+        ]
+        assert replays, "no replay carried the learned rule"
+        replay_place = place_of(replays[-1], rule)
+
+        sim.stats.reset()
+        answer = live_answer(agent, sim.url, project)
+        bodies = [r["body"] for r in sim.stats.requests if r.get("role") == "target"]
+        assert bodies and all(rule in json.dumps(b) for b in bodies)
+        assert place_of(bodies[0], rule) == replay_place  # the same place, the same framing
+        assert "pnpm" in answer, answer
+
+        # the same text where the CLI does not look: the rule never reaches the model
+        live.rename(live.with_name("NOT-LOADED.md"))
+        sim.stats.reset()
+        answer = live_answer(agent, sim.url, project)
+        bodies = [r["body"] for r in sim.stats.requests if r.get("role") == "target"]
+        assert bodies and not any(rule in json.dumps(b) for b in bodies)
+        assert "npm install" in answer and "pnpm" not in answer, answer
