@@ -380,6 +380,30 @@ class DaemonStatus(_Model):
     last_error: dict[str, Any] | None = None
 
 
+class WildCheck(_Model):
+    """An adopted document in the user's real sessions since adopt (see
+    :mod:`skillopt_sleep.wild`): ``sessions`` that asked one of its tasks again, how many the
+    document ``reached`` (only those are evidence), how many of those the agent's first answer
+    ``passed`` (the task's checks), and ``corrected`` (the user corrected it); the same for the
+    sessions ``before`` adopt. ``flag``: why the document is not reaching the agent, and the
+    fix, once ``sessions`` reach the threshold with none reached."""
+
+    proposal_id: str
+    target_path: str
+    adopted_at: str
+    mode: str = Field(description="memory | skill | none (no agent loads the file by itself)")
+    sessions: int = 0
+    reached: int = 0
+    passed: int = 0
+    corrected: int = 0
+    pass_rate: float | None = None
+    before_sessions: int = 0
+    before_passed: int = 0
+    before_corrected: int = 0
+    before_pass_rate: float | None = None
+    flag: str | None = None
+
+
 class Counts(_Model):
     sessions: int = 0
     messages: int = 0
@@ -401,6 +425,8 @@ class Status(_Model):
     harvest: dict[str, HarvestView] = Field(default_factory=dict)
     daemon: DaemonStatus = Field(default_factory=DaemonStatus)
     config_error: str | None = None
+    #: every adoption in place, checked against the sessions since adopt
+    in_the_wild: list[WildCheck] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------- reads

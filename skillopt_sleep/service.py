@@ -66,6 +66,7 @@ from skillopt_sleep.results import (
     TaskInfo,
     TaskList,
     Trigger,
+    WildCheck,
 )
 from skillopt_sleep.status import night_view
 from skillopt_sleep.store import Store
@@ -150,10 +151,13 @@ class Service:
     def harvest(self, *, progress: bool = False) -> Any:
         """Harvest every enabled source now; returns the ``HarvestReport``."""
         from skillopt_sleep.sources.ingest import harvest
+        from skillopt_sleep.wild import record_reach
 
         settings = self.settings()
         with self._use() as store:
-            return harvest(store, settings, progress=progress)
+            report = harvest(store, settings, progress=progress)
+            record_reach(store, similarity=settings.similarity)
+            return report
 
     def mine(self, project: Path | None = None) -> Any:
         """Mine tasks from the store now (and save them); returns the ``MineReport``."""
@@ -538,10 +542,22 @@ class Service:
         last error and whether the config loads. A read: nothing is written."""
         with self._use() as store:
             status = status_view.collect_status(store, database=str(self.db_path()), nights=nights)
+        status.in_the_wild = self.in_the_wild()
         status.daemon = self.daemon_status(timeout=daemon_timeout)
         status.night_running = self.night_running()
         status.config_error = self.config_error()
         return status
+
+    def in_the_wild(self) -> list[WildCheck]:
+        """Each adoption in place against the sessions harvested since (:mod:`.wild`)."""
+        from skillopt_sleep.wild import in_the_wild
+
+        try:
+            similarity = self.settings().similarity
+        except ConfigError:
+            similarity = 0.72
+        with self._use() as store:
+            return in_the_wild(store, similarity=similarity)
 
     @staticmethod
     def daemon_status(timeout: float = 3.0) -> DaemonStatus:

@@ -260,6 +260,17 @@ def status(as_json: bool = JsonOpt) -> None:
         out.print(
             f"pending proposal {p['id']} for {p['target']} (val {_fmt(p['val_before'])} -> {_fmt(p['val_after'])})"
         )
+    for w in st.in_the_wild:
+        rate = f"{w.pass_rate:.0%}" if w.pass_rate is not None else "—"
+        before = f"{w.before_pass_rate:.0%}" if w.before_pass_rate is not None else "—"
+        out.print(
+            f"adopted {w.proposal_id} ({w.mode}) {w.target_path}: {w.sessions} matching "
+            f"session(s) since, reached {w.reached}, passed {rate} (before adopt: {before} "
+            f"of {w.before_sessions}), corrected {w.corrected}",
+            markup=False,
+        )
+        if w.flag:
+            out.print(f"  warning: {w.flag}", markup=False)
     for name, h in data["harvest"].items():
         out.print(
             f"harvest {name}: {h['files_seen']} files, {h['sessions_new']} new / "

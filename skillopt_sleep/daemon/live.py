@@ -119,6 +119,7 @@ class LiveIngest:
 
     def _ingest_loop(self) -> None:
         from skillopt_sleep.sources.ingest import harvest, harvest_file
+        from skillopt_sleep.wild import record_reach
 
         assert self.debouncer is not None
         store_ctx = None
@@ -168,6 +169,9 @@ class LiveIngest:
                                 info["sessions_new"] += len(fr.sessions_new)
                                 info["sessions_updated"] += len(fr.sessions_updated)
                                 info["messages"] += fr.messages
+                        if info["sessions_new"] or info["sessions_updated"]:
+                            # an adopted document's reach, judged as the sessions arrive
+                            record_reach(store, similarity=self.settings.similarity)
                 except Exception as exc:
                     log.exception("ingest failed")
                     self.note_error(f"ingest: {exc}")

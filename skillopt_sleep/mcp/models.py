@@ -24,6 +24,7 @@ from skillopt_sleep.results import (
     SkillInfo,
     TaskInfo,
     TaskList,
+    WildCheck,
 )
 from skillopt_sleep.results import EditRecord as EditInfo
 from skillopt_sleep.results import TaskDelta as TaskDelta
@@ -69,6 +70,12 @@ class Status(BaseModel):
     harvest: dict[str, Any] = Field(default_factory=dict)
     daemon: dict[str, Any] = Field(
         default_factory=dict, description="The background daemon: running, pid, …"
+    )
+    in_the_wild: list[WildCheck] = Field(
+        default_factory=list,
+        description="Each adopted document in the sessions since adopt: matching sessions, "
+        "how many it reached, pass rate and corrections before vs after, and a flag when it "
+        "does not reach the agent",
     )
 
 

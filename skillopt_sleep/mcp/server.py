@@ -103,6 +103,7 @@ def _status(service: Service) -> m.Status:
         pending_proposals=st.pending_proposals,
         harvest={k: v.model_dump() for k, v in st.harvest.items()},
         daemon=st.daemon.model_dump(exclude_none=True),
+        in_the_wild=st.in_the_wild,
     )
 
 

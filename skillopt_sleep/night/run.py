@@ -45,6 +45,7 @@ from skillopt_sleep.night.train import (
 )
 from skillopt_sleep.results import Delivery, EditCounts, NightCost, NightResult, NightSummary
 from skillopt_sleep.store import Store
+from skillopt_sleep.wild import record_reach
 
 
 def _inputs_fingerprint(s: Settings, base_hash: str, tasks: list[Task]) -> str:
@@ -202,6 +203,7 @@ def _run(
     if harvest_first:
         say("harvesting sessions")
         harvested = harvest(store, s)
+        record_reach(store, similarity=s.similarity)
         say(f"harvest: {_harvest_line(harvested)}")
     else:  # the caller harvested just before (the daemon's worker, under its ingest lock)
         say("harvest: skipped (harvested before the night)")

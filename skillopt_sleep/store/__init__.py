@@ -47,6 +47,7 @@ from skillopt_sleep.store.proposals import AdoptionsRepo, ProposalsRepo
 from skillopt_sleep.store.rollouts import RolloutsRepo
 from skillopt_sleep.store.sessions import SearchHit, SessionsRepo
 from skillopt_sleep.store.tasks import TasksRepo
+from skillopt_sleep.store.wild import WildRepo
 
 __all__ = [
     "CachedResponse",
@@ -96,6 +97,7 @@ class Store:
         self.adoptions = AdoptionsRepo(db)
         self.cache = ResponseCache(db)
         self.counts = Counts(db)
+        self.wild = WildRepo(db)
 
     def close(self) -> None:
         self.db.conn.close()

@@ -228,3 +228,13 @@ def m001_initial(db: Database) -> None:
 @migrations(name="m002_messages_fts")
 def m002_messages_fts(db: Database) -> None:
     db.table("messages").enable_fts(["text"], create_triggers=True, tokenize="porter")
+
+
+@migrations(name="m003_wild_sessions")
+def m003_wild_sessions(db: Database) -> None:
+    """Whether an adopted document reached a session harvested after adopt, judged when the
+    session was harvested (the adopted file's state then, not at a later status)."""
+    db.table("wild_sessions").create(
+        {"session_id": str, "adoption_id": int, "reached": int, "checked_at": str},
+        pk=("session_id", "adoption_id"),
+    )

@@ -111,3 +111,14 @@ class AdoptionsRepo(Repository):
     def set_rolled_back(self, adoption_id: int, at: str) -> None:
         """Record when the adoption was rolled back (ISO UTC)."""
         self.db.table("adoptions").update(adoption_id, {"rolled_back_at": at})
+
+    def in_place(self) -> list[Row]:
+        """The adoptions not rolled back, the newest of each target, newest first."""
+        rows = self.db.table("adoptions").rows_where("rolled_back_at is null", order_by="id desc")
+        seen: set[str] = set()
+        out = []
+        for r in rows:
+            if r["target_path"] not in seen:
+                seen.add(r["target_path"])
+                out.append(r)
+        return out

@@ -195,3 +195,61 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
         bodies = [r["body"] for r in sim.stats.requests if r.get("role") == "target"]
         assert bodies and not any(rule in json.dumps(b) for b in bodies)
         assert "npm install" in answer and "pnpm" not in answer, answer
+
+
+def _cli(*args: str) -> dict[str, Any]:
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "skillopt_sleep", *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout) if "--json" in args else {}
+
+
+def test_in_the_wild_the_adopted_memory_is_seen_reaching_real_sessions_and_flagged_when_not(
+    tmp_path: Path, isolated_home: Path, cli_path: None
+) -> None:
+    """After adopt, sessions the real claude CLI writes are harvested: status --json shows
+    how many asked the task again, how many the document reached, and their pass rate; a
+    document that stops reaching the agent is flagged after three such sessions."""
+    project = (tmp_path / "webapp").resolve()
+    project.mkdir()
+    write_conversations(isolated_home, project, DEMO_CONVERSATIONS)
+    store = Store(paths.db_path())
+    with serve(persona_from_dict(PERSONA), api_key=SIM_KEY, full_log=True) as sim:
+        backend = {"base_url": sim.url, "model": MODEL, "api_key": SIM_KEY, "max_retries": 0}
+        settings = load_settings(
+            Path("/nonexistent/config.toml"),
+            **{
+                **demo_settings(isolated_home, project, sim.url + "/v1"),
+                "document": {"kind": "memory", "agent": "claude_code"},
+                "target": {"name": "claude_code", **backend},
+                "optimizer": {**backend, "name": "openai_compatible", "base_url": sim.url + "/v1"},
+            },
+        )
+        result = run_night(store, settings)
+        assert result.status == "succeeded", result.summary
+        adopt(store, result.proposal_id)
+
+        assert "pnpm" in live_answer("claude_code", sim.url, project)  # a real session
+        _cli("harvest", "--json")
+        [wild] = _cli("status", "--json")["in_the_wild"]
+        assert wild["proposal_id"] == result.proposal_id and wild["mode"] == "memory"
+        assert (wild["sessions"], wild["reached"], wild["passed"]) == (1, 1, 1)
+        assert wild["pass_rate"] == 1.0 and wild["flag"] is None
+        # the builder-written sessions of the demo asked before adopt, answered with npm
+        assert wild["before_sessions"] >= 1 and wild["before_pass_rate"] == 0.0
+
+        live = agents.get_agent("claude_code").user_memory_files()[0]
+        live.rename(live.with_name("NOT-LOADED.md"))  # the document no longer reaches claude
+        for _ in range(3):
+            assert "pnpm" not in live_answer("claude_code", sim.url, project)
+        _cli("harvest", "--json")
+        [wild] = _cli("status", "--json")["in_the_wild"]
+    assert (wild["sessions"], wild["reached"]) == (4, 1)  # unreached sessions are no evidence
+    assert wild["pass_rate"] == 1.0
+    assert wild["flag"] and "changed or is gone" in wild["flag"] and "last 3" in wild["flag"]

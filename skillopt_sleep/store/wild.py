@@ -1,0 +1,24 @@
+"""``wild_sessions``: whether an adopted document reached a session harvested after adopt."""
+
+from __future__ import annotations
+
+from skillopt_sleep.store._base import Repository, now_iso
+
+
+class WildRepo(Repository):
+    """Rows: ``session_id``, ``adoption_id``, ``reached`` (0/1), ``checked_at``."""
+
+    def verdicts(self, adoption_id: int) -> dict[str, bool]:
+        """``{session id: reached}`` recorded for ``adoption_id``."""
+        rows = self.db.execute(
+            "select session_id, reached from wild_sessions where adoption_id = ?", [adoption_id]
+        ).fetchall()
+        return {r[0]: bool(r[1]) for r in rows}
+
+    def record(self, session_id: str, adoption_id: int, reached: bool) -> None:
+        """Record a verdict once (a later one for the same pair is ignored)."""
+        self.db.execute(
+            "insert or ignore into wild_sessions (session_id, adoption_id, reached, checked_at) "
+            "values (?, ?, ?, ?)",
+            [session_id, adoption_id, int(reached), now_iso()],
+        )

@@ -1,0 +1,253 @@
+"""In the wild: does an adopted document help the user's real sessions after adopt?
+
+For every adoption still in place, the sessions harvested since that ask one of the proposal's
+tasks again (same project, token-set similarity of the first prompt to the task's intent ≥
+``similarity``) are scored with the task's checks against the agent's real first answer, and
+compared with the sessions that asked before adopt. A session counts as evidence only when
+the document reached it:
+
+* **memory** (a file the agent loads in every turn): the session is the document's agent's,
+  and the adopted file is still in place and unchanged (its hash is the adoption's);
+* **skill**: the transcript shows the agent loaded it (a tool call whose result names the
+  skill, e.g. Claude Code's ``Skill`` → "Launching skill: skillopt-sleep-learned").
+
+When the latest ``flag_after`` matching sessions (default 3) were all not reached, the check
+is flagged with the fix. A document whose placement no agent loads by itself never
+reaches anything.
+
+Whether the document reached a session is judged once, when the session is harvested
+(:func:`record_reach`, called after every harvest: the file's state then, not at a later
+``status``); a session not judged yet is judged on the file's state now, without writing.
+A session's correction is any later prompt of it that
+:func:`skillopt_sleep.night.corrections.classify` labels a correction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rapidfuzz import fuzz
+
+from skillopt_sleep import agents
+from skillopt_sleep.models import Task
+from skillopt_sleep.night.corrections import classify
+from skillopt_sleep.night.delivery import where_loaded
+from skillopt_sleep.night.document import SKILL_NAME, read_live, sha256_text
+from skillopt_sleep.night.replay import run_check
+from skillopt_sleep.results import WildCheck
+from skillopt_sleep.store import Store
+
+#: matching sessions the document must have reached at least once before a check is flagged
+FLAG_AFTER = 3
+
+
+def _when(value: str | None) -> dt.datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+def _under(project: str | None, root: str | None) -> bool:
+    if not project or not root:
+        return project == root
+    return project == root or project.startswith(root.rstrip("/") + "/")
+
+
+def _first_turn(messages: list[dict[str, Any]]) -> tuple[str, str, list[str], bool]:
+    """(first prompt, the first answer text after it, tool names used answering it, a
+    later prompt corrected it)."""
+    prompt, answer, tools, corrected = "", "", [], False
+    seen_prompt = False
+    for m in messages:
+        if m["kind"] == "prompt":
+            if not seen_prompt:
+                prompt, seen_prompt = m["text"] or "", True
+            elif answer and classify(m["text"] or "") == "correction":
+                corrected = True
+        elif seen_prompt and m["role"] == "assistant":
+            tools += [t for t in m.get("tool_names") or [] if t not in tools]
+            if not answer and (m["text"] or "").strip():
+                answer = m["text"]
+    return prompt, answer, tools, corrected
+
+
+def _skill_loaded(messages: list[dict[str, Any]]) -> bool:
+    return any(
+        (m["kind"] == "tool" and SKILL_NAME in (m["text"] or ""))
+        or (
+            m["role"] == "assistant"
+            and any(t.lower() == "skill" for t in m.get("tool_names") or [])
+            and SKILL_NAME in (m["text"] or "")
+        )
+        for m in messages
+    )
+
+
+@dataclass
+class _Adopted:
+    """One adoption in place, with what judging sessions against it needs."""
+
+    row: dict[str, Any]
+    tasks: list[Task]
+    mode: str
+    owner: agents.Agent | None
+    intact: bool
+    since: dt.datetime | None
+
+
+def _adopted(store: Store) -> list[_Adopted]:
+    tasks_by_id = {t.id: t for t in store.tasks.all()}
+    out = []
+    for adoption in store.adoptions.in_place():
+        proposal = store.proposals.get(adoption["proposal_id"]) or {}
+        night_id = proposal.get("night_id")
+        ids = {r["task_id"] for r in store.rollouts.of_night(night_id, None)} if night_id else set()
+        target = Path(adoption["target_path"])
+        where = where_loaded(target, agent="claude_code")
+        out.append(
+            _Adopted(
+                row=adoption,
+                tasks=[tasks_by_id[i] for i in sorted(ids) if i in tasks_by_id],
+                mode=where.mode if where else "none",
+                owner=agents.get_agent(where.agent) if where else None,
+                intact=sha256_text(_read(target)) == adoption["after_hash"],
+                since=_when(adoption["adopted_at"]),
+            )
+        )
+    return out
+
+
+def _reached(a: _Adopted, session: dict[str, Any], messages: list[dict[str, Any]]) -> bool:
+    if a.owner is None or session["source"] not in a.owner.sources:
+        return False
+    if a.mode == "memory":
+        return a.intact
+    return a.mode == "skill" and _skill_loaded(messages)
+
+
+def record_reach(store: Store, *, similarity: float = 0.72) -> int:
+    """Judge, once, whether each adoption in place reached each session harvested since that
+    asks one of its tasks again; returns how many verdicts were recorded. Call it right after
+    a harvest (a write)."""
+    n = 0
+    adopted = _adopted(store)
+    if not adopted:
+        return 0
+    for s in store.sessions.all():
+        started = _when(s.get("started_at"))
+        if started is None:
+            continue
+        messages: list[dict[str, Any]] | None = None
+        for a in adopted:
+            if a.since is None or started < a.since:
+                continue
+            if s["id"] in store.wild.verdicts(a.row["id"]):
+                continue
+            messages = messages if messages is not None else store.sessions.messages(s["id"])
+            prompt = _first_turn(messages)[0]
+            if _match(prompt, s.get("project"), a.tasks, similarity) is None:
+                continue
+            with store.write():
+                store.wild.record(s["id"], a.row["id"], _reached(a, s, messages))
+            n += 1
+    return n
+
+
+def in_the_wild(
+    store: Store,
+    *,
+    similarity: float = 0.72,
+    flag_after: int = FLAG_AFTER,
+) -> list[WildCheck]:
+    """One :class:`~skillopt_sleep.results.WildCheck` per adoption in place, newest first. A
+    read: sessions not judged yet are judged on the files' state now, and not recorded."""
+    sessions = store.sessions.all()
+    out: list[WildCheck] = []
+    for a in _adopted(store):
+        verdicts = store.wild.verdicts(a.row["id"])
+        missed = 0  # matching sessions in a row (the latest ones) the document did not reach
+        check = WildCheck(
+            proposal_id=a.row["proposal_id"],
+            target_path=a.row["target_path"],
+            adopted_at=a.row["adopted_at"],
+            mode=a.mode,
+        )
+        for s in sessions:
+            started = _when(s.get("started_at"))
+            if started is None or a.since is None:
+                continue
+            messages = store.sessions.messages(s["id"])
+            prompt, answer, tools, corrected = _first_turn(messages)
+            task = _match(prompt, s.get("project"), a.tasks, similarity)
+            if task is None:
+                continue
+            passed = bool(task.checks) and all(run_check(c, answer, tools) for c in task.checks)
+            if started < a.since:
+                check.before_sessions += 1
+                check.before_passed += int(passed)
+                check.before_corrected += int(corrected)
+                continue
+            check.sessions += 1
+            reached = verdicts.get(s["id"])
+            if reached is None:
+                reached = _reached(a, s, messages)
+            if not reached:
+                missed += 1
+                continue  # never evidence for (or against) a document that did not reach it
+            missed = 0
+            check.reached += 1
+            check.passed += int(passed)
+            check.corrected += int(corrected)
+        check.pass_rate = check.passed / check.reached if check.reached else None
+        check.before_pass_rate = (
+            check.before_passed / check.before_sessions if check.before_sessions else None
+        )
+        if missed >= flag_after:
+            check.flag = _fix(a.mode, a.intact, missed)
+        out.append(check)
+    return out
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return read_live(path)
+    except Exception:  # unreadable now: not the adopted text
+        return "\0unreadable"
+
+
+def _match(prompt: str, project: str | None, tasks: list[Task], similarity: float) -> Task | None:
+    if not prompt.strip():
+        return None
+    best: tuple[float, Task] | None = None
+    for t in tasks:
+        if t.project and not _under(project, t.project):
+            continue
+        score = fuzz.token_set_ratio(prompt.lower(), t.intent.lower()) / 100.0
+        if score >= similarity and (best is None or score > best[0]):
+            best = (score, t)
+    return best[1] if best else None
+
+
+def _fix(mode: str, intact: bool, n: int) -> str:
+    if mode == "skill":
+        return (
+            f"the skill was not loaded in the last {n} matching sessions: its description does "
+            'not make the agent load it — retrain it, or train the memory file (document.kind = "memory")'
+        )
+    if mode == "memory" and not intact:
+        return (
+            f"the adopted file changed or is gone, so it reached none of the last {n} matching "
+            "sessions: "
+            "adopt again (or roll back and run a night)"
+        )
+    return (
+        f"the document reached none of the last {n} matching sessions: the agent does not load "
+        'this file by itself — train the agent\'s memory file (document.kind = "memory")'
+    )
