@@ -25,6 +25,7 @@ from skillopt_sleep.errors import DocumentError, ProposalError
 from skillopt_sleep.night.document import SKILL_NAME, Document, decode_live, sha256_text
 from skillopt_sleep.results import (
     AdoptResult,
+    NightSummary,
     ProposalReport,
     RejectResult,
     RollbackResult,
@@ -245,8 +246,9 @@ def adopt(
                 "`skillopt-sleep run` for a fresh proposal, or `adopt --force` to apply only "
                 "its managed block onto the current file"
             )
-        rules = Document.parse(new_text).rules
-        new_text = Document.parse(live_text, new_skill=live is None).render(rules)
+        section = NightSummary.model_validate_json(row.get("summary") or "{}").section
+        rules = Document.parse(new_text, section=section).rules
+        new_text = Document.parse(live_text, new_skill=live is None, section=section).render(rules)
     # the folders this write creates, recorded before it so that rollback removes exactly them
     written = Path(os.path.realpath(target)) if target.is_symlink() else target
     created = _missing_dirs(written)

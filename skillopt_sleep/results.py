@@ -110,6 +110,8 @@ class NightSummary(_Model):
     stopped: str | None = None  # the budget that stopped the night early
     #: edits of proposals the user rejected or rolled back, never proposed or staged again
     user_refused: int | None = None
+    #: the project whose block of a shared memory file the night trained (None: every project)
+    section: str | None = None
     #: what delivering the trained document costs (estimated tokens; see :class:`Delivery`)
     delivery: Delivery | None = None
 

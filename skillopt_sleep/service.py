@@ -46,7 +46,7 @@ from skillopt_sleep.errors import (
     one_line,
 )
 from skillopt_sleep.night import lifecycle
-from skillopt_sleep.night.document import Document, read_live, sha256_text
+from skillopt_sleep.night.document import all_rules, read_live, sections, sha256_text
 from skillopt_sleep.results import (
     AdoptResult,
     DaemonStatus,
@@ -667,13 +667,12 @@ class Service:
                     )
                 path = latest["target_path"]
         text = read_live(Path(path))
-        doc = Document.parse(text)
         return SkillInfo(
             target=path,
             exists=text is not None,
             sha256=sha256_text(text),
-            managed_block=doc.had_block,
-            rules=doc.rules,
+            managed_block=bool(sections(text)),
+            rules=all_rules(text),
             text=text or "",
         )
 

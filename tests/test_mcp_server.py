@@ -282,7 +282,14 @@ def test_adopt_via_mcp_writes_exactly_what_the_cli_adopt_writes(
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    assert env.target.read_bytes() == twin.target.read_bytes() == staged
+    twin_staged = (
+        twin.sk_home / "state" / "proposals" / twin.proposal_id / "document"
+    ).read_bytes()
+    assert env.target.read_bytes() == staged and twin.target.read_bytes() == twin_staged
+    # the two worlds differ only in where their project is (its section of the file names it)
+    assert staged.replace(str(env.project).encode(), b"<project>") == twin_staged.replace(
+        str(twin.project).encode(), b"<project>"
+    )
     assert staged.startswith(EXISTING.encode()) and b"- Use `pnpm` instead of `npm`." in staged
 
     async def undo() -> None:

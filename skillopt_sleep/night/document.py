@@ -30,6 +30,22 @@ from skillopt_sleep.errors import DocumentError, NightError, UnknownNameError
 BEGIN = "<!-- skillopt-sleep:begin — managed by skillopt-sleep; edit with care -->"
 END = "<!-- skillopt-sleep:end -->"
 _BEGIN_RE = re.compile(r"^<!-- skillopt-sleep:begin\b[^\n]*?-->[ \t]*(?=\r?$)", re.M)
+#: ``project=<path>`` in a begin marker: the block holds one project's rules (a section)
+_SECTION_RE = re.compile(r"^<!-- skillopt-sleep:begin project=(\S+) ")
+
+
+def begin_marker(section: str | None) -> str:
+    """The begin marker of the block for ``section`` (a project path; None: every project)."""
+    if section is None:
+        return BEGIN
+    return BEGIN.replace("begin —", f"begin project={section} —", 1)
+
+
+def section_heading(section: str) -> str:
+    """The first line inside a project's block: says where its rules apply."""
+    return f"When working in `{section}` (or below it), follow these rules:"
+
+
 _END_RE = re.compile(r"^<!-- skillopt-sleep:end -->[ \t]*(?=\r?$)", re.M)
 
 SKILL_NAME = "skillopt-sleep-learned"
@@ -149,34 +165,66 @@ class Document:
     after: str
     had_block: bool
     newline: str = "\n"
+    #: the project whose block this is (None: the block for every project)
+    section: str | None = None
 
     @classmethod
-    def parse(cls, text: str | None, *, new_skill: bool = False) -> Document:
+    def parse(
+        cls, text: str | None, *, new_skill: bool = False, section: str | None = None
+    ) -> Document:
+        """Split ``text`` around the managed block of ``section`` (a project path, whose
+        block only holds that project's rules; None: the block for every project). Other
+        projects' blocks are kept, as any other text, byte for byte."""
         if text is None:
-            return cls(NEW_SKILL if new_skill else "", [], "", False)
+            return cls(NEW_SKILL if new_skill else "", [], "", False, section=section)
         newline = "\r\n" if "\r\n" in text else "\n"
-        b, e = _BEGIN_RE.search(text), None
+        b, e = None, None
+        for found in _BEGIN_RE.finditer(text):
+            m = _SECTION_RE.match(found.group(0))
+            if (m.group(1) if m else None) == section:
+                b = found
+                break
         if b:
             e = _END_RE.search(text, b.end())
         if not b or not e:
-            return cls(text, [], "", False, newline)
+            return cls(text, [], "", False, newline, section)
         inner = text[b.end() : e.start()]
         rules = [
             line.strip()[2:].strip()
             for line in inner.splitlines()
             if line.strip().startswith("- ") and line.strip()[2:].strip()
         ]
-        return cls(text[: b.start()], rules, text[e.end() :], True, newline)
+        return cls(text[: b.start()], rules, text[e.end() :], True, newline, section)
 
     def render(self, rules: list[str] | None = None) -> str:
         rules = self.rules if rules is None else rules
         nl = self.newline
-        body = BEGIN + nl + "".join(f"- {r}{nl}" for r in rules) + END
+        head = begin_marker(self.section) + nl
+        if self.section is not None:
+            head += section_heading(self.section) + nl
+        body = head + "".join(f"- {r}{nl}" for r in rules) + END
         if self.had_block:
             return self.before + body + self.after
         if not rules:
             return self.before
         return self.before + _separator(self.before, nl) + body + nl
+
+
+def sections(text: str | None) -> list[str | None]:
+    """The managed blocks in ``text``, by section (None: the block for every project)."""
+    out: list[str | None] = []
+    for found in _BEGIN_RE.finditer(text or ""):
+        m = _SECTION_RE.match(found.group(0))
+        out.append(m.group(1) if m else None)
+    return out
+
+
+def all_rules(text: str | None) -> list[str]:
+    """The rules of every managed block in ``text`` (the global block's first)."""
+    found = sections(text)
+    ordered: list[str | None] = [None] if None in found else []
+    ordered += [s for s in found if s is not None]
+    return [r for sec in ordered for r in Document.parse(text, section=sec).rules]
 
 
 def _separator(before: str, nl: str) -> str:

@@ -212,11 +212,23 @@ def _run(
     target_path = resolve_target(s.document, s.project, env=env, home=home)
     live = read_live(target_path)
     base_hash = sha256_text(live)
-    doc = Document.parse(
-        live, new_skill=s.document.kind == "managed_skill" or target_path.name == "SKILL.md"
-    )
     judge_ok = s.rubric
     tasks = [t for t in report.tasks if scorable(t, judge_ok)]
+    from skillopt_sleep.agents import agent_of_backend
+
+    replayed = agent_of_backend(s.target.name)  # None: a model API, not an agent's CLI
+    replayed_on = replayed.name if replayed else None
+    where = where_loaded(
+        target_path, agent=replayed_on or s.document.agent, project=s.project, env=env, home=home
+    )
+    section = (
+        _section(s, tasks) if where and where.scope == "user" and where.mode == "memory" else None
+    )
+    doc = Document.parse(
+        live,
+        new_skill=s.document.kind == "managed_skill" or target_path.name == "SKILL.md",
+        section=section,
+    )
     train, val, test = _split(tasks)
     summary = NightSummary(
         tasks=len(report.tasks),
@@ -227,14 +239,10 @@ def _run(
         rules_before=len(doc.rules),
         base_hash=base_hash,
         inputs=_inputs_fingerprint(s, base_hash, tasks),
+        section=section,
     )
-    from skillopt_sleep.agents import agent_of_backend
-
-    replayed = agent_of_backend(s.target.name)  # None: a model API, not an agent's CLI
-    replayed_on = replayed.name if replayed else None
-    where = where_loaded(
-        target_path, agent=replayed_on or s.document.agent, project=s.project, env=env, home=home
-    )
+    if section is not None:
+        say(f"the rules go in the block for {section} of the shared memory file")
     if where is None:
         summary.warning = (
             f"{target_path} is not a file the agent loads by itself: the night gives it to "
@@ -414,3 +422,15 @@ def _run(
         test_after=test_after,
     )
     return finish(NightStatus.SUCCEEDED, costs.get("seconds"), proposal_id=proposal_id, **extra)
+
+
+def _section(s: Settings, tasks: list[Task]) -> str | None:
+    """The project a night's rules belong to in a memory file every project shares: the
+    night's ``project``, or the one project all its scorable tasks come from; None when they
+    come from several (the rules then apply everywhere)."""
+    if s.project is not None:
+        return str(s.project)
+    projects = {t.project for t in tasks}
+    if len(projects) == 1 and None not in projects:
+        return str(next(iter(projects)))
+    return None

@@ -170,7 +170,12 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
         live = agents.get_agent(agent).user_memory_files()[0]
         assert not live.exists()  # staged, not written: nothing live changed yet
         adopt(store, result.proposal_id)
-        rules = Document.parse(live.read_text()).rules
+        # the tasks all come from one project: the rules are that project's section of the
+        # memory file every project shares
+        assert result.summary.section == str(project)
+        text = live.read_text()
+        assert f"When working in `{project}`" in text
+        rules = Document.parse(text, section=result.summary.section).rules
         assert rules and any("pnpm" in r for r in rules), rules
         rule = next(r for r in rules if "pnpm" in r)
         replays = [

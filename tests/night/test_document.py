@@ -290,3 +290,30 @@ def test_an_edit_that_does_not_apply_says_why():
     full = Edit(op="add", text="Be brief.")
     assert apply_edit(rules, full, max_rules=1) is None
     assert full.reason == "the document already has the most rules allowed (1)"
+
+
+def test_a_project_section_is_its_own_block_and_keeps_the_others():
+    from skillopt_sleep.night.document import begin_marker, section_heading
+
+    other = (
+        begin_marker("/src/other") + "\n" + section_heading("/src/other") + "\n- Other rule.\nEND\n"
+    )
+    other = other.replace("END", "<!-- skillopt-sleep:end -->")
+    shared = Document.parse(None).render(["Global rule."])
+    text = "# mine\n\n" + other + "\n" + shared
+    web = Document.parse(text, section="/src/web")
+    assert not web.had_block and web.rules == []
+    once = web.render(["Use `pnpm` instead of `npm`."])
+    assert once.startswith(text.rstrip("\n"))  # everything before is kept byte for byte
+    again = Document.parse(once, section="/src/web")
+    assert again.had_block and again.rules == ["Use `pnpm` instead of `npm`."]
+    assert "When working in `/src/web` (or below it), follow these rules:" in once
+    # the other project's block and the global one are untouched, and parse separately
+    assert Document.parse(once, section="/src/other").rules == ["Other rule."]
+    assert Document.parse(once).rules == ["Global rule."]
+    assert (
+        again.render(["Use `pnpm` instead of `npm`.", "Run `pytest -q`."]).count(
+            begin_marker("/src/other")
+        )
+        == 1
+    )
