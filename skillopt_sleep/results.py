@@ -78,6 +78,8 @@ class Delivery(_Model):
     it). ``block_tokens`` is the managed block, held under ``budget``."""
 
     mode: Literal["memory", "skill"]
+    #: the agent that loads the document (None: no agent loads it by itself)
+    agent: str | None = None
     rules: int
     block_tokens: int
     budget: int
@@ -399,6 +401,8 @@ class WildCheck(_Model):
     passed: int = 0
     corrected: int = 0
     pass_rate: float | None = None
+    #: matching sessions of other agents since adopt (this document is not theirs)
+    other_agents: int = 0
     before_sessions: int = 0
     before_passed: int = 0
     before_corrected: int = 0

@@ -35,9 +35,9 @@ from skillopt_sleep import agents
 from skillopt_sleep.models import Task
 from skillopt_sleep.night.corrections import classify
 from skillopt_sleep.night.delivery import where_loaded
-from skillopt_sleep.night.document import SKILL_NAME, read_live, sha256_text
+from skillopt_sleep.night.document import SKILL_NAME, Document, read_live
 from skillopt_sleep.night.replay import run_check
-from skillopt_sleep.results import WildCheck
+from skillopt_sleep.results import NightSummary, WildCheck
 from skillopt_sleep.store import Store
 
 #: matching sessions the document must have reached at least once before a check is flagged
@@ -110,18 +110,39 @@ def _adopted(store: Store) -> list[_Adopted]:
         night_id = proposal.get("night_id")
         ids = {r["task_id"] for r in store.rollouts.of_night(night_id, None)} if night_id else set()
         target = Path(adoption["target_path"])
-        where = where_loaded(target, agent="claude_code")
+        summary = NightSummary.model_validate_json(proposal.get("summary") or "{}")
+        if summary.delivery is not None:  # as the night placed it (its own HOME, e.g. a demo)
+            mode = summary.delivery.mode if summary.delivery.agent else "none"
+            agent = summary.delivery.agent
+        else:
+            where = where_loaded(target, agent="claude_code")
+            mode, agent = (where.mode, where.agent) if where else ("none", None)
         out.append(
             _Adopted(
                 row=adoption,
                 tasks=[tasks_by_id[i] for i in sorted(ids) if i in tasks_by_id],
-                mode=where.mode if where else "none",
-                owner=agents.get_agent(where.agent) if where else None,
-                intact=sha256_text(_read(target)) == adoption["after_hash"],
+                mode=mode,
+                owner=agents.get_agent(agent) if agent else None,
+                intact=_block_in_place(target, proposal, summary.section),
                 since=_when(adoption["adopted_at"]),
             )
         )
     return out
+
+
+def _block_in_place(target: Path, proposal: dict[str, Any], section: str | None) -> bool:
+    """Whether the adopted rules are still the managed block (of ``section``) of the live
+    file: the user's own text around it may change freely."""
+    try:
+        adopted = (Path(proposal["dir"]) / "document").read_text("utf-8")
+    except (KeyError, OSError, UnicodeDecodeError):
+        return False
+    live = _read(target)
+    if live is None:
+        return False
+    want = Document.parse(adopted, section=section)
+    have = Document.parse(live, section=section)
+    return have.had_block and have.rules == want.rules
 
 
 def _reached(a: _Adopted, session: dict[str, Any], messages: list[dict[str, Any]]) -> bool:
@@ -188,6 +209,10 @@ def in_the_wild(
             task = _match(prompt, s.get("project"), a.tasks, similarity)
             if task is None:
                 continue
+            if a.owner is not None and s["source"] not in a.owner.sources:
+                if started >= a.since:
+                    check.other_agents += 1  # another agent's session: this file is not its
+                continue
             passed = bool(task.checks) and all(run_check(c, answer, tools) for c in task.checks)
             if started < a.since:
                 check.before_sessions += 1
@@ -243,9 +268,9 @@ def _fix(mode: str, intact: bool, n: int) -> str:
         )
     if mode == "memory" and not intact:
         return (
-            f"the adopted file changed or is gone, so it reached none of the last {n} matching "
-            "sessions: "
-            "adopt again (or roll back and run a night)"
+            f"the adopted rules are no longer the file's managed block (edited or removed), so "
+            f"they reached none of the last {n} matching sessions: run a night to stage them "
+            "again"
         )
     return (
         f"the document reached none of the last {n} matching sessions: the agent does not load "

@@ -266,7 +266,8 @@ def status(as_json: bool = JsonOpt) -> None:
         out.print(
             f"adopted {w.proposal_id} ({w.mode}) {w.target_path}: {w.sessions} matching "
             f"session(s) since, reached {w.reached}, passed {rate} (before adopt: {before} "
-            f"of {w.before_sessions}), corrected {w.corrected}",
+            f"of {w.before_sessions}), corrected {w.corrected} (before: {w.before_corrected})"
+            + (f"; {w.other_agents} other agents' session(s)" if w.other_agents else ""),
             markup=False,
         )
         if w.flag:

@@ -71,9 +71,13 @@ def estimate_tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
-def block_tokens(rules: list[str]) -> int:
-    """Estimated tokens of a managed block holding ``rules`` (markers included)."""
-    return estimate_tokens(BEGIN + "\n" + "".join(f"- {r}\n" for r in rules) + END)
+def block_tokens(rules: list[str], section: str | None = None) -> int:
+    """Estimated tokens of a managed block holding ``rules`` (markers, and a project
+    section's heading, included)."""
+    head = begin_marker(section) + "\n"
+    if section is not None:
+        head += section_heading(section) + "\n"
+    return estimate_tokens(head + "".join(f"- {r}\n" for r in rules) + END)
 
 
 def sha256_text(text: str | None) -> str:
@@ -406,7 +410,9 @@ def parse_edits(data: dict, *, origin: str = "reflect") -> list[Edit]:
     return out
 
 
-def delivery_cost(target: Path, text: str, rules: list[str], budget: int) -> dict[str, Any]:
+def delivery_cost(
+    target: Path, text: str, rules: list[str], budget: int, section: str | None = None
+) -> dict[str, Any]:
     """What ``text`` (the document for ``target``) costs once adopted, in estimated tokens:
     a ``SKILL.md`` is a skill (its frontmatter ``description`` is listed in every turn, the
     whole file only once the agent loads it); any other file is memory, loaded whole in every
@@ -416,7 +422,7 @@ def delivery_cost(target: Path, text: str, rules: list[str], budget: int) -> dic
         return {
             "mode": "skill",
             "rules": len(rules),
-            "block_tokens": block_tokens(rules),
+            "block_tokens": block_tokens(rules, section),
             "budget": budget,
             "per_turn_tokens": estimate_tokens(m.group(1) if m else ""),
             "when_loaded_tokens": estimate_tokens(text),

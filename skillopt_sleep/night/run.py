@@ -307,6 +307,7 @@ def _run(
     night.rejected = remembered_rejections(store, str(target_path), summary.inputs)
     if night.rejected:
         say(f"remembering {len(night.rejected)} edit(s) rejected by earlier nights")
+    night.section = section
     night.refused = user_refusals(store, str(target_path))
     if night.refused:
         summary.user_refused = len(night.refused)
@@ -381,7 +382,8 @@ def _run(
         summary.reason = f"stopped: {budget_note}; staging what the gate certified before that"
     new_text = doc.render(rules)
     summary.delivery = Delivery.model_validate(
-        delivery_cost(target_path, new_text, rules, s.document.max_tokens)
+        delivery_cost(target_path, new_text, rules, s.document.max_tokens, section)
+        | {"agent": where.agent if where else None}
     )
     refused = store.proposals.refused(str(target_path), sha256_text(new_text))
     if refused is not None:  # the user said no to this very document: never staged again

@@ -260,4 +260,8 @@ def _delivery_lines(d: Delivery) -> list[str]:
             f"description) and ~{d.when_loaded_tokens} when the agent loads it.",
             "",
         ]
-    return [head + f" Loaded in every turn, it costs ~{d.per_turn_tokens} tokens a turn.", ""]
+    return [
+        head + f" Loaded in every turn, the block costs ~{d.block_tokens} tokens a turn "
+        f"(the whole file, your own text included, ~{d.per_turn_tokens}).",
+        "",
+    ]

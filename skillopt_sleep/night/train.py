@@ -73,6 +73,8 @@ class Trainer:
         self.rejected: list[str] = []
         #: edits of proposals the user rejected or rolled back: {"edit", "reason"}
         self.refused: list[dict[str, str]] = []
+        #: the project section of a shared memory file the night trains (None: global block)
+        self.section: str | None = None
         # the last gate-certified state, kept so a budget stop can still stage it
         self.rules: list[str] | None = None
         self.val_scores: dict[str, Scored] = {}
@@ -144,8 +146,9 @@ class Trainer:
         """Why ``candidate`` breaks the managed block's token budget ("" when it does not):
         over ``document.max_tokens`` and larger than ``rules`` (a document already over the
         budget may still shrink)."""
-        budget, after = self.s.document.max_tokens, block_tokens(candidate)
-        if after > budget and after > block_tokens(rules):
+        section = self.section
+        budget, after = self.s.document.max_tokens, block_tokens(candidate, section)
+        if after > budget and after > block_tokens(rules, section):
             return f"over the token budget: the managed block would be ~{after} tokens (budget {budget})"
         return ""
 

@@ -58,7 +58,14 @@ def test_a_proposal_reports_its_size_and_per_turn_cost(tmp_path, isolated_home):
     assert delivery["per_turn_tokens"] == estimate_tokens(document)
     assert delivery["block_tokens"] <= delivery["budget"]
     md = (folder / "report.md").read_text()
-    assert f"it costs ~{estimate_tokens(document)} tokens a turn" in md
+    assert (
+        f"the block costs ~{delivery['block_tokens']} tokens a turn "
+        f"(the whole file, your own text included, ~{estimate_tokens(document)})" in md
+    )
+    # the block's own size (a project file: no section marker or heading)
+    assert report["summary"].get("section") is None
+    rules = [r[2:] for r in document.splitlines() if r.startswith("- ")]
+    assert delivery["block_tokens"] == block_tokens(rules) < block_tokens(rules, "/src/webapp")
 
 
 def test_edits_that_would_break_the_token_budget_are_refused_without_a_replay(

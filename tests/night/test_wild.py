@@ -1,0 +1,47 @@
+"""In the wild, with sessions in the agents' real formats (the real-CLI case is in
+test_certified_deployed.py): another agent's sessions never count for or against a
+document that agent does not load."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from skillopt_sleep import paths
+from skillopt_sleep.config import load_settings
+from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
+from skillopt_sleep.night.run import run_night
+from skillopt_sleep.proposals import adopt
+from skillopt_sleep.simulator import serve
+from skillopt_sleep.sources.ingest import harvest
+from skillopt_sleep.store import Store
+from skillopt_sleep.testing.sessions import write_codex_session, write_conversations
+from skillopt_sleep.wild import in_the_wild, record_reach
+
+
+def test_another_agents_sessions_are_not_evidence_and_raise_no_flag(tmp_path, isolated_home):
+    project = tmp_path / "webapp"
+    project.mkdir()
+    write_conversations(isolated_home, project, DEMO_CONVERSATIONS)
+    store = Store(paths.db_path())
+    with serve("demo") as sim:
+        overrides = demo_settings(isolated_home, project, sim.url)  # Claude Code's memory file
+        settings = load_settings(Path("/nonexistent/config.toml"), **overrides)
+        result = run_night(store, settings)
+    assert result.status == "succeeded" and result.summary.delivery is not None
+    assert result.summary.delivery.agent == "claude_code"
+    adopt(store, result.proposal_id)
+
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=5)
+    for i in range(3):  # Codex asks the task again: CLAUDE.md is not a file Codex reads
+        write_codex_session(
+            isolated_home,
+            project,
+            [("how do I install the dependencies?", "Run `npm install`.", None)],
+            when=later + dt.timedelta(minutes=i),
+        )
+    harvest(store, settings)
+    record_reach(store)
+    [wild] = in_the_wild(store)
+    assert wild.mode == "memory" and wild.other_agents == 3
+    assert (wild.sessions, wild.reached, wild.flag) == (0, 0, None)
