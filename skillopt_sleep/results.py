@@ -386,7 +386,7 @@ class DaemonStatus(_Model):
 
 class WildCheck(_Model):
     """An adopted document in the user's real sessions since adopt (see
-    :mod:`skillopt_sleep.wild`): ``sessions`` that asked one of its tasks again, how many the
+    :mod:`skillopt_sleep.night.wild`): ``sessions`` that asked one of its tasks again, how many the
     document ``reached`` (only those are evidence), how many of those the agent's first answer
     ``passed`` (the task's checks), and ``corrected`` (the user corrected it); the same for the
     sessions ``before`` adopt. ``flag``: why the document is not reaching the agent, and the

@@ -150,8 +150,8 @@ class Service:
     # ------------------------------------------------------------------ harvest and tasks
     def harvest(self, *, progress: bool = False) -> Any:
         """Harvest every enabled source now; returns the ``HarvestReport``."""
+        from skillopt_sleep.night.wild import record_reach
         from skillopt_sleep.sources.ingest import harvest
-        from skillopt_sleep.wild import record_reach
 
         settings = self.settings()
         with self._use() as store:
@@ -549,8 +549,8 @@ class Service:
         return status
 
     def in_the_wild(self) -> list[WildCheck]:
-        """Each adoption in place against the sessions harvested since (:mod:`.wild`)."""
-        from skillopt_sleep.wild import in_the_wild
+        """Each adoption in place against the sessions harvested since (:mod:`.night.wild`)."""
+        from skillopt_sleep.night.wild import in_the_wild
 
         try:
             similarity = self.settings().similarity

@@ -5,12 +5,14 @@ One call is::
     claude -p --output-format stream-json --verbose --no-session-persistence
            --disable-slash-commands --strict-mcp-config --permission-mode dontAsk
            --tools <T…|""> [--allowedTools <T…>] [--model M]
-           [--append-system-prompt <the skill document>]
+           [--append-system-prompt <a document no agent loads by itself>]
 
 with the prompt (first line :data:`SELF_MARKER`) on stdin, in an empty temporary working
-directory (so no project ``CLAUDE.md`` is loaded). ``--disable-slash-commands`` keeps the
-installed skills (the live document among them) out of the comparison; the candidate document
-arrives through ``--append-system-prompt``. Plain calls run with no tools (``--tools ""``); a
+directory. A placed document (``request.placement``) goes where Claude Code finds it after
+adopt: a user-level file into a throw-away ``CLAUDE_CONFIG_DIR`` (only ``.credentials.json``
+copied), a project file into the working directory; ``--disable-slash-commands`` (no skill
+listing) is passed unless a skill is trained. Only a document without a placement arrives
+through ``--append-system-prompt``. Plain calls run with no tools (``--tools ""``); a
 task that needs tools runs with exactly those tools available and pre-approved (``dontAsk``
 denies everything else). The answer, the tool calls (``tool_use`` blocks of the assistant
 events), the usage and the duration come from the ``stream-json`` events.

@@ -7,14 +7,16 @@ One call is::
                --disable unbounded_connection_retries
                --disable multi_agent … [--disable shell_tool --disable unified_exec]
                (the shell tools only when the task needs a shell)
-               -c developer_instructions=<the skill document>
+               [-c developer_instructions=<a document no agent loads by itself>]
                -c analytics.enabled=false -c check_for_update_on_startup=false …
                [-c model_providers.skillopt_sleep={…} -c model_provider="skillopt_sleep"]
                -
 
 with the prompt (first line :data:`SELF_MARKER`) on stdin. ``--ephemeral`` keeps the run out
-of ``$CODEX_HOME/sessions``. The skill document reaches the model as
-``developer_instructions`` (a developer message of the Responses request). The answer is the
+of ``$CODEX_HOME/sessions``. A placed document (``request.placement``) goes where Codex finds
+it after adopt: a user-level file into a throw-away ``CODEX_HOME`` (``auth.json`` and
+``config.toml`` copied), a project ``AGENTS.md`` into the working directory; only a document
+without a placement is sent as ``developer_instructions``. The answer is the
 ``-o`` file (else the last ``agent_message`` item), tool calls are the ``command_execution`` /
 ``mcp_tool_call`` / ``web_search`` / ``file_change`` items of the ``--json`` event stream,
 usage is ``turn.completed.usage``; a ``turn.failed`` / ``error`` event is a failure.

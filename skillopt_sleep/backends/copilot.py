@@ -6,9 +6,11 @@ One call is (the prompt on stdin)::
             --no-auto-update --disable-client-telemetry --disable-builtin-mcps --no-ask-user
             --no-color --available-tools=<T,…> [--allow-tool=<permission>…] [--model M]
 
-run in an empty temporary working directory that holds the skill document as ``AGENTS.md``
-(Copilot loads ``AGENTS.md`` from the working directory as custom instructions; that is how
-the document reaches the model). The prompt's first line is :data:`SELF_MARKER`. The prompt
+run in an empty temporary working directory. A placed document (``request.placement``) goes
+where Copilot finds it after adopt: a user-level file into a throw-away ``COPILOT_HOME``
+(``config.json`` copied when the user's own login is used), a project file into the working
+directory; only a document without a placement is written there as ``AGENTS.md`` (which
+Copilot loads as custom instructions). The prompt's first line is :data:`SELF_MARKER`. The prompt
 goes in on piped stdin (Copilot 1.0.102 reads a piped prompt as ``-p`` would), not as a
 ``-p`` argument: one argument is capped at 128 KiB on Linux (``MAX_ARG_STRLEN``), which a
 reflect prompt can exceed.

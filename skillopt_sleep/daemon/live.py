@@ -118,8 +118,8 @@ class LiveIngest:
         return list(found)
 
     def _ingest_loop(self) -> None:
+        from skillopt_sleep.night.wild import record_reach
         from skillopt_sleep.sources.ingest import harvest, harvest_file
-        from skillopt_sleep.wild import record_reach
 
         assert self.debouncer is not None
         store_ctx = None

@@ -43,9 +43,9 @@ from skillopt_sleep.night.train import (
     remembered_rejections,
     user_refusals,
 )
+from skillopt_sleep.night.wild import record_reach
 from skillopt_sleep.results import Delivery, EditCounts, NightCost, NightResult, NightSummary
 from skillopt_sleep.store import Store
-from skillopt_sleep.wild import record_reach
 
 
 def _inputs_fingerprint(s: Settings, base_hash: str, tasks: list[Task]) -> str:

@@ -8,7 +8,7 @@ framing, the others are absent. A CLI version that moves, re-wraps or drops thes
 here; then docs/agents.md and the replay that copies this placement need a look.
 
 HOME is the test's throw-away home (tests/conftest.py); no agent config of the real user is
-read. A missing CLI fails under ``CI`` and is skipped otherwise (tests/agent_clis.py).
+read. A missing CLI fails under ``CI`` and is skipped otherwise (tests/helpers/clis.py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ import pytest
 from skillopt_sleep.simulator import Simulator, serve
 from skillopt_sleep.simulator import server as sim_server
 from skillopt_sleep.simulator.persona import persona_from_dict
-from tests.agent_clis import agent_binary
+from tests.helpers.clis import agent_binary
+from tests.helpers.clis import cli_env as base_env
+from tests.helpers.clis import run_cli as run
 
 pytestmark = pytest.mark.cli
 
@@ -145,32 +147,6 @@ def project(tmp_path: Path) -> Path:
 
 
 # -- running the CLIs -----------------------------------------------------------------------
-
-
-def base_env(**extra: str) -> dict[str, str]:
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": os.environ["HOME"],
-        "LANG": "C.UTF-8",
-        "NO_COLOR": "1",
-        "NO_PROXY": "127.0.0.1,localhost",
-    }
-    env.update(extra)
-    return {k: v for k, v in env.items() if v}  # an empty value removes the variable
-
-
-def run(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-    assert proc.returncode == 0, f"{argv[0]} exited {proc.returncode}:\n{proc.stderr[-2000:]}"
-    return proc
 
 
 def home() -> Path:

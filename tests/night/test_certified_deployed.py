@@ -11,7 +11,6 @@ so this test fails when the document is deployed where the agent does not look.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import tomllib
@@ -30,7 +29,7 @@ from skillopt_sleep.simulator import serve
 from skillopt_sleep.simulator.persona import persona_from_dict
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
-from tests.helpers.clis import agent_binary
+from tests.helpers.clis import agent_binary, cli_env, run_cli
 from tests.helpers.night import PERSONA as NIGHT_PERSONA
 
 pytestmark = pytest.mark.cli
@@ -48,30 +47,8 @@ PERSONA = tomllib.loads(
 )
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": os.environ["HOME"],
-        "LANG": "C.UTF-8",
-        "NO_COLOR": "1",
-        "NO_PROXY": "127.0.0.1,localhost",
-    }
-    env.update(extra)
-    return env
-
-
 def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
-    proc = subprocess.run(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-    assert proc.returncode == 0, f"{argv[0]} exited {proc.returncode}:\n{proc.stderr[-2000:]}"
-    return proc.stdout
+    return run_cli(argv, cwd, env, TIMEOUT).stdout
 
 
 def live_answer(agent: str, url: str, project: Path) -> str:
@@ -81,7 +58,7 @@ def live_answer(agent: str, url: str, project: Path) -> str:
         out = _run(
             [agent_binary("claude"), "-p", ASK, "--output-format", "json", "--model", MODEL],
             project,
-            _env(
+            cli_env(
                 ANTHROPIC_BASE_URL=url,
                 ANTHROPIC_API_KEY=SIM_KEY,
                 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
@@ -101,12 +78,12 @@ def live_answer(agent: str, url: str, project: Path) -> str:
         return _run(
             [agent_binary("codex"), "exec", "--skip-git-repo-check", ASK],
             project,
-            _env(SIM_API_KEY=SIM_KEY),
+            cli_env(SIM_API_KEY=SIM_KEY),
         )
     return _run(
         [agent_binary("copilot"), "-p", ASK, "-s"],
         project,
-        _env(
+        cli_env(
             COPILOT_OFFLINE="true",
             COPILOT_PROVIDER_BASE_URL=url + "/v1",
             COPILOT_PROVIDER_API_KEY=SIM_KEY,

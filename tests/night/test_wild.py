@@ -11,12 +11,12 @@ from skillopt_sleep import paths
 from skillopt_sleep.config import load_settings
 from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
 from skillopt_sleep.night.run import run_night
+from skillopt_sleep.night.wild import in_the_wild, record_reach
 from skillopt_sleep.proposals import adopt
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.sources.ingest import harvest
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_codex_session, write_conversations
-from skillopt_sleep.wild import in_the_wild, record_reach
 
 
 def test_another_agents_sessions_are_not_evidence_and_raise_no_flag(tmp_path, isolated_home):

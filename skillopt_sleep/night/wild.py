@@ -200,10 +200,13 @@ def in_the_wild(
             adopted_at=a.row["adopted_at"],
             mode=a.mode,
         )
+        projects = {t.project for t in a.tasks}
         for s in sessions:
             started = _when(s.get("started_at"))
             if started is None or a.since is None:
                 continue
+            if None not in projects and not any(_under(s.get("project"), p) for p in projects):
+                continue  # no task of this adoption is from that project: no message read
             messages = store.sessions.messages(s["id"])
             prompt, answer, tools, corrected = _first_turn(messages)
             task = _match(prompt, s.get("project"), a.tasks, similarity)
