@@ -6,6 +6,13 @@ trailing ``/v1`` is tolerated) with headers ``x-api-key`` and ``anthropic-versio
 non-streaming. The key comes from ``config.api_key`` or ``$config.api_key_env`` (default
 ``ANTHROPIC_API_KEY``); loopback servers get a placeholder when none is set. The answer text
 is the concatenation of its ``text`` blocks; ``tool_use`` blocks are reported by name.
+
+A call whose placement is a skill lists it by its description in ``system`` (Claude Code's
+listing) and offers the ``Skill`` tool (input ``{"skill": name}``); the skill's body reaches
+the model only as the ``tool_result`` of that tool's ``tool_use``, as Claude Code sends it, in
+a loop of at most ``MAX_TOOL_ROUNDS`` model calls
+(:func:`~skillopt_sleep.backends.base.skill_loop`); the answer is the last call's text, with
+the usage of every call summed.
 """
 
 from __future__ import annotations
@@ -14,7 +21,16 @@ import time
 from typing import Any
 
 from skillopt_sleep.backends import _http
-from skillopt_sleep.backends.base import Backend, framed
+from skillopt_sleep.backends.base import (
+    SKILL_TOOL,
+    SKILL_TOOL_DESCRIPTION,
+    SKILL_TOOL_SCHEMA,
+    Backend,
+    ToolCall,
+    framed,
+    merged,
+    skill_loop,
+)
 from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.errors import BackendResponseError
 from skillopt_sleep.models import Completion, CompletionRequest, Usage
@@ -43,18 +59,46 @@ class AnthropicBackend(Backend):
     def complete(self, request: CompletionRequest) -> Completion:
         key = _http.resolve_key(self.config, "ANTHROPIC_API_KEY", self.base_url, self.name)
         model = _http.pick_model(request.model, self.config, self.base_url, self.name)
-        system, prompt, _skill = framed(request)  # a skill stays listed only (no tool loop)
+        system, prompt, skill = framed(request)
+        messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         payload: dict[str, Any] = {
             "model": model,
             "max_tokens": request.max_tokens or self.config.max_tokens,
-            "messages": [{"role": "user", "content": prompt}],
+            "messages": messages,
         }
         if system:
             payload["system"] = system
+        if skill is not None:
+            payload["tools"] = [SKILL_TOOL_SPEC]
         headers = {"x-api-key": key, "anthropic-version": API_VERSION}
         started = time.monotonic()
-        data = self._http.post("/v1/messages", payload, headers, model=model)
-        return _completion(data, model, time.monotonic() - started, self.name)
+
+        def answer(data: dict[str, Any], results: list[tuple[ToolCall, str, bool]]) -> None:
+            # the model asked for a tool: its turn, then every call's result in one user turn
+            messages.append({"role": "assistant", "content": data["content"]})
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": call.id,
+                            "content": text,
+                            **({"is_error": True} if error else {}),
+                        }
+                        for call, text, error in results
+                    ],
+                }
+            )
+
+        answers = skill_loop(
+            skill,
+            lambda: self._http.post("/v1/messages", payload, headers, model=model),
+            _calls,
+            answer,
+        )
+        parts = [_completion(data, model, 0.0, self.name) for data in answers]
+        return merged(parts, time.monotonic() - started)
 
     def check(self) -> None:
         key = _http.resolve_key(self.config, "ANTHROPIC_API_KEY", self.base_url, self.name)
@@ -90,3 +134,25 @@ def _completion(data: dict[str, Any], model: str, seconds: float, backend: str) 
         model=str(data.get("model") or model),
         raw=data,
     )
+
+
+#: the skill-loading tool offered when a call lists a skill (Messages API tool format)
+SKILL_TOOL_SPEC: dict[str, Any] = {
+    "name": SKILL_TOOL,
+    "description": SKILL_TOOL_DESCRIPTION,
+    "input_schema": SKILL_TOOL_SCHEMA,
+}
+
+
+def _calls(data: dict[str, Any]) -> list[ToolCall]:
+    """The ``tool_use`` blocks of an answer (an input that is no object counts as ``{}``)."""
+    blocks = data.get("content")
+    return [
+        ToolCall(
+            str(b.get("id") or f"toolu_{i}"),
+            str(b.get("name", "")),
+            b["input"] if isinstance(b.get("input"), dict) else {},
+        )
+        for i, b in enumerate(blocks if isinstance(blocks, list) else [])
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    ]

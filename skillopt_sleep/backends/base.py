@@ -12,15 +12,27 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from skillopt_sleep import agents
 from skillopt_sleep.config import BackendConfig
-from skillopt_sleep.models import Completion, CompletionRequest
+from skillopt_sleep.models import Completion, CompletionRequest, Usage
 
 #: the tool an HTTP backend offers to load a listed skill (Claude Code's name and input)
 SKILL_TOOL = "Skill"
 SKILL_LISTING = "The following skills are available for use with the Skill tool:"
+SKILL_TOOL_DESCRIPTION = "Load a listed skill: returns its instructions."
+#: the input schema of :data:`SKILL_TOOL` (JSON Schema, as both APIs take it)
+SKILL_TOOL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"skill": {"type": "string", "description": "the skill's name"}},
+    "required": ["skill"],
+}
+#: most model calls one HTTP completion makes when a skill is offered: the model may call
+#: tools before it answers; an answer still calling tools after this many is taken as it is
+MAX_TOOL_ROUNDS = 4
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,63 @@ def framed(request: CompletionRequest) -> tuple[str, str, SkillOffer | None]:
         return "\n\n".join(x for x in (request.system, listing) if x), request.prompt, offer
     system, prefix = agents.frame_memory(p.agent, p.path, p.scope, p.text)
     return "\n\n".join(x for x in (request.system, system) if x), prefix + request.prompt, None
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call of a model's answer: its ``id`` (to answer it), ``name`` and ``input``."""
+
+    id: str
+    name: str
+    input: dict[str, Any] = field(default_factory=dict)
+
+
+def tool_result(skill: SkillOffer, call: ToolCall) -> tuple[str, bool]:
+    """``(text, is_error)`` the offered tool returns for ``call``: the skill's body for a
+    :data:`SKILL_TOOL` call naming it, else an error (an unknown skill or tool), as Claude
+    Code answers one."""
+    if call.name != SKILL_TOOL:
+        return f"<tool_use_error>No such tool available: {call.name}</tool_use_error>", True
+    if call.input.get("skill") != skill.name:
+        return f"<tool_use_error>Unknown skill: {call.input.get('skill')}</tool_use_error>", True
+    return skill.result, False
+
+
+def skill_loop(
+    skill: SkillOffer | None,
+    post: Callable[[], dict[str, Any]],
+    calls: Callable[[dict[str, Any]], list[ToolCall]],
+    answer: Callable[[dict[str, Any], list[tuple[ToolCall, str, bool]]], None],
+) -> list[dict[str, Any]]:
+    """An agent's tool loop for an HTTP call that lists ``skill``: ``post()`` the request;
+    while the answer has tool ``calls`` (and fewer than :data:`MAX_TOOL_ROUNDS` answers were
+    made), ``answer`` them (the backend appends the assistant turn and the
+    :func:`tool_result` of each call to its messages) and post again. Every answer, in order.
+    Without a skill: one post, its answer."""
+    answers = [post()]
+    while skill is not None and len(answers) < MAX_TOOL_ROUNDS:
+        pending = calls(answers[-1])
+        if not pending:
+            break
+        answer(answers[-1], [(c, *tool_result(skill, c)) for c in pending])
+        answers.append(post())
+    return answers
+
+
+def merged(parts: list[Completion], seconds: float) -> Completion:
+    """The completion of a tool loop: the last answer's text and model, the tool calls of
+    every answer in order, the usage summed, ``seconds`` of the whole loop."""
+    last = parts[-1]
+    return last.model_copy(
+        update={
+            "tool_calls": [t for p in parts for t in p.tool_calls],
+            "usage": Usage(
+                input_tokens=sum(p.usage.input_tokens for p in parts),
+                output_tokens=sum(p.usage.output_tokens for p in parts),
+            ),
+            "seconds": seconds,
+        }
+    )
 
 
 class Backend(ABC):

@@ -4,8 +4,11 @@
 ``{"model", "messages": [system?, user], "max_tokens"}``, non-streaming. The key comes from
 ``config.api_key`` or ``$config.api_key_env`` (default ``OPENAI_API_KEY``) as
 ``Authorization: Bearer``; loopback servers get a placeholder when none is set.
-``request.tools`` are not sent (HTTP backends answer in text only); tool calls present in
-the answer are still reported by name.
+``request.tools`` are not sent (HTTP backends answer in text only). A call whose placement is
+a skill lists it by its description and offers the ``Skill`` tool (``{"skill": name}``): the
+skill's body goes to the model only as that tool's result, in a loop of at most
+``MAX_TOOL_ROUNDS`` model calls (:func:`~skillopt_sleep.backends.base.skill_loop`). Tool calls
+of every answer are reported by name.
 """
 
 from __future__ import annotations
@@ -15,7 +18,16 @@ import time
 from typing import Any
 
 from skillopt_sleep.backends import _http
-from skillopt_sleep.backends.base import SKILL_TOOL, Backend, SkillOffer, framed
+from skillopt_sleep.backends.base import (
+    SKILL_TOOL,
+    SKILL_TOOL_DESCRIPTION,
+    SKILL_TOOL_SCHEMA,
+    Backend,
+    ToolCall,
+    framed,
+    merged,
+    skill_loop,
+)
 from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.errors import BackendResponseError
 from skillopt_sleep.models import Completion, CompletionRequest, Usage
@@ -52,21 +64,20 @@ class OpenAICompatibleBackend(Backend):
         started = time.monotonic()
         limit = request.max_tokens or self.config.max_tokens
         tools = [SKILL_TOOL_SPEC] if skill else None
-        data = self._post(model, messages, limit, headers, tools)
-        call = _skill_call(data, skill)
-        if skill is not None and call is not None:
-            # the model asked for the skill: its body, then the answer (as an agent would)
-            first = _completion(data, model, 0.0, self.name)
-            messages += [
-                data["choices"][0]["message"],
-                {"role": "tool", "tool_call_id": call, "content": skill.result},
-            ]
-            data = self._post(model, messages, limit, headers, tools)
-            done = _completion(data, model, time.monotonic() - started, self.name)
-            done.usage.input_tokens += first.usage.input_tokens
-            done.usage.output_tokens += first.usage.output_tokens
-            return done
-        return _completion(data, model, time.monotonic() - started, self.name)
+
+        def answer(data: dict[str, Any], results: list[tuple[ToolCall, str, bool]]) -> None:
+            # the model asked for a tool: its answer, each call's result, then ask again
+            messages.append(data["choices"][0]["message"])
+            messages.extend(
+                {"role": "tool", "tool_call_id": call.id, "content": text}
+                for call, text, _error in results
+            )
+
+        answers = skill_loop(
+            skill, lambda: self._post(model, messages, limit, headers, tools), _calls, answer
+        )
+        parts = [_completion(data, model, 0.0, self.name) for data in answers]
+        return merged(parts, time.monotonic() - started)
 
     def check(self) -> None:
         key = _http.resolve_key(self.config, "OPENAI_API_KEY", self.base_url, self.name)
@@ -134,32 +145,33 @@ SKILL_TOOL_SPEC: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": SKILL_TOOL,
-        "description": "Load a listed skill: returns its instructions.",
-        "parameters": {
-            "type": "object",
-            "properties": {"skill": {"type": "string", "description": "the skill's name"}},
-            "required": ["skill"],
-        },
+        "description": SKILL_TOOL_DESCRIPTION,
+        "parameters": SKILL_TOOL_SCHEMA,
     },
 }
 
 
-def _skill_call(data: dict[str, Any], skill: SkillOffer | None) -> str | None:
-    """The id of the answer's call of :data:`SKILL_TOOL` for ``skill``, or None."""
-    if skill is None:
-        return None
+def _calls(data: dict[str, Any]) -> list[ToolCall]:
+    """The tool calls of an answer (arguments that are no JSON object count as ``{}``)."""
     try:
         calls = data["choices"][0]["message"].get("tool_calls") or []
     except (KeyError, IndexError, TypeError, AttributeError):
-        return None
-    for c in calls:
-        fn = (c or {}).get("function") or {}
-        if fn.get("name") != SKILL_TOOL:
+        return []
+    out = []
+    for i, c in enumerate(calls):
+        if not isinstance(c, dict):
             continue
+        fn = c.get("function")
+        fn = fn if isinstance(fn, dict) else {}
         try:
             args = json.loads(fn.get("arguments") or "{}")
-        except ValueError:
+        except (TypeError, ValueError):
             args = {}
-        if isinstance(args, dict) and args.get("skill") == skill.name:
-            return str(c.get("id") or "call")
-    return None
+        out.append(
+            ToolCall(
+                str(c.get("id") or f"call_{i}"),
+                str(fn.get("name", "")),
+                args if isinstance(args, dict) else {},
+            )
+        )
+    return out

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from skillopt_sleep.backends import get_backend
-from skillopt_sleep.backends.anthropic import API_VERSION, AnthropicBackend
+from skillopt_sleep.backends.anthropic import API_VERSION, SKILL_TOOL_SPEC, AnthropicBackend
+from skillopt_sleep.backends.base import MAX_TOOL_ROUNDS
 from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.errors import (
     BackendAuthError,
@@ -20,9 +21,10 @@ from skillopt_sleep.errors import (
     BackendTimeout,
     BackendUnreachable,
 )
-from skillopt_sleep.models import CompletionRequest
+from skillopt_sleep.models import CompletionRequest, Placement
 from skillopt_sleep.night import prompts
 from skillopt_sleep.simulator import Simulator, serve
+from skillopt_sleep.simulator.persona import persona_from_dict
 from tests.helpers.net import closed_port
 
 REQ = CompletionRequest(system="Always mention `--frozen-lockfile`.", prompt="install dependencies")
@@ -164,3 +166,99 @@ def test_malformed_answer_is_a_response_error() -> None:
     )
     with pytest.raises(BackendResponseError, match="content"):
         b.complete(REQ)
+
+
+# == a skill loads through the Skill tool, as Claude Code loads one ============================
+
+SKILL_RULE = "Use `pnpm` instead of `npm`."
+SKILL = Placement(
+    agent="claude_code",
+    scope="user",
+    path="skills/deps/SKILL.md",
+    mode="skill",
+    text=f"---\nname: deps\ndescription: Installing the project's dependencies\n---\n\n"
+    f"# deps\n\n- {SKILL_RULE}\n",
+)
+ASK = CompletionRequest(prompt="how do I install the dependencies?", placement=SKILL)
+
+
+def _skill_sim(load: str):
+    persona = persona_from_dict(
+        {
+            "name": "skills",
+            "default_answer": "ok",
+            "answers": [{"match": "install", "text": "Run `npm install`."}],
+            "skills": {"match": load},
+        }
+    )
+    return serve(persona, full_log=True)
+
+
+def test_a_listed_skill_is_sent_only_as_the_result_of_a_skill_tool_call() -> None:
+    with _skill_sim("always") as sim:
+        out = backend(sim.url).complete(ASK)
+        first, second = (r["body"] for r in sim.stats.requests)
+    # first request: the skill listed by its description, the Skill tool offered, no body
+    assert "deps: Installing the project's dependencies" in first["system"]
+    assert first["tools"] == [SKILL_TOOL_SPEC] and SKILL_TOOL_SPEC["name"] == "Skill"
+    assert SKILL_RULE not in json.dumps(first)
+    # the model called Skill: the body comes back as that call's tool_result, nowhere else
+    call, result = second["messages"][1], second["messages"][2]
+    [use] = [b for b in call["content"] if b["type"] == "tool_use"]
+    assert (call["role"], use["name"], use["input"]) == ("assistant", "Skill", {"skill": "deps"})
+    assert result["role"] == "user"
+    assert result["content"] == [
+        {
+            "type": "tool_result",
+            "tool_use_id": use["id"],
+            "content": result["content"][0]["content"],
+        }
+    ]
+    assert SKILL_RULE in result["content"][0]["content"]
+    assert "Base directory for this skill:" in result["content"][0]["content"]
+    assert SKILL_RULE not in json.dumps(second["messages"][:2]) + second["system"]
+    # the answer follows the loaded rule; the two calls' usage is summed
+    assert out.text == "Run `pnpm install`." and out.tool_calls == ["Skill"]
+    assert out.usage.input_tokens > 0 and out.usage.output_tokens > 1
+
+
+def test_a_skill_the_model_does_not_load_never_reaches_it() -> None:
+    with _skill_sim("never") as sim:
+        out = backend(sim.url).complete(ASK)
+        [only] = [r["body"] for r in sim.stats.requests]
+    assert only["tools"] == [SKILL_TOOL_SPEC] and SKILL_RULE not in json.dumps(only)
+    assert out.text == "Run `npm install`." and out.tool_calls == []
+
+
+def test_the_tool_loop_is_bounded_and_unknown_skills_are_errors() -> None:
+    bodies: list[dict] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(req.content))
+        n = len(bodies)
+        return httpx.Response(
+            200,
+            json={
+                "model": "claude-sim",
+                "content": [
+                    {"type": "text", "text": f"try {n}"},
+                    {
+                        "type": "tool_use",
+                        "id": f"t{n}",
+                        "name": "Skill",
+                        "input": {"skill": "nope"},
+                    },
+                ],
+                "usage": {"input_tokens": 10, "output_tokens": 1},
+            },
+        )
+
+    b = backend("http://127.0.0.1:9")
+    b._http.client = httpx.Client(transport=httpx.MockTransport(handler))
+    out = b.complete(ASK)
+    assert len(bodies) == MAX_TOOL_ROUNDS  # a model that never stops calling tools
+    assert out.text == f"try {MAX_TOOL_ROUNDS}" and out.tool_calls == ["Skill"] * MAX_TOOL_ROUNDS
+    assert out.usage.input_tokens == 10 * MAX_TOOL_ROUNDS
+    [error] = bodies[1]["messages"][-1]["content"]
+    assert error["is_error"] is True and "Unknown skill: nope" in error["content"]
+    assert SKILL_RULE not in json.dumps(bodies)  # a wrong name never gets the body

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from skillopt_sleep.backends import get_backend
-from skillopt_sleep.backends.openai_compatible import OpenAICompatibleBackend
+from skillopt_sleep.backends.base import MAX_TOOL_ROUNDS
+from skillopt_sleep.backends.openai_compatible import SKILL_TOOL_SPEC, OpenAICompatibleBackend
 from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.errors import (
     BackendAuthError,
@@ -20,7 +21,7 @@ from skillopt_sleep.errors import (
     BackendTimeout,
     BackendUnreachable,
 )
-from skillopt_sleep.models import CompletionRequest
+from skillopt_sleep.models import CompletionRequest, Placement
 from skillopt_sleep.simulator import Simulator, serve
 from tests.helpers.net import closed_port
 
@@ -191,3 +192,48 @@ def test_max_completion_tokens_fallback() -> None:
         (True, False),
         (False, True),
     ]
+
+
+def test_the_skill_tool_loop_is_bounded_and_unknown_skills_are_errors() -> None:
+    """The shared loop (backends/base.py) as the Chat Completions API speaks it."""
+    rule = "Use `pnpm` instead of `npm`."
+    ask = CompletionRequest(
+        prompt="how do I install the dependencies?",
+        placement=Placement(
+            agent="claude_code",
+            scope="user",
+            path="skills/deps/SKILL.md",
+            mode="skill",
+            text=f"---\nname: deps\ndescription: Installing dependencies\n---\n\n- {rule}\n",
+        ),
+    )
+    bodies: list[dict] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(req.content))
+        n = len(bodies)
+        skill = "nope" if n == 1 else "deps"
+        call = {
+            "id": f"c{n}",
+            "type": "function",
+            "function": {"name": "Skill", "arguments": json.dumps({"skill": skill})},
+        }
+        message = {"role": "assistant", "content": f"try {n}", "tool_calls": [call]}
+        return httpx.Response(
+            200,
+            json={
+                "model": "m",
+                "choices": [{"message": message}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 1},
+            },
+        )
+
+    b = backend("http://127.0.0.1:9/v1")
+    b._http.client = httpx.Client(transport=httpx.MockTransport(handler))
+    out = b.complete(ask)
+    assert len(bodies) == MAX_TOOL_ROUNDS and bodies[0]["tools"] == [SKILL_TOOL_SPEC]
+    assert out.text == f"try {MAX_TOOL_ROUNDS}" and out.usage.input_tokens == 10 * MAX_TOOL_ROUNDS
+    assert rule not in json.dumps(bodies[:2])  # a wrong skill name gets an error, not the body
+    assert "Unknown skill: nope" in bodies[1]["messages"][-1]["content"]
+    assert bodies[2]["messages"][-1]["tool_call_id"] == "c2"
+    assert rule in bodies[2]["messages"][-1]["content"]
