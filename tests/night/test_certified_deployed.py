@@ -1,11 +1,14 @@
 """Certified = deployed, with the pinned real CLIs against the simulator on loopback.
 
-For Claude Code, Codex and Copilot: a night trains the agent's memory file (the default
-document) by replaying every task through that agent's own CLI; after ``adopt`` the same real
-CLI, run in the project folder as the user would, sends a request that carries the learned rule
-at the very place the replays carried it (checked in the simulator's full request log), and its
-answer follows the rule. The same adopted text in a file the CLI does not load changes nothing,
-so this test fails when the document is deployed where the agent does not look.
+For Claude Code, Codex and Copilot: the user works with the real CLI in a sandbox HOME (a
+recurring task asked in sessions of its own, a correction as a follow-up turn of the session it
+corrects, sent by continuing that session); the night harvests and mines what the CLI wrote and
+trains the agent's memory file (the default document) by replaying every task through that
+agent's own CLI; after ``adopt`` the same real CLI, run in the project folder as the user
+would, sends a request that carries the learned rule at the very place the replays carried it
+(checked in the simulator's full request log), and its answer follows the rule. The same
+adopted text in a file the CLI does not load changes nothing, so this test fails when the
+document is deployed where the agent does not look.
 """
 
 from __future__ import annotations
@@ -38,6 +41,14 @@ SIM_KEY = "sk-sim-deployed-0123456789"
 MODEL = "sim-demo"
 ASK = "how do I install the dependencies?"
 TIMEOUT = 120
+#: the user's sessions the night trains from, written by the real CLI: (the task, the
+#: user's correction in the same session or None); three recurring tasks, one asked twice
+USER_SESSIONS = [
+    (ASK, "no, use pnpm, not npm"),
+    ("install the dependencies please", None),
+    ("run the tests", "no, use pnpm instead of npm"),
+    ("run the linter", "no, use pnpm instead of npm"),
+]
 # the engine tests' persona (every recurring task of DEMO_CONVERSATIONS answered the npm way),
 # answering only the model the CLIs are configured with
 PERSONA = tomllib.loads(
@@ -51,12 +62,15 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
     return run_cli(argv, cwd, env, TIMEOUT).stdout
 
 
-def live_answer(agent: str, url: str, project: Path) -> str:
-    """The user asks the recurring question with the real CLI, in the project folder, with
-    their own (sandbox) config: what the CLI prints."""
+def ask(agent: str, url: str, project: Path, prompt: str = ASK, *, more: bool = False) -> str:
+    """The user asks ``prompt`` with the real CLI, in the project folder, with their own
+    (sandbox) config: what the CLI prints. ``more``: a follow-up turn in the CLI's most recent
+    session of this folder (``claude -c``, ``codex exec resume --last``, ``copilot
+    --continue``)."""
     if agent == "claude_code":
         out = _run(
-            [agent_binary("claude"), "-p", ASK, "--output-format", "json", "--model", MODEL],
+            [agent_binary("claude"), "-p", prompt, "--output-format", "json", "--model", MODEL]
+            + (["-c"] if more else []),
             project,
             cli_env(
                 ANTHROPIC_BASE_URL=url,
@@ -75,13 +89,14 @@ def live_answer(agent: str, url: str, project: Path) -> str:
             f'name = "Simulator"\nbase_url = "{url}/v1"\nwire_api = "responses"\n'
             'env_key = "SIM_API_KEY"\n'
         )
+        resume = ["resume", "--last"] if more else []
         return _run(
-            [agent_binary("codex"), "exec", "--skip-git-repo-check", ASK],
+            [agent_binary("codex"), "exec", *resume, "--skip-git-repo-check", prompt],
             project,
             cli_env(SIM_API_KEY=SIM_KEY),
         )
     return _run(
-        [agent_binary("copilot"), "-p", ASK, "-s"],
+        [agent_binary("copilot"), "-p", prompt, "-s"] + (["--continue"] if more else []),
         project,
         cli_env(
             COPILOT_OFFLINE="true",
@@ -91,6 +106,16 @@ def live_answer(agent: str, url: str, project: Path) -> str:
             COPILOT_AUTO_UPDATE="false",
         ),
     )
+
+
+def write_user_sessions(agent: str, url: str, project: Path) -> None:
+    """The user's recurring tasks, each asked in a session of its own with the real CLI in
+    the project folder; a correction is the session's second turn (see :func:`ask`)."""
+    for prompt, correction in USER_SESSIONS:
+        answer = ask(agent, url, project, prompt)
+        assert "npm" in answer and "pnpm" not in answer, answer  # the habit, before any rule
+        if correction:
+            ask(agent, url, project, correction, more=True)
 
 
 def _texts(value: Any, at: str = "") -> list[tuple[str, str]]:
@@ -120,9 +145,10 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
 ) -> None:
     project = (tmp_path / "webapp").resolve()
     project.mkdir()
-    write_conversations(isolated_home, project, DEMO_CONVERSATIONS)
     store = Store(paths.db_path())
     with serve(persona_from_dict(PERSONA), api_key=SIM_KEY, full_log=True) as sim:
+        write_user_sessions(agent, sim.url, project)
+        sim.stats.reset()
         backend = {
             "base_url": sim.url + ("" if agent == "claude_code" else "/v1"),
             "model": MODEL,
@@ -135,6 +161,8 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
             Path("/nonexistent/config.toml"),
             **{
                 **demo_settings(isolated_home, project, sim.url + "/v1"),
+                # only this agent's sessions, where its CLI wrote them (the sandbox HOME)
+                "sources": {source: {} for source in agents.get_agent(agent).sources},
                 "document": {"kind": "memory", "agent": agent},
                 "target": {"name": agent, **backend},
                 "optimizer": {"name": "openai_compatible", **backend, "base_url": sim.url + "/v1"},
@@ -143,6 +171,18 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
         result = run_night(store, settings)
         assert result.status == "succeeded", (result.summary, result.error)
         night_log = list(sim.stats.requests)
+
+        # the night trained from the sessions the CLI wrote, read as the CLI wrote them: one
+        # session per task asked, the correction in the session it corrects
+        sessions = store.sessions.all()
+        assert len(sessions) == len(USER_SESSIONS), [s["key"] for s in sessions]
+        assert {s["source"] for s in sessions} <= set(agents.get_agent(agent).sources)
+        assert all(s["project"] == str(project) for s in sessions)
+        tasks = {t.intent: t for t in store.tasks.all()}
+        assert len(tasks) == 3 and all(t.split for t in tasks.values()), tasks
+        install = next(t for t in tasks.values() if "install" in t.intent)
+        assert len(install.sessions) == 2 and install.corrections == ["no, use pnpm, not npm"]
+        assert all(t.corrections for t in tasks.values())
 
         live = agents.get_agent(agent).user_memory_files()[0]
         assert not live.exists()  # staged, not written: nothing live changed yet
@@ -164,7 +204,7 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
         replay_place = place_of(replays[-1], rule)
 
         sim.stats.reset()
-        answer = live_answer(agent, sim.url, project)
+        answer = ask(agent, sim.url, project)
         bodies = [r["body"] for r in sim.stats.requests if r.get("role") == "target"]
         assert bodies and all(rule in json.dumps(b) for b in bodies)
         assert place_of(bodies[0], rule) == replay_place  # the same place, the same framing
@@ -173,7 +213,7 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
         # the same text where the CLI does not look: the rule never reaches the model
         live.rename(live.with_name("NOT-LOADED.md"))
         sim.stats.reset()
-        answer = live_answer(agent, sim.url, project)
+        answer = ask(agent, sim.url, project)
         bodies = [r["body"] for r in sim.stats.requests if r.get("role") == "target"]
         assert bodies and not any(rule in json.dumps(b) for b in bodies)
         assert "npm install" in answer and "pnpm" not in answer, answer
@@ -217,7 +257,7 @@ def test_in_the_wild_the_adopted_memory_is_seen_reaching_real_sessions_and_flagg
         assert result.status == "succeeded", result.summary
         adopt(store, result.proposal_id)
 
-        assert "pnpm" in live_answer("claude_code", sim.url, project)  # a real session
+        assert "pnpm" in ask("claude_code", sim.url, project)  # a real session
         _cli("harvest", "--json")
         [wild] = _cli("status", "--json")["in_the_wild"]
         assert wild["proposal_id"] == result.proposal_id and wild["mode"] == "memory"
@@ -229,14 +269,14 @@ def test_in_the_wild_the_adopted_memory_is_seen_reaching_real_sessions_and_flagg
         live = agents.get_agent("claude_code").user_memory_files()[0]
         # the user's own text around the block is theirs to edit: the rules still reach claude
         live.write_text(live.read_text() + "\n# My own notes\n")
-        assert "pnpm" in live_answer("claude_code", sim.url, project)
+        assert "pnpm" in ask("claude_code", sim.url, project)
         _cli("harvest", "--json")
         [wild] = _cli("status", "--json")["in_the_wild"]
         assert (wild["sessions"], wild["reached"], wild["flag"]) == (2, 2, None)
 
         live.rename(live.with_name("NOT-LOADED.md"))  # the document no longer reaches claude
         for _ in range(3):
-            assert "pnpm" not in live_answer("claude_code", sim.url, project)
+            assert "pnpm" not in ask("claude_code", sim.url, project)
         _cli("harvest", "--json")
         [wild] = _cli("status", "--json")["in_the_wild"]
     assert (wild["sessions"], wild["reached"]) == (5, 2)  # unreached sessions are no evidence
