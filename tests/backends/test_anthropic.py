@@ -197,7 +197,11 @@ def _skill_sim(load: str):
 def test_a_listed_skill_is_sent_only_as_the_result_of_a_skill_tool_call() -> None:
     with _skill_sim("always") as sim:
         out = backend(sim.url).complete(ASK)
-        first, second = (r["body"] for r in sim.stats.requests)
+        log = list(sim.stats.requests)
+    first, second = (r["body"] for r in log)
+    # the simulator reads the plain client's tool definition and sees the skill load
+    assert [r["tools"] for r in log] == [["Skill"], ["Skill"]]
+    assert [r["skills_loaded"] for r in log] == [[], ["deps"]] and log[0]["tool"] == "Skill"
     # first request: the skill listed by its description, the Skill tool offered, no body
     assert "deps: Installing the project's dependencies" in first["system"]
     assert first["tools"] == [SKILL_TOOL_SPEC] and SKILL_TOOL_SPEC["name"] == "Skill"

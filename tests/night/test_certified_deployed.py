@@ -161,7 +161,8 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
             Path("/nonexistent/config.toml"),
             **{
                 **demo_settings(isolated_home, project, sim.url + "/v1"),
-                # only this agent's sessions, where its CLI wrote them (the sandbox HOME)
+                # this agent's sources at their default places in the sandbox HOME, where its
+                # CLI wrote the sessions (the default sources stay on: no one else wrote any)
                 "sources": {source: {} for source in agents.get_agent(agent).sources},
                 "document": {"kind": "memory", "agent": agent},
                 "target": {"name": agent, **backend},
