@@ -143,6 +143,40 @@ class DocumentConfig(_Strict):
         return agent.name
 
 
+class DeliverConfig(_Strict):
+    """Which agents get what a night learned (see docs/agents.md, "Every agent gets it").
+
+    * ``agents = "sessions"`` (the default) — the document's agent, and every other agent
+      whose sessions the night's tasks came from: each gets its own copy (its own memory file
+      or skill, with the same rules), certified through its own backend on the held-out tasks
+      before it is staged as a proposal of its own (``p<night>-<agent>``);
+      ``"document"`` — only ``document.agent``.
+    * ``backends.<agent>`` — the backend that certifies that agent's copy. Without one: the
+      night's target when it is a model API (the copy framed as that agent frames it),
+      else the agent's own CLI as the user runs it, when it is on ``PATH``.
+
+    Copies exist for the ``memory`` and ``managed_skill`` kinds (a project's ``CLAUDE.md`` /
+    ``AGENTS.md`` or a ``path`` is one file, not one per agent).
+    """
+
+    agents: Literal["sessions", "document"] = "sessions"
+    backends: dict[str, BackendConfig] = Field(default_factory=dict)
+
+    @field_validator("backends", mode="before")
+    @classmethod
+    def _canonical_agents(cls, value: Any) -> Any:
+        """Keys are agent names or aliases, stored canonical; an unknown agent is refused."""
+        if not isinstance(value, dict):
+            return value
+        out = {}
+        for key, cfg in value.items():
+            try:
+                out[agents.get_agent(str(key)).name] = cfg
+            except UnknownNameError as exc:
+                raise ValueError(str(exc)) from None
+        return out
+
+
 class Settings(BaseSettings):
     """All settings of one run. See ``docs/config.md`` for every key with its unit."""
 
@@ -189,6 +223,7 @@ class Settings(BaseSettings):
     max_tasks: int = Field(60, ge=1)
 
     document: DocumentConfig = Field(default_factory=lambda: DocumentConfig())
+    deliver: DeliverConfig = Field(default_factory=lambda: DeliverConfig())
 
     #: Daemon: local time of the nightly run, "HH:MM" (or "HH:MM:SS").
     schedule: str = "03:00"

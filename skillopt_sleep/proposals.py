@@ -201,6 +201,57 @@ def report_markdown(row: dict[str, Any]) -> str:
     return text
 
 
+def agent_group(store: Store, proposal_id: str) -> list[str]:
+    """The staged proposals that carry the same night's rules for different agents (the
+    proposal the night trained and its agents' copies, :mod:`skillopt_sleep.night.copies`),
+    ``proposal_id``'s own first. ProposalError for an unknown proposal."""
+    row = get_proposal(store, proposal_id)
+    summary = NightSummary.model_validate_json(row.get("summary") or "{}")
+    head = summary.copy_of or proposal_id
+    group = [head] + [
+        c.proposal_id
+        for c in NightSummary.model_validate_json(
+            (store.proposals.get(head) or {}).get("summary") or "{}"
+        ).copies
+        if c.proposal_id
+    ]
+    staged = [pid for pid in group if (store.proposals.get(pid) or {}).get("status") == "staged"]
+    return [proposal_id] + [pid for pid in staged if pid != proposal_id]
+
+
+def adopt_group(store: Store, proposal_id: str, *, force: bool = False) -> list[AdoptResult]:
+    """Adopt ``proposal_id`` and every staged copy of its rules for other agents
+    (:func:`agent_group`), each as :func:`adopt` does. Every member's live file is checked
+    against its base first, so a stale one refuses the whole group before anything is
+    written (unless ``force``). ProposalError says which member failed and what was adopted."""
+    group = agent_group(store, proposal_id)
+    if not force:
+        for pid in group:
+            row = get_proposal(store, pid)
+            if row["status"] != "staged":
+                raise ProposalError(f"proposal {pid} is {row['status']}, not staged")
+            live = _read_bytes(Path(row["target_path"]))
+            try:
+                text = None if live is None else live.decode("utf-8")
+            except UnicodeDecodeError:
+                text = ""  # adopt says why
+            if sha256_text(text) != row["base_hash"]:
+                raise ProposalError(
+                    f"{row['target_path']} changed since proposal {pid} was made; nothing was "
+                    "adopted (run a new night, or adopt the others one by one)"
+                )
+    done: list[AdoptResult] = []
+    for pid in group:
+        try:
+            done.append(adopt(store, pid, force=force))
+        except ProposalError as exc:
+            kept = ", ".join(a.proposal_id for a in done)
+            raise ProposalError(
+                f"{exc}" + (f" (already adopted: {kept}; undo with rollback)" if kept else "")
+            ) from None
+    return done
+
+
 def adopt(
     store: Store, proposal_id: str, *, base_hash: str | None = None, force: bool = False
 ) -> AdoptResult:

@@ -87,6 +87,30 @@ class Delivery(_Model):
     when_loaded_tokens: int | None = None
 
 
+class AgentCopy(_Model):
+    """What a night did for another agent whose sessions its tasks came from (config
+    ``deliver``): that agent's own document with the night's rules, certified through that
+    agent's backend on held-out tasks (``certified_on``: the test split, or val when the night
+    has no test split) before it is staged as a proposal of its own.
+
+    ``status``: ``staged`` (``proposal_id`` set), ``same`` (an earlier staged proposal already
+    holds it), ``not_staged`` (``reason`` says why: no gain, a task got worse, no backend, the
+    user refused it, …). Scores are the mean over ``tasks`` held-out tasks, before (the agent's
+    document as it is) and after (with the rules)."""
+
+    agent: str
+    target: str = ""
+    backend: str = ""
+    status: Literal["staged", "same", "not_staged"]
+    proposal_id: str | None = None
+    reason: str = ""
+    certified_on: Literal["test", "val"] | None = None
+    tasks: int = 0
+    before: float | None = None
+    after: float | None = None
+    delivery: Delivery | None = None
+
+
 class NightSummary(_Model):
     """What a night saw and decided, stored with its ``nights`` row and its proposal.
 
@@ -116,6 +140,12 @@ class NightSummary(_Model):
     section: str | None = None
     #: what delivering the trained document costs (estimated tokens; see :class:`Delivery`)
     delivery: Delivery | None = None
+    #: the other agents the night's rules were certified for (config ``deliver``)
+    copies: list[AgentCopy] = Field(default_factory=list)
+    #: on an agent's copy: that agent, and the proposal whose rules it carries (None: the
+    #: rules the night's document already had)
+    copy_for: str | None = None
+    copy_of: str | None = None
 
     def dump(self) -> dict[str, Any]:
         """The stored JSON form: absent texts are left out."""

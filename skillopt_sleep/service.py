@@ -641,6 +641,17 @@ class Service:
         with self._use() as store:
             return proposals.adopt(store, proposal_id, base_hash=base_hash, force=force)
 
+    def agent_copies(self, proposal_id: str) -> list[str]:
+        """The other staged proposals carrying the same night's rules for other agents."""
+        with self._use() as store:
+            return proposals.agent_group(store, proposal_id)[1:]
+
+    def adopt_all_agents(self, proposal_id: str, *, force: bool = False) -> list[AdoptResult]:
+        """Adopt a proposal and the staged copies of its rules for other agents (see
+        :func:`skillopt_sleep.proposals.adopt_group`); the adoptions, ``proposal_id``'s first."""
+        with self._use() as store:
+            return proposals.adopt_group(store, proposal_id, force=force)
+
     def reject(self, proposal_id: str, reason: str = "") -> RejectResult:
         with self._use() as store:
             return proposals.reject(store, proposal_id, reason)

@@ -176,13 +176,17 @@ def test_every_tool_against_a_real_night(env: Env) -> None:
             assert (
                 st["last_night"]["id"] == env.night_id and st["last_night"]["status"] == "succeeded"
             )
-            assert [p["id"] for p in st["pending_proposals"]] == [pid]
+            # the night's rules, and their copy for codex (whose sessions asked the tasks too)
+            assert [p["id"] for p in st["pending_proposals"]] == [pid, f"{pid}-codex"]
             assert st["counts"]["sessions"] == len(DEMO_CONVERSATIONS) and st["counts"]["tasks"] > 0
             assert st["night_running"] is False
             assert set(st["harvest"]) == {"claude_code", "codex"}
 
             props = (await ok(s, "list_proposals"))["proposals"]
-            assert [(p["id"], p["status"]) for p in props] == [(pid, "staged")]
+            assert [(p["id"], p["status"]) for p in props] == [
+                (pid, "staged"),
+                (f"{pid}-codex", "staged"),
+            ]
             assert (await ok(s, "list_proposals", {"status": "adopted"}))["proposals"] == []
 
             p = await ok(s, "get_proposal", {"id": pid})
@@ -196,6 +200,11 @@ def test_every_tool_against_a_real_night(env: Env) -> None:
             assert p["val_tasks"] and all(t["after"] >= t["before"] for t in p["val_tasks"])
             assert p["test_tasks"] and p["cost"]["calls"] > 0
             assert p["report_uri"] == f"skillopt://proposals/{pid}"
+            copies = p["summary"]["copies"]
+            assert [(c["agent"], c["status"], c["proposal_id"]) for c in copies] == [
+                ("codex", "staged", f"{pid}-codex")
+            ]
+            assert copies[0]["after"] > copies[0]["before"]
 
             n = await ok(s, "get_night", {"id": env.night_id})
             assert n["status"] == "succeeded" and n["proposal_id"] == pid and n["running"] is False
@@ -385,7 +394,8 @@ def test_every_error_is_a_one_line_tool_error_and_the_server_keeps_serving(
                 lock.release()
             # after all that the server still serves and nothing was written
             st = await ok(s, "sleep_status")
-            assert [p["id"] for p in st["pending_proposals"]] == [pid] and st[
+            # the night's rules, and their copy for codex (whose sessions asked the tasks too)
+            assert [p["id"] for p in st["pending_proposals"]] == [pid, f"{pid}-codex"] and st[
                 "night_running"
             ] is False
             assert st["last_night"]["id"] == env.night_id  # no night was started
@@ -420,7 +430,8 @@ def test_run_night_returns_at_once_and_get_night_follows_it(env: Env) -> None:
                 assert night["status"] == "succeeded", night
                 assert night["proposal_id"] == env.proposal_id
                 props = {p["id"]: p["status"] for p in (await ok(s, "list_proposals"))["proposals"]}
-                assert props == {env.proposal_id: "staged"}
+                # codex's copy too: the same copy, certified again, is not staged twice
+                assert props == {env.proposal_id: "staged", f"{env.proposal_id}-codex": "staged"}
                 assert night["seconds"] is not None and first < 10
                 assert "harvesting sessions" in night["progress"]
                 assert any(line.startswith("epoch 1/1") for line in night["progress"])
@@ -521,7 +532,10 @@ def test_http_transport_needs_the_token_and_listens_on_loopback_only(env: Env) -
                     await s.initialize()
                     assert {t.name for t in (await s.list_tools()).tools} == TOOLS
                     st = await ok(s, "sleep_status")
-                    assert [p["id"] for p in st["pending_proposals"]] == [env.proposal_id]
+                    assert [p["id"] for p in st["pending_proposals"]] == [
+                        env.proposal_id,
+                        f"{env.proposal_id}-codex",
+                    ]
                     assert "no proposal" in await fails(s, "get_proposal", {"id": "nope"})
 
         run(body)

@@ -193,13 +193,35 @@ def adopt_cmd(
     force: bool = typer.Option(
         False, "--force", help="Apply the managed block even if the file changed."
     ),
+    all_agents: bool = typer.Option(
+        False,
+        "--all-agents",
+        help="Also adopt the staged copies of its rules for the other agents (p3-codex, …).",
+    ),
 ) -> None:
     """Write a staged proposal to its live file (atomically, with a backup)."""
-    a = service().adopt(proposal_id, force=force)
-    out.print(f"adopted {proposal_id} -> {a.target_path}")
-    if a.backup_path:
-        out.print(f"  backup: {a.backup_path}")
-    out.print("  undo with: skillopt-sleep rollback")
+    svc = service()
+    done = (
+        svc.adopt_all_agents(proposal_id, force=force)
+        if all_agents
+        else [svc.adopt(proposal_id, force=force)]
+    )
+    for a in done:
+        out.print(f"adopted {a.proposal_id} -> {a.target_path}", markup=False)
+        if a.backup_path:
+            out.print(f"  backup: {a.backup_path}", markup=False)
+    out.print(
+        "  undo with: skillopt-sleep rollback"
+        + (" FILE (for each file above)" if len(done) > 1 else "")
+    )
+    if not all_agents:
+        others = svc.agent_copies(proposal_id)
+        if others:
+            out.print(
+                f"  also staged for other agents: {', '.join(others)} "
+                f"(adopt {proposal_id} --all-agents, or each by its id)",
+                markup=False,
+            )
 
 
 @app.command("reject")

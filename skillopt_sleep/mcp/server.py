@@ -203,7 +203,9 @@ def build_server(service: Service | None = None, *, http_token: str | None = Non
         ],
     ) -> m.AdoptResult:
         """Write a staged proposal to its live file (atomic, with a backup). Refused if the
-        file changed since the proposal was made or base_hash does not match. Ask the user first."""
+        file changed since the proposal was made or base_hash does not match. Ask the user first.
+        A night's rules may also be staged for other agents (get_proposal's summary.copies:
+        one proposal per agent, e.g. p3-codex); adopt each one the user wants."""
         return _guard(lambda: svc.adopt(id, base_hash=base_hash))
 
     @tool(

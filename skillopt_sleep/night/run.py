@@ -26,9 +26,11 @@ from skillopt_sleep.config import Settings
 from skillopt_sleep.errors import BudgetExceeded, NightError, SkilloptError
 from skillopt_sleep.models import Task
 from skillopt_sleep.night import lifecycle
+from skillopt_sleep.night.copies import certify_copies
 from skillopt_sleep.night.delivery import where_loaded
 from skillopt_sleep.night.document import (
     Document,
+    Edit,
     delivery_cost,
     read_live,
     resolve_target,
@@ -364,6 +366,36 @@ def _run(
         and rules != doc.rules
         and any(e.status == "applied" and e.origin != "consolidate" for e in night.edits)
     )
+
+    def copies(copy_of: str | None, rules: list[str], edits: list[Any]) -> dict[str, Any]:
+        """Certify and stage the other agents' copies of ``rules`` (:mod:`.copies`); the
+        night's cost so far ({} when there was nothing to copy)."""
+        held_out, held_split = (test, "test") if test else (val, "val")
+        kind = _copy_kind(s, where) if where is not None else ""
+        if not (kind and held_out and rules and verified) or budget_note:
+            return {}
+        summary.copies = certify_copies(
+            store,
+            s,
+            night_id,
+            primary_agent=where.agent if where else "",
+            proposal_id=copy_of,
+            kind=kind,
+            section=section,
+            base_rules=list(doc.rules),
+            rules=rules,
+            edits=edits,
+            tasks=tasks,
+            held_out=held_out,
+            certified_on=held_split,
+            optimizer=optimizer,
+            cost=night.cost,
+            say=say,
+            env=env,
+            home=home,
+        )
+        return night.cost.as_dict()
+
     if not certified:
         summary.reason = (
             "edits improved train only (unverified)"
@@ -377,6 +409,28 @@ def _run(
                 f"; {len(night.refused)} edit(s) the user refused were not tried again "
                 f"({', '.join(sorted({r['proposal'] for r in night.refused}))})"
             )
+        # the rules the agent already has may still be missing from another agent's file
+        live_rules = list(doc.rules)
+        if live_rules and rules == doc.rules:
+            adopted = store.adoptions.latest_live([str(target_path)])
+            as_adds = [
+                Edit(
+                    op="add", text=r, status="applied", origin="live", rationale="in the live file"
+                )
+                for r in live_rules
+            ]
+            costs = (
+                copies(adopted["proposal_id"] if adopted else None, live_rules, as_adds) or costs
+            )
+            extra.update(
+                {k: costs[k] for k in ("calls", "cached_calls", "input_tokens", "output_tokens")}
+            )
+            staged = [c.proposal_id for c in summary.copies if c.status == "staged"]
+            if staged:
+                summary.reason += (
+                    f"; the rules {target_path.name} already has were staged for other "
+                    f"agents: {', '.join(str(p) for p in staged)}"
+                )
         return finish(NightStatus.NO_CHANGE, costs.get("seconds"), **extra)
     if budget_note:
         summary.reason = f"stopped: {budget_note}; staging what the gate certified before that"
@@ -401,6 +455,9 @@ def _run(
         and p["new_hash"] == sha256_text(new_text)
         and NightSummary.model_validate_json(p["summary"] or "{}").inputs == summary.inputs
     ]
+    proposal_id = same[0]["id"] if same else f"p{night_id}"
+    costs = copies(proposal_id, rules, night.edits) or costs
+    extra.update({k: costs[k] for k in ("calls", "cached_calls", "input_tokens", "output_tokens")})
     if same:  # an unchanged re-run: the staged proposal already says this
         summary.reason = f"same result as the staged proposal {same[0]['id']}"
         return finish(
@@ -424,6 +481,15 @@ def _run(
         test_after=test_after,
     )
     return finish(NightStatus.SUCCEEDED, costs.get("seconds"), proposal_id=proposal_id, **extra)
+
+
+def _copy_kind(s: Settings, where: Any) -> str:
+    """The document kind other agents' copies take (:mod:`.copies`): the configured kind, or
+    ``memory`` for a ``path`` that is an agent's user-level memory file; "" (no copies) for a
+    project's file or any other path."""
+    if s.document.kind in ("memory", "managed_skill"):
+        return s.document.kind
+    return "memory" if where.scope == "user" and where.mode == "memory" else ""
 
 
 def _section(s: Settings, tasks: list[Task]) -> str | None:

@@ -78,10 +78,15 @@ def stage_proposal(
     test_before: float | None,
     test_after: float | None,
     delivered: str | None = None,
+    proposal_id: str | None = None,
+    held_out: tuple[str, str, str] | None = None,
 ) -> str:
-    """Write the proposal folder and row; returns the proposal id (``p<night id>``).
-    ``delivered``: where the replays put the candidates (see :func:`scoring_note`)."""
-    pid = f"p{night_id}"
+    """Write the proposal folder and row; returns the proposal id (``proposal_id``, by
+    default ``p<night id>``). ``delivered``: where the replays put the candidates (see
+    :func:`scoring_note`). ``held_out``: for an agent's copy (:mod:`.copies`), the split it
+    was certified on and the before / after phases of those replays; the report's task table
+    is that split's (no val gate ran on the copy)."""
+    pid = proposal_id or f"p{night_id}"
     folder = paths.proposals_dir() / pid
     if folder.exists() and store.proposals.get(pid) is None:
         # left by an earlier database (deleted or reset): kept aside, never overwritten
@@ -108,7 +113,11 @@ def stage_proposal(
         for tid in sorted(val_base)
     ]
     test_tasks = per_task_deltas(store, night_id, "test", "test before", "test after")
-    for row in test_tasks:
+    if held_out is not None:  # an agent's copy: certified on one split, through its backend
+        split, before_phase, after_phase = held_out
+        certified = per_task_deltas(store, night_id, split, before_phase, after_phase)
+        val_tasks, test_tasks = (certified, []) if split == "val" else ([], certified)
+    for row in val_tasks + test_tasks:
         row["intent"] = intents.get(row["task_id"], "")[:200]
     report = ProposalReport(
         id=pid,
@@ -224,6 +233,7 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
             if report.summary.user_refused
             else []
         ),
+        *_copy_lines(report),
         f"Adopt with `skillopt-sleep adopt {report.id}`, discard with "
         f"`skillopt-sleep reject {report.id}`.",
         "",
@@ -246,6 +256,40 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
             lines.append(f"| {intent} | {_fmt(t.before)} | {_fmt(t.after)} |")
     lines += ["", "## Diff", "", "```diff", diff.rstrip("\n"), "```", ""]
     return "\n".join(lines)
+
+
+def _copy_lines(report: ProposalReport) -> list[str]:
+    """For report.md: whose rules an agent's copy carries, or which other agents got a copy
+    of this proposal's rules (:mod:`.copies`), with their certification and per-turn cost."""
+    sm = report.summary
+    if sm.copy_for:
+        return [
+            f"This is {sm.copy_for}'s copy of "
+            f"{sm.reason}. The edits below were gated on the night's own document; this copy "
+            "was scored through its own agent.",
+            "",
+        ]
+    if not sm.copies:
+        return []
+    lines = [
+        "Other agents whose sessions these tasks came from:",
+        "",
+        "| agent | proposal | held-out | before | after | per turn | note |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for c in sm.copies:
+        per_turn = f"~{c.delivery.per_turn_tokens} tokens" if c.delivery else "—"
+        lines.append(
+            f"| {c.agent} | {c.proposal_id or '—'} | {c.tasks} {c.certified_on or ''} "
+            f"| {_fmt(c.before)} | {_fmt(c.after)} | {per_turn} | {_cell(c.reason or c.status)} |"
+        )
+    staged = [c.proposal_id for c in sm.copies if c.proposal_id]
+    if staged:
+        lines += [
+            "",
+            f"Adopt them all with `skillopt-sleep adopt {report.id} --all-agents`.",
+        ]
+    return [*lines, ""]
 
 
 def _delivery_lines(d: Delivery) -> list[str]:

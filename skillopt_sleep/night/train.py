@@ -52,9 +52,11 @@ class Trainer:
         say: Progress,
         on_rollout: OnRollout | None = None,
         place: Callable[[str], Placement | None] | None = None,
+        cost: Cost | None = None,
     ):
+        """``cost``: the night's running cost to add to (shared budget); a new one if None."""
         self.store, self.s, self.night_id, self.say = store, settings, night_id, say
-        self.cost = Cost()
+        self.cost = cost if cost is not None else Cost()
         caps = {
             "max_calls": settings.max_calls_per_night,
             "max_tokens": settings.max_tokens_per_night,

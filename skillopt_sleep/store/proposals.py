@@ -19,15 +19,15 @@ class ProposalsRepo(Repository):
         return self._one("proposals", "id = ?", [proposal_id])
 
     def all(self, status: str | None = None, limit: int | None = None) -> list[Row]:
-        """Proposals newest first (by ``created_at``, then id), optionally of one status."""
+        """Proposals newest first (by ``created_at``, then night), optionally of one status;
+        a night's own proposal before its agents' copies (``p3`` before ``p3-codex``)."""
+        order = "created_at desc, night_id desc, instr(id, '-') > 0, id"
         if status:
             rows = self.db.table("proposals").rows_where(
-                "status = ?", [status], order_by="created_at desc, id desc", limit=limit
+                "status = ?", [status], order_by=order, limit=limit
             )
         else:
-            rows = self.db.table("proposals").rows_where(
-                order_by="created_at desc, id desc", limit=limit
-            )
+            rows = self.db.table("proposals").rows_where(order_by=order, limit=limit)
         return list(rows)
 
     def staged(self, target_path: str | None = None) -> list[Row]:

@@ -14,9 +14,7 @@ document is deployed where the agent does not look.
 from __future__ import annotations
 
 import json
-import re
 import subprocess
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -32,111 +30,18 @@ from skillopt_sleep.simulator import serve
 from skillopt_sleep.simulator.persona import persona_from_dict
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
-from tests.helpers.clis import agent_binary, cli_env, run_cli
-from tests.helpers.night import PERSONA as NIGHT_PERSONA
-
-pytestmark = pytest.mark.cli
-
-SIM_KEY = "sk-sim-deployed-0123456789"
-MODEL = "sim-demo"
-ASK = "how do I install the dependencies?"
-TIMEOUT = 120
-#: the user's sessions the night trains from, written by the real CLI: (the task, the
-#: user's correction in the same session or None); three recurring tasks, one asked twice
-USER_SESSIONS = [
-    (ASK, "no, use pnpm, not npm"),
-    ("install the dependencies please", None),
-    ("run the tests", "no, use pnpm instead of npm"),
-    ("run the linter", "no, use pnpm instead of npm"),
-]
-# the engine tests' persona (every recurring task of DEMO_CONVERSATIONS answered the npm way),
-# answering only the model the CLIs are configured with
-PERSONA = tomllib.loads(
-    NIGHT_PERSONA.replace(
-        'name = "night-test"\nmodels = []', f'name = "deployed"\nmodels = ["{MODEL}"]'
-    )
+from tests.helpers.deployed import (
+    MODEL,
+    PERSONA,
+    SIM_KEY,
+    TIMEOUT,
+    USER_SESSIONS,
+    ask,
+    place_of,
+    write_user_sessions,
 )
 
-
-def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
-    return run_cli(argv, cwd, env, TIMEOUT).stdout
-
-
-def ask(agent: str, url: str, project: Path, prompt: str = ASK, *, more: bool = False) -> str:
-    """The user asks ``prompt`` with the real CLI, in the project folder, with their own
-    (sandbox) config: what the CLI prints. ``more``: a follow-up turn in the CLI's most recent
-    session of this folder (``claude -c``, ``codex exec resume --last``, ``copilot
-    --continue``)."""
-    if agent == "claude_code":
-        out = _run(
-            [agent_binary("claude"), "-p", prompt, "--output-format", "json", "--model", MODEL]
-            + (["-c"] if more else []),
-            project,
-            cli_env(
-                ANTHROPIC_BASE_URL=url,
-                ANTHROPIC_API_KEY=SIM_KEY,
-                CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-                DISABLE_AUTOUPDATER="1",
-            ),
-        )
-        return str(json.loads(out)["result"])
-    if agent == "codex":
-        home = agents.get_agent("codex").home()
-        config = home / "config.toml"
-        config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(
-            f'model = "{MODEL}"\nmodel_provider = "sim"\n\n[model_providers.sim]\n'
-            f'name = "Simulator"\nbase_url = "{url}/v1"\nwire_api = "responses"\n'
-            'env_key = "SIM_API_KEY"\n'
-        )
-        resume = ["resume", "--last"] if more else []
-        return _run(
-            [agent_binary("codex"), "exec", *resume, "--skip-git-repo-check", prompt],
-            project,
-            cli_env(SIM_API_KEY=SIM_KEY),
-        )
-    return _run(
-        [agent_binary("copilot"), "-p", prompt, "-s"] + (["--continue"] if more else []),
-        project,
-        cli_env(
-            COPILOT_OFFLINE="true",
-            COPILOT_PROVIDER_BASE_URL=url + "/v1",
-            COPILOT_PROVIDER_API_KEY=SIM_KEY,
-            COPILOT_MODEL=MODEL,
-            COPILOT_AUTO_UPDATE="false",
-        ),
-    )
-
-
-def write_user_sessions(agent: str, url: str, project: Path) -> None:
-    """The user's recurring tasks, each asked in a session of its own with the real CLI in
-    the project folder; a correction is the session's second turn (see :func:`ask`)."""
-    for prompt, correction in USER_SESSIONS:
-        answer = ask(agent, url, project, prompt)
-        assert "npm" in answer and "pnpm" not in answer, answer  # the habit, before any rule
-        if correction:
-            ask(agent, url, project, correction, more=True)
-
-
-def _texts(value: Any, at: str = "") -> list[tuple[str, str]]:
-    """Every string in a request body with its JSON path, list indices kept."""
-    if isinstance(value, str):
-        return [(at, value)]
-    if isinstance(value, dict):
-        return [x for k, v in value.items() for x in _texts(v, f"{at}.{k}")]
-    if isinstance(value, list):
-        return [x for i, v in enumerate(value) for x in _texts(v, f"{at}[{i}]")]
-    return []
-
-
-def place_of(body: dict[str, Any], rule: str) -> tuple[str, str]:
-    """Where ``rule`` is in a request: the JSON path of the string holding it and that
-    string's framing (its first line), paths of temporary folders masked."""
-    found = [(at, text) for at, text in _texts(body) if rule in text]
-    assert len(found) == 1, f"the rule should be in exactly one place: {[a for a, _ in found]}"
-    at, text = found[0]
-    head = re.sub(r"/\S+", "<path>", text.strip().splitlines()[0])
-    return at, head
+pytestmark = pytest.mark.cli
 
 
 @pytest.mark.parametrize("agent", ["claude_code", "codex", "copilot"])

@@ -1,0 +1,213 @@
+"""Every agent the user uses gets the learning: a night whose tasks came from Claude Code and
+Codex sessions trains Claude Code's memory file and stages a copy of its rules in Codex's, each
+certified through its own placement on the held-out tasks (real nights against the simulator
+on loopback, through the OpenAI-compatible backend framing each agent's memory file as that
+agent does)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from skillopt_sleep import paths
+from skillopt_sleep.config import load_settings
+from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
+from skillopt_sleep.errors import ProposalError
+from skillopt_sleep.night.run import run_night
+from skillopt_sleep.proposals import adopt_group, agent_group, reject
+from skillopt_sleep.results import NightSummary
+from skillopt_sleep.simulator import serve
+from skillopt_sleep.store import Store
+from skillopt_sleep.testing.sessions import write_conversations
+from tests.helpers.clis import run_cli
+from tests.helpers.night import write_persona
+
+RULE = "Use `pnpm` instead of `npm`."
+CODEX_FRAME = "# AGENTS.md instructions"
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The installed command line, as the user runs it (HOME and the state folder are the
+    test's, through the environment)."""
+    return run_cli([sys.executable, "-m", "skillopt_sleep", *args], cwd, dict(os.environ), 90)
+
+
+def _world(tmp_path: Path, home: Path) -> Path:
+    project = (tmp_path / "webapp").resolve()
+    project.mkdir()
+    write_conversations(home, project, DEMO_CONVERSATIONS)  # claude_code and codex sessions
+    return project
+
+
+def _settings(home: Path, project: Path, url: str, **extra):
+    return load_settings(
+        Path("/nonexistent/config.toml"),
+        **{
+            **demo_settings(home, project, url),
+            "document": {"kind": "memory", "agent": "claude_code"},
+            **extra,
+        },
+    )
+
+
+def test_a_rule_learned_from_two_agents_sessions_is_certified_and_staged_for_each(
+    tmp_path, isolated_home
+):
+    project = _world(tmp_path, isolated_home)
+    store = Store(paths.db_path())
+    with serve(write_persona(tmp_path), full_log=True) as sim:
+        result = run_night(store, _settings(isolated_home, project, sim.url))
+        requests = list(sim.stats.requests)
+    assert result.status == "succeeded" and result.proposal_id == f"p{result.night_id}"
+    codex_memory = isolated_home / ".codex" / "AGENTS.md"
+    [copy] = result.summary.copies
+    assert copy.agent == "codex" and copy.status == "staged"
+    assert copy.proposal_id == f"{result.proposal_id}-codex"
+    assert copy.target == str(codex_memory)
+    assert copy.certified_on == "test" and copy.tasks == result.summary.test
+    assert copy.before is not None and copy.after is not None and copy.after > copy.before
+    # what it costs codex every turn, apart from Claude Code's own figure
+    assert copy.delivery is not None and copy.delivery.agent == "codex"
+    assert copy.delivery.mode == "memory" and copy.delivery.per_turn_tokens > 0
+    assert result.summary.delivery is not None and result.summary.delivery.agent == "claude_code"
+
+    row = store.proposals.get(copy.proposal_id)
+    assert row is not None and row["status"] == "staged" and row["target_path"] == str(codex_memory)
+    staged = Path(row["dir"], "document").read_text("utf-8")
+    assert RULE in staged and f"project={project}" in staged  # the project's block
+    assert not codex_memory.exists()  # nothing live changes before adopt
+
+    # the copy was scored as codex gets it: the rule in codex's framing, never Claude's
+    certify = [
+        r
+        for r in requests
+        if RULE in (r.get("prompt_full", "") + r.get("context_full", ""))
+        and CODEX_FRAME in (r.get("prompt_full", "") + r.get("context_full", ""))
+    ]
+    assert certify, "no replay carried the rule framed as codex's AGENTS.md"
+    assert not any(
+        "Contents of" in (r.get("prompt_full", "") + r.get("context_full", "")) for r in certify
+    )
+
+    # both reports say it; the copy's says whose rules it carries
+    report = Path(store.proposals.get(result.proposal_id)["dir"], "report.md").read_text()
+    assert f"| codex | {copy.proposal_id} |" in report and "--all-agents" in report
+    copy_report = Path(row["dir"], "report.md").read_text()
+    assert f"codex's copy of the rules of {result.proposal_id}" in copy_report
+
+
+def test_adopt_all_agents_writes_every_copy_and_one_proposal_alone_writes_one(
+    tmp_path, isolated_home
+):
+    project = _world(tmp_path, isolated_home)
+    store = Store(paths.db_path())
+    with serve(write_persona(tmp_path)) as sim:
+        result = run_night(store, _settings(isolated_home, project, sim.url))
+    pid = result.proposal_id
+    assert pid and agent_group(store, pid) == [pid, f"{pid}-codex"]
+    assert agent_group(store, f"{pid}-codex") == [f"{pid}-codex", pid]
+    claude_md, agents_md = (
+        isolated_home / ".claude" / "CLAUDE.md",
+        isolated_home / ".codex" / "AGENTS.md",
+    )
+
+    # a stale member refuses the whole group before anything is written
+    agents_md.parent.mkdir(parents=True, exist_ok=True)
+    agents_md.write_text("# mine\n")
+    try:
+        adopt_group(store, pid)
+        raise AssertionError("adopt_group should refuse a stale copy")
+    except ProposalError as exc:
+        assert "AGENTS.md changed since proposal" in str(exc) and "nothing was adopted" in str(exc)
+    assert not claude_md.exists() and agents_md.read_text() == "# mine\n"
+    agents_md.unlink()
+
+    proc = _cli("adopt", pid, "--all-agents", cwd=tmp_path)
+    assert f"adopted {pid} -> {claude_md}" in proc.stdout
+    assert f"adopted {pid}-codex -> {agents_md}" in proc.stdout
+    assert RULE in claude_md.read_text() and RULE in agents_md.read_text()
+    assert {store.proposals.get(p)["status"] for p in (pid, f"{pid}-codex")} == {"adopted"}
+
+
+def test_adopting_one_names_the_others_and_a_refused_copy_is_not_staged_again(
+    tmp_path, isolated_home
+):
+    project = _world(tmp_path, isolated_home)
+    store = Store(paths.db_path())
+    with serve(write_persona(tmp_path)) as sim:
+        settings = _settings(isolated_home, project, sim.url)
+        first = run_night(store, settings)
+        pid = first.proposal_id
+        proc = _cli("adopt", pid, cwd=tmp_path)
+        assert f"also staged for other agents: {pid}-codex" in proc.stdout
+        assert not (isolated_home / ".codex" / "AGENTS.md").exists()
+        reject(store, f"{pid}-codex", "codex has its own setup")
+        # a new night (a new session asks again): Claude Code already has the rule; codex's
+        # copy is the very document the user rejected, so it is not staged again
+        write_conversations(isolated_home, project, DEMO_CONVERSATIONS[:1])
+        again = run_night(store, settings)
+    # Claude Code's file already has the rule (no change there); codex's copy of the live rules
+    # is the very document the user rejected: not staged again, and the night says why
+    assert again.status == "no_change"
+    [codex] = again.summary.copies
+    assert codex.agent == "codex" and codex.status == "not_staged"
+    assert f"{pid}-codex" in codex.reason and "rejected" in codex.reason
+    assert [p["id"] for p in store.proposals.staged()] == []
+
+
+def test_a_later_agent_gets_the_rules_the_first_agent_already_has(tmp_path, isolated_home):
+    project = (tmp_path / "webapp").resolve()
+    project.mkdir()
+    claude_only = [c for c in DEMO_CONVERSATIONS if c[0] == "claude_code"]
+    write_conversations(isolated_home, project, claude_only)
+    store = Store(paths.db_path())
+    with serve(write_persona(tmp_path)) as sim:
+        settings = _settings(isolated_home, project, sim.url)
+        first = run_night(store, settings)
+        assert first.status == "succeeded" and first.summary.copies == []
+        adopt_group(store, first.proposal_id)
+        # the user starts asking codex the same things
+        write_conversations(
+            isolated_home, project, [c for c in DEMO_CONVERSATIONS if c[0] == "codex"]
+        )
+        later = run_night(store, settings)
+    assert later.status == "no_change"  # Claude Code's file already holds the rule
+    [copy] = later.summary.copies
+    assert copy.status == "staged" and copy.proposal_id == f"p{later.night_id}-codex"
+    assert copy.after is not None and copy.before is not None and copy.after > copy.before
+    assert copy.proposal_id in (later.summary.reason or "")
+    row = store.proposals.get(copy.proposal_id)
+    assert row is not None and RULE in Path(row["dir"], "document").read_text()
+    summary = NightSummary.model_validate_json(row["summary"])
+    assert summary.copy_for == "codex" and summary.copy_of == first.proposal_id
+
+
+def test_deliver_agents_document_keeps_the_learning_to_the_documents_agent(tmp_path, isolated_home):
+    project = _world(tmp_path, isolated_home)
+    store = Store(paths.db_path())
+    with serve(write_persona(tmp_path)) as sim:
+        result = run_night(
+            store,
+            _settings(isolated_home, project, sim.url, deliver={"agents": "document"}),
+        )
+    assert result.status == "succeeded" and result.summary.copies == []
+    assert [p["id"] for p in store.proposals.staged()] == [result.proposal_id]
+
+
+def test_a_copy_that_gains_nothing_is_not_staged(tmp_path, isolated_home):
+    project = _world(tmp_path, isolated_home)
+    # codex already answers the pnpm way: its copy of the rule is certified as no gain
+    agents_md = isolated_home / ".codex" / "AGENTS.md"
+    agents_md.parent.mkdir(parents=True, exist_ok=True)
+    agents_md.write_text(f"# My codex notes\n\n{RULE}\n")
+    store = Store(paths.db_path())
+    with serve(write_persona(tmp_path)) as sim:
+        result = run_night(store, _settings(isolated_home, project, sim.url))
+    assert result.status == "succeeded"
+    [copy] = result.summary.copies
+    assert copy.status == "not_staged" and copy.proposal_id is None
+    assert "no gain" in copy.reason or "worse" in copy.reason
+    assert agents_md.read_text() == f"# My codex notes\n\n{RULE}\n"
+    assert [p["id"] for p in store.proposals.staged()] == [result.proposal_id]
