@@ -72,6 +72,7 @@ QUIET_ENV = {
 
 class ClaudeCodeBackend(ExecBackend):
     name = "claude_code"
+    skill_tools = ("Skill",)
     agent = "claude_code"
     executable_name = "claude"
     install_hint = "npm install -g @anthropic-ai/claude-code"

@@ -87,6 +87,7 @@ def _openai_base(url: str) -> str:
 
 class CopilotBackend(ExecBackend):
     name = "copilot"
+    skill_tools = ("skill",)
     agent = "copilot"
     executable_name = "copilot"
     install_hint = "npm install -g @github/copilot"

@@ -160,6 +160,9 @@ class Scored:
     cached: bool = False
     usage: Usage = field(default_factory=Usage)
     seconds: float = 0.0
+    #: a skill replay: whether the agent loaded the skill (None: not a skill, or the backend
+    #: cannot tell; see :meth:`~skillopt_sleep.backends.base.Backend.skill_loaded`)
+    skill_loaded: bool | None = None
 
 
 def combine(hard: float | None, soft: float | None, metric: str) -> float:
@@ -240,6 +243,11 @@ class Replayer:
             cached=cached,
             usage=comp.usage,
             seconds=comp.seconds,
+            skill_loaded=(
+                self.target.backend.skill_loaded(comp)
+                if placement and placement.mode == "skill"
+                else None
+            ),
         )
         if self.on_rollout:
             self.on_rollout(scored)
