@@ -26,7 +26,7 @@ from skillopt_sleep.night.document import (
     managed_skill_path,
 )
 from skillopt_sleep.night.run import run_night
-from skillopt_sleep.proposals import reject
+from skillopt_sleep.proposals import adopt, reject
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
@@ -211,3 +211,15 @@ def test_a_refused_description_is_not_proposed_again(tmp_path, isolated_home):
     tried = [e for e in db_rows(store, "edits") if e["night_id"] == again.night_id]
     assert not [e for e in tried if e["op"] == "describe" and e["status"] == "applied"]
     assert skill.read_text() == UNMATCHED
+
+
+def test_a_forced_adopt_carries_the_trained_description_onto_the_changed_skill(
+    tmp_path, isolated_home
+):
+    result, _requests, store, skill = _describe_night(tmp_path, isolated_home, describe=True)
+    assert result.proposal_id
+    new = next(e["text"] for e in db_rows(store, "edits") if e["op"] == "describe")
+    changed = UNMATCHED.replace("# Learned rules\n", "# Learned rules\n\nMy own note.\n")
+    skill.write_text(changed)  # the user edited the skill after the night
+    adopt(store, result.proposal_id, force=True)
+    assert skill.read_text() == changed.replace(OLD_DESCRIPTION, new)
