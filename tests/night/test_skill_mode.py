@@ -33,6 +33,8 @@ from skillopt_sleep.testing.sessions import write_conversations
 from tests.helpers.store import db_rows
 
 BACKENDS = ["openai_compatible", "anthropic"]
+#: the key the real CLI sends to the simulator
+CLI_KEY = "sk-sim-skill-0123456789"
 
 
 def _night(tmp_path: Path, home: Path, load: str, target: str):
@@ -223,3 +225,60 @@ def test_a_forced_adopt_carries_the_trained_description_onto_the_changed_skill(
     skill.write_text(changed)  # the user edited the skill after the night
     adopt(store, result.proposal_id, force=True)
     assert skill.read_text() == changed.replace(OLD_DESCRIPTION, new)
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize("agent", ["claude_code", "copilot"])
+def test_the_real_cli_loads_the_skill_once_its_description_is_trained(
+    agent, tmp_path, isolated_home, cli_path
+):
+    """The same night replayed through the real ``claude`` / ``copilot`` CLI (the skill in the
+    replay's config folder, listed by the CLI itself): the rewritten description makes the
+    model call the CLI's skill tool, the backend reports the load, and val rises. (Codex
+    loads a skill by reading its file with a shell command, which its replays cannot tell
+    from any other: its rollouts say "unknown".)"""
+    project = tmp_path / "webapp"
+    project.mkdir()
+    write_conversations(isolated_home, project, WEBAPP_CONVERSATIONS)
+    skill = managed_skill_path(agent, home=isolated_home)
+    skill.parent.mkdir(parents=True)
+    skill.write_text(UNMATCHED)
+    demo = resources.files("skillopt_sleep.simulator").joinpath("personas/demo.toml")
+    persona = tmp_path / "persona.toml"
+    persona.write_text(demo.read_text("utf-8") + '\n[skills]\nmatch = "words"\n')
+    store = Store(paths.db_path())
+    with serve(persona, api_key=CLI_KEY, full_log=True) as sim:
+        backend = {"model": "sim-demo", "api_key": CLI_KEY, "max_retries": 0, "timeout": 90}
+        settings = load_settings(
+            Path("/nonexistent/config.toml"),
+            **{
+                **demo_settings(isolated_home, project, sim.url),
+                "document": {"kind": "managed_skill", "agent": agent},
+                "target": {
+                    "name": agent,
+                    "base_url": sim.url + ("" if agent == "claude_code" else "/v1"),
+                    "workers": 2,
+                    **backend,
+                },
+                "optimizer": {
+                    "name": "openai_compatible",
+                    "base_url": sim.url + "/v1",
+                    **backend,
+                },
+            },
+        )
+        result = run_night(store, settings)
+        requests = list(sim.stats.requests)
+    assert result.status == "succeeded", (result.summary, result.error)
+    assert result.val_before is not None and result.val_after is not None
+    assert result.val_after > result.val_before
+    [described] = [e for e in db_rows(store, "edits") if e["op"] == "describe"]
+    assert described["status"] == "applied"
+    # the optimizer learned from the real CLI's replays that the skill was not loaded
+    reflects = _reflects(requests)
+    assert reflects and all(f["skill_loaded"] is False for f in reflects[0]["failures"])
+    # the CLI listed the new description and the simulator loaded the skill through it
+    loaded = [r for r in requests if r.get("skills_loaded") == [SKILL_NAME]]
+    assert loaded and all(described["text"] in r["context_full"] for r in loaded)
+    staged = (paths.proposals_dir() / result.proposal_id / "document").read_text()
+    assert Document.parse(staged, new_skill=True).description == described["text"]
