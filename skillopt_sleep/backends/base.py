@@ -147,9 +147,8 @@ class Backend(ABC):
     name: str = ""
     #: the tools by which this backend's agent loads a placed skill, as its completions name
     #: them: a call of one means the skill was loaded (the replay lists only the trained skill
-    #: of the user's; a skill the CLI ships itself would count too). ``()``: a placed skill is
-    #: never loaded (no tool loop); None: the completion cannot tell (Codex reads the file
-    #: with a shell command like any other)
+    #: of the user's; a skill the CLI ships itself would count too). None: the completion
+    #: cannot tell (Codex reads the file with a shell command like any other)
     skill_tools: tuple[str, ...] | None = None
 
     def __init__(self, config: BackendConfig):

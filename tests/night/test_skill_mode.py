@@ -106,9 +106,15 @@ WEBAPP_CONVERSATIONS = [
 ]
 
 
-def _describe_night(tmp_path: Path, home: Path, describe: bool, fresh: bool = True):
-    """A night training the skill :data:`UNMATCHED` (``fresh``: in a new world; else again
-    in the one an earlier call made)."""
+def _describe_night(
+    tmp_path: Path,
+    home: Path,
+    describe: bool,
+    fresh: bool = True,
+    target: str = "openai_compatible",
+):
+    """A night training the skill :data:`UNMATCHED` through the HTTP backend ``target``
+    (``fresh``: in a new world; else again in the one an earlier call made)."""
     project = tmp_path / "webapp"
     skill = managed_skill_path("claude_code", home=home)
     if fresh:
@@ -124,12 +130,12 @@ def _describe_night(tmp_path: Path, home: Path, describe: bool, fresh: bool = Tr
     persona.write_text(text + '\n[skills]\nmatch = "words"\n')
     store = Store(paths.db_path())
     with serve(persona, full_log=True) as sim:
+        base = demo_settings(home, project, sim.url)
+        if target == "anthropic":  # the Messages API at the simulator's root
+            base["target"] = {**base["target"], "name": "anthropic", "base_url": sim.url}
         settings = load_settings(
             Path("/nonexistent/config.toml"),
-            **{
-                **demo_settings(home, project, sim.url),
-                "document": {"kind": "managed_skill", "agent": "claude_code"},
-            },
+            **{**base, "document": {"kind": "managed_skill", "agent": "claude_code"}},
         )
         result = run_night(store, settings)
         requests = list(sim.stats.requests)
@@ -141,8 +147,13 @@ def _reflects(requests: list[dict]) -> list[dict]:
     return [prompts.material_of(r["prompt_full"]) for r in requests if r.get("role") == "reflect"]
 
 
-def test_a_description_the_model_does_not_match_keeps_val_unchanged(tmp_path, isolated_home):
-    result, requests, store, skill = _describe_night(tmp_path, isolated_home, describe=False)
+@pytest.mark.parametrize("target", BACKENDS)
+def test_a_description_the_model_does_not_match_keeps_val_unchanged(
+    target, tmp_path, isolated_home
+):
+    result, requests, store, skill = _describe_night(
+        tmp_path, isolated_home, describe=False, target=target
+    )
     listed = [r for r in requests if r.get("skills")]
     assert listed and not any(r.get("skills_loaded") for r in listed)
     assert result.status == "no_change" and result.proposal_id is None
@@ -159,8 +170,13 @@ def test_a_description_the_model_does_not_match_keeps_val_unchanged(tmp_path, is
     assert skill.read_text() == UNMATCHED
 
 
-def test_the_optimizer_rewrites_the_description_and_the_skill_is_loaded(tmp_path, isolated_home):
-    result, requests, store, skill = _describe_night(tmp_path, isolated_home, describe=True)
+@pytest.mark.parametrize("target", BACKENDS)
+def test_the_optimizer_rewrites_the_description_and_the_skill_is_loaded(
+    target, tmp_path, isolated_home
+):
+    result, requests, store, skill = _describe_night(
+        tmp_path, isolated_home, describe=True, target=target
+    )
     assert result.status == "succeeded" and result.proposal_id
     assert result.val_before is not None and result.val_after is not None
     assert result.val_after > result.val_before
