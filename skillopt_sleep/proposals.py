@@ -298,8 +298,12 @@ def adopt(
                 "its managed block onto the current file"
             )
         section = NightSummary.model_validate_json(row.get("summary") or "{}").section
-        rules = Document.parse(new_text, section=section).rules
-        new_text = Document.parse(live_text, new_skill=live is None, section=section).render(rules)
+        skill = target.name == "SKILL.md"
+        proposed = Document.parse(new_text, new_skill=skill, section=section)
+        current = Document.parse(live_text, new_skill=live is None or skill, section=section)
+        if proposed.description is not None and current.description is not None:
+            current.description = proposed.description  # a skill's trained description too
+        new_text = current.render(proposed.rules)
     # the folders this write creates, recorded before it so that rollback removes exactly them
     written = Path(os.path.realpath(target)) if target.is_symlink() else target
     created = _missing_dirs(written)

@@ -41,6 +41,7 @@ API_VERSION = "2023-06-01"
 
 class AnthropicBackend(Backend):
     name = "anthropic"
+    skill_tools = (SKILL_TOOL,)
     #: First retry delay in seconds (doubles each retry); tests set it small.
     base_delay = 0.5
 

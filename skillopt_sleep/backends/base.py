@@ -10,6 +10,7 @@ with exponential backoff; auth and unknown-model errors are never retried.
 
 from __future__ import annotations
 
+import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -58,7 +59,7 @@ def framed(request: CompletionRequest) -> tuple[str, str, SkillOffer | None]:
     if p.mode == "skill":
         found = re.search(r"^description:\s*(.*)$", p.text, re.M)
         name = p.path.rsplit("/", 2)[-2] if "/" in p.path else p.path
-        listing = f"{SKILL_LISTING}\n\n- {name}: {found.group(1).strip() if found else ''}"
+        listing = f"{SKILL_LISTING}\n\n- {name}: {_unquoted(found.group(1)) if found else ''}"
         body = re.sub(r"\A---\n.*?\n---\n", "", p.text, flags=re.S)
         folder = p.path.rsplit("/", 1)[0]
         offer = SkillOffer(
@@ -127,9 +128,28 @@ def merged(parts: list[Completion], seconds: float) -> Completion:
     )
 
 
+def _unquoted(value: str) -> str:
+    """A one-line YAML scalar's text: a double-quoted one (as a trained description with a
+    ``: `` in it is written) decoded, a single-quoted one unquoted, a plain one stripped."""
+    value = value.strip()
+    if len(value) > 1 and value[0] == value[-1] == '"':
+        try:
+            return str(json.loads(value))
+        except ValueError:
+            return value[1:-1]
+    if len(value) > 1 and value[0] == value[-1] == "'":
+        return value[1:-1].replace("''", "'")
+    return value
+
+
 class Backend(ABC):
     #: registry name, e.g. ``"openai_compatible"``
     name: str = ""
+    #: the tools by which this backend's agent loads a placed skill, as its completions name
+    #: them: a call of one means the skill was loaded (the replay lists only the trained skill
+    #: of the user's; a skill the CLI ships itself would count too). None: the completion
+    #: cannot tell (Codex reads the file with a shell command like any other)
+    skill_tools: tuple[str, ...] | None = None
 
     def __init__(self, config: BackendConfig):
         self.config = config
@@ -141,6 +161,14 @@ class Backend(ABC):
     @abstractmethod
     def complete(self, request: CompletionRequest) -> Completion:
         """Run one call. ``request.model`` empty means ``config.model``."""
+
+    def skill_loaded(self, completion: Completion) -> bool | None:
+        """Whether the call that answered ``completion`` loaded the placed skill (see
+        :attr:`skill_tools`); None when this backend cannot know."""
+        if self.skill_tools is None:
+            return None
+        names = {t.lower() for t in self.skill_tools}
+        return any(t.lower() in names for t in completion.tool_calls)
 
     def check(self) -> None:  # noqa: B027 (optional: most backends need no check)
         """A cheap readiness check that is not a model call (no tokens spent): the key is

@@ -14,7 +14,8 @@ copied), a project file into the working directory; ``--disable-slash-commands``
 listing) is passed unless a skill is trained. Only a document without a placement arrives
 through ``--append-system-prompt``. Plain calls run with no tools (``--tools ""``); a
 task that needs tools runs with exactly those tools available and pre-approved (``dontAsk``
-denies everything else). The answer, the tool calls (``tool_use`` blocks of the assistant
+denies everything else); a trained skill adds the ``Skill`` tool, through which Claude Code
+loads it. The answer, the tool calls (``tool_use`` blocks of the assistant
 events), the usage and the duration come from the ``stream-json`` events.
 
 ``base_url`` sets ``ANTHROPIC_BASE_URL``; a configured key (``api_key`` / ``api_key_env``)
@@ -43,6 +44,7 @@ from skillopt_sleep.backends._exec import (
     stderr_failure,
     usage_of,
 )
+from skillopt_sleep.backends.base import SKILL_TOOL
 from skillopt_sleep.models import Completion, CompletionRequest
 
 #: every flag this backend may pass (checked against ``claude --help`` by the tests)
@@ -72,6 +74,7 @@ QUIET_ENV = {
 
 class ClaudeCodeBackend(ExecBackend):
     name = "claude_code"
+    skill_tools = (SKILL_TOOL,)
     agent = "claude_code"
     executable_name = "claude"
     install_hint = "npm install -g @anthropic-ai/claude-code"
@@ -94,14 +97,17 @@ class ClaudeCodeBackend(ExecBackend):
             "--permission-mode",
             "dontAsk",
         ]
-        if request.tools:
-            argv += ["--tools", ",".join(request.tools), "--allowedTools", ",".join(request.tools)]
+        placed = self.placed(request)
+        tools = list(request.tools)
+        if placed is not None and placed.mode == "skill" and SKILL_TOOL not in tools:
+            tools.append(SKILL_TOOL)  # the trained skill is loaded as the live agent loads it
+        if tools:
+            argv += ["--tools", ",".join(tools), "--allowedTools", ",".join(tools)]
         else:
             argv += ["--tools", ""]
         model = request.model or self.config.model
         if model:
             argv += ["--model", model]
-        placed = self.placed(request)
         if placed is None or placed.mode != "skill":
             argv.append("--disable-slash-commands")  # no skill listing unless a skill is trained
         if placed is None and request.system:

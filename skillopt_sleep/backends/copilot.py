@@ -18,7 +18,8 @@ reflect prompt can exceed.
 Tools: plain calls see no tool at all (``--available-tools`` naming a tool that does not exist
 hides every tool); a task that needs tools sees exactly those (``Bash`` → ``bash``, ``Read``
 → ``view``, …) and only their permissions are granted (``shell`` for ``bash``, ``write`` for
-edits) — never ``--allow-all``. Tool calls are the ``tool.execution_start`` events of the JSONL
+edits) — never ``--allow-all``; a trained skill adds the ``skill`` tool, through which
+Copilot loads it. Tool calls are the ``tool.execution_start`` events of the JSONL
 stream, reported under the task's tool names. Usage is the ``--usage-output-file`` JSON; wall
 time is the ``result`` event's ``sessionDurationMs``.
 
@@ -76,6 +77,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "WebFetch": ("web_fetch", "fetch"),
     "Task": ("task",),
 }
+#: Copilot's skill-loading tool (``{"skill": name}``; see docs/agents.md)
+SKILL_TOOL = "skill"
 #: Copilot tool -> the permission pattern it needs (tools not listed need none)
 PERMISSIONS = {"bash": "shell", "edit": "write", "create": "write", "web_fetch": "url"}
 
@@ -87,6 +90,7 @@ def _openai_base(url: str) -> str:
 
 class CopilotBackend(ExecBackend):
     name = "copilot"
+    skill_tools = (SKILL_TOOL,)
     agent = "copilot"
     executable_name = "copilot"
     install_hint = "npm install -g @github/copilot"
@@ -110,12 +114,15 @@ class CopilotBackend(ExecBackend):
             "--no-ask-user",
             "--no-color",
         ]
-        if request.tools:
-            native: list[str] = []
-            for tool in request.tools:
-                for name in ALIASES.get(tool, (tool,)):
-                    if name not in native:
-                        native.append(name)
+        native: list[str] = []
+        for tool in request.tools:
+            for name in ALIASES.get(tool, (tool,)):
+                if name not in native:
+                    native.append(name)
+        placed = self.placed(request)
+        if placed is not None and placed.mode == "skill" and SKILL_TOOL not in native:
+            native.append(SKILL_TOOL)  # the trained skill is loaded as the live agent loads it
+        if native:
             argv.append("--available-tools=" + ",".join(native))
             for perm in sorted({PERMISSIONS[n] for n in native if n in PERMISSIONS}):
                 argv.append(f"--allow-tool={perm}")
@@ -127,7 +134,6 @@ class CopilotBackend(ExecBackend):
         env = self.base_env()
         env.update({"COPILOT_AUTO_UPDATE": "false", "NO_COLOR": "1"})
         env.pop("COPILOT_ALLOW_ALL", None)  # never allow-all, whatever the user's shell says
-        placed = self.placed(request)
         if placed is not None and placed.scope == "user":
             # the user's login is kept (config.json) unless the provider comes from base_url
             home = self.overlay_home(placed, scratch, copy_auth=not self.config.base_url)

@@ -37,6 +37,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 class OpenAICompatibleBackend(Backend):
     name = "openai_compatible"
+    skill_tools = (SKILL_TOOL,)
     #: First retry delay in seconds (doubles each retry); tests set it small.
     base_delay = 0.5
 

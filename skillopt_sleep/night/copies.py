@@ -31,6 +31,7 @@ from skillopt_sleep.night.delivery import where_loaded
 from skillopt_sleep.night.document import (
     Document,
     Edit,
+    apply_describe,
     apply_edit,
     delivery_cost,
     read_live,
@@ -230,8 +231,12 @@ def _one_copy(
     except SkilloptError as exc:
         return AgentCopy(**nope, target=str(target), reason=one_line(str(exc)))
     theirs = copy_rules(base_rules, rules, doc.rules, edits)
-    new_text = doc.render(theirs)
-    if theirs == doc.rules or new_text == (live or ""):
+    trained = doc  # a skill copy also takes the night's trained description
+    for e in edits:
+        if e.status == "applied" and e.op == "describe":
+            trained = apply_describe(trained, Edit(op="describe", text=e.text)) or trained
+    new_text = trained.render(theirs)
+    if new_text == doc.render() or new_text == (live or ""):
         return AgentCopy(
             **nope, target=str(target), reason=f"{name}'s document already has these rules"
         )
@@ -278,7 +283,7 @@ def _one_copy(
     trainer.section = section
     try:
         before = trainer.replay(held_out, doc, doc.rules, certified_on, BEFORE.format(agent=name))
-        after = trainer.replay(held_out, doc, theirs, certified_on, AFTER.format(agent=name))
+        after = trainer.replay(held_out, trained, theirs, certified_on, AFTER.format(agent=name))
     except BudgetExceeded as exc:
         return AgentCopy(**base, status="not_staged", reason=f"stopped: {exc}")
     except SkilloptError as exc:

@@ -9,15 +9,21 @@ kept byte for byte. Inside the block each rule is one ``- `` bullet line::
 
 A file without a block gets one appended (after a blank line). A new managed skill file is
 created with a valid frontmatter (``name``, ``description``) as Claude Code and Codex expect.
+
+A skill's front matter ``description`` is trained too (an agent lists a skill by it and loads
+the skill only when it matches the task): :class:`Document` parses it from a skill document
+and a ``describe`` edit (:func:`apply_describe`) rewrites only that value; an unchanged
+description renders byte for byte as read.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -160,9 +166,79 @@ def read_live(path: Path) -> str | None:
     return decode_live(data, path)
 
 
+#: the longest skill description a ``describe`` edit may write (one line; the agent lists it,
+#: and so sends it, in every turn)
+MAX_DESCRIPTION_CHARS = 300
+
+_FRONT_OPEN = re.compile(r"\A---[ \t]*\r?\n")
+_FRONT_CLOSE = re.compile(r"^---[ \t]*(?:\r?\n|\Z)", re.M)
+_DESCRIPTION_KEY = re.compile(r"^description:[ \t]*", re.M)
+#: a YAML plain scalar that needs no quotes (no indicator first, no ``: `` / `` #`` inside)
+_PLAIN_SAFE = re.compile(r"^[^\s\-?:,\[\]{}#&*!|>'\"%@`][^\n]*$")
+
+
+def front_matter_description(text: str) -> tuple[str, tuple[int, int]] | None:
+    """``(description, (start, end))`` of the ``description`` in the YAML front matter at the
+    start of ``text``; ``start:end`` is the value's span (a folded or continued value's lines
+    included). None when ``text`` has no front matter or it has no description."""
+    opened = _FRONT_OPEN.match(text)
+    if not opened:
+        return None
+    closed = _FRONT_CLOSE.search(text, opened.end())
+    if not closed:
+        return None
+    key = _DESCRIPTION_KEY.search(text, opened.end(), closed.start())
+    if not key:
+        return None
+    start = key.end()
+    line_end = text.find("\n", start)
+    end = line_end if line_end != -1 and line_end < closed.start() else closed.start()
+    end = end - 1 if text[start:end].endswith("\r") else end
+    pieces = [text[start:end]]
+    # continuation lines: indented, until a line at column 0 (the next key or the closing ---)
+    pos = end
+    while True:
+        nl = text.find("\n", pos)
+        if nl == -1 or nl + 1 >= closed.start():
+            break
+        nxt = text.find("\n", nl + 1)
+        nxt = closed.start() - 1 if nxt == -1 or nxt >= closed.start() else nxt
+        line = text[nl + 1 : nxt].removesuffix("\r")
+        if line.strip() and not line[:1].isspace():
+            break
+        if line.strip():
+            pieces.append(line)
+            end = nl + 1 + len(line)
+        pos = nxt
+    first = pieces[0].strip()
+    if first[:1] in (">", "|"):  # a block scalar: the value is its lines
+        value = " ".join(p.strip() for p in pieces[1:])
+    elif first[:1] == '"' and first.endswith('"') and len(pieces) == 1:
+        try:
+            value = str(json.loads(first))
+        except ValueError:
+            value = first[1:-1]
+    elif first[:1] == "'" and first.endswith("'") and len(pieces) == 1:
+        value = first[1:-1].replace("''", "'")
+    else:
+        value = " ".join(p.strip() for p in pieces)
+    return " ".join(value.split()), (start, end)
+
+
+def yaml_scalar(text: str) -> str:
+    """``text`` as a one-line YAML scalar: plain when that is safe, else double-quoted."""
+    if _PLAIN_SAFE.match(text) and ": " not in text and " #" not in text and text[-1] != ":":
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
 @dataclass
 class Document:
-    """A document split around its managed block: ``before + block + after`` == the text."""
+    """A document split around its managed block: ``before + block + after`` == the text.
+
+    A skill document (``skill``) also has its front matter ``description`` (None when it has
+    none); ``description_span`` is where its value sits in ``before``. Setting another
+    ``description`` (see :func:`apply_describe`) rewrites that value on render."""
 
     before: str
     rules: list[str]
@@ -171,6 +247,9 @@ class Document:
     newline: str = "\n"
     #: the project whose block this is (None: the block for every project)
     section: str | None = None
+    skill: bool = False
+    description: str | None = None
+    description_span: tuple[int, int] | None = field(default=None, repr=False)
 
     @classmethod
     def parse(
@@ -178,7 +257,34 @@ class Document:
     ) -> Document:
         """Split ``text`` around the managed block of ``section`` (a project path, whose
         block only holds that project's rules; None: the block for every project). Other
-        projects' blocks are kept, as any other text, byte for byte."""
+        projects' blocks are kept, as any other text, byte for byte. ``new_skill``: the
+        document is a skill (SKILL.md; created with a front matter when absent), whose front
+        matter description is parsed."""
+        doc = cls._split(text, new_skill=new_skill, section=section)
+        if new_skill:
+            doc.skill = True
+            found = front_matter_description(doc.before)
+            if found is not None:
+                doc.description, doc.description_span = found
+        return doc
+
+    @property
+    def parsed_description(self) -> str | None:
+        """The description as read (before any ``describe`` edit)."""
+        if self.description_span is None:
+            return None
+        found = front_matter_description(self.before)
+        return found[0] if found else None
+
+    def _head(self) -> str:
+        """``before`` with the description rewritten when it was changed."""
+        if self.description_span is None or self.description == self.parsed_description:
+            return self.before
+        s, e = self.description_span
+        return self.before[:s] + yaml_scalar(self.description or "") + self.before[e:]
+
+    @classmethod
+    def _split(cls, text: str | None, *, new_skill: bool, section: str | None) -> Document:
         if text is None:
             return cls(NEW_SKILL if new_skill else "", [], "", False, section=section)
         newline = "\r\n" if "\r\n" in text else "\n"
@@ -207,11 +313,12 @@ class Document:
         if self.section is not None:
             head += section_heading(self.section) + nl
         body = head + "".join(f"- {r}{nl}" for r in rules) + END
+        before = self._head()
         if self.had_block:
-            return self.before + body + self.after
+            return before + body + self.after
         if not rules:
-            return self.before
-        return self.before + _separator(self.before, nl) + body + nl
+            return before
+        return before + _separator(before, nl) + body + nl
 
 
 def sections(text: str | None) -> list[str | None]:
@@ -246,9 +353,11 @@ def _separator(before: str, nl: str) -> str:
 
 @dataclass
 class Edit:
-    """One proposed change to the rules. ``op``: add | delete | replace."""
+    """One proposed change to the rules. ``op``: add | delete | replace, or describe (a
+    skill's new front matter description in ``text``; ``old`` is set to the description it
+    replaces when applied)."""
 
-    op: Literal["add", "delete", "replace"]
+    op: Literal["add", "delete", "replace", "describe"]
     text: str = ""
     old: str = ""
     rationale: str = ""
@@ -266,6 +375,8 @@ class Edit:
             return f"add: {self.text}"
         if self.op == "delete":
             return f"delete: {self.old}"
+        if self.op == "describe":
+            return f"describe: {self.text}"
         return f"replace: {self.old} -> {self.text}"
 
 
@@ -365,6 +476,8 @@ def apply_edit(rules: list[str], edit: Edit, *, max_rules: int = 60) -> list[str
 
 
 def _try_edit(rules: list[str], edit: Edit, *, max_rules: int) -> tuple[list[str] | None, str]:
+    if edit.op == "describe":
+        return None, "a describe edit changes the skill's description, not its rules"
     if edit.op == "add":
         text = _clean_rule(edit.text)
         if not text:
@@ -392,11 +505,45 @@ def _try_edit(rules: list[str], edit: Edit, *, max_rules: int) -> tuple[list[str
     return rules[:idx] + [text] + rules[idx + 1 :], ""
 
 
+def apply_describe(doc: Document, edit: Edit) -> Document | None:
+    """``doc`` with the description ``edit.text`` (one line, at most
+    :data:`MAX_DESCRIPTION_CHARS` characters), ``edit.old`` set to the description it
+    replaces; None when it does not apply, then ``edit.reason`` says why (not a skill, no
+    front matter description, empty, too long, unchanged)."""
+    new, reason = _try_describe(doc, edit)
+    if new is None:
+        edit.reason = reason
+    return new
+
+
+def _try_describe(doc: Document, edit: Edit) -> tuple[Document | None, str]:
+    if not doc.skill:
+        return None, "only a skill has a description; this document is loaded in every turn"
+    if doc.description is None or doc.description_span is None:
+        return None, "the skill has no front matter description to rewrite"
+    edit.old = doc.description
+    text = " ".join(edit.text.split())
+    if not text:
+        return None, "the new description is empty"
+    if len(text) > MAX_DESCRIPTION_CHARS:
+        return None, (
+            f"the description is {len(text)} characters; at most {MAX_DESCRIPTION_CHARS} "
+            "(the agent sends it in every turn)"
+        )
+    if text == doc.description:
+        return None, "the new description is the current one"
+    edit.text = text
+    return replace(doc, description=text), ""
+
+
+EDIT_OPS = ("add", "delete", "replace", "describe")
+
+
 def parse_edits(data: dict, *, origin: str = "reflect") -> list[Edit]:
     """Edits from an optimizer answer ``{"edits": [...]}``; malformed items are dropped."""
     out: list[Edit] = []
     for item in data.get("edits") or []:
-        if not isinstance(item, dict) or item.get("op") not in ("add", "delete", "replace"):
+        if not isinstance(item, dict) or item.get("op") not in EDIT_OPS:
             continue
         out.append(
             Edit(
@@ -418,13 +565,13 @@ def delivery_cost(
     whole file only once the agent loads it); any other file is memory, loaded whole in every
     turn (see docs/agents.md). The fields of :class:`skillopt_sleep.results.Delivery`."""
     if Path(target).name == "SKILL.md":
-        m = re.search(r"^description:\s*(.*)$", text, re.M)
+        found = front_matter_description(text)
         return {
             "mode": "skill",
             "rules": len(rules),
             "block_tokens": block_tokens(rules, section),
             "budget": budget,
-            "per_turn_tokens": estimate_tokens(m.group(1) if m else ""),
+            "per_turn_tokens": estimate_tokens(found[0] if found else ""),
             "when_loaded_tokens": estimate_tokens(text),
         }
     return {

@@ -32,6 +32,7 @@ def reflect_prompt(
     rejected: list[str],
     budget: int,
     user_refused: list[dict[str, str]] | None = None,
+    skill: dict[str, Any] | None = None,
 ) -> str:
     """Build the reflect prompt.
 
@@ -41,6 +42,10 @@ def reflect_prompt(
     ``user_refused``: ``{"edit": Edit.describe() text, "reason": the user's words}`` of edits
     in proposals the user rejected or rolled back (left out of the prompt when empty, so
     nights without any keep their cached prompts).
+    ``skill``: for a skill document, ``{"description": its front matter description,
+    "max_chars": the longest description allowed}``; the rollouts then say whether the agent
+    loaded the skill (``skill_loaded``: true / false / "unknown") and a ``describe`` edit may
+    rewrite the description (left out for a memory document, whose prompts stay as they were).
     """
     material = {
         "rules": rules,
@@ -56,6 +61,17 @@ def reflect_prompt(
             "\nThe user reviewed and refused the edits under user_refused_edits (their reasons "
             "say why): never propose them, or rules that say the same, again.\n"
         )
+    describe = ""
+    if skill is not None:
+        material["skill"] = skill
+        describe = (
+            "\nThe document is a skill: the agent sees only its description (under skill) in "
+            "every turn and loads the rules only when the description matches the task; "
+            "skill_loaded says whether it did in each rollout. When failing rollouts did not "
+            "load it, rewrite the description so that it names what those tasks are about "
+            f"(one line, at most {skill.get('max_chars')} characters):\n"
+            '  {"op": "describe", "text": "<new description>", "rationale": "..."}\n'
+        )
     return f"""{REFLECT_MARKER}
 You improve a coding agent's skill document: a list of short rules the agent reads before it
 works. Below are the current rules, rollouts of the user's recurring tasks scored against
@@ -69,7 +85,7 @@ passing ones. Each edit is one of:
   {{"op": "delete", "old": "<existing rule, verbatim>", "rationale": "..."}}
 Rules are one line each, imperative, specific, and name concrete commands or values in
 backticks.
-
+{describe}
 {_block(material)}
 
 Answer with one JSON object and nothing else: {{"edits": [...]}}"""

@@ -27,6 +27,9 @@ from skillopt_sleep.night import prompts
 from skillopt_sleep.redact import redact
 from skillopt_sleep.store import CachedResponse, Store
 
+#: part of a skill replay's cache key (see :meth:`Meter.key`)
+SKILL_REPLAYS = "skill-tool-offered"
+
 
 @dataclass
 class Cost:
@@ -70,6 +73,9 @@ class Meter:
                 req.max_tokens,
                 # only when set, so calls without a placement keep their cached answers
                 *([req.placement.model_dump()] if req.placement else []),
+                # a skill's replays: answered since the skill tool is offered and its call
+                # reported (older cached answers could not load the skill, or did not say)
+                *([SKILL_REPLAYS] if req.placement and req.placement.mode == "skill" else []),
             ],
             ensure_ascii=False,
         )
@@ -160,6 +166,9 @@ class Scored:
     cached: bool = False
     usage: Usage = field(default_factory=Usage)
     seconds: float = 0.0
+    #: a skill replay: whether the agent loaded the skill (None: not a skill, or the backend
+    #: cannot tell; see :meth:`~skillopt_sleep.backends.base.Backend.skill_loaded`)
+    skill_loaded: bool | None = None
 
 
 def combine(hard: float | None, soft: float | None, metric: str) -> float:
@@ -240,6 +249,11 @@ class Replayer:
             cached=cached,
             usage=comp.usage,
             seconds=comp.seconds,
+            skill_loaded=(
+                self.target.backend.skill_loaded(comp)
+                if placement and placement.mode == "skill"
+                else None
+            ),
         )
         if self.on_rollout:
             self.on_rollout(scored)

@@ -321,14 +321,15 @@ def _run(
     budget_note = ""
     try:
         rules, val_scores = night.train(doc, train, val, verified)
+        trained = night.doc or doc  # a skill's certified description with the rules
         val_before = night.val_baseline
         say("scoring the test split before and after")
         test_before = (
             mean(night.replay(test, doc, doc.rules, "test", "test before")) if test else None
         )
         test_after = (
-            mean(night.replay(test, doc, rules, "test", "test after"))
-            if test and rules != doc.rules
+            mean(night.replay(test, trained, rules, "test", "test after"))
+            if test and trained.render(rules) != doc.render()
             else test_before
         )
     except BudgetExceeded as exc:
@@ -336,6 +337,7 @@ def _run(
         # the test split is not scored
         budget_note = str(exc)
         rules = night.rules if night.rules is not None else list(doc.rules)
+        trained = night.doc or doc
         val_scores, val_before = night.val_scores, night.val_baseline
         test_before = test_after = None
         summary.test_note = "not scored: " + budget_note
@@ -361,9 +363,10 @@ def _run(
     if budget_note:
         summary.stopped = budget_note
     # a consolidation alone (a merge that kept the score) is no reason to propose a change
+    changed = trained.render(rules) != doc.render()  # the rules or a skill's description
     certified = (
         verified
-        and rules != doc.rules
+        and changed
         and any(e.status == "applied" and e.origin != "consolidate" for e in night.edits)
     )
 
@@ -398,9 +401,7 @@ def _run(
 
     if not certified:
         summary.reason = (
-            "edits improved train only (unverified)"
-            if rules != doc.rules
-            else "no edit passed the val gate"
+            "edits improved train only (unverified)" if changed else "no edit passed the val gate"
         )
         if budget_note:
             summary.reason = f"stopped: {budget_note}; {summary.reason} before that"
@@ -419,6 +420,8 @@ def _run(
                 )
                 for r in live_rules
             ]
+            if doc.skill and doc.description:  # a skill's copy takes its description too
+                as_adds.append(Edit(op="describe", text=doc.description, status="applied"))
             costs = (
                 copies(adopted["proposal_id"] if adopted else None, live_rules, as_adds) or costs
             )
@@ -434,7 +437,7 @@ def _run(
         return finish(NightStatus.NO_CHANGE, costs.get("seconds"), **extra)
     if budget_note:
         summary.reason = f"stopped: {budget_note}; staging what the gate certified before that"
-    new_text = doc.render(rules)
+    new_text = trained.render(rules)
     summary.delivery = Delivery.model_validate(
         delivery_cost(target_path, new_text, rules, s.document.max_tokens, section)
         | {"agent": where.agent if where else None}

@@ -8,6 +8,10 @@ default no val task worse). Rejected edits go to a buffer shown to the optimizer
 of the night, seeded with the edits earlier nights on the same document rejected
 (:func:`remembered_rejections`). Each epoch ends with a consolidation of the rules, gated
 without strictness, and refused outright when it drops a backticked command or value.
+
+For a skill the description is trained too: the reflect prompt shows it and whether each
+rollout loaded the skill, and a ``describe`` edit that rewrites it is gated like any other
+(the certified document, description included, is :attr:`Trainer.doc`).
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ from skillopt_sleep.config import Settings
 from skillopt_sleep.models import CompletionRequest, Placement, Task
 from skillopt_sleep.night import prompts
 from skillopt_sleep.night.document import (
+    MAX_DESCRIPTION_CHARS,
     Document,
     Edit,
+    apply_describe,
     apply_edit,
     block_tokens,
     code_spans,
@@ -77,7 +83,9 @@ class Trainer:
         self.refused: list[dict[str, str]] = []
         #: the project section of a shared memory file the night trains (None: global block)
         self.section: str | None = None
-        # the last gate-certified state, kept so a budget stop can still stage it
+        # the last gate-certified state, kept so a budget stop can still stage it (``doc``:
+        # the document with its certified description; its rules are ``rules``)
+        self.doc: Document | None = None
         self.rules: list[str] | None = None
         self.val_scores: dict[str, Scored] = {}
         self.val_baseline: float | None = None
@@ -113,9 +121,20 @@ class Trainer:
             )
         return scores
 
-    def reflect(self, batch: list[Task], scores: dict[str, Scored], rules: list[str]) -> list[Edit]:
+    def reflect(
+        self,
+        batch: list[Task],
+        scores: dict[str, Scored],
+        rules: list[str],
+        doc: Document | None = None,
+    ) -> list[Edit]:
+        skill = doc is not None and doc.skill and doc.description is not None
+
         def item(t: Task) -> dict[str, Any]:
             sc = scores[t.id]
+            loaded: dict[str, Any] = {}
+            if skill:
+                loaded["skill_loaded"] = "unknown" if sc.skill_loaded is None else sc.skill_loaded
             return {
                 "task": t.intent[:1500],
                 "answer": sc.answer[:1500],
@@ -126,6 +145,7 @@ class Trainer:
                     if not c["passed"]
                 ],
                 "corrections": t.corrections[:5],
+                **loaded,
             }
 
         failures = [item(t) for t in batch if scores[t.id].score < 1.0]
@@ -137,6 +157,11 @@ class Trainer:
             rejected=self.rejected,
             budget=self.s.edit_budget,
             user_refused=self.refused,
+            skill=(
+                {"description": doc.description, "max_chars": MAX_DESCRIPTION_CHARS}
+                if skill and doc is not None
+                else None
+            ),
         )
         comp, _ = self.optimizer.complete(
             CompletionRequest(prompt=prompt, purpose="reflect", max_tokens=2000)
@@ -193,7 +218,7 @@ class Trainer:
         rules = list(doc.rules)
         val_scores = self.replay(val, doc, rules, "val", "val baseline")
         self.val_baseline = mean(val_scores)
-        self.rules, self.val_scores = rules, val_scores
+        self.doc, self.rules, self.val_scores = doc, rules, val_scores
         for epoch in range(1, self.s.epochs + 1):
             order = sorted(train, key=lambda t: t.id)
             random.Random(f"{epoch}:{len(order)}").shuffle(order)
@@ -202,10 +227,10 @@ class Trainer:
             ]
             for b, batch in enumerate(batches, 1):
                 self.say(f"epoch {epoch}/{self.s.epochs} batch {b}/{len(batches)}: replay")
-                scores = self.replay(batch, doc, rules, "train", f"train e{epoch}b{b}")
+                scores = self.replay(batch, self.doc, rules, "train", f"train e{epoch}b{b}")
                 if all(sc.score >= 1.0 for sc in scores.values()):
                     continue
-                for e in self.reflect(batch, scores, rules):
+                for e in self.reflect(batch, scores, rules, self.doc):
                     e.epoch, e.batch = epoch, b
                     refused = self.refused_as(e)
                     if refused:  # the user said no to it: no val replay, never applied
@@ -213,9 +238,14 @@ class Trainer:
                         self.say(f"  rejected: {e.describe()} ({refused})")
                         self.record_edit(e)
                         continue
-                    candidate = apply_edit(rules, e)
-                    if candidate is None:
-                        e.status = "unmatched"  # apply_edit said why in e.reason
+                    cand_doc: Document | None = self.doc
+                    candidate: list[str] | None
+                    if e.op == "describe":  # the rules stay; the description changes
+                        cand_doc, candidate = apply_describe(self.doc, e), list(rules)
+                    else:
+                        candidate = apply_edit(rules, e)
+                    if candidate is None or cand_doc is None:
+                        e.status = "unmatched"  # apply_edit / apply_describe said why
                         self.record_edit(e)
                         continue
                     over = self.over_budget(rules, candidate)
@@ -225,22 +255,23 @@ class Trainer:
                         self.record_edit(e)
                         continue
                     cand_scores = self.replay(
-                        val, doc, candidate, "val", f"val e{epoch}b{b} candidate"
+                        val, cand_doc, candidate, "val", f"val e{epoch}b{b} candidate"
                     )
                     v = gate(
                         val_scores,
                         cand_scores,
                         no_regression=self.s.no_regression,
-                        shorter=_shorter(candidate, rules),
+                        # a new description: only a strictly better score counts
+                        shorter=None if e.op == "describe" else _shorter(candidate, rules),
                     )
                     rules, val_scores = self._settle(
-                        e, v, rules, val_scores, candidate, cand_scores, verified
+                        e, v, rules, val_scores, candidate, cand_scores, verified, cand_doc
                     )
                     if e.status == "rejected":
                         self.rejected.append(e.describe())
                     self.say(f"  {e.status}: {e.describe()} ({v.reason})")
                     self.record_edit(e)
-            rules, val_scores = self.consolidate(doc, rules, val, val_scores, epoch, verified)
+            rules, val_scores = self.consolidate(self.doc, rules, val, val_scores, epoch, verified)
         return rules, val_scores
 
     def consolidate(
@@ -292,7 +323,7 @@ class Trainer:
             strict=False,
             shorter=_shorter(merged, rules),
         )
-        rules, val_scores = self._settle(e, v, rules, val_scores, merged, cand, verified)
+        rules, val_scores = self._settle(e, v, rules, val_scores, merged, cand, verified, doc)
         self.record_edit(e)
         return rules, val_scores
 
@@ -305,15 +336,16 @@ class Trainer:
         candidate: list[str],
         cand_scores: dict[str, Scored],
         verified: bool,
+        cand_doc: Document,
     ) -> tuple[list[str], dict[str, Scored]]:
         """Record the gate's verdict on ``e``; the rules and val scores to go on with (the
-        candidate's when accepted, kept as the last certified state)."""
+        candidate's when accepted, kept with ``cand_doc`` as the last certified state)."""
         e.val_before, e.val_after, e.reason = verdict.before, verdict.after, verdict.reason
         if not verdict.accepted:
             e.status = "rejected"
             return rules, val_scores
         e.status = "applied" if verified else "unverified"
-        self.rules, self.val_scores = candidate, cand_scores
+        self.doc, self.rules, self.val_scores = cand_doc, candidate, cand_scores
         return candidate, cand_scores
 
 

@@ -37,6 +37,12 @@ the conversation: the canned answer's tools and ``Use the `T` tool.`` rules are 
 except a call (tool and input) already made in this conversation.
 Skills the CLI ships itself (``ListedSkill.builtin``) are not loaded unless the persona says
 ``builtin = true``.
+
+As the optimizer, for a skill document (the reflect material's ``skill``) whose failing
+rollouts did not load it (``skill_loaded`` false), the brain first proposes a ``describe`` edit
+(:func:`derive_description`: the content words of those tasks, so the ``words`` rule picks
+the skill for them), unless the persona says ``describe_skills = false`` or that description
+was already rejected; then the add edits of ``optimizer.order``.
 """
 
 from __future__ import annotations
@@ -342,16 +348,36 @@ class Brain:
 
     # -- reflect ------------------------------------------------------------------------
     def reflect(self, material: dict[str, Any]) -> list[dict[str, str]]:
-        """Edits ``[{"op": "add", "text", "rationale"}]`` (see the module docstring)."""
+        """Edits ``[{"op": "add", "text", "rationale"}]`` (see the module docstring); for a
+        skill first a ``describe`` edit (:func:`derive_description`)."""
         blocked = {_norm(r) for r in material.get("rules", [])}
-        # the buffer holds Edit.describe() texts: "add: <rule>", "replace: <old> -> <new>"
+        # the buffer holds Edit.describe() texts: "add: <rule>", "replace: <old> -> <new>",
+        # "describe: <description>"
         said = [str(r) for r in material.get("rejected_edits", [])]
         if not self.persona.ignore_user_refusals:
             said += [str(r.get("edit", "")) for r in material.get("user_refused_edits", [])]
+        described = set()
         for r in said:
+            if r.startswith("describe:"):
+                described.add(_norm(r.removeprefix("describe:")))
+                continue
             r = re.sub(r"^(add|delete):\s*", "", r)
             blocked.add(_norm(r.split(" -> ", 1)[-1] if r.startswith("replace:") else r))
         budget = int(material.get("edit_budget", 2) or 0)
+        edits: list[dict[str, str]] = []
+        skill = material.get("skill")
+        if self.persona.describe_skills and isinstance(skill, dict) and budget > 0:
+            rollouts = list(material.get("failures", [])) + list(material.get("successes", []))
+            text = derive_description(rollouts, int(skill.get("max_chars") or 300))
+            current = _norm(str(skill.get("description") or ""))
+            if text and _norm(text) not in described and _norm(text) != current:
+                edits.append(
+                    {
+                        "op": "describe",
+                        "text": text,
+                        "rationale": "the skill was not loaded in failing rollouts",
+                    }
+                )
         groups: dict[str, list[tuple[str, str]]] = {
             "derived": derive_edits(material.get("failures", [])),
             "useless": [(e, "generic advice") for e in self.persona.useless_edits],
@@ -359,7 +385,6 @@ class Brain:
                 (e, "shorter answers are easier to read") for e in self.persona.harmful_edits
             ],
         }
-        edits: list[dict[str, str]] = []
         for group in self.persona.order:
             for text, rationale in groups[group]:
                 if _norm(text) in blocked or len(edits) >= budget:
@@ -367,6 +392,39 @@ class Brain:
                 blocked.add(_norm(text))
                 edits.append({"op": "add", "text": text, "rationale": rationale})
         return edits
+
+
+def _ordered_words(text: str) -> list[str]:
+    """:func:`content_words` of ``text`` in order of first appearance."""
+    out: list[str] = []
+    for w in _WORD.findall(text.lower()):
+        if len(w) >= 4 and w not in STOP_WORDS and w not in out:
+            out.append(w)
+    return out
+
+
+def derive_description(rollouts: list[dict[str, Any]], max_chars: int) -> str:
+    """A skill description the ``words`` load rule picks for the failing rollouts that did not
+    load the skill: ``Rules for <word>, <word>, ….`` with the content words of those tasks,
+    then of the rollouts that did load it (so they still do), in order of first appearance,
+    as many as fit in ``max_chars``. ``""`` when no failing rollout went without the skill
+    (``skill_loaded`` false; "unknown" does not count)."""
+    missed = [
+        r for r in rollouts if r.get("skill_loaded") is False and float(r.get("score", 0)) < 1.0
+    ]
+    if not missed:
+        return ""
+    kept = [r for r in rollouts if r.get("skill_loaded") is True]
+    words: list[str] = []
+    for r in missed + kept:
+        words += [w for w in _ordered_words(str(r.get("task", ""))) if w not in words]
+    text = "Rules for"
+    for i, w in enumerate(words):
+        longer = f"{text}{',' if i else ''} {w}"
+        if len(longer) + 1 > max_chars:
+            break
+        text = longer
+    return text + "." if text != "Rules for" else ""
 
 
 def derive_edits(failures: list[dict[str, Any]]) -> list[tuple[str, str]]:

@@ -23,6 +23,8 @@ A persona is a TOML file (see ``personas/demo.toml``)::
     lossy_consolidate = false        # consolidate by dropping the last rule (a bad merge)
     ignore_user_refusals = false     # re-propose edits the user refused (a model that does
                                      # not follow the prompt)
+    describe_skills = true           # for a skill not loaded in failing rollouts, first
+                                     # rewrite its description from those tasks' words
 
     [skills]                         # as a target: when to load a skill the request lists
     match = "words"                  # "words": its description shares >= min_shared content
@@ -88,6 +90,7 @@ class Persona:
     harmful_edits: tuple[str, ...] = ()
     lossy_consolidate: bool = False
     ignore_user_refusals: bool = False
+    describe_skills: bool = True
     fail_first: int = 0
     fail_status: int = 500
     skills: SkillRule = SkillRule()
@@ -138,6 +141,7 @@ def persona_from_dict(data: dict[str, Any]) -> Persona:
         harmful_edits=tuple(str(e) for e in opt.get("harmful_edits", [])),
         lossy_consolidate=bool(opt.get("lossy_consolidate", False)),
         ignore_user_refusals=bool(opt.get("ignore_user_refusals", False)),
+        describe_skills=bool(opt.get("describe_skills", True)),
         fail_first=int(server.get("fail_first", 0)),
         fail_status=int(server.get("fail_status", 500)),
         skills=skills,

@@ -12,7 +12,7 @@ from skillopt_sleep.store._base import Repository
 class RejectedEdit:
     """An edit the gate rejected, with the summary (JSON text) of the night that tried it."""
 
-    op: Literal["add", "delete", "replace"]
+    op: Literal["add", "delete", "replace", "describe"]
     text: str
     old: str
     night_summary: str
@@ -23,7 +23,7 @@ class RefusedEdit:
     """An edit the gate had applied in a proposal the user then rejected or rolled back:
     ``proposal_id``, its ``status`` (rejected | rolled_back) and the user's ``reason``."""
 
-    op: Literal["add", "delete", "replace"]
+    op: Literal["add", "delete", "replace", "describe"]
     text: str
     old: str
     proposal_id: str
@@ -32,8 +32,8 @@ class RefusedEdit:
 
 
 class EditsRepo(Repository):
-    """Rows: ``id``, ``night_id``, ``epoch``, ``batch``, ``op`` (add | delete | replace),
-    ``text``, ``old``, ``rationale``, ``origin`` (reflect | consolidate), ``status``
+    """Rows: ``id``, ``night_id``, ``epoch``, ``batch``, ``op`` (add | delete | replace |
+    describe), ``text``, ``old``, ``rationale``, ``origin`` (reflect | consolidate), ``status``
     (applied | rejected | unmatched | unverified), ``reason``, ``val_before``,
     ``val_after``, ``created_at``."""
 

@@ -237,3 +237,31 @@ def test_the_skill_tool_loop_is_bounded_and_unknown_skills_are_errors() -> None:
     assert "Unknown skill: nope" in bodies[1]["messages"][-1]["content"]
     assert bodies[2]["messages"][-1]["tool_call_id"] == "c2"
     assert rule in bodies[2]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize(
+    ("load", "loaded", "answer"),
+    [("always", True, "Run `pnpm test` to run the suite."), ("never", False, "Run `npm test`")],
+)
+def test_a_placed_skill_is_reported_loaded_only_when_the_model_calls_the_skill_tool(
+    tmp_path, load: str, loaded: bool, answer: str
+) -> None:
+    persona = tmp_path / "persona.toml"
+    persona.write_text(
+        'name = "p"\n[[answers]]\nmatch = "tests"\ntext = "Run `npm test` to run the suite."\n'
+        f'[skills]\nmatch = "{load}"\n'
+    )
+    skill = Placement(
+        agent="claude_code",
+        scope="user",
+        path="skills/learned/SKILL.md",
+        mode="skill",
+        text="---\nname: learned\ndescription: Rules for tests.\n---\n\n"
+        "- Use `pnpm` instead of `npm`.\n",
+    )
+    with serve(persona, api_key="sekret-key") as running:
+        b = backend(running.url + "/v1")
+        out = b.complete(CompletionRequest(prompt="how do I run the tests?", placement=skill))
+    assert answer in out.text
+    assert (out.tool_calls[:1] == ["Skill"]) is loaded
+    assert b.skill_loaded(out) is loaded

@@ -9,8 +9,10 @@ from skillopt_sleep.errors import DocumentError, NightError, SkilloptError
 from skillopt_sleep.night.document import (
     BEGIN,
     END,
+    MAX_DESCRIPTION_CHARS,
     Document,
     Edit,
+    apply_describe,
     apply_edit,
     find_rule,
     parse_edits,
@@ -317,3 +319,82 @@ def test_a_project_section_is_its_own_block_and_keeps_the_others():
         )
         == 1
     )
+
+
+# ------------------------------------------------------------------ a skill's description
+SKILL_TEXT = (
+    "---\r\nname: my-skill\r\ndescription: >\r\n  Folded over\r\n  two lines.\r\n"
+    "license: MIT\r\n---\r\n\r\n# Body\r\n\r\n"
+    f"{BEGIN}\r\n- Use `pnpm` instead of `npm`.\r\n{END}\r\ntail"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "description"),
+    [
+        (SKILL_TEXT, "Folded over two lines."),
+        ("---\nname: s\ndescription: Plain words here\n---\nbody\n", "Plain words here"),
+        ('---\nname: s\ndescription: "Quoted: with a colon"\n---\n', "Quoted: with a colon"),
+        ("---\nname: s\ndescription: 'it''s single'\n---\n", "it's single"),
+        (
+            None,
+            "Rules learned by skillopt-sleep from this user's recurring tasks and corrections. Apply them to every coding task.",
+        ),
+    ],
+)
+def test_a_skill_description_is_parsed_and_kept_byte_for_byte(text, description):
+    doc = Document.parse(text, new_skill=True)
+    assert doc.skill and doc.description == description
+    if text is not None:
+        assert doc.render() == text
+        assert doc.render(doc.rules) == text
+
+
+def test_a_describe_edit_rewrites_only_the_description():
+    doc = Document.parse(SKILL_TEXT, new_skill=True)
+    e = Edit(op="describe", text="  Rules for   tests, webapp.\n")
+    new = apply_describe(doc, e)
+    assert new is not None and e.reason == ""
+    assert e.old == "Folded over two lines." and e.text == "Rules for tests, webapp."
+    assert e.describe() == "describe: Rules for tests, webapp."
+    out = new.render()
+    assert out == SKILL_TEXT.replace(
+        ">\r\n  Folded over\r\n  two lines.", "Rules for tests, webapp."
+    )
+    assert doc.render() == SKILL_TEXT  # the original document is unchanged
+    again = Document.parse(out, new_skill=True)
+    assert again.description == "Rules for tests, webapp." and again.rules == doc.rules
+    # YAML-significant text is quoted, and reads back as written
+    colon = apply_describe(doc, Edit(op="describe", text="Use for: tests # and more"))
+    assert colon is not None
+    assert 'description: "Use for: tests # and more"\r\n' in colon.render()
+    assert Document.parse(colon.render(), new_skill=True).description == (
+        "Use for: tests # and more"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "skill", "new", "reason"),
+    [
+        ("# Memory\n", False, "Anything", "only a skill has a description"),
+        ("# No front matter\n", True, "Anything", "no front matter description"),
+        (SKILL_TEXT, True, "   ", "empty"),
+        (SKILL_TEXT, True, "x" * 301, "at most 300"),
+        (SKILL_TEXT, True, "Folded over two lines.", "is the current one"),
+    ],
+)
+def test_a_describe_edit_that_does_not_apply_says_why(text, skill, new, reason):
+    doc = Document.parse(text, new_skill=skill)
+    e = Edit(op="describe", text=new)
+    assert apply_describe(doc, e) is None and reason in e.reason
+    assert doc.render() == text
+    # a describe edit never changes the rules
+    assert apply_edit(["a rule"], e) is None and "not its rules" in e.reason
+
+
+def test_parse_edits_reads_describe():
+    edits = parse_edits(
+        {"edits": [{"op": "describe", "text": "Rules for tests."}, {"op": "rename"}]}
+    )
+    assert [(e.op, e.text) for e in edits] == [("describe", "Rules for tests.")]
+    assert MAX_DESCRIPTION_CHARS == 300

@@ -202,3 +202,50 @@ def test_role_detection_uses_the_markers() -> None:
     assert detect_role(turn("hello " + prompts.JUDGE_MARKER)) == "judge"
     assert detect_role(turn(prompts.CONSOLIDATE_MARKER + "\n```json\n{}\n```")) == "consolidate"
     assert detect_role(turn("SKILLOPT-REFLECT v2")) == "target"
+
+
+def _skill_reflect(brain: Brain, failures, rejected=(), description="Changelog entries."):
+    prompt = prompts.reflect_prompt(
+        rules=["Use `pnpm` instead of `npm`."],
+        failures=failures,
+        successes=[],
+        rejected=list(rejected),
+        budget=3,
+        skill={"description": description, "max_chars": 45},
+    )
+    return prompts.extract_json(brain.respond(turn(prompt)).text)["edits"]
+
+
+def test_reflect_rewrites_a_skill_description_the_failing_rollouts_did_not_load(
+    brain: Brain,
+) -> None:
+    missed = [
+        {**_failure("install the dependencies in the webapp"), "skill_loaded": False},
+        {**_failure("run the linter on the webapp"), "skill_loaded": False},
+    ]
+    edits = _skill_reflect(brain, missed)
+    # first, the description: the tasks' content words in order, cut to fit max_chars
+    assert edits[0] == {
+        "op": "describe",
+        "text": "Rules for install, dependencies, webapp.",  # linter: too long
+        "rationale": "the skill was not loaded in failing rollouts",
+    }
+    assert len(edits[0]["text"]) <= 45
+    assert _skill_reflect(Brain(load_persona("demo")), missed)[0] == edits[0]  # deterministic
+    # not again once rejected, nor when it is already the description
+    said = ["describe: " + edits[0]["text"]]
+    assert all(e["op"] != "describe" for e in _skill_reflect(brain, missed, rejected=said))
+    assert all(
+        e["op"] != "describe" for e in _skill_reflect(brain, missed, description=edits[0]["text"])
+    )
+    # rollouts that loaded the skill, or could not say, are no reason to rewrite it
+    for loaded in (True, "unknown"):
+        failures = [{**f, "skill_loaded": loaded} for f in missed]
+        assert all(e["op"] != "describe" for e in _skill_reflect(brain, failures))
+
+
+def test_reflect_does_not_describe_when_the_persona_says_so(tmp_path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text("[optimizer]\ndescribe_skills = false\n")
+    missed = [{**_failure("run the tests in the webapp"), "skill_loaded": False}]
+    assert _skill_reflect(Brain(load_persona(path)), missed) == []
