@@ -8,10 +8,20 @@ default no val task worse). Rejected edits go to a buffer shown to the optimizer
 of the night, seeded with the edits earlier nights on the same document rejected
 (:func:`remembered_rejections`). Each epoch ends with a consolidation of the rules, gated
 without strictness, and refused outright when it drops a backticked command or value.
+
+With ``workers > 1`` the replays that do not wait on each other run together
+(:meth:`Trainer.ahead`): the val baseline with the first mini-batch, and the val replays of
+all of a mini-batch's edits, each on the rules as they stand before the batch's first edit is
+gated. The gate still settles the edits one by one, in order, and takes a replay made ahead
+only for the very document it judges; when an earlier edit of the batch is applied, the
+later ones are replayed again on the new rules (extra calls a night with one worker does not
+make, counted against the per-night caps). Scores, verdicts and the staged document do not
+depend on the number of workers.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 from collections.abc import Callable
@@ -19,6 +29,7 @@ from typing import Any
 
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.config import Settings
+from skillopt_sleep.errors import BudgetExceeded
 from skillopt_sleep.models import CompletionRequest, Placement, Task
 from skillopt_sleep.night import prompts
 from skillopt_sleep.night.document import (
@@ -79,13 +90,20 @@ class Trainer:
         self.rules: list[str] | None = None
         self.val_scores: dict[str, Scored] = {}
         self.val_baseline: float | None = None
+        #: rollouts replayed ahead (:meth:`ahead`): (document text, task id) -> Scored
+        self._ahead: dict[tuple[str, str], Scored] = {}
 
     # ----------------------------------------------------------------- helpers
     def replay(
         self, tasks: list[Task], doc: Document, rules: list[str], split: str, phase: str
     ) -> dict[str, Scored]:
         text = doc.render(rules)
-        scores = self.replayer.run(tasks, text)
+        todo = [t for t in tasks if (text, t.id) not in self._ahead]
+        fresh = self.replayer.run(todo, text) if todo else {}
+        scores = {
+            t.id: self._ahead.pop((text, t.id)) if (text, t.id) in self._ahead else fresh[t.id]
+            for t in tasks
+        }
         dh = sha256_text(text)
         by_id = {t.id: t for t in tasks}
         for tid, sc in scores.items():
@@ -110,6 +128,42 @@ class Trainer:
                 created_at=now_iso(),
             )
         return scores
+
+    def ahead(self, jobs: list[tuple[list[Task], str]]) -> None:
+        """With ``workers > 1``: replay ``jobs`` (tasks, document text) together, for
+        :meth:`replay` to take when it is asked for the same task under the same text
+        (each such rollout is recorded then, in the loop's order). Replays made ahead and
+        never asked for are dropped at the next call. A budget cap met here is left for the
+        loop to meet in order."""
+        self._ahead.clear()
+        jobs = [(tasks, text) for tasks, text in jobs if tasks]
+        if self.replayer.workers == 1 or len(jobs) < 2:
+            return
+        try:
+            results = self.replayer.run_many(jobs)
+        except BudgetExceeded:
+            return
+        for (_tasks, text), scores in zip(jobs, results, strict=True):
+            for tid, sc in scores.items():
+                self._ahead[(text, tid)] = sc
+
+    def candidates(self, doc: Document, rules: list[str], edits: list[Edit]) -> list[str]:
+        """The distinct documents the val gate would judge for ``edits`` if none of them were
+        applied before the next (each edit applied alone to ``rules``; edits the loop never
+        replays, refused, unmatched or over the budget, left out). Pure: ``edits`` are not
+        changed."""
+        out: list[str] = []
+        for e in edits:
+            probe = copy.copy(e)
+            if self.refused_as(probe):
+                continue
+            candidate = apply_edit(rules, probe)
+            if candidate is None or self.over_budget(rules, candidate):
+                continue
+            text = doc.render(candidate)
+            if text not in out:
+                out.append(text)
+        return out
 
     def reflect(self, batch: list[Task], scores: dict[str, Scored], rules: list[str]) -> list[Edit]:
         def item(t: Task) -> dict[str, Any]:
@@ -189,21 +243,21 @@ class Trainer:
         self, doc: Document, train: list[Task], val: list[Task], verified: bool
     ) -> tuple[list[str], dict[str, Scored]]:
         rules = list(doc.rules)
+        first = self._batches(train, 1)[:1]
+        self.ahead([(val, doc.render(rules)), *((b, doc.render(rules)) for b in first)])
         val_scores = self.replay(val, doc, rules, "val", "val baseline")
         self.val_baseline = mean(val_scores)
         self.rules, self.val_scores = rules, val_scores
         for epoch in range(1, self.s.epochs + 1):
-            order = sorted(train, key=lambda t: t.id)
-            random.Random(f"{epoch}:{len(order)}").shuffle(order)
-            batches = [
-                order[i : i + self.s.batch_size] for i in range(0, len(order), self.s.batch_size)
-            ]
+            batches = self._batches(train, epoch)
             for b, batch in enumerate(batches, 1):
                 self.say(f"epoch {epoch}/{self.s.epochs} batch {b}/{len(batches)}: replay")
                 scores = self.replay(batch, doc, rules, "train", f"train e{epoch}b{b}")
                 if all(sc.score >= 1.0 for sc in scores.values()):
                     continue
-                for e in self.reflect(batch, scores, rules):
+                edits = self.reflect(batch, scores, rules)
+                self.ahead([(val, text) for text in self.candidates(doc, rules, edits)])
+                for e in edits:
                     e.epoch, e.batch = epoch, b
                     refused = self.refused_as(e)
                     if refused:  # the user said no to it: no val replay, never applied
@@ -240,6 +294,13 @@ class Trainer:
                     self.record_edit(e)
             rules, val_scores = self.consolidate(doc, rules, val, val_scores, epoch, verified)
         return rules, val_scores
+
+    def _batches(self, train: list[Task], epoch: int) -> list[list[Task]]:
+        """The epoch's mini-batches: train tasks in a deterministic shuffle of the epoch."""
+        order = sorted(train, key=lambda t: t.id)
+        random.Random(f"{epoch}:{len(order)}").shuffle(order)
+        size = self.s.batch_size
+        return [order[i : i + size] for i in range(0, len(order), size)]
 
     def consolidate(
         self,
