@@ -106,28 +106,32 @@ class Trainer:
         }
         dh = sha256_text(text)
         by_id = {t.id: t for t in tasks}
-        for tid, sc in scores.items():
-            self.store.rollouts.add(
-                night_id=self.night_id,
-                task_id=tid,
-                split=by_id[tid].split,
-                phase=phase,
-                doc_hash=dh,
-                backend=self.target.backend.name,
-                model=self.target.backend.model,
-                answer=sc.answer,
-                tool_calls=json.dumps(sc.tool_calls),
-                hard=sc.hard,
-                soft=sc.soft,
-                score=sc.score,
-                checks=json.dumps(sc.checks),
-                cached=int(sc.cached),
-                input_tokens=sc.usage.input_tokens,
-                output_tokens=sc.usage.output_tokens,
-                seconds=sc.seconds,
-                created_at=now_iso(),
-            )
+        with self.store.write():  # one transaction (one fsync) per replay, not per rollout
+            for tid, sc in scores.items():
+                self._record(tid, by_id[tid].split, phase, dh, sc)
         return scores
+
+    def _record(self, tid: str, split: str, phase: str, dh: str, sc: Scored) -> None:
+        self.store.rollouts.add(
+            night_id=self.night_id,
+            task_id=tid,
+            split=split,
+            phase=phase,
+            doc_hash=dh,
+            backend=self.target.backend.name,
+            model=self.target.backend.model,
+            answer=sc.answer,
+            tool_calls=json.dumps(sc.tool_calls),
+            hard=sc.hard,
+            soft=sc.soft,
+            score=sc.score,
+            checks=json.dumps(sc.checks),
+            cached=int(sc.cached),
+            input_tokens=sc.usage.input_tokens,
+            output_tokens=sc.usage.output_tokens,
+            seconds=sc.seconds,
+            created_at=now_iso(),
+        )
 
     def ahead(self, jobs: list[tuple[list[Task], str]]) -> None:
         """With ``workers > 1``: replay ``jobs`` (tasks, document text) together, for
