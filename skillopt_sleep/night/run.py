@@ -321,6 +321,8 @@ def _run(
         rules, val_scores = night.train(doc, train, val, verified)
         val_before = night.val_baseline
         say("scoring the test split before and after")
+        if test and rules != doc.rules:  # with workers > 1: both at once
+            night.ahead([(test, doc.render(r)) for r in (doc.rules, rules)])
         test_before = (
             mean(night.replay(test, doc, doc.rules, "test", "test before")) if test else None
         )

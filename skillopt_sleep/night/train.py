@@ -13,9 +13,10 @@ With ``workers > 1`` the replays that do not wait on each other run together
 (:meth:`Trainer.ahead`): the val baseline with the first mini-batch, and the val replays of
 all of a mini-batch's edits, each on the rules as they stand before the batch's first edit is
 gated. The gate still settles the edits one by one, in order, and takes a replay made ahead
-only for the very document it judges; when an earlier edit of the batch is applied, the
-later ones are replayed again on the new rules (extra calls a night with one worker does not
-make, counted against the per-night caps). Scores, verdicts and the staged document do not
+only for the very document it judges; when an edit of the batch is applied, the later ones
+are replayed again, together, on the new rules (extra calls a night with one worker does not
+make, counted against the per-night caps). The night's test split is scored before and
+after together too (``night/run.py``). Scores, verdicts and the staged document do not
 depend on the number of workers.
 """
 
@@ -261,7 +262,7 @@ class Trainer:
                     continue
                 edits = self.reflect(batch, scores, rules)
                 self.ahead([(val, text) for text in self.candidates(doc, rules, edits)])
-                for e in edits:
+                for k, e in enumerate(edits):
                     e.epoch, e.batch = epoch, b
                     refused = self.refused_as(e)
                     if refused:  # the user said no to it: no val replay, never applied
@@ -292,6 +293,8 @@ class Trainer:
                     rules, val_scores = self._settle(
                         e, v, rules, val_scores, candidate, cand_scores, verified
                     )
+                    if e.status != "rejected":  # new rules: the rest are judged on them
+                        self.ahead([(val, t) for t in self.candidates(doc, rules, edits[k + 1 :])])
                     if e.status == "rejected":
                         self.rejected.append(e.describe())
                     self.say(f"  {e.status}: {e.describe()} ({v.reason})")

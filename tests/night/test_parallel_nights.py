@@ -11,51 +11,31 @@ from typing import Any
 import pytest
 
 from skillopt_sleep import paths
-from skillopt_sleep.demo import DEMO_CONVERSATIONS
 from skillopt_sleep.night.run import run_night
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
-from tests.helpers.night import PERSONA, night_settings, night_world, write_persona
+from tests.helpers.night import (
+    WIDER_CONVERSATIONS,
+    WIDER_PERSONA,
+    api_backend,
+    night_settings,
+    night_world,
+    write_persona,
+)
 from tests.helpers.store import clear_response_cache, db_rows
 
 NIGHTS = 50
 
-#: More recurring requests than the demo's, so a replay has more tasks than a worker or two
-#: (each asked in a Claude Code and a Codex session, and corrected to pnpm)
-EXTRA = {
-    "build the project for production": "Run `npm run build`.",
-    "start the dev server": "Run `npm run dev`.",
-    "run the type checker": "Run `npm run typecheck`.",
-    "format the code base": "Run `npm run format`.",
-    "update the outdated packages": "Run `npm update`.",
-}
-CONVERSATIONS = DEMO_CONVERSATIONS + [
-    (agent, [(ask, answer, "no, use pnpm instead of npm")])
-    for ask, answer in EXTRA.items()
-    for agent in ("claude_code", "codex")
-]
-PERSONA_MORE = PERSONA + "".join(
-    f'\n[[answers]]\nmatch = "{ask}"\ntext = "{answer}"\n' for ask, answer in EXTRA.items()
-)
-
 
 @pytest.fixture
 def world(tmp_path, isolated_home):
-    project, target = night_world(tmp_path, isolated_home, "# Project rules\n", CONVERSATIONS)
-    return isolated_home, project, write_persona(tmp_path, PERSONA_MORE), target
+    project, target = night_world(tmp_path, isolated_home, "# Project rules\n", WIDER_CONVERSATIONS)
+    return isolated_home, project, write_persona(tmp_path, WIDER_PERSONA), target
 
 
 def _settings(world: tuple[Path, Path, Path, Path], url: str, workers: int) -> Any:
     home, project, _persona, target = world
-    backend = {
-        "name": "openai_compatible",
-        "base_url": url + "/v1",
-        "model": "sim-demo",
-        "api_key": "sk-sim",
-        "max_retries": 0,
-        "timeout": 30,
-        "workers": workers,
-    }
+    backend = api_backend(url, workers)
     return night_settings(home, project, target, url, target=backend, optimizer=backend)
 
 
