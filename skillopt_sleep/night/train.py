@@ -11,12 +11,12 @@ without strictness, and refused outright when it drops a backticked command or v
 
 With ``workers > 1`` the replays that do not wait on each other run together
 (:meth:`Trainer.ahead`): the val baseline with the first mini-batch, and the val replays of
-all of a mini-batch's edits, each on the rules as they stand before the batch's first edit is
-gated. The gate still settles the edits one by one, in order, and takes a replay made ahead
-only for the very document it judges; when an edit of the batch is applied, the later ones
-are replayed again, together, on the new rules (extra calls a night with one worker does not
-make, counted against the per-night caps). The night's test split is scored before and
-after together too (``night/run.py``). Scores, verdicts and the staged document do not
+a mini-batch's next edits (as many as the workers run at once), each edit applied alone to
+the rules as they stand when the first of them is gated (:meth:`Trainer.ahead_edits`). The
+gate still settles the edits one by one, in order, and takes a replay made ahead only for the
+very document it judges; when an edit is applied, the later ones are replayed again on the
+new rules (extra calls a night with one worker does not make, counted against the per-night
+caps). The night's test split is scored before and after together too (``night/run.py``). Scores, verdicts and the staged document do not
 depend on the number of workers.
 """
 
@@ -152,6 +152,19 @@ class Trainer:
             for tid, sc in scores.items():
                 self._ahead[(text, tid)] = sc
 
+    def ahead_edits(
+        self, doc: Document, val: list[Task], rules: list[str], edits: list[Edit]
+    ) -> None:
+        """Before the gate judges ``edits[0]`` on ``rules``: unless its val replay was made
+        ahead, replay the val split under it and the next edits' candidates together, as
+        many candidates as the workers run at once (``workers // len(val)``; none when that
+        is below 2), each edit applied alone to ``rules``."""
+        texts = self.candidates(doc, rules, edits)
+        if not texts or all((texts[0], t.id) in self._ahead for t in val):
+            return
+        room = self.replayer.workers // max(1, len(val))
+        self.ahead([(val, text) for text in texts[:room]])
+
     def candidates(self, doc: Document, rules: list[str], edits: list[Edit]) -> list[str]:
         """The distinct documents the val gate would judge for ``edits`` if none of them were
         applied before the next (each edit applied alone to ``rules``; edits the loop never
@@ -261,7 +274,6 @@ class Trainer:
                 if all(sc.score >= 1.0 for sc in scores.values()):
                     continue
                 edits = self.reflect(batch, scores, rules)
-                self.ahead([(val, text) for text in self.candidates(doc, rules, edits)])
                 for k, e in enumerate(edits):
                     e.epoch, e.batch = epoch, b
                     refused = self.refused_as(e)
@@ -281,6 +293,7 @@ class Trainer:
                         self.say(f"  rejected: {e.describe()} ({over})")
                         self.record_edit(e)
                         continue
+                    self.ahead_edits(doc, val, rules, edits[k:])
                     cand_scores = self.replay(
                         val, doc, candidate, "val", f"val e{epoch}b{b} candidate"
                     )
@@ -293,8 +306,6 @@ class Trainer:
                     rules, val_scores = self._settle(
                         e, v, rules, val_scores, candidate, cand_scores, verified
                     )
-                    if e.status != "rejected":  # new rules: the rest are judged on them
-                        self.ahead([(val, t) for t in self.candidates(doc, rules, edits[k + 1 :])])
                     if e.status == "rejected":
                         self.rejected.append(e.describe())
                     self.say(f"  {e.status}: {e.describe()} ({v.reason})")

@@ -132,13 +132,14 @@ def _measure(world: tuple[Path, Path, Path, Path], workers: int) -> dict[str, in
 
 
 def test_val_candidates_and_judge_calls_are_in_flight_together(world):
-    """With 4 workers the val replays of a batch's candidate edits (different documents)
-    overlap in time at the simulator, and so do judge calls; with one worker nothing does
-    (the measurement can tell the two apart)."""
+    """With 8 workers (two candidates' val replays at once: the world has 3 val tasks) the
+    val replays of a batch's candidate edits (different documents) overlap in time at the
+    simulator, and so do judge calls; with one worker nothing does (the measurement can tell
+    the two apart)."""
     one = _measure(world, 1)
     assert one["val_calls"] >= 3
     assert one == {**one, "val_docs_together": 0, "judges_together": 0, "max_in_flight": 1}
-    four = _measure(world, 4)
-    assert four["val_docs_together"] >= 1, four
-    assert four["judges_together"] >= 1, four
-    assert four["max_in_flight"] > 1, four
+    eight = _measure(world, 8)
+    assert eight["val_docs_together"] >= 1, eight
+    assert eight["judges_together"] >= 1, eight
+    assert eight["max_in_flight"] > 1, eight
