@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from rich.table import Table
@@ -405,11 +405,14 @@ _register_extra_commands()
 
 def main() -> None:
     """Console entry point. Click reports usage errors (exit 2) and Ctrl-C (exit 130) itself;
-    a SkilloptError, and a filesystem or database failure (read-only, full, damaged), is one
-    line with exit 1; anything else is a bug (one line, exit 3)."""
+    a SkilloptError, and a filesystem or database failure of the machine (read-only, full,
+    damaged, locked too long), is one line with exit 1; anything else is a bug (one line,
+    exit 3), an SQLite error of our own making ("no such savepoint") included: it is never
+    reported as a damaged database."""
     import sqlite3
 
     from skillopt_sleep import paths
+    from skillopt_sleep.store import machine_failure
 
     try:
         app()  # standalone mode: ends with sys.exit
@@ -422,17 +425,12 @@ def main() -> None:
     except (OSError, sqlite3.DatabaseError) as exc:
         # the machine, not a bug: a read-only or full disk, a damaged database, a lock file
         # that cannot be made — one line with the path, exit 1
+        what = machine_failure(exc) if isinstance(exc, sqlite3.DatabaseError) else ""
+        if what is None:  # SQLite says our code misused it: a bug
+            _internal_error(exc)
         filename = getattr(exc, "filename", None)
         where = f" ({filename})" if filename else ""
-        hint = (
-            "; the state folder is "
-            + str(paths.state_dir())
-            + (
-                ""
-                if isinstance(exc, OSError)
-                else " — move skillopt.db aside and run `skillopt-sleep harvest` to rebuild it"
-            )
-        )
+        hint = "; the state folder is " + str(paths.state_dir()) + (f" — {what}" if what else "")
         err.print(
             f"error: {type(exc).__name__}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}"
             f"{where}{hint}",
@@ -443,7 +441,7 @@ def main() -> None:
         _internal_error(exc)
 
 
-def _internal_error(exc: BaseException) -> None:
+def _internal_error(exc: BaseException) -> NoReturn:
     """A bug: one line on stderr, the traceback in ``<state>/last-error.txt``, exit 3."""
     import traceback
 

@@ -4,6 +4,13 @@
   per-night caps (raises :class:`~skillopt_sleep.errors.BudgetExceeded`), and serves repeated
   requests from the store's ``rollout_cache`` (key: sha256 of backend name, model, base URL,
   system text, prompt and tools), so an unchanged re-run of a night makes zero model calls.
+  Thread-safe: the meters of a night share one :class:`Cost` (and its lock); the cache is
+  written through the store's one writer lock; a request already in flight in another
+  worker is waited for and then served from the cache, never sent twice.
+* :class:`Replayer` scores (task, document) pairs on ``workers`` threads: the tasks of one
+  replay, or the val replays of several candidate documents at once (:meth:`Replayer.run_many`);
+  each worker makes a task's target call and then its judge call. Results are assembled in
+  the order asked, whatever order the workers finish in.
 * :func:`score_answer` runs a task's rule checks (hard score, 0..1) and, when a rubric and a
   judge are available, the rubric (soft score, 0..1).
 """
@@ -33,14 +40,18 @@ SKILL_REPLAYS = "skill-tool-offered"
 
 @dataclass
 class Cost:
+    """What a night's model calls cost. ``lock`` guards the counters (every meter of the night
+    updates the same Cost from its worker threads)."""
+
     calls: int = 0
     cached_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     seconds: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "lock"}
 
 
 class Meter:
@@ -58,7 +69,8 @@ class Meter:
     ):
         self.backend, self.store, self.cost = backend, store, cost
         self.max_calls, self.max_tokens, self.role = max_calls, max_tokens, role
-        self._lock = threading.Lock()
+        #: requests being answered now: key -> set when the answer is in the cache (or failed)
+        self._inflight: dict[str, threading.Event] = {}
 
     def key(self, req: CompletionRequest) -> str:
         cfg = self.backend.config
@@ -84,34 +96,45 @@ class Meter:
     def complete(self, req: CompletionRequest) -> tuple[Completion, bool]:
         """Return ``(completion, cached)``."""
         key = self.key(req)
-        with self._lock:
+        while True:
             hit = self.store.cache.get(key)
-        if hit:
-            with self._lock:
-                self.cost.cached_calls += 1
-            return (
-                Completion(
-                    text=hit.text,
-                    tool_calls=json.loads(hit.tool_calls or "[]"),
-                    usage=Usage(input_tokens=hit.input_tokens, output_tokens=hit.output_tokens),
-                    seconds=hit.seconds,
-                ),
-                True,
-            )
-        with self._lock:
-            if self.cost.calls >= self.max_calls:
-                raise BudgetExceeded(f"per-night cap of {self.max_calls} model calls reached")
-            spent = self.cost.input_tokens + self.cost.output_tokens
-            if spent >= self.max_tokens:
-                raise BudgetExceeded(f"per-night cap of {self.max_tokens} tokens reached")
-            self.cost.calls += 1
-        started = time.monotonic()
-        comp = self.backend.complete(req)
-        elapsed = comp.seconds or (time.monotonic() - started)
-        with self._lock:
-            self.cost.input_tokens += comp.usage.input_tokens
-            self.cost.output_tokens += comp.usage.output_tokens
-            self.cost.seconds += elapsed
+            if hit:
+                with self.cost.lock:
+                    self.cost.cached_calls += 1
+                return (
+                    Completion(
+                        text=hit.text,
+                        tool_calls=json.loads(hit.tool_calls or "[]"),
+                        usage=Usage(input_tokens=hit.input_tokens, output_tokens=hit.output_tokens),
+                        seconds=hit.seconds,
+                    ),
+                    True,
+                )
+            with self.cost.lock:
+                pending = self._inflight.get(key)
+                if pending is None:
+                    if self.cost.calls >= self.max_calls:
+                        raise BudgetExceeded(
+                            f"per-night cap of {self.max_calls} model calls reached"
+                        )
+                    spent = self.cost.input_tokens + self.cost.output_tokens
+                    if spent >= self.max_tokens:
+                        raise BudgetExceeded(f"per-night cap of {self.max_tokens} tokens reached")
+                    self.cost.calls += 1
+                    self._inflight[key] = done = threading.Event()
+            if pending is None:
+                break
+            # the same request is in flight in another worker: its answer will be in the
+            # cache (if it fails, this worker sends the request itself)
+            pending.wait()
+        try:
+            started = time.monotonic()
+            comp = self.backend.complete(req)
+            elapsed = comp.seconds or (time.monotonic() - started)
+            with self.cost.lock:
+                self.cost.input_tokens += comp.usage.input_tokens
+                self.cost.output_tokens += comp.usage.output_tokens
+                self.cost.seconds += elapsed
             self.store.cache.put(
                 key,
                 CachedResponse(
@@ -122,6 +145,10 @@ class Meter:
                     seconds=elapsed,
                 ),
             )
+        finally:
+            with self.cost.lock:
+                del self._inflight[key]
+            done.set()
         return comp, False
 
 
@@ -261,22 +288,36 @@ class Replayer:
 
     def run(self, tasks: list[Task], document: str) -> dict[str, Scored]:
         """Score every task against ``document``; returns ``{task_id: Scored}``."""
-        if self.workers == 1 or len(tasks) <= 1:
-            return {t.id: self._one(t, document) for t in tasks}
-        pool = ThreadPoolExecutor(max_workers=self.workers)
-        try:
-            futures = [pool.submit(self._one, t, document) for t in tasks]
-            results = [f.result() for f in futures]
-        except BaseException:
-            # a failed rollout or an interrupt (Ctrl-C, SIGTERM): queued rollouts are dropped
-            # and the agent CLIs the other workers wait on are killed, so nothing runs on
-            from skillopt_sleep.backends._exec import cancel_running
+        return self.run_many([(tasks, document)])[0]
 
-            pool.shutdown(wait=False, cancel_futures=True)
-            cancel_running()
-            raise
-        pool.shutdown()
-        return {s.task_id: s for s in results}
+    def run_many(self, jobs: list[tuple[list[Task], str]]) -> list[dict[str, Scored]]:
+        """Score each job's tasks against its document, all pairs on the same ``workers``
+        threads; returns one ``{task_id: Scored}`` per job, in the order of ``jobs`` and of
+        their tasks (never in the order the workers finished)."""
+        pairs = [(t, doc) for tasks, doc in jobs for t in tasks]
+        if self.workers == 1 or len(pairs) <= 1:
+            results = [self._one(t, doc) for t, doc in pairs]
+        else:
+            pool = ThreadPoolExecutor(max_workers=self.workers)
+            try:
+                futures = [pool.submit(self._one, t, doc) for t, doc in pairs]
+                results = [f.result() for f in futures]
+            except BaseException:
+                # a failed rollout or an interrupt (Ctrl-C, SIGTERM): queued rollouts are
+                # dropped and the agent CLIs the other workers wait on are killed, so nothing
+                # runs on
+                from skillopt_sleep.backends._exec import cancel_running
+
+                pool.shutdown(wait=False, cancel_futures=True)
+                cancel_running()
+                raise
+            pool.shutdown()
+        out: list[dict[str, Scored]] = []
+        at = 0
+        for tasks, _doc in jobs:
+            out.append({s.task_id: s for s in results[at : at + len(tasks)]})
+            at += len(tasks)
+        return out
 
 
 def mean(scores: dict[str, Scored]) -> float:

@@ -324,6 +324,8 @@ def _run(
         trained = night.doc or doc  # a skill's certified description with the rules
         val_before = night.val_baseline
         say("scoring the test split before and after")
+        if test and rules != doc.rules:  # with workers > 1: both at once
+            night.ahead([(test, doc.render(r)) for r in (doc.rules, rules)])
         test_before = (
             mean(night.replay(test, doc, doc.rules, "test", "test before")) if test else None
         )

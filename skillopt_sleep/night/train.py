@@ -12,10 +12,21 @@ without strictness, and refused outright when it drops a backticked command or v
 For a skill the description is trained too: the reflect prompt shows it and whether each
 rollout loaded the skill, and a ``describe`` edit that rewrites it is gated like any other
 (the certified document, description included, is :attr:`Trainer.doc`).
+
+With ``workers > 1`` the replays that do not wait on each other run together
+(:meth:`Trainer.ahead`): the val baseline with the first mini-batch, and the val replays of
+a mini-batch's next edits (as many as the workers run at once), each edit applied alone to
+the rules as they stand when the first of them is gated (:meth:`Trainer.ahead_edits`). The
+gate still settles the edits one by one, in order, and takes a replay made ahead only for the
+very document it judges; when an edit is applied, the later ones are replayed again on the
+new rules (extra calls a night with one worker does not make, counted against the per-night
+caps). The night's test split is scored before and after together too (``night/run.py``). Scores, verdicts and the staged document do not
+depend on the number of workers.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 from collections.abc import Callable
@@ -23,6 +34,7 @@ from typing import Any
 
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.config import Settings
+from skillopt_sleep.errors import BudgetExceeded
 from skillopt_sleep.models import CompletionRequest, Placement, Task
 from skillopt_sleep.night import prompts
 from skillopt_sleep.night.document import (
@@ -89,37 +101,103 @@ class Trainer:
         self.rules: list[str] | None = None
         self.val_scores: dict[str, Scored] = {}
         self.val_baseline: float | None = None
+        #: rollouts replayed ahead (:meth:`ahead`): (document text, task id) -> Scored
+        self._ahead: dict[tuple[str, str], Scored] = {}
 
     # ----------------------------------------------------------------- helpers
     def replay(
         self, tasks: list[Task], doc: Document, rules: list[str], split: str, phase: str
     ) -> dict[str, Scored]:
         text = doc.render(rules)
-        scores = self.replayer.run(tasks, text)
+        todo = [t for t in tasks if (text, t.id) not in self._ahead]
+        fresh = self.replayer.run(todo, text) if todo else {}
+        scores = {
+            t.id: self._ahead.pop((text, t.id)) if (text, t.id) in self._ahead else fresh[t.id]
+            for t in tasks
+        }
         dh = sha256_text(text)
         by_id = {t.id: t for t in tasks}
-        for tid, sc in scores.items():
-            self.store.rollouts.add(
-                night_id=self.night_id,
-                task_id=tid,
-                split=by_id[tid].split,
-                phase=phase,
-                doc_hash=dh,
-                backend=self.target.backend.name,
-                model=self.target.backend.model,
-                answer=sc.answer,
-                tool_calls=json.dumps(sc.tool_calls),
-                hard=sc.hard,
-                soft=sc.soft,
-                score=sc.score,
-                checks=json.dumps(sc.checks),
-                cached=int(sc.cached),
-                input_tokens=sc.usage.input_tokens,
-                output_tokens=sc.usage.output_tokens,
-                seconds=sc.seconds,
-                created_at=now_iso(),
-            )
+        with self.store.write():  # one transaction (one fsync) per replay, not per rollout
+            for tid, sc in scores.items():
+                self._record(tid, by_id[tid].split, phase, dh, sc)
         return scores
+
+    def _record(self, tid: str, split: str, phase: str, dh: str, sc: Scored) -> None:
+        self.store.rollouts.add(
+            night_id=self.night_id,
+            task_id=tid,
+            split=split,
+            phase=phase,
+            doc_hash=dh,
+            backend=self.target.backend.name,
+            model=self.target.backend.model,
+            answer=sc.answer,
+            tool_calls=json.dumps(sc.tool_calls),
+            hard=sc.hard,
+            soft=sc.soft,
+            score=sc.score,
+            checks=json.dumps(sc.checks),
+            cached=int(sc.cached),
+            input_tokens=sc.usage.input_tokens,
+            output_tokens=sc.usage.output_tokens,
+            seconds=sc.seconds,
+            created_at=now_iso(),
+        )
+
+    def ahead(self, jobs: list[tuple[list[Task], str]]) -> None:
+        """With ``workers > 1``: replay ``jobs`` (tasks, document text) together, for
+        :meth:`replay` to take when it is asked for the same task under the same text
+        (each such rollout is recorded then, in the loop's order). Replays made ahead and
+        never asked for are dropped at the next call. A budget cap met here is left for the
+        loop to meet in order."""
+        self._ahead.clear()
+        jobs = [(tasks, text) for tasks, text in jobs if tasks]
+        if self.replayer.workers == 1 or len(jobs) < 2:
+            return
+        try:
+            results = self.replayer.run_many(jobs)
+        except BudgetExceeded:
+            return
+        for (_tasks, text), scores in zip(jobs, results, strict=True):
+            for tid, sc in scores.items():
+                self._ahead[(text, tid)] = sc
+
+    def ahead_edits(
+        self, doc: Document, val: list[Task], rules: list[str], edits: list[Edit]
+    ) -> None:
+        """Before the gate judges ``edits[0]`` on ``rules``: unless its val replay was made
+        ahead, replay the val split under it and the next edits' candidates together, as
+        many candidates as the workers run at once (``workers // len(val)``; none when that
+        is below 2), each edit applied alone to ``rules``."""
+        texts = self.candidates(doc, rules, edits)
+        if not texts or all((texts[0], t.id) in self._ahead for t in val):
+            return
+        room = self.replayer.workers // max(1, len(val))
+        self.ahead([(val, text) for text in texts[:room]])
+
+    def candidates(self, doc: Document, rules: list[str], edits: list[Edit]) -> list[str]:
+        """The distinct documents the val gate would judge for ``edits`` if none of them were
+        applied before the next (each edit applied alone to ``rules``; edits the loop never
+        replays, refused, unmatched or over the budget, left out). Pure: ``edits`` are not
+        changed."""
+        out: list[str] = []
+        for e in edits:
+            probe = copy.copy(e)
+            if self.refused_as(probe):
+                continue
+            if probe.op == "describe":  # the rules stay; the description changes
+                described = apply_describe(doc, probe)
+                if described is None:
+                    continue
+                text = described.render(rules)
+            else:
+                candidate = apply_edit(rules, probe)
+                if candidate is None or self.over_budget(rules, candidate):
+                    continue
+                text = doc.render(candidate)
+            if text not in out:
+                out.append(text)
+        return out
 
     def reflect(
         self,
@@ -216,21 +294,20 @@ class Trainer:
         self, doc: Document, train: list[Task], val: list[Task], verified: bool
     ) -> tuple[list[str], dict[str, Scored]]:
         rules = list(doc.rules)
+        first = self._batches(train, 1)[:1]
+        self.ahead([(val, doc.render(rules)), *((b, doc.render(rules)) for b in first)])
         val_scores = self.replay(val, doc, rules, "val", "val baseline")
         self.val_baseline = mean(val_scores)
         self.doc, self.rules, self.val_scores = doc, rules, val_scores
         for epoch in range(1, self.s.epochs + 1):
-            order = sorted(train, key=lambda t: t.id)
-            random.Random(f"{epoch}:{len(order)}").shuffle(order)
-            batches = [
-                order[i : i + self.s.batch_size] for i in range(0, len(order), self.s.batch_size)
-            ]
+            batches = self._batches(train, epoch)
             for b, batch in enumerate(batches, 1):
                 self.say(f"epoch {epoch}/{self.s.epochs} batch {b}/{len(batches)}: replay")
                 scores = self.replay(batch, self.doc, rules, "train", f"train e{epoch}b{b}")
                 if all(sc.score >= 1.0 for sc in scores.values()):
                     continue
-                for e in self.reflect(batch, scores, rules, self.doc):
+                edits = self.reflect(batch, scores, rules, self.doc)
+                for k, e in enumerate(edits):
                     e.epoch, e.batch = epoch, b
                     refused = self.refused_as(e)
                     if refused:  # the user said no to it: no val replay, never applied
@@ -254,6 +331,7 @@ class Trainer:
                         self.say(f"  rejected: {e.describe()} ({over})")
                         self.record_edit(e)
                         continue
+                    self.ahead_edits(self.doc, val, rules, edits[k:])
                     cand_scores = self.replay(
                         val, cand_doc, candidate, "val", f"val e{epoch}b{b} candidate"
                     )
@@ -273,6 +351,13 @@ class Trainer:
                     self.record_edit(e)
             rules, val_scores = self.consolidate(self.doc, rules, val, val_scores, epoch, verified)
         return rules, val_scores
+
+    def _batches(self, train: list[Task], epoch: int) -> list[list[Task]]:
+        """The epoch's mini-batches: train tasks in a deterministic shuffle of the epoch."""
+        order = sorted(train, key=lambda t: t.id)
+        random.Random(f"{epoch}:{len(order)}").shuffle(order)
+        size = self.s.batch_size
+        return [order[i : i + size] for i in range(0, len(order), size)]
 
     def consolidate(
         self,

@@ -1,4 +1,5 @@
-"""``python -m skillopt_sleep.simulator --persona FILE --port N [--api-key K]``.
+"""``python -m skillopt_sleep.simulator --persona FILE --port N [--api-key K] [--latency S]
+[--jitter S] [--seed N]``.
 
 Starts the deterministic simulator (not a model) on 127.0.0.1 and prints its URL on one
 line (``http://127.0.0.1:PORT``) once it accepts connections; stops on SIGINT / SIGTERM.
@@ -27,9 +28,27 @@ def main(argv: list[str] | None = None) -> int:
         default=os.environ.get("SKILLOPT_SIM_API_KEY"),
         help="require this API key (default: none)",
     )
+    parser.add_argument(
+        "--latency", type=float, default=None, help="seconds each model call waits (persona's)"
+    )
+    parser.add_argument(
+        "--jitter",
+        type=float,
+        default=None,
+        help="up to this many seconds more, from a hash of --seed and the request (persona's)",
+    )
+    parser.add_argument("--seed", type=int, default=None, help="seed of the jitter (persona's)")
     args = parser.parse_args(argv)
     try:
-        sim = Simulator(args.persona, api_key=args.api_key, host=args.host, port=args.port)
+        sim = Simulator(
+            args.persona,
+            api_key=args.api_key,
+            host=args.host,
+            port=args.port,
+            latency=args.latency,
+            jitter=args.jitter,
+            seed=args.seed,
+        )
     except (OSError, ValueError) as exc:
         print(f"simulator: {exc}", file=sys.stderr)
         return 2

@@ -42,6 +42,10 @@ A persona is a TOML file (see ``personas/demo.toml``)::
     [server]
     fail_first = 0                   # the first N model calls answer HTTP ``fail_status``
     fail_status = 500
+    latency = 0.0                    # seconds every model call waits before it is answered
+    jitter = 0.0                     # plus up to this many seconds more, drawn from a hash
+    seed = 0                         # of ``seed`` and the request body: the same request
+                                     # always waits the same time, whatever the thread order
 """
 
 from __future__ import annotations
@@ -93,6 +97,9 @@ class Persona:
     describe_skills: bool = True
     fail_first: int = 0
     fail_status: int = 500
+    latency: float = 0.0
+    jitter: float = 0.0
+    seed: int = 0
     skills: SkillRule = SkillRule()
 
     def accepts(self, model: str) -> bool:
@@ -128,6 +135,9 @@ def persona_from_dict(data: dict[str, Any]) -> Persona:
         max_loads=int(raw_skills.get("max_loads", SkillRule.max_loads)),
         builtin=bool(raw_skills.get("builtin", SkillRule.builtin)),
     )
+    timing = {k: float(server.get(k, 0.0)) for k in ("latency", "jitter")}
+    if any(v < 0 or v > 600 for v in timing.values()):
+        raise ValueError(f"persona server latency / jitter must be 0..600 seconds, not {timing}")
     if skills.match not in SKILL_MATCHES:
         raise ValueError(f"persona skills.match: unknown {skills.match!r}; known {SKILL_MATCHES}")
     return Persona(
@@ -144,6 +154,9 @@ def persona_from_dict(data: dict[str, Any]) -> Persona:
         describe_skills=bool(opt.get("describe_skills", True)),
         fail_first=int(server.get("fail_first", 0)),
         fail_status=int(server.get("fail_status", 500)),
+        latency=timing["latency"],
+        jitter=timing["jitter"],
+        seed=int(server.get("seed", 0)),
         skills=skills,
     )
 

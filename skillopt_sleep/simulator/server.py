@@ -10,6 +10,14 @@ Routes (a leading ``/v1`` is optional on every API route):
   ``POST /_sim/stall`` with ``{"count": N, "seconds": S}`` (hold the next N model calls for S
   seconds, then drop the connection without an answer: a hanging model API)
 
+Latency: every model call waits ``latency`` seconds plus a jitter of up to ``jitter`` seconds
+before it is answered (the persona's ``[server]`` values, or ``Simulator(latency=…,
+jitter=…, seed=…)``). The jitter is drawn from a hash of the seed and the request body, so
+the same request always waits the same time whatever order threads send it in. Each model
+call's record has ``started`` and ``finished`` (``time.monotonic()`` on the server), and
+:class:`Stats` counts ``in_flight`` and ``max_in_flight`` model calls: a client's
+concurrency measured where the requests arrive.
+
 With ``api_key`` set, API routes need it as ``x-api-key`` or ``Authorization: Bearer``;
 otherwise 401 in the API's own error shape. A model the persona does not list gives 404
 (``not_found_error`` / ``model_not_found``). The ``/_sim`` routes never need a key.
@@ -19,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import json
 import threading
 import time
@@ -53,6 +62,9 @@ class Stats:
 
     keep: int = 200
     full: bool = False
+    #: model calls being answered now, and the most at once since the last reset
+    in_flight: int = 0
+    max_in_flight: int = 0
     by_endpoint: Counter[str] = field(default_factory=Counter)
     by_role: Counter[str] = field(default_factory=Counter)
     requests: deque[dict[str, Any]] = field(default_factory=deque)
@@ -67,8 +79,19 @@ class Stats:
             while len(self.requests) > self.keep:
                 self.requests.popleft()
 
+    def enter(self) -> None:
+        """A model call arrived (see :attr:`in_flight`)."""
+        with self.lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def leave(self) -> None:
+        with self.lock:
+            self.in_flight -= 1
+
     def reset(self) -> None:
         with self.lock:
+            self.max_in_flight = self.in_flight
             self.by_endpoint.clear()
             self.by_role.clear()
             self.requests.clear()
@@ -84,6 +107,7 @@ class Stats:
                 "by_role": dict(self.by_role),
                 "requests": list(self.requests),
                 "total": sum(self.by_endpoint.values()),
+                "max_in_flight": self.max_in_flight,
             }
 
 
@@ -205,7 +229,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _model_call(self, api: str, path: str) -> None:
         sim = self.server.sim
-        rec: dict[str, Any] = {"endpoint": path, "method": "POST", "role": None}
+        sim.stats.enter()
+        try:
+            self._answer(api, path)
+        finally:
+            sim.stats.leave()
+
+    def _answer(self, api: str, path: str) -> None:
+        sim = self.server.sim
+        rec: dict[str, Any] = {
+            "endpoint": path,
+            "method": "POST",
+            "role": None,
+            "started": time.monotonic(),
+        }
         try:
             body = self._body()
         except (ValueError, OSError) as exc:
@@ -260,6 +297,10 @@ class _Handler(BaseHTTPRequestHandler):
                 "api_error" if api == "anthropic" else "server_error",
                 None,
             )
+        delay = sim.delay(body)
+        if delay:
+            sim.closing.wait(delay)
+        rec["finished"] = time.monotonic()
         try:
             reply = sim.brain.respond(turn)
         except Exception as exc:  # a brain bug must still answer in the API's shape
@@ -304,10 +345,19 @@ class Simulator:
         host: str = "127.0.0.1",
         port: int = 0,
         full_log: bool = False,
+        latency: float | None = None,
+        jitter: float | None = None,
+        seed: int | None = None,
     ):
         if host not in LOOPBACK:
             raise ValueError(f"the simulator binds loopback only, not {host!r}")
         self.persona = load_persona(persona)
+        #: seconds each model call waits, plus up to ``jitter`` (see the module doc)
+        self.latency = self.persona.latency if latency is None else float(latency)
+        self.jitter = self.persona.jitter if jitter is None else float(jitter)
+        self.seed = self.persona.seed if seed is None else int(seed)
+        if not (0 <= self.latency <= 600 and 0 <= self.jitter <= 600):
+            raise ValueError("latency and jitter must be 0..600 seconds")
         self.brain = Brain(self.persona)
         self.api_key = api_key
         self.stats = Stats(full=full_log)
@@ -344,6 +394,15 @@ class Simulator:
             "first_id": names[0],
             "last_id": names[-1],
         }
+
+    def delay(self, body: dict[str, Any]) -> float:
+        """Seconds the model call with ``body`` waits: ``latency`` plus its jitter, a
+        fraction of ``jitter`` from a hash of ``seed`` and the body (deterministic)."""
+        if not self.jitter:
+            return self.latency
+        blob = json.dumps([self.seed, body], sort_keys=True, ensure_ascii=False, default=str)
+        digest = hashlib.sha256(blob.encode("utf-8", "surrogatepass")).digest()
+        return self.latency + self.jitter * int.from_bytes(digest[:8], "big") / 2**64
 
     def fail_next(self, count: int, status: int = 500) -> None:
         """Make the next ``count`` model calls answer HTTP ``status`` (error JSON)."""
@@ -406,10 +465,23 @@ def serve(
     port: int = 0,
     host: str = "127.0.0.1",
     full_log: bool = False,
+    latency: float | None = None,
+    jitter: float | None = None,
+    seed: int | None = None,
 ) -> Iterator[Simulator]:
     """Run a simulator in a background thread: ``with serve(p) as sim: sim.url``
-    (``full_log``: keep each request's whole prompt in ``sim.stats``)."""
-    sim = Simulator(persona, api_key=api_key, host=host, port=port, full_log=full_log).start()
+    (``full_log``: keep each request's whole prompt in ``sim.stats``; ``latency`` /
+    ``jitter`` / ``seed``: override the persona's, see the module doc)."""
+    sim = Simulator(
+        persona,
+        api_key=api_key,
+        host=host,
+        port=port,
+        full_log=full_log,
+        latency=latency,
+        jitter=jitter,
+        seed=seed,
+    ).start()
     try:
         yield sim
     finally:

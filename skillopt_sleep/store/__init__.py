@@ -22,6 +22,11 @@ the store, reached as attributes of :class:`Store`:
 ==================  ==========================================================
 
 Reads never write. ``store.write()`` groups writes in one ``BEGIN IMMEDIATE`` transaction.
+
+Threads may share a store (a night's replay workers write the response cache): its
+connection (:class:`~skillopt_sleep.store._base.StoreDatabase`) has one writer lock that every
+write transaction holds from begin to commit and every statement takes, so writes from
+several threads are serialized and never nest in each other's transactions.
 """
 
 from __future__ import annotations
@@ -35,7 +40,13 @@ from sqlite_utils import Database
 
 from skillopt_sleep import paths
 from skillopt_sleep.errors import StoreError
-from skillopt_sleep.store._base import Row, now_iso, write_transaction
+from skillopt_sleep.store._base import (
+    Row,
+    StoreDatabase,
+    machine_failure,
+    now_iso,
+    write_transaction,
+)
 from skillopt_sleep.store.cache import CachedResponse, ResponseCache
 from skillopt_sleep.store.counts import Counts
 from skillopt_sleep.store.edits import EditsRepo
@@ -54,6 +65,8 @@ __all__ = [
     "Row",
     "SearchHit",
     "Store",
+    "StoreDatabase",
+    "machine_failure",
     "now_iso",
     "open_store",
 ]
@@ -64,20 +77,26 @@ class Store:
     :class:`StoreError` when the file cannot be opened or is not a usable database."""
 
     def __init__(self, db: Database | str | Path):
-        if not isinstance(db, Database):
+        if isinstance(db, StoreDatabase):
+            self.db = db
+        elif isinstance(db, Database):
+            self.db = StoreDatabase(db.conn)
+        else:
             path = Path(db)
             # the store holds message text from the user's sessions: private to the user
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             new = not path.exists()
             try:
-                db = Database(sqlite3.connect(str(path), timeout=30, check_same_thread=False))
+                self.db = StoreDatabase(
+                    sqlite3.connect(str(path), timeout=30, check_same_thread=False)
+                )
                 if new:
-                    db.execute("PRAGMA user_version")  # creates the file
+                    self.db.execute("PRAGMA user_version")  # creates the file
                     with contextlib.suppress(OSError):
                         os.chmod(path, 0o600)
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot open database {path}: {exc}") from None
-        self.db = db
+        db = self.db
         try:
             self.db.execute("PRAGMA busy_timeout = 30000")
             if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "memory":
@@ -102,8 +121,9 @@ class Store:
     def close(self) -> None:
         self.db.conn.close()
 
-    def write(self) -> contextlib.AbstractContextManager[Database]:
-        """One write transaction, taken at once (``BEGIN IMMEDIATE``); nested: a savepoint.
+    def write(self) -> contextlib.AbstractContextManager[StoreDatabase]:
+        """One write transaction, taken at once (``BEGIN IMMEDIATE``) under the store's writer
+        lock (other threads' writes wait for it); nested: a savepoint.
         See :func:`~skillopt_sleep.store._base.write_transaction`."""
         return write_transaction(self.db)
 

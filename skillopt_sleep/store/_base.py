@@ -1,10 +1,12 @@
-"""What every repository shares: the database handle and the clock."""
+"""What every repository shares: the database handle, its writer lock and the clock."""
 
 from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-from collections.abc import Iterator
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sqlite_utils import Database
@@ -19,40 +21,108 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
+class StoreDatabase(Database):
+    """The store's connection, shareable by threads (a night's replay workers write the
+    response cache while its own thread reads and writes the rest): one reentrant ``lock``
+    serializes every write. A write transaction (``store.write()``, and every
+    sqlite-utils write, which runs in :meth:`atomic`) holds it from ``BEGIN`` to ``COMMIT``,
+    so no other thread's statement lands inside it or interleaves its savepoints; every
+    statement (:meth:`execute`) takes it too, so a read waits for a transaction another
+    thread has open instead of seeing its uncommitted rows. A read that may run on a worker
+    thread fetches its rows under the lock (:meth:`Repository._one` does)."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.lock = threading.RLock()
+        super().__init__(conn)
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[Database]:
+        with self.lock, super().atomic():
+            yield self
+
+    def execute(
+        self, sql: str, parameters: Sequence[Any] | dict[str, Any] | None = None
+    ) -> sqlite3.Cursor:
+        with self.lock:
+            return super().execute(sql, parameters)
+
+    def executescript(self, sql: str) -> sqlite3.Cursor:
+        with self.lock:
+            return super().executescript(sql)
+
+
 @contextlib.contextmanager
-def write_transaction(db: Database) -> Iterator[Database]:
-    """One write transaction, taken at once (``BEGIN IMMEDIATE``). In WAL mode a deferred
+def write_transaction(db: StoreDatabase) -> Iterator[StoreDatabase]:
+    """One write transaction, taken at once (``BEGIN IMMEDIATE``), holding the store's
+    writer lock until it ends (another thread's writes wait for it). In WAL mode a deferred
     transaction that reads first and writes later fails at once with "database is
     locked" when another process committed in between (the busy timeout does not help);
-    this one waits for the write lock up to the busy timeout instead. Nested: a
-    savepoint."""
-    if db.conn.in_transaction:
-        with db.atomic():
+    this one waits for the write lock up to the busy timeout instead. Nested (in the same
+    thread): a savepoint."""
+    with db.lock:
+        if db.conn.in_transaction:
+            with db.atomic():
+                yield db
+            return
+        db.execute("BEGIN IMMEDIATE")
+        try:
             yield db
-        return
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield db
-    except BaseException:
-        db.conn.rollback()
-        raise
-    else:
-        db.conn.commit()
+        except BaseException:
+            db.conn.rollback()
+            raise
+        else:
+            db.conn.commit()
+
+
+#: SQLite's primary result codes of a failure of the machine or the file (not of our code),
+#: with what the user can do about it
+_MACHINE_FAILURES: dict[int, str] = {
+    sqlite3.SQLITE_CORRUPT: (
+        "the database file is damaged — move skillopt.db aside and run "
+        "`skillopt-sleep harvest` to rebuild it"
+    ),
+    sqlite3.SQLITE_NOTADB: (
+        "the database file is not an SQLite database — move skillopt.db aside and run "
+        "`skillopt-sleep harvest` to rebuild it"
+    ),
+    sqlite3.SQLITE_FULL: "the disk is full",
+    sqlite3.SQLITE_IOERR: "the disk could not be read or written",
+    sqlite3.SQLITE_READONLY: "the database cannot be written (read-only file or folder)",
+    sqlite3.SQLITE_PERM: "the database cannot be written (permissions)",
+    sqlite3.SQLITE_CANTOPEN: "the database file cannot be opened",
+    sqlite3.SQLITE_BUSY: "another process kept the database locked too long; try again",
+    sqlite3.SQLITE_LOCKED: "another process kept the database locked too long; try again",
+    sqlite3.SQLITE_NOMEM: "out of memory",
+    sqlite3.SQLITE_PROTOCOL: "the database's lock protocol failed (a network file system?)",
+}
+
+
+def machine_failure(exc: sqlite3.Error) -> str | None:
+    """What the user can do about an SQLite failure of the machine or the file (damaged,
+    full, read-only, locked too long), or None when it is none of these: then it is a bug
+    (a misused connection, "no such savepoint", a bad statement) and must be reported as
+    one, never as a damaged database."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:
+        return None
+    return _MACHINE_FAILURES.get(code & 0xFF)
 
 
 class Repository:
     """A repository owns the SQL of one part of the store. It never opens a transaction
     itself unless its method says so: callers group writes with ``with store.write():``."""
 
-    def __init__(self, db: Database):
+    def __init__(self, db: StoreDatabase):
         self.db = db
 
     def _insert(self, table: str, row: dict[str, Any]) -> int:
         """Insert ``row`` into ``table``; returns its integer primary key."""
-        pk = self.db.table(table).insert(row).last_pk
+        with self.db.lock:  # last_pk is read from the connection: no other insert in between
+            pk = self.db.table(table).insert(row).last_pk
         assert isinstance(pk, int), pk
         return pk
 
     def _one(self, table: str, where: str, args: list[Any]) -> Row | None:
-        rows = list(self.db[table].rows_where(where, args, limit=1))
+        with self.db.lock:  # fetched under the lock: safe from a worker thread
+            rows = list(self.db[table].rows_where(where, args, limit=1))
         return rows[0] if rows else None

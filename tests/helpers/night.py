@@ -39,6 +39,26 @@ harmful_edits = ["Never mention `pnpm`."]
 """
 
 
+#: More recurring requests than the demo's, so a replay has more tasks than a worker or two
+#: (each asked in a Claude Code and a Codex session, and corrected to pnpm): 10 scorable
+#: tasks, 4 train, 3 val, 3 test
+_WIDER = {
+    "build the project for production": "Run `npm run build`.",
+    "start the dev server": "Run `npm run dev`.",
+    "run the type checker": "Run `npm run typecheck`.",
+    "format the code base": "Run `npm run format`.",
+    "update the outdated packages": "Run `npm update`.",
+}
+WIDER_CONVERSATIONS = DEMO_CONVERSATIONS + [
+    (agent, [(ask, answer, "no, use pnpm instead of npm")])
+    for ask, answer in _WIDER.items()
+    for agent in ("claude_code", "codex")
+]
+WIDER_PERSONA = PERSONA + "".join(
+    f'\n[[answers]]\nmatch = "{ask}"\ntext = "{answer}"\n' for ask, answer in _WIDER.items()
+)
+
+
 def night_world(
     tmp_path: Path,
     home: Path,
@@ -76,3 +96,16 @@ def night_settings(
     overrides["edit_budget"] = 3
     overrides.update(extra)
     return load_settings(Path("/nonexistent/config.toml"), **overrides)
+
+
+def api_backend(url: str, workers: int = 1) -> dict[str, Any]:
+    """The ``openai_compatible`` backend against the simulator at ``url`` with ``workers``."""
+    return {
+        "name": "openai_compatible",
+        "base_url": url + "/v1",
+        "model": "sim-demo",
+        "api_key": "sk-sim",
+        "max_retries": 0,
+        "timeout": 30,
+        "workers": workers,
+    }

@@ -25,3 +25,9 @@ def db_get(store: Store, table: str, pk: Any) -> dict[str, Any] | None:
     pkcol = store.db.table(table).pks[0]
     found = db_rows(store, table, f"[{pkcol}] = ?", [pk], limit=1)
     return found[0] if found else None
+
+
+def clear_response_cache(store: Store) -> None:
+    """Empty the model response cache: the next night makes every call again."""
+    with store.write():
+        store.db.execute("delete from rollout_cache")
