@@ -83,6 +83,8 @@ class Store:
             if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "memory":
                 self.db.enable_wal()
             self.db.execute("PRAGMA foreign_keys = ON")
+            # deleted and overwritten text (re-redaction, forget) is zeroed, not left in pages
+            self.db.execute("PRAGMA secure_delete = ON")
             migrations.apply(self.db)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"database is unusable: {exc}") from None

@@ -11,7 +11,7 @@ def test_migrations_apply_once_and_wal(tmp_path):
     Store(db).close()
     store = Store(db)
     names = [r["name"] for r in store.db["_sqlite_migrations"].rows]
-    assert names == ["m001_initial", "m002_messages_fts", "m003_wild_sessions"]
+    assert names == ["m001_initial", "m002_messages_fts", "m003_wild_sessions", "m004_reredact"]
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
