@@ -320,7 +320,7 @@ _add(
 _add(
     "password",
     ("sshpass", "mysql"),
-    r"(?P<keep>\bsshpass\s+-p\s*['\"]?|\bmysql(?:dump|admin|import|check|show)?\b[^\n|;&]*?"
+    r"(?P<keep>sshpass\s+-p\s*['\"]?|mysql(?:dump|admin|import|check|show)?\b[^\n|;&]*?"
     r"\s-p(?!assword))(?!\$)(?=[^\s'\"]*[\d!@#%^&*A-Z])[^\s'\"-][^\s'\"]{2,}",
     lower=True,
     wrap=False,
@@ -349,7 +349,7 @@ _add(
 _add(
     "password",
     ("docker", "podman", "helm", "buildah", "skopeo", "oras"),
-    r"(?P<keep>\b(?:(?:docker|podman|buildah|skopeo|oras)\s+login|helm\s+registry\s+login)\b"
+    r"(?P<keep>(?:(?:docker|podman|buildah|skopeo|oras)\s+login|helm\s+registry\s+login)\b"
     r"[^\n|;&]*?\s(?:-p|--password)(?:\s+|=)['\"]?)(?!-)(?!\$)[^\s'\"]{3,}",
     lower=True,
     wrap=False,
@@ -364,14 +364,14 @@ _add(
 _add(
     "password",
     ("--password-stdin",),
-    r"(?P<keep>\becho\s+['\"]?)[^\s'\"|]{6,}(?=['\"]?\s*\|[^\n]*--password-stdin)",
+    r"(?P<keep>echo\s+['\"]?)[^\s'\"|]{6,}(?=['\"]?\s*\|[^\n]*--password-stdin)",
     lower=True,
     wrap=False,
 )
 _add(
     "basic_auth",
     ("-u", "--user"),
-    r"(?P<keep>\b(?:curl|wget|http|https)\b[^\n|;&]*?\s(?:-u|--user)(?:\s+|=)['\"]?"
+    r"(?P<keep>(?:curl|wget|http|https)\b[^\n|;&]*?\s(?:-u|--user)(?:\s+|=)['\"]?"
     r"[^\s:'\"]{1,100}:)(?!\$)[^\s'\"]{3,}",
     lower=True,
     wrap=False,
@@ -542,6 +542,44 @@ _REPLACERS: list[tuple[tuple[str, ...], bool, Callable[[str], str]]] = [
     (("pass", "pwd", "key", "token", "secret", "credential"), True, _near_word),
 ]
 
+#: a token hard-wrapped over lines, its first line perhaps too short for the token's shape:
+#: the lines are joined (while they look like its continuation) and the token shapes tried on
+#: the joined text
+_TOKEN_CHARS = r"A-Za-z0-9+/=_\-.:~"
+_WRAPPED = re.compile(
+    rf"(?<![{_TOKEN_CHARS}])[{_TOKEN_CHARS}]{{8,}}"
+    rf"(?:(?:\r?\n|\ue010\ue00a)[ \t]{{0,16}}[{_TOKEN_CHARS}]{{2,}}(?![{_TOKEN_CHARS}]))+"
+)
+_WRAPPED_PIECE = re.compile(
+    rf"(?:\r?\n|\ue010\ue00a)[ \t]{{0,16}}(?P<tok>[{_TOKEN_CHARS}]{{2,}})(?![{_TOKEN_CHARS}])"
+)
+_TOKEN_REPLACERS = _REPLACERS[: len(_PATTERNS)]
+
+
+def _tokens(text: str) -> str:
+    lower = text.lower()
+    for triggers, low, replace in _TOKEN_REPLACERS:
+        hay = lower if low else text
+        if any(t in hay for t in triggers):
+            text = replace(text)
+    return text
+
+
+def _join_wrapped(m: re.Match[str]) -> str:
+    whole = m.group(0)
+    pieces = list(_WRAPPED_PIECE.finditer(whole))
+    joined, at = whole[: pieces[0].start()], pieces[0].start()
+    for piece in pieces:
+        if not _continues(piece.group("tok")):
+            break
+        joined += piece.group("tok")
+        at = piece.end()
+    if at == pieces[0].start():
+        return whole
+    red = _tokens(joined)
+    return whole if red == joined else red + whole[at:]
+
+
 REDACTION_KINDS = tuple(dict.fromkeys([k for k, *_ in _PATTERNS] + ["password", "secret"]))
 
 
@@ -552,6 +590,8 @@ def redact(text: str) -> str:
     masked = "\\" in text and _ESCAPE.search(text) is not None and not _MASKED.search(text)
     if masked:
         text = _ESCAPE.sub(lambda m: _MASK[m.group(1)], text)
+    if "\n" in text or masked:
+        text = _WRAPPED.sub(_join_wrapped, text)
     lower = text.lower()
     for triggers, low, replace in _REPLACERS:
         hay = lower if low else text
