@@ -215,7 +215,7 @@ _add("digitalocean_token", ("_v1_",), r"do[opr]_v1_[a-f0-9]{64}")
 _add(
     "telegram_bot_token",
     (":",),
-    r"[0-9]{8,10}:[A-Za-z0-9_\-]{35}(?![A-Za-z0-9_\-])",
+    r"[0-9]{8,10}:[A-Za-z0-9_\-]{35}(?![A-Za-z0-9\-])",
     _random,
     wrap=False,
 )
