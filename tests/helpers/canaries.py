@@ -29,7 +29,7 @@ class Canary:
     name: str
     text: str
     secret: str
-    wrap: bool = True  # the wrapped placement applies (the secret part is one token)
+    wrap: bool = True  # the hard-wrapped placement applies
 
     def windows(self, size: int = 12) -> list[str]:
         """The secret and every ``size``-character piece of it: none may be stored."""
@@ -88,8 +88,8 @@ def canaries(seed: int = 13) -> list[Canary]:
     def tok(name: str, prefix: str, body: str, suffix: str = "", wrap: bool = True) -> None:
         out.append(Canary(name, prefix + body + suffix, body, wrap))
 
-    def ctx(name: str, before: str, secret: str, after: str = "") -> None:
-        out.append(Canary(name, before + secret + after, secret, wrap=False))
+    def ctx(name: str, before: str, secret: str, after: str = "", wrap: bool = True) -> None:
+        out.append(Canary(name, before + secret + after, secret, wrap))
 
     tok("anthropic", "sk-ant-api03-", m.an(86) + "-" + m.an(6), "AA")
     tok("openai_project", "sk-proj-", m.an(64) + "T3BlbkFJ" + m.an(64))
@@ -97,7 +97,7 @@ def canaries(seed: int = 13) -> list[Canary]:
     tok("stripe_live", "sk_live_", m.an(40))
     tok("stripe_restricted", "rk_live_", m.an(40))
     tok("stripe_webhook", "whsec_", m.an(32))
-    tok("google_api_key", "AIza", m.an(35), wrap=False)
+    tok("google_api_key", "AIza", m.an(35))
     tok("google_oauth_secret", "GOCSPX-", m.an(28))
     tok("google_access_token", "ya29.", m.an(80))
     tok("github_classic", "ghp_", m.an(36))
@@ -106,11 +106,11 @@ def canaries(seed: int = 13) -> list[Canary]:
     tok("github_fine_grained", "github_pat_11", m.up(22) + "_" + m.an(59))
     tok("slack_bot", "xoxb-" + m.digits(11) + "-" + m.digits(12) + "-", m.an(24))
     tok("slack_app", "xapp-1-A" + m.up(10) + "-" + m.digits(13) + "-", m.hex(64))
-    tok("aws_access_key_id", "AKIA", m.up(16), wrap=False)
-    tok("aws_temp_key_id", "ASIA", m.up(16), wrap=False)
+    tok("aws_access_key_id", "AKIA", m.up(16))
+    tok("aws_temp_key_id", "ASIA", m.up(16))
     tok("gitlab", "glpat-", m.an(20))
     tok("huggingface", "hf_", m.an(34))
-    tok("npm", "npm_", m.an(36), wrap=False)
+    tok("npm", "npm_", m.an(36))
     tok("pypi", "pypi-AgEIcHlwaS5vcmc", m.an(70))
     tok(
         "slack_webhook",
@@ -124,53 +124,50 @@ def canaries(seed: int = 13) -> list[Canary]:
         "https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&ss=b&sp=r&sig=",
         m.an(43),
         "%3D&se=2030-01-01",
-        wrap=False,
     )
-    out.append(
-        Canary("discord_bot", (b := "M" + m.an(23) + "." + m.an(6) + "." + m.an(38)), b, False)
-    )
-    tok("shopify", "shpat_", m.hex(32), wrap=False)
-    tok("digitalocean", "dop_v1_", m.hex(64), wrap=False)
-    tok("telegram_bot", m.digits(10) + ":AA", m.an(33), wrap=False)
+    out.append(Canary("discord_bot", (b := "M" + m.an(23) + "." + m.an(6) + "." + m.an(38)), b))
+    tok("shopify", "shpat_", m.hex(32))
+    tok("digitalocean", "dop_v1_", m.hex(64))
+    tok("telegram_bot", m.digits(10) + ":AA", m.an(33))
     tok("atlassian", "ATATT3xFfGF0", m.an(170) + "=" + m.up(8))
     tok("age", "AGE-SECRET-KEY-1", m.up(58))
     tok("vault", "hvs.", m.an(90))
-    tok("mailgun", "key-", m.low(32), wrap=False)
+    tok("mailgun", "key-", m.low(32), wrap=False)  # a lower-case tail reads as a word
     tok("doppler", "dp.st.prd.", m.an(40))
-    tok("databricks", "dapi", m.hex(32), wrap=False)
-    tok("linear", "lin_api_", m.an(40), wrap=False)
+    tok("databricks", "dapi", m.hex(32))
+    tok("linear", "lin_api_", m.an(40))
     tok("notion", "ntn_", m.an(46))
-    tok("postman", "PMAK-" + m.hex(24) + "-", m.hex(34), wrap=False)
-    tok("grafana", "glsa_", m.an(32), "_" + m.hex(8), wrap=False)
+    tok("postman", "PMAK-" + m.hex(24) + "-", m.hex(34))
+    tok("grafana", "glsa_", m.an(32), "_" + m.hex(8))
     tok("sentry", "sntrys_", m.an(80))
     tok("newrelic", "NRAK-", m.up(27))
     tok("square", "sq0csp-", m.an(43))
     tok("planetscale", "pscale_tkn_", m.an(43))
-    tok("pulumi", "pul-", m.hex(40), wrap=False)
-    tok("dynatrace", "dt0c01." + m.up(24) + ".", m.up(64), wrap=False)
+    tok("pulumi", "pul-", m.hex(40))
+    tok("dynatrace", "dt0c01." + m.up(24) + ".", m.up(64))
     tok("terraform", m.an(14) + ".atlasv1.", m.an(67))
-    tok("supabase", "sbp_", m.hex(40), wrap=False)
+    tok("supabase", "sbp_", m.hex(40))
     tok("groq", "gsk_", m.an(52))
-    tok("replicate", "r8_", m.an(37), wrap=False)
+    tok("replicate", "r8_", m.an(37))
     tok("perplexity", "pplx-", m.an(48))
     tok("xai", "xai-", m.an(80))
     tok("tailscale", "tskey-auth-" + m.an(11) + "-", m.an(30))
     tok("netlify", "nfp_", m.an(40))
     tok("docker_hub", "dckr_pat_", m.an(27))
     tok("figma", "figd_", m.an(40))
-    tok("contentful", "CFPAT-", m.an(43), wrap=False)
-    tok("rubygems", "rubygems_", m.hex(48), wrap=False)
-    tok("brevo", "xkeysib-" + m.hex(64) + "-", m.an(16), wrap=False)
-    tok("easypost", "EZAK", m.an(54), wrap=False)
+    tok("contentful", "CFPAT-", m.an(43))
+    tok("rubygems", "rubygems_", m.hex(48))
+    tok("brevo", "xkeysib-" + m.hex(64) + "-", m.an(16))
+    tok("easypost", "EZAK", m.an(54))
     tok("mapbox", "sk.eyJ1Ijoi" + m.an(20) + ".", m.an(22))
-    tok("azure_client_secret", m.an(3) + "8Q~", m.an(34), wrap=False)
-    tok("alibaba", "LTAI", m.an(20), wrap=False)
-    tok("artifactory", "AKCp", m.an(69), wrap=False)
-    tok("twilio", "SK", m.hex(32), wrap=False)
-    tok("mailchimp", "", m.hex(32), "-us21", wrap=False)
+    tok("azure_client_secret", m.an(3) + "8Q~", m.an(34))
+    tok("alibaba", "LTAI", m.an(20))
+    tok("artifactory", "AKCp", m.an(69))
+    tok("twilio", "SK", m.hex(32))
+    tok("mailchimp", "", m.hex(32), "-us21")
     tok("flyio", "fo1_", m.an(43))
     tok("heroku", "HRKU-", m.an(60))
-    tok("langsmith", "lsv2_pt_", m.hex(32), "_" + m.hex(10), wrap=False)
+    tok("langsmith", "lsv2_pt_", m.hex(32), "_" + m.hex(10))
     tok("pinecone", "pcsk_", m.an(60))
     tok("onepassword_service", "ops_eyJ", m.an(200))
     tok("jwt", "eyJhbGciOiJIUzI1NiJ9.eyJ" + m.an(40) + ".", m.an(43))
@@ -180,6 +177,7 @@ def canaries(seed: int = 13) -> list[Canary]:
         "-----BEGIN RSA PRIVATE KEY-----\n",
         body,
         "\n-----END RSA PRIVATE KEY-----",
+        wrap=False,  # already over several lines
     )
     ctx(
         "openssh_private_key",
@@ -188,7 +186,8 @@ def canaries(seed: int = 13) -> list[Canary]:
         "\n-----END OPENSSH PRIVATE KEY-----",
     )
     ctx("env_password", "DB_PASSWORD=", m.password(20))
-    ctx("json_password", '{"user": "deploy", "password": "', m.password(18), '"}')
+    # a quoted value is not followed over a line break
+    ctx("json_password", '{"user": "deploy", "password": "', m.password(18), '"}', wrap=False)
     ctx("aws_secret", "aws_secret_access_key = ", m.an(40))
     ctx("bearer", "Authorization: Bearer ", m.an(40))
     ctx("basic", "Authorization: Basic ", m.b64(30))
@@ -330,9 +329,9 @@ def write_codex(home: Path, c: Canary, n: int) -> Path:
 
 
 def write_copilot_cli(home: Path, c: Canary, n: int) -> Path:
-    """Copilot CLI: prompt, answer with a tool request whose arguments carry the secret, a
-    dict tool result whose secret straddles character 800 (once cut there before redaction)
-    and a plain one, the cwd."""
+    """Copilot CLI: prompt, answer with a tool request whose arguments carry the secret, dict
+    tool results (one whose secret straddles character 800, where they were once cut before
+    redaction) and a plain one, the cwd."""
     sid = str(uuid.uuid4())
     text = placements(c)
     events: list[dict] = []
@@ -371,15 +370,17 @@ def write_copilot_cli(home: Path, c: Canary, n: int) -> Path:
             ],
         },
     )
-    pad = "x" * (790 - len('{"stdout": "') - c.text.index(c.secret))
-    ev(
-        "tool.execution_complete",
-        {
-            "toolCallId": f"t{n}",
-            "success": True,
-            "result": {"content": {"stdout": pad + c.text + " " + text, "exit": 0}},
-        },
-    )
+    for k, result in enumerate(
+        [
+            {"content": {"stdout": text, "exit": 0}},  # a dict result, stored as JSON text
+            # the secret straddling character 800, where results were once cut unredacted
+            {"content": {"stdout": "x" * (788 - c.text.index(c.secret)) + " " + text}},
+        ]
+    ):
+        ev(
+            "tool.execution_complete",
+            {"toolCallId": f"t{n}-{k}", "success": True, "result": result},
+        )
     ev("tool.execution_complete", {"toolCallId": f"u{n}", "success": True, "result": text})
     return _jsonl(home / ".copilot" / "session-state" / sid / "events.jsonl", events)
 
@@ -431,9 +432,123 @@ def write_copilot_vscode(home: Path, c: Canary, n: int) -> Path:
     return _jsonl(ws / "chatSessions" / f"{sid}.jsonl", records)
 
 
+def write_cursor(home: Path, c: Canary, n: int) -> Path:
+    """Cursor: the prompt inside ``<user_query>``, an answer with a tool call whose input
+    carries the secret, a tool result (its lines name no folder, title or model)."""
+    tid = f"t{n:04d}-{uuid.uuid4().hex[:8]}"
+    text = placements(c)
+    blocks = [
+        {"type": "text", "text": f"done:\n{text}"},
+        {"type": "tool_use", "name": "Shell", "input": {"command": text}},
+    ]
+    records = [
+        {
+            "role": "user",
+            "message": {
+                "content": [{"type": "text", "text": f"<user_query>\n{text}\n</user_query>"}]
+            },
+        },
+        {"role": "assistant", "message": {"content": blocks}},
+        {"role": "user", "message": {"content": [{"type": "tool_result", "content": text}]}},
+    ]
+    slug = f"home-dev-proj{n}"  # log file paths are kept as they are (the tool re-reads them)
+    path = home / ".cursor" / "projects" / slug / "agent-transcripts" / tid / f"{tid}.jsonl"
+    return _jsonl(path, records)
+
+
+def write_devin(home: Path, c: Canary, n: int) -> Path:
+    """Devin (ATIF JSON): prompt, an answer with a tool call, the call's observation, the
+    title and the cwd."""
+    sid = f"devin-{n:04d}{uuid.uuid4().hex[:8]}"
+    text = placements(c)
+    steps = [
+        {"step_id": 1, "timestamp": "2026-01-05T10:00:00.000Z", "source": "user", "message": text},
+        {
+            "step_id": 2,
+            "timestamp": "2026-01-05T10:00:01.000Z",
+            "source": "agent",
+            "message": f"done:\n{text}",
+            "tool_calls": [{"function_name": "exec", "arguments": {"command": text}}],
+            "observation": {"results": [{"content": text}]},
+        },
+    ]
+    doc = {
+        "schema_version": "ATIF-v1.7",
+        "session_id": sid,
+        "title": f"fix {c.text}",
+        "agent": {
+            "name": "devin",
+            "version": "3000.3.27",
+            "model_name": "swe-1-7",
+            "extra": {"cwd": f"/home/dev/{c.text}"},
+        },
+        "steps": steps,
+    }
+    path = home / ".local" / "share" / "devin" / "cli" / "transcripts" / f"{sid}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc), "utf-8")
+    return path
+
+
+def write_opencode(home: Path, c: Canary, n: int) -> Path:
+    """OpenCode (JSON storage tree): prompt, an answer in two text parts (cut inside the
+    secret), a tool part whose input and output carry it, the title and the directory."""
+    sid = f"ses_{n:04d}"
+    text = placements(c)
+    head, tail = split_inside(text, c)
+    old = 1_700_000_000_000 + n * 1000
+    storage = home / ".local" / "share" / "opencode" / "storage"
+    ses = storage / "session" / "proj" / f"{sid}.json"
+    ses.parent.mkdir(parents=True, exist_ok=True)
+    ses.write_text(
+        json.dumps(
+            {
+                "id": sid,
+                "directory": f"/home/dev/{c.text}",
+                "title": f"fix {c.text}",
+                "time": {"created": old},
+            }
+        ),
+        "utf-8",
+    )
+    tool = {
+        "type": "tool",
+        "id": f"prt_{n}_t",
+        "tool": "bash",
+        "state": {"status": "completed", "input": {"command": text}, "output": text},
+    }
+    msgs = [
+        (
+            {"id": f"msg_{n}_u", "sessionID": sid, "role": "user", "time": {"created": old}},
+            [{"type": "text", "text": text}],
+        ),
+        (
+            {
+                "id": f"msg_{n}_a",
+                "sessionID": sid,
+                "role": "assistant",
+                "time": {"created": old + 1, "completed": old + 2},
+            },
+            [{"type": "text", "text": head}, {"type": "text", "text": tail}, tool],
+        ),
+    ]
+    for info, parts in msgs:
+        mdir = storage / "message" / sid
+        mdir.mkdir(parents=True, exist_ok=True)
+        (mdir / f"{info['id']}.json").write_text(json.dumps(info), "utf-8")
+        pdir = storage / "part" / info["id"]
+        pdir.mkdir(parents=True, exist_ok=True)
+        for j, part in enumerate(parts):
+            (pdir / f"{j}.json").write_text(json.dumps(part), "utf-8")
+    return ses
+
+
 WRITERS: dict[str, Writer] = {
     "claude_code": write_claude,
     "codex": write_codex,
     "copilot_cli": write_copilot_cli,
     "copilot_vscode": write_copilot_vscode,
+    "cursor": write_cursor,
+    "devin": write_devin,
+    "opencode": write_opencode,
 }
