@@ -1,29 +1,55 @@
 """Secret redaction and text sanitising for everything harvested into the store.
 
-:func:`redact` replaces secrets with ``[REDACTED:<kind>]``. Kinds:
+:func:`redact` replaces secrets with ``[REDACTED:<kind>]``. It is applied to the *final* text of
+every stored field: the harvesters redact each message after joining its parts and before
+cutting it, and the store redacts again whatever it writes (message text, a merged message
+as a whole, titles, project, model, tool names, the parse state, tasks, rollouts), so a
+field no harvester thought of is still covered. Kinds:
 
 * ``private_key`` — PEM ``-----BEGIN … PRIVATE KEY-----`` and PGP ``PRIVATE KEY BLOCK``
   blocks (also cut-off ones);
-* ``anthropic_key`` (``sk-ant-…``), ``api_key`` (``sk-…``, ``sk-proj-…``), ``stripe_key``
-  (``sk_live_…``), ``google_api_key`` (``AIza…``);
-* ``github_token`` (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``/``github_pat_``),
-  ``slack_token`` (``xoxb-``/``xoxp-``/…);
-* ``aws_access_key_id`` (``AKIA…``/``ASIA…``), ``aws_secret_access_key`` (the value after
-  ``aws_secret_access_key =``/``:``, or ``SecretAccessKey`` with ``=``/``:``/``|``);
+* provider tokens by their published shape (after the rules gitleaks and detect-secrets
+  publish): ``anthropic_key`` (``sk-ant-…``), ``api_key`` (``sk-…``, ``sk-proj-…``),
+  ``stripe_key`` (``sk_live_…``, ``rk_…``, ``whsec_…``), ``google_api_key`` (``AIza…``),
+  ``google_oauth`` (``GOCSPX-…``, ``ya29.…``), ``github_token``, ``gitlab_token``,
+  ``slack_token``, ``slack_webhook``, ``discord_webhook``, ``discord_bot_token``,
+  ``telegram_bot_token``, ``aws_access_key_id`` (``AKIA…``/``ASIA…``), ``azure_sas``
+  (``sig=``), ``azure_client_secret`` (``…8Q~…``), ``shopify_token`` (``shpat_…``),
+  ``digitalocean_token`` (``dop_v1_…``), ``atlassian_token`` (``ATATT…``),
+  ``age_secret_key`` (``AGE-SECRET-KEY-1…``), ``vault_token`` (``hvs.…``), ``mailgun_key``
+  (``key-…``), ``doppler_token`` (``dp.st.…``), ``huggingface_token``, ``npm_token``,
+  ``pypi_token``, ``sendgrid_key`` and the rest of :data:`REDACTION_KINDS` (Databricks,
+  Linear, Notion, Postman, Grafana, Sentry, New Relic, Square, PlanetScale, Pulumi,
+  Dynatrace, Terraform Cloud, Supabase, Groq, Replicate, Perplexity, xAI, Tailscale,
+  Netlify, Docker Hub, Figma, Contentful, RubyGems, Brevo, EasyPost, Mapbox, Alibaba,
+  Artifactory, Twilio, Mailchimp, Fly.io, Heroku, LangSmith, Pinecone, 1Password …);
+* ``aws_secret_access_key`` (after ``aws_secret_access_key =``/``:``, ``SecretAccessKey``,
+  ``aws configure``, a credentials.csv row), ``aws_session_token`` (table form);
 * ``jwt`` (three base64url parts starting ``eyJ``), ``bearer_token`` (``Bearer <token>``,
-  ``Authorization: token …``),
+  ``Authorization: token …``), ``basic_auth`` (``curl -u user:pass``, ``Authorization:
+  Basic …``), ``cookie`` (session-like cookie values of 16+ characters),
   ``url_credentials`` (``scheme://user:pass@host``, any case, ``@`` allowed in the password);
 * ``password`` — ``password=…``, ``"password": "…"``, ``DB_PASSWORD: …``, ``DB_PASS=…`` style
   assignments, ``mysql … -pSECRET``, ``sshpass -p``, ``docker login -p|--password``,
   ``echo X | … --password-stdin``, ``--password X``; prose "the password (for X) is …";
-* ``basic_auth`` (``curl -u user:pass``, ``Authorization: Basic …``), ``cookie`` (session-like
-  cookie values of 16+ characters), ``stripe_key`` also ``whsec_…``, ``sendgrid_key``
-  (``SG.….…``), ``discord_webhook``, ``aws_session_token`` (table form);
 * ``secret`` — generic ``api_key|token|secret|…key|key_data|… = value`` assignments (a quoted
-  value cut off before its closing quote still counts; upper-case keys may hold spaces).
+  value cut off before its closing quote still counts; upper-case keys may hold spaces), and
+  a high-entropy value (16+ characters with letters and digits, a 12-character run without
+  separators, ≥ 3 bits per character; not a path, dotted name or UUID) within a few words
+  after ``password``, ``token``, ``secret``, ``credential``, ``key`` ("the deploy token for
+  prod is Xq7…").
+
+How it holds: a token's boundary does not depend on what precedes it (``_sk-ant-…_``,
+``xghp_…`` are caught; the shapes whose prefix is common — ``sk-``, ``SK``, ``key-``, ``hf_``
+… — must have a machine-made body: letters with digits, or mixed case); a ``\n`` / ``\t``
+escape written as text (JSON inside text) counts as the break it stands for; a token
+hard-wrapped over lines is tried on its joined lines, and the lines after a redacted value
+that go on with it (letters with digits, or inner capitals — not a word like ``Done``) are
+dropped with it.
 
 Not caught (no recognisable shape): a bare token with no key or prefix (a Twilio auth token in
-prose, a 40-character AWS secret on a line of its own), password hashes.
+prose, a 40-character AWS secret on a line of its own), password hashes, a wrapped token whose
+tail is a plain lower-case word, a quoted value broken over lines.
 
 Assignments keep their key and separator (``password=[REDACTED:password]``). To leave ordinary
 code alone, an unquoted value is not redacted when it is a placeholder (``$VAR``, ``${…}``,
@@ -31,8 +57,11 @@ code alone, an unquoted value is not redacted when it is a placeholder (``$VAR``
 lower-case key — a bare or dotted identifier (``password: str``, ``key: rsa.RSAPrivateKey``). Keys must *end*
 with the secret word, so ``max_tokens = 1024`` or ``"input_tokens": 5`` are never touched.
 
+Speed: each pattern runs only when one of its literal triggers occurs in the text (a cheap
+``in`` test), and every regex is compiled once at import; ``redact`` is linear in the text.
+
 :func:`sanitize` makes text safe to store: NULs removed, lone surrogates and undecodable bytes
-replaced with U+FFFD. All regexes are compiled once at import; ``redact`` is linear in the text.
+replaced with U+FFFD.
 """
 
 from __future__ import annotations
@@ -111,10 +140,17 @@ def _classes(s: str) -> tuple[bool, bool, bool]:
     )
 
 
+_ALNUM_RUN = re.compile(r"[A-Za-z0-9]{12,}")
+
+
 def _random(s: str) -> bool:
-    """Looks machine-made: letters with digits, or mixed case (not a word or kebab name)."""
-    lower, upper, digit = _classes(s)
-    return (digit and (lower or upper)) or (lower and upper and len(s) >= 12)
+    """Looks machine-made: a run of 12+ letters and digits (not words joined by ``-``/``_``)
+    with letters and digits, or mixed case."""
+    for run in _ALNUM_RUN.findall(s):
+        lower, upper, digit = _classes(run)
+        if (digit and (lower or upper)) or (lower and upper):
+            return True
+    return False
 
 
 def _entropy(s: str) -> float:
@@ -138,7 +174,7 @@ def _continues(tok: str) -> bool:
 #: looks like the token's continuation. ``check`` (on the token, without ``keep`` and
 #: ``wrap``) must hold for a match to count. Prefix tokens have no boundary before them, so
 #: ``_sk-ant-…``, ``xsk-ant-…`` or ``\nsk-ant-…`` are caught like ``sk-ant-…`` (shapes after the
-#: patterns that gitleaks and detect-secrets publish, see docs/privacy.md).
+#: patterns that gitleaks and detect-secrets publish).
 Check = Callable[[str], bool] | None
 _PATTERNS: list[tuple[str, tuple[str, ...], bool, re.Pattern[str], Check]] = []
 

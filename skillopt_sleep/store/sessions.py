@@ -50,8 +50,9 @@ class SessionsRepo(Repository):
 
         Every text stored is :func:`~skillopt_sleep.redact.redact`-ed here, whatever the
         harvester did: the title, project, model and version, tool names, and each message's
-        final text (a merged message as a whole, after its parts are joined). Keys and uids
-        (the agents' ids) are kept as they are.
+        final text (a merged message as a whole, after its parts are joined; when the join
+        reveals a secret cut between passes, the FTS index is optimized so the stored part
+        leaves it). Keys and uids (the agents' ids) are kept as they are.
 
         Returns ``(is_new_session, n_messages_added_or_merged)``. Not transactional by itself:
         callers wrap a file's whole pass in ``with store.write():``.
@@ -78,6 +79,7 @@ class SessionsRepo(Repository):
         db.table("sessions").upsert(row, pk="id")
         seq = int(row["n_messages"] or 0)
         changed = 0
+        purge = False  # a stored text held part of a secret: drop it from the FTS index too
         for msg in session.messages:
             msg_text = redact(msg.text)
             msg_tools = [redact(t) for t in msg.tool_names]
@@ -93,7 +95,9 @@ class SessionsRepo(Repository):
                     new_text = msg_text  # the same message, grown (e.g. a streamed answer)
                 elif msg_text and msg_text not in (text or ""):
                     # the joined text is redacted again: a secret split between the parts
-                    new_text = redact(f"{text}\n{msg_text}") if text else msg_text
+                    joined = f"{text}\n{msg_text}" if text else msg_text
+                    new_text = redact(joined)
+                    purge = purge or new_text != joined
                 new_tools = tools_l + [t for t in msg_tools if t not in tools_l]
                 if new_text != text or new_tools != tools_l:
                     db.table("messages").update(
@@ -120,6 +124,8 @@ class SessionsRepo(Repository):
             changed += 1
         if seq != row["n_messages"]:
             db.table("sessions").update(sid, {"n_messages": seq})
+        if purge:  # FTS keeps a replaced row's tokens in old segments until they are merged
+            db.execute("insert into messages_fts(messages_fts) values('optimize')")
         return is_new, changed
 
     def all(self, project: str | None = None, include_self: bool = False) -> list[Row]:
