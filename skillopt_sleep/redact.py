@@ -564,19 +564,55 @@ def _regex(pattern: re.Pattern[str], repl: Callable[[re.Match[str]], str]) -> Ca
     return lambda text: pattern.sub(repl, text)
 
 
+def _lowered(
+    pattern: re.Pattern[str], repl: Callable[[re.Match[str]], str]
+) -> Callable[[str], str]:
+    """``pattern.sub(repl, text)`` for a ``(?i)`` pattern, found in the lower-cased text (a
+    case-insensitive scan is several times slower) and matched again on the text itself."""
+    fast = re.compile(pattern.pattern.removeprefix("(?i)"))
+
+    def run(text: str) -> str:
+        low = text.lower()
+        if len(low) != len(text):
+            return pattern.sub(repl, text)
+        out: list[str] = []
+        at = 0
+        for found in fast.finditer(low):
+            m = pattern.match(text, found.start())
+            if m is None or m.start() < at:
+                continue
+            out += [text[at : m.start()], repl(m)]
+            at = m.end()
+        return "".join(out) + text[at:] if out else text
+
+    return run
+
+
 #: (substrings one of which must occur, whether in the lower-cased text, the replacement)
 _REPLACERS: list[tuple[tuple[str, ...], bool, Callable[[str], str]]] = [
     (trig, low, _regex(p, _sub_token(kind, check))) for kind, trig, low, p, check in _PATTERNS
 ] + [
-    (("pass",), True, _regex(_PASSWORD, _sub_assignment("password", 3, True))),
+    (("pass",), True, _lowered(_PASSWORD, _sub_assignment("password", 3, True))),
     (("pass", "pwd"), True, _regex(_PASSWORD_PROSE, _sub_token("password", None))),
     (
         ("key", "token", "secret", "webhook"),
         True,
-        _regex(_GENERIC, _sub_assignment("secret", 8, False)),
+        _lowered(_GENERIC, _sub_assignment("secret", 8, False)),
     ),
     (("pass", "pwd", "key", "token", "secret", "credential"), True, _near_word),
 ]
+
+#: the literal prefilter: every trigger looked for once per text (``L`` ones in the
+#: lower-cased text), each replacer run only when one of its triggers is there
+_CASED = tuple(sorted({t for trig, low, _ in _REPLACERS if not low for t in trig}))
+_LOWER = tuple(sorted({t for trig, low, _ in _REPLACERS if low for t in trig}))
+_KEYS = [frozenset(("L" if low else "C") + t for t in trig) for trig, low, _ in _REPLACERS]
+
+
+def _present(text: str) -> set[str]:
+    lower = text.lower()
+    return {"C" + t for t in _CASED if t in text} | {"L" + t for t in _LOWER if t in lower}
+
 
 #: a token hard-wrapped over lines, its first line perhaps too short for the token's shape:
 #: the lines are joined (while they look like its continuation) and the token shapes tried on
@@ -593,10 +629,9 @@ _TOKEN_REPLACERS = _REPLACERS[: len(_PATTERNS)]
 
 
 def _tokens(text: str) -> str:
-    lower = text.lower()
-    for triggers, low, replace in _TOKEN_REPLACERS:
-        hay = lower if low else text
-        if any(t in hay for t in triggers):
+    present = _present(text)
+    for (_, _, replace), keys in zip(_TOKEN_REPLACERS, _KEYS, strict=False):
+        if not keys.isdisjoint(present):
             text = replace(text)
     return text
 
@@ -619,20 +654,36 @@ def _join_wrapped(m: re.Match[str]) -> str:
 REDACTION_KINDS = tuple(dict.fromkeys([k for k, *_ in _PATTERNS] + ["password", "secret"]))
 
 
+#: texts :func:`redact` returned lately (redaction is idempotent, so these are returned at
+#: once: the store redacts again what a harvester has just redacted), up to a total size
+_DONE: dict[str, None] = {}
+_DONE_CHARS = [0]
+_DONE_MAX_CHARS = 4_000_000
+
+
 def redact(text: str) -> str:
     """Return ``text`` with every secret replaced by ``[REDACTED:<kind>]`` (see module doc)."""
-    if not text:
+    if not text or text in _DONE:
         return text
+    out = _redact(text)
+    if _DONE_CHARS[0] + len(out) > _DONE_MAX_CHARS:
+        _DONE.clear()
+        _DONE_CHARS[0] = 0
+    _DONE[out] = None
+    _DONE_CHARS[0] += len(out)
+    return out
+
+
+def _redact(text: str) -> str:
     masked = "\\" in text and _ESCAPE.search(text) is not None and not _MASKED.search(text)
     if masked:
         text = _ESCAPE.sub(lambda m: _MASK[m.group(1)], text)
     if "\n" in text or masked:
         text = _WRAPPED.sub(_join_wrapped, text)
-    lower = text.lower()
-    for triggers, low, replace in _REPLACERS:
-        hay = lower if low else text
-        if any(t in hay for t in triggers):
-            text = replace(text)  # ``lower`` may go stale: only a superset matters
+    present = _present(text)  # may go stale as values are replaced: only a superset matters
+    for (_, _, replace), keys in zip(_REPLACERS, _KEYS, strict=True):
+        if not keys.isdisjoint(present):
+            text = replace(text)
     if "[REDACTED:" in text:
         text = _TAG_WRAP.sub(lambda m: m.group("tag") + _unwrapped(m.group("wrap") or ""), text)
     return text.translate(_UNMASK) if masked else text

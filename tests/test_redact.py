@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from skillopt_sleep.redact import clean, decode, redact, redact_json, sanitize
+from skillopt_sleep.redact import _redact, clean, decode, redact, redact_json, sanitize
+from tests.helpers.canaries import canaries, placements
 
 SECRETS = [
     (
@@ -348,3 +349,12 @@ def test_redact_json_reaches_every_string() -> None:
         "[REDACTED:anthropic_key]": 1,
         "n": 2,
     }
+
+
+def test_redaction_is_idempotent_on_every_canary() -> None:
+    """:func:`redact` returns a text it has just produced at once (the store redacts again
+    what a harvester redacted): that holds only because redacting twice changes nothing."""
+    for c in canaries():
+        once = _redact(placements(c))
+        assert _redact(once) == once, c.name
+        assert redact(once) == once
