@@ -151,6 +151,7 @@ def test_m004_re_redacts_a_store_written_before(tmp_path: Path) -> None:
     assert len(leaks(db_bytes(db), CANARIES)) == len(CANARIES)  # the old store leaks all
 
     store = Store(db)
+    assert leaks(db_bytes(db), CANARIES) == []  # at once, while the store is open
     names = [r["name"] for r in store.db["_sqlite_migrations"].rows]
     assert names[-1] == "m004_reredact"
     assert store.sessions.search(MARK, limit=100)  # still searchable, redacted
