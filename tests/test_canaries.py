@@ -8,11 +8,17 @@ redaction held (raw rows) is re-redacted by migration m004.
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import sys
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from skillopt_sleep import paths
 from skillopt_sleep.service import Service
 from skillopt_sleep.sources.ingest import harvest_file
 from skillopt_sleep.store import Store
@@ -106,6 +112,41 @@ def test_no_canary_reaches_the_store_or_search(
     assert leaks(blob.encode(), CANARIES) == []
     store.close()
     assert leaks(db_bytes(db), CANARIES) == []  # after the checkpoint on close
+
+
+def test_no_canary_comes_back_from_mcp_search_sessions(isolated_home: Path, tmp_path: Path) -> None:
+    """Every source's canary logs harvested into the user's store; the real MCP server (a
+    subprocess, the SDK's client) answers ``search_sessions`` for the marker word and for
+    each secret: no piece of any secret in what it returns."""
+    store = Store(paths.db_path())
+    for source, write in WRITERS.items():
+        for n, c in enumerate(CANARIES):
+            assert harvest_file(store, source, write(isolated_home, c, n)).status == "read"
+    store.close()
+    env = {k: v for k, v in os.environ.items() if k in ("HOME", "SKILLOPT_SLEEP_HOME", "PATH")}
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "skillopt_sleep", "mcp"], env=env, cwd=str(tmp_path)
+    )
+    answers: list[str] = []
+
+    async def main() -> None:
+        with open(tmp_path / "mcp-stderr.log", "a", encoding="utf-8") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    for query in [MARK] + [c.secret[:40] for c in CANARIES]:
+                        res = await session.call_tool(
+                            "search_sessions", {"query": query, "limit": 100}
+                        )
+                        assert not res.is_error, res.content
+                        assert res.structured_content is not None
+                        assert res.structured_content["query"] == query  # echoed: not stored
+                        answers.append(json.dumps(res.structured_content["hits"]))
+
+    anyio.run(main)
+    hits = json.loads(answers[0])
+    assert len(hits) == 100 and all(MARK in h["snippet"] for h in hits)
+    assert leaks("\n".join(answers).encode(), CANARIES) == []
 
 
 def test_m004_re_redacts_a_store_written_before(tmp_path: Path) -> None:
