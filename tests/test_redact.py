@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from skillopt_sleep.redact import clean, decode, redact, sanitize
+from skillopt_sleep.redact import _redact, clean, decode, redact, redact_json, sanitize
+from tests.helpers.canaries import canaries, placements
 
 SECRETS = [
     (
@@ -279,3 +280,81 @@ def test_sanitize_and_decode() -> None:
 )
 def test_passwords_in_prose(text, expected):
     assert redact(text) == expected
+
+
+# found by an adversarial trial: boundaries, escapes written as text, wrapping, new shapes
+KEY = "sk-ant-api03-Xq7vR2mN9pL4kJ8hG6fD3sA1"
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        (f"_{KEY}_", "_[REDACTED:anthropic_key]"),
+        (f"x{KEY} y", "x[REDACTED:anthropic_key] y"),
+        (f'{{"a": "line\\n{KEY}\\nnext"}}', '{"a": "line\\n[REDACTED:anthropic_key]\\nnext"}'),
+        ("note:\\tpassword=Hunter2Hunter2", "note:\\tpassword=[REDACTED:password]"),
+        (f"{KEY[:20]}\n{KEY[20:]}\nDone", "[REDACTED:anthropic_key]\nDone"),
+        ("export TOKEN=Xq7vR2mN9pL4\n  kJ8hG6fD3sA1 rest", "export TOKEN=[REDACTED:secret] rest"),
+        (
+            "https://a.blob.core.windows.net/c/x?sv=2022-11-02&sig=Xq7vR2mN9pL4kJ8hG6fD3sA1bC5e%3D",
+            "https://a.blob.core.windows.net/c/x?sv=2022-11-02&sig=[REDACTED:azure_sas]",
+        ),
+        ("shpat_" + "0a1b2c3d4e5f" * 2 + "0a1b2c3d", "[REDACTED:shopify_token]"),
+        ("dop_v1_" + "0a1b2c3d4e5f6a7b" * 4, "[REDACTED:digitalocean_token]"),
+        (
+            "bot 1234567890:AAXq7vR2mN9pL4kJ8hG6fD3sA1bC5eD7fG9",
+            "bot [REDACTED:telegram_bot_token]",
+        ),
+        ("ATATT3xFfGF0Xq7vR2mN9pL4kJ8hG6fD3sA1=ABCD1234", "[REDACTED:atlassian_token]"),
+        ("AGE-SECRET-KEY-1QX7VR2MN9PL4KJ8HG6FD3SA1BC5ED7FG9H", "[REDACTED:age_secret_key]"),
+        ("VAULT_TOKEN hvs.Xq7vR2mN9pL4kJ8hG6fD3sA1bC5e", "VAULT_TOKEN [REDACTED:vault_token]"),
+        ("mailgun key-0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d", "mailgun [REDACTED:mailgun_key]"),
+        ("GOCSPX-Xq7vR2mN9pL4kJ8hG6fD3sA1bC5", "[REDACTED:google_oauth]"),
+        ("dp.st.prd.Xq7vR2mN9pL4kJ8hG6fD3sA1bC5eD7fG9h", "[REDACTED:doppler_token]"),
+        (
+            "MTk4NjIyNDgzNDcxOTI1MjQ4.Gx7vR2.Xq7vR2mN9pL4kJ8hG6fD3sA1bC5eD7f",
+            "[REDACTED:discord_bot_token]",
+        ),
+        (
+            "the deploy token for prod is Xq7vR2mN9pL4kJ8hG6fD",
+            "the deploy token for prod is [REDACTED:secret]",
+        ),
+    ],
+)
+def test_trial_findings(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":3526}',
+        'assert sess.key == "8f84ed98-6bed-4d52-920a-58cb1e234c43"',
+        "the task-runner-2024-report-final and risk-assessment-v2-2025",
+        "tokenizer = AutoTokenizer.from_pretrained(name)",
+        "the key points: keep it short\nDone",
+        "token: see /home/user/.config/app/token2024.json",
+        "ghp_ is GitHub's prefix; sk_live_ is Stripe's",
+    ],
+)
+def test_trial_findings_leave_ordinary_text(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_redact_json_reaches_every_string() -> None:
+    state = {"title": f"fix {KEY}", "reqs": [[f"r {KEY}", 3, True]], KEY: 1, "n": 2}
+    assert redact_json(state) == {
+        "title": "fix [REDACTED:anthropic_key]",
+        "reqs": [["r [REDACTED:anthropic_key]", 3, True]],
+        "[REDACTED:anthropic_key]": 1,
+        "n": 2,
+    }
+
+
+def test_redaction_is_idempotent_on_every_canary() -> None:
+    """:func:`redact` returns a text it has just produced at once (the store redacts again
+    what a harvester redacted): that holds only because redacting twice changes nothing."""
+    for c in canaries():
+        once = _redact(placements(c))
+        assert _redact(once) == once, c.name
+        assert redact(once) == once

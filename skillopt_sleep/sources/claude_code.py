@@ -170,6 +170,8 @@ class ClaudeCodeSource(Source):
         skipped = result.skipped
         sessions: dict[str, HarvestedSession] = {}
         messages: dict[str, dict[str, HarvestedMessage]] = {}
+        #: an assistant message's raw text as its records come in, redacted once joined
+        raw: dict[str, dict[str, str]] = {}
         subagent_file = path.parent.name == "subagents"
         if subagent_file and path.name.startswith("agent-acompact"):
             for _ in lines:
@@ -188,6 +190,7 @@ class ClaudeCodeSource(Source):
             if sess is None:
                 sess = sessions[key] = HarvestedSession(source=self.name, key=key)
                 messages[key] = {}
+                raw[key] = {}
             meta = per_session.setdefault(key, {"fp": False, "self": False, "headless": False})
             if rtype in ("custom-title", "ai-title"):
                 title = rec.get("customTitle") or rec.get("aiTitle")
@@ -202,7 +205,7 @@ class ClaudeCodeSource(Source):
             try:
                 self._envelope(rec, sess, meta)
                 if rtype == "assistant":
-                    self._assistant(rec, messages[key], sidechain, skipped, sess)
+                    self._assistant(rec, messages[key], raw[key], sidechain, skipped, sess)
                 else:
                     self._user(rec, messages[key], sidechain, skipped, meta)
             except (TypeError, ValueError, AttributeError) as exc:  # a field of an odd type
@@ -210,6 +213,8 @@ class ClaudeCodeSource(Source):
 
         for key, sess in sessions.items():
             meta = per_session[key]
+            for uid, text in raw[key].items():  # parts joined first, then redacted, then cut
+                messages[key][uid].text = cap(clean(text), MAX_TEXT)
             sess.messages = list(messages[key].values())
             sess.headless = meta["headless"]
             sess.self_generated = meta["self"]
@@ -236,7 +241,13 @@ class ClaudeCodeSource(Source):
             meta["headless"] = True
 
     def _assistant(
-        self, rec: dict, out: dict, sidechain: bool, skipped: Counter, sess: HarvestedSession
+        self,
+        rec: dict,
+        out: dict,
+        raw: dict[str, str],
+        sidechain: bool,
+        skipped: Counter,
+        sess: HarvestedSession,
     ) -> None:
         msg = rec.get("message")
         if not isinstance(msg, dict):
@@ -272,14 +283,14 @@ class ClaudeCodeSource(Source):
                 uid=uid,
                 role="assistant",
                 kind="answer",
-                text=cap(clean(text), MAX_TEXT),
                 tool_names=list(dict.fromkeys(tools)),
                 timestamp=_str(rec.get("timestamp")),
                 is_sidechain=sidechain,
             )
+            raw[uid] = text
             return
         if text:
-            m.text = cap(f"{m.text}\n{clean(text)}" if m.text else clean(text), MAX_TEXT)
+            raw[uid] = f"{raw[uid]}\n{text}" if raw.get(uid) else text
         m.tool_names += [t for t in tools if t not in m.tool_names]
 
     def _user(self, rec: dict, out: dict, sidechain: bool, skipped: Counter, meta: dict) -> None:

@@ -222,8 +222,10 @@ def parse_events(
         elif etype == "tool.execution_complete":
             res = data.get("result")
             content = res.get("content") if isinstance(res, dict) else res
+            # a dict result as JSON text, whole: clean_excerpt cuts it at whitespace before it
+            # redacts, so no token is kept in part (a cut at 800 characters kept 15–31 of 40)
             excerpt = (
-                json.dumps(content)[: TOOL_EXCERPT * 2]
+                json.dumps(content, ensure_ascii=False)
                 if isinstance(content, dict)
                 else _text(content)
             )

@@ -192,6 +192,8 @@ class _Ctx:
         self.skipped: Counter = Counter()
         self.sess = HarvestedSession(source=source, key=st["key"])
         self.out: dict[str, HarvestedMessage] = {}
+        #: an answer's raw text as its parts stream in, redacted once joined (in finish)
+        self.raw: dict[str, str] = {}
         if not st.get("project"):
             st["project"] = _workspace_project(path.parent.parent)
 
@@ -218,7 +220,7 @@ class _Ctx:
             ):
                 self.request(k[1], v)
             elif k == ["customTitle"] and isinstance(v, str):
-                self.st["title"] = v
+                self.st["title"] = clean(v)[:200]  # the state is stored too: never raw
             else:
                 self.skipped[
                     f"ignored_path:{'.'.join(str(p) for p in k if not isinstance(p, int))}"
@@ -231,7 +233,7 @@ class _Ctx:
         if isinstance(sid, str) and sid and not self.st["reqs"]:
             self.st["key"] = sid
         if isinstance(doc.get("customTitle"), str):
-            self.st["title"] = doc["customTitle"]
+            self.st["title"] = clean(doc["customTitle"])[:200]
         self.st["started"] = self.st.get("started") or ms_to_iso(doc.get("creationDate"))
         for i, req in enumerate(doc.get("requests") or []):
             self.request(i, req)
@@ -332,16 +334,12 @@ class _Ctx:
         msg = self.out.get(uid)
         if msg is None:
             self.out[uid] = HarvestedMessage(
-                uid=uid,
-                role="assistant",
-                kind="answer",
-                timestamp=slot[3],
-                text=cap(clean(text), MAX_TEXT),
-                tool_names=tools,
+                uid=uid, role="assistant", kind="answer", timestamp=slot[3], tool_names=tools
             )
+            self.raw[uid] = text
         else:
             if text:
-                msg.text = cap(f"{msg.text}{clean(text)}" if msg.text else clean(text), MAX_TEXT)
+                self.raw[uid] = f"{self.raw.get(uid, '')}{text}"
             msg.tool_names += [t for t in tools if t not in msg.tool_names]
 
     def finish(self) -> ParseResult:
@@ -349,6 +347,8 @@ class _Ctx:
         sess.key = st["key"]
         sess.project = st.get("project") or st.get("base")
         sess.title = clean(st["title"])[:200] if st.get("title") else None
+        for uid, raw in self.raw.items():  # parts joined first, then redacted, then cut
+            self.out[uid].text = cap(clean(raw), MAX_TEXT)
         sess.started_at = st.get("started") or next((r[3] for r in st["reqs"] if r[3]), None)
         sess.self_generated = st["self"]
         # prompts before answers within a request; requests in order

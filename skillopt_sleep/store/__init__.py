@@ -102,7 +102,16 @@ class Store:
             if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "memory":
                 self.db.enable_wal()
             self.db.execute("PRAGMA foreign_keys = ON")
+            # deleted and overwritten text (re-redaction, forget) is zeroed, not left in pages
+            self.db.execute("PRAGMA secure_delete = ON")
+            before = self._migrations()
             migrations.apply(self.db)
+            if (
+                self._migrations() != before
+                and self.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            ):
+                # a migration rewrote rows (m004 re-redacts): the old pages leave the file now
+                self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"database is unusable: {exc}") from None
         self.files = FilesRepo(db)
@@ -117,6 +126,11 @@ class Store:
         self.cache = ResponseCache(db)
         self.counts = Counts(db)
         self.wild = WildRepo(db)
+
+    def _migrations(self) -> int:
+        if not self.db.table("_sqlite_migrations").exists():
+            return 0
+        return int(self.db.execute("select count(*) from _sqlite_migrations").fetchone()[0])
 
     def close(self) -> None:
         self.db.conn.close()

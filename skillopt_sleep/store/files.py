@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from skillopt_sleep.redact import redact, redact_json
 from skillopt_sleep.store._base import Repository, Row, now_iso
 
 
@@ -19,6 +21,14 @@ class FileStamp:
     pending: bool  # a split record is waiting for its end (``head_hash`` starts "pending:")
 
 
+def redact_state(state: str) -> str:
+    """A parse state (JSON text) with every string in it redacted (as text when not JSON)."""
+    try:
+        return json.dumps(redact_json(json.loads(state)))
+    except ValueError:
+        return redact(state)
+
+
 class FilesRepo(Repository):
     """Rows: ``path`` (absolute, the key), ``source``, ``inode``, ``size`` (bytes), ``mtime``
     (epoch seconds), ``offset`` (bytes ingested), ``state`` (JSON), ``head_hash``,
@@ -30,10 +40,15 @@ class FilesRepo(Repository):
         return self._one("source_files", "path = ?", [path])
 
     def put(self, row: dict[str, Any]) -> None:
-        """Insert or update the row keyed by ``row["path"]`` (``updated_at`` set to now)."""
-        self.db.table("source_files").upsert(
-            dict(row, updated_at=now_iso()), pk="path", alter=False
-        )
+        """Insert or update the row keyed by ``row["path"]`` (``updated_at`` set to now). The
+        parse ``state`` (JSON) and ``last_error`` are stored redacted: a harvester's state
+        holds titles, paths and ids read from the logs."""
+        row = dict(row, updated_at=now_iso())
+        if row.get("state"):
+            row["state"] = redact_state(row["state"])
+        if row.get("last_error"):
+            row["last_error"] = redact(row["last_error"])
+        self.db.table("source_files").upsert(row, pk="path", alter=False)
 
     def all(self, source: str | None = None) -> list[Row]:
         """Every file row, or those of one source."""

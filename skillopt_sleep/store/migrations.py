@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import json
+
 from sqlite_utils import Database, Migrations
+
+from skillopt_sleep.redact import redact, redact_json
 
 migrations = Migrations("skillopt_sleep")
 
@@ -238,3 +242,55 @@ def m003_wild_sessions(db: Database) -> None:
         {"session_id": str, "adoption_id": int, "reached": int, "checked_at": str},
         pk=("session_id", "adoption_id"),
     )
+
+
+#: (table, primary key, text columns, JSON columns) re-redacted by m004
+_REDACTED_COLUMNS: list[tuple[str, str, tuple[str, ...], tuple[str, ...]]] = [
+    ("messages", "id", ("text",), ("tool_names",)),
+    ("sessions", "id", ("title", "project", "model", "agent_version"), ()),
+    ("source_files", "path", ("last_error",), ("state",)),
+    ("tasks", "id", ("intent", "rubric"), ("checks", "corrections")),
+    ("rollouts", "id", ("answer", "tool_calls"), ()),
+    ("rollout_cache", "key", ("text", "tool_calls"), ()),
+    ("edits", "id", ("text", "old", "rationale"), ()),
+    ("nights", "id", ("error",), ()),
+]
+
+
+@migrations(name="m004_reredact")
+def m004_reredact(db: Database) -> None:
+    """Redact once more everything stored before redaction held by construction (secrets
+    after ``\\n`` written as text, joined streamed parts, titles kept in the parse state, the
+    shapes not recognised then). The FTS index follows the messages through its triggers and
+    is rebuilt; ``secure_delete`` zeroes the freed pages, so the old text leaves the file."""
+    db.execute("PRAGMA secure_delete = ON")
+    for table, pk, texts, jsons in _REDACTED_COLUMNS:
+        if not db.table(table).exists():
+            continue
+        cols = [c for c in (*texts, *jsons) if c in db.table(table).columns_dict]
+        if not cols:
+            continue
+        select = f"select [{pk}], {', '.join(f'[{c}]' for c in cols)} from [{table}]"
+        for row in db.execute(select).fetchall():
+            changed: dict[str, str] = {}
+            for col, value in zip(cols, row[1:], strict=True):
+                if not isinstance(value, str) or not value:
+                    continue
+                new = _redact_json_text(value) if col in jsons else redact(value)
+                if new != value:
+                    changed[col] = new
+            if changed:
+                sets = ", ".join(f"[{c}] = ?" for c in changed)
+                db.execute(
+                    f"update [{table}] set {sets} where [{pk}] = ?", [*changed.values(), row[0]]
+                )
+    if db.table("messages_fts").exists():
+        db.execute("insert into messages_fts(messages_fts) values('rebuild')")
+        db.execute("insert into messages_fts(messages_fts) values('optimize')")
+
+
+def _redact_json_text(value: str) -> str:
+    try:
+        return json.dumps(redact_json(json.loads(value)))
+    except ValueError:
+        return redact(value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from skillopt_sleep.redact import redact
 from skillopt_sleep.store._base import Repository, Row
 
 
@@ -15,7 +16,10 @@ class RolloutsRepo(Repository):
     ``created_at``."""
 
     def add(self, **fields: Any) -> int:
-        """Record one rollout; returns its id."""
+        """Record one rollout (its answer and tool calls redacted); returns its id."""
+        for name in ("answer", "tool_calls"):
+            if isinstance(fields.get(name), str):
+                fields[name] = redact(fields[name])
         return self._insert("rollouts", fields)
 
     def of_night(self, night_id: int, split: str | None = None) -> list[Row]:

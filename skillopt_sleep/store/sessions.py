@@ -7,6 +7,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from skillopt_sleep.models import HarvestedSession
+from skillopt_sleep.redact import redact
 from skillopt_sleep.store._base import Repository, Row, now_iso
 
 
@@ -22,6 +23,10 @@ class SearchHit:
     kind: str
     timestamp: str | None
     snippet: str  # the matched words in [brackets], "…" where text was cut
+
+
+def _opt(text: str | None) -> str | None:
+    return redact(text) if text else text
 
 
 def _fts_quote(query: str) -> str:
@@ -43,6 +48,12 @@ class SessionsRepo(Repository):
         """Upsert a session and append its new messages (dedupe by ``(source, uid)``; parts of
         a split assistant message with an existing uid are merged into it).
 
+        Every text stored is :func:`~skillopt_sleep.redact.redact`-ed here, whatever the
+        harvester did: the title, project, model and version, tool names, and each message's
+        final text (a merged message as a whole, after its parts are joined; when the join
+        reveals a secret cut between passes, the FTS index is optimized so the stored part
+        leaves it). Keys and uids (the agents' ids) are kept as they are.
+
         Returns ``(is_new_session, n_messages_added_or_merged)``. Not transactional by itself:
         callers wrap a file's whole pass in ``with store.write():``.
         """
@@ -54,21 +65,24 @@ class SessionsRepo(Repository):
             "id": sid,
             "source": session.source,
             "key": session.key,
-            "project": session.project or old.get("project"),
+            "project": _opt(session.project) or old.get("project"),
             "file_path": old.get("file_path") or file_path,
             "started_at": old.get("started_at") or session.started_at,
             "updated_at": now_iso(),
-            "model": session.model or old.get("model"),
-            "agent_version": session.agent_version or old.get("agent_version"),
+            "model": _opt(session.model) or old.get("model"),
+            "agent_version": _opt(session.agent_version) or old.get("agent_version"),
             "headless": int(session.headless or bool(old.get("headless"))),
             "self_generated": int(session.self_generated or bool(old.get("self_generated"))),
-            "title": session.title or old.get("title"),
+            "title": _opt(session.title) or old.get("title"),
             "n_messages": old.get("n_messages") or 0,
         }
         db.table("sessions").upsert(row, pk="id")
         seq = int(row["n_messages"] or 0)
         changed = 0
+        purge = False  # a stored text held part of a secret: drop it from the FTS index too
         for msg in session.messages:
+            msg_text = redact(msg.text)
+            msg_tools = [redact(t) for t in msg.tool_names]
             found = db.execute(
                 "select id, text, tool_names from messages where source = ? and uid = ?",
                 [session.source, msg.uid],
@@ -77,11 +91,14 @@ class SessionsRepo(Repository):
                 mid, text, tools = found
                 tools_l = json.loads(tools or "[]")
                 new_text = text
-                if msg.text and text and msg.text.startswith(text):
-                    new_text = msg.text  # the same message, grown (e.g. a streamed answer)
-                elif msg.text and msg.text not in (text or ""):
-                    new_text = f"{text}\n{msg.text}" if text else msg.text
-                new_tools = tools_l + [t for t in msg.tool_names if t not in tools_l]
+                if msg_text and text and msg_text.startswith(text):
+                    new_text = msg_text  # the same message, grown (e.g. a streamed answer)
+                elif msg_text and msg_text not in (text or ""):
+                    # the joined text is redacted again: a secret split between the parts
+                    joined = f"{text}\n{msg_text}" if text else msg_text
+                    new_text = redact(joined)
+                    purge = purge or new_text != joined
+                new_tools = tools_l + [t for t in msg_tools if t not in tools_l]
                 if new_text != text or new_tools != tools_l:
                     db.table("messages").update(
                         mid, {"text": new_text, "tool_names": json.dumps(new_tools)}
@@ -96,8 +113,8 @@ class SessionsRepo(Repository):
                     "seq": seq,
                     "role": msg.role,
                     "kind": msg.kind,
-                    "text": msg.text,
-                    "tool_names": json.dumps(msg.tool_names),
+                    "text": msg_text,
+                    "tool_names": json.dumps(msg_tools),
                     "timestamp": msg.timestamp,
                     "is_sidechain": int(msg.is_sidechain),
                     "is_error": int(msg.is_error),
@@ -107,6 +124,8 @@ class SessionsRepo(Repository):
             changed += 1
         if seq != row["n_messages"]:
             db.table("sessions").update(sid, {"n_messages": seq})
+        if purge:  # FTS keeps a replaced row's tokens in old segments until they are merged
+            db.execute("insert into messages_fts(messages_fts) values('optimize')")
         return is_new, changed
 
     def all(self, project: str | None = None, include_self: bool = False) -> list[Row]:

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable
 
 from skillopt_sleep.models import Task
+from skillopt_sleep.redact import redact, redact_json
 from skillopt_sleep.store._base import Repository, now_iso
 
 
@@ -13,7 +14,8 @@ class TasksRepo(Repository):
     """Tasks as :class:`~skillopt_sleep.models.Task` (JSON columns decoded)."""
 
     def save(self, tasks: Iterable[Task]) -> None:
-        """Insert or update each task; ``first_seen`` is kept, ``last_seen`` set to now."""
+        """Insert or update each task (its texts redacted); ``first_seen`` is kept,
+        ``last_seen`` set to now."""
         now = now_iso()
         for t in tasks:
             old = self._one("tasks", "id = ?", [t.id])
@@ -21,11 +23,11 @@ class TasksRepo(Repository):
                 {
                     "id": t.id,
                     "project": t.project,
-                    "intent": t.intent,
+                    "intent": redact(t.intent),
                     "sessions": json.dumps(t.sessions),
-                    "checks": json.dumps([c.model_dump() for c in t.checks]),
-                    "rubric": t.rubric,
-                    "corrections": json.dumps(t.corrections),
+                    "checks": json.dumps(redact_json([c.model_dump() for c in t.checks])),
+                    "rubric": redact(t.rubric),
+                    "corrections": json.dumps(redact_json(t.corrections)),
                     "split": t.split,
                     "synthetic": int(t.synthetic),
                     "tools": json.dumps(t.tools),

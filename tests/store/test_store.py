@@ -1,3 +1,5 @@
+import json
+
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.store import Store
 
@@ -11,7 +13,7 @@ def test_migrations_apply_once_and_wal(tmp_path):
     Store(db).close()
     store = Store(db)
     names = [r["name"] for r in store.db["_sqlite_migrations"].rows]
-    assert names == ["m001_initial", "m002_messages_fts", "m003_wild_sessions"]
+    assert names == ["m001_initial", "m002_messages_fts", "m003_wild_sessions", "m004_reredact"]
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -75,3 +77,40 @@ def test_a_new_store_is_private_to_the_user(tmp_path):
     s.close()
     assert stat.S_IMODE((tmp_path / "state").stat().st_mode) == 0o700
     assert stat.S_IMODE((tmp_path / "state" / "skillopt.db").stat().st_mode) == 0o600
+
+
+def test_the_store_redacts_every_text_it_writes(tmp_path):
+    """Whatever a harvester hands over: title, project, model, tool names, message text, the
+    text of a message merged from parts (a secret cut between them) and the parse state."""
+    key = "ghp_Xq7vR2mN9pL4kJ8hG6fD3sA1bC5eD7fG9hJ"
+    store = Store(tmp_path / "s.db")
+    sess = HarvestedSession(
+        source="x",
+        key="s1",
+        project=f"/home/dev/p?token={key}",
+        title=f"fix {key}",
+        model=f"m-{key}",
+        messages=[
+            HarvestedMessage(uid="a", role="assistant", kind="answer", text=f"use {key[:20]}"),
+            HarvestedMessage(uid="b", role="user", text=f"x{key}", tool_names=[f"t {key}"]),
+        ],
+    )
+    store.sessions.save(sess, "/f.jsonl")
+    store.sessions.save(
+        HarvestedSession(
+            source="x",
+            key="s1",
+            messages=[HarvestedMessage(uid="a", role="assistant", kind="answer", text=key[20:])],
+        ),
+        "/f.jsonl",
+    )
+    store.files.put({"path": "/f.jsonl", "source": "x", "state": json.dumps({"title": key})})
+    store.close()
+    raw = b"".join(p.read_bytes() for p in tmp_path.glob("s.db*")).lower()
+    assert key[4:16].lower().encode() not in raw  # the first part left the FTS index too
+    store = Store(tmp_path / "s.db")
+    row = store.sessions.get("x:s1")
+    msgs = store.sessions.messages("x:s1")
+    stored = json.dumps([row, msgs, store.files.get("/f.jsonl")])
+    assert key[4:16] not in stored and key[20:32] not in stored
+    assert stored.count("[REDACTED:") >= 6
