@@ -2,15 +2,19 @@
 
 One call is::
 
-    codex exec --json -o <scratch>/last.txt --skip-git-repo-check --sandbox read-only
+    codex exec --json -o <scratch>/last.txt --skip-git-repo-check
                --ephemeral -C <empty temp dir> [-m MODEL]
                --disable unbounded_connection_retries
                --disable multi_agent … [--disable shell_tool --disable unified_exec]
                (the shell tools only when the task needs a shell, or a skill is trained)
-               [-c approval_policy="never" -c shell_environment_policy.inherit="core"]
-               (a trained skill: Codex loads it with a shell command)
                [-c developer_instructions=<a document no agent loads by itself>]
                -c analytics.enabled=false -c check_for_update_on_startup=false …
+               --sandbox read-only
+               | (a trained skill: Codex loads it with a shell command)
+                 -c approval_policy="never" -c shell_environment_policy.inherit="core"
+                 -c default_permissions="skillopt_sleep_skill_replay"
+                 -c permissions.skillopt_sleep_skill_replay.filesystem={":minimal"="read",
+                    <codex's own package>="read", <work dir>="read", <skill folder>="read"}
                [-c model_providers.skillopt_sleep={…} -c model_provider="skillopt_sleep"]
                -
 
@@ -26,9 +30,14 @@ usage is ``turn.completed.usage``; a ``turn.failed`` / ``error`` event is a fail
 A trained skill (``placement.mode == "skill"``) is listed by Codex itself in its
 ``<skills_instructions>``, and the live Codex loads it by reading the file with its shell tool
 (``exec_command`` ``cat <path>/SKILL.md``). So a skill replay keeps the shell tools on, with
-the least power that reads a file: the read-only sandbox (reads, no writes, no network),
-approvals never (a command the sandbox refuses fails, nothing escalates), and the shell's
-environment reduced to the core variables (``HOME``, ``PATH``, …: no key reaches a command).
+the least power that reads the skill: a Codex permission profile (``default_permissions``,
+used instead of ``--sandbox``, which would override it) whose commands may read only the
+platform's minimal set (``:minimal``: system binaries and libraries), Codex's own package (on
+Linux Codex runs its binary again inside the sandbox), the empty working directory and the
+placed skill's folder (in the throw-away ``CODEX_HOME``, not its ``auth.json`` copy), and
+write nothing, with no network; approvals never (a command the sandbox refuses fails,
+nothing escalates); the shell's environment reduced to the core variables (``HOME``,
+``PATH``, …: no key reaches a command). Every other replay keeps ``--sandbox read-only``.
 A ``command_execution`` item that names the placed SKILL.md (its path in the throw-away
 ``CODEX_HOME`` or working directory, as listed or resolved) and exited 0 is reported as the
 tool :data:`~skillopt_sleep.backends.base.SKILL_TOOL` (``Skill``, the task vocabulary's
@@ -91,6 +100,8 @@ OFF_FEATURES = (
 SHELL_FEATURES = ("shell_tool", "unified_exec")
 #: a skill replay's shell: nothing asks for approval, commands see only the core variables
 SKILL_SHELL = ('approval_policy="never"', 'shell_environment_policy.inherit="core"')
+#: the permission profile of a skill replay's shell (see the module doc)
+PROFILE = "skillopt_sleep_skill_replay"
 QUIET = (
     "analytics.enabled=false",
     "feedback.enabled=false",
@@ -113,6 +124,17 @@ def _toml(value: str) -> str:
 def _openai_base(url: str) -> str:
     url = url.rstrip("/")
     return url if urlsplit(url).path not in ("", "/") else url + "/v1"
+
+
+def _binary_roots(executable: str) -> list[str]:
+    """The folders a sandboxed command must read for Codex to start it: on Linux Codex runs
+    its own binary again inside the sandbox. The npm launcher (``…/node_modules/@openai/codex/
+    bin/codex.js``): the ``@openai`` folder, which holds the platform package with the binary;
+    a native executable: its folder."""
+    real = Path(executable).resolve()
+    if real.suffix == ".js" and real.parent.name == "bin" and len(real.parents) > 2:
+        return [str(real.parents[2])]
+    return [str(real.parent)]
 
 
 def _skill_files(placed: Placement | None, scratch: Path) -> tuple[str, ...]:
@@ -157,8 +179,6 @@ class CodexBackend(ExecBackend):
             "-o",
             str(scratch / "last.txt"),
             "--skip-git-repo-check",
-            "--sandbox",
-            "read-only",
             "--ephemeral",
             "-C",
             str(cwd),
@@ -180,6 +200,20 @@ class CodexBackend(ExecBackend):
             argv += ["-c", 'web_search="disabled"']
         for item in (*QUIET, *(SKILL_SHELL if skill else ())):
             argv += ["-c", item]
+        if placed is not None and skill:
+            # Codex's permission profile instead of --sandbox (which would override it)
+            readable = [*_binary_roots(executable), str(cwd)]
+            if placed.scope == "user":  # the skill's own folder, not the overlay's auth.json
+                readable.append(str(scratch / f"{self.agent}-home" / placed.path.rsplit("/", 1)[0]))
+            table = ", ".join(f'{_toml(r)}="read"' for r in [":minimal", *readable])
+            argv += [
+                "-c",
+                f'default_permissions="{PROFILE}"',
+                "-c",
+                f"permissions.{PROFILE}.filesystem={{{table}}}",
+            ]
+        else:
+            argv += ["--sandbox", "read-only"]
         if placed is None and request.system:
             argv += ["-c", f"developer_instructions={_toml(request.system)}"]
         env = self.base_env()

@@ -8,12 +8,14 @@ simulator, whose persona loads a listed skill or never does."""
 
 from __future__ import annotations
 
+import json
+import socket
 from pathlib import Path
 
 import pytest
 
 from skillopt_sleep.backends import get_backend
-from skillopt_sleep.backends.codex import CodexBackend
+from skillopt_sleep.backends.codex import PROFILE, CodexBackend
 from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.models import CompletionRequest, Placement
 from skillopt_sleep.simulator import serve
@@ -49,14 +51,24 @@ def _flags(argv: list[str], flag: str) -> list[str]:
     return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == flag]
 
 
-def test_a_skill_replay_keeps_the_shell_on_with_the_least_power(tmp_path, isolated_home):
-    argv = _argv(_request("skill"), tmp_path)
-    assert _flags(argv, "--sandbox") == ["read-only"]
+@pytest.mark.parametrize("scope", ["user", "project"])
+def test_a_skill_replay_keeps_the_shell_on_with_the_least_power(scope, tmp_path, isolated_home):
+    argv = _argv(_request("skill", scope), tmp_path)
     disabled = _flags(argv, "--disable")
     assert "shell_tool" not in disabled and "unified_exec" not in disabled
     settings = _flags(argv, "-c")
     assert 'approval_policy="never"' in settings
     assert 'shell_environment_policy.inherit="core"' in settings
+    # a permission profile reading the skill's folder and the work dir, not --sandbox
+    assert _flags(argv, "--sandbox") == []
+    assert f'default_permissions="{PROFILE}"' in settings
+    [table] = [x for x in settings if x.startswith(f"permissions.{PROFILE}.filesystem=")]
+    assert '":minimal"="read"' in table and f'"{tmp_path / "work"}"="read"' in table
+    home = tmp_path / "scratch" / "codex-home"
+    if scope == "user":
+        assert f'"{home / "skills" / "python-tests"}"="read"' in table
+    assert f'"{home}"=' not in table  # not the overlay's auth.json
+    assert '"write"' not in table and "network" not in table
     assert "--dangerously-bypass-approvals-and-sandbox" not in argv and "--add-dir" not in argv
 
 
@@ -150,3 +162,72 @@ def test_a_shell_task_with_a_skill_reports_the_read_apart_from_the_shell_call(
         )
         out = backend.complete(_request("skill", tools=["Bash"]))
     assert out.tool_calls == ["Skill", "Bash"] and backend.skill_loaded(out) is True
+
+
+@pytest.mark.cli
+def test_a_skill_replays_shell_reads_the_skill_and_nothing_else(tmp_path, isolated_home, cli_path):
+    """The profile's confinement through the real ``codex``: the persona loads the skill, then
+    runs a command that tries to read a file of the user's, the overlay's copy of their Codex
+    config (which asks for no sandbox at all), the key in the environment, to write in the
+    work dir and HOME, and to reach a loopback port that listens. Only the skill's text
+    reaches the model."""
+    require_cli("codex")
+    secret = isolated_home / "secret.txt"
+    secret.write_text("TOPSECRET-user-file\n")
+    (isolated_home / ".codex").mkdir()
+    # the user's own sandbox setting (copied into the overlay) does not loosen the replay's
+    (isolated_home / ".codex" / "config.toml").write_text(
+        '# MARKER-user-codex-config\nsandbox_mode = "danger-full-access"\n'
+    )
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    # run in the replay's work dir; the overlay CODEX_HOME is its sibling ../scratch/codex-home
+    command = (
+        f"cat {secret}; cat $PWD/../scratch/codex-home/config.toml; "
+        "echo KEY=[$SKILLOPT_CODEX_API_KEY]; echo w > ./w && echo WROTE-WORK; "
+        f"echo w > {isolated_home}/w && echo WROTE-HOME; "
+        f"(echo > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo NET-OPEN || echo NET-CLOSED"
+    )
+    persona = persona_from_dict(
+        {
+            "name": "codex-skill-confined",
+            "default_answer": "ok",
+            "answers": [
+                {
+                    "match": "unit tests",
+                    "text": ANSWER,
+                    "tool": ["exec_command"],
+                    "tool_input": {"cmd": command},
+                }
+            ],
+            "skills": {"match": "always"},
+        }
+    )
+    try:
+        with serve(persona, api_key=KEY, full_log=True) as sim:
+            backend = get_backend(
+                BackendConfig(
+                    name="codex",
+                    base_url=sim.url + "/v1",
+                    api_key=KEY,
+                    model="sim-demo",
+                    max_retries=0,
+                    timeout=90,
+                )
+            )
+            out = backend.complete(_request("skill", tools=["Bash"]))
+            last = [r["body"] for r in sim.stats.requests if r.get("body")][-1]
+    finally:
+        listener.close()
+    assert out.tool_calls == ["Skill", "Bash"] and out.text == FIXED
+    # what the commands gave the model: the last request carries both commands' output
+    skill, other = [
+        json.dumps(i["output"]) for i in last["input"] if i.get("type") == "function_call_output"
+    ]
+    assert "Use `pytest` instead of `unittest`." in skill  # the skill was read
+    assert "KEY=[]" in other and "NET-CLOSED" in other  # the command ran, confined
+    for leak in ("TOPSECRET", "MARKER-user-codex-config", KEY, "WROTE", "NET-OPEN"):
+        assert leak not in other
+    assert not (isolated_home / "w").exists()
