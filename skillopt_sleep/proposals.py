@@ -203,20 +203,31 @@ def report_markdown(row: dict[str, Any]) -> str:
 
 def agent_group(store: Store, proposal_id: str) -> list[str]:
     """The staged proposals that carry the same night's rules for different agents (the
-    proposal the night trained and its agents' copies, :mod:`skillopt_sleep.night.copies`),
-    ``proposal_id``'s own first. ProposalError for an unknown proposal."""
+    proposal the night trained and its agents' copies, :mod:`skillopt_sleep.night.copies`,
+    including copies a later night made of it), ``proposal_id``'s own first. ProposalError
+    for an unknown proposal."""
     row = get_proposal(store, proposal_id)
-    summary = NightSummary.model_validate_json(row.get("summary") or "{}")
-    head = summary.copy_of or proposal_id
-    group = [head] + [
-        c.proposal_id
-        for c in NightSummary.model_validate_json(
-            (store.proposals.get(head) or {}).get("summary") or "{}"
-        ).copies
-        if c.proposal_id
+    head = NightSummary.model_validate_json(row.get("summary") or "{}").copy_of or proposal_id
+    staged = [r for r in store.proposals.all("staged") if r["id"] != proposal_id]
+    members = [
+        r["id"]
+        for r in staged
+        if r["id"] == head
+        or NightSummary.model_validate_json(r.get("summary") or "{}").copy_of == head
     ]
-    staged = [pid for pid in group if (store.proposals.get(pid) or {}).get("status") == "staged"]
-    return [proposal_id] + [pid for pid in staged if pid != proposal_id]
+    return [proposal_id, *members]
+
+
+def _withdraw_copies(store: Store, proposal_id: str, why: str) -> list[str]:
+    """Reject the staged copies of ``proposal_id``'s rules for other agents (not the proposal
+    itself, and nothing when it is itself a copy); their ids."""
+    row = get_proposal(store, proposal_id)
+    if NightSummary.model_validate_json(row.get("summary") or "{}").copy_for:
+        return []
+    copies = agent_group(store, proposal_id)[1:]
+    for pid in copies:
+        store.proposals.set_status(pid, "rejected", why)
+    return copies
 
 
 def adopt_group(store: Store, proposal_id: str, *, force: bool = False) -> list[AdoptResult]:
@@ -387,8 +398,16 @@ def reject(store: Store, proposal_id: str, reason: str = "") -> RejectResult:
     if row["status"] != "staged":
         raise ProposalError(f"proposal {proposal_id} is {row['status']}, not staged")
     store.proposals.set_status(proposal_id, "rejected", reason or "rejected by user")
+    withdrawn = _withdraw_copies(
+        store, proposal_id, f"rejected with {proposal_id}" + (f": {reason}" if reason else "")
+    )
     row = get_proposal(store, proposal_id)
-    return RejectResult(proposal_id=row["id"], status=row["status"], reason=row["reason"] or "")
+    return RejectResult(
+        proposal_id=row["id"],
+        status=row["status"],
+        reason=row["reason"] or "",
+        withdrawn=withdrawn,
+    )
 
 
 def rollback(store: Store, target: str | None = None, *, force: bool = False) -> RollbackResult:
@@ -432,6 +451,9 @@ def rollback(store: Store, target: str | None = None, *, force: bool = False) ->
         removed = _remove_empty_dirs(_created_dirs(store, a))
     store.adoptions.set_rolled_back(a["id"], now_iso())
     store.proposals.set_status(a["proposal_id"], "rolled_back", "rolled back by the user")
+    withdrawn = _withdraw_copies(
+        store, a["proposal_id"], f"withdrawn: the user rolled back {a['proposal_id']}"
+    )
     done = store.adoptions.get(a["id"]) or {}
     return RollbackResult(
         proposal_id=a["proposal_id"],
@@ -440,4 +462,5 @@ def rollback(store: Store, target: str | None = None, *, force: bool = False) ->
         restored_previous=bool(a["existed_before"]),
         kept_copy=kept,
         removed_dirs=removed,
+        withdrawn=withdrawn,
     )

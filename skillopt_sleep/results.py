@@ -297,9 +297,13 @@ class AdoptResult(_Model):
 
 
 class RejectResult(_Model):
+    """A rejection. ``withdrawn``: the staged copies of the same rules for other agents
+    (``p3-codex``), rejected with it (the user said no to the rules)."""
+
     proposal_id: str
     status: str
     reason: str = ""
+    withdrawn: list[str] = Field(default_factory=list)
 
 
 class RollbackResult(_Model):
@@ -315,6 +319,8 @@ class RollbackResult(_Model):
     restored_previous: bool
     kept_copy: str = ""
     removed_dirs: list[str] = Field(default_factory=list)  # folders adopt had created
+    #: staged copies of the same rules for other agents, withdrawn (rejected) with it
+    withdrawn: list[str] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------- status

@@ -66,7 +66,7 @@ from skillopt_sleep.backends._exec import (
     classify,
     json_lines,
     map_tool_names,
-    marked,
+    prompt_for,
     stderr_failure,
     usage_of,
 )
@@ -239,7 +239,7 @@ class CodexBackend(ExecBackend):
                 f'model_provider="{PROVIDER}"',
             ]
         argv.append("-")
-        return CallSetup(argv=argv, env=env, stdin=marked(request.prompt), files=files)
+        return CallSetup(argv=argv, env=env, stdin=prompt_for(request, placed), files=files)
 
     def parse(
         self, result: ProcessResult, request: CompletionRequest, scratch: Path

@@ -230,8 +230,10 @@ def reject_cmd(
     reason: str = typer.Option("", help="Why (kept with the proposal)."),
 ) -> None:
     """Discard a staged proposal."""
-    service().reject(proposal_id, reason)
-    out.print(f"rejected {proposal_id}")
+    r = service().reject(proposal_id, reason)
+    out.print(f"rejected {proposal_id}", markup=False)
+    if r.withdrawn:
+        out.print(f"  and its copies for other agents: {', '.join(r.withdrawn)}", markup=False)
 
 
 @app.command("rollback")
@@ -243,7 +245,12 @@ def rollback_cmd(
 ) -> None:
     """Restore the file as it was before the latest adoption, byte for byte."""
     a = service().rollback(target, force=force)
-    out.print(f"rolled back {a.proposal_id}: {a.target_path} restored")
+    out.print(f"rolled back {a.proposal_id}: {a.target_path} restored", markup=False)
+    if a.withdrawn:
+        out.print(
+            f"  its copies for other agents, still staged, were withdrawn: {', '.join(a.withdrawn)}",
+            markup=False,
+        )
     if a.kept_copy:
         out.print(f"  your edited version was kept at {a.kept_copy}")
 
@@ -368,7 +375,9 @@ def _print_daemon(d: dict[str, Any]) -> None:
 @app.command()
 def demo(
     keep: Path | None = typer.Option(
-        None, help="Use this folder instead of a temporary one and keep it."
+        None,
+        help="Put the sandbox in this folder (default: a new temporary folder, kept when a "
+        "proposal was staged so you can look around; delete it when done).",
     ),
 ) -> None:
     """Run a full night in a sandbox against the bundled simulator (no agent or key needed)."""

@@ -17,11 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from skillopt_sleep import agents
 from skillopt_sleep.backends import claude_code, codex, copilot, get_backend
 from skillopt_sleep.config import BackendConfig
-from skillopt_sleep.models import CompletionRequest
+from skillopt_sleep.models import CompletionRequest, Placement
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.simulator.persona import persona_from_dict
+from skillopt_sleep.sources.base import SELF_MARKER
 from tests.helpers.clis import require_cli
 
 pytestmark = [pytest.mark.cli, pytest.mark.usefixtures("cli_path")]
@@ -187,3 +189,32 @@ def test_a_prompt_over_the_argument_size_limit_reaches_the_model_whole(name, bin
         seen = sim.stats.snapshot()["requests"][0]
         assert seen["prompt_tail"].rstrip().endswith("END-OF-PROMPT")
         assert seen["prompt_chars"] >= len(prompt)
+
+
+@pytest.mark.parametrize(
+    "name,binary", [("claude_code", "claude"), ("codex", "codex"), ("copilot", "copilot")]
+)
+def test_a_placed_replay_asks_exactly_what_the_user_asked_and_leaves_no_session(
+    name, binary, isolated_home
+):
+    """Certified = deployed: a replay that places the document as the live agent finds it
+    sends the task as the user types it (no marker: its words reach the model and, for a
+    skill, decide whether it is loaded), and writes no session among the user's logs."""
+    require_cli(binary)
+    ask = "how do I install the dependencies?"
+    agent = agents.get_agent(name)
+    placement = Placement(
+        agent=name,
+        scope="user",
+        path=agent.user_memory[0],
+        mode="memory",
+        text="# Learned\n- Use `pnpm` instead of `npm`.\n",
+    )
+    with serve(PERSONA, api_key="sk-sim-test-key", full_log=True) as sim:
+        b = get_backend(config(name, sim.url))
+        comp = b.complete(CompletionRequest(prompt=ask, placement=placement))
+        targets = [r for r in sim.stats.requests if r.get("role") == "target"]
+    assert comp.text == "Run `pnpm install` in the project root."  # the placed rule applied
+    assert targets and all(SELF_MARKER not in r["prompt_full"] for r in targets)
+    assert all(r["prompt_full"].rstrip().endswith(ask) for r in targets)
+    assert agent_logs(isolated_home) == []  # nothing a harvester would mine as the user's
