@@ -241,9 +241,9 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
         ),
         *_copy_lines(report),
         *_flag_lines(report),
-        f"Adopt with `skillopt-sleep adopt {report.id}`"
+        f"Adopt with `skillopt-sleep adopt {report.id}"
         + (" --allow-flagged" if report.flagged else "")
-        + f", discard with `skillopt-sleep reject {report.id}`.",
+        + f"`, discard with `skillopt-sleep reject {report.id}`.",
         "",
         "## Edits",
         "",
@@ -266,6 +266,11 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
     return "\n".join(lines)
 
 
+def _item(text: str) -> str:
+    """Text fit for one Markdown list item: one line, hidden characters shown."""
+    return visible(" ".join(str(text).split()))
+
+
 def _flag_lines(report: ProposalReport) -> list[str]:
     """For report.md: what the poisoning screen refused during the night, and what the
     document adds that it flags (then adopt refuses it without ``--allow-flagged``)."""
@@ -276,7 +281,7 @@ def _flag_lines(report: ProposalReport) -> list[str]:
             f"The poisoning screen refused {len(refused)} edit(s) the optimizer proposed "
             "(never replayed, never applied):",
             "",
-            *(f"- {e.op}: {_cell(e.text)} — {_cell(e.reason)}" for e in refused),
+            *(f"- {e.op}: {_item(e.text)} — {_item(e.reason)}" for e in refused),
             "",
         ]
     if report.flagged:
@@ -284,7 +289,7 @@ def _flag_lines(report: ProposalReport) -> list[str]:
             f"**Flagged:** this document adds {len(report.flagged)} text(s) the poisoning "
             "screen flags; `adopt` refuses it unless given `--allow-flagged`:",
             "",
-            *(f"- {f.where}: {_cell(f.text)} — {_cell(f.reason)}" for f in report.flagged),
+            *(f"- {f.where}: {_item(f.text)} — {_item(f.reason)}" for f in report.flagged),
             "",
         ]
     return lines

@@ -278,3 +278,60 @@ def settings_target(settings):
     from skillopt_sleep.night.document import resolve_target
 
     return resolve_target(settings.document, settings.project)
+
+
+def test_the_cli_refuses_a_flagged_proposal_and_allow_flagged_says_what_it_writes(
+    tmp_path, isolated_home
+):
+    """A proposal staged with a flagged rule (as another agent's copy of a hand-written rule
+    would be): its report says so, ``adopt`` refuses it in one line, ``--allow-flagged``
+    writes it and prints each flagged rule it wrote."""
+    import subprocess
+    import sys
+
+    from skillopt_sleep.night.document import Document
+    from skillopt_sleep.night.stage import stage_proposal
+    from skillopt_sleep.results import NightCost, NightSummary
+
+    memory = isolated_home / ".claude" / "CLAUDE.md"
+    memory.parent.mkdir()
+    memory.write_text("# mine\n")
+    store = Store(paths.db_path())
+    bad = POISONED[3]
+    pid = stage_proposal(
+        store,
+        night_id=1,
+        target_path=memory,
+        base_text="# mine\n",
+        new_text=Document.parse("# mine\n").render([GOOD, bad]),
+        base_hash=sha256_text("# mine\n"),
+        edits=[],
+        tasks=[],
+        cost=NightCost(),
+        summary=NightSummary(),
+        val_before=0.0,
+        val_after=1.0,
+        test_before=None,
+        test_after=None,
+    )
+    store.close()
+    report = (paths.proposals_dir() / pid / "report.md").read_text("utf-8")
+    assert "**Flagged:**" in report and f"skillopt-sleep adopt {pid} --allow-flagged" in report
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "skillopt_sleep", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    res = cli("adopt", pid)
+    assert res.returncode == 1 and res.stderr.count("\n") == 1
+    assert res.stderr.startswith(f"error: proposal {pid} adds 1 flagged text(s)")
+    assert "sends data to a URL" in res.stderr and "--allow-flagged" in res.stderr
+    assert memory.read_text() == "# mine\n"
+    res = cli("adopt", pid, "--allow-flagged")
+    assert res.returncode == 0, res.stderr
+    assert f"written although flagged (--allow-flagged): {bad}" in res.stdout
+    assert bad in memory.read_text()
