@@ -37,7 +37,7 @@ from typing import Any
 
 from skillopt_sleep import agents, paths
 from skillopt_sleep.config import Settings
-from skillopt_sleep.errors import DocumentError, ProposalError
+from skillopt_sleep.errors import DocumentError, ProposalError, SkilloptError
 from skillopt_sleep.night.document import SKILL_NAME, Document, decode_live, sha256_text
 from skillopt_sleep.night.screen import document_flags
 from skillopt_sleep.results import (
@@ -113,7 +113,7 @@ def roots(
 
         try:
             settings = load_settings(None)
-        except Exception:  # a broken config: only the registry's user-level locations
+        except SkilloptError:  # a broken config: only the registry's user-level locations
             settings = None
     env = os.environ if env is None else env
     home = Path.home() if home is None else home

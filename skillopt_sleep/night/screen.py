@@ -48,6 +48,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             rf"\b{_FETCH}\b[^\n|;&]*\|\s*(?:{_SHELL})(?![\w-])"
             rf"|(?:{_SHELL})\s*(?:-c\s*)?[\"']?\s*<\(\s*{_FETCH}\b"
+            rf"|(?:{_SHELL})\s+-c\s*[\"']?\s*\$\(\s*{_FETCH}\b"
             rf"|\b(?:eval|exec|source|\.)\s+[\"']?\$\(\s*{_FETCH}\b"
             rf"|\biex\b[^\n]*\b(?:iwr|irm|invoke-webrequest|downloadstring|net\.webclient)"
             rf"|\b{_FETCH}\b[^\n]*(?:&&|;)\s*(?:sudo\s+)?(?:(?:ba|z)?sh|chmod\s+\+x|\./)"

@@ -483,7 +483,7 @@ def _screened(e: Edit) -> str:
 
 #: content words a merged rule may bring that none of the merged rules had (connectives of a
 #: rewording: "and", "both", "always" …), at most, and as a share of its words
-NEW_WORDS_MAX, NEW_WORDS_SHARE = 2, 0.25
+NEW_WORDS_MAX, NEW_WORDS_SHARE = 2, 0.5
 _WORD = re.compile(r"[^\W\d_]{4,}")
 
 
@@ -508,7 +508,7 @@ def _new_in_merge(rules: list[str], merged: list[str], turned_down: Sequence[str
             return f"{m} (`{new_spans[0]}` is in no rule it merges)"
         own = {w.lower() for w in _WORD.findall(m)}
         new = own - words
-        if len(new) > NEW_WORDS_MAX or (own and len(new) / len(own) > NEW_WORDS_SHARE):
+        if len(new) > NEW_WORDS_MAX or (len(new) > 1 and len(new) / len(own) > NEW_WORDS_SHARE):
             return f"{m} (new words: {', '.join(sorted(new)[:5])})"
     return ""
 
