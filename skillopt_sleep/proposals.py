@@ -161,6 +161,14 @@ def _roots_for(
     return roots(settings, projects=projects)
 
 
+def check_target(store: Store, target: str, settings: Settings | None = None) -> None:
+    """ProposalError unless ``target`` (a path some proposal names) lies where adopt may
+    write (:class:`Roots` of ``settings`` and the nights of the proposals naming it): what
+    reads a managed document for an agent (MCP ``get_skill``) reads no other file."""
+    rows = [r for r in store.proposals.all() if r.get("target_path") == target]
+    _roots_for(store, rows, None, settings).check(target, "the document")
+
+
 def _verify_staged(row: dict[str, Any], text: str) -> None:
     """ProposalError unless the staged document ``text`` and the proposal's report.json are
     what the row recorded (its ``new_hash``, ``base_hash`` and ``target_path``)."""

@@ -698,6 +698,7 @@ class Service:
                         "no managed target yet: no proposal has been staged (run a night first)"
                     )
                 path = latest["target_path"]
+            proposals.check_target(store, path, self.settings())
         text = read_live(Path(path))
         return SkillInfo(
             target=path,

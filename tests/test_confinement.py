@@ -378,3 +378,18 @@ def test_uninstall_refuses_a_tampered_install_record(tmp_path, world, how):
         entry["created_dirs"] = [str(outside)]
     (folder / "manifest.json").write_text(json.dumps(manifest))
     refused(tmp_path, world[0], lambda: uninstall("codex"), "refusing|names", InstallError)
+
+
+# ------------------------------------------------------------------------------ reads
+def test_get_skill_reads_no_file_a_tampered_row_names(tmp_path, world):
+    """What MCP ``get_skill`` reads for an agent is confined the same way."""
+    from skillopt_sleep.service import Service
+
+    store, home, outside = world
+    pid = stage(store, home / ".claude" / "CLAUDE.md", [RULE])
+    assert Service().skill().target == str(home / ".claude" / "CLAUDE.md")
+    foreign = outside / "precious.txt"
+    tamper(store, "proposals", pid, target_path=str(foreign))
+    for ask in (str(foreign), None):
+        with pytest.raises(ProposalError, match="refusing the document"):
+            Service().skill(ask)
