@@ -69,6 +69,8 @@ class EditCounts(_Model):
     rejected: int = 0
     unmatched: int = 0
     unverified: int = 0
+    #: refused by the poisoning screen (:mod:`skillopt_sleep.night.screen`), never replayed
+    flagged: int = 0
 
 
 class Delivery(_Model):
@@ -216,7 +218,7 @@ class EditRecord(_Model):
     op: str
     text: str = ""
     old: str = ""
-    status: str = Field(description="applied | rejected | unmatched | unverified")
+    status: str = Field(description="applied | rejected | unmatched | unverified | flagged")
     reason: str = ""
     rationale: str = ""
     origin: str = ""
@@ -224,6 +226,16 @@ class EditRecord(_Model):
     batch: int | None = None
     val_before: float | None = None
     val_after: float | None = None
+
+
+class FlaggedRule(_Model):
+    """A rule (or a skill's description) the staged document adds that the poisoning screen
+    flags (:mod:`skillopt_sleep.night.screen`): adopt refuses the proposal unless told
+    ``--allow-flagged``."""
+
+    text: str
+    reason: str
+    where: str = "rule"  # rule | description
 
 
 class ProposalReport(_Model):
@@ -248,6 +260,8 @@ class ProposalReport(_Model):
     cost: NightCost = Field(default_factory=NightCost)
     summary: NightSummary = Field(default_factory=NightSummary)
     scored_as: str = ""
+    #: what the document adds that the poisoning screen flags (empty for a clean proposal)
+    flagged: list[FlaggedRule] = Field(default_factory=list)
 
     def to_json(self) -> str:
         """The ``report.json`` text (indented, non-ASCII kept)."""
@@ -294,6 +308,8 @@ class AdoptResult(_Model):
     before_hash: str = ""
     after_hash: str = ""
     existed_before: bool = True
+    #: what the poisoning screen flagged that ``adopt --allow-flagged`` wrote anyway
+    allowed_flagged: list[str] = Field(default_factory=list)
 
 
 class RejectResult(_Model):

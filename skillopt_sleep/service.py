@@ -635,22 +635,42 @@ class Service:
         )
 
     def adopt(
-        self, proposal_id: str, *, base_hash: str | None = None, force: bool = False
+        self,
+        proposal_id: str,
+        *,
+        base_hash: str | None = None,
+        force: bool = False,
+        allow_flagged: bool = False,
     ) -> AdoptResult:
-        """Write a staged proposal to its live file (atomically, with a backup)."""
+        """Write a staged proposal to its live file (atomically, with a backup), only where
+        the config and the agent registry allow; ``allow_flagged``: even when it adds rules
+        the poisoning screen flags."""
+        settings = self.settings()
         with self._use() as store:
-            return proposals.adopt(store, proposal_id, base_hash=base_hash, force=force)
+            return proposals.adopt(
+                store,
+                proposal_id,
+                base_hash=base_hash,
+                force=force,
+                allow_flagged=allow_flagged,
+                settings=settings,
+            )
 
     def agent_copies(self, proposal_id: str) -> list[str]:
         """The other staged proposals carrying the same night's rules for other agents."""
         with self._use() as store:
             return proposals.agent_group(store, proposal_id)[1:]
 
-    def adopt_all_agents(self, proposal_id: str, *, force: bool = False) -> list[AdoptResult]:
+    def adopt_all_agents(
+        self, proposal_id: str, *, force: bool = False, allow_flagged: bool = False
+    ) -> list[AdoptResult]:
         """Adopt a proposal and the staged copies of its rules for other agents (see
         :func:`skillopt_sleep.proposals.adopt_group`); the adoptions, ``proposal_id``'s first."""
+        settings = self.settings()
         with self._use() as store:
-            return proposals.adopt_group(store, proposal_id, force=force)
+            return proposals.adopt_group(
+                store, proposal_id, force=force, allow_flagged=allow_flagged, settings=settings
+            )
 
     def reject(self, proposal_id: str, reason: str = "") -> RejectResult:
         with self._use() as store:
@@ -661,9 +681,10 @@ class Service:
     ) -> RollbackResult:
         """Restore a file as it was before its latest adoption. ``managed_only``: ``target``
         must be a file some proposal or adoption refers to (BadArgument otherwise)."""
+        settings = self.settings()
         with self._use() as store:
             path = self._managed(store, target) if target and managed_only else target
-            return proposals.rollback(store, path, force=force)
+            return proposals.rollback(store, path, force=force, settings=settings)
 
     def skill(self, target: str | None = None) -> SkillInfo:
         """A managed document as it is now (default: the latest proposal's target)."""
@@ -677,6 +698,7 @@ class Service:
                         "no managed target yet: no proposal has been staged (run a night first)"
                     )
                 path = latest["target_path"]
+            proposals.check_target(store, path, self.settings())
         text = read_live(Path(path))
         return SkillInfo(
             target=path,

@@ -198,16 +198,26 @@ def adopt_cmd(
         "--all-agents",
         help="Also adopt the staged copies of its rules for the other agents (p3-codex, …).",
     ),
+    allow_flagged: bool = typer.Option(
+        False,
+        "--allow-flagged",
+        help="Write it even though it adds rules the poisoning screen flags (commands that "
+        "download and run code, send data out, read credentials, weaken permissions or skip "
+        "confirmations, hidden text); each one written is printed. Never allows a target "
+        "outside the agents' locations or a document that changed since it was staged.",
+    ),
 ) -> None:
     """Write a staged proposal to its live file (atomically, with a backup)."""
     svc = service()
     done = (
-        svc.adopt_all_agents(proposal_id, force=force)
+        svc.adopt_all_agents(proposal_id, force=force, allow_flagged=allow_flagged)
         if all_agents
-        else [svc.adopt(proposal_id, force=force)]
+        else [svc.adopt(proposal_id, force=force, allow_flagged=allow_flagged)]
     )
     for a in done:
         out.print(f"adopted {a.proposal_id} -> {a.target_path}", markup=False)
+        for text in a.allowed_flagged:
+            out.print(f"  written although flagged (--allow-flagged): {text}", markup=False)
         if a.backup_path:
             out.print(f"  backup: {a.backup_path}", markup=False)
     out.print(

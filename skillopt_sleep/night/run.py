@@ -347,7 +347,7 @@ def _run(
     summary.edits = EditCounts(
         **{
             st: sum(e.status == st for e in night.edits)
-            for st in ("applied", "rejected", "unmatched", "unverified")
+            for st in ("applied", "rejected", "unmatched", "unverified", "flagged")
         }
     )
     summary.rules_after = len(rules)

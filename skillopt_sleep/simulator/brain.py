@@ -42,7 +42,9 @@ As the optimizer, for a skill document (the reflect material's ``skill``) whose 
 rollouts did not load it (``skill_loaded`` false), the brain first proposes a ``describe`` edit
 (:func:`derive_description`: the content words of those tasks, so the ``words`` rule picks
 the skill for them), unless the persona says ``describe_skills = false`` or that description
-was already rejected; then the add edits of ``optimizer.order``.
+was already rejected (with ``describe_as`` set, that description instead, for any skill);
+then the add edits of ``optimizer.order``. A consolidation drops duplicate rules (and with
+``lossy_consolidate`` the last rule) and appends ``consolidate_adds``.
 """
 
 from __future__ import annotations
@@ -296,6 +298,7 @@ class Brain:
             merged = consolidate(list(material.get("rules", [])))
             if self.persona.lossy_consolidate and len(merged) > 1:
                 merged = merged[:-1]  # a merge that loses a rule: the night must refuse it
+            merged += [r for r in self.persona.consolidate_adds if r not in merged]
             out = {"rules": merged}
         return Reply(role, json.dumps(out, ensure_ascii=False))
 
@@ -366,7 +369,10 @@ class Brain:
         budget = int(material.get("edit_budget", 2) or 0)
         edits: list[dict[str, str]] = []
         skill = material.get("skill")
-        if self.persona.describe_skills and isinstance(skill, dict) and budget > 0:
+        told = self.persona.describe_as
+        if told and isinstance(skill, dict) and budget > 0 and _norm(told) not in described:
+            edits.append({"op": "describe", "text": told, "rationale": "a better description"})
+        elif self.persona.describe_skills and isinstance(skill, dict) and budget > 0:
             rollouts = list(material.get("failures", [])) + list(material.get("successes", []))
             text = derive_description(rollouts, int(skill.get("max_chars") or 300))
             current = _norm(str(skill.get("description") or ""))
