@@ -390,7 +390,7 @@ def demo(
 
 
 #: Modules that add command groups; each defines ``register(app: typer.Typer) -> None``.
-COMMAND_MODULES: list[str] = ["mcp", "sources", "install", "daemon"]
+COMMAND_MODULES: list[str] = ["mcp", "sources", "install", "daemon", "ui"]
 
 
 def _register_extra_commands() -> None:
