@@ -412,6 +412,8 @@ class DaemonStatus(_Model):
     next_night: dict[str, Any] | None = None
     last_scheduled: dict[str, Any] | None = None
     last_error: dict[str, Any] | None = None
+    #: the dashboard's address when the daemon serves it (config ``ui.serve``)
+    ui: str | None = None
 
 
 class WildCheck(_Model):

@@ -343,6 +343,8 @@ def _print_daemon(d: dict[str, Any]) -> None:
         out.print(
             f"  night running: {night.get('trigger')} since {night.get('started_at')} (pid {night.get('pid')})"
         )
+    if d.get("ui"):
+        out.print(f"  dashboard: {d['ui']} (`skillopt-sleep ui` prints it with its token)")
     nxt = d.get("next_night") or {}
     if nxt:
         when = "now (due)" if nxt.get("pending") else nxt.get("at")

@@ -56,6 +56,17 @@ def _x(i: int, n: int) -> float:
     return round(LEFT + span * (i + 0.5) / max(n, 1), 1)
 
 
+def _labels(xs: Sequence[str]) -> list[str]:
+    """The x labels, thinned to about a dozen (every point keeps its own in ``data-x``)."""
+    n = len(xs)
+    step = max(1, -(-n // 12))
+    return [
+        f'<text x="{_x(i, n)}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">{esc(label)}</text>'
+        for i, label in enumerate(xs)
+        if i % step == 0
+    ]
+
+
 def _legend(names: Sequence[str]) -> str:
     return (
         '<div class="legend">'
@@ -81,11 +92,7 @@ def line_chart(
     top = y_max or max(values, default=0) or 1
     parts = _frame(top)
     n = len(xs)
-    for i, label in enumerate(xs):
-        parts.append(
-            f'<text x="{_x(i, n)}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">'
-            f"{esc(label)}</text>"
-        )
+    parts += _labels(xs)
     for k, s in enumerate(series):
         cls = f"s{k % 4}"
         pts = [(i, v) for i, v in enumerate(s.values) if v is not None]
@@ -111,11 +118,8 @@ def bar_chart(
     n = len(xs)
     group = (WIDTH - LEFT - RIGHT) / max(n, 1)
     width = max(4.0, min(36.0, group * 0.8 / max(len(series), 1)))
+    parts += _labels(xs)
     for i, label in enumerate(xs):
-        parts.append(
-            f'<text x="{_x(i, n)}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">'
-            f"{esc(label)}</text>"
-        )
         start = _x(i, n) - width * len(series) / 2
         for k, s in enumerate(series):
             v = s.values[i] if i < len(s.values) else None

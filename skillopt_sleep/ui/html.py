@@ -179,6 +179,6 @@ def side_by_side(diff: str) -> Html:
     if not rows:
         return Html('<p class="muted">no difference</p>')
     return Html(
-        '<table class="diff"><thead><tr><th></th><th>live file</th><th></th><th>proposed</th></tr>'
+        '<table class="diff"><thead><tr><th class="ln"></th><th>live file</th><th class="ln"></th><th>proposed</th></tr>'
         f"</thead><tbody>{''.join(rows)}</tbody></table>"
     )

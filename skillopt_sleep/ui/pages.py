@@ -42,7 +42,9 @@ def _path(text: Any) -> Html:
 
 
 def _section(title: str, body: str) -> str:
-    return f'<section class="card"><h2>{esc(title)}</h2>{body}</section>'
+    """A card with a heading; its id is ``sec-`` and the title, lower-cased, dashed."""
+    sid = "sec-" + re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+    return f'<section class="card" id="{esc(sid)}"><h2>{esc(title)}</h2>{body}</section>'
 
 
 def _proposal_link(pid: str | None) -> Html:
@@ -114,6 +116,7 @@ def overview(svc: Service, flash: Flash = None) -> str:
                 ("night running", "yes" if d.night.running else "no"),
                 ("last ingest", (d.last_ingest or {}).get("at") or "—"),
                 ("log", d.log or "—"),
+                ("dashboard", d.ui or "not served by the daemon (config ui.serve)"),
             ]
         )
     elif d.running:
