@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ from skillopt_sleep.ui import pages
 if TYPE_CHECKING:
     from skillopt_sleep.service import Service
 
+log = logging.getLogger(__name__)
 COOKIE = "skillopt_ui"
 HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; "
@@ -106,6 +108,12 @@ def build_app(service: Service, token: str, port: int) -> Starlette:
                 return await handler(request)
             except SkilloptError as exc:
                 return _html(pages.error("Error", str(exc)), 400)
+            except Exception as exc:  # a bug: one line on the page, the traceback in the log
+                log.exception("dashboard: %s %s", request.method, request.url.path)
+                return _html(
+                    pages.error("Internal error", f"internal error: {type(exc).__name__}: {exc}"),
+                    500,
+                )
 
         return endpoint
 
@@ -177,10 +185,15 @@ def build_app(service: Service, token: str, port: int) -> Starlette:
     routes: list[Any] = [
         Route(path, guard(page(render)), methods=["GET"]) for path, render in views.items()
     ]
+
+    async def not_found(request: Request) -> Response:
+        return _html(pages.error("Not found", f"no page {request.url.path}"), 404)
+
     routes += [
         Route("/static/style.css", guard(style), methods=["GET"]),
         Route("/proposals/{pid}/adopt", guard(adopt, write=True), methods=["POST"]),
         Route("/proposals/{pid}/reject", guard(reject, write=True), methods=["POST"]),
         Route("/proposals/{pid}/rollback", guard(rollback, write=True), methods=["POST"]),
+        Route("/{rest:path}", guard(not_found), methods=["GET"]),  # the token first, even here
     ]
     return Starlette(routes=routes)

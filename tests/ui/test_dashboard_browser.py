@@ -211,7 +211,7 @@ def test_requests_without_the_token_from_another_origin_or_without_csrf_are_refu
             # writes: POST only, with the token, this origin and the CSRF field
             form = {"csrf": csrf}
             origin = {"Origin": ui.base}
-            assert client.get(adopt, headers=cookie).status_code == 405
+            assert client.get(adopt, headers=cookie).status_code in (404, 405)  # POST only
             assert client.post(adopt, data=form, headers=origin).status_code == 401
             assert client.post(adopt, data=form, headers=cookie).status_code == 403
             other = {**cookie, "Origin": "http://127.0.0.1:1"}
@@ -248,3 +248,28 @@ def test_requests_without_the_token_from_another_origin_or_without_csrf_are_refu
             evil.server_close()
     assert world.target.read_bytes() == USER_TEXT
     assert Service().proposal(pid).status == "staged"
+
+
+def test_bad_requests_are_one_line_errors_and_need_the_token_too() -> None:
+    """No night needed: an empty store. Unknown proposals, nights, sessions and pages are one
+    line on an error page (never a traceback); an unknown page without the token is 401."""
+    with ui_process() as ui:
+        token = token_path().read_text().strip()
+        with httpx.Client(trust_env=False, headers={"Cookie": f"skillopt_ui={token}"}) as client:
+            for path, code, words in [
+                ("/proposals/p42", 400, "p42"),
+                ("/nights/42", 400, "no night 42"),
+                ("/sessions/claude_code:nope", 400, "no session"),
+                ("/no/such/page", 404, "no page /no/such/page"),
+            ]:
+                answer = client.get(ui.base + path)
+                assert answer.status_code == code, path
+                assert words in answer.text and "Traceback" not in answer.text
+            for query in ['"unbalanced', "a OR", "NEAR(", "*"]:
+                answer = client.get(ui.base + "/search", params={"q": query})
+                assert answer.status_code in (200, 400) and "Traceback" not in answer.text
+                assert "internal error" not in answer.text
+            for page_path in ["/", "/history", "/proposals", "/tasks", "/nights", "/search"]:
+                assert client.get(ui.base + page_path).status_code == 200, page_path
+        with httpx.Client(trust_env=False) as anonymous:
+            assert anonymous.get(ui.base + "/no/such/page").status_code == 401
