@@ -12,7 +12,6 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from skillopt_sleep.errors import ConfigError
-from skillopt_sleep.results import NightView
 from skillopt_sleep.ui.charts import Series, bar_chart, line_chart
 from skillopt_sleep.ui.html import (
     Html,
@@ -200,43 +199,54 @@ def _doc_id(path: str) -> str:
     return "doc-" + re.sub(r"[^A-Za-z0-9]+", "-", path).strip("-")[-60:]
 
 
+def _doc_charts(path: str, rows: list[tuple[str, Any]]) -> str:
+    """The val and test charts of one document; ``rows``: (x label, a night or proposal with
+    ``val_before`` … ``test_after``)."""
+    xs = [x for x, _ in rows]
+    return (
+        f"<h2>{_path(path)}</h2>"
+        '<div class="charts">'
+        + line_chart(
+            f"{_doc_id(path)}-val",
+            "val score per night",
+            xs,
+            [
+                Series("val before", [r.val_before for _, r in rows]),
+                Series("val after", [r.val_after for _, r in rows]),
+            ],
+            y_max=1.0,
+        )
+        + line_chart(
+            f"{_doc_id(path)}-test",
+            "test score per night (held out)",
+            xs,
+            [
+                Series("test before", [r.test_before for _, r in rows]),
+                Series("test after", [r.test_after for _, r in rows]),
+            ],
+            y_max=1.0,
+        )
+        + "</div>"
+    )
+
+
 def history(svc: Service) -> str:
     nights = sorted(svc.nights(HISTORY_NIGHTS), key=lambda n: n.id)
     scored = [n for n in nights if not n.dry_run]
     parts = []
-    by_doc: dict[str, list[NightView]] = defaultdict(list)
+    by_doc: dict[str, list[tuple[str, Any]]] = defaultdict(list)
     for n in scored:
         if n.target_path and (n.val_before is not None or n.val_after is not None):
-            by_doc[n.target_path].append(n)
-    if not by_doc:
+            by_doc[n.target_path].append((f"#{n.id}", n))
+    # the other agents' documents: their copies' proposals carry the scores
+    copies: dict[str, list[tuple[str, Any]]] = defaultdict(list)
+    for p in sorted(svc.proposals(), key=lambda p: (p.night_id or 0, p.id)):
+        if p.night_id is not None and p.target_path not in by_doc:
+            copies[p.target_path].append((f"#{p.night_id}", p))
+    if not by_doc and not copies:
         parts.append("<p class=muted>No scored night yet.</p>")
-    for path, ns in by_doc.items():
-        xs = [f"#{n.id}" for n in ns]
-        parts.append(f"<h2>{_path(path)}</h2>")
-        parts.append(
-            '<div class="charts">'
-            + line_chart(
-                f"{_doc_id(path)}-val",
-                "val score per night",
-                xs,
-                [
-                    Series("val before", [n.val_before for n in ns]),
-                    Series("val after", [n.val_after for n in ns]),
-                ],
-                y_max=1.0,
-            )
-            + line_chart(
-                f"{_doc_id(path)}-test",
-                "test score per night (held out)",
-                xs,
-                [
-                    Series("test before", [n.test_before for n in ns]),
-                    Series("test after", [n.test_after for n in ns]),
-                ],
-                y_max=1.0,
-            )
-            + "</div>"
-        )
+    for path, rows in [*by_doc.items(), *copies.items()]:
+        parts.append(_doc_charts(path, rows))
     wild = svc.in_the_wild()
     parts.append("<h2>In the wild: first-answer pass rate before and after adopt</h2>")
     if wild:

@@ -51,7 +51,8 @@ def ensure_token(path: Path | None = None) -> str:
 
 
 class Dashboard:
-    """The dashboard of ``service`` on ``127.0.0.1:port`` (bound at construction)."""
+    """The dashboard of ``service`` on ``127.0.0.1:port`` (listening from construction: a
+    client that connects before uvicorn runs waits in the backlog)."""
 
     def __init__(self, service: Service, port: int):
         import uvicorn
@@ -69,6 +70,7 @@ class Dashboard:
                 f"cannot listen on {HOST}:{port}: {exc.strerror or exc}; choose another port "
                 "(--port, or ui.port in the config; 0 = any free port)"
             ) from None
+        sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
         self.sock = sock
         self.port: int = sock.getsockname()[1]
         app = build_app(service, self.token, self.port)

@@ -273,3 +273,62 @@ def test_bad_requests_are_one_line_errors_and_need_the_token_too() -> None:
                 assert client.get(ui.base + page_path).status_code == 200, page_path
         with httpx.Client(trust_env=False) as anonymous:
             assert anonymous.get(ui.base + "/no/such/page").status_code == 401
+
+
+def test_the_copies_for_other_agents_are_shown_and_adopted_together(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    """A night that trains Claude Code's memory file stages a copy of its rules for Codex
+    (``p<n>-codex``): the proposal page lists it, and the page's "Adopt with the copies" button
+    writes both live files."""
+    project, _ = night_world(tmp_path, isolated_home, USER_TEXT)
+    memory = isolated_home / ".claude" / "CLAUDE.md"
+    memory.parent.mkdir(parents=True, exist_ok=True)
+    memory.write_bytes(b"# Mine\n")
+    store = Store(paths.db_path())
+    try:
+        with serve(write_persona(tmp_path)) as sim:
+            settings = night_settings(isolated_home, project, memory, sim.url)
+            night = run_night(store, settings, env={}, home=isolated_home)
+    finally:
+        store.close()
+    pid = night.proposal_id
+    staged_copies = [c for c in night.summary.copies if c.status == "staged"]
+    assert pid and staged_copies, night.summary.copies
+    copy = staged_copies[0]
+    assert copy.proposal_id
+    live = {pid: memory, copy.proposal_id: Path(copy.target)}
+    before = {k: p.read_bytes() if p.exists() else None for k, p in live.items()}
+    staged = {k: (paths.proposals_dir() / k / "document").read_bytes() for k in live}
+    assert all(staged[k] != before[k] for k in live)
+
+    with ui_process() as ui, chromium() as browser:
+        page = browser.new_page()
+        page.goto(ui.login_url)
+        page.goto(f"{ui.base}/proposals/{pid}")
+        copies = page.locator("#sec-copies-for-other-agents")
+        row = copies.locator("tr", has_text=copy.agent)
+        assert copy.proposal_id in row.inner_text() and copy.target in row.inner_text()
+        assert row.locator(f"a[href='/proposals/{copy.proposal_id}']").count() == 1
+
+        page.click("header nav >> text=Score history")  # the copy's document has its chart
+        shown = Service().proposal(copy.proposal_id)
+        chart = page.locator("figure.chart", has_text="test score").filter(
+            has=page.locator("circle")
+        )
+        points = {}
+        for i in range(chart.count()):
+            points[chart.nth(i).get_attribute("id")] = chart_points(
+                page, chart.nth(i).get_attribute("id") or ""
+            )
+        x = f"#{night.night_id}"
+        wanted = {("test before", x): shown.test_before, ("test after", x): shown.test_after}
+        assert {k: v for k, v in wanted.items() if v is not None} in points.values()
+        assert page.locator("main h2", has_text=copy.target).count() == 1
+
+        page.goto(f"{ui.base}/proposals/{pid}")
+        page.click("button:text-is('Adopt with the copies for other agents')")
+        flash = page.locator(".flash.ok").inner_text()
+        assert f"adopted {pid}" in flash and f"adopted {copy.proposal_id}" in flash
+    assert {k: p.read_bytes() for k, p in live.items()} == staged
+    assert Service().proposal(copy.proposal_id).status == "adopted"
