@@ -525,7 +525,7 @@ def search(svc: Service, query: str, agent: str | None) -> str:
         result = svc.search(query, agent=agent or None, limit=100)
         rows = [
             [
-                link(url("sessions", h.session_id), h.session_id),
+                link(Html(f"{url('sessions', h.session_id)}#m{h.message_id}"), h.session_id),
                 h.agent,
                 h.role,
                 h.timestamp or "—",

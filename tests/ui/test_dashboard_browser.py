@@ -104,7 +104,8 @@ def test_every_page_renders_and_the_charts_carry_the_nights_numbers(world: World
         assert "mark" in page.content() and "matches" in page.locator("main").inner_text()
         page.locator("main table a").first.click()
         assert page.locator("h1").inner_text().startswith("Session")
-        assert "pnpm" in page.locator("main").inner_text()
+        anchor = page.url.rsplit("#", 1)[1]  # the link points at the matching message
+        assert "pnpm" in page.locator(f"#{anchor} pre").inner_text().lower()
 
         page.click("header nav >> text=Nights")
         page.click(f"main table >> text=#{night.night_id}")
@@ -332,3 +333,28 @@ def test_the_copies_for_other_agents_are_shown_and_adopted_together(
         assert f"adopted {pid}" in flash and f"adopted {copy.proposal_id}" in flash
     assert {k: p.read_bytes() for k, p in live.items()} == staged
     assert Service().proposal(copy.proposal_id).status == "adopted"
+
+
+def test_a_port_in_use_is_a_one_line_error(isolated_home: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    port = taken.getsockname()[1]
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "skillopt_sleep", "ui", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        taken.close()
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        f"error: cannot listen on 127.0.0.1:{port}: Address already in use; choose another "
+        "port (--port, or ui.port in the config; 0 = any free port)"
+    ]
