@@ -57,7 +57,13 @@ def overview(svc: Service, flash: Flash = None) -> str:
     parts = []
     if st.config_error:
         parts.append(f'<div class="flash bad">config: {esc(st.config_error)}</div>')
-    sources = sorted(set(st.sessions_by_source) | set(st.harvest))
+    try:
+        settings = svc.settings()
+        enabled = {n for n, cfg in settings.sources.items() if cfg.enabled}
+        schedule: str | None = settings.schedule
+    except ConfigError:
+        enabled, schedule = set(), None
+    sources = sorted(set(st.sessions_by_source) | set(st.harvest) | enabled)
     rows = []
     for name in sources:
         h = st.harvest.get(name)
@@ -65,6 +71,7 @@ def overview(svc: Service, flash: Flash = None) -> str:
         rows.append(
             [
                 name,
+                "yes" if name in enabled else "no",
                 number(st.sessions_by_source.get(name, 0)),
                 number(h.files_seen) if h else "—",
                 number(h.files_read) if h else "—",
@@ -83,6 +90,7 @@ def overview(svc: Service, flash: Flash = None) -> str:
             + table(
                 [
                     "source",
+                    "enabled",
                     "sessions",
                     "files seen",
                     "read",
@@ -93,15 +101,11 @@ def overview(svc: Service, flash: Flash = None) -> str:
                     "last harvest",
                 ],
                 rows,
-                num=range(1, 7),
+                num=range(2, 8),
             ),
         )
     )
     d = st.daemon
-    try:
-        schedule: str | None = svc.settings().schedule
-    except ConfigError:
-        schedule = None
     if d.running and d.responding is not False:
         nxt = d.next_night or {}
         when = "now (due)" if nxt.get("pending") else (nxt.get("at") or "—")
