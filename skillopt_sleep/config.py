@@ -177,6 +177,14 @@ class DeliverConfig(_Strict):
         return out
 
 
+class UIConfig(_Strict):
+    """The local dashboard (``skillopt-sleep ui``): ``serve`` makes the daemon serve it too,
+    on 127.0.0.1 at ``port``."""
+
+    serve: bool = False
+    port: int = Field(8766, ge=1, le=65535)
+
+
 class Settings(BaseSettings):
     """All settings of one run. See ``docs/config.md`` for every key with its unit."""
 
@@ -224,6 +232,8 @@ class Settings(BaseSettings):
 
     document: DocumentConfig = Field(default_factory=lambda: DocumentConfig())
     deliver: DeliverConfig = Field(default_factory=lambda: DeliverConfig())
+    #: The local dashboard (``skillopt-sleep ui``; the daemon serves it when ``ui.serve``).
+    ui: UIConfig = Field(default_factory=lambda: UIConfig())
 
     #: Daemon: local time of the nightly run, "HH:MM" (or "HH:MM:SS").
     schedule: str = "03:00"

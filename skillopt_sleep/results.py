@@ -434,6 +434,8 @@ class DaemonStatus(_Model):
     next_night: dict[str, Any] | None = None
     last_scheduled: dict[str, Any] | None = None
     last_error: dict[str, Any] | None = None
+    #: the dashboard's address when the daemon serves it (config ``ui.serve``)
+    ui: str | None = None
 
 
 class WildCheck(_Model):
@@ -570,3 +572,28 @@ class SkillInfo(_Model):
     managed_block: bool
     rules: list[str]
     text: str
+
+
+class SessionMessage(_Model):
+    """One harvested (redacted) message of a session, in order."""
+
+    id: int
+    seq: int
+    role: str
+    kind: str | None = None
+    timestamp: str | None = None
+    text: str = ""
+    tool_names: list[str] = Field(default_factory=list)
+
+
+class SessionView(_Model):
+    """A harvested session with its messages (what a search hit links to)."""
+
+    id: str
+    agent: str
+    project: str | None = None
+    started_at: str | None = None
+    updated_at: str | None = None
+    model: str | None = None
+    title: str | None = None
+    messages: list[SessionMessage] = Field(default_factory=list)

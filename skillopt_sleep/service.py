@@ -61,6 +61,8 @@ from skillopt_sleep.results import (
     RollbackResult,
     SearchHit,
     SearchResult,
+    SessionMessage,
+    SessionView,
     SkillInfo,
     Status,
     TaskInfo,
@@ -223,6 +225,36 @@ class Service:
                     snippet=r.snippet,
                 )
                 for r in rows
+            ],
+        )
+
+    def session(self, session_id: str) -> SessionView:
+        """A harvested session with its (redacted) messages in order. BadArgument when
+        unknown."""
+        with self._use() as store:
+            row = store.sessions.get(session_id)
+            if row is None:
+                raise BadArgument(f"no session {session_id!r}")
+            messages = store.sessions.messages(session_id)
+        return SessionView(
+            id=row["id"],
+            agent=row["source"],
+            project=row.get("project"),
+            started_at=row.get("started_at"),
+            updated_at=row.get("updated_at"),
+            model=row.get("model"),
+            title=row.get("title"),
+            messages=[
+                SessionMessage(
+                    id=m["id"],
+                    seq=m["seq"],
+                    role=m["role"],
+                    kind=m.get("kind"),
+                    timestamp=m.get("timestamp"),
+                    text=m.get("text") or "",
+                    tool_names=[str(t) for t in m.get("tool_names") or []],
+                )
+                for m in messages
             ],
         )
 
@@ -535,6 +567,19 @@ class Service:
         """The latest progress lines of a night this service started ([] for others)."""
         with self._progress_lock:
             return list(self._progress.get(night_id, ()))
+
+    @staticmethod
+    def night_log(max_bytes: int = 64_000) -> str:
+        """The end of the daemon's night log (``<state>/night.log``: the stderr of the nights
+        it ran), at most ``max_bytes``; "" when there is none."""
+        path = paths.state_dir() / "night.log"
+        try:
+            with open(path, "rb") as fh:
+                size = fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, size - max_bytes))
+                return fh.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
 
     # ------------------------------------------------------------------ status
     def status(self, *, nights: int = 5, daemon_timeout: float = 3.0) -> Status:

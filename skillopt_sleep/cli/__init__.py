@@ -360,6 +360,8 @@ def _print_daemon(d: dict[str, Any]) -> None:
         out.print(
             f"  night running: {night.get('trigger')} since {night.get('started_at')} (pid {night.get('pid')})"
         )
+    if d.get("ui"):
+        out.print(f"  dashboard: {d['ui']} (`skillopt-sleep ui` prints it with its token)")
     nxt = d.get("next_night") or {}
     if nxt:
         when = "now (due)" if nxt.get("pending") else nxt.get("at")
@@ -409,7 +411,7 @@ def demo(
 
 
 #: Modules that add command groups; each defines ``register(app: typer.Typer) -> None``.
-COMMAND_MODULES: list[str] = ["mcp", "sources", "install", "daemon"]
+COMMAND_MODULES: list[str] = ["mcp", "sources", "install", "daemon", "ui"]
 
 
 def _register_extra_commands() -> None:

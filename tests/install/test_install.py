@@ -474,3 +474,5 @@ def test_the_wheel_ships_every_plugin_file(tmp_path: Path) -> None:
     assert set(shipped) == want
     for rel, name in shipped.items():
         assert wheel.read(name) == (ROOT / "plugins" / rel).read_bytes()
+    css = "skillopt_sleep/ui/static/style.css"  # the dashboard's only asset: no CDN
+    assert wheel.read(css) == (ROOT / css).read_bytes()
