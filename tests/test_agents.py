@@ -45,6 +45,7 @@ def test_the_registry_names_each_agent_once() -> None:
         "devin",
         "cursor",
         "opencode",
+        "pi",
     ]
     spellings = [n for a in AGENTS for n in a.names]
     assert len(spellings) == len(set(spellings))  # no alias names two agents
@@ -73,7 +74,7 @@ def test_an_unknown_name_is_one_line_listing_the_known_ones() -> None:
         get_agent("claude")
     assert isinstance(info.value, SkilloptError)
     assert str(info.value) == (
-        "unknown agent 'claude'; known: claude_code, codex, copilot, cursor, devin, opencode"
+        "unknown agent 'claude'; known: claude_code, codex, copilot, cursor, devin, opencode, pi"
     )
     assert "\n" not in str(info.value)
     with pytest.raises(UnknownNameError, match="unknown source 'copilot'; known: claude_code"):
@@ -121,6 +122,7 @@ def test_config_sources_are_the_registry_sources() -> None:
         "devin",
         "cursor",
         "opencode",
+        "pi",
     )
     for name in source_names():
         assert get_source(name).name == name
@@ -134,7 +136,8 @@ def test_config_sources_are_the_registry_sources() -> None:
 
 def test_document_agent_choices_are_the_trainable_agents() -> None:
     names = tuple(a.name for a in trainable_agents())
-    assert get_args(TrainableAgent) == names == ("claude_code", "codex", "copilot", "devin")
+    assert get_args(TrainableAgent) == names
+    assert names == ("claude_code", "codex", "copilot", "devin", "opencode", "pi")
     assert all(a.skills_dir({}, Path("/h")) is not None for a in trainable_agents())
     for a in AGENTS:
         if a not in trainable_agents():
