@@ -14,7 +14,8 @@ user's config files (:attr:`Agent.auth_files`: ``opencode.json`` …) and login 
 the data folder) are copied in only when no ``base_url`` is set.
 
 ``OPENCODE_CONFIG_CONTENT`` (OpenCode's inline config, merged over the files) carries what a
-replay needs: no autoupdate, no sharing, tools off unless the task asks for them (``"*":
+replay needs: no autoupdate, no sharing, no session title (OpenCode would ask the model for
+one in a second request), tools off unless the task asks for them (``"*":
 false`` then only the wanted ones on), and with ``base_url`` a provider ``skillopt_sleep``
 (``@ai-sdk/openai-compatible``, bundled in the binary) with the configured model; the key
 travels as ``{env:SKILLOPT_OPENCODE_API_KEY}``, never in the command line.
@@ -28,8 +29,7 @@ file into the working directory; a document without a placement is written there
 
 Output: the JSONL events of ``--format json``: ``text`` parts make the answer, ``tool_use``
 parts the tool calls, ``step_finish`` parts the token usage, an ``error`` event (``APIError``
-with ``statusCode``) a failure. OpenCode also asks the model for a session title (a second
-request per call, not counted in the answer's usage).
+with ``statusCode``) a failure.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from skillopt_sleep.backends._exec import (
 )
 from skillopt_sleep.models import Completion, CompletionRequest
 
-FLAGS = ("run", "--format", "--model")
+FLAGS = ("--format", "--model")
 PROVIDER = "skillopt_sleep"
 KEY_ENV = "SKILLOPT_OPENCODE_API_KEY"
 #: task tool name -> OpenCode's tool names
@@ -118,7 +118,11 @@ class OpenCodeBackend(ExecBackend):
     ) -> CallSetup:
         argv = [executable, "run", "--format", "json"]
         model = request.model or self.config.model
-        inline: dict[str, Any] = {"autoupdate": False, "share": "disabled"}
+        inline: dict[str, Any] = {
+            "autoupdate": False,
+            "share": "disabled",
+            "agent": {"title": {"disable": True}},  # no second model call for a title
+        }
         tools: dict[str, bool] = {"*": False}
         for tool in request.tools:
             for native in ALIASES.get(tool, (tool.lower(),)):

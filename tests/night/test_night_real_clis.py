@@ -1,4 +1,5 @@
-"""Whole nights through the real agent CLIs (``claude -p``, ``codex exec``, ``copilot -p`` from
+"""Whole nights through the real agent CLIs (``claude -p``, ``codex exec``, ``copilot -p``,
+``opencode run``, ``pi -p`` from
 ``node_modules/.bin``, pinned in package.json) against the simulator on loopback.
 
 Each CLI runs with HOME = the test's temporary home (conftest), points at the simulator by
@@ -80,6 +81,8 @@ def session_files(home: Path) -> set[Path]:
         home / ".codex" / "sessions",
         home / ".codex" / "archived_sessions",
         home / ".copilot" / "session-state",
+        home / ".local" / "share" / "opencode",
+        home / ".pi" / "agent" / "sessions",
     ]
     return {p for r in roots if r.exists() for p in r.rglob("*") if p.is_file()}
 
@@ -155,6 +158,32 @@ def test_night_target_copilot(world):
         assert store.db["sessions"].count == harvested
 
 
+@pytest.mark.parametrize("name,binary", [("opencode", "opencode"), ("pi", "pi")])
+def test_night_target_opencode_and_pi(world, name, binary):
+    """A whole night with ``opencode run`` / ``pi -p`` as the target (the optimizer is codex):
+    the rule is learned through the real CLI, and the replays leave nothing to harvest."""
+    require_cli(binary)
+    require_cli("codex")
+    home, project, persona, target = world
+    before = session_files(home)
+    store = Store(paths.db_path())
+    with serve(persona, api_key=SIM_KEY) as sim:
+        settings = settings_for(
+            home,
+            project,
+            target,
+            backend(name, sim.url + "/v1"),
+            backend("codex", sim.url + "/v1"),
+        )
+        result = run_night(store, settings)
+        check_night(store, result, target, name)
+        assert sim.stats.by_endpoint["/chat/completions"] > 0
+        assert session_files(home) == before
+        harvested = store.db["sessions"].count
+        harvest(store, settings)
+        assert store.db["sessions"].count == harvested
+
+
 @pytest.mark.parametrize("case", ["no_key", "wrong_url", "unknown_model"])
 def test_night_fails_loudly_and_stages_nothing(world, case):
     require_cli("claude")
@@ -199,6 +228,8 @@ TARGETS = {
     "claude_code": ("claude", "", "`claude auth login`"),
     "codex": ("codex", "/v1", "`codex login`"),
     "copilot": ("copilot", "/v1", "`copilot login`"),
+    "opencode": ("opencode", "/v1", "`opencode auth login`"),
+    "pi": ("pi", "/v1", "`/login`"),
 }
 WRONG_KEY = "sk-sim-wrong-9876543210"
 
