@@ -262,6 +262,29 @@ def test_copilot_listing_is_read_from_available_skills() -> None:
     assert turn.prompt == ASK
 
 
+def test_opencode_and_pi_listings_are_read_from_available_skills() -> None:
+    """OpenCode 1.18.33 and Pi 0.73.1 append Copilot's block shape to their system message,
+    the location an absolute SKILL.md path (OpenCode's own skill: ``&lt;built-in&gt;``);
+    docs/agents.md."""
+    system = (
+        "You are opencode.\n<available_skills>\n  <skill>\n    <name>customize-opencode</name>\n"
+        "    <description>Use ONLY when editing opencode&#39;s config.</description>\n"
+        "    <location>&lt;built-in&gt;</location>\n  </skill>\n  <skill>\n"
+        f"    <name>{MATCHING[0]}</name>\n    <description>{MATCHING[1]}</description>\n"
+        f"    <location>/h/.config/opencode/skills/{MATCHING[0]}/SKILL.md</location>\n"
+        "  </skill>\n</available_skills>"
+    )
+    turn = parse_chat(
+        {"messages": [{"role": "system", "content": system}, {"role": "user", "content": ASK}]}
+    )
+    assert [(s.name, s.location, s.builtin) for s in turn.skills] == [
+        ("customize-opencode", "<built-in>", True),
+        (MATCHING[0], f"/h/.config/opencode/skills/{MATCHING[0]}/SKILL.md", False),
+    ]
+    assert turn.skills[0].description == "Use ONLY when editing opencode's config."
+    assert turn.prompt == ASK
+
+
 def test_no_listing_no_skills_and_rule_text_is_all_text() -> None:
     turn = parse_chat(
         {"messages": [{"role": "system", "content": RULE}, {"role": "user", "content": ASK}]}
