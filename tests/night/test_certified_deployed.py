@@ -1,6 +1,6 @@
 """Certified = deployed, with the pinned real CLIs against the simulator on loopback.
 
-For Claude Code, Codex and Copilot: the user works with the real CLI in a sandbox HOME (a
+For Claude Code, Codex, Copilot, OpenCode and Pi: the user works with the real CLI in a sandbox HOME (a
 recurring task asked in sessions of its own, a correction as a follow-up turn of the session it
 corrects, sent by continuing that session); the night harvests and mines what the CLI wrote and
 trains the agent's memory file (the default document) by replaying every task through that
@@ -32,7 +32,15 @@ from skillopt_sleep.simulator import serve
 from skillopt_sleep.simulator.persona import persona_from_dict
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
-from tests.helpers.clis import agent_binary, cli_env, run_cli
+from tests.helpers.clis import (
+    OPENCODE_QUIET,
+    PI_QUIET,
+    agent_binary,
+    cli_env,
+    run_cli,
+    write_opencode_config,
+    write_pi_models,
+)
 from tests.helpers.night import PERSONA as NIGHT_PERSONA
 
 pytestmark = pytest.mark.cli
@@ -66,7 +74,7 @@ def ask(agent: str, url: str, project: Path, prompt: str = ASK, *, more: bool = 
     """The user asks ``prompt`` with the real CLI, in the project folder, with their own
     (sandbox) config: what the CLI prints. ``more``: a follow-up turn in the CLI's most recent
     session of this folder (``claude -c``, ``codex exec resume --last``, ``copilot
-    --continue``)."""
+    --continue``, ``opencode run --continue``, ``pi -p -c``)."""
     if agent == "claude_code":
         out = _run(
             [agent_binary("claude"), "-p", prompt, "--output-format", "json", "--model", MODEL]
@@ -94,6 +102,23 @@ def ask(agent: str, url: str, project: Path, prompt: str = ASK, *, more: bool = 
             [agent_binary("codex"), "exec", *resume, "--skip-git-repo-check", prompt],
             project,
             cli_env(SIM_API_KEY=SIM_KEY),
+        )
+    if agent == "opencode":
+        home = agents.get_agent("opencode").home()
+        write_opencode_config(home.parent.parent, url + "/v1", MODEL, "SIM_API_KEY")
+        # one word per argument: `opencode run` quotes an argument that holds a space
+        return _run(
+            [agent_binary("opencode"), "run", *(["--continue"] if more else []), *prompt.split()],
+            project,
+            cli_env(SIM_API_KEY=SIM_KEY, PWD=str(project), **OPENCODE_QUIET),
+        )
+    if agent == "pi":
+        write_pi_models(agents.get_agent("pi").home().parent.parent, url + "/v1", MODEL, "SIM_KEY")
+        return _run(
+            [agent_binary("pi"), "--provider", "sim", "--model", MODEL, "-p", prompt]
+            + (["-c"] if more else []),
+            project,
+            cli_env(SIM_KEY=SIM_KEY, **PI_QUIET),
         )
     return _run(
         [agent_binary("copilot"), "-p", prompt, "-s"] + (["--continue"] if more else []),
@@ -139,7 +164,13 @@ def place_of(body: dict[str, Any], rule: str) -> tuple[str, str]:
     return at, head
 
 
-@pytest.mark.parametrize("agent", ["claude_code", "codex", "copilot"])
+def turn_bodies(agent: str, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The bodies of the CLI's own turn (OpenCode also asks, without tools, for a title)."""
+    bodies = [r["body"] for r in requests if r.get("role") == "target"]
+    return [b for b in bodies if agent != "opencode" or b.get("tools")]
+
+
+@pytest.mark.parametrize("agent", ["claude_code", "codex", "copilot", "opencode", "pi"])
 def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
     agent: str, tmp_path: Path, isolated_home: Path, cli_path: None
 ) -> None:
@@ -206,7 +237,7 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
 
         sim.stats.reset()
         answer = ask(agent, sim.url, project)
-        bodies = [r["body"] for r in sim.stats.requests if r.get("role") == "target"]
+        bodies = turn_bodies(agent, sim.stats.requests)
         assert bodies and all(rule in json.dumps(b) for b in bodies)
         assert place_of(bodies[0], rule) == replay_place  # the same place, the same framing
         assert "pnpm" in answer, answer
@@ -215,7 +246,7 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
         live.rename(live.with_name("NOT-LOADED.md"))
         sim.stats.reset()
         answer = ask(agent, sim.url, project)
-        bodies = [r["body"] for r in sim.stats.requests if r.get("role") == "target"]
+        bodies = turn_bodies(agent, sim.stats.requests)
         assert bodies and not any(rule in json.dumps(b) for b in bodies)
         assert "npm install" in answer and "pnpm" not in answer, answer
 
