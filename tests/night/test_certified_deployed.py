@@ -315,3 +315,38 @@ def test_in_the_wild_the_adopted_memory_is_seen_reaching_real_sessions_and_flagg
     assert wild["pass_rate"] == 1.0
     assert wild["flag"] and "no longer the file's managed block" in wild["flag"]
     assert "last 3" in wild["flag"]
+
+
+def test_a_task_corrected_in_opencode_and_in_pi_is_mined_as_one_task(
+    tmp_path: Path, isolated_home: Path, cli_path: None
+) -> None:
+    """The same request asked once with the real opencode and once with the real pi, each
+    corrected in its own session: both harvesters read them and the miner makes one recurring
+    task of the two sessions, with both corrections."""
+    from skillopt_sleep.night.mine import mine
+    from skillopt_sleep.sources.ingest import harvest
+
+    project = (tmp_path / "webapp").resolve()
+    project.mkdir()
+    store = Store(paths.db_path())
+    with serve(persona_from_dict(PERSONA), api_key=SIM_KEY) as sim:
+        ask("opencode", sim.url, project, ASK)
+        ask("opencode", sim.url, project, "no, use pnpm, not npm", more=True)
+        ask("pi", sim.url, project, "install the dependencies please")
+        ask("pi", sim.url, project, "no, use pnpm instead of npm", more=True)
+    settings = load_settings(
+        Path("/nonexistent/config.toml"),
+        **{
+            **demo_settings(isolated_home, project, "http://127.0.0.1:9/v1"),
+            "sources": {"opencode": {}, "pi": {}},
+        },
+    )
+    report = harvest(store, settings)
+    assert report.sources["opencode"].sessions_new == 1
+    assert report.sources["pi"].sessions_new == 1
+    mine(store, settings)
+    sessions = {s["id"]: s["source"] for s in store.sessions.all()}
+    tasks = store.tasks.all()
+    [install] = [t for t in tasks if "install" in t.intent]
+    assert sorted(sessions[s] for s in install.sessions) == ["opencode", "pi"]
+    assert sorted(install.corrections) == ["no, use pnpm instead of npm", "no, use pnpm, not npm"]
