@@ -283,6 +283,7 @@ AGENTS: tuple[Agent, ...] = (
         env_vars=("XDG_CONFIG_HOME", "XDG_DATA_HOME"),
         sources=("opencode",),
         backend="opencode",
+        install="opencode",
         skills_subdir="skills",
         user_memory=("AGENTS.md",),
         project_memory=("AGENTS.md",),

@@ -16,6 +16,10 @@ What each agent gets (``--user``, the default, or ``--project DIR``):
   ``$COPILOT_HOME/skills`` and a snippet in ``$COPILOT_HOME/copilot-instructions.md``; for a
   project ``DIR/.vscode/mcp.json`` (VS Code), ``DIR/.github/skills`` and
   ``DIR/.github/copilot-instructions.md``.
+* ``opencode`` — ``mcp.skillopt-sleep`` (``type: local``, ``command: [skillopt-sleep, mcp]``) in
+  ``~/.config/opencode/opencode.json`` (``$XDG_CONFIG_HOME``; ``DIR/opencode.json``), the skill in
+  ``~/.config/opencode/skills`` (``DIR/.opencode/skills``) and a snippet in
+  ``~/.config/opencode/AGENTS.md`` (``DIR/AGENTS.md``).
 * ``devin`` — ``mcpServers.skillopt-sleep`` in ``~/.config/devin/config.json``
   (``DIR/.devin/config.json``), the skill in ``~/.config/devin/skills`` (``DIR/.devin/skills``)
   and a snippet in ``~/.config/devin/AGENTS.md`` (``DIR/AGENTS.md``).
@@ -219,6 +223,29 @@ def plan(
                 "copilot-instructions snippet",
                 value=body,
                 tag="copilot",
+            ),
+        ]
+    if agent == "opencode":
+        server = _read_json(shell / "opencode.json")["mcp"][SERVER]
+        return [
+            Step(
+                project / "opencode.json" if project else user_dir / "opencode.json",
+                "json",
+                "MCP server",
+                ["mcp", SERVER],
+                server,
+            ),
+            *_skill_steps(
+                skill_src,
+                (project / ".opencode" / "skills" if project else user_dir / "skills") / SKILL_DIR,
+                "skill skillopt-sleep",
+            ),
+            Step(
+                (project if project else user_dir) / "AGENTS.md",
+                "block",
+                "rules snippet (AGENTS.md)",
+                value=(shell / "AGENTS.md").read_text("utf-8"),
+                tag="opencode",
             ),
         ]
     # devin

@@ -451,3 +451,34 @@ def test_adopted_skill_is_in_codexs_skill_listing(
     assert any("skillopt-sleep-learned" in t for t in sim.brain.texts), (
         "skill not listed to the model"
     )
+
+
+# ----------------------------------------------------------------------------- OpenCode
+def test_opencode_lists_and_connects_the_server_and_uninstall_removes_it(
+    isolated_home: Path, workdir: Path
+) -> None:
+    """``opencode mcp list`` (it starts each server) shows ``skillopt-sleep`` connected after
+    install, and no server after uninstall, which restores the config byte for byte (opencode
+    1.18.33 itself writes ``"$schema"`` into a config file lacking it; this one has it)."""
+    config = isolated_home / ".config" / "opencode" / "opencode.json"
+    config.parent.mkdir(parents=True)
+    # with "$schema": opencode adds that key to a config file that lacks it, when it loads it
+    original = (
+        b'{\n  "$schema": "https://opencode.ai/config.json",\n  // mine\n'
+        b'  "autoupdate": false,\n}\n'
+    )
+    config.write_bytes(original)
+    env = base_env(
+        isolated_home,
+        PWD=str(workdir),
+        npm_config_offline="true",
+        OPENCODE_DISABLE_AUTOUPDATE="1",
+        OPENCODE_DISABLE_MODELS_FETCH="1",
+    )
+    run([sys.executable, "-m", "skillopt_sleep", "install", "opencode"], env)
+    listing = run([binary("opencode"), "mcp", "list"], env, workdir).stdout
+    assert "skillopt-sleep" in listing and "connected" in listing, listing
+    assert "skillopt-sleep mcp" in listing
+    run([sys.executable, "-m", "skillopt_sleep", "uninstall", "opencode"], env)
+    assert config.read_bytes() == original
+    assert "skillopt-sleep" not in run([binary("opencode"), "mcp", "list"], env, workdir).stdout
