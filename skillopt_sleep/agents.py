@@ -304,6 +304,7 @@ AGENTS: tuple[Agent, ...] = (
         env_vars=("PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR"),
         sources=("pi",),
         backend="pi",
+        install="pi",
         skills_subdir="skills",
         user_memory=("AGENTS.md",),
         project_memory=("AGENTS.md",),

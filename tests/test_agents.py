@@ -257,10 +257,10 @@ def test_install_keys_and_cli_choices_come_from_the_registry() -> None:
 
     installable = [a for a in AGENTS if a.install]
     assert tuple(a.install for a in installable) == INSTALL_KEYS
-    assert INSTALL_KEYS == ("claude-code", "codex", "copilot", "devin", "opencode")
+    assert INSTALL_KEYS == ("claude-code", "codex", "copilot", "devin", "opencode", "pi")
     assert set(AGENT_CHOICES) == {n for a in installable for n in (a.install, *a.names)}
     assert {"claude-code", "claude_code"} <= set(AGENT_CHOICES)
-    assert "cursor" not in AGENT_CHOICES and "pi" not in AGENT_CHOICES
+    assert "cursor" not in AGENT_CHOICES
     for a in installable:
         assert (plugins_root() / str(a.install)).is_dir()
         for spelling in {a.install, *a.names}:

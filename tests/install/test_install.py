@@ -189,6 +189,21 @@ def test_opencode_entries(agent_homes: Path) -> None:
     assert agents_md.endswith("<!-- skillopt-sleep-plugin:end opencode -->\n")
 
 
+def test_pi_gets_a_skill_and_a_snippet_naming_the_command_line(agent_homes: Path) -> None:
+    report = install("pi")
+    pi_home = agent_homes / ".pi" / "agent"
+    assert sorted(str(c.path.relative_to(pi_home)) for c in report.changes) == [
+        "AGENTS.md",
+        "skills/skillopt-sleep/SKILL.md",
+    ]
+    skill = (pi_home / "skills" / "skillopt-sleep" / "SKILL.md").read_text()
+    assert skill.startswith("---\nname: skillopt-sleep\ndescription: ")
+    assert "`skillopt-sleep adopt ID`" in skill and "MCP tools" not in skill
+    snippet = (pi_home / "AGENTS.md").read_text()
+    assert snippet.startswith("<!-- skillopt-sleep-plugin:begin")
+    assert "with the bash\ntool" in snippet
+
+
 def test_project_scope(tmp_path: Path, isolated_home: Path) -> None:
     project = tmp_path / "webapp"
     (project / ".vscode").mkdir(parents=True)
