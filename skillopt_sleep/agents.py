@@ -1,7 +1,7 @@
 """The agent registry: every coding agent skillopt-sleep knows, named once.
 
 One :class:`Agent` per agent (``claude_code``, ``codex``, ``copilot``, ``devin``, ``cursor``,
-``opencode``, ``pi``) says where the agent keeps its files on this machine (its home folder, honouring
+``opencode``, ``pi``, ``openclaw``) says where the agent keeps its files on this machine (its home folder, honouring
 the agent's own environment variable, with ``~`` expanded the same way everywhere), its skills
 folder, the memory / instruction files it loads, the sources that harvest its logs, the exec
 backend that replays through it and the install shell (``plugins/<install>``). Config, the
@@ -320,6 +320,21 @@ AGENTS: tuple[Agent, ...] = (
         "measured with pi 0.73.1 (docs/agents.md).",
         _home=_env_or("PI_CODING_AGENT_DIR", ".pi", "agent"),
         _data=_pi_sessions,
+    ),
+    Agent(
+        name="openclaw",
+        label="OpenClaw",
+        executable="openclaw",
+        home_env="OPENCLAW_STATE_DIR",
+        env_vars=("OPENCLAW_STATE_DIR",),
+        sources=("openclaw",),
+        notes="State folder ~/.openclaw or $OPENCLAW_STATE_DIR; 2026.9.6 keeps each agent's "
+        "sessions in agents/<id>/agent/openclaw-agent.sqlite (older builds: agents/<id>/"
+        "sessions/*.jsonl). It needs Node >= 24.16. Its workspace (agents.defaults.workspace, "
+        "default ~/.openclaw/workspace) AGENTS.md, SOUL.md, USER.md … are sent every turn as "
+        "'## <path>' sections of the system prompt; no replay backend, memory file or skills "
+        "folder is registered yet (docs/agents.md).",
+        _home=_env_or("OPENCLAW_STATE_DIR", ".openclaw"),
     ),
 )
 

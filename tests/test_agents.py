@@ -46,6 +46,7 @@ def test_the_registry_names_each_agent_once() -> None:
         "cursor",
         "opencode",
         "pi",
+        "openclaw",
     ]
     spellings = [n for a in AGENTS for n in a.names]
     assert len(spellings) == len(set(spellings))  # no alias names two agents
@@ -74,7 +75,8 @@ def test_an_unknown_name_is_one_line_listing_the_known_ones() -> None:
         get_agent("claude")
     assert isinstance(info.value, SkilloptError)
     assert str(info.value) == (
-        "unknown agent 'claude'; known: claude_code, codex, copilot, cursor, devin, opencode, pi"
+        "unknown agent 'claude'; known: claude_code, codex, copilot, cursor, devin, openclaw, "
+        "opencode, pi"
     )
     assert "\n" not in str(info.value)
     with pytest.raises(UnknownNameError, match="unknown source 'copilot'; known: claude_code"):
@@ -123,6 +125,7 @@ def test_config_sources_are_the_registry_sources() -> None:
         "cursor",
         "opencode",
         "pi",
+        "openclaw",
     )
     for name in source_names():
         assert get_source(name).name == name

@@ -18,6 +18,7 @@ REGISTRY: dict[str, str] = {
     "cursor": "skillopt_sleep.sources.cursor:CursorSource",
     "opencode": "skillopt_sleep.sources.opencode:OpenCodeSource",
     "pi": "skillopt_sleep.sources.pi:PiSource",
+    "openclaw": "skillopt_sleep.sources.openclaw:OpenClawSource",
 }
 
 

@@ -36,32 +36,14 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.redact import clean, clean_excerpt
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
-from skillopt_sleep.sources.common import as_dict, cap, json_records
+from skillopt_sleep.sources.common import as_dict, json_records, pi_message
 
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
 _UUID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", re.I)
-_INJECTED_ROLES = ("custom", "branchSummary", "compactionSummary")
-
-
-def _text(content: Any) -> str:
-    """The text of a message's ``content``: a string, or its ``text`` blocks joined."""
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content if isinstance(content, list) else []:
-        if (
-            isinstance(block, dict)
-            and block.get("type") == "text"
-            and isinstance(block.get("text"), str)
-        ):
-            parts.append(block["text"])
-    return "\n".join(parts)
 
 
 class PiSource(Source):
@@ -131,80 +113,17 @@ class PiSource(Source):
             skipped[f"ignored_type:{rtype}"] += 1
             return
         msg = as_dict(rec.get("message"))
-        role = msg.get("role")
         eid = rec.get("id")
         if not isinstance(eid, str) or not eid:
             skipped["no_id"] += 1
             return
-        uid = f"{st['key']}:{eid}"
-        if role == "user":
-            text = _text(msg.get("content")).strip()
-            if not text:
-                skipped["empty"] += 1
-                return
-            if not st["fp"]:
-                st["fp"], st["self"] = True, SELF_MARKER in text
-            out.append(
-                HarvestedMessage(
-                    uid=uid,
-                    role="user",
-                    kind="prompt",
-                    timestamp=ts,
-                    text=cap(clean(text), MAX_TEXT),
-                )
-            )
-        elif role == "assistant":
-            raw = msg.get("content")
-            content: list[Any] = raw if isinstance(raw, list) else []
-            tools: list[str] = []
-            for block in content:
-                if isinstance(block, dict) and block.get("type") == "toolCall":
-                    name = block.get("name")
-                    if isinstance(name, str) and name and name not in tools:
-                        tools.append(name)
-            text = _text(content).strip()
-            if isinstance(msg.get("model"), str) and msg["model"]:
-                sess.model = msg["model"]
-            if not text and not tools:
-                failed = msg.get("stopReason") in ("error", "aborted")
-                skipped["failed_answer" if failed else "empty"] += 1
-                return
-            out.append(
-                HarvestedMessage(
-                    uid=uid,
-                    role="assistant",
-                    kind="answer",
-                    timestamp=ts,
-                    text=cap(clean(text), MAX_TEXT),
-                    tool_names=tools,
-                )
-            )
-        elif role == "toolResult":
-            out.append(
-                HarvestedMessage(
-                    uid=uid,
-                    role="user",
-                    kind="tool",
-                    timestamp=ts,
-                    is_error=bool(msg.get("isError")),
-                    text=clean_excerpt(_text(msg.get("content")), TOOL_EXCERPT),
-                )
-            )
-        elif role == "bashExecution":
-            code = msg.get("exitCode")
-            output = msg.get("output")
-            output = output if isinstance(output, str) else ""
-            out.append(
-                HarvestedMessage(
-                    uid=uid,
-                    role="user",
-                    kind="tool",
-                    timestamp=ts,
-                    is_error=isinstance(code, int) and code != 0,
-                    text=clean_excerpt(output, TOOL_EXCERPT),
-                )
-            )
-        elif role in _INJECTED_ROLES:
-            skipped["injected"] += 1
-        else:
-            skipped[f"unknown_role:{role}"] += 1
+        if msg.get("role") == "assistant" and isinstance(msg.get("model"), str) and msg["model"]:
+            sess.model = msg["model"]
+        out_msg = pi_message(
+            msg, f"{st['key']}:{eid}", ts, skipped, max_text=MAX_TEXT, tool_excerpt=TOOL_EXCERPT
+        )
+        if out_msg is None:
+            return
+        if out_msg.kind == "prompt" and not st["fp"]:
+            st["fp"], st["self"] = True, SELF_MARKER in out_msg.text
+        out.append(out_msg)
