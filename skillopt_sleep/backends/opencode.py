@@ -16,7 +16,8 @@ the data folder) are copied in only when no ``base_url`` is set.
 ``OPENCODE_CONFIG_CONTENT`` (OpenCode's inline config, merged over the files) carries what a
 replay needs: no autoupdate, no sharing, no session title (OpenCode would ask the model for
 one in a second request), tools off unless the task asks for them (``"*":
-false`` then only the wanted ones on), and with ``base_url`` a provider ``skillopt_sleep``
+false`` then only the wanted ones on; the ``skill`` tool on when a skill is trained: it lists
+the skill's folder with ripgrep, ``rg`` on ``PATH`` or a download), and with ``base_url`` a provider ``skillopt_sleep``
 (``@ai-sdk/openai-compatible``, bundled in the binary) with the configured model; the key
 travels as ``{env:SKILLOPT_OPENCODE_API_KEY}``, never in the command line.
 ``npm_config_offline=true`` stops OpenCode 1.18 from fetching ``@opencode-ai/plugin`` from the
@@ -127,6 +128,9 @@ class OpenCodeBackend(ExecBackend):
         for tool in request.tools:
             for native in ALIASES.get(tool, (tool.lower(),)):
                 tools[native] = True
+        placed = self.placed(request)
+        if placed is not None and placed.mode == "skill":
+            tools["skill"] = True  # a trained skill is loaded the way OpenCode loads skills
         inline["tools"] = tools
         env = self.base_env()
         env.update(QUIET_ENV)
@@ -159,7 +163,6 @@ class OpenCodeBackend(ExecBackend):
         for var in ("OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_DB"):
             env.pop(var, None)  # the user's overrides would lead out of the sandbox
         env["OPENCODE_CONFIG_CONTENT"] = json.dumps(inline)
-        placed = self.placed(request)
         files: dict[str, str] = {}
         if placed is not None and placed.scope == "user":
             target = config_home / placed.path

@@ -6,6 +6,7 @@ One call is (the prompt on piped stdin, which ``pi -p`` reads as the message)::
     pi -p --mode json --no-session --offline (--no-tools | --tools <t,…>)
        [--provider skillopt_sleep] [--model M]
 
+(``--tools`` names ``read`` too when a skill is trained: Pi loads a skill by reading its file),
 run in an empty temporary working directory with ``PI_CODING_AGENT_DIR`` set to a throw-away
 copy of Pi's home folder: ``--no-session`` keeps the run from writing a session file at all
 (and the prompt's first line is :data:`SELF_MARKER` all the same). The user's
@@ -96,12 +97,15 @@ class PiBackend(ExecBackend):
         self, request: CompletionRequest, executable: str, cwd: Path, scratch: Path
     ) -> CallSetup:
         argv = [executable, "-p", "--mode", "json", "--no-session", "--offline"]
-        if request.tools:
-            native: list[str] = []
-            for tool in request.tools:
-                for name in ALIASES.get(tool, (tool.lower(),)):
-                    if name not in native:
-                        native.append(name)
+        native: list[str] = []
+        for tool in request.tools:
+            for name in ALIASES.get(tool, (tool.lower(),)):
+                if name not in native:
+                    native.append(name)
+        placed = self.placed(request)
+        if placed is not None and placed.mode == "skill" and "read" not in native:
+            native.append("read")  # Pi loads a skill by reading its file
+        if native:
             argv += ["--tools", ",".join(native)]
         else:
             argv.append("--no-tools")
@@ -139,7 +143,6 @@ class PiBackend(ExecBackend):
             if model:
                 argv += ["--model", model]
         env["PI_CODING_AGENT_DIR"] = str(home)
-        placed = self.placed(request)
         files: dict[str, str] = {}
         if placed is not None and placed.scope == "user":
             target = home / placed.path
