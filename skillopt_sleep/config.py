@@ -29,7 +29,15 @@ from skillopt_sleep import agents, paths
 from skillopt_sleep.errors import ConfigError, UnknownNameError
 
 #: Backends the engine knows; ``backends.get_backend`` raises for anything else.
-KNOWN_BACKENDS = ("openai_compatible", "anthropic", "claude_code", "codex", "copilot")
+KNOWN_BACKENDS = (
+    "openai_compatible",
+    "anthropic",
+    "claude_code",
+    "codex",
+    "copilot",
+    "opencode",
+    "pi",
+)
 #: Sources the engine knows (the agent registry's, in its order); ``sources.get_source``
 #: raises for anything else.
 KNOWN_SOURCES = agents.source_names()
@@ -44,7 +52,7 @@ _CONFIG_PATH: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
 #: ``document.agent``: the agents whose managed skill can be placed
 #: (:func:`skillopt_sleep.agents.trainable_agents`; spelled out for the type checker, and
 #: checked against the registry here and in the tests).
-TrainableAgent = Literal["claude_code", "codex", "copilot", "devin"]
+TrainableAgent = Literal["claude_code", "codex", "copilot", "devin", "opencode", "pi"]
 assert get_args(TrainableAgent) == tuple(a.name for a in agents.trainable_agents()), (
     "config.TrainableAgent must list agents.trainable_agents()"
 )

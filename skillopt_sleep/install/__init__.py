@@ -16,6 +16,13 @@ What each agent gets (``--user``, the default, or ``--project DIR``):
   ``$COPILOT_HOME/skills`` and a snippet in ``$COPILOT_HOME/copilot-instructions.md``; for a
   project ``DIR/.vscode/mcp.json`` (VS Code), ``DIR/.github/skills`` and
   ``DIR/.github/copilot-instructions.md``.
+* ``opencode`` — ``mcp.skillopt-sleep`` (``type: local``, ``command: [skillopt-sleep, mcp]``) in
+  ``~/.config/opencode/opencode.json`` (``$XDG_CONFIG_HOME``; ``DIR/opencode.json``), the skill in
+  ``~/.config/opencode/skills`` (``DIR/.opencode/skills``) and a snippet in
+  ``~/.config/opencode/AGENTS.md`` (``DIR/AGENTS.md``).
+* ``pi`` — Pi has no MCP client: the ``skillopt-sleep`` skill (naming the command line) in
+  ``~/.pi/agent/skills`` (``$PI_CODING_AGENT_DIR``; ``DIR/.pi/skills``) and a snippet in
+  ``~/.pi/agent/AGENTS.md`` (``DIR/AGENTS.md``).
 * ``devin`` — ``mcpServers.skillopt-sleep`` in ``~/.config/devin/config.json``
   (``DIR/.devin/config.json``), the skill in ``~/.config/devin/skills`` (``DIR/.devin/skills``)
   and a snippet in ``~/.config/devin/AGENTS.md`` (``DIR/AGENTS.md``).
@@ -227,6 +234,44 @@ def plan(
                 tag="copilot",
             ),
         ]
+    if agent == "opencode":
+        server = _read_json(shell / "opencode.json")["mcp"][SERVER]
+        return [
+            Step(
+                project / "opencode.json" if project else user_dir / "opencode.json",
+                "json",
+                "MCP server",
+                ["mcp", SERVER],
+                server,
+            ),
+            *_skill_steps(
+                skill_src,
+                (project / ".opencode" / "skills" if project else user_dir / "skills") / SKILL_DIR,
+                "skill skillopt-sleep",
+            ),
+            Step(
+                (project if project else user_dir) / "AGENTS.md",
+                "block",
+                "rules snippet (AGENTS.md)",
+                value=(shell / "AGENTS.md").read_text("utf-8"),
+                tag="opencode",
+            ),
+        ]
+    if agent == "pi":  # no MCP client in Pi: a skill and a snippet naming the command line
+        return [
+            *_skill_steps(
+                skill_src,
+                (project / ".pi" / "skills" if project else user_dir / "skills") / SKILL_DIR,
+                "skill skillopt-sleep",
+            ),
+            Step(
+                (project if project else user_dir) / "AGENTS.md",
+                "block",
+                "rules snippet (AGENTS.md)",
+                value=(shell / "AGENTS.md").read_text("utf-8"),
+                tag="pi",
+            ),
+        ]
     # devin
     server = _read_json(shell / "config.json")["mcpServers"][SERVER]
     base = project / ".devin" if project else user_dir
@@ -420,9 +465,14 @@ def install(
     if agent != "claude-code" and not shutil.which(
         "skillopt-sleep", path=(env or os.environ).get("PATH")
     ):
+        how = (
+            "the skill has the agent run it through its bash tool"
+            if agent == "pi"
+            else "the agent starts the MCP server as `skillopt-sleep mcp`"
+        )
         report.notes.append(
-            "`skillopt-sleep` is not on PATH: the agent starts the MCP server as "
-            "`skillopt-sleep mcp`, so put it on PATH (e.g. pipx install skillopt-sleep)"
+            f"`skillopt-sleep` is not on PATH: {how}, so put it on PATH "
+            "(e.g. pipx install skillopt-sleep)"
         )
     if project is not None:
         note = trust_note(agent, project, env=env, home=home)

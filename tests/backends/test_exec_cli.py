@@ -3,7 +3,8 @@
 * every flag a backend passes exists in the installed CLI's ``--help``;
 * the skill document (``system``) reaches the model, tools are exactly the task's, tool calls
   come from the structured output, usage and time from the CLI's own output;
-* replays leave no session in the agent's log folders.
+* replays leave no session in the agent's log folders (OpenCode's database, Pi's sessions
+  folder included).
 
 In CI (env ``CI`` set) a missing CLI fails; elsewhere these tests are skipped.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from skillopt_sleep import agents
-from skillopt_sleep.backends import claude_code, codex, copilot, get_backend
+from skillopt_sleep.backends import claude_code, codex, copilot, get_backend, opencode, pi
 from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.models import CompletionRequest, Placement
 from skillopt_sleep.simulator import serve
@@ -32,7 +33,11 @@ MODULES = {
     "claude_code": (claude_code, "claude", ["--help"]),
     "codex": (codex, "codex", ["exec", "--help"]),
     "copilot": (copilot, "copilot", ["--help"]),
+    "opencode": (opencode, "opencode", ["run", "--help"]),
+    "pi": (pi, "pi", ["--help"]),
 }
+#: (backend, CLI) of every exec backend
+CLIS = [(name, binary) for name, (_module, binary, _args) in sorted(MODULES.items())]
 
 PERSONA = persona_from_dict(
     {
@@ -67,6 +72,8 @@ def help_text(binary: str, args: list[str], home: Path) -> str:
         "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "NO_COLOR": "1",
+        "npm_config_offline": "true",
+        "PI_OFFLINE": "1",
     }
     (home / ".codex").mkdir(exist_ok=True)
     out = subprocess.run([binary, *args], env=env, capture_output=True, text=True, timeout=60)
@@ -123,13 +130,13 @@ def agent_logs(home: Path) -> list[Path]:
         home / ".claude" / "projects",
         home / ".codex" / "sessions",
         home / ".copilot" / "session-state",
+        home / ".local" / "share" / "opencode",
+        home / ".pi" / "agent" / "sessions",
     ]
     return [p for r in roots if r.exists() for p in r.rglob("*")]
 
 
-@pytest.mark.parametrize(
-    "name,binary", [("claude_code", "claude"), ("codex", "codex"), ("copilot", "copilot")]
-)
+@pytest.mark.parametrize("name,binary", CLIS)
 def test_a_replay_through_the_real_cli(name, binary, isolated_home):
     require_cli(binary)
     with serve(PERSONA, api_key="sk-sim-test-key") as sim:
@@ -174,9 +181,7 @@ def test_a_replay_through_the_real_cli(name, binary, isolated_home):
     assert [p for p in agent_logs(isolated_home) if p.is_file()] == []
 
 
-@pytest.mark.parametrize(
-    "name,binary", [("claude_code", "claude"), ("codex", "codex"), ("copilot", "copilot")]
-)
+@pytest.mark.parametrize("name,binary", CLIS)
 def test_a_prompt_over_the_argument_size_limit_reaches_the_model_whole(name, binary, isolated_home):
     """Linux caps one argv string at 128 KiB; every backend passes the prompt on stdin."""
     require_cli(binary)
