@@ -121,6 +121,9 @@ class NightSummary(_Model):
 
     tasks: int = 0  # mined
     scorable: int = 0
+    #: what mining left out, by reason (e.g. ``headless_session``: a ``claude -p`` /
+    #: Agent-SDK / ``codex exec`` / ``copilot -p`` run, not the user's own request)
+    dropped: dict[str, int] = Field(default_factory=dict)
     train: int = 0
     val: int = 0
     test: int = 0
@@ -444,6 +447,9 @@ class Counts(_Model):
     sessions: int = 0
     messages: int = 0
     tasks: int = 0
+    #: harvested headless / programmatic sessions (``claude -p``, Agent SDK, ``codex exec``,
+    #: ``copilot -p``), not our own replays: not mined unless ``mine_headless``
+    headless: int = 0
 
 
 class Status(_Model):

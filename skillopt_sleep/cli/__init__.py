@@ -84,7 +84,7 @@ def tasks(
         print_json(rows)
         return
     if not rows:
-        dropped = ", ".join(f"{k} {v}" for k, v in report.dropped.items())
+        dropped = _dropped(report.dropped)
         out.print(
             f"no recurring or corrected task yet ({report.sessions_considered} sessions, "
             f"{report.prompts} prompts considered"
@@ -264,6 +264,11 @@ def status(as_json: bool = JsonOpt) -> None:
     c = data["counts"]
     out.print(
         f"store: {data['database']} ({c['sessions']} sessions, {c['messages']} messages, {c['tasks']} tasks)"
+        + (
+            f"; {c['headless']} headless sessions (claude -p, codex exec, ...)"
+            if c["headless"]
+            else ""
+        )
     )
     n = data["last_night"]
     if n:
@@ -276,6 +281,9 @@ def status(as_json: bool = JsonOpt) -> None:
             out.print(f"  error: {n['error']}", markup=False)
         elif (n.get("summary") or {}).get("reason"):
             out.print(f"  {n['summary']['reason']}", markup=False)
+        dropped = (n.get("summary") or {}).get("dropped") or {}
+        if dropped:
+            out.print(f"  not mined: {_dropped(dropped)}", markup=False)
     else:
         out.print("last night: none yet (run `skillopt-sleep run`)")
     for p in data["pending_proposals"]:
@@ -304,6 +312,24 @@ def status(as_json: bool = JsonOpt) -> None:
     if config_error:
         err.print(f"error: {config_error}", markup=False)
         raise typer.Exit(1)
+
+
+#: what each reason mining drops a session or prompt for means, for the user
+DROP_REASONS = {
+    "headless_session": "headless or programmatic runs (claude -p, Agent SDK, codex exec, "
+    "copilot -p), not your own requests; set mine_headless = true to mine them",
+    "self_generated_session": "this tool's own replays",
+    "outside_lookback": "sessions older than lookback_days",
+    "correction_not_task": "follow-ups that correct the previous answer (kept as corrections)",
+}
+
+
+def _dropped(dropped: dict[str, int]) -> str:
+    """``headless_session 3 (why), …``: mining's drops with the reason of each."""
+    return "; ".join(
+        f"{k} {v}" + (f" ({DROP_REASONS[k]})" if k in DROP_REASONS else "")
+        for k, v in sorted(dropped.items())
+    )
 
 
 def _counts(counts: Any) -> str:

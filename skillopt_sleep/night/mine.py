@@ -363,6 +363,11 @@ def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -
         if s.get("self_generated"):
             dropped["self_generated_session"] += 1
             continue
+        if s.get("headless") and not settings.mine_headless:
+            # a `claude -p` / Agent-SDK / `codex exec` / `copilot -p` run: a script's or a
+            # grader's requests, not the user's (its "no, use X" is scripted)
+            dropped["headless_session"] += 1
+            continue
         messages = store.sessions.messages(s["id"])
         active = _last_active(s, messages)
         if active is None or active < cutoff or active > now + _dt.timedelta(days=1):

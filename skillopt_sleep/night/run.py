@@ -158,15 +158,27 @@ def _split(tasks: list[Task]) -> tuple[list[Task], list[Task], list[Task]]:
 
 
 def _no_tasks_reason(
-    mined: list[Task], scored: list[Task], val: list[Task], test: list[Task], s: Settings
+    mined: list[Task],
+    scored: list[Task],
+    val: list[Task],
+    test: list[Task],
+    s: Settings,
+    dropped: dict[str, int],
 ) -> str:
     """Why a night has nothing to train on, worded so the user knows what would help."""
     n = len(mined)
     if not n:
         where = f" in {s.project}" if s.project else ""
+        headless = dropped.get("headless_session", 0)
         return (
             f"no task mined: no request{where} recurred in {s.min_sessions} or more sessions "
             f"or was corrected in the last {s.lookback_days} days"
+            + (
+                f" ({headless} headless or programmatic session{'s' if headless != 1 else ''}"
+                " not mined: set mine_headless = true to mine them)"
+                if headless
+                else ""
+            )
         )
     if not scored:
         why = (
@@ -235,6 +247,7 @@ def _run(
     summary = NightSummary(
         tasks=len(report.tasks),
         scorable=len(tasks),
+        dropped=report.dropped,
         train=len(train),
         val=len(val),
         test=len(test),
@@ -292,7 +305,7 @@ def _run(
         )
 
     if not train:
-        summary.reason = _no_tasks_reason(report.tasks, tasks, val, test, s)
+        summary.reason = _no_tasks_reason(report.tasks, tasks, val, test, s, report.dropped)
         return finish(NightStatus.NO_TASKS)
     if dry_run:
         summary.reason = "dry run: nothing replayed"
