@@ -7,6 +7,7 @@ printed as ``error: <one-line reason>`` with exit status 1.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -94,19 +95,39 @@ def tasks(
             markup=False,
         )
         return
-    table = Table("id", "split", "sessions", "checks", "intent")
+    table = Table("id", "occurrences", "checks", "intent")
     for t in rows:
         checks = ", ".join(f"{c['kind']} {c['value']!r}" for c in t["checks"])
         if not checks:
             checks = "rubric" if t.get("rubric") else "none: not scored until a correction arrives"
-        table.add_row(
-            t["id"],
-            t["split"] or "-",
-            str(len(t["sessions"])),
-            checks,
-            t["intent"].replace("\n", " ")[:70],
-        )
+        table.add_row(t["id"], _occurrences(t), checks, t["intent"].replace("\n", " ")[:70])
     out.print(table)
+    for t in rows:
+        for o in t["occurrences"]:
+            if o["note"]:
+                out.print(f"{t['id']}: an occurrence {o['note']}", markup=False)
+        for why in t["apart"]:
+            out.print(f"{t['id']} kept apart from {why}", markup=False)
+    if report.tasks_once:
+        out.print(
+            f"{report.tasks_once} task(s) asked once: they train, not yet validated on a "
+            "recurrence (held out = the next time you ask)",
+            markup=False,
+        )
+    if report.dropped:
+        out.print(f"not mined: {_dropped(report.dropped)}", markup=False)
+
+
+def _occurrences(task: dict[str, Any]) -> str:
+    """``3: train 1, val 1, test 1`` (``unscored`` when the task is not scorable)."""
+    occs = task["occurrences"]
+    if not occs:
+        return task["split"] or "-"
+    if not task["split"]:
+        return f"{len(occs)}: unscored"
+    roles = Counter(o["split"] or "withheld" for o in occs)
+    order = ("train", "val", "test", "withheld")
+    return f"{len(occs)}: " + ", ".join(f"{r} {roles[r]}" for r in order if roles[r])
 
 
 @app.command()
@@ -320,7 +341,8 @@ DROP_REASONS = {
     "copilot -p), not your own requests; set mine_headless = true to mine them",
     "self_generated_session": "this tool's own replays",
     "outside_lookback": "sessions older than lookback_days",
-    "correction_not_task": "follow-ups that correct the previous answer (kept as corrections)",
+    "correction_by_role": "follow-ups that correct or amend the answer before them, kept as "
+    "that task's corrections, never tasks of their own",
 }
 
 

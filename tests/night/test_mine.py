@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from skillopt_sleep.config import Settings
-from skillopt_sleep.models import Check, HarvestedMessage, HarvestedSession, Task
+from skillopt_sleep.models import HarvestedMessage, HarvestedSession, Task
 from skillopt_sleep.night.mine import mine, normalise_intent, similar
 from skillopt_sleep.store import Store
 
@@ -351,10 +351,11 @@ def make_three_tasks(store: Store) -> None:
 
 def test_ids_and_splits_are_stable_across_runs_and_new_sessions(store: Store) -> None:
     make_three_tasks(store)
-    first = {t.id: t.split for t in mine(store, settings(), now=NOW).tasks}
+    first = {t.id: roles(t) for t in mine(store, settings(), now=NOW).tasks}
     assert len(first) == 3
-    assert sorted(first.values()) == ["test", "train", "val"]
-    second = {t.id: t.split for t in mine(store, settings(), now=NOW).tasks}
+    # each asked twice: the earlier occurrence trains, the next one validates
+    assert sorted(first.values()) == [["train", "val"]] * 3
+    second = {t.id: roles(t) for t in mine(store, settings(), now=NOW).tasks}
     assert second == first
     # a reworded recurrence joins an existing task; an unrelated recurring one is added
     add(
@@ -371,12 +372,17 @@ def test_ids_and_splits_are_stable_across_runs_and_new_sessions(store: Store) ->
             day=day,
         )
     third = mine(store, settings(), now=NOW)
-    got = {t.id: t.split for t in third.tasks}
-    assert {k: got[k] for k in first} == first
+    got = {t.id: roles(t) for t in third.tasks}
     assert len(got) == 4
     assert by_intent(third, "profile the slow import").split == ""  # nothing to score it by
     changelog = by_intent(third, "changelog")
     assert len(changelog.sessions) == 3 and changelog.id in first
+    # its third occurrence is the test: the next time the user asked
+    assert roles(changelog) == ["train", "val", "test"]
+    assert changelog.occurrences[-1].prompt == "please update the changelog for this release"
+    assert {k: got[k] for k in first if k != changelog.id} == {
+        k: v for k, v in first.items() if k != changelog.id
+    }
 
 
 def test_id_survives_the_oldest_member_leaving_the_window(store: Store) -> None:
@@ -412,7 +418,8 @@ def test_synthetic_stored_tasks_never_lend_ids_or_get_val(store: Store) -> None:
     report = mine(store, settings(), now=NOW)
     assert "synthetic0001" not in {t.id for t in report.tasks}
     assert all(not t.synthetic for t in report.tasks)
-    assert sorted(t.split for t in report.tasks) == ["test", "train", "val"]
+    assert [t.split for t in report.tasks] == ["train"] * 3
+    assert [roles(t) for t in report.tasks] == [["train", "val"]] * 3
 
 
 def test_shared_filler_words_do_not_merge_different_tasks():
@@ -466,6 +473,11 @@ def make_user_trial(store: Store) -> None:
 
 def splits_by_intent(tasks: list[Task]) -> dict[str, str]:
     return {t.intent: t.split for t in tasks}
+
+
+def roles(t: Task) -> list[str]:
+    """The roles of a task's occurrences, oldest first."""
+    return [o.split for o in t.occurrences]
 
 
 def test_unscorable_tasks_get_no_split_and_do_not_hold_out_the_scorable_one(store: Store) -> None:
@@ -522,18 +534,16 @@ def test_a_rubric_only_task_has_a_split_only_when_the_night_judges_rubrics(store
     assert t.split == ""
 
 
-def test_splits_stored_for_unscorable_tasks_by_older_versions_do_not_block(store: Store) -> None:
+def test_splits_stored_by_older_versions_do_not_lock_a_task_out_of_learning(store: Store) -> None:
     make_user_trial(store)
     tasks = mine(store, settings(), now=NOW).tasks
-    # what the old miner stored: splits over all three tasks, unscorable ones included
+    # what older miners stored: task-level splits, a held-out task never trained
     old = {
         "install the dependencies": "val",
         "build the docs site": "test",
         "check the lint errors": "train",
     }
     store.tasks.save([t.model_copy(update={"split": old[t.intent]}) for t in tasks])
-    # a correction arrives for the docs task before the first night of this version: its old
-    # test slot (given while it was unscorable) does not keep it out of train
     add(
         store,
         "d3",
@@ -545,57 +555,35 @@ def test_splits_stored_for_unscorable_tasks_by_older_versions_do_not_block(store
         day=25,
     )
     report = mine(store, settings(), now=NOW)
-    # the scorable task keeps its held-out split (it must never leak into train)
+    # every scorable task learns from its earlier occurrences; held out is the next time
     assert splits_by_intent(report.tasks) == {
-        "install the dependencies": "val",
+        "install the dependencies": "train",
         "build the docs site": "train",
         "check the lint errors": "",
     }
+    assert roles(by_intent(report, "build the docs site")) == ["train", "val", "test"]
+    assert roles(by_intent(report, "install the dependencies")) == ["train"]
 
 
-def test_a_task_replayed_as_val_gets_val_back_after_being_unscorable(tmp_path: Path) -> None:
-    def night_after(replayed: bool) -> tuple[dict[str, str], str]:
-        store = Store(tmp_path / f"replayed-{replayed}.db")
-        make_three_tasks(store)
-        first = mine(store, settings(), now=NOW).tasks
-        val = next(t for t in first if t.split == "val")
-        if replayed:  # an earlier night replayed it as val
-            store.rollouts.add(
-                night_id=1, task_id=val.id, split="val", phase="val baseline", score=0.0
-            )
-        # then a night where its correction had left the window: the miner stored it unassigned,
-        # and a new corrected task took the free val slot
-        store.tasks.save([val.model_copy(update={"split": "", "checks": [], "rubric": ""})])
-        for day, key in ((16, "g"), (17, "h")):
-            add(
-                store,
-                key,
-                [("user", "write the release notes"), ("assistant", "ok")]
-                + [("user", "no, use towncrier")] * (key == "g"),
-                day=day,
-            )
-        notes_id = hashlib.sha256(
-            f"{PROJ}\n{normalise_intent('write the release notes')}".encode()
-        ).hexdigest()[:16]
-        store.tasks.save(
-            [
-                Task(
-                    id=notes_id,
-                    project=PROJ,
-                    intent="write the release notes",
-                    split="val",
-                    checks=[Check(kind="contains", value="towncrier")],
-                )
-            ]
-        )
-        # its correction is back in the window: scorable again
-        again = {t.id: t.split for t in mine(store, settings(), now=NOW).tasks}
-        store.close()
-        return again, val.id
+def test_an_occurrence_replayed_for_training_or_gating_is_never_test(store: Store) -> None:
+    from skillopt_sleep.night.split import view_id
 
-    again, val_id = night_after(replayed=True)
-    assert again[val_id] == "val"
-    assert sorted(again.values()) == ["test", "train", "val", "val"]  # over quota: allowed
-    # never replayed, it has nothing to leak: the quota rule places it (val is full: train)
-    again, val_id = night_after(replayed=False)
-    assert again[val_id] == "train"
+    make_three_tasks(store)
+    add(
+        store,
+        "g",
+        [("user", "please update the changelog for this release"), ("assistant", "ok")],
+        day=20,
+    )
+    changelog = by_intent(mine(store, settings(), now=NOW), "changelog")
+    assert roles(changelog) == ["train", "val", "test"]
+    latest = changelog.occurrences[-1]
+    store.rollouts.add(
+        night_id=1,
+        task_id=view_id(changelog.id, latest),
+        split="val",
+        phase="val baseline",
+        score=0.0,
+    )
+    again = by_intent(mine(store, settings(), now=NOW), "changelog")
+    assert roles(again) == ["train", "train", "val"]
