@@ -219,13 +219,24 @@ _AMENDS = re.compile(
 )
 #: Longest follow-up (in words) :data:`_AMENDS` is looked for in.
 AMEND_WORDS = 20
+#: Fewest content words (placeholders and filler left out) a follow-up restating the request
+#: it follows has.
+RESTATEMENT_WORDS = 3
 
 
-def amends(text: str, intent_norm: str, threshold: float) -> bool:
+def amends(text: str, intent: str, threshold: float) -> bool:
     """Whether a follow-up the classifier calls neutral still corrects the answer it follows,
-    by its role: it restates the request it follows (the user asked again, with changes, in
-    the same session) or is a short amendment of the answer (:data:`_AMENDS`)."""
-    if similar(normalise_intent(text), intent_norm, threshold):
+    by its role: it restates the request ``intent`` it follows (the user asked again, with
+    changes, in the same session) or is a short amendment of the answer (:data:`_AMENDS`).
+    A follow-up that differs from the request in its numbers ("Step 2" after "Step 1") or
+    has too few words of its own is the next request, not a restatement."""
+    norm = normalise_intent(text)
+    numbers, before = _NUM.findall(text), _NUM.findall(intent)
+    if (
+        len(_content_text(norm).split()) >= RESTATEMENT_WORDS
+        and not (numbers and before and numbers != before)
+        and similar(norm, normalise_intent(intent), threshold)
+    ):
         return True
     return len(text.split()) <= AMEND_WORDS and _AMENDS.search(text) is not None
 
@@ -249,12 +260,16 @@ def _walk(
             if fb.is_trivial(text):
                 dropped["trivial_prompt"] += 1
                 continue
+            if not _content_text(normalise_intent(text)):
+                # only placeholders (a redacted or pasted block, a path) and filler: nothing to learn
+                dropped["no_content_prompt"] += 1
+                continue
             label = fb.classify(text)
             if (
                 label == "neutral"
                 and current is not None
                 and current.answered
-                and amends(text, current.norm, threshold)
+                and amends(text, current.text, threshold)
             ):
                 label = "correction"
                 dropped["correction_by_role"] += 1

@@ -37,6 +37,7 @@ def add(
     project: str = PROJ,
     day: int = 28,
     self_generated: bool = False,
+    headless: bool = False,
 ) -> str:
     """turns: ("user", text) | ("assistant", text) | ("assistant", text, "Tool1,Tool2")."""
     msgs = []
@@ -60,6 +61,7 @@ def add(
             project=project,
             started_at=f"2025-06-{day:02d}T10:00:00Z",
             self_generated=self_generated,
+            headless=headless,
             messages=msgs,
         ),
         file_path=f"/logs/{key}.jsonl",
@@ -587,3 +589,151 @@ def test_an_occurrence_replayed_for_training_or_gating_is_never_test(store: Stor
     )
     again = by_intent(mine(store, settings(), now=NOW), "changelog")
     assert roles(again) == ["train", "train", "val"]
+
+
+def test_a_redacted_token_or_a_pasted_block_does_not_make_a_request_new(store: Store) -> None:
+    add(store, "a", [("user", "add a unit test for parse_date"), ("assistant", "ok")], day=20)
+    add(
+        store,
+        "b",
+        [
+            (
+                "user",
+                "add a unit test for parse_date in dates.py (my token is "
+                "[REDACTED:github_token] if you need it)",
+            ),
+            ("assistant", "ok"),
+        ],
+        day=21,
+    )
+    add(
+        store,
+        "c",
+        [
+            (
+                "user",
+                "add a unit test for parse_date, it fails with:\n```\nTraceback (most recent "
+                "call last):\n  File x, line 3\nValueError: bad date\n```",
+            ),
+            ("assistant", "ok"),
+        ],
+        day=22,
+    )
+    [task] = mine(store, settings(), now=NOW).tasks
+    assert len(task.occurrences) == 3 and task.intent == "add a unit test for parse_date"
+    # before, the placeholder and the block counted as words and kept them apart
+    a, b = (normalise_intent(t.prompt) for t in task.occurrences[:2])
+    assert "<redacted>" in b and "<path>" in b and similar(a, b, 72) == 100.0
+
+
+def test_headless_sessions_are_dropped_by_default_with_the_reason(store: Store) -> None:
+    """An Agent-SDK grader's session with a scripted correction is not the user's request."""
+    for key, day in (("g1", 20), ("g2", 21)):
+        add(
+            store,
+            key,
+            [
+                ("user", "write the changelog entry"),
+                ("assistant", "Added it to CHANGES.txt."),
+                ("user", "no, use towncrier instead of editing CHANGES.txt"),
+            ],
+            day=day,
+            headless=True,
+        )
+    report = mine(store, settings(), now=NOW)
+    assert report.tasks == [] and report.dropped == {"headless_session": 2}
+    assert report.sessions_considered == 0
+    [task] = mine(store, settings(mine_headless=True), now=NOW).tasks
+    assert task.corrections and len(task.occurrences) == 2
+
+
+def test_a_follow_up_that_amends_the_answer_is_a_correction_not_a_task(store: Store) -> None:
+    for key, day, follow_up in (
+        ("a", 20, "use the imperative mood"),
+        ("b", 21, "write the commit message in the imperative mood please"),
+        ("c", 22, "make it shorter"),
+    ):
+        add(
+            store,
+            key,
+            [
+                ("user", "write a commit message for the staged changes"),
+                ("assistant", "Added retry to the fetch client"),
+                ("user", follow_up),
+            ],
+            day=day,
+        )
+    # a next step is not an amendment, nor is a new request
+    add(
+        store,
+        "d",
+        [
+            ("user", "Step 1 of the migration plan"),
+            ("assistant", "done"),
+            ("user", "Step 2 of the migration plan"),
+            ("assistant", "done"),
+            ("user", "now bump the version"),
+        ],
+        day=23,
+    )
+    report = mine(store, settings(min_sessions=1), now=NOW)
+    commit = by_intent(report, "commit message")
+    assert len(commit.corrections) == 3 and len(commit.occurrences) == 3
+    assert all(o.corrected for o in commit.occurrences)
+    # "make it shorter" the classifier knows by its words; the other two only by their role
+    assert report.dropped["correction_by_role"] == 2
+    intents = sorted(t.intent for t in report.tasks)
+    # "Step 2" is a request of its own (here an occurrence of the same template), not Step
+    # 1's correction
+    steps = by_intent(report, "Step 1 of the migration plan")
+    assert not steps.corrections and [o.prompt for o in steps.occurrences] == [
+        "Step 1 of the migration plan",
+        "Step 2 of the migration plan",
+    ]
+    assert "now bump the version" in intents
+    assert not [i for i in intents if "imperative" in i or "shorter" in i]
+
+
+def test_why_similar_prompts_were_kept_apart_is_recorded(store: Store) -> None:
+    add(
+        store,
+        "a",
+        [("user", "install the dependencies"), ("assistant", "x"), ("user", "no, use pnpm")],
+        day=20,
+    )
+    add(
+        store,
+        "b",
+        [
+            ("user", "install the dependencies"),
+            ("assistant", "x"),
+            ("user", "don't use pnpm"),
+        ],
+        day=21,
+    )
+    add(
+        store,
+        "c",
+        [("user", "install the dependencies"), ("assistant", "x"), ("user", "no, use pnpm")],
+        day=22,
+        project=OTHER,
+    )
+    report = mine(store, settings(), now=NOW)
+    assert len(report.tasks) == 3
+    mine_tasks = [t for t in report.tasks if t.project == PROJ]
+    assert any("contradicting corrections about 'pnpm'" in w for t in mine_tasks for w in t.apart)
+    other = next(t for t in report.tasks if t.project == OTHER)
+    assert sum("a different project" in w for w in other.apart) == 2
+    stored = {t.id: t.apart for t in store.tasks.all()}
+    assert stored[other.id] == other.apart
+
+
+def test_a_prompt_of_placeholders_only_is_no_request(store: Store) -> None:
+    add(
+        store,
+        "a",
+        [("user", "[REDACTED:github_token] /tmp/x/y.txt"), ("assistant", "ok")],
+        day=20,
+    )
+    report = mine(store, settings(min_sessions=1), now=NOW)
+    assert report.tasks == [] and report.dropped["no_content_prompt"] == 1
