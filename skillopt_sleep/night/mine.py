@@ -1,18 +1,23 @@
-"""Mine recurring, replayable tasks from harvested sessions.
+"""Mine recurring, replayable tasks from harvested sessions (docs/mining.md).
 
-:func:`mine` walks the stored sessions of the configured scope (not self-generated, touched
-within ``settings.lookback_days``), turns every real user prompt into an *intent* (later
-answers, tool names and the user's correction / approval attach to it), clusters intents that
-recur across sessions of the same project, and saves the qualifying clusters as
-:class:`~skillopt_sleep.models.Task` objects with stable ids and splits (a task the night
-cannot score — no rule check, no rubric it judges — is saved without a split, ``""``).
+:func:`mine` walks the stored sessions of the configured scope (not self-generated, not
+headless unless ``settings.mine_headless``, touched within ``settings.lookback_days``), turns
+every real user prompt into an *intent* (later answers, tool names and the user's correction /
+approval attach to it; a follow-up that corrects or amends the answer, by its words or by its
+role — :func:`amends` — is a correction, never an intent), clusters intents that are the same
+request in the same project (compatible corrections), and saves the qualifying clusters as
+:class:`~skillopt_sleep.models.Task` objects with stable ids, their *occurrences* (one per
+intent) and the occurrences' roles by time (:mod:`skillopt_sleep.night.split`). A task the
+night cannot score — no rule check, no rubric it judges — gets no roles (split ``""``).
 
-Similarity is rapidfuzz ``fuzz.token_set_ratio`` on normalised text: agent prompts are short
-imperatives whose recurrences reorder words and add qualifiers ("run the unit tests with
-pytest" / "please run the pytest unit tests"), which token-set matching tolerates; it is cheap,
-deterministic and needs no model. Its one blind spot — a short intent whose words are a subset
-of a long one scores 100 ("fix" vs "fix the login bug") — is closed by also requiring the
-shorter intent to have at least half as many content words as the longer one.
+Similarity is rapidfuzz ``fuzz.token_set_ratio`` on the content words of normalised text
+(placeholders — masked urls, paths, file names, numbers, hashes, redactions, pasted blocks — and
+filler are not content): agent prompts are short imperatives whose recurrences reorder words
+and add qualifiers ("run the unit tests with pytest" / "please run the pytest unit tests"),
+which token-set matching tolerates; it is cheap, deterministic and needs no model. Its one
+blind spot — a short intent whose words are a subset of a long one scores 100 ("fix" vs "fix
+the login bug") — is closed by also requiring the shorter intent to have at least half as many
+content words as the longer one.
 """
 
 from __future__ import annotations
