@@ -737,3 +737,25 @@ def test_a_prompt_of_placeholders_only_is_no_request(store: Store) -> None:
     )
     report = mine(store, settings(min_sessions=1), now=NOW)
     assert report.tasks == [] and report.dropped["no_content_prompt"] == 1
+
+
+def test_the_correction_detector_on_the_shared_corpus(corpus: Path, tmp_path: Path) -> None:
+    """docs/mining.md's measurement: on the real transcripts of the corpus the one correction
+    ("… still does not work …") is found and no follow-up is a false correction by its role
+    ("Step 2" after "Step 1", a prompt of redacted blocks); the miss the docs name stays a
+    request."""
+    from skillopt_sleep.sources.ingest import harvest_file
+
+    store = Store(tmp_path / "corpus.db")
+    for sub in ("claude_code", "codex", "copilot_cli", "copilot_vscode", "cursor", "opencode"):
+        for path in sorted((corpus / sub).rglob("*")):
+            if path.is_file() and path.suffix in (".jsonl", ".json", ".db"):
+                harvest_file(store, sub, path)
+    report = mine(store, settings(min_sessions=1, lookback_days=36500))
+    assert "correction_by_role" not in report.dropped
+    [still] = [t for t in report.tasks if any("still does not work" in c for c in t.corrections)]
+    assert not [t for t in report.tasks if "still does not work" in t.intent]
+    assert still.occurrences[0].corrected
+    intents = " ".join(t.intent for t in report.tasks)
+    assert "the convention folder for chats" in intents  # the documented miss
+    store.close()
