@@ -1,7 +1,7 @@
 """The agent registry: every coding agent skillopt-sleep knows, named once.
 
 One :class:`Agent` per agent (``claude_code``, ``codex``, ``copilot``, ``devin``, ``cursor``,
-``opencode``) says where the agent keeps its files on this machine (its home folder, honouring
+``opencode``, ``pi``, ``openclaw``) says where the agent keeps its files on this machine (its home folder, honouring
 the agent's own environment variable, with ``~`` expanded the same way everywhere), its skills
 folder, the memory / instruction files it loads, the sources that harvest its logs, the exec
 backend that replays through it and the install shell (``plugins/<install>``). Config, the
@@ -76,6 +76,14 @@ def _windows_appdata_or(app: str, *default: str) -> FolderRule:
     return rule
 
 
+def _pi_sessions(env: Mapping[str, str], home: Path) -> Path:
+    """Pi's session folder: ``$PI_CODING_AGENT_SESSION_DIR``, else ``<pi home>/sessions``."""
+    value = env.get("PI_CODING_AGENT_SESSION_DIR")
+    if value:
+        return expand(value, home)
+    return _env_or("PI_CODING_AGENT_DIR", ".pi", "agent")(env, home) / "sessions"
+
+
 def _resolve(env: Mapping[str, str] | None, home: Path | None) -> tuple[Mapping[str, str], Path]:
     return (os.environ if env is None else env), (Path.home() if home is None else home)
 
@@ -138,7 +146,7 @@ class Agent:
 
     def data_dir(self, env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
         """The folder its session logs live under: :meth:`home`, or an XDG data folder for
-        agents that split config and data (Devin, OpenCode)."""
+        agents that split config and data (Devin, OpenCode; Pi's session folder)."""
         env, home = _resolve(env, home)
         return (self._data or self._home)(env, home)
 
@@ -274,13 +282,59 @@ AGENTS: tuple[Agent, ...] = (
         executable="opencode",
         env_vars=("XDG_CONFIG_HOME", "XDG_DATA_HOME"),
         sources=("opencode",),
+        backend="opencode",
+        install="opencode",
+        skills_subdir="skills",
         user_memory=("AGENTS.md",),
         project_memory=("AGENTS.md",),
+        auth_files=("opencode.json", "opencode.jsonc", "config.json"),
+        memory_framing=("system", "Instructions from: {path}\n{text}"),
         notes="XDG layout on every OS: config $XDG_CONFIG_HOME/opencode (~/.config/opencode), "
-        "data $XDG_DATA_HOME/opencode (~/.local/share/opencode). Memory files and the absence "
-        "of a skills folder are unverified.",
+        "data $XDG_DATA_HOME/opencode (~/.local/share/opencode: opencode.db, auth.json). "
+        "Memory file, its framing and the skills listing measured with opencode 1.18.33 "
+        "(docs/agents.md).",
         _home=_xdg("XDG_CONFIG_HOME", (".config",), "opencode", windows_appdata=False),
         _data=_xdg("XDG_DATA_HOME", (".local", "share"), "opencode", windows_appdata=False),
+    ),
+    Agent(
+        name="pi",
+        label="Pi",
+        executable="pi",
+        home_env="PI_CODING_AGENT_DIR",
+        env_vars=("PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR"),
+        sources=("pi",),
+        backend="pi",
+        install="pi",
+        skills_subdir="skills",
+        user_memory=("AGENTS.md",),
+        project_memory=("AGENTS.md",),
+        auth_files=("auth.json", "models.json", "settings.json"),
+        memory_framing=(
+            "system",
+            "# Project Context\n\nProject-specific instructions and guidelines:\n\n"
+            "## {path}\n\n{text}\n\n",
+        ),
+        notes="Pi coding agent (npm @mariozechner/pi-coding-agent): home ~/.pi/agent or "
+        "$PI_CODING_AGENT_DIR; sessions in <home>/sessions/--<cwd>--/*.jsonl or "
+        "$PI_CODING_AGENT_SESSION_DIR. Memory file, its framing and the skills listing "
+        "measured with pi 0.73.1 (docs/agents.md).",
+        _home=_env_or("PI_CODING_AGENT_DIR", ".pi", "agent"),
+        _data=_pi_sessions,
+    ),
+    Agent(
+        name="openclaw",
+        label="OpenClaw",
+        executable="openclaw",
+        home_env="OPENCLAW_STATE_DIR",
+        env_vars=("OPENCLAW_STATE_DIR",),
+        sources=("openclaw",),
+        notes="State folder ~/.openclaw or $OPENCLAW_STATE_DIR; 2026.9.6 keeps each agent's "
+        "sessions in agents/<id>/agent/openclaw-agent.sqlite (older builds: agents/<id>/"
+        "sessions/*.jsonl). It needs Node >= 24.16. Its workspace (agents.defaults.workspace, "
+        "default ~/.openclaw/workspace) AGENTS.md, SOUL.md, USER.md … are sent every turn as "
+        "'## <path>' sections of the system prompt; no replay backend, memory file or skills "
+        "folder is registered yet (docs/agents.md).",
+        _home=_env_or("OPENCLAW_STATE_DIR", ".openclaw"),
     ),
 )
 

@@ -29,7 +29,15 @@ from skillopt_sleep import agents, paths
 from skillopt_sleep.errors import ConfigError, UnknownNameError
 
 #: Backends the engine knows; ``backends.get_backend`` raises for anything else.
-KNOWN_BACKENDS = ("openai_compatible", "anthropic", "claude_code", "codex", "copilot")
+KNOWN_BACKENDS = (
+    "openai_compatible",
+    "anthropic",
+    "claude_code",
+    "codex",
+    "copilot",
+    "opencode",
+    "pi",
+)
 #: Sources the engine knows (the agent registry's, in its order); ``sources.get_source``
 #: raises for anything else.
 KNOWN_SOURCES = agents.source_names()
@@ -44,7 +52,7 @@ _CONFIG_PATH: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
 #: ``document.agent``: the agents whose managed skill can be placed
 #: (:func:`skillopt_sleep.agents.trainable_agents`; spelled out for the type checker, and
 #: checked against the registry here and in the tests).
-TrainableAgent = Literal["claude_code", "codex", "copilot", "devin"]
+TrainableAgent = Literal["claude_code", "codex", "copilot", "devin", "opencode", "pi"]
 assert get_args(TrainableAgent) == tuple(a.name for a in agents.trainable_agents()), (
     "config.TrainableAgent must list agents.trainable_agents()"
 )
@@ -177,6 +185,14 @@ class DeliverConfig(_Strict):
         return out
 
 
+class UIConfig(_Strict):
+    """The local dashboard (``skillopt-sleep ui``): ``serve`` makes the daemon serve it too,
+    on 127.0.0.1 at ``port``."""
+
+    serve: bool = False
+    port: int = Field(8766, ge=1, le=65535)
+
+
 class Settings(BaseSettings):
     """All settings of one run. See ``docs/config.md`` for every key with its unit."""
 
@@ -229,6 +245,8 @@ class Settings(BaseSettings):
 
     document: DocumentConfig = Field(default_factory=lambda: DocumentConfig())
     deliver: DeliverConfig = Field(default_factory=lambda: DeliverConfig())
+    #: The local dashboard (``skillopt-sleep ui``; the daemon serves it when ``ui.serve``).
+    ui: UIConfig = Field(default_factory=lambda: UIConfig())
 
     #: Daemon: local time of the nightly run, "HH:MM" (or "HH:MM:SS").
     schedule: str = "03:00"

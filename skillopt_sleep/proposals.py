@@ -8,6 +8,19 @@ not UTF-8 text is refused before anything is written.
 ``adopt`` refuses when the live file changed since the proposal's base; ``rollback`` refuses
 when the live file changed since the adoption. ``force=True`` overrides both (adopt then
 re-applies only the proposed managed block onto the current file).
+
+**Confinement.** Neither trusts a path the database or a proposal folder names: every target
+is checked against :class:`Roots`, the locations the agent registry allows
+(:mod:`skillopt_sleep.agents`) — each agent's user memory files and managed skill, the project
+memory files of the configured project and of the project the proposal's night ran for, and
+the configured ``document.path`` (a ``path`` document is allowed because, and only while, the
+config names it). A target that resolves elsewhere (a symlinked folder or a link to a file
+outside them) is refused before anything is written, whatever ``force`` says. adopt also
+refuses a staged document or report that does not match the hashes its row recorded
+(``new_hash``, ``base_hash``, ``target_path``); rollback refuses a backup outside
+``<state>/backups`` or whose bytes are not the adoption's ``before_hash``, and removes only
+folders between the target and its root. A staged document that adds a rule the poisoning
+screen flags (:mod:`skillopt_sleep.night.screen`) is adopted only with ``allow_flagged``.
 """
 
 from __future__ import annotations
@@ -17,12 +30,16 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillopt_sleep import paths
-from skillopt_sleep.errors import DocumentError, ProposalError
+from skillopt_sleep import agents, paths
+from skillopt_sleep.config import Settings
+from skillopt_sleep.errors import DocumentError, ProposalError, SkilloptError
 from skillopt_sleep.night.document import SKILL_NAME, Document, decode_live, sha256_text
+from skillopt_sleep.night.screen import document_flags
 from skillopt_sleep.results import (
     AdoptResult,
     NightSummary,
@@ -34,6 +51,146 @@ from skillopt_sleep.results import (
 from skillopt_sleep.store import Store, now_iso
 
 ADOPTION_RECORD = "adoption.json"  # in the proposal's folder: what adopt created (folders)
+
+
+# ------------------------------------------------------------------ confinement
+def _real(path: Path | str) -> str:
+    return os.path.realpath(path)
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+@dataclass(frozen=True)
+class Roots:
+    """The live files adopt and rollback may write: ``(file, root)`` pairs, each file inside
+    its root (an agent's home folder, a project folder, a configured document's folder)."""
+
+    files: tuple[tuple[Path, Path], ...]
+
+    def check(self, target: Path | str, what: str = "the target") -> Path:
+        """The root ``target`` is allowed under; ProposalError (one line, nothing written)
+        when it is none of the allowed files, or resolves (through a symlinked folder or a
+        link) to a file that is none of them inside its own root."""
+        given = Path(os.path.abspath(target))
+        spelled = {str(given), os.path.join(_real(given.parent), given.name)}
+        match = [
+            (f, root)
+            for f, root in self.files
+            if {str(f), os.path.join(_real(f.parent), f.name)} & spelled
+        ]
+        if not match:
+            raise ProposalError(
+                f"refusing {what} {given}: not a location skillopt-sleep writes (an agent's "
+                "memory file or managed skill, a memory file of the configured project, or the "
+                "configured document.path); nothing was written"
+            )
+        real = _real(given)
+        confined = {_real(f) for f, root in self.files if _inside(_real(f), _real(root))}
+        if real not in confined:
+            raise ProposalError(
+                f"refusing {what} {given}: it resolves to {real} (a symlink leaves the "
+                "locations skillopt-sleep writes); nothing was written"
+            )
+        if os.path.lexists(real) and not os.path.isfile(real):
+            raise ProposalError(f"refusing {what} {given}: not a regular file; nothing was written")
+        return match[0][1]
+
+
+def roots(
+    settings: Settings | None = None,
+    *,
+    projects: Iterable[str | Path] = (),
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> Roots:
+    """The :class:`Roots` for ``settings`` (None: the user's config as it is now) in ``env`` /
+    ``home``, with the project memory files of ``projects`` too (the projects the proposals'
+    nights ran for)."""
+    if settings is None:
+        from skillopt_sleep.config import load_settings
+
+        try:
+            settings = load_settings(None)
+        except SkilloptError:  # a broken config: only the registry's user-level locations
+            settings = None
+    env = os.environ if env is None else env
+    home = Path.home() if home is None else home
+    files: list[tuple[Path, Path]] = []
+    for agent in agents.AGENTS:
+        base = agent.home(env, home)
+        files += [(Path(os.path.abspath(f)), base) for f in agent.user_memory_files(env, home)]
+        skills = agent.skills_dir(env, home)
+        if skills is not None:
+            files.append((Path(os.path.abspath(skills / SKILL_NAME / "SKILL.md")), base))
+    folders = [str(p) for p in projects if p]
+    if settings is not None and settings.project is not None:
+        folders.append(str(settings.project))
+    for folder in dict.fromkeys(folders):
+        project = Path(os.path.abspath(Path(folder).expanduser()))
+        if project == Path(project.anchor) or project == Path(os.path.abspath(home)):
+            continue  # a whole drive or the home folder is no project
+        names = {rel for a in agents.AGENTS for rel in a.project_memory} | {
+            "CLAUDE.md",
+            "AGENTS.md",
+        }
+        for variant in dict.fromkeys([project, Path(_real(project))]):
+            files += [(variant / rel, variant) for rel in sorted(names)]
+    if settings is not None and settings.document.kind == "path" and settings.document.path:
+        doc = settings.document.path.expanduser().resolve()
+        files.append((doc, doc.parent))
+    return Roots(tuple(files))
+
+
+def _roots_for(
+    store: Store,
+    rows: Iterable[dict[str, Any]],
+    given: Roots | None,
+    settings: Settings | None = None,
+) -> Roots:
+    """``given``, or the roots of ``settings`` (None: the user's config as it is now) with
+    the projects the nights of the proposals ``rows`` ran for."""
+    if given is not None:
+        return given
+    projects = []
+    for row in rows:
+        night = store.nights.get(int(row.get("night_id") or 0)) if row else None
+        if night and night.get("project"):
+            projects.append(night["project"])
+    return roots(settings, projects=projects)
+
+
+def check_target(store: Store, target: str, settings: Settings | None = None) -> None:
+    """ProposalError unless ``target`` (a path some proposal names) lies where adopt may
+    write (:class:`Roots` of ``settings`` and the nights of the proposals naming it): what
+    reads a managed document for an agent (MCP ``get_skill``) reads no other file."""
+    rows = [r for r in store.proposals.all() if r.get("target_path") == target]
+    _roots_for(store, rows, None, settings).check(target, "the document")
+
+
+def _verify_staged(row: dict[str, Any], text: str) -> None:
+    """ProposalError unless the staged document ``text`` and the proposal's report.json are
+    what the row recorded (its ``new_hash``, ``base_hash`` and ``target_path``)."""
+    pid = row["id"]
+    if sha256_text(text) != (row.get("new_hash") or ""):
+        raise ProposalError(
+            f"proposal {pid}: the staged document does not match its recorded hash (it was "
+            "changed after the night staged it); nothing was written"
+        )
+    try:
+        report = json.loads((Path(row["dir"]) / "report.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        report = None
+    if not isinstance(report, dict) or (
+        report.get("new_hash"),
+        report.get("base_hash"),
+        report.get("target"),
+    ) != (row.get("new_hash"), row.get("base_hash"), row.get("target_path")):
+        raise ProposalError(
+            f"proposal {pid}: its record and its report.json disagree on the target or the "
+            "hashes (one was changed after the night); nothing was written"
+        )
 
 
 def _umask() -> int:
@@ -203,28 +360,52 @@ def report_markdown(row: dict[str, Any]) -> str:
 
 def agent_group(store: Store, proposal_id: str) -> list[str]:
     """The staged proposals that carry the same night's rules for different agents (the
-    proposal the night trained and its agents' copies, :mod:`skillopt_sleep.night.copies`),
-    ``proposal_id``'s own first. ProposalError for an unknown proposal."""
+    proposal the night trained and its agents' copies, :mod:`skillopt_sleep.night.copies`,
+    including copies a later night made of it), ``proposal_id``'s own first. ProposalError
+    for an unknown proposal."""
     row = get_proposal(store, proposal_id)
-    summary = NightSummary.model_validate_json(row.get("summary") or "{}")
-    head = summary.copy_of or proposal_id
-    group = [head] + [
-        c.proposal_id
-        for c in NightSummary.model_validate_json(
-            (store.proposals.get(head) or {}).get("summary") or "{}"
-        ).copies
-        if c.proposal_id
+    head = NightSummary.model_validate_json(row.get("summary") or "{}").copy_of or proposal_id
+    staged = [r for r in store.proposals.all("staged") if r["id"] != proposal_id]
+    members = [
+        r["id"]
+        for r in staged
+        if r["id"] == head
+        or NightSummary.model_validate_json(r.get("summary") or "{}").copy_of == head
     ]
-    staged = [pid for pid in group if (store.proposals.get(pid) or {}).get("status") == "staged"]
-    return [proposal_id] + [pid for pid in staged if pid != proposal_id]
+    return [proposal_id, *members]
 
 
-def adopt_group(store: Store, proposal_id: str, *, force: bool = False) -> list[AdoptResult]:
+def _withdraw_copies(store: Store, proposal_id: str, why: str) -> list[str]:
+    """Reject the staged copies of ``proposal_id``'s rules for other agents (not the proposal
+    itself, and nothing when it is itself a copy); their ids."""
+    row = get_proposal(store, proposal_id)
+    if NightSummary.model_validate_json(row.get("summary") or "{}").copy_for:
+        return []
+    copies = agent_group(store, proposal_id)[1:]
+    for pid in copies:
+        store.proposals.set_status(pid, "rejected", why)
+    return copies
+
+
+def adopt_group(
+    store: Store,
+    proposal_id: str,
+    *,
+    force: bool = False,
+    allow_flagged: bool = False,
+    where: Roots | None = None,
+    settings: Settings | None = None,
+) -> list[AdoptResult]:
     """Adopt ``proposal_id`` and every staged copy of its rules for other agents
-    (:func:`agent_group`), each as :func:`adopt` does. Every member's live file is checked
-    against its base first, so a stale one refuses the whole group before anything is
-    written (unless ``force``). ProposalError says which member failed and what was adopted."""
+    (:func:`agent_group`), each as :func:`adopt` does. Every member's target is checked
+    against the allowed locations, and (unless ``force``) its live file against its base,
+    first, so one bad member refuses the whole group before anything is written.
+    ProposalError says which member failed and what was adopted."""
     group = agent_group(store, proposal_id)
+    rows = [get_proposal(store, pid) for pid in group]
+    where = _roots_for(store, rows, where, settings)
+    for row in rows:
+        where.check(row["target_path"], f"proposal {row['id']}'s target")
     if not force:
         for pid in group:
             row = get_proposal(store, pid)
@@ -243,7 +424,7 @@ def adopt_group(store: Store, proposal_id: str, *, force: bool = False) -> list[
     done: list[AdoptResult] = []
     for pid in group:
         try:
-            done.append(adopt(store, pid, force=force))
+            done.append(adopt(store, pid, force=force, allow_flagged=allow_flagged, where=where))
         except ProposalError as exc:
             kept = ", ".join(a.proposal_id for a in done)
             raise ProposalError(
@@ -253,12 +434,23 @@ def adopt_group(store: Store, proposal_id: str, *, force: bool = False) -> list[
 
 
 def adopt(
-    store: Store, proposal_id: str, *, base_hash: str | None = None, force: bool = False
+    store: Store,
+    proposal_id: str,
+    *,
+    base_hash: str | None = None,
+    force: bool = False,
+    allow_flagged: bool = False,
+    where: Roots | None = None,
+    settings: Settings | None = None,
 ) -> AdoptResult:
     """Write the proposal to its target. Returns the adoption.
 
     ``base_hash`` (optional, from an agent reviewing the proposal) must equal the proposal's.
-    Raises ProposalError for an unknown / non-staged proposal or a stale base.
+    ``allow_flagged``: write a document that adds rules the poisoning screen flags (listed in
+    the result's ``allowed_flagged``). ``where``: the allowed locations (default
+    :func:`roots` of ``settings``, None: the user's config, and the proposal's night). Raises ProposalError for an
+    unknown / non-staged proposal, a stale base, a target outside the allowed locations, a
+    staged document or record that does not match its hashes, or a flagged rule.
     """
     row = get_proposal(store, proposal_id)
     if row["status"] != "staged":
@@ -267,8 +459,16 @@ def adopt(
         raise ProposalError(
             f"proposal {proposal_id}: base_hash does not match (expected {row['base_hash'][:12] or 'absent'})"
         )
+    where = _roots_for(store, [row], where, settings)
+    where.check(row["target_path"], f"proposal {proposal_id}'s target")
     target = Path(row["target_path"])
-    staged = Path(row["dir"]) / "document"
+    folder = Path(row["dir"])
+    if not _inside(_real(folder), _real(paths.proposals_dir())):
+        raise ProposalError(
+            f"proposal {proposal_id}: its folder {folder} is not under "
+            f"{paths.proposals_dir()}; nothing was written"
+        )
+    staged = folder / "document"
     try:
         new_text = staged.read_bytes().decode("utf-8")
     except OSError as exc:
@@ -278,6 +478,7 @@ def adopt(
             f"proposal {proposal_id}: staged document is not UTF-8 ({exc.reason} "
             f"at offset {exc.start})"
         ) from None
+    _verify_staged(row, new_text)
     live = _read_bytes(target)
     try:  # decoded from the bytes just read (not read again), so the hash and text agree
         live_text = (
@@ -304,6 +505,14 @@ def adopt(
         if proposed.description is not None and current.description is not None:
             current.description = proposed.description  # a skill's trained description too
         new_text = current.render(proposed.rules)
+    flags = document_flags(live_text, new_text)
+    if flags and not allow_flagged:
+        first = flags[0]
+        raise ProposalError(
+            f"proposal {proposal_id} adds {len(flags)} flagged text(s), e.g. {first.where} "
+            f"{first.text[:120]!r} ({first.reason}); nothing was written (review report.md; "
+            "`adopt --allow-flagged` writes it anyway)"
+        )
     # the folders this write creates, recorded before it so that rollback removes exactly them
     written = Path(os.path.realpath(target)) if target.is_symlink() else target
     created = _missing_dirs(written)
@@ -349,7 +558,9 @@ def adopt(
         _remove_empty_dirs(created)
         record.unlink(missing_ok=True)
         raise
-    return _adoption(store.adoptions.get(adoption_id) or {})
+    done = _adoption(store.adoptions.get(adoption_id) or {})
+    done.allowed_flagged = [f.text for f in flags]
+    return done
 
 
 def _adoption(row: dict[str, Any]) -> AdoptResult:
@@ -387,15 +598,33 @@ def reject(store: Store, proposal_id: str, reason: str = "") -> RejectResult:
     if row["status"] != "staged":
         raise ProposalError(f"proposal {proposal_id} is {row['status']}, not staged")
     store.proposals.set_status(proposal_id, "rejected", reason or "rejected by user")
+    withdrawn = _withdraw_copies(
+        store, proposal_id, f"rejected with {proposal_id}" + (f": {reason}" if reason else "")
+    )
     row = get_proposal(store, proposal_id)
-    return RejectResult(proposal_id=row["id"], status=row["status"], reason=row["reason"] or "")
+    return RejectResult(
+        proposal_id=row["id"],
+        status=row["status"],
+        reason=row["reason"] or "",
+        withdrawn=withdrawn,
+    )
 
 
-def rollback(store: Store, target: str | None = None, *, force: bool = False) -> RollbackResult:
+def rollback(
+    store: Store,
+    target: str | None = None,
+    *,
+    force: bool = False,
+    where: Roots | None = None,
+    settings: Settings | None = None,
+) -> RollbackResult:
     """Restore the file as it was before the latest (not yet rolled back) adoption.
 
-    ``target``: a path (or None for the latest adoption of any target). Raises ProposalError
-    when there is nothing to roll back or the live file changed since the adoption.
+    ``target``: a path (or None for the latest adoption of any target). ``where``: the
+    allowed locations (default :func:`roots` of the current config and the proposal's night).
+    Raises ProposalError when there is nothing to roll back, the live file changed since the
+    adoption, the target is outside the allowed locations, or the backup is not the one
+    adopt made.
     """
     targets = None
     if target:
@@ -405,6 +634,29 @@ def rollback(store: Store, target: str | None = None, *, force: bool = False) ->
     if a is None:
         raise ProposalError(f"nothing to roll back{' for ' + target if target else ''}")
     path = Path(a["target_path"])
+    proposal = store.proposals.get(a["proposal_id"]) or {}
+    _roots_for(store, [proposal], where, settings).check(path, "the adoption's target")
+    if proposal.get("target_path") != a["target_path"]:
+        raise ProposalError(
+            f"the adoption of {path} does not match its proposal {a['proposal_id']}'s target; "
+            "nothing was written"
+        )
+    backup = b""
+    if a["existed_before"]:
+        bpath = a["backup_path"] or ""
+        if not bpath or not _inside(_real(bpath), _real(paths.backups_dir())):
+            raise ProposalError(
+                f"backup {bpath!r} is not under {paths.backups_dir()}; nothing was written"
+            )
+        try:
+            backup = Path(bpath).read_bytes()
+        except OSError as exc:
+            raise ProposalError(f"backup {bpath} unreadable ({exc})") from None
+        if _hash_bytes(backup) != a["before_hash"]:
+            raise ProposalError(
+                f"backup {bpath} is not the file adopt saved (its hash differs); nothing was "
+                "written"
+            )
     live = _read_bytes(path)
     kept = ""
     if _hash_bytes(live) != a["after_hash"]:
@@ -416,11 +668,7 @@ def rollback(store: Store, target: str | None = None, *, force: bool = False) ->
         if live is not None:  # never lose what the user wrote after adopting
             kept = str(_keep_copy(live, path.name, "before-rollback"))
     if a["existed_before"]:
-        try:
-            data = Path(a["backup_path"]).read_bytes()
-        except OSError as exc:
-            raise ProposalError(f"backup {a['backup_path']} unreadable ({exc})") from None
-        _write(path, data)
+        _write(path, backup)
     removed: list[str] = []
     if not a["existed_before"]:
         if path.exists():
@@ -429,9 +677,19 @@ def rollback(store: Store, target: str | None = None, *, force: bool = False) ->
             except OSError as exc:
                 raise ProposalError(f"cannot remove {path}: {exc.strerror or exc}") from None
         # exactly the folders adopt created, and only those now empty
-        removed = _remove_empty_dirs(_created_dirs(store, a))
+        removed = _remove_empty_dirs(
+            [
+                d
+                for d in _created_dirs(store, a)
+                if _inside(os.path.abspath(path), os.path.abspath(d))
+                and os.path.abspath(d) != os.path.abspath(path)
+            ]
+        )
     store.adoptions.set_rolled_back(a["id"], now_iso())
     store.proposals.set_status(a["proposal_id"], "rolled_back", "rolled back by the user")
+    withdrawn = _withdraw_copies(
+        store, a["proposal_id"], f"withdrawn: the user rolled back {a['proposal_id']}"
+    )
     done = store.adoptions.get(a["id"]) or {}
     return RollbackResult(
         proposal_id=a["proposal_id"],
@@ -440,4 +698,5 @@ def rollback(store: Store, target: str | None = None, *, force: bool = False) ->
         restored_previous=bool(a["existed_before"]),
         kept_copy=kept,
         removed_dirs=removed,
+        withdrawn=withdrawn,
     )

@@ -69,6 +69,8 @@ class EditCounts(_Model):
     rejected: int = 0
     unmatched: int = 0
     unverified: int = 0
+    #: refused by the poisoning screen (:mod:`skillopt_sleep.night.screen`), never replayed
+    flagged: int = 0
 
 
 class Delivery(_Model):
@@ -224,7 +226,7 @@ class EditRecord(_Model):
     op: str
     text: str = ""
     old: str = ""
-    status: str = Field(description="applied | rejected | unmatched | unverified")
+    status: str = Field(description="applied | rejected | unmatched | unverified | flagged")
     reason: str = ""
     rationale: str = ""
     origin: str = ""
@@ -232,6 +234,16 @@ class EditRecord(_Model):
     batch: int | None = None
     val_before: float | None = None
     val_after: float | None = None
+
+
+class FlaggedRule(_Model):
+    """A rule (or a skill's description) the staged document adds that the poisoning screen
+    flags (:mod:`skillopt_sleep.night.screen`): adopt refuses the proposal unless told
+    ``--allow-flagged``."""
+
+    text: str
+    reason: str
+    where: str = "rule"  # rule | description
 
 
 class ProposalReport(_Model):
@@ -256,6 +268,8 @@ class ProposalReport(_Model):
     cost: NightCost = Field(default_factory=NightCost)
     summary: NightSummary = Field(default_factory=NightSummary)
     scored_as: str = ""
+    #: what the document adds that the poisoning screen flags (empty for a clean proposal)
+    flagged: list[FlaggedRule] = Field(default_factory=list)
 
     def to_json(self) -> str:
         """The ``report.json`` text (indented, non-ASCII kept)."""
@@ -302,12 +316,18 @@ class AdoptResult(_Model):
     before_hash: str = ""
     after_hash: str = ""
     existed_before: bool = True
+    #: what the poisoning screen flagged that ``adopt --allow-flagged`` wrote anyway
+    allowed_flagged: list[str] = Field(default_factory=list)
 
 
 class RejectResult(_Model):
+    """A rejection. ``withdrawn``: the staged copies of the same rules for other agents
+    (``p3-codex``), rejected with it (the user said no to the rules)."""
+
     proposal_id: str
     status: str
     reason: str = ""
+    withdrawn: list[str] = Field(default_factory=list)
 
 
 class RollbackResult(_Model):
@@ -323,6 +343,8 @@ class RollbackResult(_Model):
     restored_previous: bool
     kept_copy: str = ""
     removed_dirs: list[str] = Field(default_factory=list)  # folders adopt had created
+    #: staged copies of the same rules for other agents, withdrawn (rejected) with it
+    withdrawn: list[str] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------- status
@@ -420,6 +442,8 @@ class DaemonStatus(_Model):
     next_night: dict[str, Any] | None = None
     last_scheduled: dict[str, Any] | None = None
     last_error: dict[str, Any] | None = None
+    #: the dashboard's address when the daemon serves it (config ``ui.serve``)
+    ui: str | None = None
 
 
 class WildCheck(_Model):
@@ -565,3 +589,28 @@ class SkillInfo(_Model):
     managed_block: bool
     rules: list[str]
     text: str
+
+
+class SessionMessage(_Model):
+    """One harvested (redacted) message of a session, in order."""
+
+    id: int
+    seq: int
+    role: str
+    kind: str | None = None
+    timestamp: str | None = None
+    text: str = ""
+    tool_names: list[str] = Field(default_factory=list)
+
+
+class SessionView(_Model):
+    """A harvested session with its messages (what a search hit links to)."""
+
+    id: str
+    agent: str
+    project: str | None = None
+    started_at: str | None = None
+    updated_at: str | None = None
+    model: str | None = None
+    title: str | None = None
+    messages: list[SessionMessage] = Field(default_factory=list)

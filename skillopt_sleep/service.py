@@ -61,6 +61,8 @@ from skillopt_sleep.results import (
     RollbackResult,
     SearchHit,
     SearchResult,
+    SessionMessage,
+    SessionView,
     SkillInfo,
     Status,
     TaskInfo,
@@ -225,6 +227,36 @@ class Service:
                     snippet=r.snippet,
                 )
                 for r in rows
+            ],
+        )
+
+    def session(self, session_id: str) -> SessionView:
+        """A harvested session with its (redacted) messages in order. BadArgument when
+        unknown."""
+        with self._use() as store:
+            row = store.sessions.get(session_id)
+            if row is None:
+                raise BadArgument(f"no session {session_id!r}")
+            messages = store.sessions.messages(session_id)
+        return SessionView(
+            id=row["id"],
+            agent=row["source"],
+            project=row.get("project"),
+            started_at=row.get("started_at"),
+            updated_at=row.get("updated_at"),
+            model=row.get("model"),
+            title=row.get("title"),
+            messages=[
+                SessionMessage(
+                    id=m["id"],
+                    seq=m["seq"],
+                    role=m["role"],
+                    kind=m.get("kind"),
+                    timestamp=m.get("timestamp"),
+                    text=m.get("text") or "",
+                    tool_names=[str(t) for t in m.get("tool_names") or []],
+                )
+                for m in messages
             ],
         )
 
@@ -538,6 +570,19 @@ class Service:
         with self._progress_lock:
             return list(self._progress.get(night_id, ()))
 
+    @staticmethod
+    def night_log(max_bytes: int = 64_000) -> str:
+        """The end of the daemon's night log (``<state>/night.log``: the stderr of the nights
+        it ran), at most ``max_bytes``; "" when there is none."""
+        path = paths.state_dir() / "night.log"
+        try:
+            with open(path, "rb") as fh:
+                size = fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, size - max_bytes))
+                return fh.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
     # ------------------------------------------------------------------ status
     def status(self, *, nights: int = 5, daemon_timeout: float = 3.0) -> Status:
         """The daemon, the store, the last nights, pending proposals, harvest accounting, the
@@ -637,22 +682,42 @@ class Service:
         )
 
     def adopt(
-        self, proposal_id: str, *, base_hash: str | None = None, force: bool = False
+        self,
+        proposal_id: str,
+        *,
+        base_hash: str | None = None,
+        force: bool = False,
+        allow_flagged: bool = False,
     ) -> AdoptResult:
-        """Write a staged proposal to its live file (atomically, with a backup)."""
+        """Write a staged proposal to its live file (atomically, with a backup), only where
+        the config and the agent registry allow; ``allow_flagged``: even when it adds rules
+        the poisoning screen flags."""
+        settings = self.settings()
         with self._use() as store:
-            return proposals.adopt(store, proposal_id, base_hash=base_hash, force=force)
+            return proposals.adopt(
+                store,
+                proposal_id,
+                base_hash=base_hash,
+                force=force,
+                allow_flagged=allow_flagged,
+                settings=settings,
+            )
 
     def agent_copies(self, proposal_id: str) -> list[str]:
         """The other staged proposals carrying the same night's rules for other agents."""
         with self._use() as store:
             return proposals.agent_group(store, proposal_id)[1:]
 
-    def adopt_all_agents(self, proposal_id: str, *, force: bool = False) -> list[AdoptResult]:
+    def adopt_all_agents(
+        self, proposal_id: str, *, force: bool = False, allow_flagged: bool = False
+    ) -> list[AdoptResult]:
         """Adopt a proposal and the staged copies of its rules for other agents (see
         :func:`skillopt_sleep.proposals.adopt_group`); the adoptions, ``proposal_id``'s first."""
+        settings = self.settings()
         with self._use() as store:
-            return proposals.adopt_group(store, proposal_id, force=force)
+            return proposals.adopt_group(
+                store, proposal_id, force=force, allow_flagged=allow_flagged, settings=settings
+            )
 
     def reject(self, proposal_id: str, reason: str = "") -> RejectResult:
         with self._use() as store:
@@ -663,9 +728,10 @@ class Service:
     ) -> RollbackResult:
         """Restore a file as it was before its latest adoption. ``managed_only``: ``target``
         must be a file some proposal or adoption refers to (BadArgument otherwise)."""
+        settings = self.settings()
         with self._use() as store:
             path = self._managed(store, target) if target and managed_only else target
-            return proposals.rollback(store, path, force=force)
+            return proposals.rollback(store, path, force=force, settings=settings)
 
     def skill(self, target: str | None = None) -> SkillInfo:
         """A managed document as it is now (default: the latest proposal's target)."""
@@ -679,6 +745,7 @@ class Service:
                         "no managed target yet: no proposal has been staged (run a night first)"
                     )
                 path = latest["target_path"]
+            proposals.check_target(store, path, self.settings())
         text = read_live(Path(path))
         return SkillInfo(
             target=path,

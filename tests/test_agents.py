@@ -45,6 +45,8 @@ def test_the_registry_names_each_agent_once() -> None:
         "devin",
         "cursor",
         "opencode",
+        "pi",
+        "openclaw",
     ]
     spellings = [n for a in AGENTS for n in a.names]
     assert len(spellings) == len(set(spellings))  # no alias names two agents
@@ -73,7 +75,8 @@ def test_an_unknown_name_is_one_line_listing_the_known_ones() -> None:
         get_agent("claude")
     assert isinstance(info.value, SkilloptError)
     assert str(info.value) == (
-        "unknown agent 'claude'; known: claude_code, codex, copilot, cursor, devin, opencode"
+        "unknown agent 'claude'; known: claude_code, codex, copilot, cursor, devin, openclaw, "
+        "opencode, pi"
     )
     assert "\n" not in str(info.value)
     with pytest.raises(UnknownNameError, match="unknown source 'copilot'; known: claude_code"):
@@ -121,6 +124,8 @@ def test_config_sources_are_the_registry_sources() -> None:
         "devin",
         "cursor",
         "opencode",
+        "pi",
+        "openclaw",
     )
     for name in source_names():
         assert get_source(name).name == name
@@ -134,7 +139,8 @@ def test_config_sources_are_the_registry_sources() -> None:
 
 def test_document_agent_choices_are_the_trainable_agents() -> None:
     names = tuple(a.name for a in trainable_agents())
-    assert get_args(TrainableAgent) == names == ("claude_code", "codex", "copilot", "devin")
+    assert get_args(TrainableAgent) == names
+    assert names == ("claude_code", "codex", "copilot", "devin", "opencode", "pi")
     assert all(a.skills_dir({}, Path("/h")) is not None for a in trainable_agents())
     for a in AGENTS:
         if a not in trainable_agents():
@@ -254,10 +260,10 @@ def test_install_keys_and_cli_choices_come_from_the_registry() -> None:
 
     installable = [a for a in AGENTS if a.install]
     assert tuple(a.install for a in installable) == INSTALL_KEYS
-    assert INSTALL_KEYS == ("claude-code", "codex", "copilot", "devin")
+    assert INSTALL_KEYS == ("claude-code", "codex", "copilot", "devin", "opencode", "pi")
     assert set(AGENT_CHOICES) == {n for a in installable for n in (a.install, *a.names)}
     assert {"claude-code", "claude_code"} <= set(AGENT_CHOICES)
-    assert "cursor" not in AGENT_CHOICES and "opencode" not in AGENT_CHOICES
+    assert "cursor" not in AGENT_CHOICES
     for a in installable:
         assert (plugins_root() / str(a.install)).is_dir()
         for spelling in {a.install, *a.names}:

@@ -16,6 +16,7 @@ SQL_ALLOWED = {
     # source data the harvester parses, not our store
     "sources/opencode.py": "reads opencode's own SQLite database",
     "sources/devin.py": "reads Devin's own SQLite database",
+    "sources/openclaw.py": "reads OpenClaw's own SQLite database",
 }
 
 SQL = re.compile(

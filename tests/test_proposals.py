@@ -42,6 +42,17 @@ def store(tmp_path):
     return Store(tmp_path / "s.db")
 
 
+@pytest.fixture(autouse=True)
+def agent_locations(tmp_path, monkeypatch):
+    """The files these tests adopt are locations adopt may write: the user's home is
+    ``tmp_path/h`` (Claude Code's skills under ``h/.claude``), Codex's home ``tmp_path``
+    (``tmp_path/AGENTS.md``), and the configured project ``tmp_path/proj``."""
+    (tmp_path / "h").mkdir(exist_ok=True)
+    monkeypatch.setenv("HOME", str(tmp_path / "h"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path))
+    monkeypatch.setenv("SKILLOPT_SLEEP_PROJECT", str(tmp_path / "proj"))
+
+
 ORIGINAL = b"# My CLAUDE.md\r\n\r\nHand-written rule, keep me.\r\n\xe2\x9c\x93 unicode\r\n"
 
 
@@ -66,7 +77,7 @@ def test_adopt_changes_only_the_managed_block_and_rollback_restores_bytes(store,
 
 
 def test_adopt_creates_a_new_skill_and_rollback_removes_it(store, tmp_path):
-    target = tmp_path / "skills" / "skillopt-sleep-learned" / "SKILL.md"
+    target = tmp_path / "h" / ".claude" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
     pid = stage(store, target, ["Rule."])
     adopt(store, pid)
     assert target.read_text().startswith("---\nname: skillopt-sleep-learned\n")
@@ -122,11 +133,10 @@ def test_newer_proposal_supersedes_older(store, tmp_path):
 
 
 def test_adopt_writes_through_a_symlink_and_rollback_keeps_it(store, tmp_path):
-    real = tmp_path / "dotfiles" / "CLAUDE.md"
+    real = tmp_path / "proj" / "CLAUDE.md"  # a link between two of the project's memory files
     real.parent.mkdir()
     real.write_bytes(b"mine\n")
     link = tmp_path / "proj" / "AGENTS.md"
-    link.parent.mkdir()
     link.symlink_to(real)
     adopt(store, stage(store, link, ["Rule."]))
     assert link.is_symlink() and b"- Rule." in real.read_bytes()
@@ -146,8 +156,9 @@ def test_forced_rollback_keeps_the_users_later_edit(store, tmp_path):
 
 
 def test_unwritable_target_is_a_proposal_error_and_records_nothing(store, tmp_path):
-    parent = tmp_path / "gone"
-    target = parent / "AGENTS.md"
+    parent = tmp_path / "proj" / ".claude"
+    parent.parent.mkdir()
+    target = parent / "CLAUDE.md"
     pid = stage(store, target, ["Rule."])
     parent.write_text("now a file, not a folder")
     with pytest.raises(ProposalError, match=r"cannot (read|write)"):
@@ -161,7 +172,8 @@ LATIN1 = b"# notes\n\xff\xfe latin1 caf\xe9\n"
 
 
 def test_adopt_refuses_a_live_file_that_is_not_utf8_and_writes_nothing(store, tmp_path):
-    target = tmp_path / "CLAUDE.md"
+    target = tmp_path / "proj" / "CLAUDE.md"
+    target.parent.mkdir(exist_ok=True)
     target.write_bytes(b"# notes\n")
     pid = stage(store, target, ["Rule."])
     target.write_bytes(LATIN1)  # e.g. re-saved as Latin-1 by an editor after the night
@@ -181,7 +193,8 @@ def test_adopt_refuses_a_live_file_that_is_not_utf8_and_writes_nothing(store, tm
 
 
 def test_rollback_of_a_file_made_non_utf8_after_adopt(store, tmp_path):
-    target = tmp_path / "CLAUDE.md"
+    target = tmp_path / "proj" / "CLAUDE.md"
+    target.parent.mkdir(exist_ok=True)
     target.write_bytes(b"v1\n")
     adopt(store, stage(store, target, ["Rule."]))
     target.write_bytes(LATIN1)
@@ -211,6 +224,7 @@ def umask():
 def test_a_file_adopt_creates_gets_the_umask_default_mode(store, tmp_path, umask, mask):
     umask(mask)
     target = tmp_path / "proj" / "AGENTS.md"
+    target.parent.mkdir()
     adopt(store, stage(store, target, ["Rule."]))
     assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~mask
     # a copy of the user's file in the backups folder stays private
@@ -238,7 +252,6 @@ def skill_path(home: Path) -> Path:
 
 def test_rollback_removes_every_folder_adopt_created(store, tmp_path):
     home = tmp_path / "h"
-    home.mkdir()
     target = skill_path(home)
     adopt(store, stage(store, target, ["Rule."]))
     assert target.is_file()
@@ -263,7 +276,6 @@ def test_rollback_keeps_folders_that_existed_before_adopt_even_if_empty(store, t
 
 def test_rollback_keeps_a_created_folder_the_user_put_something_in(store, tmp_path):
     home = tmp_path / "h"
-    home.mkdir()
     target = skill_path(home)
     adopt(store, stage(store, target, ["Rule."]))
     other = home / ".claude" / "skills" / "my-own-skill" / "SKILL.md"
@@ -286,7 +298,8 @@ def test_rollback_of_an_adoption_that_replaced_a_file_removes_no_folder(store, t
 
 # ---------------------------------------------------------------- forced adopt, line endings
 def test_forced_adopt_onto_a_crlf_file_whose_last_line_ends_in_lf(store, tmp_path):
-    target = tmp_path / "CLAUDE.md"
+    target = tmp_path / "proj" / "CLAUDE.md"
+    target.parent.mkdir(exist_ok=True)
     target.write_bytes(b"v1\r\n")
     pid = stage(store, target, ["Use `pnpm` instead of `npm`."])
     edited = b"# Notes\r\n\r\nKeep me.  \r\nlast line from another editor\n"

@@ -16,6 +16,8 @@ REGISTRY: dict[str, str] = {
     "claude_code": "skillopt_sleep.backends.claude_code:ClaudeCodeBackend",
     "codex": "skillopt_sleep.backends.codex:CodexBackend",
     "copilot": "skillopt_sleep.backends.copilot:CopilotBackend",
+    "opencode": "skillopt_sleep.backends.opencode:OpenCodeBackend",
+    "pi": "skillopt_sleep.backends.pi:PiBackend",
 }
 
 

@@ -80,6 +80,16 @@ def marked(prompt: str) -> str:
     return f"{SELF_MARKER}\n{prompt}"
 
 
+def prompt_for(request: CompletionRequest, placed: Placement | None) -> str:
+    """What the agent is asked. A placed replay (certified = deployed) sends the task
+    exactly as the user asks it: any other word reaches the model and can change what it
+    does (the marker's words made the model pick a skill the user's own prompt would not).
+    Its session cannot reach the user's logs instead (no transcript, an ephemeral run, or a
+    throw-away home: see each backend). An unplaced call (the fallback that gives the
+    document as system text) is :func:`marked`."""
+    return request.prompt if placed is not None else marked(request.prompt)
+
+
 # ---------------------------------------------------------------- processes
 @dataclass
 class ProcessResult:
@@ -401,6 +411,23 @@ class ExecBackend(Backend):
         target = home / placement.path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(placement.text, encoding="utf-8")
+        return home
+
+    def home_copy(self, scratch: Path) -> Path:
+        """A throw-away home folder for this agent holding copies of the user's login files
+        and user-level memory files, as the live agent finds them: for a replay of a project
+        file whose CLI would otherwise write its session among the user's logs."""
+        agent = agents.get_agent(self.agent)
+        home = scratch / f"{self.agent}-home"
+        home.mkdir(exist_ok=True)
+        real = agent.home()
+        for name in (*agent.auth_files, *agent.user_memory):
+            src = real / name
+            if src.is_file():
+                dst = home / name
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dst)
+                os.chmod(dst, 0o600)
         return home
 
     def base_env(self) -> dict[str, str]:

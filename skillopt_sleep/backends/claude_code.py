@@ -39,7 +39,7 @@ from skillopt_sleep.backends._exec import (
     classify,
     json_lines,
     map_tool_names,
-    marked,
+    prompt_for,
     remove_empty_tree,
     stderr_failure,
     usage_of,
@@ -124,7 +124,7 @@ class ClaudeCodeBackend(ExecBackend):
         key = api_key(self.config)
         if key:
             env["ANTHROPIC_API_KEY"] = key
-        return CallSetup(argv=argv, env=env, stdin=marked(request.prompt), files=files)
+        return CallSetup(argv=argv, env=env, stdin=prompt_for(request, placed), files=files)
 
     def cleanup(self, setup: CallSetup, cwd: Path) -> None:
         # --no-session-persistence writes no transcript, but Claude Code still creates an

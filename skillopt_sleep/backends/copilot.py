@@ -46,7 +46,7 @@ from skillopt_sleep.backends._exec import (
     classify,
     json_lines,
     map_tool_names,
-    marked,
+    prompt_for,
     stderr_failure,
     usage_of,
 )
@@ -138,6 +138,10 @@ class CopilotBackend(ExecBackend):
             # the user's login is kept (config.json) unless the provider comes from base_url
             home = self.overlay_home(placed, scratch, copy_auth=not self.config.base_url)
             env["COPILOT_HOME"] = str(home)
+        elif placed is not None and not self.config.base_url:
+            # a project file: the user's login and own instructions, in a throw-away home, so
+            # the replay's session (sent as the user asks, unmarked) stays out of their logs
+            env["COPILOT_HOME"] = str(self.home_copy(scratch))
         if self.config.base_url:
             home = scratch / "copilot-home"
             home.mkdir(exist_ok=True)
@@ -159,7 +163,7 @@ class CopilotBackend(ExecBackend):
             files = {"AGENTS.md": request.system}
         else:
             files = {}
-        return CallSetup(argv=argv, env=env, stdin=marked(request.prompt), files=files)
+        return CallSetup(argv=argv, env=env, stdin=prompt_for(request, placed), files=files)
 
     def parse(
         self, result: ProcessResult, request: CompletionRequest, scratch: Path

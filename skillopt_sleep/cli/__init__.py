@@ -219,16 +219,26 @@ def adopt_cmd(
         "--all-agents",
         help="Also adopt the staged copies of its rules for the other agents (p3-codex, …).",
     ),
+    allow_flagged: bool = typer.Option(
+        False,
+        "--allow-flagged",
+        help="Write it even though it adds rules the poisoning screen flags (commands that "
+        "download and run code, send data out, read credentials, weaken permissions or skip "
+        "confirmations, hidden text); each one written is printed. Never allows a target "
+        "outside the agents' locations or a document that changed since it was staged.",
+    ),
 ) -> None:
     """Write a staged proposal to its live file (atomically, with a backup)."""
     svc = service()
     done = (
-        svc.adopt_all_agents(proposal_id, force=force)
+        svc.adopt_all_agents(proposal_id, force=force, allow_flagged=allow_flagged)
         if all_agents
-        else [svc.adopt(proposal_id, force=force)]
+        else [svc.adopt(proposal_id, force=force, allow_flagged=allow_flagged)]
     )
     for a in done:
         out.print(f"adopted {a.proposal_id} -> {a.target_path}", markup=False)
+        for text in a.allowed_flagged:
+            out.print(f"  written although flagged (--allow-flagged): {text}", markup=False)
         if a.backup_path:
             out.print(f"  backup: {a.backup_path}", markup=False)
     out.print(
@@ -251,8 +261,10 @@ def reject_cmd(
     reason: str = typer.Option("", help="Why (kept with the proposal)."),
 ) -> None:
     """Discard a staged proposal."""
-    service().reject(proposal_id, reason)
-    out.print(f"rejected {proposal_id}")
+    r = service().reject(proposal_id, reason)
+    out.print(f"rejected {proposal_id}", markup=False)
+    if r.withdrawn:
+        out.print(f"  and its copies for other agents: {', '.join(r.withdrawn)}", markup=False)
 
 
 @app.command("rollback")
@@ -264,7 +276,12 @@ def rollback_cmd(
 ) -> None:
     """Restore the file as it was before the latest adoption, byte for byte."""
     a = service().rollback(target, force=force)
-    out.print(f"rolled back {a.proposal_id}: {a.target_path} restored")
+    out.print(f"rolled back {a.proposal_id}: {a.target_path} restored", markup=False)
+    if a.withdrawn:
+        out.print(
+            f"  its copies for other agents, still staged, were withdrawn: {', '.join(a.withdrawn)}",
+            markup=False,
+        )
     if a.kept_copy:
         out.print(f"  your edited version was kept at {a.kept_copy}")
 
@@ -391,6 +408,8 @@ def _print_daemon(d: dict[str, Any]) -> None:
         out.print(
             f"  night running: {night.get('trigger')} since {night.get('started_at')} (pid {night.get('pid')})"
         )
+    if d.get("ui"):
+        out.print(f"  dashboard: {d['ui']} (`skillopt-sleep ui` prints it with its token)")
     nxt = d.get("next_night") or {}
     if nxt:
         when = "now (due)" if nxt.get("pending") else nxt.get("at")
@@ -416,7 +435,9 @@ def _print_daemon(d: dict[str, Any]) -> None:
 @app.command()
 def demo(
     keep: Path | None = typer.Option(
-        None, help="Use this folder instead of a temporary one and keep it."
+        None,
+        help="Put the sandbox in this folder (default: a new temporary folder, kept when a "
+        "proposal was staged so you can look around; delete it when done).",
     ),
 ) -> None:
     """Run a full night in a sandbox against the bundled simulator (no agent or key needed)."""
@@ -438,7 +459,7 @@ def demo(
 
 
 #: Modules that add command groups; each defines ``register(app: typer.Typer) -> None``.
-COMMAND_MODULES: list[str] = ["mcp", "sources", "install", "daemon"]
+COMMAND_MODULES: list[str] = ["mcp", "sources", "install", "daemon", "ui"]
 
 
 def _register_extra_commands() -> None:

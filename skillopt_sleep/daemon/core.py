@@ -117,6 +117,7 @@ class Daemon(LiveIngest):
         self._ingest_req_seq = 0
         self._seq_cond = threading.Condition()
         self.last_activity_ts: float | None = None
+        self.dashboard: Any = None  # ui.server.Dashboard when ui.serve is set
 
     # ------------------------------------------------------------------ helpers
     def store(self) -> _StoreCtx:
@@ -237,6 +238,8 @@ class Daemon(LiveIngest):
             night_since=self._night_since,
         ).start()
         self.server = control.ControlServer(self.handle).start()
+        if s.ui.serve:
+            self._start_dashboard(s.ui.port)
         process.write_json_atomic(
             process.pid_path(),
             {
@@ -251,6 +254,21 @@ class Daemon(LiveIngest):
         threading.Thread(
             target=self._tick_scheduler, args=("start",), name="catch-up", daemon=True
         ).start()
+
+    def _start_dashboard(self, port: int) -> None:
+        """Serve the dashboard (config ``ui.serve``) in a thread; a port that cannot be had is
+        logged and shown by ``status``, and the daemon goes on without it."""
+        from skillopt_sleep.errors import SkilloptError
+        from skillopt_sleep.service import Service
+        from skillopt_sleep.ui.server import Dashboard
+
+        try:
+            self.dashboard = Dashboard(Service(self.config_path), port).start()
+        except SkilloptError as exc:
+            log.error("dashboard: %s", exc)
+            self.note_error(f"dashboard: {exc}")
+            return
+        log.info("dashboard on %s (token in the state folder's ui-token)", self.dashboard.url)
 
     def _tick_scheduler(self, reason: str) -> None:
         if self.scheduler is None or self.stopping.is_set():
@@ -283,6 +301,8 @@ class Daemon(LiveIngest):
     def _shutdown(self) -> None:
         self.stopping.set()
         log.info("stopping")
+        if self.dashboard is not None:
+            self.dashboard.stop()
         if self.server:
             self.server.close()
         if self.scheduler:
@@ -361,6 +381,7 @@ class Daemon(LiveIngest):
             "next_night": self.scheduler.next_night() if self.scheduler else None,
             "last_scheduled": self.scheduler.last_launch if self.scheduler else None,
             "last_error": self.last_error,
+            "ui": self.dashboard.url if self.dashboard is not None else None,
         }
 
 

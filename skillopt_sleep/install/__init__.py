@@ -16,6 +16,13 @@ What each agent gets (``--user``, the default, or ``--project DIR``):
   ``$COPILOT_HOME/skills`` and a snippet in ``$COPILOT_HOME/copilot-instructions.md``; for a
   project ``DIR/.vscode/mcp.json`` (VS Code), ``DIR/.github/skills`` and
   ``DIR/.github/copilot-instructions.md``.
+* ``opencode`` — ``mcp.skillopt-sleep`` (``type: local``, ``command: [skillopt-sleep, mcp]``) in
+  ``~/.config/opencode/opencode.json`` (``$XDG_CONFIG_HOME``; ``DIR/opencode.json``), the skill in
+  ``~/.config/opencode/skills`` (``DIR/.opencode/skills``) and a snippet in
+  ``~/.config/opencode/AGENTS.md`` (``DIR/AGENTS.md``).
+* ``pi`` — Pi has no MCP client: the ``skillopt-sleep`` skill (naming the command line) in
+  ``~/.pi/agent/skills`` (``$PI_CODING_AGENT_DIR``; ``DIR/.pi/skills``) and a snippet in
+  ``~/.pi/agent/AGENTS.md`` (``DIR/AGENTS.md``).
 * ``devin`` — ``mcpServers.skillopt-sleep`` in ``~/.config/devin/config.json``
   (``DIR/.devin/config.json``), the skill in ``~/.config/devin/skills`` (``DIR/.devin/skills``)
   and a snippet in ``~/.config/devin/AGENTS.md`` (``DIR/AGENTS.md``).
@@ -31,6 +38,12 @@ its original bytes (or its absence) are saved under ``<state>/install/<agent>-<s
 ``uninstall`` writes them back byte for byte — or, when the file was edited since, removes only
 what install added. A second ``install`` changes nothing. All writes go through
 :func:`skillopt_sleep.proposals.atomic_write`.
+
+Confinement: every file install or uninstall writes or removes must lie in the agent's folder
+(``--user``) or the project (``--project DIR``), also once resolved: a symlinked folder or a
+link to a file outside them (outside every agent's folder, for ``--user``) is refused before
+anything is written, and so is an install record naming a file outside them or an original
+outside its own folder.
 """
 
 from __future__ import annotations
@@ -221,6 +234,44 @@ def plan(
                 tag="copilot",
             ),
         ]
+    if agent == "opencode":
+        server = _read_json(shell / "opencode.json")["mcp"][SERVER]
+        return [
+            Step(
+                project / "opencode.json" if project else user_dir / "opencode.json",
+                "json",
+                "MCP server",
+                ["mcp", SERVER],
+                server,
+            ),
+            *_skill_steps(
+                skill_src,
+                (project / ".opencode" / "skills" if project else user_dir / "skills") / SKILL_DIR,
+                "skill skillopt-sleep",
+            ),
+            Step(
+                (project if project else user_dir) / "AGENTS.md",
+                "block",
+                "rules snippet (AGENTS.md)",
+                value=(shell / "AGENTS.md").read_text("utf-8"),
+                tag="opencode",
+            ),
+        ]
+    if agent == "pi":  # no MCP client in Pi: a skill and a snippet naming the command line
+        return [
+            *_skill_steps(
+                skill_src,
+                (project / ".pi" / "skills" if project else user_dir / "skills") / SKILL_DIR,
+                "skill skillopt-sleep",
+            ),
+            Step(
+                (project if project else user_dir) / "AGENTS.md",
+                "block",
+                "rules snippet (AGENTS.md)",
+                value=(shell / "AGENTS.md").read_text("utf-8"),
+                tag="pi",
+            ),
+        ]
     # devin
     server = _read_json(shell / "config.json")["mcpServers"][SERVER]
     base = project / ".devin" if project else user_dir
@@ -308,6 +359,35 @@ def _read(path: Path) -> bytes | None:
         raise InstallError(f"{path} is a directory") from None
 
 
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _confine(
+    paths_: list[Path],
+    agent: str,
+    project: Path | None,
+    env: Mapping[str, str] | None,
+    home: Path | None,
+) -> None:
+    """InstallError (nothing written) unless every path lies in the scope's folder — the
+    project, or the agent's home — both as written and once every symlink is resolved (for
+    the user scope, a link into another agent's home is allowed too)."""
+    root = project if project is not None else agent_home(agent, env, home)
+    roots = [os.path.realpath(root)]
+    if project is None:
+        roots += [os.path.realpath(a.home(env, home)) for a in agents.AGENTS]
+    for path in paths_:
+        if not _inside(os.path.abspath(path), os.path.abspath(root)):
+            raise InstallError(f"refusing {path}: outside {root}; nothing was written")
+        real = os.path.realpath(path)
+        if not any(_inside(real, r) for r in roots):
+            raise InstallError(
+                f"refusing {path}: it resolves to {real}, outside {root} (a symlink leaves "
+                "the agent's folder); nothing was written"
+            )
+
+
 def _normalize_project(project: Path | None) -> Path | None:
     if project is None:
         return None
@@ -363,6 +443,7 @@ def install(
     agent = install_key(agent)
     project = _normalize_project(project)
     steps = plan(agent, project, env=env, home=home)
+    _confine([s.path for s in steps], agent, project, env, home)
     report = Report(agent, _scope(project)[0], dry_run)
     # several steps may edit one file: fold them in order
     by_path: dict[Path, list[Step]] = {}
@@ -384,9 +465,14 @@ def install(
     if agent != "claude-code" and not shutil.which(
         "skillopt-sleep", path=(env or os.environ).get("PATH")
     ):
+        how = (
+            "the skill has the agent run it through its bash tool"
+            if agent == "pi"
+            else "the agent starts the MCP server as `skillopt-sleep mcp`"
+        )
         report.notes.append(
-            "`skillopt-sleep` is not on PATH: the agent starts the MCP server as "
-            "`skillopt-sleep mcp`, so put it on PATH (e.g. pipx install skillopt-sleep)"
+            f"`skillopt-sleep` is not on PATH: {how}, so put it on PATH "
+            "(e.g. pipx install skillopt-sleep)"
         )
     if project is not None:
         note = trust_note(agent, project, env=env, home=home)
@@ -450,6 +536,24 @@ def uninstall(
             groups.setdefault(str(s.path), []).append(s)
     except InstallError:
         groups = {}
+    _confine([Path(p) for p in manifest["files"]], agent, project, env, home)
+    for path_s, entry in manifest["files"].items():
+        original = entry.get("original")
+        if original and not _inside(os.path.realpath(folder / original), os.path.realpath(folder)):
+            raise InstallError(
+                f"install record {folder / 'manifest.json'} names an original outside "
+                f"{folder}; nothing was written"
+            )
+        stray = [
+            d
+            for d in entry.get("created_dirs", [])
+            if not _inside(os.path.abspath(path_s), os.path.abspath(d))
+        ]
+        if stray:  # only the folders above the file install created may be removed
+            raise InstallError(
+                f"install record {folder / 'manifest.json'} names a folder {stray[0]} that "
+                f"is not above {path_s}; nothing was written"
+            )
     for path_s, entry in reversed(list(manifest["files"].items())):
         path = Path(path_s)
         cur = _read(path)

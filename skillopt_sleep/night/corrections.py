@@ -459,6 +459,26 @@ def _opens_request(text: str) -> bool:
     return bool(words) and words[0] in _REQUEST_VERBS and not _BACKREF & set(words[1:])
 
 
+#: markup an agent wraps around text the user did not type (attached files, selections, IDE
+#: state, reminders, the typed query itself): a prompt that still carries it holds injected
+#: text, which is never a correction
+_INJECTED_MARKUP = re.compile(
+    r"</?\s*(?:user_query|attached_files|attached_file|file|file_contents|manually_attached_\w+"
+    r"|open_and_recently_viewed_files|code_selection|ide_selection|ide_opened_file"
+    r"|system-reminder|system_reminder|environment_context|user_instructions|additional_data"
+    r"|rules|instructions|custom_instruction|current_datetime|attachments?|context"
+    r"|command-message|command-args|local-command-stdout)\b[^>]*>",
+    re.I,
+)
+
+
+def typed_by_user(text: str) -> bool:
+    """False when a prompt carries markup of injected context (an attached file's text, an
+    IDE selection, a ``<user_query>`` tag a file held …): corrections come only from text the
+    user typed, never from files, tool output or attachments."""
+    return not _INJECTED_MARKUP.search(text)
+
+
 def classify(text: str) -> Label:
     """Label a user prompt that follows an assistant answer (see the module docstring)."""
     t = _clean(text)

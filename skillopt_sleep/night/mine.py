@@ -281,6 +281,8 @@ def _walk(
             if label != "neutral":
                 if current is None or not current.answered:
                     dropped["feedback_without_answer"] += 1
+                elif label == "correction" and not fb.typed_by_user(text):
+                    dropped["correction_in_injected_text"] += 1  # a file's words, not the user's
                 elif label == "correction":
                     current.corrections.append(fb.analyze(text, current.answer, session_tools))
                     current.answer = ""

@@ -370,7 +370,7 @@ def _run(
     summary.edits = EditCounts(
         **{
             st: sum(e.status == st for e in night.edits)
-            for st in ("applied", "rejected", "unmatched", "unverified")
+            for st in ("applied", "rejected", "unmatched", "unverified", "flagged")
         }
     )
     summary.rules_after = len(rules)
@@ -488,6 +488,11 @@ def _run(
     extra.update({k: costs[k] for k in ("calls", "cached_calls", "input_tokens", "output_tokens")})
     if same:  # an unchanged re-run: the staged proposal already says this
         summary.reason = f"same result as the staged proposal {same[0]['id']}"
+        new_copies = [c.proposal_id for c in summary.copies if c.status == "staged"]
+        if new_copies:
+            summary.reason += (
+                f"; its rules now staged for other agents too: {', '.join(map(str, new_copies))}"
+            )
         return finish(
             NightStatus.SUCCEEDED, costs.get("seconds"), proposal_id=same[0]["id"], **extra
         )

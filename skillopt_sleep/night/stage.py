@@ -16,9 +16,11 @@ from typing import Any
 from skillopt_sleep import paths
 from skillopt_sleep.models import Task
 from skillopt_sleep.night.document import Edit, sha256_text
+from skillopt_sleep.night.screen import document_flags, visible
 from skillopt_sleep.results import (
     Delivery,
     EditRecord,
+    FlaggedRule,
     NightCost,
     NightSummary,
     ProposalReport,
@@ -153,6 +155,10 @@ def stage_proposal(
         cost=cost,
         summary=summary,
         scored_as=scoring_note(target_path, delivered),
+        flagged=[
+            FlaggedRule(text=f.text, reason=f.reason, where=f.where)
+            for f in document_flags(base_text, new_text)
+        ],
     )
     (folder / "report.json").write_text(report.to_json(), "utf-8")
     (folder / "report.md").write_text(render_markdown(report, diff), encoding="utf-8")
@@ -204,7 +210,7 @@ def scoring_note(target_path: Path | str, delivered: str | None = None) -> str:
 
 def _cell(text: str) -> str:
     """Text fit for one Markdown table cell: one line, no column bar."""
-    return " ".join(str(text).split()).replace("|", "/")
+    return visible(" ".join(str(text).split())).replace("|", "/")
 
 
 def render_markdown(report: ProposalReport, diff: str) -> str:
@@ -244,8 +250,10 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
             else []
         ),
         *_copy_lines(report),
-        f"Adopt with `skillopt-sleep adopt {report.id}`, discard with "
-        f"`skillopt-sleep reject {report.id}`.",
+        *_flag_lines(report),
+        f"Adopt with `skillopt-sleep adopt {report.id}"
+        + (" --allow-flagged" if report.flagged else "")
+        + f"`, discard with `skillopt-sleep reject {report.id}`.",
         "",
         "## Edits",
         "",
@@ -254,7 +262,7 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
     ]
     for e in report.edits:
         what = e.text if e.op == "add" else (e.old if e.op == "delete" else f"{e.old} → {e.text}")
-        what = what.replace("\n", "; ").replace("|", "\\|")
+        what = visible(what.replace("\n", "; ")).replace("|", "\\|")
         lines.append(
             f"| {e.status} | {e.op}: {what} | {_fmt(e.val_before)} → {_fmt(e.val_after)} "
             f"| {_cell(e.reason)} | {_cell(e.rationale)} |"
@@ -266,6 +274,35 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
             lines.append(f"| {intent} | {_fmt(t.before)} | {_fmt(t.after)} |")
     lines += ["", "## Diff", "", "```diff", diff.rstrip("\n"), "```", ""]
     return "\n".join(lines)
+
+
+def _item(text: str) -> str:
+    """Text fit for one Markdown list item: one line, hidden characters shown."""
+    return visible(" ".join(str(text).split()))
+
+
+def _flag_lines(report: ProposalReport) -> list[str]:
+    """For report.md: what the poisoning screen refused during the night, and what the
+    document adds that it flags (then adopt refuses it without ``--allow-flagged``)."""
+    lines: list[str] = []
+    refused = [e for e in report.edits if e.status == "flagged"]
+    if refused:
+        lines += [
+            f"The poisoning screen refused {len(refused)} edit(s) the optimizer proposed "
+            "(never replayed, never applied):",
+            "",
+            *(f"- {e.op}: {_item(e.text)} — {_item(e.reason)}" for e in refused),
+            "",
+        ]
+    if report.flagged:
+        lines += [
+            f"**Flagged:** this document adds {len(report.flagged)} text(s) the poisoning "
+            "screen flags; `adopt` refuses it unless given `--allow-flagged`:",
+            "",
+            *(f"- {f.where}: {_item(f.text)} — {_item(f.reason)}" for f in report.flagged),
+            "",
+        ]
+    return lines
 
 
 def _copy_lines(report: ProposalReport) -> list[str]:

@@ -29,14 +29,15 @@ from __future__ import annotations
 import copy
 import json
 import random
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.config import Settings
 from skillopt_sleep.errors import BudgetExceeded
 from skillopt_sleep.models import CompletionRequest, Placement, Task
-from skillopt_sleep.night import prompts
+from skillopt_sleep.night import prompts, screen
 from skillopt_sleep.night.document import (
     MAX_DESCRIPTION_CHARS,
     Document,
@@ -46,6 +47,7 @@ from skillopt_sleep.night.document import (
     block_tokens,
     code_spans,
     parse_edits,
+    same_rule,
     sha256_text,
 )
 from skillopt_sleep.night.gate import gate
@@ -183,7 +185,7 @@ class Trainer:
         out: list[str] = []
         for e in edits:
             probe = copy.copy(e)
-            if self.refused_as(probe):
+            if _screened(probe) or self.refused_as(probe):
                 continue
             if probe.op == "describe":  # the rules stay; the description changes
                 described = apply_describe(doc, probe)
@@ -309,6 +311,13 @@ class Trainer:
                 edits = self.reflect(batch, scores, rules, self.doc)
                 for k, e in enumerate(edits):
                     e.epoch, e.batch = epoch, b
+                    flagged = _screened(e)
+                    if flagged:  # a poisoned rule: no val replay, never applied
+                        e.status, e.reason = "flagged", flagged
+                        self.rejected.append(e.describe())  # the optimizer is told so
+                        self.say(f"  flagged: {e.describe()} ({flagged})")
+                        self.record_edit(e)
+                        continue
                     refused = self.refused_as(e)
                     if refused:  # the user said no to it: no val replay, never applied
                         e.status, e.reason = "rejected", refused
@@ -389,6 +398,18 @@ class Trainer:
             rationale=f"epoch {epoch} slow update: {len(rules)} -> {len(merged)} rules",
             epoch=epoch,
         )
+        flagged = next((f"{screen.reason(r)}: {r}" for r in merged if screen.reason(r)), "")
+        if flagged:  # whatever the gate would say: a poisoned rule never reaches the document
+            e.status, e.reason = "flagged", flagged
+            self.record_edit(e)
+            return rules, val_scores
+        turned_down = [x.text for x in self.edits if x.status in ("rejected", "flagged")]
+        added = _new_in_merge(rules, merged, turned_down)
+        if added:  # a merge may merge or reword, never add what the night did not accept
+            e.status = "rejected"
+            e.reason = "the merge adds a rule the night did not accept: " + added
+            self.record_edit(e)
+            return rules, val_scores
         lost = _lost_spans(rules, merged)
         if lost:  # a merge must keep every concrete command and value; no val replay needed
             e.status = "rejected"
@@ -452,6 +473,44 @@ def remembered_rejections(store: Store, target_path: str, inputs: str) -> list[s
         if len(out) >= REMEMBERED_REJECTIONS:
             break
     return out
+
+
+def _screened(e: Edit) -> str:
+    """Why the poisoning screen refuses the text ``e`` would write ("" when it passes): an
+    add's or replace's rule, a describe's description (a delete writes nothing)."""
+    return "" if e.op == "delete" else screen.reason(e.text)
+
+
+#: content words a merged rule may bring that none of the merged rules had (connectives of a
+#: rewording: "and", "both", "always" …), at most, and as a share of its words
+NEW_WORDS_MAX, NEW_WORDS_SHARE = 2, 0.5
+_WORD = re.compile(r"[^\W\d_]{4,}")
+
+
+def _new_in_merge(rules: list[str], merged: list[str], turned_down: Sequence[str] = ()) -> str:
+    """The first rule of ``merged`` that is no merge or rewording of ``rules`` ("" when there
+    is none): more rules than before, a rule the night turned down (``turned_down``: texts
+    of edits the gate rejected or the screen flagged) that is none of ``rules``, a code span
+    (command, value) none of ``rules`` has, or more new content words than a rewording needs
+    (:data:`NEW_WORDS_MAX`)."""
+    if len(merged) > len(rules):
+        return f"{len(merged)} rules from {len(rules)}"
+    for m in merged:
+        if any(same_rule(m, t) for t in turned_down if t) and not any(
+            same_rule(m, r) for r in rules
+        ):
+            return f"{m} (turned down earlier this night)"
+    spans = {x.lower() for r in rules for x in code_spans(r)}
+    words = {w.lower() for r in rules for w in _WORD.findall(r)}
+    for m in merged:
+        new_spans = [x for x in code_spans(m) if x.lower() not in spans]
+        if new_spans:
+            return f"{m} (`{new_spans[0]}` is in no rule it merges)"
+        own = {w.lower() for w in _WORD.findall(m)}
+        new = own - words
+        if len(new) > NEW_WORDS_MAX or (len(new) > 1 and len(new) / len(own) > NEW_WORDS_SHARE):
+            return f"{m} (new words: {', '.join(sorted(new)[:5])})"
+    return ""
 
 
 def _lost_spans(rules: list[str], merged: list[str]) -> list[str]:

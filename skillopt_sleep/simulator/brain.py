@@ -26,7 +26,8 @@ location), and that entry is never read for rules: a description says when to lo
 it is not an instruction. As a target the brain loads a listed skill when the persona's
 ``[skills]`` rule picks it (:func:`skill_matches`) and the CLI offers the way to load it:
 Claude Code's ``Skill`` / Copilot's ``skill`` tool with ``{"skill": name}``, or, for a skill
-listed with a file path (Codex), ``exec_command`` with ``cat <path>``. Loading happens at the
+listed with a file path, Codex's ``exec_command`` with ``cat <path>``, OpenCode's ``skill`` tool
+with ``{"name": name}`` or Pi's ``read`` with ``{"path": path}``. Loading happens at the
 start of a conversation or right after another load, never after a plain tool result; one
 skill per request, most shared words first (ties: listing order), each at most once (a call
 already in the conversation counts as loaded), at most ``max_loads`` per conversation. The
@@ -42,7 +43,9 @@ As the optimizer, for a skill document (the reflect material's ``skill``) whose 
 rollouts did not load it (``skill_loaded`` false), the brain first proposes a ``describe`` edit
 (:func:`derive_description`: the content words of those tasks, so the ``words`` rule picks
 the skill for them), unless the persona says ``describe_skills = false`` or that description
-was already rejected; then the add edits of ``optimizer.order``.
+was already rejected (with ``describe_as`` set, that description instead, for any skill);
+then the add edits of ``optimizer.order``. A consolidation drops duplicate rules (and with
+``lossy_consolidate`` the last rule) and appends ``consolidate_adds``.
 """
 
 from __future__ import annotations
@@ -247,8 +250,8 @@ def loads_skill(call: tuple[str, dict[str, Any]], skill: ListedSkill) -> bool:
     """True when the tool call ``(name, input)`` loads ``skill``: a ``Skill`` / ``skill`` call
     naming it, or any call whose input holds its file path (Codex's ``cat <path>``)."""
     name, tool_input = call
-    if name.lower() == "skill" and tool_input.get("skill") == skill.name:
-        return True
+    if name.lower() == "skill" and skill.name in (tool_input.get("skill"), tool_input.get("name")):
+        return True  # Claude Code / Copilot {"skill": …}; OpenCode {"name": …}
     return _is_path(skill.location) and skill.location in json.dumps(tool_input, ensure_ascii=False)
 
 
@@ -261,8 +264,12 @@ def skill_call(skill: ListedSkill, tools: list[str]) -> tuple[str, dict[str, Any
     """The tool call that loads ``skill`` with the tools offered, or None when none fits."""
     offered = {t.lower(): t for t in tools}
     if _is_path(skill.location):
-        if "exec_command" in offered:
+        if "exec_command" in offered:  # Codex
             return offered["exec_command"], {"cmd": f"cat {shlex.quote(skill.location)}"}
+        if "skill" in offered:  # OpenCode lists the file, loads by name
+            return offered["skill"], {"name": skill.name}
+        if "read" in offered:  # Pi: no skill tool, the model reads the listed file
+            return offered["read"], {"path": skill.location}
         return None
     if "skill" in offered:
         return offered["skill"], {"skill": skill.name}
@@ -296,6 +303,7 @@ class Brain:
             merged = consolidate(list(material.get("rules", [])))
             if self.persona.lossy_consolidate and len(merged) > 1:
                 merged = merged[:-1]  # a merge that loses a rule: the night must refuse it
+            merged += [r for r in self.persona.consolidate_adds if r not in merged]
             out = {"rules": merged}
         return Reply(role, json.dumps(out, ensure_ascii=False))
 
@@ -366,7 +374,10 @@ class Brain:
         budget = int(material.get("edit_budget", 2) or 0)
         edits: list[dict[str, str]] = []
         skill = material.get("skill")
-        if self.persona.describe_skills and isinstance(skill, dict) and budget > 0:
+        told = self.persona.describe_as
+        if told and isinstance(skill, dict) and budget > 0 and _norm(told) not in described:
+            edits.append({"op": "describe", "text": told, "rationale": "a better description"})
+        elif self.persona.describe_skills and isinstance(skill, dict) and budget > 0:
             rollouts = list(material.get("failures", [])) + list(material.get("successes", []))
             text = derive_description(rollouts, int(skill.get("max_chars") or 300))
             current = _norm(str(skill.get("description") or ""))

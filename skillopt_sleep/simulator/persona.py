@@ -25,6 +25,10 @@ A persona is a TOML file (see ``personas/demo.toml``)::
                                      # not follow the prompt)
     describe_skills = true           # for a skill not loaded in failing rollouts, first
                                      # rewrite its description from those tasks' words
+    describe_as = ""                 # for a skill, first propose this description (any skill,
+                                     # loaded or not; a poisoned description, say)
+    consolidate_adds = []            # rules a consolidation adds to its merge (a merge that
+                                     # slips in rules the night did not accept)
 
     [skills]                         # as a target: when to load a skill the request lists
     match = "words"                  # "words": its description shares >= min_shared content
@@ -95,6 +99,8 @@ class Persona:
     lossy_consolidate: bool = False
     ignore_user_refusals: bool = False
     describe_skills: bool = True
+    describe_as: str = ""
+    consolidate_adds: tuple[str, ...] = ()
     fail_first: int = 0
     fail_status: int = 500
     latency: float = 0.0
@@ -152,6 +158,8 @@ def persona_from_dict(data: dict[str, Any]) -> Persona:
         lossy_consolidate=bool(opt.get("lossy_consolidate", False)),
         ignore_user_refusals=bool(opt.get("ignore_user_refusals", False)),
         describe_skills=bool(opt.get("describe_skills", True)),
+        describe_as=str(opt.get("describe_as", "")),
+        consolidate_adds=tuple(str(e) for e in opt.get("consolidate_adds", [])),
         fail_first=int(server.get("fail_first", 0)),
         fail_status=int(server.get("fail_status", 500)),
         latency=timing["latency"],

@@ -22,7 +22,8 @@ system / developer text of every API: Claude Code's ``- name: description`` line
 following skills are available for use with the Skill tool:" (a role ``system`` entry of
 ``messages``), Codex's ``<skills_instructions>`` (``- name: description (file: rN/…)`` with
 the "Skill roots" table, resolved to an absolute path), Copilot's ``<available_skills>``
-(``<skill>`` with name, description, location). A skill body the CLI sends back after a load
+(``<skill>`` with name, description, location; OpenCode 1.18 and Pi 0.73 send the same block
+with the SKILL.md path as location, OpenCode's own skill as ``&lt;built-in&gt;``). A skill body the CLI sends back after a load
 (Claude's "Base directory for this skill:" text part, Copilot's ``<skill-context>`` user
 message) is context, never the user's prompt.
 """
@@ -126,7 +127,7 @@ def _copilot_listing(text: str) -> list[ListedSkill]:
                     html.unescape(m.group(2).strip()),
                     location,
                     m.group(0),
-                    location == "builtin",
+                    location in ("builtin", "<built-in>"),  # Copilot, OpenCode
                 )
             )
     return out

@@ -17,6 +17,8 @@ REGISTRY: dict[str, str] = {
     "devin": "skillopt_sleep.sources.devin:DevinSource",
     "cursor": "skillopt_sleep.sources.cursor:CursorSource",
     "opencode": "skillopt_sleep.sources.opencode:OpenCodeSource",
+    "pi": "skillopt_sleep.sources.pi:PiSource",
+    "openclaw": "skillopt_sleep.sources.openclaw:OpenClawSource",
 }
 
 

@@ -9,7 +9,8 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from skillopt_sleep.redact import decode
+from skillopt_sleep.models import HarvestedMessage
+from skillopt_sleep.redact import clean, clean_excerpt, decode
 
 
 def as_dict(value: Any) -> dict[str, Any]:
@@ -60,3 +61,94 @@ def json_records(
             skipped["not_an_object"] += 1
             continue
         yield rec
+
+
+#: ``message`` roles of Pi's session format that are injected context, not the conversation
+PI_INJECTED_ROLES = ("custom", "branchSummary", "compactionSummary")
+
+
+def pi_text(content: Any) -> str:
+    """The text of a Pi-format message's ``content``: a string, or its ``text`` blocks joined."""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content if isinstance(content, list) else []:
+        if (
+            isinstance(block, dict)
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+        ):
+            parts.append(block["text"])
+    return "\n".join(parts)
+
+
+def pi_message(
+    msg: dict[str, Any],
+    uid: str,
+    ts: str | None,
+    skipped: Counter,
+    *,
+    max_text: int = 20_000,
+    tool_excerpt: int = 400,
+) -> HarvestedMessage | None:
+    """One ``message`` entry of the session format Pi writes (and OpenClaw, whose embedded agent
+    runtime is Pi's): ``user`` → prompt, ``assistant`` → answer with its ``toolCall`` names,
+    ``toolResult`` / ``bashExecution`` → tool excerpt. None, counted in ``skipped``, for an
+    empty message, a failed answer without content (``failed_answer``), injected context
+    (:data:`PI_INJECTED_ROLES`: ``injected``) or an unknown role (``unknown_role:<role>``)."""
+    role = msg.get("role")
+    if role == "user":
+        text = pi_text(msg.get("content")).strip()
+        if not text:
+            skipped["empty"] += 1
+            return None
+        return HarvestedMessage(
+            uid=uid, role="user", kind="prompt", timestamp=ts, text=cap(clean(text), max_text)
+        )
+    if role == "assistant":
+        raw = msg.get("content")
+        content: list[Any] = raw if isinstance(raw, list) else []
+        tools: list[str] = []
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "toolCall":
+                name = block.get("name")
+                if isinstance(name, str) and name and name not in tools:
+                    tools.append(name)
+        text = pi_text(content).strip()
+        if not text and not tools:
+            failed = msg.get("stopReason") in ("error", "aborted")
+            skipped["failed_answer" if failed else "empty"] += 1
+            return None
+        return HarvestedMessage(
+            uid=uid,
+            role="assistant",
+            kind="answer",
+            timestamp=ts,
+            text=cap(clean(text), max_text),
+            tool_names=tools,
+        )
+    if role == "toolResult":
+        return HarvestedMessage(
+            uid=uid,
+            role="user",
+            kind="tool",
+            timestamp=ts,
+            is_error=bool(msg.get("isError")),
+            text=clean_excerpt(pi_text(msg.get("content")), tool_excerpt),
+        )
+    if role == "bashExecution":
+        code = msg.get("exitCode")
+        output = msg.get("output")
+        return HarvestedMessage(
+            uid=uid,
+            role="user",
+            kind="tool",
+            timestamp=ts,
+            is_error=isinstance(code, int) and code != 0,
+            text=clean_excerpt(output if isinstance(output, str) else "", tool_excerpt),
+        )
+    if role in PI_INJECTED_ROLES:
+        skipped["injected"] += 1
+    else:
+        skipped[f"unknown_role:{role}"] += 1
+    return None

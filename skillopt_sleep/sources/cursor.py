@@ -9,7 +9,10 @@ ids, timestamps or usage. Append-only, so read by byte offset; uids are
 
 * ``prompt`` — the text inside ``<user_query>…</user_query>``; text outside it (attached
   files, rules, reminders Cursor adds) is injected context and dropped (``injected``). A user
-  text with no ``<user_query>`` tag at all (older builds) is kept whole.
+  text with no ``<user_query>`` tag at all (older builds) is kept whole. Only what the user
+  typed counts: every other tagged block (``<attached_files>…</attached_files>`` …) is
+  removed first, with any ``<user_query>`` a file inside it carries, and of what is left the
+  last ``<user_query>`` (where Cursor puts the typed words) is taken.
 * ``answer`` — assistant ``text`` blocks with ``tool_use`` names; ``thinking`` is dropped.
 * ``tool`` — ``tool_result`` blocks (excerpt, ``is_error``).
 
@@ -57,12 +60,23 @@ def decode_slug(slug: str) -> str:
     return str(path)
 
 
+_CONTEXT_BLOCK = re.compile(r"<((?!user_query\b)[A-Za-z_][\w.-]*)\b[^<>]*>[\s\S]*?</\1\s*>")
+
+
 def user_query(text: str) -> str | None:
-    """The user's words of a Cursor user text, or None when it is only injected context."""
-    found = _QUERY.findall(text)
+    """The user's words of a Cursor user text, or None when it is only injected context
+    (attached files and other tagged blocks never count, whatever they hold)."""
+    typed = text
+    for _ in range(50):  # nested blocks: outermost first, as often as they nest
+        stripped = _CONTEXT_BLOCK.sub("", typed)
+        if stripped == typed:
+            break
+        typed = stripped
+    found = [q.strip() for q in _QUERY.findall(typed) if q.strip()]
     if found:
-        joined = "\n".join(q.strip() for q in found if q.strip())
-        return joined or None
+        return found[-1]
+    if _QUERY.search(text):
+        return None  # only inside injected context
     text = text.strip()
     if not text or text.startswith("<"):
         return None

@@ -9,7 +9,10 @@ Two storage generations:
   (``id``, ``session_id``/``message_id``, ``time_created``, ``time_updated``, ``data`` JSON).
   Opened **read-only** (``file:…?mode=ro`` URI), never written. Incremental by a high-water
   mark: ``state["hw"]`` is the largest ``message.time_updated`` fully harvested; each pass
-  reads only messages updated after it.
+  reads only messages updated after it, and takes them in ``time_created`` order (OpenCode
+  1.18 updates a prompt's row after the answer to it is written). opencode 1.18.33 (checked
+  by running it, docs/sources.md) writes these tables; its ``session_message`` / ``event``
+  tables (an event log of the same messages) are not read.
 * the older **JSON tree** ``storage/session/<projectID>/<ses>.json``,
   ``storage/message/<ses>/<msg>.json``, ``storage/part/<msg>/<prt>.json``. One session is one
   unit: its signature (names, sizes and mtimes of its message and part files) decides whether
@@ -209,7 +212,7 @@ class OpenCodeSource(Source):
 
     name = "opencode"
     mode = "snapshot"
-    format_version = "OpenCode storage v2 JSON tree (synthetic) and opencode.db (no sample)"
+    format_version = "OpenCode storage v2 JSON tree (synthetic) and opencode.db (opencode 1.18.33)"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
         from skillopt_sleep.agents import agent_of_source
@@ -358,6 +361,7 @@ class OpenCodeSource(Source):
                 b.session(sid, dict(row) if row else None)
             now = time.time()
             new_hw, blocked = hw, False
+            done: list[tuple[float, str, str, dict, list[dict]]] = []
             for m in msgs:
                 try:
                     info = json.loads(m["data"])
@@ -389,9 +393,13 @@ class OpenCodeSource(Source):
                 if bad:
                     result.skipped["bad_json"] += bad
                 n_bytes += p_bytes + len(m["data"] or "")
-                b.message(m["session_id"], info, parts)
+                done.append((_ms(m["time_created"]), str(m["id"]), m["session_id"], info, parts))
                 if not blocked:
                     new_hw = max(new_hw, float(m["time_updated"] or 0))
+            # in the order they were written: a prompt's row is updated (its summary) after
+            # the answer to it, so update order is not conversation order
+            for _created, _mid, sid, info, parts in sorted(done, key=lambda d: d[:2]):
+                b.message(sid, info, parts)
             state["hw"] = new_hw
         except sqlite3.Error as exc:
             result.skipped[f"db_error:{type(exc).__name__}"] += 1

@@ -34,7 +34,7 @@ class RefusedEdit:
 class EditsRepo(Repository):
     """Rows: ``id``, ``night_id``, ``epoch``, ``batch``, ``op`` (add | delete | replace |
     describe), ``text``, ``old``, ``rationale``, ``origin`` (reflect | consolidate), ``status``
-    (applied | rejected | unmatched | unverified), ``reason``, ``val_before``,
+    (applied | rejected | unmatched | unverified | flagged), ``reason``, ``val_before``,
     ``val_after``, ``created_at``."""
 
     def add(self, **fields: Any) -> int:
@@ -42,10 +42,11 @@ class EditsRepo(Repository):
         return self._insert("edits", fields)
 
     def rejected_for(self, target_path: str) -> list[RejectedEdit]:
-        """Reflect edits the gate rejected in nights on ``target_path``, newest first."""
+        """Reflect edits the gate rejected (or the poisoning screen flagged) in nights on
+        ``target_path``, newest first."""
         rows = self.db.execute(
             "select e.op, e.text, e.old, n.summary from edits e join nights n "
-            "on n.id = e.night_id where e.status = 'rejected' and e.origin != 'consolidate' "
+            "on n.id = e.night_id where e.status in ('rejected', 'flagged') and e.origin != 'consolidate' "
             "and n.target_path = ? order by e.id desc",
             [target_path],
         ).fetchall()

@@ -3,7 +3,8 @@
 * every flag a backend passes exists in the installed CLI's ``--help``;
 * the skill document (``system``) reaches the model, tools are exactly the task's, tool calls
   come from the structured output, usage and time from the CLI's own output;
-* replays leave no session in the agent's log folders.
+* replays leave no session in the agent's log folders (OpenCode's database, Pi's sessions
+  folder included).
 
 In CI (env ``CI`` set) a missing CLI fails; elsewhere these tests are skipped.
 """
@@ -17,11 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from skillopt_sleep.backends import claude_code, codex, copilot, get_backend
+from skillopt_sleep import agents
+from skillopt_sleep.backends import claude_code, codex, copilot, get_backend, opencode, pi
 from skillopt_sleep.config import BackendConfig
-from skillopt_sleep.models import CompletionRequest
+from skillopt_sleep.models import CompletionRequest, Placement
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.simulator.persona import persona_from_dict
+from skillopt_sleep.sources.base import SELF_MARKER
 from tests.helpers.clis import require_cli
 
 pytestmark = [pytest.mark.cli, pytest.mark.usefixtures("cli_path")]
@@ -30,7 +33,11 @@ MODULES = {
     "claude_code": (claude_code, "claude", ["--help"]),
     "codex": (codex, "codex", ["exec", "--help"]),
     "copilot": (copilot, "copilot", ["--help"]),
+    "opencode": (opencode, "opencode", ["run", "--help"]),
+    "pi": (pi, "pi", ["--help"]),
 }
+#: (backend, CLI) of every exec backend
+CLIS = [(name, binary) for name, (_module, binary, _args) in sorted(MODULES.items())]
 
 PERSONA = persona_from_dict(
     {
@@ -65,6 +72,8 @@ def help_text(binary: str, args: list[str], home: Path) -> str:
         "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "NO_COLOR": "1",
+        "npm_config_offline": "true",
+        "PI_OFFLINE": "1",
     }
     (home / ".codex").mkdir(exist_ok=True)
     out = subprocess.run([binary, *args], env=env, capture_output=True, text=True, timeout=60)
@@ -121,13 +130,13 @@ def agent_logs(home: Path) -> list[Path]:
         home / ".claude" / "projects",
         home / ".codex" / "sessions",
         home / ".copilot" / "session-state",
+        home / ".local" / "share" / "opencode",
+        home / ".pi" / "agent" / "sessions",
     ]
     return [p for r in roots if r.exists() for p in r.rglob("*")]
 
 
-@pytest.mark.parametrize(
-    "name,binary", [("claude_code", "claude"), ("codex", "codex"), ("copilot", "copilot")]
-)
+@pytest.mark.parametrize("name,binary", CLIS)
 def test_a_replay_through_the_real_cli(name, binary, isolated_home):
     require_cli(binary)
     with serve(PERSONA, api_key="sk-sim-test-key") as sim:
@@ -172,9 +181,7 @@ def test_a_replay_through_the_real_cli(name, binary, isolated_home):
     assert [p for p in agent_logs(isolated_home) if p.is_file()] == []
 
 
-@pytest.mark.parametrize(
-    "name,binary", [("claude_code", "claude"), ("codex", "codex"), ("copilot", "copilot")]
-)
+@pytest.mark.parametrize("name,binary", CLIS)
 def test_a_prompt_over_the_argument_size_limit_reaches_the_model_whole(name, binary, isolated_home):
     """Linux caps one argv string at 128 KiB; every backend passes the prompt on stdin."""
     require_cli(binary)
@@ -187,3 +194,32 @@ def test_a_prompt_over_the_argument_size_limit_reaches_the_model_whole(name, bin
         seen = sim.stats.snapshot()["requests"][0]
         assert seen["prompt_tail"].rstrip().endswith("END-OF-PROMPT")
         assert seen["prompt_chars"] >= len(prompt)
+
+
+@pytest.mark.parametrize(
+    "name,binary", [("claude_code", "claude"), ("codex", "codex"), ("copilot", "copilot")]
+)
+def test_a_placed_replay_asks_exactly_what_the_user_asked_and_leaves_no_session(
+    name, binary, isolated_home
+):
+    """Certified = deployed: a replay that places the document as the live agent finds it
+    sends the task as the user types it (no marker: its words reach the model and, for a
+    skill, decide whether it is loaded), and writes no session among the user's logs."""
+    require_cli(binary)
+    ask = "how do I install the dependencies?"
+    agent = agents.get_agent(name)
+    placement = Placement(
+        agent=name,
+        scope="user",
+        path=agent.user_memory[0],
+        mode="memory",
+        text="# Learned\n- Use `pnpm` instead of `npm`.\n",
+    )
+    with serve(PERSONA, api_key="sk-sim-test-key", full_log=True) as sim:
+        b = get_backend(config(name, sim.url))
+        comp = b.complete(CompletionRequest(prompt=ask, placement=placement))
+        targets = [r for r in sim.stats.requests if r.get("role") == "target"]
+    assert comp.text == "Run `pnpm install` in the project root."  # the placed rule applied
+    assert targets and all(SELF_MARKER not in r["prompt_full"] for r in targets)
+    assert all(r["prompt_full"].rstrip().endswith(ask) for r in targets)
+    assert agent_logs(isolated_home) == []  # nothing a harvester would mine as the user's

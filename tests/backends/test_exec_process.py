@@ -23,7 +23,7 @@ from skillopt_sleep.errors import (
     BackendTimeout,
     BackendUnreachable,
 )
-from skillopt_sleep.models import CompletionRequest, Task
+from skillopt_sleep.models import CompletionRequest, Placement, Task
 from skillopt_sleep.night.replay import Cost, Meter, Replayer
 from skillopt_sleep.sources.base import SELF_MARKER
 from skillopt_sleep.store import Store
@@ -351,3 +351,39 @@ def test_workers_run_rollouts_in_parallel(tmp_path):
     scores = replayer.run(tasks, "doc")
     assert time.monotonic() - started < 3.5
     assert all(s.score == 1.0 for s in scores.values())
+
+
+def test_a_copilot_replay_of_a_project_file_runs_in_a_copy_of_the_users_home(
+    tmp_path, isolated_home
+):
+    """Copilot logged in as the user (no base_url) writes its session in COPILOT_HOME: a
+    replay of a project file, sent unmarked as the user asks it, runs in a throw-away copy of
+    that home (login and the user's own instructions), never in the user's folder."""
+    real = isolated_home / ".copilot"
+    real.mkdir()
+    (real / "config.json").write_text('{"logged_in_users": ["me"]}')
+    (real / "copilot-instructions.md").write_text("Mine.\n")
+    seen = tmp_path / "seen.json"
+    script = fake(
+        tmp_path,
+        "copilot",
+        f"""
+home = os.environ["COPILOT_HOME"]
+json.dump({{"home": home, "files": sorted(os.listdir(home)), "cwd_files": os.listdir("."),
+           "stdin": sys.stdin.read()}}, open({str(seen)!r}, "w"))
+print(json.dumps({{"type": "assistant.message", "data": {{"content": "ok"}}}}))
+print(json.dumps({{"type": "result", "exitCode": 0}}))
+""",
+    )
+    placement = Placement(
+        agent="copilot", scope="project", path="AGENTS.md", mode="memory", text="Rules.\n"
+    )
+    comp = backend_for(script, "copilot").complete(
+        CompletionRequest(prompt="do it", placement=placement)
+    )
+    assert comp.text == "ok"
+    data = json.loads(seen.read_text())
+    assert Path(data["home"]) != real and not Path(data["home"]).exists()  # thrown away
+    assert data["files"] == ["config.json", "copilot-instructions.md"]
+    assert data["cwd_files"] == ["AGENTS.md"] and data["stdin"] == "do it"
+    assert sorted(p.name for p in real.iterdir()) == ["config.json", "copilot-instructions.md"]

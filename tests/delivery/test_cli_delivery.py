@@ -28,7 +28,14 @@ import pytest
 from skillopt_sleep.simulator import Simulator, serve
 from skillopt_sleep.simulator import server as sim_server
 from skillopt_sleep.simulator.persona import persona_from_dict
-from tests.helpers.clis import agent_binary
+from tests.helpers.clis import (
+    NODE_BIN,
+    OPENCODE_QUIET,
+    PI_QUIET,
+    agent_binary,
+    write_opencode_config,
+    write_pi_models,
+)
 from tests.helpers.clis import cli_env as base_env
 from tests.helpers.clis import run_cli as run
 
@@ -604,3 +611,258 @@ def test_copilot_home_overlay_replaces_the_user_folder(
     assert live_skill.description not in req.text
     assert (overlay / "session-state").is_dir()
     assert sorted(p.name for p in live_home.iterdir()) == ["copilot-instructions.md", "skills"]
+
+
+# == OpenCode (`opencode run`) and Pi (`pi -p`) =============================================
+# Both talk OpenAI Chat Completions to the simulator; both load skills by a tool call the
+# model makes (OpenCode's `skill` tool with {"name": …}, Pi's `read` of the listed SKILL.md),
+# so they get a persona of their own that makes exactly those calls.
+
+
+@pytest.fixture
+def sim_oc_pi(tmp_path: Path, requests_log: list[Request]) -> Iterator[Simulator]:
+    """Answers ``ASK``; answers ``ASK_SKILL`` by calling OpenCode's ``skill`` tool or Pi's
+    ``read`` on the SKILL.md path the test writes under HOME."""
+    pi_skill = home() / ".pi" / "agent" / "skills" / SKILL / "SKILL.md"
+    persona = persona_from_dict(
+        {
+            "name": "delivery-oc-pi",
+            "models": [],
+            "default_answer": "ok",
+            "answers": [
+                {"match": "run (the )?tests", "text": "Run `npm test` to run the suite."},
+                {
+                    "match": "load the learned skill",
+                    "text": "Loaded the skill.",
+                    "tool": ["skill", "read"],
+                },
+            ],
+            "tool_inputs": {"skill": {"name": SKILL}, "read": {"path": str(pi_skill)}},
+        }
+    )
+    with serve(persona, api_key=SIM_KEY) as running:
+        yield running
+
+
+def model_requests(log: list[Request]) -> list[Request]:
+    """The requests of the agent's own turn (OpenCode also asks, without tools, for a title)."""
+    return [r for r in log if r.body.get("tools")]
+
+
+def chat_system(req: Request) -> str:
+    first = req.body["messages"][0]
+    assert first["role"] == "system" and isinstance(first["content"], str)
+    return first["content"]
+
+
+def listed_skill(name: str, description: str, location: Path) -> str:
+    """One entry of the ``<available_skills>`` block both CLIs send."""
+    return (
+        f"  <skill>\n    <name>{name}</name>\n    <description>{description}</description>\n"
+        f"    <location>{location}</location>\n  </skill>"
+    )
+
+
+def framed(agent: str, path: Path, text: str) -> str:
+    """A memory file as the registry says ``agent`` frames it (agents.py memory_framing)."""
+    from skillopt_sleep.agents import get_agent
+
+    framing = get_agent(agent).memory_framing
+    assert framing is not None and framing[0] == "system"
+    return framing[1].format(path=path, label="user", text=text)
+
+
+#: OpenCode's skill tool lists the skill's folder with ripgrep: ``rg`` on PATH, else it
+#: downloads one from GitHub. The pinned codex package ships an ``rg``; the tests use that.
+RIPGREP_DIRS = sorted(
+    (NODE_BIN.parent / "@openai").glob("codex-linux-*/vendor/*/codex-path"), reverse=True
+)
+
+
+def opencode(cwd: Path, prompt: str, **env: str) -> str:
+    """``opencode run`` with the prompt one word per argument (it quotes an argument with a
+    space) and ``$PWD`` = ``cwd`` (OpenCode takes its directory from ``$PWD``)."""
+    rg = [str(d) for d in RIPGREP_DIRS if (d / "rg").is_file()][:1]
+    path = os.pathsep.join([*rg, os.environ.get("PATH", "")])
+    full = base_env(SIM_API_KEY=SIM_KEY, PWD=str(cwd), PATH=path, **OPENCODE_QUIET, **env)
+    return run([agent_binary("opencode"), "run", *prompt.split()], cwd, full).stdout
+
+
+def pi(cwd: Path, prompt: str, **env: str) -> str:
+    full = base_env(SIM_API_KEY=SIM_KEY, **PI_QUIET, **env)
+    argv = [agent_binary("pi"), "--provider", "sim", "--model", "sim", "-p", prompt]
+    return run(argv, cwd, full).stdout
+
+
+def test_opencode_agents_md_files_reach_the_request_and_a_skill_only_as_a_description(
+    sim_oc_pi: Simulator, requests_log: list[Request], project: Path
+) -> None:
+    write_opencode_config(home(), sim_oc_pi.url + "/v1", "sim", "SIM_API_KEY")
+    config = home() / ".config" / "opencode"
+    user, proj = marker("OPENCODE-USER"), marker("OPENCODE-PROJ")
+    write(config / "AGENTS.md", user + "\n")
+    write(project / "AGENTS.md", proj + "\n")
+    claude_md = marker("OPENCODE-CLAUDE")  # a project CLAUDE.md next to AGENTS.md is not read
+    write(project / "CLAUDE.md", claude_md + "\n")
+    skill = write_skill(config / "skills")
+
+    assert opencode(project, ASK).strip() == "Run `npm test` to run the suite."
+
+    (req,) = model_requests(requests_log)
+    system = chat_system(req)
+    # appended to the system prompt, user file first, each as "Instructions from: PATH"
+    both = (
+        f"Instructions from: {config / 'AGENTS.md'}\n{user}\n\n"
+        f"Instructions from: {project / 'AGENTS.md'}\n{proj}\n"
+    )
+    assert both in system
+    assert framed("opencode", config / "AGENTS.md", user + "\n") in system
+    for mark in (user, proj):
+        only_in(req, mark, "system message")
+    assert claude_md not in req.text
+    assert req.body["messages"][-1] == {"role": "user", "content": ASK}
+    # the skill: name, description and SKILL.md path in <available_skills>, body not sent
+    assert listed_skill(SKILL, skill.description, skill.folder / "SKILL.md") in system
+    assert skill.body not in req.text
+    assert "skill" in [t["function"]["name"] for t in req.body["tools"]]
+
+
+def test_opencode_skill_body_is_sent_only_after_the_skill_tool_call(
+    sim_oc_pi: Simulator, requests_log: list[Request], project: Path
+) -> None:
+    write_opencode_config(home(), sim_oc_pi.url + "/v1", "sim", "SIM_API_KEY")
+    config = home() / ".config" / "opencode"
+    user = marker("OPENCODE-USER")
+    write(config / "AGENTS.md", user + "\n")
+    skill = write_skill(config / "skills")
+
+    opencode(project, ASK_SKILL)
+
+    first, second = model_requests(requests_log)
+    assert skill.body not in first.text
+    call, result = second.body["messages"][-2:]
+    assert call["tool_calls"][0]["function"]["name"] == "skill"
+    assert json.loads(call["tool_calls"][0]["function"]["arguments"]) == {"name": SKILL}
+    assert result["role"] == "tool"
+    loaded = result["content"] if isinstance(result["content"], str) else "".join(parts(result))
+    assert skill.body in loaded and "description:" not in loaded
+    for req in (first, second):
+        assert f"Instructions from: {config / 'AGENTS.md'}\n{user}\n" in chat_system(req)
+
+
+def test_opencode_xdg_overlay_replaces_the_user_folders(
+    sim_oc_pi: Simulator, requests_log: list[Request], project: Path, tmp_path: Path
+) -> None:
+    """What the opencode backend does for a replay: XDG_CONFIG_HOME / XDG_DATA_HOME /
+    XDG_STATE_HOME in a throw-away folder: the candidate AGENTS.md is read from there, the
+    live one is not, and the run's session database is written there."""
+    live_config = home() / ".config" / "opencode"
+    live = marker("OPENCODE-LIVE")
+    write(live_config / "AGENTS.md", live + "\n")
+    live_skill = write_skill(live_config / "skills", "live-skill")
+    overlay = tmp_path / "overlay-opencode"
+    write_opencode_config(overlay, sim_oc_pi.url + "/v1", "sim", "SIM_API_KEY")
+    candidate = marker("OPENCODE-CANDIDATE")
+    write(overlay / ".config" / "opencode" / "AGENTS.md", candidate + "\n")
+
+    opencode(
+        project,
+        ASK,
+        XDG_CONFIG_HOME=str(overlay / ".config"),
+        XDG_DATA_HOME=str(overlay / "data"),
+        XDG_STATE_HOME=str(overlay / "state"),
+    )
+
+    (req,) = model_requests(requests_log)
+    system = chat_system(req)
+    path = overlay / ".config" / "opencode" / "AGENTS.md"
+    assert f"Instructions from: {path}\n{candidate}\n" in system
+    assert live not in req.text
+    assert live_skill.description not in req.text
+    assert (overlay / "data" / "opencode" / "opencode.db").is_file()
+    assert not (home() / ".local" / "share" / "opencode").exists()
+    assert sorted(p.name for p in live_config.iterdir()) == ["AGENTS.md", "skills"]
+
+
+def test_pi_context_files_reach_the_request_and_a_skill_only_as_a_description(
+    sim_oc_pi: Simulator, requests_log: list[Request], project: Path
+) -> None:
+    write_pi_models(home(), sim_oc_pi.url + "/v1", "sim", "SIM_API_KEY")
+    pi_home = home() / ".pi" / "agent"
+    user, proj = marker("PI-USER"), marker("PI-PROJ")
+    write(pi_home / "AGENTS.md", user + "\n")
+    write(project / "AGENTS.md", proj + "\n")
+    not_loaded = {
+        # AGENTS.md wins over CLAUDE.md in the same folder
+        "user CLAUDE.md": write(pi_home / "CLAUDE.md", marker("PI-USER-CLAUDE") + "\n"),
+        "project CLAUDE.md": write(project / "CLAUDE.md", marker("PI-PROJ-CLAUDE") + "\n"),
+    }
+    skill = write_skill(pi_home / "skills")
+
+    assert pi(project, ASK).strip() == "Run `npm test` to run the suite."
+
+    (req,) = requests_log
+    system = chat_system(req)
+    both = (
+        "# Project Context\n\nProject-specific instructions and guidelines:\n\n"
+        f"## {pi_home / 'AGENTS.md'}\n\n{user}\n\n\n## {project / 'AGENTS.md'}\n\n{proj}\n"
+    )
+    assert both in system
+    assert framed("pi", pi_home / "AGENTS.md", user + "\n") in system
+    for mark in (user, proj):
+        only_in(req, mark, "system message")
+    for where, path in not_loaded.items():
+        assert path.read_text().strip() not in req.text, f"{where} should not be loaded"
+    assert parts(req.body["messages"][-1]) == [ASK]
+    assert listed_skill(SKILL, skill.description, skill.folder / "SKILL.md") in system
+    assert skill.body not in req.text
+    # no skill tool: a skill is loaded by reading its file
+    assert "read" in [t["function"]["name"] for t in req.body["tools"]]
+    assert "skill" not in [t["function"]["name"] for t in req.body["tools"]]
+
+
+def test_pi_skill_body_is_sent_only_when_the_model_reads_the_file(
+    sim_oc_pi: Simulator, requests_log: list[Request], project: Path
+) -> None:
+    write_pi_models(home(), sim_oc_pi.url + "/v1", "sim", "SIM_API_KEY")
+    pi_home = home() / ".pi" / "agent"
+    user = marker("PI-USER")
+    write(pi_home / "AGENTS.md", user + "\n")
+    skill = write_skill(pi_home / "skills")
+
+    pi(project, ASK_SKILL)
+
+    first, second = requests_log
+    assert skill.body not in first.text
+    call, result = second.body["messages"][-2:]
+    assert call["tool_calls"][0]["function"]["name"] == "read"
+    args = json.loads(call["tool_calls"][0]["function"]["arguments"])
+    assert args == {"path": str(skill.folder / "SKILL.md")}
+    assert result["role"] == "tool"
+    loaded = result["content"] if isinstance(result["content"], str) else "".join(parts(result))
+    assert skill.body in loaded and "description:" in loaded  # the raw file
+    for req in (first, second):
+        assert f"## {pi_home / 'AGENTS.md'}\n\n{user}\n" in chat_system(req)
+
+
+def test_pi_agent_dir_overlay_replaces_the_user_folder(
+    sim_oc_pi: Simulator, requests_log: list[Request], project: Path, tmp_path: Path
+) -> None:
+    live_home = home() / ".pi" / "agent"
+    live = marker("PI-LIVE")
+    write(live_home / "AGENTS.md", live + "\n")
+    live_skill = write_skill(live_home / "skills", "live-skill")
+    overlay = tmp_path / "overlay-pi"
+    models = write_pi_models(tmp_path, sim_oc_pi.url + "/v1", "sim", "SIM_API_KEY")
+    write(overlay / "models.json", models.read_text())
+    candidate = marker("PI-CANDIDATE")
+    write(overlay / "AGENTS.md", candidate + "\n")
+
+    pi(project, ASK, PI_CODING_AGENT_DIR=str(overlay))
+
+    (req,) = requests_log
+    assert f"## {overlay / 'AGENTS.md'}\n\n{candidate}\n" in chat_system(req)
+    assert live not in req.text
+    assert live_skill.description not in req.text
+    assert list((overlay / "sessions").rglob("*.jsonl"))  # the session went to the overlay
+    assert sorted(p.name for p in live_home.iterdir()) == ["AGENTS.md", "skills"]

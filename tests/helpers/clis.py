@@ -3,6 +3,7 @@ them, and what a missing one does to a test."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -59,3 +60,59 @@ def run_cli(
     )
     assert proc.returncode == 0, f"{argv[0]} exited {proc.returncode}:\n{proc.stderr[-2000:]}"
     return proc
+
+
+#: environment that keeps ``opencode`` offline apart from its model provider: no update
+#: check, no models.dev fetch, no npm install of ``@opencode-ai/plugin`` into its config folder
+OPENCODE_QUIET = {
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "npm_config_offline": "true",
+}
+#: environment that keeps ``pi`` offline apart from its model provider
+PI_QUIET = {"PI_OFFLINE": "1", "PI_TELEMETRY": "0"}
+
+
+def write_opencode_config(home: Path, base_url: str, model: str, key_env: str) -> Path:
+    """``~/.config/opencode/opencode.json`` in ``home`` with one OpenAI-compatible provider
+    ``sim`` at ``base_url`` (``…/v1``) serving ``model``, its key read from ``$key_env``; the
+    default model is ``sim/<model>``."""
+    config = {
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {
+            "sim": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Simulator",
+                "options": {"baseURL": base_url, "apiKey": "{env:" + key_env + "}"},
+                "models": {model: {"name": model}},
+            }
+        },
+        "model": f"sim/{model}",
+        "autoupdate": False,
+        "share": "disabled",
+    }
+    path = home / ".config" / "opencode" / "opencode.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(config, indent=2), encoding="utf-8")
+    return path
+
+
+def write_pi_models(home: Path, base_url: str, model: str, key_env: str) -> Path:
+    """``~/.pi/agent/models.json`` in ``home`` with one provider ``sim`` (OpenAI Chat
+    Completions at ``base_url``, ``…/v1``) serving ``model``, its key read from ``$key_env``."""
+    models = {
+        "providers": {
+            "sim": {
+                "baseUrl": base_url,
+                "api": "openai-completions",
+                "apiKey": key_env,
+                "models": [{"id": model}],
+            }
+        }
+    }
+    path = home / ".pi" / "agent" / "models.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(models, indent=2), encoding="utf-8")
+    return path

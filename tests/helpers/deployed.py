@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_sleep import agents
-from tests.helpers.clis import agent_binary, cli_env, run_cli
+from tests.helpers.clis import (
+    OPENCODE_QUIET,
+    PI_QUIET,
+    agent_binary,
+    cli_env,
+    run_cli,
+    write_opencode_config,
+    write_pi_models,
+)
 from tests.helpers.night import PERSONA as NIGHT_PERSONA
 
 SIM_KEY = "sk-sim-deployed-0123456789"
@@ -43,7 +51,7 @@ def ask(agent: str, url: str, project: Path, prompt: str = ASK, *, more: bool = 
     """The user asks ``prompt`` with the real CLI, in the project folder, with their own
     (sandbox) config: what the CLI prints. ``more``: a follow-up turn in the CLI's most recent
     session of this folder (``claude -c``, ``codex exec resume --last``, ``copilot
-    --continue``)."""
+    --continue``, ``opencode run --continue``, ``pi -p -c``)."""
     if agent == "claude_code":
         out = _run(
             [agent_binary("claude"), "-p", prompt, "--output-format", "json", "--model", MODEL]
@@ -71,6 +79,23 @@ def ask(agent: str, url: str, project: Path, prompt: str = ASK, *, more: bool = 
             [agent_binary("codex"), "exec", *resume, "--skip-git-repo-check", prompt],
             project,
             cli_env(SIM_API_KEY=SIM_KEY),
+        )
+    if agent == "opencode":
+        home = agents.get_agent("opencode").home()
+        write_opencode_config(home.parent.parent, url + "/v1", MODEL, "SIM_API_KEY")
+        # one word per argument: `opencode run` quotes an argument that holds a space
+        return _run(
+            [agent_binary("opencode"), "run", *(["--continue"] if more else []), *prompt.split()],
+            project,
+            cli_env(SIM_API_KEY=SIM_KEY, PWD=str(project), **OPENCODE_QUIET),
+        )
+    if agent == "pi":
+        write_pi_models(agents.get_agent("pi").home().parent.parent, url + "/v1", MODEL, "SIM_KEY")
+        return _run(
+            [agent_binary("pi"), "--provider", "sim", "--model", MODEL, "-p", prompt]
+            + (["-c"] if more else []),
+            project,
+            cli_env(SIM_KEY=SIM_KEY, **PI_QUIET),
         )
     return _run(
         [agent_binary("copilot"), "-p", prompt, "-s"] + (["--continue"] if more else []),

@@ -31,3 +31,10 @@ def clear_response_cache(store: Store) -> None:
     """Empty the model response cache: the next night makes every call again."""
     with store.write():
         store.db.execute("delete from rollout_cache")
+
+
+def tamper(store: Store, table: str, pk: Any, **values: Any) -> None:
+    """Change a row behind the package's back (what a process with write access to the
+    database could do), for the tests that check nothing trusts it blindly."""
+    with store.write():
+        store.db.table(table).update(pk, values)

@@ -451,3 +451,72 @@ def test_adopted_skill_is_in_codexs_skill_listing(
     assert any("skillopt-sleep-learned" in t for t in sim.brain.texts), (
         "skill not listed to the model"
     )
+
+
+# ----------------------------------------------------------------------------- OpenCode
+def test_opencode_lists_and_connects_the_server_and_uninstall_removes_it(
+    isolated_home: Path, workdir: Path
+) -> None:
+    """``opencode mcp list`` (it starts each server) shows ``skillopt-sleep`` connected after
+    install, and no server after uninstall, which restores the config byte for byte (opencode
+    1.18.33 itself writes ``"$schema"`` into a config file lacking it; this one has it)."""
+    config = isolated_home / ".config" / "opencode" / "opencode.json"
+    config.parent.mkdir(parents=True)
+    # with "$schema": opencode adds that key to a config file that lacks it, when it loads it
+    original = (
+        b'{\n  "$schema": "https://opencode.ai/config.json",\n  // mine\n'
+        b'  "autoupdate": false,\n}\n'
+    )
+    config.write_bytes(original)
+    env = base_env(
+        isolated_home,
+        PWD=str(workdir),
+        npm_config_offline="true",
+        OPENCODE_DISABLE_AUTOUPDATE="1",
+        OPENCODE_DISABLE_MODELS_FETCH="1",
+    )
+    run([sys.executable, "-m", "skillopt_sleep", "install", "opencode"], env)
+    listing = run([binary("opencode"), "mcp", "list"], env, workdir).stdout
+    assert "skillopt-sleep" in listing and "connected" in listing, listing
+    assert "skillopt-sleep mcp" in listing
+    run([sys.executable, "-m", "skillopt_sleep", "uninstall", "opencode"], env)
+    assert config.read_bytes() == original
+    assert "skillopt-sleep" not in run([binary("opencode"), "mcp", "list"], env, workdir).stdout
+
+
+# ----------------------------------------------------------------------------- Pi
+def test_pi_sends_the_snippet_and_lists_the_skill_after_install(
+    isolated_home: Path, sim: Simulator, workdir: Path
+) -> None:
+    """Pi has no MCP client: after ``install pi`` the real ``pi -p`` sends the snippet (its
+    AGENTS.md) in the system prompt and lists the ``skillopt-sleep`` skill; after uninstall
+    neither, and the Pi folder is as before, byte for byte."""
+    pi_home = isolated_home / ".pi" / "agent"
+    models = {
+        "providers": {
+            "sim": {
+                "baseUrl": f"{sim.url}/v1",
+                "api": "openai-completions",
+                "apiKey": "SIM_API_KEY",
+                "models": [{"id": "sim"}],
+            }
+        }
+    }
+    pi_home.mkdir(parents=True)
+    (pi_home / "models.json").write_text(json.dumps(models))
+    (pi_home / "AGENTS.md").write_text("# My rules\n")
+    (pi_home / "auth.json").write_text("{}")  # pi writes this (empty) file when it is missing
+    before = {p: p.read_bytes() for p in pi_home.rglob("*") if p.is_file()}
+    env = base_env(isolated_home, SIM_API_KEY="sim-key", PI_OFFLINE="1")
+    argv = [binary("pi"), "--provider", "sim", "--model", "sim", "-p", "hello", "--no-session"]
+    run([sys.executable, "-m", "skillopt_sleep", "install", "pi"], env)
+    run(argv, env, workdir)
+    seen = sim.brain.texts[-1]
+    assert "# My rules\n\n<!-- skillopt-sleep-plugin:begin pi" in seen  # the file as it is
+    assert "run the `skillopt-sleep` command line with the bash" in seen
+    assert "<name>skillopt-sleep</name>" in seen
+    run([sys.executable, "-m", "skillopt_sleep", "uninstall", "pi"], env)
+    run(argv, env, workdir)
+    seen = sim.brain.texts[-1]
+    assert "skillopt-sleep` command line" not in seen and "<name>skillopt-sleep</name>" not in seen
+    assert {p: p.read_bytes() for p in pi_home.rglob("*") if p.is_file()} == before

@@ -49,6 +49,11 @@ CLAUDE_SETTINGS = '{\n  "model": "opus",\n  "enabledPlugins": {\n    "other@mark
 COPILOT_MCP = '{\n  "mcpServers": {\n    "github": {\n      "type": "http",\n      "url": "https://example.invalid/mcp"\n    }\n  }\n}\n'
 DEVIN_JSONC = '{\n  // my devin settings\n  "agent": { "model": "claude-sonnet-4.5" },\n}\n'
 AGENTS_MD = "# My rules\n\n- Keep answers short.\n"
+OPENCODE_JSONC = (
+    '{\n  // my opencode config\n  "$schema": "https://opencode.ai/config.json",\n'
+    '  "model": "local/qwen",\n  "mcp": {\n    "other": { "type": "remote", '
+    '"url": "https://example.invalid/mcp" },\n  },\n}\n'
+)
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -73,6 +78,8 @@ def agent_homes(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         isolated_home / ".claude" / "settings.json": CLAUDE_SETTINGS,
         copilot / "mcp-config.json": COPILOT_MCP,
         isolated_home / ".config" / "devin" / "config.json": DEVIN_JSONC,
+        isolated_home / ".config" / "opencode" / "opencode.json": OPENCODE_JSONC,
+        isolated_home / ".config" / "opencode" / "AGENTS.md": AGENTS_MD,
     }
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -161,6 +168,40 @@ def test_copilot_and_devin_entries(agent_homes: Path) -> None:
     assert devin["mcpServers"]["skillopt-sleep"] == {"command": "skillopt-sleep", "args": ["mcp"]}
     assert (agent_homes / ".config" / "devin" / "skills" / "skillopt-sleep" / "SKILL.md").is_file()
     assert (agent_homes / ".config" / "devin" / "AGENTS.md").is_file()
+
+
+def test_opencode_entries(agent_homes: Path) -> None:
+    install("opencode")
+    config = agent_homes / ".config" / "opencode"
+    text = (config / "opencode.json").read_text()
+    assert "// my opencode config" in text  # JSONC comment kept
+    doc = jsonedit.loads(text)
+    assert doc["model"] == "local/qwen"
+    assert doc["mcp"]["other"] == {"type": "remote", "url": "https://example.invalid/mcp"}
+    assert doc["mcp"]["skillopt-sleep"] == {
+        "type": "local",
+        "command": ["skillopt-sleep", "mcp"],
+        "enabled": True,
+    }
+    assert (config / "skills" / "skillopt-sleep" / "SKILL.md").is_file()
+    agents_md = (config / "AGENTS.md").read_text()
+    assert agents_md.startswith(AGENTS_MD + "\n<!-- skillopt-sleep-plugin:begin")
+    assert agents_md.endswith("<!-- skillopt-sleep-plugin:end opencode -->\n")
+
+
+def test_pi_gets_a_skill_and_a_snippet_naming_the_command_line(agent_homes: Path) -> None:
+    report = install("pi")
+    pi_home = agent_homes / ".pi" / "agent"
+    assert sorted(str(c.path.relative_to(pi_home)) for c in report.changes) == [
+        "AGENTS.md",
+        "skills/skillopt-sleep/SKILL.md",
+    ]
+    skill = (pi_home / "skills" / "skillopt-sleep" / "SKILL.md").read_text()
+    assert skill.startswith("---\nname: skillopt-sleep\ndescription: ")
+    assert "`skillopt-sleep adopt ID`" in skill and "MCP tools" not in skill
+    snippet = (pi_home / "AGENTS.md").read_text()
+    assert snippet.startswith("<!-- skillopt-sleep-plugin:begin")
+    assert "with the bash\ntool" in snippet
 
 
 def test_project_scope(tmp_path: Path, isolated_home: Path) -> None:
@@ -388,7 +429,7 @@ def test_shared_skill_copies_are_identical_and_valid() -> None:
     assert root == ROOT / "plugins"
     texts = {
         a: (root / a / "skills" / "skillopt-sleep" / "SKILL.md").read_text()
-        for a in ("codex", "copilot", "devin")
+        for a in ("codex", "copilot", "devin", "opencode")
     }
     assert len(set(texts.values())) == 1
     for text in [
@@ -474,3 +515,5 @@ def test_the_wheel_ships_every_plugin_file(tmp_path: Path) -> None:
     assert set(shipped) == want
     for rel, name in shipped.items():
         assert wheel.read(name) == (ROOT / "plugins" / rel).read_bytes()
+    css = "skillopt_sleep/ui/static/style.css"  # the dashboard's only asset: no CDN
+    assert wheel.read(css) == (ROOT / css).read_bytes()

@@ -1,6 +1,6 @@
 """Certified = deployed, with the pinned real CLIs against the simulator on loopback.
 
-For Claude Code, Codex and Copilot: the user works with the real CLI in a sandbox HOME (a
+For Claude Code, Codex, Copilot, OpenCode and Pi: the user works with the real CLI in a sandbox HOME (a
 recurring task asked in sessions of its own, a correction as a follow-up turn of the session it
 corrects, sent by continuing that session); the night harvests and mines what the CLI wrote and
 trains the agent's memory file (the default document) by replaying every task through that
@@ -31,6 +31,7 @@ from skillopt_sleep.simulator.persona import persona_from_dict
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
 from tests.helpers.deployed import (
+    ASK,
     MODEL,
     PERSONA,
     SIM_KEY,
@@ -44,7 +45,13 @@ from tests.helpers.deployed import (
 pytestmark = pytest.mark.cli
 
 
-@pytest.mark.parametrize("agent", ["claude_code", "codex", "copilot"])
+def turn_bodies(agent: str, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The bodies of the CLI's own turn (OpenCode also asks, without tools, for a title)."""
+    bodies = [r["body"] for r in requests if r.get("role") == "target"]
+    return [b for b in bodies if agent != "opencode" or b.get("tools")]
+
+
+@pytest.mark.parametrize("agent", ["claude_code", "codex", "copilot", "opencode", "pi"])
 def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
     agent: str, tmp_path: Path, isolated_home: Path, cli_path: None
 ) -> None:
@@ -115,7 +122,7 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
 
         sim.stats.reset()
         answer = ask(agent, sim.url, project)
-        bodies = [r["body"] for r in sim.stats.requests if r.get("role") == "target"]
+        bodies = turn_bodies(agent, sim.stats.requests)
         assert bodies and all(rule in json.dumps(b) for b in bodies)
         assert place_of(bodies[0], rule) == replay_place  # the same place, the same framing
         assert "pnpm" in answer, answer
@@ -124,7 +131,7 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
         live.rename(live.with_name("NOT-LOADED.md"))
         sim.stats.reset()
         answer = ask(agent, sim.url, project)
-        bodies = [r["body"] for r in sim.stats.requests if r.get("role") == "target"]
+        bodies = turn_bodies(agent, sim.stats.requests)
         assert bodies and not any(rule in json.dumps(b) for b in bodies)
         assert "npm install" in answer and "pnpm" not in answer, answer
 
@@ -193,3 +200,38 @@ def test_in_the_wild_the_adopted_memory_is_seen_reaching_real_sessions_and_flagg
     assert wild["pass_rate"] == 1.0
     assert wild["flag"] and "no longer the file's managed block" in wild["flag"]
     assert "last 3" in wild["flag"]
+
+
+def test_a_task_corrected_in_opencode_and_in_pi_is_mined_as_one_task(
+    tmp_path: Path, isolated_home: Path, cli_path: None
+) -> None:
+    """The same request asked once with the real opencode and once with the real pi, each
+    corrected in its own session: both harvesters read them and the miner makes one recurring
+    task of the two sessions, with both corrections."""
+    from skillopt_sleep.night.mine import mine
+    from skillopt_sleep.sources.ingest import harvest
+
+    project = (tmp_path / "webapp").resolve()
+    project.mkdir()
+    store = Store(paths.db_path())
+    with serve(persona_from_dict(PERSONA), api_key=SIM_KEY) as sim:
+        ask("opencode", sim.url, project, ASK)
+        ask("opencode", sim.url, project, "no, use pnpm, not npm", more=True)
+        ask("pi", sim.url, project, "install the dependencies please")
+        ask("pi", sim.url, project, "no, use pnpm instead of npm", more=True)
+    settings = load_settings(
+        Path("/nonexistent/config.toml"),
+        **{
+            **demo_settings(isolated_home, project, "http://127.0.0.1:9/v1"),
+            "sources": {"opencode": {}, "pi": {}},
+        },
+    )
+    report = harvest(store, settings)
+    assert report.sources["opencode"].sessions_new == 1
+    assert report.sources["pi"].sessions_new == 1
+    mine(store, settings)
+    sessions = {s["id"]: s["source"] for s in store.sessions.all()}
+    tasks = store.tasks.all()
+    [install] = [t for t in tasks if "install" in t.intent]
+    assert sorted(sessions[s] for s in install.sessions) == ["opencode", "pi"]
+    assert sorted(install.corrections) == ["no, use pnpm instead of npm", "no, use pnpm, not npm"]

@@ -211,3 +211,50 @@ def test_a_copy_that_gains_nothing_is_not_staged(tmp_path, isolated_home):
     assert "no gain" in copy.reason or "worse" in copy.reason
     assert agents_md.read_text() == f"# My codex notes\n\n{RULE}\n"
     assert [p["id"] for p in store.proposals.staged()] == [result.proposal_id]
+
+
+def test_a_copy_a_later_night_makes_joins_its_group_and_no_means_no_covers_copies(
+    tmp_path, isolated_home
+):
+    project = _world(tmp_path, isolated_home)
+    store = Store(paths.db_path())
+    with serve(write_persona(tmp_path)) as sim:
+        # first night: codex's copy cannot be certified (only the document's agent gets it)
+        first = run_night(
+            store, _settings(isolated_home, project, sim.url, deliver={"agents": "document"})
+        )
+        pid = first.proposal_id
+        assert pid and first.summary.copies == []
+        # a later, otherwise unchanged night certifies codex's copy of the same rules
+        later = run_night(store, _settings(isolated_home, project, sim.url))
+    [copy] = later.summary.copies
+    assert later.proposal_id == pid and copy.status == "staged"
+    assert copy.proposal_id == f"p{later.night_id}-codex"
+    assert copy.proposal_id in (later.summary.reason or "")
+    assert agent_group(store, pid) == [pid, copy.proposal_id]
+
+    # rejecting the rules withdraws their staged copy too, with the reason
+    proc = _cli("reject", pid, "--reason", "we are moving to yarn", cwd=tmp_path)
+    assert f"and its copies for other agents: {copy.proposal_id}" in proc.stdout
+    row = store.proposals.get(copy.proposal_id)
+    assert row is not None and row["status"] == "rejected"
+    assert "we are moving to yarn" in row["reason"]
+    try:
+        adopt_group(store, copy.proposal_id)
+        raise AssertionError("a withdrawn copy must not be adoptable")
+    except ProposalError as exc:
+        assert "rejected, not staged" in str(exc)
+
+
+def test_rolling_back_the_rules_withdraws_their_staged_copies(tmp_path, isolated_home):
+    project = _world(tmp_path, isolated_home)
+    store = Store(paths.db_path())
+    with serve(write_persona(tmp_path)) as sim:
+        result = run_night(store, _settings(isolated_home, project, sim.url))
+    pid = str(result.proposal_id)
+    _cli("adopt", pid, cwd=tmp_path)
+    proc = _cli("rollback", cwd=tmp_path)
+    assert f"were withdrawn: {pid}-codex" in proc.stdout
+    row = store.proposals.get(f"{pid}-codex")
+    assert row is not None and row["status"] == "rejected" and pid in row["reason"]
+    assert not (isolated_home / ".codex" / "AGENTS.md").exists()

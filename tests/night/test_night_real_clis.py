@@ -1,4 +1,5 @@
-"""Whole nights through the real agent CLIs (``claude -p``, ``codex exec``, ``copilot -p`` from
+"""Whole nights through the real agent CLIs (``claude -p``, ``codex exec``, ``copilot -p``,
+``opencode run``, ``pi -p`` from
 ``node_modules/.bin``, pinned in package.json) against the simulator on loopback.
 
 Each CLI runs with HOME = the test's temporary home (conftest), points at the simulator by
@@ -80,6 +81,8 @@ def session_files(home: Path) -> set[Path]:
         home / ".codex" / "sessions",
         home / ".codex" / "archived_sessions",
         home / ".copilot" / "session-state",
+        home / ".local" / "share" / "opencode",
+        home / ".pi" / "agent" / "sessions",
     ]
     return {p for r in roots if r.exists() for p in r.rglob("*") if p.is_file()}
 
@@ -155,6 +158,32 @@ def test_night_target_copilot(world):
         assert store.db["sessions"].count == harvested
 
 
+@pytest.mark.parametrize("name,binary", [("opencode", "opencode"), ("pi", "pi")])
+def test_night_target_opencode_and_pi(world, name, binary):
+    """A whole night with ``opencode run`` / ``pi -p`` as the target (the optimizer is codex):
+    the rule is learned through the real CLI, and the replays leave nothing to harvest."""
+    require_cli(binary)
+    require_cli("codex")
+    home, project, persona, target = world
+    before = session_files(home)
+    store = Store(paths.db_path())
+    with serve(persona, api_key=SIM_KEY) as sim:
+        settings = settings_for(
+            home,
+            project,
+            target,
+            backend(name, sim.url + "/v1"),
+            backend("codex", sim.url + "/v1"),
+        )
+        result = run_night(store, settings)
+        check_night(store, result, target, name)
+        assert sim.stats.by_endpoint["/chat/completions"] > 0
+        assert session_files(home) == before
+        harvested = store.db["sessions"].count
+        harvest(store, settings)
+        assert store.db["sessions"].count == harvested
+
+
 @pytest.mark.parametrize("case", ["no_key", "wrong_url", "unknown_model"])
 def test_night_fails_loudly_and_stages_nothing(world, case):
     require_cli("claude")
@@ -199,6 +228,8 @@ TARGETS = {
     "claude_code": ("claude", "", "`claude auth login`"),
     "codex": ("codex", "/v1", "`codex login`"),
     "copilot": ("copilot", "/v1", "`copilot login`"),
+    "opencode": ("opencode", "/v1", "`opencode auth login`"),
+    "pi": ("pi", "/v1", "`/login`"),
 }
 WRONG_KEY = "sk-sim-wrong-9876543210"
 
@@ -380,3 +411,49 @@ def test_cli_run_terminated_kills_the_agent_cli_and_records_the_night_interrupte
         "interrupted (Ctrl-C)" if signame == "SIGINT" else f"interrupted (signal {int(sig)})"
     )
     assert target.read_text(encoding="utf-8") == USER_TEXT
+
+
+@pytest.mark.parametrize("name,binary", [("opencode", "opencode"), ("pi", "pi")])
+def test_skill_mode_night_through_opencode_and_pi(
+    tmp_path, isolated_home, cli_path, monkeypatch, name, binary
+):
+    """The managed skill of OpenCode / Pi trained by replaying through that CLI: the candidate
+    sits in the overlay's skills folder, the CLI lists it and (the persona loads every listed
+    skill) loads it its own way (OpenCode's skill tool, Pi's read), so the night certifies it;
+    the user's skills folder is untouched until adopt."""
+    from importlib import resources
+
+    from skillopt_sleep import agents
+    from skillopt_sleep.config import load_settings
+    from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
+    from skillopt_sleep.testing.sessions import write_conversations
+
+    require_cli(binary)
+    project = tmp_path / "webapp"
+    project.mkdir()
+    write_conversations(isolated_home, project, DEMO_CONVERSATIONS)
+    demo = resources.files("skillopt_sleep.simulator").joinpath("personas/demo.toml")
+    persona = tmp_path / "persona.toml"
+    persona.write_text(demo.read_text("utf-8") + '\n[skills]\nmatch = "always"\n')
+    # OpenCode's skill tool lists the skill folder with ripgrep: the pinned codex ships an rg
+    rg = sorted(
+        (Path(require_cli("codex")).parent.parent / "@openai").glob(
+            "codex-linux-*/vendor/*/codex-path"
+        )
+    )
+    monkeypatch.setenv("PATH", os.pathsep.join([*(str(d) for d in rg[:1]), os.environ["PATH"]]))
+    store = Store(paths.db_path())
+    with serve(persona, full_log=True) as sim:
+        base = demo_settings(isolated_home, project, sim.url)
+        base["target"] = {**base["target"], "name": name, "timeout": 90, "max_retries": 0}
+        settings = load_settings(
+            Path("/nonexistent/config.toml"),
+            **{**base, "document": {"kind": "managed_skill", "agent": name}},
+        )
+        result = run_night(store, settings)
+        replays = [r for r in sim.stats.requests if r.get("role") == "target"]
+    assert result.status == "succeeded", (result.summary, result.error)
+    assert result.summary.delivery is not None and result.summary.delivery.mode == "skill"
+    assert result.val_after > result.val_before
+    assert any(r.get("skills_loaded") == ["skillopt-sleep-learned"] for r in replays), replays
+    assert not agents.get_agent(name).skills_dir().exists()  # staged, not written

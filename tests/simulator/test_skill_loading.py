@@ -22,7 +22,13 @@ from skillopt_sleep.simulator import Simulator, serve
 from skillopt_sleep.simulator.brain import Brain, ListedSkill, Turn, content_words, skill_matches
 from skillopt_sleep.simulator.persona import Persona, SkillRule, persona_from_dict
 from skillopt_sleep.simulator.wire import parse_anthropic, parse_chat, parse_responses
-from tests.helpers.clis import agent_binary
+from tests.helpers.clis import (
+    NODE_BIN,
+    OPENCODE_QUIET,
+    PI_QUIET,
+    agent_binary,
+    write_pi_models,
+)
 
 KEY = "sk-sim-skills-0123456789"
 ASK = "How should I write unit tests for the parser module in Python?"
@@ -262,6 +268,29 @@ def test_copilot_listing_is_read_from_available_skills() -> None:
     assert turn.prompt == ASK
 
 
+def test_opencode_and_pi_listings_are_read_from_available_skills() -> None:
+    """OpenCode 1.18.33 and Pi 0.73.1 append Copilot's block shape to their system message,
+    the location an absolute SKILL.md path (OpenCode's own skill: ``&lt;built-in&gt;``);
+    docs/agents.md."""
+    system = (
+        "You are opencode.\n<available_skills>\n  <skill>\n    <name>customize-opencode</name>\n"
+        "    <description>Use ONLY when editing opencode&#39;s config.</description>\n"
+        "    <location>&lt;built-in&gt;</location>\n  </skill>\n  <skill>\n"
+        f"    <name>{MATCHING[0]}</name>\n    <description>{MATCHING[1]}</description>\n"
+        f"    <location>/h/.config/opencode/skills/{MATCHING[0]}/SKILL.md</location>\n"
+        "  </skill>\n</available_skills>"
+    )
+    turn = parse_chat(
+        {"messages": [{"role": "system", "content": system}, {"role": "user", "content": ASK}]}
+    )
+    assert [(s.name, s.location, s.builtin) for s in turn.skills] == [
+        ("customize-opencode", "<built-in>", True),
+        (MATCHING[0], f"/h/.config/opencode/skills/{MATCHING[0]}/SKILL.md", False),
+    ]
+    assert turn.skills[0].description == "Use ONLY when editing opencode's config."
+    assert turn.prompt == ASK
+
+
 def test_no_listing_no_skills_and_rule_text_is_all_text() -> None:
     turn = parse_chat(
         {"messages": [{"role": "system", "content": RULE}, {"role": "user", "content": ASK}]}
@@ -483,10 +512,49 @@ def codex(sim: Simulator, cwd: Path) -> str:
     return run_cli(argv, cwd, SIM_API_KEY=KEY).strip()
 
 
+def opencode(sim: Simulator, cwd: Path) -> str:
+    config = {
+        "provider": {
+            "sim": {
+                "npm": "@ai-sdk/openai-compatible",
+                "options": {"baseURL": sim.url + "/v1", "apiKey": "{env:SIM_API_KEY}"},
+                "models": {"sim": {"name": "sim"}},
+            }
+        },
+        "model": "sim/sim",
+        "agent": {"title": {"disable": True}},  # no extra title request
+    }
+    home = Path(os.environ["HOME"]) / ".config" / "opencode"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "opencode.json").write_text(json.dumps(config), encoding="utf-8")
+    # OpenCode's skill tool lists the skill folder with ripgrep (else it downloads one): the
+    # pinned codex package ships an `rg`
+    rg = sorted((NODE_BIN.parent / "@openai").glob("codex-linux-*/vendor/*/codex-path"))
+    path = os.pathsep.join([*(str(d) for d in rg[:1]), os.environ.get("PATH", "/usr/bin:/bin")])
+    argv = [agent_binary("opencode"), "run", *ASK.split()]  # one word an argument: no quotes
+    return run_cli(argv, cwd, SIM_API_KEY=KEY, PWD=str(cwd), PATH=path, **OPENCODE_QUIET).strip()
+
+
+def pi(sim: Simulator, cwd: Path) -> str:
+    write_pi_models(Path(os.environ["HOME"]), sim.url + "/v1", "sim", "SIM_API_KEY")
+    argv = [agent_binary("pi"), "--provider", "sim", "--model", "sim", "-p", ASK]
+    return run_cli(argv, cwd, SIM_API_KEY=KEY, **PI_QUIET).strip()
+
+
 CLIS = {
     "claude": (claude, ".claude/skills"),
     "codex": (codex, ".codex/skills"),
     "copilot": (copilot, ".copilot/skills"),
+    "opencode": (opencode, ".config/opencode/skills"),
+    "pi": (pi, ".pi/agent/skills"),
+}
+#: the tool each CLI loads a skill with
+LOAD_TOOL = {
+    "claude": "Skill",
+    "codex": "exec_command",
+    "copilot": "skill",
+    "opencode": "skill",
+    "pi": "read",
 }
 
 
@@ -507,7 +575,7 @@ def test_a_matching_user_skill_is_loaded_and_its_rule_changes_the_answer(
     first, second = records
     assert sorted(first["skills"]) == sorted(second["skills"]) == ["deploy-notes", "python-tests"]
     assert first["skills_loaded"] == [] and second["skills_loaded"] == ["python-tests"]
-    assert first["tool"] == {"claude": "Skill", "codex": "exec_command", "copilot": "skill"}[cli]
+    assert first["tool"] == LOAD_TOOL[cli]
     assert second["tool"] is None and second["prompt_full"] == ASK
     body = body_of("python-tests")
     assert body not in json.dumps(requests_log[0]) and body not in first["context_full"]

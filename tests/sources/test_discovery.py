@@ -193,6 +193,8 @@ def test_enable_found_never_overwrites_an_existing_config(
         "copilot_vscode": False,
         "cursor": False,
         "opencode": False,
+        "pi": False,
+        "openclaw": False,
     }
     assert configured_sources(config) == set(KNOWN_SOURCES)
     assert enable_found(config, statuses) == []  # idempotent: nothing left to add
@@ -223,6 +225,12 @@ enabled = false
 enabled = false
 
 [sources.opencode]
+enabled = false
+
+[sources.pi]
+enabled = false
+
+[sources.openclaw]
 enabled = false
 """
 
@@ -269,6 +277,7 @@ def test_enable_found_switches_dotted_and_inline_tables_and_keeps_crlf(
         "devin = { enabled = false, roots = [] }\r\n"
         "claude_code.enabled = false\r\ncodex.enabled = true\r\n"
         "copilot_vscode.enabled = false\r\nopencode.enabled = false\r\n"
+        "pi.enabled = false\r\nopenclaw.enabled = false\r\n"
     )
     config.write_bytes(text.encode())
     (isolated_home / ".claude" / "projects").mkdir(

@@ -1,5 +1,5 @@
-"""Harvest transcripts genuinely written by the pinned agent CLIs (``claude -p``, ``codex exec``
-from ``node_modules/.bin``) in the test's temporary HOME, answering from the simulator on
+"""Harvest transcripts genuinely written by the pinned agent CLIs (``claude -p``, ``codex exec``,
+``opencode run``, ``pi -p`` from ``node_modules/.bin``) in the test's temporary HOME, answering from the simulator on
 loopback. In CI (env ``CI`` set) a missing CLI fails; elsewhere the test is skipped."""
 
 from __future__ import annotations
@@ -15,7 +15,14 @@ from skillopt_sleep.simulator import serve
 from skillopt_sleep.sources.base import SELF_MARKER
 from skillopt_sleep.sources.ingest import harvest
 from skillopt_sleep.store import Store
-from tests.helpers.clis import agent_binary
+from tests.helpers.clis import (
+    OPENCODE_QUIET,
+    PI_QUIET,
+    agent_binary,
+    cli_env,
+    write_opencode_config,
+    write_pi_models,
+)
 
 pytestmark = pytest.mark.cli
 
@@ -107,3 +114,86 @@ def test_codex_exec_rollout(isolated_home: Path, store: Store) -> None:
     assert sess["project"] == str(work) and sess["agent_version"]
     assert [m["kind"] for m in msgs] == ["prompt", "answer"]  # each written 2-3 ways, stored once
     assert msgs[0]["text"] == PROMPT and msgs[1]["text"]
+
+
+#: a prompt of the user's own (not a replay), asked twice in one session
+ASK = "how do I run the tests?"
+FOLLOW_UP = "and the linter?"
+
+
+def test_opencode_run_database(isolated_home: Path, store: Store) -> None:
+    """opencode 1.18.33 writes ``~/.local/share/opencode/opencode.db`` (tables ``session``,
+    ``message``, ``part``; ``session_message`` stays empty): a session of two prompts and a
+    replay-marked session, both harvested, the replay filtered; a second pass reads nothing
+    new."""
+    opencode = _cli("opencode")
+    work = isolated_home / "work"
+    work.mkdir()
+    with serve("demo", api_key=KEY) as sim:
+        write_opencode_config(isolated_home, sim.url + "/v1", "sim-demo", "SIM_KEY")
+        env = cli_env(SIM_KEY=KEY, PWD=str(work), **OPENCODE_QUIET)
+        # one word per argument: `opencode run` quotes an argument that holds a space
+        _run([opencode, "run", *ASK.split()], work, env)
+        _run([opencode, "run", "--continue", *FOLLOW_UP.split()], work, env)
+        _run([opencode, "run", *PROMPT.split()], work, env)
+    db = isolated_home / ".local" / "share" / "opencode" / "opencode.db"
+    assert db.is_file()
+    report = harvest(store, Settings(), sources=["opencode"])
+    oc = report.sources["opencode"]
+    assert oc.files_read == 1 and oc.files_skipped == {} and "bad_json" not in oc.lines_skipped
+    assert oc.sessions_filtered == {"self_generated": 1}
+    rows = sorted(
+        (s for s in store.sessions.all(include_self=True) if s["source"] == "opencode"),
+        key=lambda s: s["self_generated"],
+    )
+    assert [r["self_generated"] for r in rows] == [0, 1]
+    own, replay = rows
+    msgs = store.sessions.messages(own["id"])
+    assert [(m["kind"], m["text"]) for m in msgs if m["kind"] == "prompt"] == [
+        ("prompt", ASK),
+        ("prompt", FOLLOW_UP),
+    ]
+    assert [m["kind"] for m in msgs] == ["prompt", "answer", "prompt", "answer"]
+    assert all(m["text"] for m in msgs)
+    assert own["project"] == str(work) and own["agent_version"] == "1.18.33"
+    assert own["model"] == "sim-demo"
+    assert store.sessions.messages(replay["id"])[0]["text"] == PROMPT
+    again = harvest(store, Settings(), sources=["opencode"]).sources["opencode"]
+    assert again.sessions_new == 0 and again.sessions_updated == 0
+
+
+def test_pi_print_session(isolated_home: Path, store: Store) -> None:
+    """pi 0.73.1 writes ``~/.pi/agent/sessions/--<cwd>--/<time>_<uuid>.jsonl``: a session of
+    two prompts (``pi -p`` then ``pi -p -c``) and a replay-marked one, both harvested, the
+    replay filtered."""
+    pi = _cli("pi")
+    work = isolated_home / "work"
+    work.mkdir()
+    with serve("demo", api_key=KEY) as sim:
+        write_pi_models(isolated_home, sim.url + "/v1", "sim-demo", "SIM_KEY")
+        env = cli_env(SIM_KEY=KEY, **PI_QUIET)
+        base = [pi, "--provider", "sim", "--model", "sim-demo", "-p"]
+        _run([*base, ASK], work, env)
+        _run([*base, "-c", FOLLOW_UP], work, env)
+        _run([*base, PROMPT], work, env)
+    files = sorted((isolated_home / ".pi" / "agent" / "sessions").rglob("*.jsonl"))
+    assert len(files) == 2 and all(f.parent.name.startswith("--") for f in files)
+    report = harvest(store, Settings(), sources=["pi"])
+    pr = report.sources["pi"]
+    assert pr.files_read == 2 and pr.files_skipped == {} and "bad_json" not in pr.lines_skipped
+    assert pr.sessions_filtered == {"self_generated": 1}
+    rows = sorted(
+        (s for s in store.sessions.all(include_self=True) if s["source"] == "pi"),
+        key=lambda s: s["self_generated"],
+    )
+    assert [r["self_generated"] for r in rows] == [0, 1]
+    own, replay = rows
+    msgs = store.sessions.messages(own["id"])
+    assert [(m["kind"], m["text"]) for m in msgs if m["kind"] == "prompt"] == [
+        ("prompt", ASK),
+        ("prompt", FOLLOW_UP),
+    ]
+    assert [m["kind"] for m in msgs] == ["prompt", "answer", "prompt", "answer"]
+    assert all(m["text"] for m in msgs)
+    assert own["project"] == str(work) and own["model"] == "sim-demo"
+    assert store.sessions.messages(replay["id"])[0]["text"] == PROMPT

@@ -1,0 +1,219 @@
+"""``opencode``: replay through OpenCode's non-interactive ``run`` command.
+
+One call is (the prompt on stdin; ``opencode run`` joins its message arguments with quotes
+around each one that has a space, stdin keeps the text as it is)::
+
+    opencode run --format json [--model <provider>/<model>]
+
+run in an empty temporary working directory (also as ``$PWD``, which OpenCode takes as its
+directory), with a throw-away XDG layout: ``XDG_CONFIG_HOME``,
+``XDG_DATA_HOME`` and ``XDG_STATE_HOME`` point into the call's scratch folder, so the session
+the run writes (``opencode.db``), its log and its locks never reach the user's
+``~/.local/share/opencode``; the prompt's first line is :data:`SELF_MARKER` all the same. The
+user's config files (:attr:`Agent.auth_files`: ``opencode.json`` …) and login (``auth.json`` of
+the data folder) are copied in only when no ``base_url`` is set.
+
+``OPENCODE_CONFIG_CONTENT`` (OpenCode's inline config, merged over the files) carries what a
+replay needs: no autoupdate, no sharing, no session title (OpenCode would ask the model for
+one in a second request), tools off unless the task asks for them (``"*":
+false`` then only the wanted ones on; the ``skill`` tool on when a skill is trained: it lists
+the skill's folder with ripgrep, ``rg`` on ``PATH`` or a download), and with ``base_url`` a provider ``skillopt_sleep``
+(``@ai-sdk/openai-compatible``, bundled in the binary) with the configured model; the key
+travels as ``{env:SKILLOPT_OPENCODE_API_KEY}``, never in the command line.
+``npm_config_offline=true`` stops OpenCode 1.18 from fetching ``@opencode-ai/plugin`` from the
+npm registry into the config folder at start-up.
+
+A placed document (``request.placement``) goes where OpenCode loads it after adopt: a user
+file (``AGENTS.md``, ``skills/<name>/SKILL.md``) into the throw-away config folder, a project
+file into the working directory; a document without a placement is written there as
+``AGENTS.md`` (OpenCode loads it as the project's instructions).
+
+Output: the JSONL events of ``--format json``: ``text`` parts make the answer, ``tool_use``
+parts the tool calls, ``step_finish`` parts the token usage, an ``error`` event (``APIError``
+with ``statusCode``) a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from skillopt_sleep import agents
+from skillopt_sleep.backends._exec import (
+    CallSetup,
+    ExecBackend,
+    Failure,
+    ProcessResult,
+    api_key,
+    classify,
+    json_lines,
+    map_tool_names,
+    marked,
+    stderr_failure,
+    usage_of,
+)
+from skillopt_sleep.models import Completion, CompletionRequest
+
+FLAGS = ("--format", "--model")
+PROVIDER = "skillopt_sleep"
+KEY_ENV = "SKILLOPT_OPENCODE_API_KEY"
+#: task tool name -> OpenCode's tool names
+ALIASES: dict[str, tuple[str, ...]] = {
+    "Bash": ("bash",),
+    "Read": ("read",),
+    "Edit": ("edit",),
+    "Write": ("write",),
+    "Grep": ("grep",),
+    "Glob": ("glob",),
+    "WebFetch": ("webfetch",),
+    "Task": ("task",),
+    "Skill": ("skill",),
+}
+QUIET_ENV = {
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "npm_config_offline": "true",
+    "NO_COLOR": "1",
+}
+
+
+def _openai_base(url: str) -> str:
+    url = url.rstrip("/")
+    return url if urlsplit(url).path not in ("", "/") else url + "/v1"
+
+
+class OpenCodeBackend(ExecBackend):
+    name = "opencode"
+    agent = "opencode"
+    executable_name = "opencode"
+    install_hint = "npm install -g opencode-ai"
+    login_fix = (
+        "run `opencode auth login`, or set `api_key_env` in the backend config to a variable "
+        "holding the API key"
+    )
+
+    def _sandbox(self, scratch: Path, copy_auth: bool) -> tuple[Path, Path]:
+        """Throw-away XDG config and data folders; the user's config files and login copied
+        in when ``copy_auth``. Returns (config home, data home) of OpenCode."""
+        agent = agents.get_agent(self.agent)
+        config = scratch / "xdg-config" / "opencode"
+        data = scratch / "xdg-data" / "opencode"
+        config.mkdir(parents=True, exist_ok=True)
+        data.mkdir(parents=True, exist_ok=True)
+        if copy_auth:
+            pairs = [(agent.home() / n, config / n) for n in agent.auth_files]
+            pairs.append((agent.data_dir() / "auth.json", data / "auth.json"))
+            for src, dst in pairs:
+                if src.is_file():
+                    shutil.copyfile(src, dst)
+                    dst.chmod(0o600)
+        return config, data
+
+    def build(
+        self, request: CompletionRequest, executable: str, cwd: Path, scratch: Path
+    ) -> CallSetup:
+        argv = [executable, "run", "--format", "json"]
+        model = request.model or self.config.model
+        inline: dict[str, Any] = {
+            "autoupdate": False,
+            "share": "disabled",
+            "agent": {"title": {"disable": True}},  # no second model call for a title
+        }
+        tools: dict[str, bool] = {"*": False}
+        for tool in request.tools:
+            for native in ALIASES.get(tool, (tool.lower(),)):
+                tools[native] = True
+        placed = self.placed(request)
+        if placed is not None and placed.mode == "skill":
+            tools["skill"] = True  # a trained skill is loaded the way OpenCode loads skills
+        inline["tools"] = tools
+        env = self.base_env()
+        env.update(QUIET_ENV)
+        env["PWD"] = str(cwd)  # OpenCode takes its directory from $PWD, not the process's cwd
+        if self.config.base_url:
+            model_id = model or "default"
+            inline["provider"] = {
+                PROVIDER: {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": "skillopt-sleep",
+                    "options": {
+                        "baseURL": _openai_base(self.config.base_url),
+                        "apiKey": "{env:" + KEY_ENV + "}",
+                    },
+                    "models": {model_id: {"name": model_id}},
+                }
+            }
+            inline["model"] = f"{PROVIDER}/{model_id}"
+            argv += ["--model", f"{PROVIDER}/{model_id}"]
+            key = api_key(self.config)
+            env.pop(KEY_ENV, None)
+            if key:
+                env[KEY_ENV] = key
+        elif model:
+            argv += ["--model", model]
+        config_home, _data = self._sandbox(scratch, copy_auth=not self.config.base_url)
+        env["XDG_CONFIG_HOME"] = str(config_home.parent)
+        env["XDG_DATA_HOME"] = str(scratch / "xdg-data")
+        env["XDG_STATE_HOME"] = str(scratch / "xdg-state")
+        for var in ("OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_DB"):
+            env.pop(var, None)  # the user's overrides would lead out of the sandbox
+        env["OPENCODE_CONFIG_CONTENT"] = json.dumps(inline)
+        files: dict[str, str] = {}
+        if placed is not None and placed.scope == "user":
+            target = config_home / placed.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(placed.text, encoding="utf-8")
+        elif placed is not None:
+            files[placed.path] = placed.text
+        elif request.system:
+            files["AGENTS.md"] = request.system
+        return CallSetup(argv=argv, env=env, stdin=marked(request.prompt), files=files)
+
+    def parse(
+        self, result: ProcessResult, request: CompletionRequest, scratch: Path
+    ) -> Completion | Failure:
+        events = json_lines(result.stdout)
+        errors = [e.get("error") or {} for e in events if e.get("type") == "error"]
+        if errors:
+            err: dict[str, Any] = errors[-1] if isinstance(errors[-1], dict) else {}
+            raw = err.get("data")
+            data: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            status = data.get("statusCode")
+            message = str(data.get("message") or err.get("name") or "opencode reported an error")
+            return classify(message, status if isinstance(status, int) else None)
+        if result.returncode != 0:
+            return stderr_failure(result, "opencode")
+        texts: list[str] = []
+        tools: list[str] = []
+        inp = out = 0
+        for event in events:
+            part = event.get("part") or {}
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            if kind == "text" and str(part.get("text") or "").strip():
+                texts.append(str(part["text"]))
+            elif kind == "tool" and part.get("tool"):
+                tools.append(str(part["tool"]))
+            elif kind == "step-finish":
+                tokens = part.get("tokens") or {}
+                inp += int(tokens.get("input") or 0)
+                out += int(tokens.get("output") or 0)
+        if not texts and not tools:
+            return classify(
+                "opencode run finished without an answer: "
+                + (result.stderr.strip()[-200:] or "no output")
+            )
+        return Completion(
+            text=texts[-1] if texts else "",
+            tool_calls=map_tool_names(tools, request.tools, ALIASES),
+            usage=usage_of(inp, out),
+            seconds=result.seconds,
+            model=request.model or self.model,
+            raw={"session_id": next((e.get("sessionID") for e in events), None)},
+        )

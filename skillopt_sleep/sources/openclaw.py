@@ -1,0 +1,248 @@
+"""OpenClaw sessions (npm ``openclaw``; checked against the files 2026.9.6 writes, docs/sources.md).
+Root: ``<state>/agents`` with ``<state>`` = ``$OPENCLAW_STATE_DIR`` or ``~/.openclaw``. Override
+with ``[sources.openclaw] roots = [...]``.
+
+Two generations, both per agent (``agents/<agentId>/``):
+
+* **SQLite** ``agent/openclaw-agent.sqlite`` (2026.9.x; WAL), opened **read-only**: table
+  ``transcript_events`` (``session_id``, ``seq``, ``event_json`` — or ``event_zstd``, the same
+  JSON zstd-compressed — ``created_at``). Incremental per session: ``state["seq"][session]``
+  is the last ``seq`` read; each pass reads only later events.
+* the older **JSONL** files ``sessions/<session>.jsonl`` (``sessions.json`` beside them is an
+  index, not read): one event a line, read by byte offset.
+
+An event is an entry of Pi's session format (OpenClaw's embedded agent runtime is Pi's; format
+version 4): a ``session`` header (``id``, ``cwd``: the agent's workspace), ``model_change``,
+``message`` entries (``user`` / ``assistant`` / ``toolResult`` …, parsed by
+:func:`~skillopt_sleep.sources.common.pi_message`) and ``custom`` entries (OpenClaw's
+bookkeeping: ``model-snapshot``, ``openclaw:bootstrap-context:full`` …), counted as
+``ignored_type:<type>``. uids are ``<session id>:<entry id>``. The project is the header's
+``cwd``. A session whose first prompt carries :data:`SELF_MARKER` is ``self_generated``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from skillopt_sleep.models import HarvestedSession
+from skillopt_sleep.redact import decode
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, ReadMode, Source
+from skillopt_sleep.sources.common import as_dict, json_records, pi_message
+
+MAX_TEXT = 20_000
+TOOL_EXCERPT = 400
+DB_NAME = "openclaw-agent.sqlite"
+#: an event's size cap in the database (``event_utf8_bytes`` is at most 4 MiB)
+MAX_EVENT = 4 * 1024 * 1024
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+
+
+class _Session:
+    """One session's entries of one pass; what must survive a pass lives in ``st``."""
+
+    def __init__(self, source: str, st: dict):
+        self.st = st
+        self.sess = HarvestedSession(source=source, key=st["key"])
+
+    def record(self, rec: dict, skipped: Counter, first: bool) -> None:
+        st, sess = self.st, self.sess
+        rtype = rec.get("type")
+        ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
+        if rtype == "session":
+            if isinstance(rec.get("id"), str) and rec["id"] and first:
+                st["key"] = rec["id"]
+            if isinstance(rec.get("cwd"), str) and rec["cwd"]:
+                st["cwd"] = rec["cwd"]
+            if ts:
+                st["started"] = ts
+            return
+        if rtype == "model_change":
+            if isinstance(rec.get("modelId"), str) and rec["modelId"]:
+                sess.model = rec["modelId"]
+            return
+        if rtype != "message":
+            skipped[f"ignored_type:{rtype}"] += 1
+            return
+        msg = as_dict(rec.get("message"))
+        eid = rec.get("id")
+        if not isinstance(eid, str) or not eid:
+            skipped["no_id"] += 1
+            return
+        if msg.get("role") == "assistant" and isinstance(msg.get("model"), str) and msg["model"]:
+            sess.model = msg["model"]
+        out = pi_message(
+            msg, f"{st['key']}:{eid}", ts, skipped, max_text=MAX_TEXT, tool_excerpt=TOOL_EXCERPT
+        )
+        if out is None:
+            return
+        if out.kind == "prompt" and not st["fp"]:
+            st["fp"], st["self"] = True, SELF_MARKER in out.text
+        sess.messages.append(out)
+
+    def done(self) -> HarvestedSession:
+        self.sess.key = self.st["key"]
+        self.sess.project = self.sess.project or self.st.get("cwd")
+        self.sess.started_at = self.sess.started_at or self.st.get("started")
+        self.sess.self_generated = self.st["self"]
+        return self.sess
+
+
+def _fresh(key: str) -> dict[str, Any]:
+    return {"key": key, "line": 0, "fp": False, "self": False}
+
+
+class OpenClawSource(Source):
+    """Harvester for OpenClaw's per-agent SQLite transcripts and legacy JSONL (module doc)."""
+
+    name = "openclaw"
+    mode = "snapshot"
+    format_version = "openclaw 2026.9.6 openclaw-agent.sqlite transcript_events (session v4)"
+
+    def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        from skillopt_sleep.agents import agent_of_source
+
+        return [agent_of_source(self.name).home(env, home) / "agents"]
+
+    def discover(self, root: Path) -> Iterator[Path]:
+        """Each agent's ``agent/openclaw-agent.sqlite`` and ``sessions/*.jsonl``, sorted."""
+        try:
+            agents = sorted(p for p in root.iterdir() if p.is_dir())
+        except FileNotFoundError:
+            return
+        for agent in agents:
+            db = agent / "agent" / DB_NAME
+            if db.is_file():
+                yield db
+            for dirpath, dirnames, filenames in os.walk(agent / "sessions"):
+                dirnames.sort()
+                for name in sorted(filenames):
+                    if name.endswith(".jsonl"):
+                        yield Path(dirpath) / name
+
+    def read_mode(self, path: Path) -> ReadMode:
+        return "jsonl" if path.suffix == ".jsonl" else "snapshot"
+
+    # JSONL (older builds) ------------------------------------------------------
+    def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
+        st = dict(state) if state else _fresh(path.stem)
+        result = ParseResult(skipped=Counter())
+        one = _Session(self.name, st)
+        for rec in json_records(lines, result.skipped, st):
+            try:
+                one.record(rec, result.skipped, st["line"] <= 1)
+            except (TypeError, ValueError, AttributeError) as exc:
+                result.skipped[f"malformed:{type(exc).__name__}"] += 1
+        result.sessions = [one.done()]
+        result.state = st
+        return result
+
+    # SQLite (2026.9.x) -----------------------------------------------------------
+    def signature(self, path: Path) -> str:
+        h = hashlib.sha256()
+        for f in (path, Path(f"{path}-wal")):
+            try:
+                st = f.stat()
+                h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+            except OSError:
+                h.update(f"{f}:-\n".encode())
+        return h.hexdigest()
+
+    def count_sessions(self, path: Path) -> int:
+        if path.suffix == ".jsonl":
+            return 1
+        try:
+            con = _connect(path)
+            try:
+                row = con.execute("select count(distinct session_id) from transcript_events")
+                return int(row.fetchone()[0])
+            finally:
+                con.close()
+        except sqlite3.Error:
+            return 0
+
+    def read_snapshot(self, path: Path, state: dict) -> ParseResult:
+        state = dict(state or {})
+        seqs: dict[str, int] = dict(state.get("seq") or {})
+        sessions: dict[str, dict] = dict(state.get("sessions") or {})
+        result = ParseResult(skipped=Counter(), state=state)
+        try:
+            con = _connect(path)
+        except sqlite3.Error as exc:
+            result.skipped[f"db_error:{type(exc).__name__}"] += 1
+            return result
+        passes: dict[str, _Session] = {}
+        n_bytes = 0
+        try:
+            rows = con.execute(
+                "select session_id, seq, event_json, event_zstd from transcript_events "
+                "order by session_id, seq"
+            ).fetchall()
+            for sid, seq, text, packed in rows:
+                if not isinstance(sid, str) or not isinstance(seq, int):
+                    result.skipped["bad_row"] += 1
+                    continue
+                if seq <= seqs.get(sid, -1):
+                    continue
+                seqs[sid] = seq
+                rec = self._event(text, packed, result.skipped)
+                n_bytes += len(text or "") + len(packed or b"")
+                if rec is None:
+                    continue
+                one = passes.get(sid)
+                if one is None:
+                    st = dict(sessions.get(sid) or _fresh(sid))
+                    one = passes[sid] = _Session(self.name, st)
+                try:
+                    one.record(rec, result.skipped, seq == 0)
+                except (TypeError, ValueError, AttributeError) as exc:
+                    result.skipped[f"malformed:{type(exc).__name__}"] += 1
+        except sqlite3.Error as exc:
+            result.skipped[f"db_error:{type(exc).__name__}"] += 1
+        finally:
+            con.close()
+        for sid, one in passes.items():
+            result.sessions.append(one.done())
+            sessions[sid] = {
+                k: one.st[k] for k in ("key", "line", "fp", "self", "cwd", "started") if k in one.st
+            }
+        state["seq"], state["sessions"] = seqs, sessions
+        result.bytes_read = n_bytes
+        return result
+
+    @staticmethod
+    def _event(text: Any, packed: Any, skipped: Counter) -> dict | None:
+        """One event row's JSON object (``event_zstd`` decompressed), None when unreadable."""
+        import zstandard
+
+        try:
+            if isinstance(text, str):
+                raw = text
+            elif isinstance(packed, bytes):
+                unpacked = zstandard.ZstdDecompressor().decompress(
+                    packed, max_output_size=MAX_EVENT
+                )
+                raw = decode(unpacked)
+            else:
+                skipped["empty_event"] += 1
+                return None
+            rec = json.loads(raw)
+        except zstandard.ZstdError:
+            skipped["bad_zstd"] += 1
+            return None
+        except ValueError:
+            skipped["bad_json"] += 1
+            return None
+        if not isinstance(rec, dict):
+            skipped["not_an_object"] += 1
+            return None
+        return rec

@@ -1,0 +1,129 @@
+"""Pi coding agent sessions (npm ``@mariozechner/pi-coding-agent``; format checked against the
+files pi 0.73.1 writes, docs/sources.md): ``<pi home>/sessions/--<cwd>--/<ISO time>_<uuid>.jsonl``
+with ``<pi home>`` = ``$PI_CODING_AGENT_DIR`` or ``~/.pi/agent``, or
+``$PI_CODING_AGENT_SESSION_DIR`` instead of ``<pi home>/sessions``. Override with
+``[sources.pi] roots = [...]``.
+
+One append-only JSONL file per session (format version 3):
+
+* the first line is the header ``{"type": "session", "version": 3, "id": <uuid>, "timestamp",
+  "cwd", "parentSession"?}``: the key (``id``, else the uuid in the file name) and the project
+  (``cwd``);
+* ``{"type": "message", "id", "parentId", "timestamp", "message": {...}}`` entries carry the
+  conversation (the entries form a tree through ``parentId``; an abandoned branch stays in the
+  file and is read like the rest). ``message.role``: ``user`` (``content`` a string or
+  ``text`` / ``image`` blocks) → a prompt; ``assistant`` (``text`` / ``thinking`` /
+  ``toolCall`` blocks, ``model``, ``stopReason``) → an answer with its tool names (an
+  assistant message that failed with no content, ``stopReason`` ``error`` / ``aborted``, is
+  counted as ``failed_answer``); ``toolResult`` (``toolName``, ``content``, ``isError``) → a
+  ``tool`` excerpt; ``bashExecution`` (a ``!command`` the user ran) → a ``tool`` excerpt of
+  its output; ``custom`` (an extension's injected message), ``branchSummary`` and
+  ``compactionSummary`` are injected context: dropped, counted as ``injected``;
+* ``model_change`` sets the session's model; ``thinking_level_change``, ``compaction``,
+  ``branch_summary``, ``custom``, ``label``, ``session_info`` … are counted as
+  ``ignored_type:<type>``.
+
+uids are ``<session id>:<entry id>``. A session whose first prompt carries
+:data:`SELF_MARKER` is ``self_generated`` (a replay; the pi backend runs with
+``--no-session`` and writes none). Pi does not record whether a run was ``pi -p``: ``headless``
+stays False.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+from skillopt_sleep.models import HarvestedMessage, HarvestedSession
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.sources.common import as_dict, json_records, pi_message
+
+MAX_TEXT = 20_000
+TOOL_EXCERPT = 400
+_UUID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", re.I)
+
+
+class PiSource(Source):
+    """Harvester for Pi's session JSONL files (see module doc)."""
+
+    name = "pi"
+    format_version = "pi 0.73.1 session files (format version 3)"
+
+    def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        from skillopt_sleep.agents import agent_of_source
+
+        return [agent_of_source(self.name).data_dir(env, home)]
+
+    def discover(self, root: Path) -> Iterator[Path]:
+        """Every ``*.jsonl`` below ``root`` (one folder per working directory), sorted."""
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for name in sorted(filenames):
+                if name.endswith(".jsonl"):
+                    yield Path(dirpath) / name
+
+    def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
+        st = dict(state) if state else {}
+        if "key" not in st:
+            m = _UUID.search(path.name)
+            st.update(key=m.group(1) if m else path.stem, line=0, fp=False, self=False)
+        result = ParseResult(skipped=Counter())
+        sess = HarvestedSession(source=self.name, key=st["key"])
+        messages: list[HarvestedMessage] = []
+        for rec in json_records(lines, result.skipped, st):
+            try:
+                self._record(rec, st, sess, messages, result.skipped)
+            except (TypeError, ValueError, AttributeError) as exc:  # a field of an odd type
+                result.skipped[f"malformed:{type(exc).__name__}"] += 1
+        sess.key = st["key"]
+        sess.project = sess.project or st.get("cwd")
+        sess.started_at = sess.started_at or st.get("started")
+        sess.self_generated = st["self"]
+        sess.messages = messages
+        result.sessions = [sess]
+        result.state = st
+        return result
+
+    def _record(
+        self,
+        rec: dict,
+        st: dict,
+        sess: HarvestedSession,
+        out: list[HarvestedMessage],
+        skipped: Counter,
+    ) -> None:
+        rtype = rec.get("type")
+        ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
+        if rtype == "session":
+            if isinstance(rec.get("id"), str) and rec["id"] and st["line"] <= 1:
+                st["key"] = rec["id"]
+            if isinstance(rec.get("cwd"), str) and rec["cwd"]:
+                st["cwd"] = rec["cwd"]
+            if ts:
+                st["started"] = ts
+            return
+        if rtype == "model_change":
+            if isinstance(rec.get("modelId"), str) and rec["modelId"]:
+                sess.model = rec["modelId"]
+            return
+        if rtype != "message":
+            skipped[f"ignored_type:{rtype}"] += 1
+            return
+        msg = as_dict(rec.get("message"))
+        eid = rec.get("id")
+        if not isinstance(eid, str) or not eid:
+            skipped["no_id"] += 1
+            return
+        if msg.get("role") == "assistant" and isinstance(msg.get("model"), str) and msg["model"]:
+            sess.model = msg["model"]
+        out_msg = pi_message(
+            msg, f"{st['key']}:{eid}", ts, skipped, max_text=MAX_TEXT, tool_excerpt=TOOL_EXCERPT
+        )
+        if out_msg is None:
+            return
+        if out_msg.kind == "prompt" and not st["fp"]:
+            st["fp"], st["self"] = True, SELF_MARKER in out_msg.text
+        out.append(out_msg)

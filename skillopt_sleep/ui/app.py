@@ -1,0 +1,199 @@
+"""The dashboard's Starlette app: routes, the token, CSRF-safe writes.
+
+* Every request needs the per-install token: ``?token=…`` on a ``GET`` sets an ``HttpOnly``,
+  ``SameSite=Strict`` cookie and redirects to the same page without it; afterwards the cookie
+  (or an ``Authorization: Bearer`` header) carries it. Without it: ``401``.
+* The ``Host`` header must name this loopback address (``127.0.0.1:<port>`` or
+  ``localhost:<port>``), so a DNS-rebinding page cannot reach the server: ``403``.
+* Writes (adopt, reject, rollback) are ``POST`` only, with the page's CSRF field (derived from
+  the token) and an ``Origin`` of this very address; otherwise ``403``. No CORS header is sent,
+  a preflight gets ``405``.
+* Every response forbids framing and loads nothing from elsewhere (a strict
+  ``Content-Security-Policy``: no script at all).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlencode
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from skillopt_sleep.errors import SkilloptError
+from skillopt_sleep.ui import pages
+
+if TYPE_CHECKING:
+    from skillopt_sleep.service import Service
+
+log = logging.getLogger(__name__)
+COOKIE = "skillopt_ui"
+HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def csrf_token(token: str) -> str:
+    """The forms' CSRF field: derived from the install token, useless without it."""
+    return hmac.new(token.encode(), b"skillopt-sleep ui csrf", hashlib.sha256).hexdigest()
+
+
+def _same(a: str, b: str) -> bool:
+    return hmac.compare_digest(a.encode(), b.encode())
+
+
+def _html(body: str, code: int = 200, headers: dict[str, str] | None = None) -> HTMLResponse:
+    return HTMLResponse(body, status_code=code, headers={**HEADERS, **(headers or {})})
+
+
+def _refuse(code: int, message: str) -> HTMLResponse:
+    return _html(pages.error("Refused", message), code)
+
+
+def build_app(service: Service, token: str, port: int) -> Starlette:
+    """The app for ``service``, answering on ``127.0.0.1:port`` with ``token``."""
+    hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+    csrf = csrf_token(token)
+
+    def authorised(request: Request) -> bool:
+        given = request.cookies.get(COOKIE, "")
+        auth = request.headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            given = auth[7:].strip()
+        return bool(given) and _same(given, token)
+
+    def guard(handler: Endpoint, *, write: bool = False) -> Endpoint:
+        async def endpoint(request: Request) -> Response:
+            if request.headers.get("host", "") not in hosts:
+                return _refuse(403, "this dashboard answers only on its own loopback address")
+            if request.method == "GET" and "token" in request.query_params:
+                if not _same(request.query_params["token"], token):
+                    return _refuse(401, "wrong token")
+                rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+                target = quote(request.url.path) + ("?" + urlencode(rest) if rest else "")
+                response = RedirectResponse(target, status_code=303, headers=HEADERS)
+                response.set_cookie(
+                    COOKIE, token, httponly=True, samesite="strict", path="/", secure=False
+                )
+                return response
+            if not authorised(request):
+                return _refuse(
+                    401,
+                    "no valid token: open the address `skillopt-sleep ui` prints (the token is "
+                    "in the state folder's ui-token file)",
+                )
+            if write:
+                origin = request.headers.get("origin", "")
+                if origin not in {f"http://{h}" for h in hosts}:
+                    return _refuse(403, "refused: a write must come from this dashboard's page")
+                form = await request.form()
+                if not _same(str(form.get("csrf", "")), csrf):
+                    return _refuse(403, "refused: the form's CSRF field is missing or wrong")
+                request.state.form = form
+            try:
+                return await handler(request)
+            except SkilloptError as exc:
+                return _html(pages.error("Error", str(exc)), 400)
+            except Exception as exc:  # a bug: one line on the page, the traceback in the log
+                log.exception("dashboard: %s %s", request.method, request.url.path)
+                return _html(
+                    pages.error("Internal error", f"internal error: {type(exc).__name__}: {exc}"),
+                    500,
+                )
+
+        return endpoint
+
+    def flash(request: Request) -> pages.Flash:
+        done = request.query_params.get("done")
+        failed = request.query_params.get("failed")
+        if failed:
+            return ("bad", failed)
+        return ("ok", done) if done else None
+
+    def page(render: Callable[..., str]) -> Endpoint:
+        async def handler(request: Request) -> Response:
+            return _html(await run_in_threadpool(render, request))
+
+        return handler
+
+    async def adopt(request: Request) -> Response:
+        pid = request.path_params["pid"]
+        form = request.state.form
+        if form.get("all_agents"):
+            done = await run_in_threadpool(service.adopt_all_agents, pid)
+        else:
+            done = [await run_in_threadpool(service.adopt, pid)]
+        text = "; ".join(f"adopted {a.proposal_id} → {a.target_path}" for a in done)
+        return _back(pid, done=text)
+
+    async def reject(request: Request) -> Response:
+        pid = request.path_params["pid"]
+        reason = str(request.state.form.get("reason", "")).strip()
+        await run_in_threadpool(service.reject, pid, reason)
+        return _back(pid, done=f"rejected {pid}" + (f": {reason}" if reason else ""))
+
+    async def rollback(request: Request) -> Response:
+        pid = request.path_params["pid"]
+        detail = await run_in_threadpool(service.proposal, pid)
+        if detail.status != "adopted":
+            return _back(pid, failed=f"{pid} is {detail.status}, not adopted")
+        done = await run_in_threadpool(
+            lambda: service.rollback(detail.target_path, managed_only=True)
+        )
+        text = f"rolled back {done.proposal_id}: {done.target_path} restored"
+        if done.kept_copy:
+            text += f" (your edited version kept at {done.kept_copy})"
+        return _back(pid, done=text)
+
+    def _back(pid: str, **query: str) -> Response:
+        return RedirectResponse(
+            f"/proposals/{quote(pid, safe='')}?{urlencode(query)}", status_code=303, headers=HEADERS
+        )
+
+    async def style(_request: Request) -> Response:
+        css = resources.files("skillopt_sleep.ui").joinpath("static/style.css").read_bytes()
+        return Response(css, media_type="text/css", headers=HEADERS)
+
+    def q(request: Request, name: str) -> str:
+        return request.query_params.get(name, "")
+
+    views: dict[str, Callable[[Request], str]] = {
+        "/": lambda r: pages.overview(service, flash(r)),
+        "/history": lambda r: pages.history(service),
+        "/proposals": lambda r: pages.proposals(service),
+        "/proposals/{pid}": lambda r: pages.proposal(service, r.path_params["pid"], csrf, flash(r)),
+        "/tasks": lambda r: pages.tasks(service),
+        "/search": lambda r: pages.search(service, q(r, "q"), q(r, "agent") or None),
+        "/sessions/{sid}": lambda r: pages.session(service, r.path_params["sid"]),
+        "/nights": lambda r: pages.nights(service),
+        "/nights/{nid:int}": lambda r: pages.night(service, r.path_params["nid"]),
+    }
+    routes: list[Any] = [
+        Route(path, guard(page(render)), methods=["GET"]) for path, render in views.items()
+    ]
+
+    async def not_found(request: Request) -> Response:
+        return _html(pages.error("Not found", f"no page {request.url.path}"), 404)
+
+    routes += [
+        Route("/static/style.css", guard(style), methods=["GET"]),
+        Route("/proposals/{pid}/adopt", guard(adopt, write=True), methods=["POST"]),
+        Route("/proposals/{pid}/reject", guard(reject, write=True), methods=["POST"]),
+        Route("/proposals/{pid}/rollback", guard(rollback, write=True), methods=["POST"]),
+        Route("/{rest:path}", guard(not_found), methods=["GET"]),  # the token first, even here
+    ]
+    return Starlette(routes=routes)

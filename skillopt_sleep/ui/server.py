@@ -1,0 +1,106 @@
+"""Serving the dashboard: the per-install token, the loopback socket, uvicorn.
+
+The token is created on first use at ``<state>/ui-token`` (mode 0600, re-tightened when
+looser). :class:`Dashboard` binds ``127.0.0.1:<port>`` (0: any free port) before anything
+else, so a port in use is a one-line ConfigError, and serves either in the foreground
+(``skillopt-sleep ui``) or in a thread (the daemon, when ``ui.serve`` is set).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import stat
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from skillopt_sleep import paths
+from skillopt_sleep.errors import ConfigError
+
+if TYPE_CHECKING:
+    from skillopt_sleep.service import Service
+
+HOST = "127.0.0.1"
+
+
+def token_path() -> Path:
+    return paths.state_dir() / "ui-token"
+
+
+def ensure_token(path: Path | None = None) -> str:
+    """The dashboard's token, created (mode 0600) on first use."""
+    path = path or token_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        if stat.S_IMODE(path.stat().st_mode) & 0o077:
+            os.chmod(path, 0o600)
+        token = path.read_text("utf-8").strip()
+        if len(token) < 16:
+            raise ConfigError(
+                f"{path}: the dashboard token is too short; delete the file to make a new one"
+            ) from None
+        return token
+    token = secrets.token_urlsafe(32)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(token + "\n")
+    return token
+
+
+class Dashboard:
+    """The dashboard of ``service`` on ``127.0.0.1:port`` (listening from construction: a
+    client that connects before uvicorn runs waits in the backlog)."""
+
+    def __init__(self, service: Service, port: int):
+        import uvicorn
+
+        from skillopt_sleep.ui.app import build_app
+
+        self.token = ensure_token()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, port))
+        except OSError as exc:
+            sock.close()
+            raise ConfigError(
+                f"cannot listen on {HOST}:{port}: {exc.strerror or exc}; choose another port "
+                "(--port, or ui.port in the config; 0 = any free port)"
+            ) from None
+        sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
+        self.sock = sock
+        self.port: int = sock.getsockname()[1]
+        app = build_app(service, self.token, self.port)
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+        self.server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}/"
+
+    @property
+    def login_url(self) -> str:
+        """The address to open: it carries the token once, then a cookie does."""
+        return f"{self.url}?token={self.token}"
+
+    def serve(self) -> None:
+        """Serve until interrupted (Ctrl-C) or :meth:`stop`."""
+        self.server.run(sockets=[self.sock])
+
+    def start(self) -> Dashboard:
+        """Serve in a daemon thread; returns once the server listens (or failed)."""
+        self._thread = threading.Thread(target=self.serve, name="dashboard", daemon=True)
+        self._thread.start()
+        while not self.server.started and self._thread.is_alive():
+            self._thread.join(0.05)
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.sock.close()
