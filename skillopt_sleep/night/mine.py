@@ -274,6 +274,7 @@ def _walk(
                 label == "neutral"
                 and current is not None
                 and current.answered
+                and fb.typed_by_user(text)  # injected markup amends nothing
                 and amends(text, current.text, threshold)
             ):
                 label = "correction"
