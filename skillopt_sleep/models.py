@@ -70,13 +70,41 @@ class Check(BaseModel):
     evidence: str = ""  # the user's words the check was derived from
 
 
+class Occurrence(BaseModel):
+    """One time the user asked a task: the prompt of session ``session_id`` at ``seq``.
+
+    ``split`` is its role in the night's splits (:mod:`skillopt_sleep.night.split`): the
+    earlier occurrences ``train``, a later one ``val``, the latest ``test`` when there are
+    enough; ``""`` when it has none (the task is not scorable, or ``note`` says why it was
+    withheld). ``corrected``: the user corrected the answer to this occurrence.
+    """
+
+    session_id: str
+    seq: int = 0
+    when: str = ""
+    prompt: str = ""
+    corrected: bool = False
+    split: Literal["train", "val", "test", ""] = ""
+    note: str = ""
+
+    @property
+    def key(self) -> str:
+        """``<session id>#<seq>``: unique among a store's occurrences."""
+        return f"{self.session_id}#{self.seq}"
+
+
 class Task(BaseModel):
     """A recurring, replayable task mined from sessions.
 
     ``id`` is a stable hash of the project and the normalised representative intent, so the
-    same task keeps its id (and split) across nights. ``split`` is ``""`` (unassigned) while
+    same task keeps its id across nights. ``occurrences`` are the times the user asked it,
+    oldest first, each with its role in the splits. ``split`` is ``""`` (unassigned) while
     the task is not scorable — no rule check, and no rubric a judge scores — since a night
-    cannot replay it (see :mod:`skillopt_sleep.night.split`).
+    cannot replay it; else ``train`` (every scorable task learns from its earlier
+    occurrences; see :mod:`skillopt_sleep.night.split`). A task the night replays (a *view*
+    of one occurrence, :func:`~skillopt_sleep.night.split.views`) has that occurrence's
+    prompt as ``intent``, its role as ``split`` and ``occurrences == [it]``. ``apart``: why
+    similar prompts were kept out of this task (one line each).
     """
 
     id: str
@@ -89,6 +117,8 @@ class Task(BaseModel):
     split: Literal["train", "val", "test", ""] = "train"
     synthetic: bool = False
     tools: list[str] = Field(default_factory=list)  # tools the judges require
+    occurrences: list[Occurrence] = Field(default_factory=list)
+    apart: list[str] = Field(default_factory=list)
 
 
 class Usage(BaseModel):

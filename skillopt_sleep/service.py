@@ -192,6 +192,8 @@ class Service:
                     checks=[c.model_dump() for c in t.checks],
                     corrections=t.corrections,
                     synthetic=t.synthetic,
+                    occurrences=[o.model_dump() for o in t.occurrences],
+                    apart=t.apart,
                 )
                 for t in tasks[:limit]
             ],

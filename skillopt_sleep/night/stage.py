@@ -229,6 +229,16 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
         "",
         report.scored_as,
         "",
+        *([report.summary.held_out.capitalize() + ".", ""] if report.summary.held_out else []),
+        *(
+            [
+                f"{report.summary.not_validated} task(s) asked only once trained and are not "
+                "yet validated on a recurrence.",
+                "",
+            ]
+            if report.summary.not_validated
+            else []
+        ),
         *(_delivery_lines(report.summary.delivery) if report.summary.delivery else []),
         *(
             [

@@ -289,6 +289,16 @@ def m004_reredact(db: Database) -> None:
         db.execute("insert into messages_fts(messages_fts) values('optimize')")
 
 
+@migrations(name="m005_task_occurrences")
+def m005_task_occurrences(db: Database) -> None:
+    """A task's occurrences (each time the user asked it, with its role in the night's
+    splits) and why similar prompts were kept apart from it: JSON lists."""
+    if db.table("tasks").exists():
+        for col in ("occurrences", "apart"):
+            if col not in db.table("tasks").columns_dict:
+                db.table("tasks").add_column(col, str)
+
+
 def _redact_json_text(value: str) -> str:
     try:
         return json.dumps(redact_json(json.loads(value)))

@@ -31,6 +31,8 @@ class TasksRepo(Repository):
                     "split": t.split,
                     "synthetic": int(t.synthetic),
                     "tools": json.dumps(t.tools),
+                    "occurrences": json.dumps(redact_json([o.model_dump() for o in t.occurrences])),
+                    "apart": json.dumps(redact_json(t.apart)),
                     "first_seen": old["first_seen"] if old else now,
                     "last_seen": now,
                     "updated_at": now,
@@ -56,6 +58,8 @@ class TasksRepo(Repository):
                 split=r["split"],
                 synthetic=bool(r["synthetic"]),
                 tools=json.loads(r["tools"] or "[]"),
+                occurrences=json.loads(r.get("occurrences") or "[]"),
+                apart=json.loads(r.get("apart") or "[]"),
             )
             for r in rows
         ]
