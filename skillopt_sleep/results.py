@@ -514,6 +514,11 @@ class TaskInfo(_Model):
     checks: list[dict[str, Any]]
     corrections: list[str]
     synthetic: bool
+    #: checks that failed a control of the transcript (each with its ``controls``)
+    demoted: list[dict[str, Any]] = Field(default_factory=list)
+    #: how a replay gets the occurrence's context (``none needed`` / ``rebuilt`` /
+    #: ``not rebuilt: <why>``)
+    context: str = "none needed"
 
 
 class TaskList(_Model):
