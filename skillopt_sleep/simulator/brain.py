@@ -319,7 +319,7 @@ class Brain:
             load = self.skill_to_load(turn, asked)
             if load is not None:
                 return Reply("target", "", load[0], load[1])
-        seen = "\n".join(_CONTEXT.findall(asked))
+        seen = "\n".join(_CONTEXT.findall(turn.all_text()))
         asked = _CONTEXT.sub("", asked)
         match = next((a for a in persona.answers if a.pattern.search(asked)), None)
         if match is not None:

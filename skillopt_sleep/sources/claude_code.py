@@ -148,11 +148,14 @@ def clean_prompt(text: str) -> tuple[str | None, str]:
     return text, ""
 
 
-def _seen_as(name: str, tool_input: Any, cwd: str | None) -> list[Any]:
+def _seen_as(name: str, tool_input: Any, cwd: str | None) -> list[Any] | None:
     """``[kind, name, cut]`` of what a tool call will show the agent: a ``Read`` a file
     (``cut`` when only part of it is read), a ``Bash`` its command's output, another tool
-    its output named with the tool and its input."""
+    its output named with the tool and its input; None when the log keeps no input (its
+    result then counts as context that cannot be rebuilt)."""
     args = tool_input if isinstance(tool_input, dict) else {}
+    if not args:
+        return None
     if name == "Read" and isinstance(args.get("file_path"), str):
         path = args["file_path"]
         if cwd and path.startswith(cwd.rstrip("/") + "/"):
@@ -315,11 +318,10 @@ class ClaudeCodeSource(Source):
                     texts.append(block["text"])
                 elif block.get("type") == "tool_use" and isinstance(block.get("name"), str):
                     tools.append(block["name"])
-                    if meta is not None and isinstance(block.get("id"), str):
+                    seen = _seen_as(block["name"], block.get("input"), sess.project)
+                    if meta is not None and isinstance(block.get("id"), str) and seen:
                         pending = meta.setdefault("tu", {})
-                        pending[block["id"]] = _seen_as(
-                            block["name"], block.get("input"), sess.project
-                        )
+                        pending[block["id"]] = seen
                         for old in list(pending)[:-PENDING_TOOLS]:
                             del pending[old]
         text = "\n".join(t.strip() for t in texts if t.strip())
