@@ -9,6 +9,7 @@ whose context cannot be rebuilt says so and is scored only on what does not need
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,15 @@ from skillopt_sleep.sources.ingest import harvest_file
 from skillopt_sleep.store import Store
 from tests.helpers.clis import require_cli
 from tests.helpers.commit import DIFF, PROMPT, SOURCE, write_commit_session
+from tests.helpers.sources import (
+    cx,
+    cx_answer_item,
+    cx_meta,
+    cx_output,
+    cx_turn,
+    cx_user_item,
+    write,
+)
 
 NOW = dt.datetime(2026, 1, 6, 12, 0, tzinfo=dt.UTC)
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -224,3 +234,32 @@ def test_a_replay_through_the_real_claude_cli_sees_the_staged_diff(
         assert "1\tRETRIES = 3" in after["context_full"]
     # the user's tree was never the working folder
     assert not (Path.cwd() / "fetch_client.py").exists()
+
+
+def test_a_codex_shell_calls_output_joins_the_capsule(store: Store, tmp_path: Path) -> None:
+    sid = "019a0000-0000-7000-8000-00000000c0de"
+    call = {
+        "type": "function_call",
+        "name": "exec_command",
+        "arguments": json.dumps({"cmd": "git diff --staged"}),
+        "call_id": "call_9",
+    }
+    path = write(
+        tmp_path / "sessions" / f"rollout-2026-01-05T10-00-00-{sid}.jsonl",
+        [
+            cx_meta(sid),
+            cx_turn(),
+            cx_user_item(PROMPT),
+            cx("response_item", call),
+            cx_output(DIFF, "call_9"),
+            cx_answer_item("Added retry logic to the fetch client so failed requests retry"),
+            cx_user_item("no, use the imperative mood and keep it under 50 characters"),
+        ],
+    )
+    harvest_file(store, "codex", path)
+    (task,) = mine(store, Settings(), now=NOW).tasks
+    assert task.context is not None
+    (item,) = task.context.items
+    assert (item.kind, item.name) == ("output", "git diff --staged")
+    assert "diff --git a/fetch_client.py" in item.text
+    assert context_state(task) == "rebuilt"
