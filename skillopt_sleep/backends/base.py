@@ -196,9 +196,14 @@ class Backend(ABC):
     name: str = ""
     #: the tools by which this backend's agent loads a placed skill, as its completions name
     #: them: a call of one means the skill was loaded (the replay lists only the trained skill
-    #: of the user's; a skill the CLI ships itself would count too). None: the completion
-    #: cannot tell (Codex reads the file with a shell command like any other)
+    #: of the user's; a skill the CLI ships itself would count too; Codex, which reads the
+    #: file with a shell command, reports a read of the placed file as ``Skill``). None: the
+    #: completion cannot tell
     skill_tools: tuple[str, ...] | None = None
+    #: part of a skill replay's cache key (:meth:`~skillopt_sleep.night.replay.Meter.key`):
+    #: changed when the way this backend replays a skill changes, so answers cached before
+    #: (which could not load the skill, or did not say) are not reused
+    skill_replays: str = "skill-tool-offered"
 
     def __init__(self, config: BackendConfig):
         self.config = config

@@ -2,13 +2,19 @@
 
 One call is::
 
-    codex exec --json -o <scratch>/last.txt --skip-git-repo-check --sandbox read-only
+    codex exec --json -o <scratch>/last.txt --skip-git-repo-check
                --ephemeral -C <empty temp dir> [-m MODEL]
                --disable unbounded_connection_retries
                --disable multi_agent … [--disable shell_tool --disable unified_exec]
-               (the shell tools only when the task needs a shell)
+               (the shell tools only when the task needs a shell, or a skill is trained)
                [-c developer_instructions=<a document no agent loads by itself>]
                -c analytics.enabled=false -c check_for_update_on_startup=false …
+               --sandbox read-only
+               | (a trained skill: Codex loads it with a shell command)
+                 -c approval_policy="never" -c shell_environment_policy.inherit="core"
+                 -c default_permissions="skillopt_sleep_skill_replay"
+                 -c permissions.skillopt_sleep_skill_replay.filesystem={":minimal"="read",
+                    <codex's own package>="read", <work dir>="read", <skill folder>="read"}
                [-c model_providers.skillopt_sleep={…} -c model_provider="skillopt_sleep"]
                -
 
@@ -21,6 +27,23 @@ without a placement is sent as ``developer_instructions``. The answer is the
 ``mcp_tool_call`` / ``web_search`` / ``file_change`` items of the ``--json`` event stream,
 usage is ``turn.completed.usage``; a ``turn.failed`` / ``error`` event is a failure.
 
+A trained skill (``placement.mode == "skill"``) is listed by Codex itself in its
+``<skills_instructions>``, and the live Codex loads it by reading the file with its shell tool
+(``exec_command`` ``cat <path>/SKILL.md``). So a skill replay keeps the shell tools on, with
+the least power that reads the skill: a Codex permission profile (``default_permissions``,
+used instead of ``--sandbox``, which would override it) whose commands may read only the
+platform's minimal set (``:minimal``: system binaries and libraries), Codex's own package (on
+Linux Codex runs its binary again inside the sandbox), the empty working directory and the
+placed skill's folder (in the throw-away ``CODEX_HOME``, not its ``auth.json`` copy), and
+write nothing, with no network; approvals never (a command the sandbox refuses fails,
+nothing escalates); the shell's environment reduced to the core variables (``HOME``,
+``PATH``, …: no key reaches a command). Every other replay keeps ``--sandbox read-only``.
+A ``command_execution`` item that names the placed SKILL.md (its path in the throw-away
+``CODEX_HOME`` or working directory, as listed or resolved) and exited 0 is reported as the
+tool :data:`~skillopt_sleep.backends.base.SKILL_TOOL` (``Skill``, the task vocabulary's
+skill-loading tool), not as a shell call: :meth:`skill_loaded` is then true, and a task's
+``tool_called: Bash`` check is not met by reading the skill.
+
 ``base_url`` defines a provider ``skillopt_sleep`` (``wire_api = "responses"``, no internal
 retries) and selects it; a configured key goes to it through the environment variable
 ``SKILLOPT_CODEX_API_KEY`` (``env_key``). Without ``base_url`` the user's own Codex config and
@@ -31,6 +54,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from skillopt_sleep.backends._exec import (
@@ -46,7 +70,8 @@ from skillopt_sleep.backends._exec import (
     stderr_failure,
     usage_of,
 )
-from skillopt_sleep.models import Completion, CompletionRequest
+from skillopt_sleep.backends.base import SKILL_TOOL
+from skillopt_sleep.models import Completion, CompletionRequest, Placement
 
 FLAGS = (
     "--json",
@@ -71,8 +96,12 @@ OFF_FEATURES = (
     "browser_use",
     "computer_use",
 )
-#: the shell tools, off unless the task needs a shell
+#: the shell tools, off unless the task needs a shell or a skill is trained
 SHELL_FEATURES = ("shell_tool", "unified_exec")
+#: a skill replay's shell: nothing asks for approval, commands see only the core variables
+SKILL_SHELL = ('approval_policy="never"', 'shell_environment_policy.inherit="core"')
+#: the permission profile of a skill replay's shell (see the module doc)
+PROFILE = "skillopt_sleep_skill_replay"
 QUIET = (
     "analytics.enabled=false",
     "feedback.enabled=false",
@@ -97,9 +126,42 @@ def _openai_base(url: str) -> str:
     return url if urlsplit(url).path not in ("", "/") else url + "/v1"
 
 
+def _binary_roots(executable: str) -> list[str]:
+    """The folders a sandboxed command must read for Codex to start it: on Linux Codex runs
+    its own binary again inside the sandbox. The npm launcher (``…/node_modules/@openai/codex/
+    bin/codex.js``): the ``@openai`` folder, which holds the platform package with the binary;
+    a native executable: its folder."""
+    real = Path(executable).resolve()
+    if real.suffix == ".js" and real.parent.name == "bin" and len(real.parents) > 2:
+        return [str(real.parents[2])]
+    return [str(real.parent)]
+
+
+def _skill_files(placed: Placement | None, scratch: Path) -> tuple[str, ...]:
+    """The paths by which a command can name the placed SKILL.md of a skill replay: where
+    :meth:`ExecBackend.overlay_home` (user scope) or the working directory (project scope,
+    ``scratch``'s sibling ``work``) holds it, as written and resolved. Empty for no skill."""
+    if placed is None or placed.mode != "skill":
+        return ()
+    root = scratch / f"{placed.agent}-home" if placed.scope == "user" else scratch.parent / "work"
+    file = root / placed.path
+    return tuple(dict.fromkeys((str(file), str(file.resolve()))))
+
+
+def _reads_skill(item: dict[str, Any], files: tuple[str, ...]) -> bool:
+    """True when the ``command_execution`` ``item`` names a placed SKILL.md and succeeded
+    (the file's text reached the model)."""
+    command = item.get("command")
+    text = command if isinstance(command, str) else json.dumps(command, ensure_ascii=False)
+    return item.get("exit_code") == 0 and any(f in text for f in files)
+
+
 class CodexBackend(ExecBackend):
     name = "codex"
     agent = "codex"
+    #: a skill replay reports a read of the placed SKILL.md as this tool (see the module doc)
+    skill_tools = (SKILL_TOOL,)
+    skill_replays = "skill-shell-offered"
     executable_name = "codex"
     install_hint = "npm install -g @openai/codex"
     login_fix = (
@@ -117,8 +179,6 @@ class CodexBackend(ExecBackend):
             "-o",
             str(scratch / "last.txt"),
             "--skip-git-repo-check",
-            "--sandbox",
-            "read-only",
             "--ephemeral",
             "-C",
             str(cwd),
@@ -129,16 +189,31 @@ class CodexBackend(ExecBackend):
         if model:
             argv += ["-m", model]
         wanted = {a for t in request.tools for a in (t, *ALIASES.get(t, ()))}
+        placed = self.placed(request)
+        skill = placed is not None and placed.mode == "skill"
         off = list(OFF_FEATURES)
-        if not wanted & {"exec_command", "shell", "local_shell"}:
+        if not skill and not wanted & {"exec_command", "shell", "local_shell"}:
             off += SHELL_FEATURES
         for feature in off:
             argv += ["--disable", feature]
         if "web_search" not in wanted:
             argv += ["-c", 'web_search="disabled"']
-        for item in QUIET:
+        for item in (*QUIET, *(SKILL_SHELL if skill else ())):
             argv += ["-c", item]
-        placed = self.placed(request)
+        if placed is not None and skill:
+            # Codex's permission profile instead of --sandbox (which would override it)
+            readable = [*_binary_roots(executable), str(cwd)]
+            if placed.scope == "user":  # the skill's own folder, not the overlay's auth.json
+                readable.append(str(scratch / f"{self.agent}-home" / placed.path.rsplit("/", 1)[0]))
+            table = ", ".join(f'{_toml(r)}="read"' for r in [":minimal", *readable])
+            argv += [
+                "-c",
+                f'default_permissions="{PROFILE}"',
+                "-c",
+                f"permissions.{PROFILE}.filesystem={{{table}}}",
+            ]
+        else:
+            argv += ["--sandbox", "read-only"]
         if placed is None and request.system:
             argv += ["-c", f"developer_instructions={_toml(request.system)}"]
         env = self.base_env()
@@ -186,6 +261,7 @@ class CodexBackend(ExecBackend):
                 + (result.stderr.strip()[-200:] or "no output")
             )
         texts, tools = [], []
+        files = _skill_files(self.placed(request), scratch)
         for event in events:
             if event.get("type") != "item.completed":
                 continue
@@ -194,7 +270,7 @@ class CodexBackend(ExecBackend):
             if kind == "agent_message":
                 texts.append(str(item.get("text") or ""))
             elif kind == "command_execution":
-                tools.append("exec_command")
+                tools.append(SKILL_TOOL if files and _reads_skill(item, files) else "exec_command")
             elif kind == "mcp_tool_call":
                 tools.append(str(item.get("tool") or item.get("name") or "mcp_tool_call"))
             elif kind == "web_search":

@@ -37,9 +37,6 @@ from skillopt_sleep.night.judges import run_check
 from skillopt_sleep.redact import redact
 from skillopt_sleep.store import CachedResponse, Store
 
-#: part of a skill replay's cache key (see :meth:`Meter.key`)
-SKILL_REPLAYS = "skill-tool-offered"
-
 
 @dataclass
 class Cost:
@@ -88,9 +85,13 @@ class Meter:
                 req.max_tokens,
                 # only when set, so calls without a placement keep their cached answers
                 *([req.placement.model_dump()] if req.placement else []),
-                # a skill's replays: answered since the skill tool is offered and its call
-                # reported (older cached answers could not load the skill, or did not say)
-                *([SKILL_REPLAYS] if req.placement and req.placement.mode == "skill" else []),
+                # a skill's replays: answered since the backend lets the agent load the skill
+                # and reports it (older cached answers could not load it, or did not say)
+                *(
+                    [self.backend.skill_replays]
+                    if req.placement and req.placement.mode == "skill"
+                    else []
+                ),
                 # the replayed occurrence's context, only when it has some
                 *([req.context.model_dump()] if req.context and req.context.items else []),
             ],

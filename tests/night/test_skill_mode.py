@@ -244,15 +244,14 @@ def test_a_forced_adopt_carries_the_trained_description_onto_the_changed_skill(
 
 
 @pytest.mark.cli
-@pytest.mark.parametrize("agent", ["claude_code", "copilot"])
+@pytest.mark.parametrize("agent", ["claude_code", "copilot", "codex"])
 def test_the_real_cli_loads_the_skill_once_its_description_is_trained(
     agent, tmp_path, isolated_home, cli_path
 ):
-    """The same night replayed through the real ``claude`` / ``copilot`` CLI (the skill in the
-    replay's config folder, listed by the CLI itself): the rewritten description makes the
-    model call the CLI's skill tool, the backend reports the load, and val rises. (Codex
-    loads a skill by reading its file with a shell command, which its replays cannot tell
-    from any other: its rollouts say "unknown".)"""
+    """The same night replayed through the real ``claude`` / ``copilot`` / ``codex`` CLI (the
+    skill in the replay's config folder, listed by the CLI itself): the rewritten description
+    makes the model load the skill as the live agent does (the CLI's skill tool; Codex reads
+    the file with its shell tool), the backend reports the load, and val rises."""
     project = tmp_path / "webapp"
     project.mkdir()
     write_conversations(isolated_home, project, WEBAPP_CONVERSATIONS)
