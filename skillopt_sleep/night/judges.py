@@ -52,8 +52,10 @@ def first_word(answer: str) -> str:
     """The first word of the answer's first non-empty line (fence, quotes, bullets, a
     conventional-commit ``type(scope):`` prefix skipped), lower-cased; "" when none."""
     for line in answer.splitlines():
+        if line.strip().startswith("```"):
+            continue  # a fence, with or without its language
         line = line.strip().lstrip("`'\"*>#-• ").strip()
-        if not line or line.startswith("```"):
+        if not line:
             continue
         line = _CC_PREFIX.sub("", line)
         m = re.match(r"[A-Za-z][\w'-]*", line)

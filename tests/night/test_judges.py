@@ -96,6 +96,8 @@ def test_style_words_are_never_literal_checks() -> None:
         ("Add retry to fetch client", True),
         ("fix: handle empty input", True),
         ("```\nRefactor the parser\n```", True),
+        ("```text\nRename the helper\n```", True),
+        ("**Bump** the version", True),
         ('"Remove dead code"', True),
         ("Added retry to fetch client", False),
         ("Adds retry", False),
