@@ -16,9 +16,10 @@ class CapsuleItem(BaseModel):
     """One thing the agent saw before answering: a ``file`` it read (``name`` its path,
     relative to the project when inside it) or a command's ``output`` (``name`` the command
     line or the tool and its input). ``text`` is redacted and bounded; ``truncated`` says it
-    was cut (a file cut short cannot be rebuilt exactly)."""
+    was cut (a file cut short cannot be rebuilt exactly). ``action``: the result of an action
+    the agent took (an edit, a to-do list), which is no context (``name`` the tool, no text)."""
 
-    kind: Literal["file", "output"]
+    kind: Literal["file", "output", "action"]
     name: str
     text: str = ""
     truncated: bool = False

@@ -224,7 +224,9 @@ def _walk(session: dict, messages: list[dict], dropped: Counter) -> tuple[list[I
         elif current is not None:
             if m["kind"] == "tool" and not current.corrections and not current.positives:
                 if m.get("context"):
-                    current.seen.append(CapsuleItem.model_validate(m["context"]))
+                    item = CapsuleItem.model_validate(m["context"])
+                    if item.kind != "action":  # an edit's result is no context
+                        current.seen.append(item)
                 elif not m.get("is_error"):
                     current.unseen += 1
             current.tools.update(m["tool_names"])

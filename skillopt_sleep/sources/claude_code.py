@@ -21,7 +21,8 @@ What is kept:
 * ``tool`` — ``tool_result`` blocks: a short excerpt and ``is_error``; and, for the task's
   context capsule (``context``), what the agent saw: the file a ``Read`` returned (line
   numbers taken off, path relative to the session's cwd) or the output of a ``Bash`` command
-  (or of another tool, named with its input), redacted and cut at :data:`CONTEXT_CHARS`
+  (or of another tool, named with its input; an edit's or a to-do list's result is an
+  ``action``, no context), redacted and cut at :data:`CONTEXT_CHARS`
   (``truncated``; a ``Read`` with ``offset``/``limit`` counts as cut). The ``tool_use`` ids
   wait in the parse state for their results (at most :data:`PENDING_TOOLS`).
 
@@ -60,6 +61,10 @@ TOOL_EXCERPT = 400
 CONTEXT_CHARS = 8000
 #: tool calls remembered per session while their results are awaited
 PENDING_TOOLS = 64
+#: tools whose result reports an action the agent took, not something it saw
+ACTION_TOOLS = frozenset(
+    {"Edit", "MultiEdit", "Write", "NotebookEdit", "TodoWrite", "ExitPlanMode", "Task", "Skill"}
+)
 _LINE_NO = re.compile(r"^ *\d+(?:→|\t)", re.M)
 
 HEADLESS_ENTRYPOINTS = frozenset({"sdk-cli", "sdk-ts", "sdk-py"})
@@ -154,6 +159,8 @@ def _seen_as(name: str, tool_input: Any, cwd: str | None) -> list[Any] | None:
     its output named with the tool and its input; None when the log keeps no input (its
     result then counts as context that cannot be rebuilt)."""
     args = tool_input if isinstance(tool_input, dict) else {}
+    if name in ACTION_TOOLS:
+        return ["action", name, False]
     if not args:
         return None
     if name == "Read" and isinstance(args.get("file_path"), str):
@@ -169,6 +176,8 @@ def _seen_as(name: str, tool_input: Any, cwd: str | None) -> list[Any] | None:
 
 def _capsule_item(seen: list[Any], body: str) -> CapsuleItem:
     kind, name, cut = seen
+    if kind == "action":
+        return CapsuleItem(kind="action", name=name)
     text = _REMINDER.sub("", body)
     if kind == "file":
         text = _LINE_NO.sub("", text)

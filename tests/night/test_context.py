@@ -35,12 +35,16 @@ from skillopt_sleep.store import Store
 from tests.helpers.clis import require_cli
 from tests.helpers.commit import DIFF, PROMPT, SOURCE, write_commit_session
 from tests.helpers.sources import (
+    cc_assistant,
+    cc_user,
     cx,
     cx_answer_item,
     cx_meta,
     cx_output,
     cx_turn,
     cx_user_item,
+    text,
+    tool_result,
     write,
 )
 
@@ -263,3 +267,26 @@ def test_a_codex_shell_calls_output_joins_the_capsule(store: Store, tmp_path: Pa
     assert (item.kind, item.name) == ("output", "git diff --staged")
     assert "diff --git a/fetch_client.py" in item.text
     assert context_state(task) == "rebuilt"
+
+
+def test_an_edits_result_is_no_context(store: Store, tmp_path: Path) -> None:
+    sid = "c0ffee00-0000-4000-8000-0000000000ed"
+    edit = {
+        "type": "tool_use",
+        "id": "te",
+        "name": "Edit",
+        "input": {"file_path": "/home/dev/proj/a.py", "old_string": "x", "new_string": "y"},
+    }
+    path = write(
+        tmp_path / "projects" / "p" / f"{sid}.jsonl",
+        [
+            cc_user("e1", "rename x to y in a.py", sid=sid, ts="2026-01-05T10:00:00.000Z"),
+            cc_assistant("e2", "me1", [edit], sid=sid),
+            cc_user("e3", [tool_result("The file a.py has been updated.", "te")], sid=sid),
+            cc_assistant("e4", "me2", [text("Renamed.")], sid=sid),
+            cc_user("e5", "that's wrong", sid=sid, ts="2026-01-05T10:01:00.000Z"),
+        ],
+    )
+    harvest_file(store, "claude_code", path)
+    (task,) = mine(store, Settings(), now=NOW).tasks
+    assert task.context == ContextCapsule() and context_state(task) == "none needed"
