@@ -202,12 +202,15 @@ class Scores(_Model):
 
 
 class TaskDelta(_Model):
-    """One held-out task's score before and after (in [0, 1]; None: not replayed)."""
+    """One held-out task's score before and after (in [0, 1]; None: not replayed).
+    ``context``: how its replays got the occurrence's context (``none needed`` /
+    ``rebuilt`` / ``not rebuilt: <why>``: then scored only on what does not need it)."""
 
     task_id: str
     intent: str = ""
     before: float | None = None
     after: float | None = None
+    context: str = ""
 
 
 class EditRecord(_Model):

@@ -28,6 +28,8 @@ from skillopt_sleep.models import (
 )
 from skillopt_sleep.night.mine import CAPSULE_CHARS, _needs_context, mine
 from skillopt_sleep.night.replay import Cost, Meter, Replayer, context_state, scored_checks
+from skillopt_sleep.night.stage import render_markdown
+from skillopt_sleep.results import ProposalReport, TaskDelta
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.simulator.persona import persona_from_dict
 from skillopt_sleep.sources.ingest import harvest_file
@@ -290,3 +292,31 @@ def test_an_edits_result_is_no_context(store: Store, tmp_path: Path) -> None:
     harvest_file(store, "claude_code", path)
     (task,) = mine(store, Settings(), now=NOW).tasks
     assert task.context == ContextCapsule() and context_state(task) == "none needed"
+
+
+def test_the_proposal_report_says_which_held_out_tasks_were_scored_without_context() -> None:
+    report = ProposalReport(
+        id="p1",
+        night_id=1,
+        created_at="2026-01-06T00:00:00Z",
+        target="/t/CLAUDE.md",
+        base_hash="",
+        new_hash="h",
+        test_tasks=[
+            TaskDelta(
+                task_id="a",
+                intent=PROMPT,
+                before=0.5,
+                after=1.0,
+                context="not rebuilt: 2 tool result(s) the agent's log keeps no input of",
+            ),
+            TaskDelta(
+                task_id="b", intent="run the tests", before=0.0, after=1.0, context="rebuilt"
+            ),
+        ],
+    )
+    md = render_markdown(report, "")
+    (line,) = [x for x in md.splitlines() if PROMPT in x]
+    assert "not rebuilt: 2 tool result(s)" in line and "scored without the checks" in line
+    (other,) = [x for x in md.splitlines() if "run the tests" in x]
+    assert "rebuilt" not in other
