@@ -212,12 +212,15 @@ class Scores(_Model):
 
 
 class TaskDelta(_Model):
-    """One held-out task's score before and after (in [0, 1]; None: not replayed)."""
+    """One held-out task's score before and after (in [0, 1]; None: not replayed).
+    ``context``: how its replays got the occurrence's context (``none needed`` /
+    ``rebuilt`` / ``not rebuilt: <why>``: then scored only on what does not need it)."""
 
     task_id: str
     intent: str = ""
     before: float | None = None
     after: float | None = None
+    context: str = ""
 
 
 class EditRecord(_Model):
@@ -555,6 +558,11 @@ class TaskInfo(_Model):
     occurrences: list[dict[str, Any]] = Field(default_factory=list)
     #: why similar prompts were kept out of this task, one line each
     apart: list[str] = Field(default_factory=list)
+    #: checks that failed a control of the transcript (each with its ``controls``)
+    demoted: list[dict[str, Any]] = Field(default_factory=list)
+    #: how a replay gets the occurrence's context (``none needed`` / ``rebuilt`` /
+    #: ``not rebuilt: <why>``)
+    context: str = "none needed"
 
 
 class TaskList(_Model):

@@ -13,11 +13,13 @@ from typing import Any, NoReturn
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from skillopt_sleep.cli.console import err, first_run_setup, out, print_json, service
 from skillopt_sleep.cli.console import fmt_score as _fmt
 from skillopt_sleep.cli.console import state as _state
 from skillopt_sleep.errors import SkilloptError
+from skillopt_sleep.night.replay import context_state
 
 app = typer.Typer(
     name="skillopt-sleep",
@@ -95,12 +97,21 @@ def tasks(
             markup=False,
         )
         return
-    table = Table("id", "occurrences", "checks", "intent")
-    for t in rows:
-        checks = ", ".join(f"{c['kind']} {c['value']!r}" for c in t["checks"])
+    table = Table("id", "occurrences", "checks (controls)", "context", "intent")
+    for t, task in zip(rows, report.tasks, strict=True):
+        checks = ", ".join(check_line(c) for c in t["checks"])
         if not checks:
             checks = "rubric" if t.get("rubric") else "none: not scored until a correction arrives"
-        table.add_row(t["id"], _occurrences(t), checks, t["intent"].replace("\n", " ")[:70])
+        demoted = "; ".join(check_line(c) for c in t.get("demoted") or [])
+        if demoted:
+            checks += f"; demoted to the rubric: {demoted}"
+        table.add_row(
+            t["id"],
+            _occurrences(t),
+            Text(checks),
+            Text(context_state(task)),
+            Text(t["intent"].replace("\n", " ")[:70]),
+        )
     out.print(table)
     for t in rows:
         for o in t["occurrences"]:
@@ -128,6 +139,19 @@ def _occurrences(task: dict[str, Any]) -> str:
     roles = Counter(o["split"] or "withheld" for o in occs)
     order = ("train", "val", "test", "withheld")
     return f"{len(occs)}: " + ", ".join(f"{r} {roles[r]}" for r in order if roles[r])
+
+
+def check_line(check: dict) -> str:
+    """``kind 'value' [controls]`` of a check as ``tasks`` shows it: each control of the
+    transcript (``neg``: fails the corrected answer, ``pos``: passes the accepted one,
+    ``gaming``: its own words do not pass the task) with its result."""
+    head = check["kind"] + (f" {check['value']!r}" if check.get("value") else "")
+    if check.get("context"):
+        head += " (needs context)"
+    controls = check.get("controls") or {}
+    names = {"negative": "neg", "positive": "pos", "anti_gaming": "gaming"}
+    shown = " ".join(f"{names.get(k, k)} {v}" for k, v in controls.items())
+    return f"{head} [{shown}]" if shown else head
 
 
 @app.command()

@@ -32,13 +32,16 @@ from pydantic import BaseModel, Field
 from rapidfuzz import fuzz, process
 
 from skillopt_sleep.config import Settings
-from skillopt_sleep.models import Check, Occurrence, Task
+from skillopt_sleep.models import CapsuleItem, Check, ContextCapsule, Occurrence, Task
 from skillopt_sleep.night import corrections as fb
 from skillopt_sleep.night.replay import scorable
 from skillopt_sleep.night.split import assign_splits, view_id
 from skillopt_sleep.store import Store
 
 INTENT_CHARS = 2000
+#: a context capsule's bounds: items kept, and characters over all its items
+CAPSULE_ITEMS = 12
+CAPSULE_CHARS = 24_000
 _COMPARE_CHARS = 1000
 #: Words ignored when counting an intent's content words (question and politeness filler).
 _STOPWORDS = {
@@ -121,6 +124,11 @@ class Intent:
     answered: bool = False
     corrections: list[fb.Feedback] = field(default_factory=list)
     positives: int = 0
+    settled: int = 0  # corrections whose following answer's fate is known
+    #: what the agent saw before its first answer: capsule items, and tool results the log
+    #: keeps no input of (see :func:`capsule`)
+    seen: list[CapsuleItem] = field(default_factory=list)
+    unseen: int = 0
 
 
 # ---------------------------------------------------------------------------- normalise
@@ -279,6 +287,7 @@ def _walk(
             ):
                 label = "correction"
                 dropped["correction_by_role"] += 1
+            _settle(current, label)
             if label != "neutral":
                 if current is None or not current.answered:
                     dropped["feedback_without_answer"] += 1
@@ -301,12 +310,30 @@ def _walk(
             )
             intents.append(current)
         elif current is not None:
+            if m["kind"] == "tool" and not current.corrections and not current.positives:
+                if m.get("context"):
+                    item = CapsuleItem.model_validate(m["context"])
+                    if item.kind != "action":  # an edit's result is no context
+                        current.seen.append(item)
+                elif not m.get("is_error"):
+                    current.unseen += 1
             current.tools.update(m["tool_names"])
             if m["role"] == "assistant":
                 current.answered = True
                 if m["text"]:
                     current.answer = f"{current.answer}\n{m['text']}".strip()
     return intents, prompts
+
+
+def _settle(current: Intent | None, label: str) -> None:
+    """The user's next prompt tells the fate of the answer that followed their latest
+    correction: accepted (approval, or a new request) or corrected again. Its checks get
+    their positive control then (:func:`~skillopt_sleep.night.corrections.settle`)."""
+    if current is None or len(current.corrections) <= current.settled:
+        return
+    accepted = current.answer if label != "correction" and current.answer.strip() else None
+    current.corrections[-1] = fb.settle(current.corrections[-1], accepted)
+    current.settled = len(current.corrections)
 
 
 # ---------------------------------------------------------------------------- clustering
@@ -422,6 +449,51 @@ def _common_tool_checks(members: list[Intent], checks: list[Check]) -> list[Chec
     return out
 
 
+def capsule(it: Intent) -> ContextCapsule:
+    """The occurrence's context capsule: the files it read and outputs it saw before
+    answering (the last read of a file wins), bounded by :data:`CAPSULE_ITEMS` and
+    :data:`CAPSULE_CHARS`; ``missing`` says what cannot be rebuilt."""
+    items: list[CapsuleItem] = []
+    for item in it.seen:
+        items = [i for i in items if not (i.kind == item.kind == "file" and i.name == item.name)]
+        items.append(item)
+    missing: list[str] = []
+    if it.unseen:
+        missing.append(f"{it.unseen} tool result(s) the agent's log keeps no input of")
+    if len(items) > CAPSULE_ITEMS:
+        missing.append(f"{len(items) - CAPSULE_ITEMS} earlier item(s) over the capsule's bound")
+        items = items[-CAPSULE_ITEMS:]
+    kept: list[CapsuleItem] = []
+    room = CAPSULE_CHARS
+    for item in reversed(items):  # the latest matter most
+        if room <= 0:
+            missing.append(f"{item.kind} {item.name!r} over the capsule's bound")
+            continue
+        if len(item.text) > room:
+            item = item.model_copy(update={"text": item.text[:room], "truncated": True})
+        room -= len(item.text)
+        kept.append(item)
+    kept.reverse()
+    missing += [f"{i.kind} {i.name!r} was cut short" for i in kept if i.truncated]
+    return ContextCapsule(items=kept, missing=missing)
+
+
+def _needs_context(checks: list[Check], intent: str, ctx: ContextCapsule) -> list[Check]:
+    """Mark the checks whose value only the context held (a file name, a function the
+    agent read): a replay without that context cannot be held to them."""
+    seen = "\n".join(i.text + "\n" + i.name for i in ctx.items)
+    out = []
+    for c in checks:
+        needs = (
+            c.kind == "contains"
+            and bool(c.value)
+            and fb.mentions(seen, c.value)
+            and not fb.mentions(intent, c.value)
+        )
+        out.append(c.model_copy(update={"context": needs}) if needs else c)
+    return out
+
+
 def _task_id(project: str, norm: str, stored: list[Task], used: set[str], threshold: float) -> str:
     best, best_score = None, 0.0
     for t in stored:
@@ -458,6 +530,9 @@ def _build(members: list[Intent], task_id: str) -> Task:
         )
         for it in sorted(members, key=lambda i: (i.when, i.session_id, i.seq))
     ]
+    demoted = [c for it in members for f in it.corrections for c in f.demoted]
+    context = capsule(members[0])
+    checks = _needs_context(checks, members[0].text, context)
     return Task(
         id=task_id,
         project=members[0].project or None,
@@ -469,6 +544,8 @@ def _build(members: list[Intent], task_id: str) -> Task:
         synthetic=False,
         tools=tools,
         occurrences=occurrences,
+        demoted=demoted,
+        context=context,
     )
 
 

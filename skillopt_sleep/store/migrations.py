@@ -299,6 +299,17 @@ def m005_task_occurrences(db: Database) -> None:
                 db.table("tasks").add_column(col, str)
 
 
+@migrations(name="m006_judges_context")
+def m006_judges_context(db: Database) -> None:
+    """Judges validated by controls and replays with context: a task's ``demoted`` checks
+    (failed a control; JSON list of Check) and ``context`` capsule (JSON ContextCapsule, ""
+    when not known); a tool message's ``context`` (JSON CapsuleItem: the file the agent read
+    or the output it saw, "" when the source keeps none)."""
+    for table, column in (("tasks", "demoted"), ("tasks", "context"), ("messages", "context")):
+        if column not in db.table(table).columns_dict:
+            db.table(table).add_column(column, str)
+
+
 def _redact_json_text(value: str) -> str:
     try:
         return json.dumps(redact_json(json.loads(value)))

@@ -220,16 +220,21 @@ def test_checks_are_merged_across_members_and_rubric_joined(store: Store) -> Non
     report = mine(store, settings(), now=NOW)
     t = by_intent(report, "commit message")
     assert len(t.sessions) == 3
-    assert [(c.kind, c.value) for c in t.checks] == [
-        ("max_chars", "50"),
-        ("not_contains", "emojis"),
+    # every check failed one of the transcript's controls, so none is scored (each is still
+    # named by the rubric): a lone length limit is passed by its own words ("under 50
+    # characters"), "x" was already under 50 chars, and "Update files" had no emoji
+    assert t.checks == []
+    assert [(c.kind, c.value, c.controls) for c in t.demoted] == [
+        ("max_chars", "50", {"negative": "pass", "positive": "n/a", "anti_gaming": "fail"}),
+        ("no_emoji", "", {"negative": "fail", "positive": "n/a"}),
+        ("max_chars", "50", {"negative": "fail", "positive": "n/a"}),
     ]
     assert t.corrections == [
         "keep it under 50 characters",
         "don't use emojis",
         "keep it under 50 chars",
     ]
-    assert t.rubric.count("\n") == 2 and "`emojis`" in t.rubric
+    assert t.rubric.count("\n") == 2 and "use no emoji" in t.rubric
 
 
 def test_tool_called_when_a_correction_asks_and_every_member_used_it(store: Store) -> None:

@@ -19,6 +19,7 @@ def test_migrations_apply_once_and_wal(tmp_path):
         "m003_wild_sessions",
         "m004_reredact",
         "m005_task_occurrences",
+        "m006_judges_context",
     ]
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
