@@ -627,7 +627,8 @@ class Service:
             row = proposals.get_proposal(store, proposal_id)
         report = proposals.load_report(row)
         try:
-            diff = (Path(row["dir"]) / "diff.patch").read_text("utf-8")
+            with open(Path(row["dir"]) / "diff.patch", encoding="utf-8", newline="") as fh:
+                diff = fh.read()  # byte-exact: a CRLF file's diff keeps its CRs
         except OSError as exc:
             raise ProposalError(f"proposal {proposal_id}: diff unreadable ({exc})") from None
         return ProposalDetail(

@@ -460,7 +460,8 @@ def _run(
         and p["new_hash"] == sha256_text(new_text)
         and NightSummary.model_validate_json(p["summary"] or "{}").inputs == summary.inputs
     ]
-    proposal_id = same[0]["id"] if same else f"p{night_id}"
+    # its own number, reserved before the copies (they are named after it, p<n>-<agent>)
+    proposal_id = same[0]["id"] if same else store.proposals.next_id()
     costs = copies(proposal_id, rules, night.edits) or costs
     extra.update({k: costs[k] for k in ("calls", "cached_calls", "input_tokens", "output_tokens")})
     if same:  # an unchanged re-run: the staged proposal already says this
@@ -475,6 +476,7 @@ def _run(
         )
     proposal_id = stage_proposal(
         store,
+        proposal_id=proposal_id,
         delivered=where.describe() if where else None,
         night_id=night_id,
         target_path=target_path,
