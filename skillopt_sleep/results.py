@@ -168,6 +168,8 @@ class NightResult(_Model):
     cost: NightCost = Field(default_factory=NightCost)
     summary: NightSummary = Field(default_factory=NightSummary)
     error: str = ""
+    #: the night's wall time from start to end (``cost.seconds`` is its model calls' only)
+    seconds: float | None = None
 
 
 class Dispatch(_Model):

@@ -181,7 +181,10 @@ def show(proposal_id: str = typer.Argument(..., metavar="ID"), as_json: bool = J
     detail = svc.proposal(proposal_id)
     if as_json:
         report = svc.report(proposal_id)
-        print_json(report.model_dump(mode="json") | {"status": detail.status, "diff": detail.diff})
+        print_json(
+            report.model_dump(mode="json")
+            | {"status": detail.status, "folder": detail.folder, "diff": detail.diff}
+        )
         return
     out.print(f"status: {detail.status}   folder: {detail.folder}")
     out.print(svc.proposal_markdown(proposal_id), markup=False)
@@ -408,6 +411,11 @@ def demo(
         out.print(
             f"look around: SKILLOPT_SLEEP_HOME={result['home']} skillopt-sleep show {result['proposal_id']}"
         )
+    out.print(
+        "your own sessions next: skillopt-sleep harvest; skillopt-sleep run --dry-run; "
+        "skillopt-sleep run; skillopt-sleep proposals",
+        markup=False,
+    )
 
 
 #: Modules that add command groups; each defines ``register(app: typer.Typer) -> None``.

@@ -270,11 +270,12 @@ def _run(
 
     def finish(status: NightStatus, seconds: float | None = None, **extra: Any) -> NightResult:
         """Record the night's end; ``seconds``: wall time of its model calls (cost)."""
+        wall = time.monotonic() - t0
         lifecycle.finish(
             store,
             night_id,
             status,
-            seconds=time.monotonic() - t0,
+            seconds=wall,
             summary=json.dumps(summary.dump()),
             **extra,
         )
@@ -289,6 +290,7 @@ def _run(
             test_before=extra.get("test_before"),
             test_after=extra.get("test_after"),
             cost=NightCost.model_validate(extra | {"seconds": seconds}),
+            seconds=round(wall, 3),
         )
 
     if not train:

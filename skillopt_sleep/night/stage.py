@@ -236,7 +236,7 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
         f"- cost: {cost.calls or 0} model calls "
         f"({cost.cached_calls or 0} cached), "
         f"{(cost.input_tokens or 0) + (cost.output_tokens or 0)} tokens, "
-        f"{cost.seconds or 0.0:.1f} s",
+        f"{cost.seconds or 0.0:.1f} s in model calls",
         "",
         report.scored_as,
         "",

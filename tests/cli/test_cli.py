@@ -123,8 +123,31 @@ def test_run_adopt_rollback_through_the_cli(sessions, tmp_path):
     assert "Use `pnpm` instead of `npm`." in (project / "AGENTS.md").read_text()
     assert cli("rollback").returncode == 0
     assert not (project / "AGENTS.md").exists()
+    # the first proposal is p1, whatever the night's id
+    assert pid == "p1"
+    # show --json carries the diff; git apply takes it (here: the file it creates)
+    work = tmp_path / "apply"
+    work.mkdir()
+    (tmp_path / "p.diff").write_text(shown["diff"])
+    git = subprocess.run(
+        ["git", "apply", str(tmp_path / "p.diff")], cwd=work, capture_output=True, text=True
+    )
+    assert git.returncode == 0, git.stderr
+    assert (work / "AGENTS.md").read_text() == Path(shown["folder"], "document").read_text()
+    # the report's cost line gives the numbers `run` gave
+    cost = night["cost"]
+    tokens = cost["input_tokens"] + cost["output_tokens"]
+    report = Path(shown["folder"], "report.md").read_text()
+    assert (
+        f"- cost: {cost['calls']} model calls ({cost['cached_calls']} cached), {tokens} tokens, "
+        f"{cost['seconds']:.1f} s in model calls" in report
+    )
+    assert shown["cost"] == cost and night["seconds"] >= cost["seconds"]
+    # rollback is an undo, not a no: the same proposal adopts again
     res = cli("adopt", pid)
-    assert res.returncode == 1 and res.stderr.startswith("error: proposal p")
+    assert res.returncode == 0, res.stderr
+    assert "Use `pnpm` instead of `npm`." in (project / "AGENTS.md").read_text()
+    assert cli("rollback").returncode == 0 and not (project / "AGENTS.md").exists()
 
 
 def test_demo_runs_with_no_agent_installed(tmp_path):
@@ -138,6 +161,17 @@ def test_demo_runs_with_no_agent_installed(tmp_path):
     said = " ".join(report.read_text().split())
     assert "put the candidate where the agent finds it after adopt: CLAUDE.md in" in said
     assert "loads it in every session" in said
+    # no bare `adopt p1` (it fails outside the sandbox): the sandbox's own command, which
+    # works, and the commands a user runs next for their own sessions
+    assert "Adopt with `skillopt-sleep adopt" not in said
+    assert "For your own sessions: `skillopt-sleep harvest`" in said
+    assert "`skillopt-sleep run`" in said and "skillopt-sleep run --dry-run" in res.stdout
+    sandbox_adopt = said.split("This proposal lives in the demo's sandbox: `")[1].split("`")[0]
+    *assigns, exe, verb, pid = sandbox_adopt.split()
+    assert (exe, verb, pid) == ("skillopt-sleep", "adopt", "p1")
+    adopted = cli(verb, pid, env=env | dict(a.split("=", 1) for a in assigns))
+    assert adopted.returncode == 0, adopted.stderr
+    assert "Use `pnpm` instead of `npm`." in (tmp_path / "demo/home/.claude/CLAUDE.md").read_text()
 
 
 def test_usage_mistakes_are_usage_errors_not_internal_ones(tmp_path):
