@@ -29,8 +29,24 @@ app = typer.Typer(
 JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON.")
 
 
+def _version(value: bool) -> None:
+    if value:
+        from skillopt_sleep import __version__
+
+        out.print(f"skillopt-sleep {__version__}", markup=False)
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        "-V",
+        callback=_version,
+        is_eager=True,
+        help="Print the version and exit.",
+    ),
     config: Path | None = typer.Option(
         None,
         "--config",
@@ -419,7 +435,7 @@ def demo(
 
 
 #: Modules that add command groups; each defines ``register(app: typer.Typer) -> None``.
-COMMAND_MODULES: list[str] = ["mcp", "sources", "install", "daemon", "ui"]
+COMMAND_MODULES: list[str] = ["mcp", "sources", "install", "daemon", "ui", "config_cmd"]
 
 
 def _register_extra_commands() -> None:

@@ -373,3 +373,40 @@ def test_a_broken_state_folder_or_database_is_one_line_and_exit_1(tmp_path):
     res = cli("status", env=env)
     assert res.returncode == 1 and len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert res.stderr.startswith("error: ") and "internal error" not in res.stderr
+
+
+def test_version_and_config_path_show_edit(tmp_path):
+    """`--version` / `-V`; `config path` names the file, `config show` the settings in effect
+    with keys masked, `config edit` runs $EDITOR on the file and checks it after."""
+    from skillopt_sleep import __version__
+
+    for flag in ("--version", "-V"):
+        res = cli(flag)
+        assert res.returncode == 0 and res.stdout.strip() == f"skillopt-sleep {__version__}"
+    from skillopt_sleep import paths
+
+    cfg = paths.config_file()  # the isolated user dir's: not there yet
+    env = dict(os.environ)
+    assert not cfg.exists() and cli("config", "path", env=env).stdout.strip() == str(cfg)
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text('epochs = 1\n[target]\nmodel = "m1"\napi_key = "sk-never-shown-123"\n')
+    shown = cli("config", "show", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "epochs = 1" in shown.stdout and 'model = "m1"' in shown.stdout
+    assert "sk-never-shown-123" not in shown.stdout
+    data = json.loads(cli("config", "show", "--json", env=env).stdout)
+    assert data["epochs"] == 1 and data["target"]["model"] == "m1"
+    assert "sk-never-shown-123" not in json.dumps(data)
+    # a real editor run non-interactively: sed edits the file in place
+    edited = cli(
+        "config",
+        "edit",
+        env=env | {"VISUAL": "", "EDITOR": "sed -i s/epochs\\ =\\ 1/epochs\\ =\\ 2/"},
+    )
+    assert edited.returncode == 0, edited.stderr
+    assert edited.stdout.strip() == f"{cfg}: valid"
+    assert json.loads(cli("config", "show", "--json", env=env).stdout)["epochs"] == 2
+    # an edit that breaks the file: exit 1 with the reason, the file kept as written
+    broken = cli("config", "edit", env=env | {"VISUAL": "sed -i s/epochs/epochz/"})
+    assert broken.returncode == 1 and broken.stderr.startswith("error: ")
+    assert "epochz" in broken.stderr and "epochz = 2" in cfg.read_text()
