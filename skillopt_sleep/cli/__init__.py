@@ -11,9 +11,15 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
-from rich.table import Table
 
-from skillopt_sleep.cli.console import err, first_run_setup, out, print_json, service
+from skillopt_sleep.cli.console import (
+    err,
+    first_run_setup,
+    fitted_table,
+    out,
+    print_json,
+    service,
+)
 from skillopt_sleep.cli.console import fmt_score as _fmt
 from skillopt_sleep.cli.console import state as _state
 from skillopt_sleep.errors import SkilloptError
@@ -71,20 +77,23 @@ def harvest(as_json: bool = JsonOpt) -> None:
     if as_json:
         print_json(data)
         return
-    table = Table("source", "files", "read", "bytes", "new", "updated", "skipped", "roots")
+    rows = []
     for name, acc in (data.get("sources") or {}).items():
         skipped = {**acc.get("files_skipped", {}), **acc.get("sessions_filtered", {})}
-        table.add_row(
-            name,
-            str(acc["files_seen"]),
-            str(acc["files_read"]),
-            str(acc["bytes_read"]),
-            str(acc["sessions_new"]),
-            str(acc["sessions_updated"]),
-            ", ".join(f"{k} {v}" for k, v in skipped.items()) or "—",
-            "\n".join(acc.get("roots", [])),
+        rows.append(
+            [
+                name,
+                str(acc["files_seen"]),
+                str(acc["files_read"]),
+                str(acc["bytes_read"]),
+                str(acc["sessions_new"]),
+                str(acc["sessions_updated"]),
+                ", ".join(f"{k} {v}" for k, v in skipped.items()) or "—",
+                "\n".join(acc.get("roots", [])),
+            ]
         )
-    out.print(table)
+    headers = ["source", "files", "read", "bytes", "new", "updated", "skipped", "roots"]
+    out.print(fitted_table(headers, rows, path=7, wrap=[6]))
 
 
 @app.command()
@@ -110,19 +119,22 @@ def tasks(
             markup=False,
         )
         return
-    table = Table("id", "split", "sessions", "checks", "intent")
+    table_rows = []
     for t in rows:
         checks = ", ".join(f"{c['kind']} {c['value']!r}" for c in t["checks"])
         if not checks:
             checks = "rubric" if t.get("rubric") else "none: not scored until a correction arrives"
-        table.add_row(
-            t["id"],
-            t["split"] or "-",
-            str(len(t["sessions"])),
-            checks,
-            t["intent"].replace("\n", " ")[:70],
+        table_rows.append(
+            [
+                t["id"],
+                t["split"] or "-",
+                str(len(t["sessions"])),
+                checks,
+                t["intent"].replace("\n", " ")[:70],
+            ]
         )
-    out.print(table)
+    headers = ["id", "split", "sessions", "checks", "intent"]
+    out.print(fitted_table(headers, table_rows, wrap=[3, 4]))
 
 
 @app.command()
@@ -177,16 +189,21 @@ def proposals_cmd(
     if not rows:
         out.print("no proposals" + ("" if all_ else " staged (see --all)"))
         return
-    table = Table("id", "status", "created", "val", "test", "target")
-    for r in rows:
-        table.add_row(
-            r["id"],
-            r["status"],
-            r["created_at"],
-            f"{_fmt(r['val_before'])} -> {_fmt(r['val_after'])}",
-            f"{_fmt(r['test_before'])} -> {_fmt(r['test_after'])}",
-            r["target_path"],
-        )
+    table = fitted_table(
+        ["id", "status", "created", "val", "test", "target"],
+        [
+            [
+                r["id"],
+                r["status"],
+                (r["created_at"] or "")[:16].replace("T", " "),
+                f"{_fmt(r['val_before'])}→{_fmt(r['val_after'])}",
+                f"{_fmt(r['test_before'])}→{_fmt(r['test_after'])}",
+                r["target_path"],
+            ]
+            for r in rows
+        ],
+        path=5,
+    )
     out.print(table)
 
 
@@ -334,7 +351,8 @@ def status(as_json: bool = JsonOpt) -> None:
         out.print(
             f"harvest {name}: {h['files_seen']} files, {h['sessions_new']} new / "
             f"{h['sessions_updated']} updated sessions at {h['at']}"
-            + (f"; skipped lines: {_counts(h['lines_skipped'])}" if h["lines_skipped"] else ""),
+            # a total, not the parsers' own counters (`harvest --json` has those)
+            + (f"; {_total(h['lines_skipped'])} log lines skipped" if h["lines_skipped"] else ""),
             markup=False,
         )
     if config_error:
@@ -342,11 +360,9 @@ def status(as_json: bool = JsonOpt) -> None:
         raise typer.Exit(1)
 
 
-def _counts(counts: Any) -> str:
-    """``{"bad_json": 2, "injected": 5}`` as ``injected 5, bad_json 2`` (largest first)."""
-    if not isinstance(counts, dict):
-        return str(counts)
-    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+def _total(counts: Any) -> int:
+    """The sum of a ``{"reason": n}`` counter (0 for anything else)."""
+    return sum(v for v in counts.values() if isinstance(v, int)) if isinstance(counts, dict) else 0
 
 
 def _print_daemon(d: dict[str, Any]) -> None:

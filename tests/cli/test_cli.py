@@ -293,7 +293,9 @@ def test_status_reports_a_config_that_does_not_load_and_exits_1(tmp_path):
     assert cli("harvest").returncode == 0
     good = cli("status")
     assert good.returncode == 0, good.stderr
-    assert "skipped lines: " in good.stdout and "{" not in good.stdout  # counts, not a dict
+    # a total, not the parsers' internal counters (those are in `harvest --json`)
+    assert " log lines skipped" in good.stdout and "{" not in good.stdout
+    assert "injected" not in good.stdout and "ignored_type" not in good.stdout
     bad = tmp_path / "bad.toml"
     bad.write_text('projet = "/tmp/x"\n', encoding="utf-8")
     res = cli("--config", str(bad), "status")
@@ -410,3 +412,39 @@ def test_version_and_config_path_show_edit(tmp_path):
     broken = cli("config", "edit", env=env | {"VISUAL": "sed -i s/epochs/epochz/"})
     assert broken.returncode == 1 and broken.stderr.startswith("error: ")
     assert "epochz" in broken.stderr and "epochz = 2" in cfg.read_text()
+
+
+def test_tables_fit_80_columns_keep_the_file_name_and_every_source_name(tmp_path, isolated_home):
+    """Piped with COLUMNS=80: `harvest`, `proposals` and `tasks` lines fit in 80 columns; the
+    target path is shortened in its middle (its file name whole), source names and ids whole."""
+    project = tmp_path / "src" / "a-rather-long-organisation-name" / "some-deep-project" / "webapp"
+    project.mkdir(parents=True)
+    write_conversations(isolated_home, project, DEMO_CONVERSATIONS)
+    env = dict(os.environ, COLUMNS="80")
+    with serve("demo") as sim:
+        cfg = write_config(tmp_path / "c.toml", isolated_home, project, sim.url + "/v1")
+        harvest = cli("--config", str(cfg), "harvest", env=env)
+        assert harvest.returncode == 0, harvest.stderr
+        night = cli("--config", str(cfg), "run", env=env)
+        assert night.returncode == 0, night.stderr
+    target = str(project / "AGENTS.md")
+    assert len(target) > 80
+    listed = cli("--config", str(cfg), "proposals", env=env).stdout
+    tasks = cli("--config", str(cfg), "tasks", env=env).stdout
+    for text in (harvest.stdout, listed, tasks):
+        assert text.strip() and max(len(line) for line in text.splitlines()) <= 80, text
+    for name in ("claude_code", "codex"):
+        assert any(line.split()[:1] == [name] for line in harvest.stdout.splitlines())
+    [row] = [line for line in listed.splitlines() if line.startswith("p1 ")]
+    assert "staged" in row and row.rstrip().endswith("/AGENTS.md") and "…" in row
+    shown = row.split()[-1]
+    head, tail = shown.split("…")
+    assert target.startswith(head) and target.endswith(tail)
+    ids = [t["id"] for t in json.loads(cli("--config", str(cfg), "tasks", "--json").stdout)]
+    firsts = {line.split()[0] for line in tasks.splitlines() if line.strip()}
+    assert ids and set(ids) <= firsts  # every task id whole, first on its line
+    # without COLUMNS, piped output is 160 columns wide, not 80
+    env.pop("COLUMNS")
+    wide = cli("--config", str(cfg), "proposals", env=env).stdout
+    [row] = [line for line in wide.splitlines() if line.startswith("p1 ")]
+    assert 80 < len(row.rstrip()) <= 160 and row.rstrip().endswith("/webapp/AGENTS.md")
