@@ -451,7 +451,7 @@ def demo(
 
 
 #: Modules that add command groups; each defines ``register(app: typer.Typer) -> None``.
-COMMAND_MODULES: list[str] = ["mcp", "sources", "install", "daemon", "ui", "config_cmd"]
+COMMAND_MODULES: list[str] = ["mcp", "sources", "install", "daemon", "ui", "config_cmd", "browse"]
 
 
 def _register_extra_commands() -> None:

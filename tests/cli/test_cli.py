@@ -448,3 +448,45 @@ def test_tables_fit_80_columns_keep_the_file_name_and_every_source_name(tmp_path
     wide = cli("--config", str(cfg), "proposals", env=env).stdout
     [row] = [line for line in wide.splitlines() if line.startswith("p1 ")]
     assert 80 < len(row.rstrip()) <= 160 and row.rstrip().endswith("/webapp/AGENTS.md")
+
+
+def test_nights_search_session_show_logs_and_status_says_what_is_adopted(sessions, tmp_path):
+    home, project = sessions
+    env = dict(os.environ, COLUMNS="80")
+    with serve("demo") as sim:
+        cfg = write_config(tmp_path / "c.toml", home, project, sim.url + "/v1")
+        assert cli("--config", str(cfg), "run", "--dry-run").returncode == 0
+        night = json.loads(cli("--config", str(cfg), "run", "--json").stdout)
+    assert night["proposal_id"] == "p1"  # the dry run took no proposal number
+    history = json.loads(cli("nights", "--json").stdout)
+    assert [(n["id"], n["status"], n["dry_run"]) for n in history] == [
+        (night["night_id"], "succeeded", False),
+        (night["night_id"] - 1, "planned", True),
+    ]
+    human = cli("nights", env=env).stdout
+    assert max(len(line) for line in human.splitlines()) <= 80
+    [row] = [ln for ln in human.splitlines() if ln.split()[:1] == [str(night["night_id"])]]
+    assert "succeeded" in row.split() and row.rstrip().endswith("p1")
+    assert any(
+        ln.split()[:1] == [str(night["night_id"] - 1)] and "dry run" in ln
+        for ln in human.splitlines()
+    )
+    assert str(night["cost"]["calls"]) in row.split()
+
+    hits = json.loads(cli("search", "pnpm", "--json").stdout)["hits"]
+    assert hits and all("[pnpm]" in h["snippet"] for h in hits)
+    assert {h["agent"] for h in hits} == {"claude_code", "codex"}
+    shown = cli("search", "pnpm", "--agent", "codex", env=env)
+    assert shown.returncode == 0 and "codex" in shown.stdout and "claude_code" not in shown.stdout
+    assert "no message matches" in cli("search", "zzyzx-nothing").stdout
+    sid = hits[0]["session_id"]
+    session = cli("session", "show", sid)
+    assert session.returncode == 0 and f"session {sid}" in session.stdout
+    assert "pnpm" in session.stdout
+    bad = cli("session", "show", "nope")
+    assert bad.returncode == 1 and bad.stderr.startswith("error: no session 'nope'")
+    assert "no night log yet" in cli("logs").stdout
+
+    assert cli("adopt", "p1").returncode == 0
+    status = cli("status").stdout
+    assert "adopted p1 (" in status and str(project / "AGENTS.md") in status
