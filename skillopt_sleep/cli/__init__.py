@@ -219,8 +219,21 @@ def show(proposal_id: str = typer.Argument(..., metavar="ID"), as_json: bool = J
             | {"status": detail.status, "folder": detail.folder, "diff": detail.diff}
         )
         return
-    out.print(f"status: {detail.status}   folder: {detail.folder}")
-    out.print(svc.proposal_markdown(proposal_id), markup=False)
+    head = f"status: {detail.status}   folder: {detail.folder}"
+    text = svc.proposal_markdown(proposal_id)
+    if not out.is_terminal:  # piped: the Markdown as it is
+        out.print(head, markup=False)
+        out.print(text, markup=False)
+        return
+    # a terminal: rendered Markdown, the diff coloured, through $PAGER (less -R by default)
+    import os
+
+    from rich.markdown import Markdown
+
+    os.environ.setdefault("LESS", "-R")
+    with out.pager(styles=True):
+        out.print(head, markup=False)
+        out.print(Markdown(text, code_theme="ansi_dark"))
 
 
 @app.command("adopt")

@@ -490,3 +490,55 @@ def test_nights_search_session_show_logs_and_status_says_what_is_adopted(session
     assert cli("adopt", "p1").returncode == 0
     status = cli("status").stdout
     assert "adopted p1 (" in status and str(project / "AGENTS.md") in status
+
+
+def _on_a_terminal(*args: str, env: dict) -> str:
+    """Run the console script with a pseudo-terminal as its stdin/stdout/stderr; its output."""
+    import pty
+    import select
+
+    exe = shutil.which("skillopt-sleep")
+    cmd = [exe, *args] if exe else [sys.executable, "-m", "skillopt_sleep", *args]
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(cmd, stdin=follower, stdout=follower, stderr=follower, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([leader], [], [], 60)
+        if not ready:
+            break
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the process is done
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=60)
+    os.close(leader)
+    assert proc.returncode == 0
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_show_renders_markdown_with_a_coloured_diff_through_the_pager_on_a_terminal(
+    sessions, tmp_path
+):
+    home, project = sessions
+    with serve("demo") as sim:
+        cfg = write_config(tmp_path / "c.toml", home, project, sim.url + "/v1")
+        assert cli("--config", str(cfg), "run").returncode == 0
+    piped = cli("show", "p1").stdout
+    assert "# skillopt-sleep proposal p1" in piped and "```diff" in piped and "\x1b[" not in piped
+    # the pager is a real program: `cat` passes the coloured output through, marked by a file
+    pager = tmp_path / "pager.sh"
+    pager.write_text(f"#!/bin/sh\ntouch {tmp_path}/pager-ran\nexec cat\n")
+    pager.chmod(0o755)
+    env = dict(os.environ, PAGER=str(pager), TERM="xterm-256color", COLUMNS="100")
+    env.pop("NO_COLOR", None)
+    shown = _on_a_terminal("show", "p1", env=env)
+    assert (tmp_path / "pager-ran").exists()
+    assert "\x1b[" in shown  # styled
+    assert "```diff" not in shown and "# skillopt-sleep proposal" not in shown  # rendered
+    assert "skillopt-sleep proposal p1" in shown and "Use `pnpm` instead of `npm`." in shown
+    added = [ln for ln in shown.splitlines() if "+- Use `pnpm` instead of `npm`." in ln]
+    assert added and all("\x1b[" in ln for ln in added)  # the diff's added line is coloured
