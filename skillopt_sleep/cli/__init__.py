@@ -464,7 +464,16 @@ def demo(
 
 
 #: Modules that add command groups; each defines ``register(app: typer.Typer) -> None``.
-COMMAND_MODULES: list[str] = ["mcp", "sources", "install", "daemon", "ui", "config_cmd", "browse"]
+COMMAND_MODULES: list[str] = [
+    "mcp",
+    "sources",
+    "install",
+    "daemon",
+    "ui",
+    "config_cmd",
+    "browse",
+    "export",
+]
 
 
 def _register_extra_commands() -> None:

@@ -487,6 +487,21 @@ def test_nights_search_session_show_logs_and_status_says_what_is_adopted(session
     assert bad.returncode == 1 and bad.stderr.startswith("error: no session 'nope'")
     assert "no night log yet" in cli("logs").stdout
 
+    # export: a proposal and the history, JSON or Markdown, stdout or a file
+    md = cli("export", "proposal", "p1").stdout
+    assert md.startswith("# skillopt-sleep proposal p1") and "```diff" in md
+    data = json.loads(cli("export", "proposal", "p1", "--format", "json").stdout)
+    assert data["id"] == "p1" and data["status"] == "staged" and "+- Use `pnpm`" in data["diff"]
+    out_file = tmp_path / "history.md"
+    res = cli("export", "history", "-o", str(out_file))
+    assert res.returncode == 0 and res.stderr.strip() == f"wrote {out_file}"
+    table = out_file.read_text()
+    assert f"| {night['night_id']} |" in table and "| p1 |" in table and "(dry run)" in table
+    hist = json.loads(cli("export", "history", "--format", "json").stdout)
+    assert [n["id"] for n in hist] == [n["id"] for n in history]
+    wrong = cli("export", "history", "--format", "xml")
+    assert wrong.returncode == 1 and wrong.stderr.startswith("error: --format must be md or json")
+
     assert cli("adopt", "p1").returncode == 0
     status = cli("status").stdout
     assert "adopted p1 (" in status and str(project / "AGENTS.md") in status
