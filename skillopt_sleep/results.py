@@ -599,3 +599,11 @@ class SessionView(_Model):
     model: str | None = None
     title: str | None = None
     messages: list[SessionMessage] = Field(default_factory=list)
+
+
+class DoctorCheck(_Model):
+    """One ``doctor`` finding: ``status`` ok | warn | fail | skip (not applicable here)."""
+
+    name: str
+    status: Literal["ok", "warn", "fail", "skip"]
+    detail: str = ""

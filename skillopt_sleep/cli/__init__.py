@@ -473,6 +473,7 @@ COMMAND_MODULES: list[str] = [
     "config_cmd",
     "browse",
     "export",
+    "doctor",
 ]
 
 

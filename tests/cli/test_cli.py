@@ -557,3 +557,40 @@ def test_show_renders_markdown_with_a_coloured_diff_through_the_pager_on_a_termi
     assert "skillopt-sleep proposal p1" in shown and "Use `pnpm` instead of `npm`." in shown
     added = [ln for ln in shown.splitlines() if "+- Use `pnpm` instead of `npm`." in ln]
     assert added and all("\x1b[" in ln for ln in added)  # the diff's added line is coloured
+
+
+def test_doctor_reports_each_check_with_a_status(sessions, tmp_path):
+    home, project = sessions
+    with serve("demo") as sim:
+        cfg = write_config(tmp_path / "c.toml", home, project, sim.url + "/v1")
+        res = cli("--config", str(cfg), "doctor", "--json")
+        assert res.returncode == 0, res.stdout + res.stderr
+        checks = {c["name"]: c for c in json.loads(res.stdout)}
+        human = cli("--config", str(cfg), "doctor", env=dict(os.environ, COLUMNS="80"))
+    assert all(c["status"] in ("ok", "warn", "fail", "skip") for c in checks.values())
+    assert checks["config"]["status"] == "ok" and checks["config"]["detail"] == str(cfg)
+    assert checks["store"]["status"] == "ok"
+    assert checks["logs claude_code"]["status"] == "ok" and checks["logs codex"]["status"] == "ok"
+    assert (
+        checks["backend target"]["status"] == "ok" and sim.url in checks["backend target"]["detail"]
+    )
+    assert checks["daemon"]["status"] == "warn"  # none runs here
+    for exe in ("claude", "codex"):  # the pinned CLIs on PATH: their versions
+        c = checks[f"cli {exe}"]
+        if shutil.which(exe):
+            assert c["status"] == "ok" and any(ch.isdigit() for ch in c["detail"]), c
+        else:
+            assert c["status"] == "skip"
+    assert human.returncode == 0 and max(len(ln) for ln in human.stdout.splitlines()) <= 80
+    assert any(ln.split()[:2] == ["ok", "store"] for ln in human.stdout.splitlines())
+    # the backend gone: that check fails, with the reason, and doctor exits 1
+    down = write_config(tmp_path / "d.toml", home, project, f"http://127.0.0.1:{closed_port()}/v1")
+    res = cli("--config", str(down), "doctor", "--json")
+    assert res.returncode == 1
+    failed = {c["name"]: c for c in json.loads(res.stdout) if c["status"] == "fail"}
+    # (this config gives the optimizer its own section, at the same closed port)
+    assert set(failed) == {"backend target", "backend optimizer"}
+    assert all(c["detail"] for c in failed.values())
+    offline = cli("--config", str(down), "doctor", "--offline", "--json")
+    assert offline.returncode == 0
+    assert not any(c["name"].startswith("backend") for c in json.loads(offline.stdout))
