@@ -28,7 +28,7 @@ app = typer.Typer(
     name="skillopt-sleep",
     help="Train your coding agents' skill documents on the tasks you repeat, while you sleep.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )

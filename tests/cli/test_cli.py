@@ -594,3 +594,22 @@ def test_doctor_reports_each_check_with_a_status(sessions, tmp_path):
     offline = cli("--config", str(down), "doctor", "--offline", "--json")
     assert offline.returncode == 0
     assert not any(c["name"].startswith("backend") for c in json.loads(offline.stdout))
+
+
+def test_shell_completion_script_and_completions(tmp_path):
+    """`--show-completion` prints the shell's script; the completion it drives names the
+    commands (here as bash asks for them: the script's own variables)."""
+    env = dict(os.environ, SHELL="/bin/bash")
+    script = cli("--show-completion", "bash", env=env)
+    if script.returncode != 0:  # typer takes the shell from $SHELL when given no value
+        script = cli("--show-completion", env=env)
+    assert script.returncode == 0 and "_SKILLOPT_SLEEP_COMPLETE=complete_bash" in script.stdout
+    ask = env | {"_SKILLOPT_SLEEP_COMPLETE": "complete_bash"}
+    words = {
+        "skillopt-sleep pro": ("1", {"proposals"}),
+        "skillopt-sleep config s": ("2", {"show"}),
+        "skillopt-sleep ni": ("1", {"nights"}),
+    }
+    for line, (cword, expected) in words.items():
+        got = cli(env=ask | {"COMP_WORDS": line, "COMP_CWORD": cword})
+        assert set(got.stdout.split()) == expected, (line, got.stdout, got.stderr)
