@@ -157,7 +157,7 @@ class DeliverConfig(_Strict):
     * ``agents = "sessions"`` (the default) — the document's agent, and every other agent
       whose sessions the night's tasks came from: each gets its own copy (its own memory file
       or skill, with the same rules), certified through its own backend on the held-out tasks
-      before it is staged as a proposal of its own (``p<night>-<agent>``);
+      before it is staged as a proposal of its own (``p<n>-<agent>``);
       ``"document"`` — only ``document.agent``.
     * ``backends.<agent>`` — the backend that certifies that agent's copy. Without one: the
       night's target when it is a model API (the copy framed as that agent frames it),

@@ -10,6 +10,7 @@ tests use them too.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -132,6 +133,36 @@ def demo_settings(home: Path, project: Path, url: str) -> dict[str, Any]:
     }
 
 
+#: what a demo report says where a night's report says how to adopt (its adopt command works
+#: only inside the sandbox, with the sandbox's HOME)
+DEMO_NEXT = (
+    "This proposal lives in the demo's sandbox: "
+    "`HOME={root}/home SKILLOPT_SLEEP_HOME={root}/skillopt-home skillopt-sleep adopt {pid}` "
+    "writes the sandbox's file, nothing of yours. For your own sessions: "
+    "`skillopt-sleep harvest` (what was found), `skillopt-sleep run --dry-run` (the tasks a night "
+    "would train on, no model calls), `skillopt-sleep run` (a night; a backend configured in "
+    "`skillopt-sleep config path`), then `skillopt-sleep proposals` and "
+    "`skillopt-sleep adopt ID`."
+)
+
+
+def _demo_next_steps(report: Path, pid: str, root: Path) -> None:
+    """Replace the report's adopt lines with :data:`DEMO_NEXT` (the sandbox's commands and
+    the ones a user runs next for their own sessions)."""
+    try:
+        text = report.read_text("utf-8")
+    except OSError:
+        return
+    text = re.sub(r"(?m)^Adopt them all with `skillopt-sleep adopt [^\n]*\n\n?", "", text)
+    text = re.sub(
+        r"(?m)^Adopt with `skillopt-sleep adopt [^\n]*$",
+        lambda _m: DEMO_NEXT.format(root=root, pid=pid),
+        text,
+        count=1,
+    )
+    report.write_text(text, encoding="utf-8")
+
+
 def run_demo(
     folder: Path | None = None, say: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
@@ -161,6 +192,8 @@ def run_demo(
         if result.proposal_id:
             row = store.proposals.get(result.proposal_id) or {}
             report = str(Path(row["dir"]) / "report.md")
+        for staged in store.proposals.staged():  # the night's proposal and its copies
+            _demo_next_steps(Path(staged["dir"]) / "report.md", staged["id"], root)
         store.close()
     return {
         "status": result.status,

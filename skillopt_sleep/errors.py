@@ -14,7 +14,8 @@ as a one-line reason with a non-zero exit; anything else is a bug.
     ├── BudgetExceeded         a per-night cap on calls or tokens was reached
     ├── NightError             the night cannot run (no document, lock held, …)
     │   └── DocumentError          the trained document cannot be read (not UTF-8, unreadable)
-    └── ProposalError          unknown id, stale base, nothing to roll back, …
+    ├── ProposalError          unknown id, stale base, nothing to roll back, …
+    └── ServiceManagerError    systemctl / launchctl / schtasks refused (``service --now``)
 """
 
 from __future__ import annotations
@@ -88,6 +89,10 @@ class DocumentError(NightError):
 
 class ProposalError(SkilloptError):
     pass
+
+
+class ServiceManagerError(SkilloptError):
+    """The OS service manager refused to enable / start (or stop) the daemon's service."""
 
 
 class BadArgument(SkilloptError):

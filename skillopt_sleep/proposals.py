@@ -338,6 +338,11 @@ def load_report(row: dict[str, Any]) -> ProposalReport:
         raise ProposalError(str(exc)) from None
 
 
+#: the statuses a proposal can be adopted from: staged, or rolled back (the user undid it and
+#: now asks for it again; a night never stages a rolled-back document again by itself)
+ADOPTABLE = ("staged", "rolled_back")
+
+
 def report_markdown(row: dict[str, Any]) -> str:
     """The proposal's ``report.md`` as it stands now: a proposal that is no longer staged says
     so where the staged report says how to adopt it. Raises ProposalError when unreadable."""
@@ -347,7 +352,7 @@ def report_markdown(row: dict[str, Any]) -> str:
         raise ProposalError(
             f"proposal {row['id']}: report unreadable ({exc.strerror or exc})"
         ) from None
-    if row.get("status") != "staged":
+    if row.get("status") not in ADOPTABLE:
         why = f" ({row['reason']})" if row.get("reason") else ""
         text = re.sub(
             r"(?m)^Adopt with `skillopt-sleep adopt [^\n]*$",
@@ -409,7 +414,7 @@ def adopt_group(
     if not force:
         for pid in group:
             row = get_proposal(store, pid)
-            if row["status"] != "staged":
+            if row["status"] not in ADOPTABLE:
                 raise ProposalError(f"proposal {pid} is {row['status']}, not staged")
             live = _read_bytes(Path(row["target_path"]))
             try:
@@ -449,11 +454,12 @@ def adopt(
     ``allow_flagged``: write a document that adds rules the poisoning screen flags (listed in
     the result's ``allowed_flagged``). ``where``: the allowed locations (default
     :func:`roots` of ``settings``, None: the user's config, and the proposal's night). Raises ProposalError for an
-    unknown / non-staged proposal, a stale base, a target outside the allowed locations, a
+    unknown proposal or one neither staged nor rolled back (:data:`ADOPTABLE`), a
+    stale base, a target outside the allowed locations, a
     staged document or record that does not match its hashes, or a flagged rule.
     """
     row = get_proposal(store, proposal_id)
-    if row["status"] != "staged":
+    if row["status"] not in ADOPTABLE:
         raise ProposalError(f"proposal {proposal_id} is {row['status']}, not staged")
     if base_hash is not None and base_hash != row["base_hash"]:
         raise ProposalError(
@@ -554,7 +560,7 @@ def adopt(
         if adoption_id is not None:
             with store.write():
                 store.adoptions.delete(adoption_id)
-                store.proposals.set_status(proposal_id, "staged")
+                store.proposals.set_status(proposal_id, row["status"])
         _remove_empty_dirs(created)
         record.unlink(missing_ok=True)
         raise

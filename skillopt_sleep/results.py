@@ -176,6 +176,8 @@ class NightResult(_Model):
     cost: NightCost = Field(default_factory=NightCost)
     summary: NightSummary = Field(default_factory=NightSummary)
     error: str = ""
+    #: the night's wall time from start to end (``cost.seconds`` is its model calls' only)
+    seconds: float | None = None
 
 
 class Dispatch(_Model):
@@ -622,3 +624,11 @@ class SessionView(_Model):
     model: str | None = None
     title: str | None = None
     messages: list[SessionMessage] = Field(default_factory=list)
+
+
+class DoctorCheck(_Model):
+    """One ``doctor`` finding: ``status`` ok | warn | fail | skip (not applicable here)."""
+
+    name: str
+    status: Literal["ok", "warn", "fail", "skip"]
+    detail: str = ""

@@ -52,6 +52,7 @@ from skillopt_sleep.results import (
     AdoptResult,
     DaemonStatus,
     Dispatch,
+    DoctorCheck,
     NightOutcome,
     NightResult,
     NightView,
@@ -586,6 +587,114 @@ class Service:
         except OSError:
             return ""
 
+    # ------------------------------------------------------------------ doctor
+    def doctor(self, *, backends: bool = True) -> list[DoctorCheck]:
+        """Every check ``doctor`` makes: the config, the store's integrity, each agent's logs
+        and CLI (its version), the target / optimizer backends (reachable and authorised:
+        their own ``check``; only hosts the config names), the login service and daemon."""
+        import shutil
+        import subprocess
+
+        from skillopt_sleep import agents
+        from skillopt_sleep.backends import get_backend
+        from skillopt_sleep.daemon import units
+
+        out: list[DoctorCheck] = []
+        cfg_error = self.config_error()
+        out.append(
+            DoctorCheck(name="config", status="fail", detail=cfg_error)
+            if cfg_error
+            else DoctorCheck(name="config", status="ok", detail=str(self.config_file()))
+        )
+        try:
+            with self._use() as store:
+                bad = store.integrity()
+            out.append(
+                DoctorCheck(name="store", status="fail", detail="; ".join(bad[:5]))
+                if bad
+                else DoctorCheck(name="store", status="ok", detail=str(self.db_path()))
+            )
+        except (SkilloptError, sqlite3.Error) as exc:
+            out.append(DoctorCheck(name="store", status="fail", detail=one_line(str(exc))))
+        if cfg_error:
+            return out
+        for src in self.sources().sources:
+            if not src.found:
+                out.append(DoctorCheck(name=f"logs {src.name}", status="skip", detail="not found"))
+                continue
+            detail = f"{src.sessions} sessions, {src.bytes} bytes"
+            out.append(
+                DoctorCheck(name=f"logs {src.name}", status="ok", detail=detail)
+                if src.enabled
+                else DoctorCheck(
+                    name=f"logs {src.name}",
+                    status="warn",
+                    detail=f"{detail}, not harvested (`skillopt-sleep sources --enable-found`)",
+                )
+            )
+        for agent in agents.AGENTS:
+            if not agent.executable:
+                continue
+            exe = shutil.which(agent.executable)
+            name = f"cli {agent.executable}"
+            if exe is None:
+                out.append(DoctorCheck(name=name, status="skip", detail="not on PATH"))
+                continue
+            try:
+                proc = subprocess.run(
+                    [exe, "--version"], capture_output=True, text=True, timeout=20, check=False
+                )
+                said = one_line(proc.stdout or proc.stderr, 120)
+                ok = proc.returncode == 0
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                said, ok = one_line(str(exc), 120), False
+            out.append(
+                DoctorCheck(name=name, status="ok" if ok else "fail", detail=f"{exe}: {said}")
+            )
+        if backends:
+            settings = self.settings()
+            for role, cfg in (("target", settings.target), ("optimizer", settings.optimizer)):
+                if role == "optimizer" and cfg == settings.target:
+                    continue
+                try:
+                    backend = get_backend(cfg)
+                    try:
+                        backend.check()
+                    finally:
+                        backend.close()
+                    where = cfg.base_url or cfg.executable or cfg.name
+                    out.append(
+                        DoctorCheck(
+                            name=f"backend {role}", status="ok", detail=f"{cfg.name} ({where})"
+                        )
+                    )
+                except SkilloptError as exc:
+                    out.append(
+                        DoctorCheck(
+                            name=f"backend {role}", status="fail", detail=one_line(str(exc))
+                        )
+                    )
+        kind = units.platform_kind()
+        unit = units.unit_path(kind)
+        out.append(
+            DoctorCheck(name="service", status="ok", detail=f"{kind}: {unit}")
+            if unit.exists()
+            else DoctorCheck(
+                name="service",
+                status="warn",
+                detail=f"not installed (`skillopt-sleep service install --now`; {unit})",
+            )
+        )
+        d = self.daemon_status()
+        out.append(
+            DoctorCheck(name="daemon", status="ok", detail=f"running (pid {d.pid})")
+            if d.running
+            else DoctorCheck(
+                name="daemon", status="warn", detail="not running (`skillopt-sleep start`)"
+            )
+        )
+        return out
+
     # ------------------------------------------------------------------ status
     def status(self, *, nights: int = 5, daemon_timeout: float = 3.0) -> Status:
         """The daemon, the store, the last nights, pending proposals, harvest accounting, the
@@ -632,7 +741,8 @@ class Service:
             row = proposals.get_proposal(store, proposal_id)
         report = proposals.load_report(row)
         try:
-            diff = (Path(row["dir"]) / "diff.patch").read_text("utf-8")
+            with open(Path(row["dir"]) / "diff.patch", encoding="utf-8", newline="") as fh:
+                diff = fh.read()  # byte-exact: a CRLF file's diff keeps its CRs
         except OSError as exc:
             raise ProposalError(f"proposal {proposal_id}: diff unreadable ({exc})") from None
         return ProposalDetail(

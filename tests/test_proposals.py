@@ -10,7 +10,7 @@ from skillopt_sleep import paths
 from skillopt_sleep.errors import ProposalError
 from skillopt_sleep.night.document import BEGIN, END, Document, read_live, sha256_text
 from skillopt_sleep.night.stage import stage_proposal
-from skillopt_sleep.proposals import adopt, list_proposals, reject, rollback
+from skillopt_sleep.proposals import adopt, list_proposals, reject, report_markdown, rollback
 from skillopt_sleep.results import NightCost, NightSummary
 from skillopt_sleep.store import Store
 from tests.helpers.store import db_get, db_rows
@@ -74,6 +74,32 @@ def test_adopt_changes_only_the_managed_block_and_rollback_restores_bytes(store,
     assert db_get(store, "proposals", pid)["status"] == "rolled_back"
     with pytest.raises(ProposalError, match="nothing to roll back"):
         rollback(store, str(target))
+
+
+def test_a_rolled_back_proposal_can_be_adopted_again(store, tmp_path):
+    """Rollback is an undo, not a no: ``adopt`` of the rolled-back proposal writes it again
+    (and rollback undoes that too); a rejected proposal stays refused."""
+    target = tmp_path / "proj" / "CLAUDE.md"
+    target.parent.mkdir()
+    target.write_bytes(ORIGINAL)
+    pid = stage(store, target, ["Use `pnpm` instead of `npm`."])
+    adopt(store, pid)
+    adopted = target.read_bytes()
+    rollback(store, str(target))
+    assert target.read_bytes() == ORIGINAL
+    assert "can no longer be adopted" not in report_markdown(db_get(store, "proposals", pid))
+    again = adopt(store, pid)
+    assert target.read_bytes() == adopted and again.proposal_id == pid
+    assert db_get(store, "proposals", pid)["status"] == "adopted"
+    assert len(db_rows(store, "adoptions")) == 2
+    rollback(store, str(target))
+    assert target.read_bytes() == ORIGINAL
+    other = stage(store, target, ["Another rule."], night_id=2)
+    assert other == "p2"  # numbered after p1, not after the night
+    reject(store, other, "no")
+    with pytest.raises(ProposalError, match=f"proposal {other} is rejected, not staged"):
+        adopt(store, other)
+    assert target.read_bytes() == ORIGINAL
 
 
 def test_adopt_creates_a_new_skill_and_rollback_removes_it(store, tmp_path):

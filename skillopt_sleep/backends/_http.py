@@ -242,10 +242,19 @@ class HttpCaller:
 
 
 def pick_model(request_model: str, config: BackendConfig, base_url: str, backend: str) -> str:
-    """``request.model`` or ``config.model``; loopback servers accept ``"sim"`` when unset."""
+    """``request.model`` or ``config.model``; loopback servers accept ``"sim"`` when unset.
+    A config that names neither a model nor a ``base_url`` is refused (BackendModelError)
+    before any connection: the default public host is never contacted unasked."""
     model = request_model or config.model
     if model:
         return model
+    if config.base_url is None:  # nothing configured: no connection to the default host
+        raise BackendModelError(
+            "no backend configured (no model and no base_url)",
+            backend=backend,
+            fix="set `model` (and `base_url`) of [target] in the config file "
+            "(`skillopt-sleep sources` lists the agents; `skillopt-sleep demo` needs none)",
+        )
     if is_loopback(base_url):
         return "sim"
     raise BackendModelError(

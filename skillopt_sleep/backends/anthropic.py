@@ -102,6 +102,7 @@ class AnthropicBackend(Backend):
         return merged(parts, time.monotonic() - started)
 
     def check(self) -> None:
+        _http.pick_model("", self.config, self.base_url, self.name)  # before any connection
         key = _http.resolve_key(self.config, "ANTHROPIC_API_KEY", self.base_url, self.name)
         self._http.check("/v1/models", {"x-api-key": key, "anthropic-version": API_VERSION})
 

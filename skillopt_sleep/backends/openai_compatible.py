@@ -81,6 +81,7 @@ class OpenAICompatibleBackend(Backend):
         return merged(parts, time.monotonic() - started)
 
     def check(self) -> None:
+        _http.pick_model("", self.config, self.base_url, self.name)  # before any connection
         key = _http.resolve_key(self.config, "OPENAI_API_KEY", self.base_url, self.name)
         self._http.check("/models", {"Authorization": f"Bearer {key}"})
 

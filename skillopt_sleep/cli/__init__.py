@@ -12,10 +12,15 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
-from skillopt_sleep.cli.console import err, first_run_setup, out, print_json, service
+from skillopt_sleep.cli.console import (
+    err,
+    first_run_setup,
+    fitted_table,
+    out,
+    print_json,
+    service,
+)
 from skillopt_sleep.cli.console import fmt_score as _fmt
 from skillopt_sleep.cli.console import state as _state
 from skillopt_sleep.errors import SkilloptError
@@ -25,15 +30,31 @@ app = typer.Typer(
     name="skillopt-sleep",
     help="Train your coding agents' skill documents on the tasks you repeat, while you sleep.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
 JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON.")
 
 
+def _version(value: bool) -> None:
+    if value:
+        from skillopt_sleep import __version__
+
+        out.print(f"skillopt-sleep {__version__}", markup=False)
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        "-V",
+        callback=_version,
+        is_eager=True,
+        help="Print the version and exit.",
+    ),
     config: Path | None = typer.Option(
         None,
         "--config",
@@ -58,20 +79,23 @@ def harvest(as_json: bool = JsonOpt) -> None:
     if as_json:
         print_json(data)
         return
-    table = Table("source", "files", "read", "bytes", "new", "updated", "skipped", "roots")
+    rows = []
     for name, acc in (data.get("sources") or {}).items():
         skipped = {**acc.get("files_skipped", {}), **acc.get("sessions_filtered", {})}
-        table.add_row(
-            name,
-            str(acc["files_seen"]),
-            str(acc["files_read"]),
-            str(acc["bytes_read"]),
-            str(acc["sessions_new"]),
-            str(acc["sessions_updated"]),
-            ", ".join(f"{k} {v}" for k, v in skipped.items()) or "—",
-            "\n".join(acc.get("roots", [])),
+        rows.append(
+            [
+                name,
+                str(acc["files_seen"]),
+                str(acc["files_read"]),
+                str(acc["bytes_read"]),
+                str(acc["sessions_new"]),
+                str(acc["sessions_updated"]),
+                ", ".join(f"{k} {v}" for k, v in skipped.items()) or "—",
+                "\n".join(acc.get("roots", [])),
+            ]
         )
-    out.print(table)
+    headers = ["source", "files", "read", "bytes", "new", "updated", "skipped", "roots"]
+    out.print(fitted_table(headers, rows, path=7, wrap=[6]))
 
 
 @app.command()
@@ -97,7 +121,7 @@ def tasks(
             markup=False,
         )
         return
-    table = Table("id", "occurrences", "checks (controls)", "context", "intent")
+    table_rows = []
     for t, task in zip(rows, report.tasks, strict=True):
         checks = ", ".join(check_line(c) for c in t["checks"])
         if not checks:
@@ -105,14 +129,17 @@ def tasks(
         demoted = "; ".join(check_line(c) for c in t.get("demoted") or [])
         if demoted:
             checks += f"; demoted to the rubric: {demoted}"
-        table.add_row(
-            t["id"],
-            _occurrences(t),
-            Text(checks),
-            Text(context_state(task)),
-            Text(t["intent"].replace("\n", " ")[:70]),
+        table_rows.append(
+            [
+                t["id"],
+                _occurrences(t),
+                checks,
+                context_state(task),
+                t["intent"].replace("\n", " ")[:70],
+            ]
         )
-    out.print(table)
+    headers = ["id", "occurrences", "checks (controls)", "context", "intent"]
+    out.print(fitted_table(headers, table_rows, wrap=[2, 4]))
     for t in rows:
         for o in t["occurrences"]:
             if o["note"]:
@@ -206,16 +233,21 @@ def proposals_cmd(
     if not rows:
         out.print("no proposals" + ("" if all_ else " staged (see --all)"))
         return
-    table = Table("id", "status", "created", "val", "test", "target")
-    for r in rows:
-        table.add_row(
-            r["id"],
-            r["status"],
-            r["created_at"],
-            f"{_fmt(r['val_before'])} -> {_fmt(r['val_after'])}",
-            f"{_fmt(r['test_before'])} -> {_fmt(r['test_after'])}",
-            r["target_path"],
-        )
+    table = fitted_table(
+        ["id", "status", "created", "val", "test", "target"],
+        [
+            [
+                r["id"],
+                r["status"],
+                (r["created_at"] or "")[:16].replace("T", " "),
+                f"{_fmt(r['val_before'])}→{_fmt(r['val_after'])}",
+                f"{_fmt(r['test_before'])}→{_fmt(r['test_after'])}",
+                r["target_path"],
+            ]
+            for r in rows
+        ],
+        path=5,
+    )
     out.print(table)
 
 
@@ -226,10 +258,26 @@ def show(proposal_id: str = typer.Argument(..., metavar="ID"), as_json: bool = J
     detail = svc.proposal(proposal_id)
     if as_json:
         report = svc.report(proposal_id)
-        print_json(report.model_dump(mode="json") | {"status": detail.status, "diff": detail.diff})
+        print_json(
+            report.model_dump(mode="json")
+            | {"status": detail.status, "folder": detail.folder, "diff": detail.diff}
+        )
         return
-    out.print(f"status: {detail.status}   folder: {detail.folder}")
-    out.print(svc.proposal_markdown(proposal_id), markup=False)
+    head = f"status: {detail.status}   folder: {detail.folder}"
+    text = svc.proposal_markdown(proposal_id)
+    if not out.is_terminal:  # piped: the Markdown as it is
+        out.print(head, markup=False)
+        out.print(text, markup=False)
+        return
+    # a terminal: rendered Markdown, the diff coloured, through $PAGER (less -R by default)
+    import os
+
+    from rich.markdown import Markdown
+
+    os.environ.setdefault("LESS", "-R")
+    with out.pager(styles=True):
+        out.print(head, markup=False)
+        out.print(Markdown(text, code_theme="ansi_dark"))
 
 
 @app.command("adopt")
@@ -368,7 +416,8 @@ def status(as_json: bool = JsonOpt) -> None:
         out.print(
             f"harvest {name}: {h['files_seen']} files, {h['sessions_new']} new / "
             f"{h['sessions_updated']} updated sessions at {h['at']}"
-            + (f"; skipped lines: {_counts(h['lines_skipped'])}" if h["lines_skipped"] else ""),
+            # a total, not the parsers' own counters (`harvest --json` has those)
+            + (f"; {_total(h['lines_skipped'])} log lines skipped" if h["lines_skipped"] else ""),
             markup=False,
         )
     if config_error:
@@ -400,6 +449,11 @@ def _counts(counts: Any) -> str:
     if not isinstance(counts, dict):
         return str(counts)
     return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _total(counts: Any) -> int:
+    """The sum of a ``{"reason": n}`` counter (0 for anything else)."""
+    return sum(v for v in counts.values() if isinstance(v, int)) if isinstance(counts, dict) else 0
 
 
 def _print_daemon(d: dict[str, Any]) -> None:
@@ -480,10 +534,25 @@ def demo(
         out.print(
             f"look around: SKILLOPT_SLEEP_HOME={result['home']} skillopt-sleep show {result['proposal_id']}"
         )
+    out.print(
+        "your own sessions next: skillopt-sleep harvest; skillopt-sleep run --dry-run; "
+        "skillopt-sleep run; skillopt-sleep proposals",
+        markup=False,
+    )
 
 
 #: Modules that add command groups; each defines ``register(app: typer.Typer) -> None``.
-COMMAND_MODULES: list[str] = ["mcp", "sources", "install", "daemon", "ui"]
+COMMAND_MODULES: list[str] = [
+    "mcp",
+    "sources",
+    "install",
+    "daemon",
+    "ui",
+    "config_cmd",
+    "browse",
+    "export",
+    "doctor",
+]
 
 
 def _register_extra_commands() -> None:

@@ -6,16 +6,22 @@ circle."""
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.table import Column, Table
+from rich.text import Text
 
 from skillopt_sleep.service import Service
 
-# piped output is not cut to 80 columns (rich's default without a terminal)
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+# piped output is not cut to 80 columns (rich's default without a terminal) unless COLUMNS
+# says how wide (rich reads COLUMNS itself when the width is left to it)
+_SIZED = sys.stdout.isatty() or os.environ.get("COLUMNS", "").strip().isdigit()
+out = Console(highlight=False, soft_wrap=True, width=None if _SIZED else 160)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 #: set by the root callback: ``config`` is the ``--config`` file (None: the default one)
@@ -33,6 +39,49 @@ def service() -> Service:
         state["service"] = Service(config_path())
     svc: Service = state["service"]
     return svc
+
+
+def shorten_middle(path: str, width: int) -> str:
+    """``path`` in at most ``width`` characters, cut in the middle ("/home/u/…/app/CLAUDE.md"):
+    its start and its end (the file name whole, even past ``width``) are kept."""
+    if len(path) <= width:
+        return path
+    name = path.rsplit("/", 1)[-1]
+    tail = path[len(path) - max(len(name) + 1, (width - 1) // 2) :]
+    if not tail.startswith("/") and "/" in tail:
+        tail = tail[tail.index("/") :]
+    head = path[: max(0, width - len(tail) - 1)]
+    return f"{head}…{tail}"
+
+
+def fitted_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    path: int | None = None,
+    wrap: Sequence[int] = (),
+) -> Table:
+    """A table for ``out``'s width (80 columns too): every column whole on one line except
+    ``path`` (file paths, shortened in the middle to the room left, the file name kept) and the
+    ``wrap`` columns (free text, wrapped)."""
+    fixed = [
+        max([len(h), *(len(line) for r in rows for line in str(r[i]).splitlines() or [""])])
+        for i, h in enumerate(headers)
+    ]
+    used = sum(w for i, w in enumerate(fixed) if i != path and i not in wrap)
+    used += sum(min(w, 12) for i, w in enumerate(fixed) if i in wrap)
+    room = max(16, out.width - used - 2 * (len(headers) - 1))
+    columns = [
+        Column(h, no_wrap=i != path and i not in wrap, overflow="fold")
+        for i, h in enumerate(headers)
+    ]
+    table = Table(*columns, box=None, pad_edge=False, show_edge=False)
+    for r in rows:
+        cells = [str(c) for c in r]
+        if path is not None:
+            cells[path] = "\n".join(shorten_middle(p, room) for p in cells[path].splitlines())
+        table.add_row(*(Text(c) for c in cells))  # the user's text, never rich markup
+    return table
 
 
 def print_json(data: Any) -> None:

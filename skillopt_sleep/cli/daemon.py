@@ -112,4 +112,8 @@ def service_uninstall(
     if res is None:
         out.print("no service installed")
         return
-    out.print(f"removed {res.kind} service: {res.path}")
+    out.print(f"removed {res.kind} service: {res.path}", markup=False)
+    for link in res.links:
+        out.print(f"removed link: {link}", markup=False)
+    for why in res.failed:
+        err.print(f"warning: {why}", markup=False)

@@ -151,7 +151,13 @@ def print_night(r: NightResult, by: str = "") -> None:
             f"  val {_fmt(r.val_before)} -> {_fmt(r.val_after)}, "
             f"test {_fmt(r.test_before)} -> {_fmt(r.test_after)}"
         )
-        out.print(f"  model calls: {cost.calls} (+{cost.cached_calls} cached)")
+        tokens = (cost.input_tokens or 0) + (cost.output_tokens or 0)
+        # the same numbers the proposal's report gives (its "cost" line), then the night's time
+        out.print(
+            f"  model calls: {cost.calls or 0} (+{cost.cached_calls or 0} cached), "
+            f"{tokens} tokens, {cost.seconds or 0.0:.1f} s in model calls"
+            + (f"; the night took {r.seconds:.1f} s" if r.seconds is not None else "")
+        )
     if r.proposal_id:
         out.print(f"  proposal {r.proposal_id} staged for {r.target_path}", markup=False)
         out.print(

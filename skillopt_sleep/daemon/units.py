@@ -18,11 +18,12 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
 
 from skillopt_sleep import agents, paths
+from skillopt_sleep.errors import ServiceManagerError, one_line
 
 LABEL = "dev.skillopt-sleep"
 UNIT_NAME = "skillopt-sleep.service"
@@ -240,6 +241,8 @@ class ServiceResult:
     text: str
     hint: str
     ran: list[str]
+    links: list[Path] = field(default_factory=list)  # enable links uninstall removed
+    failed: list[str] = field(default_factory=list)  # manager commands that refused
 
 
 def install(
@@ -261,13 +264,41 @@ def install(
         "launchd": [["launchctl", "load", "-w", str(path)]],
         "windows": [["schtasks", "/Create", "/F", "/TN", TASK_NAME, "/XML", str(path)]],
     }[kind]
-    ran = []
+    ran: list[str] = []
+    hint = " && ".join(" ".join(c) for c in cmds)
     if activate:
         for c in cmds:
-            subprocess.run(c, check=False)
+            why = _manage(c)
+            if why:
+                raise ServiceManagerError(f"{why}; {path} is written, enable it with: {hint}")
             ran.append(" ".join(c))
-    hint = " && ".join(" ".join(c) for c in cmds)
     return ServiceResult(kind, path, text, hint, ran)
+
+
+def _manage(cmd: list[str]) -> str | None:
+    """Run one service-manager command; None when it succeeded, else why not (one line: it
+    is missing, hung or exited non-zero, in its own words)."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"`{' '.join(cmd)}` failed ({one_line(str(exc), 300)})"
+    if proc.returncode != 0:
+        said = one_line(proc.stderr or proc.stdout or "", 300) or "no message"
+        return f"`{' '.join(cmd)}` exited {proc.returncode}: {said}"
+    return None
+
+
+def _enable_links(kind: str, path: Path) -> list[Path]:
+    """The links ``systemctl enable`` made to the unit (``default.target.wants/<unit>`` and
+    any other ``*.wants`` / ``*.requires`` folder next to it); none for other kinds."""
+    if kind != "systemd" or not path.parent.is_dir():
+        return []
+    return [
+        link
+        for pattern in ("*.wants", "*.requires")
+        for link in path.parent.glob(f"{pattern}/{UNIT_NAME}")
+        if link.is_symlink()
+    ]
 
 
 def uninstall(kind: str | None = None, *, deactivate: bool = False) -> ServiceResult | None:
@@ -282,13 +313,22 @@ def uninstall(kind: str | None = None, *, deactivate: bool = False) -> ServiceRe
         "launchd": [["launchctl", "unload", "-w", str(path)]],
         "windows": [["schtasks", "/Delete", "/F", "/TN", TASK_NAME]],
     }[kind]
-    ran = []
+    ran: list[str] = []
+    failed: list[str] = []
     if deactivate:
-        for c in cmds:
-            subprocess.run(c, check=False)
-            ran.append(" ".join(c))
+        for c in cmds:  # a manager that refuses does not keep the files: they go anyway
+            why = _manage(c)
+            if why:
+                failed.append(why)
+            else:
+                ran.append(" ".join(c))
+    links = _enable_links(kind, path)
+    for link in links:  # enabled before: no dangling link into a removed unit
+        link.unlink()
     if not path.exists():
         return None
     text = path.read_text(ENCODING[kind])
     path.unlink()
-    return ServiceResult(kind, path, text, " && ".join(" ".join(c) for c in cmds), ran)
+    return ServiceResult(
+        kind, path, text, " && ".join(" ".join(c) for c in cmds), ran, links, failed
+    )

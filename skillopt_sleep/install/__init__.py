@@ -167,9 +167,15 @@ def plan(
                 "plugin marketplace (directory: plugins/claude-code)",
                 ["extraKnownMarketplaces", SERVER],
                 market,
+                strict="Claude Code",
             ),
             Step(
-                settings, "json", f"enable plugin {PLUGIN_ID}", ["enabledPlugins", PLUGIN_ID], True
+                settings,
+                "json",
+                f"enable plugin {PLUGIN_ID}",
+                ["enabledPlugins", PLUGIN_ID],
+                True,
+                strict="Claude Code",
             ),
         ]
     if agent == "codex":

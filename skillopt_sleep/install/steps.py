@@ -11,6 +11,7 @@ never rewritten.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,7 @@ class Step:
     keys: list[str] = field(default_factory=list)
     value: Any = None  # json/toml: the value at keys; block: markdown; file: bytes
     tag: str = ""  # block: the agent whose snippet it is
+    strict: str = ""  # json: the agent that reads the file as strict JSON (no JSONC)
 
     # -- the file content with our part present
     def apply(self, cur: bytes | None) -> bytes:
@@ -76,6 +78,8 @@ class Step:
         if self.kind == "file":
             return self.value
         if self.kind == "json":
+            if self.strict and text is not None and text.strip():
+                _strict_json(self.path, text, self.strict)
             try:
                 return jsonedit.set_key(text, self.keys, self.value).encode("utf-8")
             except jsonedit.JsonEditError as exc:
@@ -116,6 +120,22 @@ class Step:
                     else:
                         break
         return out.encode("utf-8")
+
+
+def _strict_json(path: Path, text: str, agent: str) -> None:
+    """InstallError when ``text`` is not strict JSON: ``agent`` would ignore the whole file
+    (comments, a trailing comma), so install adds nothing to it and writes nothing at all."""
+    try:
+        json.loads(text)
+    except ValueError as exc:
+        where = (
+            f" ({exc.msg} at line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else ""
+        )
+        raise InstallError(
+            f"{path} is not strict JSON{where}: {agent} ignores the whole file when it has "
+            "comments or a trailing comma, so the plugin would not load; remove them, then "
+            "run install again (nothing was written)"
+        ) from None
 
 
 def _get(kind: str, text: str | None, keys: list[str]) -> Any:

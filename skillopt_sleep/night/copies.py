@@ -6,7 +6,7 @@ other such agent, :func:`certify_copies` builds that agent's own document — it
 memory file (the project's block when the night trained one) or its managed skill — with the
 night's rules, replays the held-out tasks (the test split; val when there is no test split)
 through *that agent's* backend with its document placed where that agent finds it, once as it
-is and once with the rules, and stages a proposal of its own (``p<night>-<agent>``) only when
+is and once with the rules, and stages a proposal of its own (``p<n>-<agent>``, named after the night's proposal) only when
 the rules strictly raise the mean and make no task worse. What it did per agent is an
 :class:`~skillopt_sleep.results.AgentCopy`, listed in the night's summary and the report.
 
@@ -302,7 +302,10 @@ def _one_copy(
             reason=f"no gain through {cfg.name} ({_fmt(mb)} → {_fmt(ma)})",
         )
     base_hash = sha256_text(live)
-    pid = f"p{night_id}-{name}"
+    # named after the night's own proposal while it is reserved but not staged yet (p4 and
+    # p4-codex); a night that stages only copies gives each the next number (p5-codex)
+    own = proposal_id is not None and store.proposals.get(proposal_id) is None
+    pid = f"{proposal_id}-{name}" if own else f"{store.proposals.next_id(after=proposal_id)}-{name}"
     same = [
         p
         for p in store.proposals.staged(str(target))

@@ -293,11 +293,12 @@ def _run(
 
     def finish(status: NightStatus, seconds: float | None = None, **extra: Any) -> NightResult:
         """Record the night's end; ``seconds``: wall time of its model calls (cost)."""
+        wall = time.monotonic() - t0
         lifecycle.finish(
             store,
             night_id,
             status,
-            seconds=time.monotonic() - t0,
+            seconds=wall,
             summary=json.dumps(summary.dump()),
             **extra,
         )
@@ -312,6 +313,7 @@ def _run(
             test_before=extra.get("test_before"),
             test_after=extra.get("test_after"),
             cost=NightCost.model_validate(extra | {"seconds": seconds}),
+            seconds=round(wall, 3),
         )
 
     if not train:
@@ -483,7 +485,8 @@ def _run(
         and p["new_hash"] == sha256_text(new_text)
         and NightSummary.model_validate_json(p["summary"] or "{}").inputs == summary.inputs
     ]
-    proposal_id = same[0]["id"] if same else f"p{night_id}"
+    # its own number, reserved before the copies (they are named after it, p<n>-<agent>)
+    proposal_id = same[0]["id"] if same else store.proposals.next_id()
     costs = copies(proposal_id, rules, night.edits) or costs
     extra.update({k: costs[k] for k in ("calls", "cached_calls", "input_tokens", "output_tokens")})
     if same:  # an unchanged re-run: the staged proposal already says this
@@ -498,6 +501,7 @@ def _run(
         )
     proposal_id = stage_proposal(
         store,
+        proposal_id=proposal_id,
         delivered=where.describe() if where else None,
         night_id=night_id,
         target_path=target_path,

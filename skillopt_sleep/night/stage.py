@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -31,15 +32,25 @@ from skillopt_sleep.results import (
 from skillopt_sleep.store import Store, now_iso
 
 
+def _lines(text: str) -> list[str]:
+    """``text`` split after each ``\n`` only (a CRLF line keeps its ``\r``; form feeds and
+    other separators ``str.splitlines`` cuts at stay inside their line, as patch sees them)."""
+    return re.findall(r"[^\n]*\n|[^\n]+\Z", text)
+
+
 def unified_diff(base: str | None, new: str, target: Path) -> str:
-    return "".join(
-        difflib.unified_diff(
-            (base or "").splitlines(keepends=True),
-            new.splitlines(keepends=True),
-            fromfile=f"a/{target.name}" if base is not None else "/dev/null",
-            tofile=f"b/{target.name}",
-        )
-    )
+    """A unified diff of the live file (``base``; None = absent) to ``new`` that ``patch -p1``
+    and ``git apply`` accept in the file's folder: a last line without a newline is marked
+    ``\\ No newline at end of file``, CRLF lines keep their CR."""
+    out = []
+    for line in difflib.unified_diff(
+        _lines(base or ""),
+        _lines(new),
+        fromfile=f"a/{target.name}" if base is not None else "/dev/null",
+        tofile=f"b/{target.name}",
+    ):
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
 
 
 def _fmt(x: float | None) -> str:
@@ -85,11 +96,11 @@ def stage_proposal(
     held_out: tuple[str, str, str] | None = None,
 ) -> str:
     """Write the proposal folder and row; returns the proposal id (``proposal_id``, by
-    default ``p<night id>``). ``delivered``: where the replays put the candidates (see
-    :func:`scoring_note`). ``held_out``: for an agent's copy (:mod:`.copies`), the split it
+    default the next free one, :meth:`~skillopt_sleep.store.proposals.ProposalsRepo.next_id`).
+    ``delivered``: where the replays put the candidates (see :func:`scoring_note`). ``held_out``: for an agent's copy (:mod:`.copies`), the split it
     was certified on and the before / after phases of those replays; the report's task table
     is that split's (no val gate ran on the copy)."""
-    pid = proposal_id or f"p{night_id}"
+    pid = proposal_id or store.proposals.next_id()
     folder = paths.proposals_dir() / pid
     if folder.exists() and store.proposals.get(pid) is None:
         # left by an earlier database (deleted or reset): kept aside, never overwritten
@@ -98,7 +109,7 @@ def stage_proposal(
     with open(folder / "document", "w", encoding="utf-8", newline="") as fh:
         fh.write(new_text)
     diff = unified_diff(base_text, new_text, target_path)
-    (folder / "diff.patch").write_text(diff, encoding="utf-8")
+    (folder / "diff.patch").write_text(diff, encoding="utf-8", newline="")
 
     intents = {t.id: t.intent for t in tasks}
     # val deltas: baseline vs the last val replay of the accepted document
@@ -228,7 +239,7 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
         f"- cost: {cost.calls or 0} model calls "
         f"({cost.cached_calls or 0} cached), "
         f"{(cost.input_tokens or 0) + (cost.output_tokens or 0)} tokens, "
-        f"{cost.seconds or 0.0:.1f} s",
+        f"{cost.seconds or 0.0:.1f} s in model calls",
         "",
         report.scored_as,
         "",

@@ -132,6 +132,11 @@ class Store:
             return 0
         return int(self.db.execute("select count(*) from _sqlite_migrations").fetchone()[0])
 
+    def integrity(self) -> list[str]:
+        """SQLite's ``quick_check`` of the database: [] when sound, else its findings."""
+        rows = [str(r[0]) for r in self.db.execute("pragma quick_check").fetchall()]
+        return [] if rows == ["ok"] else rows
+
     def close(self) -> None:
         self.db.conn.close()
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from skillopt_sleep.store._base import Repository, Row, write_transaction
 
 
 class ProposalsRepo(Repository):
-    """Rows: ``id`` ("p<night id>"), ``night_id``, ``created_at``, ``status`` (staged |
+    """Rows: ``id`` (``p1``, ``p2``, … numbered by the proposals themselves, not the nights;
+    an agent's copy of a proposal's rules ``p<n>-<agent>``, see :meth:`next_id`), ``night_id``, ``created_at``, ``status`` (staged |
     adopted | rejected | rolled_back | superseded), ``target_path``, ``base_hash`` (sha256 of
     the live file when the night started, "" = absent), ``new_hash``, ``dir`` (the proposal
     folder), ``val_before``, ``val_after``, ``test_before``, ``test_after``, ``summary``
@@ -17,6 +19,18 @@ class ProposalsRepo(Repository):
     def get(self, proposal_id: str) -> Row | None:
         """The proposal's row, or None."""
         return self._one("proposals", "id = ?", [proposal_id])
+
+    def next_id(self, after: str | None = None) -> str:
+        """The next free proposal id: ``p<n>`` with ``n`` one more than the highest number
+        any proposal (or an agent's copy, ``p<n>-<agent>``) took, and more than ``after``'s
+        (an id reserved but not staged yet); ``p1`` in a new store. A dry run or a night
+        that stages nothing takes no number."""
+        row = self.db.execute(
+            "select max(cast(substr(id, 2) as integer)) from proposals where id like 'p%'"
+        ).fetchone()
+        top = int(row[0] or 0) if row else 0
+        m = re.match(r"p(\d+)", after or "")
+        return f"p{max(top, int(m.group(1)) if m else 0) + 1}"
 
     def all(self, status: str | None = None, limit: int | None = None) -> list[Row]:
         """Proposals newest first (by ``created_at``, then night), optionally of one status;

@@ -123,8 +123,31 @@ def test_run_adopt_rollback_through_the_cli(sessions, tmp_path):
     assert "Use `pnpm` instead of `npm`." in (project / "AGENTS.md").read_text()
     assert cli("rollback").returncode == 0
     assert not (project / "AGENTS.md").exists()
+    # the first proposal is p1, whatever the night's id
+    assert pid == "p1"
+    # show --json carries the diff; git apply takes it (here: the file it creates)
+    work = tmp_path / "apply"
+    work.mkdir()
+    (tmp_path / "p.diff").write_text(shown["diff"])
+    git = subprocess.run(
+        ["git", "apply", str(tmp_path / "p.diff")], cwd=work, capture_output=True, text=True
+    )
+    assert git.returncode == 0, git.stderr
+    assert (work / "AGENTS.md").read_text() == Path(shown["folder"], "document").read_text()
+    # the report's cost line gives the numbers `run` gave
+    cost = night["cost"]
+    tokens = cost["input_tokens"] + cost["output_tokens"]
+    report = Path(shown["folder"], "report.md").read_text()
+    assert (
+        f"- cost: {cost['calls']} model calls ({cost['cached_calls']} cached), {tokens} tokens, "
+        f"{cost['seconds']:.1f} s in model calls" in report
+    )
+    assert shown["cost"] == cost and night["seconds"] >= cost["seconds"]
+    # rollback is an undo, not a no: the same proposal adopts again
     res = cli("adopt", pid)
-    assert res.returncode == 1 and res.stderr.startswith("error: proposal p")
+    assert res.returncode == 0, res.stderr
+    assert "Use `pnpm` instead of `npm`." in (project / "AGENTS.md").read_text()
+    assert cli("rollback").returncode == 0 and not (project / "AGENTS.md").exists()
 
 
 def test_demo_runs_with_no_agent_installed(tmp_path):
@@ -138,6 +161,17 @@ def test_demo_runs_with_no_agent_installed(tmp_path):
     said = " ".join(report.read_text().split())
     assert "put the candidate where the agent finds it after adopt: CLAUDE.md in" in said
     assert "loads it in every session" in said
+    # no bare `adopt p1` (it fails outside the sandbox): the sandbox's own command, which
+    # works, and the commands a user runs next for their own sessions
+    assert "Adopt with `skillopt-sleep adopt" not in said
+    assert "For your own sessions: `skillopt-sleep harvest`" in said
+    assert "`skillopt-sleep run`" in said and "skillopt-sleep run --dry-run" in res.stdout
+    sandbox_adopt = said.split("This proposal lives in the demo's sandbox: `")[1].split("`")[0]
+    *assigns, exe, verb, pid = sandbox_adopt.split()
+    assert (exe, verb, pid) == ("skillopt-sleep", "adopt", "p1")
+    adopted = cli(verb, pid, env=env | dict(a.split("=", 1) for a in assigns))
+    assert adopted.returncode == 0, adopted.stderr
+    assert "Use `pnpm` instead of `npm`." in (tmp_path / "demo/home/.claude/CLAUDE.md").read_text()
 
 
 def test_usage_mistakes_are_usage_errors_not_internal_ones(tmp_path):
@@ -259,7 +293,9 @@ def test_status_reports_a_config_that_does_not_load_and_exits_1(tmp_path):
     assert cli("harvest").returncode == 0
     good = cli("status")
     assert good.returncode == 0, good.stderr
-    assert "skipped lines: " in good.stdout and "{" not in good.stdout  # counts, not a dict
+    # a total, not the parsers' internal counters (those are in `harvest --json`)
+    assert " log lines skipped" in good.stdout and "{" not in good.stdout
+    assert "injected" not in good.stdout and "ignored_type" not in good.stdout
     bad = tmp_path / "bad.toml"
     bad.write_text('projet = "/tmp/x"\n', encoding="utf-8")
     res = cli("--config", str(bad), "status")
@@ -389,3 +425,241 @@ def test_a_broken_state_folder_or_database_is_one_line_and_exit_1(tmp_path):
     res = cli("status", env=env)
     assert res.returncode == 1 and len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert res.stderr.startswith("error: ") and "internal error" not in res.stderr
+
+
+def test_version_and_config_path_show_edit(tmp_path):
+    """`--version` / `-V`; `config path` names the file, `config show` the settings in effect
+    with keys masked, `config edit` runs $EDITOR on the file and checks it after."""
+    from skillopt_sleep import __version__
+
+    for flag in ("--version", "-V"):
+        res = cli(flag)
+        assert res.returncode == 0 and res.stdout.strip() == f"skillopt-sleep {__version__}"
+    from skillopt_sleep import paths
+
+    cfg = paths.config_file()  # the isolated user dir's: not there yet
+    env = dict(os.environ)
+    assert not cfg.exists() and cli("config", "path", env=env).stdout.strip() == str(cfg)
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text('epochs = 1\n[target]\nmodel = "m1"\napi_key = "sk-never-shown-123"\n')
+    shown = cli("config", "show", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "epochs = 1" in shown.stdout and 'model = "m1"' in shown.stdout
+    assert "sk-never-shown-123" not in shown.stdout
+    data = json.loads(cli("config", "show", "--json", env=env).stdout)
+    assert data["epochs"] == 1 and data["target"]["model"] == "m1"
+    assert "sk-never-shown-123" not in json.dumps(data)
+    # a real editor run non-interactively: sed edits the file in place
+    edited = cli(
+        "config",
+        "edit",
+        env=env | {"VISUAL": "", "EDITOR": "sed -i s/epochs\\ =\\ 1/epochs\\ =\\ 2/"},
+    )
+    assert edited.returncode == 0, edited.stderr
+    assert edited.stdout.strip() == f"{cfg}: valid"
+    assert json.loads(cli("config", "show", "--json", env=env).stdout)["epochs"] == 2
+    # an edit that breaks the file: exit 1 with the reason, the file kept as written
+    broken = cli("config", "edit", env=env | {"VISUAL": "sed -i s/epochs/epochz/"})
+    assert broken.returncode == 1 and broken.stderr.startswith("error: ")
+    assert "epochz" in broken.stderr and "epochz = 2" in cfg.read_text()
+
+
+def test_tables_fit_80_columns_keep_the_file_name_and_every_source_name(tmp_path, isolated_home):
+    """Piped with COLUMNS=80: `harvest`, `proposals` and `tasks` lines fit in 80 columns; the
+    target path is shortened in its middle (its file name whole), source names and ids whole."""
+    project = tmp_path / "src" / "a-rather-long-organisation-name" / "some-deep-project" / "webapp"
+    project.mkdir(parents=True)
+    write_conversations(isolated_home, project, DEMO_CONVERSATIONS)
+    env = dict(os.environ, COLUMNS="80")
+    with serve("demo") as sim:
+        cfg = write_config(tmp_path / "c.toml", isolated_home, project, sim.url + "/v1")
+        harvest = cli("--config", str(cfg), "harvest", env=env)
+        assert harvest.returncode == 0, harvest.stderr
+        night = cli("--config", str(cfg), "run", env=env)
+        assert night.returncode == 0, night.stderr
+    target = str(project / "AGENTS.md")
+    assert len(target) > 80
+    listed = cli("--config", str(cfg), "proposals", env=env).stdout
+    tasks = cli("--config", str(cfg), "tasks", env=env).stdout
+    for text in (harvest.stdout, listed, tasks):
+        assert text.strip() and max(len(line) for line in text.splitlines()) <= 80, text
+    for name in ("claude_code", "codex"):
+        assert any(line.split()[:1] == [name] for line in harvest.stdout.splitlines())
+    [row] = [line for line in listed.splitlines() if line.startswith("p1 ")]
+    assert "staged" in row and row.rstrip().endswith("/AGENTS.md") and "…" in row
+    shown = row.split()[-1]
+    head, tail = shown.split("…")
+    assert target.startswith(head) and target.endswith(tail)
+    ids = [t["id"] for t in json.loads(cli("--config", str(cfg), "tasks", "--json").stdout)]
+    firsts = {line.split()[0] for line in tasks.splitlines() if line.strip()}
+    assert ids and set(ids) <= firsts  # every task id whole, first on its line
+    # without COLUMNS, piped output is 160 columns wide, not 80
+    env.pop("COLUMNS")
+    wide = cli("--config", str(cfg), "proposals", env=env).stdout
+    [row] = [line for line in wide.splitlines() if line.startswith("p1 ")]
+    assert 80 < len(row.rstrip()) <= 160 and row.rstrip().endswith("/webapp/AGENTS.md")
+
+
+def test_nights_search_session_show_logs_and_status_says_what_is_adopted(sessions, tmp_path):
+    home, project = sessions
+    env = dict(os.environ, COLUMNS="80")
+    with serve("demo") as sim:
+        cfg = write_config(tmp_path / "c.toml", home, project, sim.url + "/v1")
+        assert cli("--config", str(cfg), "run", "--dry-run").returncode == 0
+        night = json.loads(cli("--config", str(cfg), "run", "--json").stdout)
+    assert night["proposal_id"] == "p1"  # the dry run took no proposal number
+    history = json.loads(cli("nights", "--json").stdout)
+    assert [(n["id"], n["status"], n["dry_run"]) for n in history] == [
+        (night["night_id"], "succeeded", False),
+        (night["night_id"] - 1, "planned", True),
+    ]
+    human = cli("nights", env=env).stdout
+    assert max(len(line) for line in human.splitlines()) <= 80
+    [row] = [ln for ln in human.splitlines() if ln.split()[:1] == [str(night["night_id"])]]
+    assert "succeeded" in row.split() and row.rstrip().endswith("p1")
+    assert any(
+        ln.split()[:1] == [str(night["night_id"] - 1)] and "dry run" in ln
+        for ln in human.splitlines()
+    )
+    assert str(night["cost"]["calls"]) in row.split()
+
+    hits = json.loads(cli("search", "pnpm", "--json").stdout)["hits"]
+    assert hits and all("[pnpm]" in h["snippet"] for h in hits)
+    assert {h["agent"] for h in hits} == {"claude_code", "codex"}
+    shown = cli("search", "pnpm", "--agent", "codex", env=env)
+    assert shown.returncode == 0 and "codex" in shown.stdout and "claude_code" not in shown.stdout
+    assert "no message matches" in cli("search", "zzyzx-nothing").stdout
+    sid = hits[0]["session_id"]
+    session = cli("session", "show", sid)
+    assert session.returncode == 0 and f"session {sid}" in session.stdout
+    assert "pnpm" in session.stdout
+    bad = cli("session", "show", "nope")
+    assert bad.returncode == 1 and bad.stderr.startswith("error: no session 'nope'")
+    assert "no night log yet" in cli("logs").stdout
+
+    # export: a proposal and the history, JSON or Markdown, stdout or a file
+    md = cli("export", "proposal", "p1").stdout
+    assert md.startswith("# skillopt-sleep proposal p1") and "```diff" in md
+    data = json.loads(cli("export", "proposal", "p1", "--format", "json").stdout)
+    assert data["id"] == "p1" and data["status"] == "staged" and "+- Use `pnpm`" in data["diff"]
+    out_file = tmp_path / "history.md"
+    res = cli("export", "history", "-o", str(out_file))
+    assert res.returncode == 0 and res.stderr.strip() == f"wrote {out_file}"
+    table = out_file.read_text()
+    assert f"| {night['night_id']} |" in table and "| p1 |" in table and "(dry run)" in table
+    hist = json.loads(cli("export", "history", "--format", "json").stdout)
+    assert [n["id"] for n in hist] == [n["id"] for n in history]
+    wrong = cli("export", "history", "--format", "xml")
+    assert wrong.returncode == 1 and wrong.stderr.startswith("error: --format must be md or json")
+
+    assert cli("adopt", "p1").returncode == 0
+    status = cli("status").stdout
+    assert "adopted p1 (" in status and str(project / "AGENTS.md") in status
+
+
+def _on_a_terminal(*args: str, env: dict) -> str:
+    """Run the console script with a pseudo-terminal as its stdin/stdout/stderr; its output."""
+    import pty
+    import select
+
+    exe = shutil.which("skillopt-sleep")
+    cmd = [exe, *args] if exe else [sys.executable, "-m", "skillopt_sleep", *args]
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(cmd, stdin=follower, stdout=follower, stderr=follower, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([leader], [], [], 60)
+        if not ready:
+            break
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the process is done
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=60)
+    os.close(leader)
+    assert proc.returncode == 0
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_show_renders_markdown_with_a_coloured_diff_through_the_pager_on_a_terminal(
+    sessions, tmp_path
+):
+    home, project = sessions
+    with serve("demo") as sim:
+        cfg = write_config(tmp_path / "c.toml", home, project, sim.url + "/v1")
+        assert cli("--config", str(cfg), "run").returncode == 0
+    piped = cli("show", "p1").stdout
+    assert "# skillopt-sleep proposal p1" in piped and "```diff" in piped and "\x1b[" not in piped
+    # the pager is a real program: `cat` passes the coloured output through, marked by a file
+    pager = tmp_path / "pager.sh"
+    pager.write_text(f"#!/bin/sh\ntouch {tmp_path}/pager-ran\nexec cat\n")
+    pager.chmod(0o755)
+    env = dict(os.environ, PAGER=str(pager), TERM="xterm-256color", COLUMNS="100")
+    env.pop("NO_COLOR", None)
+    shown = _on_a_terminal("show", "p1", env=env)
+    assert (tmp_path / "pager-ran").exists()
+    assert "\x1b[" in shown  # styled
+    assert "```diff" not in shown and "# skillopt-sleep proposal" not in shown  # rendered
+    assert "skillopt-sleep proposal p1" in shown and "Use `pnpm` instead of `npm`." in shown
+    added = [ln for ln in shown.splitlines() if "+- Use `pnpm` instead of `npm`." in ln]
+    assert added and all("\x1b[" in ln for ln in added)  # the diff's added line is coloured
+
+
+def test_doctor_reports_each_check_with_a_status(sessions, tmp_path):
+    home, project = sessions
+    with serve("demo") as sim:
+        cfg = write_config(tmp_path / "c.toml", home, project, sim.url + "/v1")
+        res = cli("--config", str(cfg), "doctor", "--json")
+        assert res.returncode == 0, res.stdout + res.stderr
+        checks = {c["name"]: c for c in json.loads(res.stdout)}
+        human = cli("--config", str(cfg), "doctor", env=dict(os.environ, COLUMNS="80"))
+    assert all(c["status"] in ("ok", "warn", "fail", "skip") for c in checks.values())
+    assert checks["config"]["status"] == "ok" and checks["config"]["detail"] == str(cfg)
+    assert checks["store"]["status"] == "ok"
+    assert checks["logs claude_code"]["status"] == "ok" and checks["logs codex"]["status"] == "ok"
+    assert (
+        checks["backend target"]["status"] == "ok" and sim.url in checks["backend target"]["detail"]
+    )
+    assert checks["daemon"]["status"] == "warn"  # none runs here
+    for exe in ("claude", "codex"):  # the pinned CLIs on PATH: their versions
+        c = checks[f"cli {exe}"]
+        if shutil.which(exe):
+            assert c["status"] == "ok" and any(ch.isdigit() for ch in c["detail"]), c
+        else:
+            assert c["status"] == "skip"
+    assert human.returncode == 0 and max(len(ln) for ln in human.stdout.splitlines()) <= 80
+    assert any(ln.split()[:2] == ["ok", "store"] for ln in human.stdout.splitlines())
+    # the backend gone: that check fails, with the reason, and doctor exits 1
+    down = write_config(tmp_path / "d.toml", home, project, f"http://127.0.0.1:{closed_port()}/v1")
+    res = cli("--config", str(down), "doctor", "--json")
+    assert res.returncode == 1
+    failed = {c["name"]: c for c in json.loads(res.stdout) if c["status"] == "fail"}
+    # (this config gives the optimizer its own section, at the same closed port)
+    assert set(failed) == {"backend target", "backend optimizer"}
+    assert all(c["detail"] for c in failed.values())
+    offline = cli("--config", str(down), "doctor", "--offline", "--json")
+    assert offline.returncode == 0
+    assert not any(c["name"].startswith("backend") for c in json.loads(offline.stdout))
+
+
+def test_shell_completion_script_and_completions(tmp_path):
+    """`--show-completion` prints the shell's script; the completion it drives names the
+    commands (here as bash asks for them: the script's own variables)."""
+    env = dict(os.environ, SHELL="/bin/bash")
+    script = cli("--show-completion", "bash", env=env)
+    if script.returncode != 0:  # typer takes the shell from $SHELL when given no value
+        script = cli("--show-completion", env=env)
+    assert script.returncode == 0 and "_SKILLOPT_SLEEP_COMPLETE=complete_bash" in script.stdout
+    ask = env | {"_SKILLOPT_SLEEP_COMPLETE": "complete_bash"}
+    words = {
+        "skillopt-sleep pro": ("1", {"proposals"}),
+        "skillopt-sleep config s": ("2", {"show"}),
+        "skillopt-sleep ni": ("1", {"nights"}),
+    }
+    for line, (cword, expected) in words.items():
+        got = cli(env=ask | {"COMP_WORDS": line, "COMP_CWORD": cword})
+        assert set(got.stdout.split()) == expected, (line, got.stdout, got.stderr)

@@ -145,6 +145,36 @@ def test_service_install_writes_systemd_unit(harness: DaemonHarness) -> None:
     assert "no service installed" in harness.cli("service", "uninstall").stdout
 
 
+def test_service_install_now_fails_when_the_manager_refuses_and_uninstall_removes_links(
+    harness: DaemonHarness, tmp_path
+) -> None:
+    """`service install --now` exits 1 with systemctl's own reason when it refuses (here: the
+    real systemctl with no user bus to reach; a missing systemctl refuses the same way), and
+    `service uninstall` (without --now) removes the link `systemctl --user enable` made."""
+    if units.platform_kind() != "systemd":
+        pytest.skip("Linux only")
+    runtime = tmp_path / "no-bus"
+    runtime.mkdir(mode=0o700)
+    harness.env.update(
+        XDG_RUNTIME_DIR=str(runtime), DBUS_SESSION_BUS_ADDRESS=f"unix:path={runtime}/bus"
+    )
+    proc = harness.cli("service", "install", "--now", check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("error: `systemctl --user daemon-reload` ")
+    assert " exited 1: " in line or " failed (" in line
+    path = units.unit_path("systemd")
+    assert path.exists() and "enable it with: systemctl --user" in line
+    # what `systemctl --user enable` leaves: a link in default.target.wants
+    wants = path.parent / "default.target.wants"
+    wants.mkdir()
+    (wants / units.UNIT_NAME).symlink_to(path)
+    out = harness.cli("service", "uninstall").stdout
+    assert "removed systemd service" in out and f"removed link: {wants / units.UNIT_NAME}" in out
+    assert not path.exists() and not (wants / units.UNIT_NAME).is_symlink()
+    assert list(wants.iterdir()) == []
+
+
 def test_integration_files_match_templates() -> None:
     from pathlib import Path
 

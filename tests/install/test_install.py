@@ -367,6 +367,39 @@ def test_cli_prints_a_summary_and_json(agent_homes: Path) -> None:
     assert p.returncode != 0
 
 
+@pytest.mark.parametrize(
+    "broken",
+    [
+        '{\n  // my settings\n  "model": "opus"\n}\n',
+        '{\n  "model": "opus",\n  "enabledPlugins": {"other@market": true,},\n}\n',
+    ],
+)
+def test_install_refuses_a_claude_settings_file_claude_would_ignore(
+    agent_homes: Path, broken: str
+) -> None:
+    """Claude Code reads settings.json as strict JSON and ignores the whole file when it has
+    comments or a trailing comma: install exits 1 with the reason and writes nothing."""
+    settings = agent_homes / ".claude" / "settings.json"
+    settings.write_text(broken)
+    before, before_dirs = snapshot(agent_homes), dirs(agent_homes)
+    p = subprocess.run(
+        [sys.executable, "-m", "skillopt_sleep", "install", "claude-code"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 1, p.stdout + p.stderr
+    [line] = p.stderr.strip().splitlines()
+    assert line.startswith(f"error: {settings} is not strict JSON (")
+    assert "comments or a trailing comma" in line and "nothing was written" in line
+    assert snapshot(agent_homes) == before and dirs(agent_homes) == before_dirs
+    assert not state_folder("claude-code", None).exists()
+    # the same file made strict JSON installs, and stays strict JSON
+    settings.write_text(CLAUDE_SETTINGS)
+    assert install("claude-code").changed
+    assert json.loads(settings.read_text())["enabledPlugins"]["other@market"] is True
+
+
 def test_session_end_hook_is_silent_and_instant_without_a_daemon() -> None:
     t0 = time.monotonic()
     assert session_end_hook() == "no daemon"

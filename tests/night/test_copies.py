@@ -60,7 +60,7 @@ def test_a_rule_learned_from_two_agents_sessions_is_certified_and_staged_for_eac
     with serve(write_persona(tmp_path), full_log=True) as sim:
         result = run_night(store, _settings(isolated_home, project, sim.url))
         requests = list(sim.stats.requests)
-    assert result.status == "succeeded" and result.proposal_id == f"p{result.night_id}"
+    assert result.status == "succeeded" and result.proposal_id == "p1"  # a new store's first
     codex_memory = isolated_home / ".codex" / "AGENTS.md"
     [copy] = result.summary.copies
     assert copy.agent == "codex" and copy.status == "staged"
@@ -175,7 +175,9 @@ def test_a_later_agent_gets_the_rules_the_first_agent_already_has(tmp_path, isol
         later = run_night(store, settings)
     assert later.status == "no_change"  # Claude Code's file already holds the rule
     [copy] = later.summary.copies
-    assert copy.status == "staged" and copy.proposal_id == f"p{later.night_id}-codex"
+    # a night that stages only a copy gives it the next number, not the night's
+    assert first.proposal_id == "p1"
+    assert copy.status == "staged" and copy.proposal_id == "p2-codex"
     assert copy.after is not None and copy.before is not None and copy.after > copy.before
     assert copy.proposal_id in (later.summary.reason or "")
     row = store.proposals.get(copy.proposal_id)
@@ -229,7 +231,7 @@ def test_a_copy_a_later_night_makes_joins_its_group_and_no_means_no_covers_copie
         later = run_night(store, _settings(isolated_home, project, sim.url))
     [copy] = later.summary.copies
     assert later.proposal_id == pid and copy.status == "staged"
-    assert copy.proposal_id == f"p{later.night_id}-codex"
+    assert pid == "p1" and copy.proposal_id == "p2-codex"
     assert copy.proposal_id in (later.summary.reason or "")
     assert agent_group(store, pid) == [pid, copy.proposal_id]
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from skillopt_sleep import paths
 from skillopt_sleep.config import load_settings
 from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
-from skillopt_sleep.errors import BackendUnreachable
+from skillopt_sleep.errors import BackendUnreachable, SkilloptError
 from skillopt_sleep.night.run import run_night
 from skillopt_sleep.proposals import adopt, rollback
 from skillopt_sleep.simulator import serve
@@ -107,6 +108,58 @@ def test_dry_run_makes_no_model_calls_and_stages_nothing(world):
         assert result.status == "planned"
         assert sum(sim.stats.by_role.values()) == 0
     assert result.summary.train >= 1 and result.summary.val >= 1
+    assert db_rows(store, "proposals") == []
+
+
+def test_proposal_ids_are_their_own_a_dry_run_takes_no_number(world):
+    """After a dry run (night 1) the first staged proposal is p1, not p<night id>."""
+    home, project, persona, target = world
+    store = Store(paths.db_path())
+    with serve(persona) as sim:
+        settings = settings_for(home, project, sim.url, target)
+        assert run_night(store, settings, dry_run=True).night_id == 1
+        real = run_night(store, settings)
+    assert real.night_id == 2 and real.status == "succeeded" and real.proposal_id == "p1"
+    assert [r["id"] for r in db_rows(store, "proposals")] == ["p1"]
+    assert store.proposals.next_id() == "p2" and store.proposals.next_id(after="p7") == "p8"
+
+
+def test_no_backend_configured_opens_no_connection_to_the_default_host(world, monkeypatch):
+    """With no [target] / [optimizer] (the defaults: openai_compatible, no model, no base_url)
+    the night fails with the reason before any connection: a trap listener on loopback
+    standing in for the default public host sees none, even with a key in the environment."""
+    from skillopt_sleep.backends import anthropic, openai_compatible
+
+    home, project, _persona, target = world
+    trap = socket.socket()
+    trap.bind(("127.0.0.1", 0))
+    trap.listen(8)
+    trap.settimeout(0.2)
+    url = f"http://127.0.0.1:{trap.getsockname()[1]}"
+    monkeypatch.setattr(openai_compatible, "DEFAULT_BASE_URL", url + "/v1")
+    monkeypatch.setattr(anthropic, "DEFAULT_BASE_URL", url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-would-be-sent")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-would-be-sent")
+    store = Store(paths.db_path())
+    settings = night_settings(home, project, target, url, target={}, optimizer={})
+    assert settings.target.base_url is None and not settings.target.model
+    try:
+        result = run_night(store, settings)
+        reason = result.error or (result.summary.reason or "")
+        assert result.status == "failed", result
+    except SkilloptError as exc:
+        reason = str(exc)
+    assert "no backend configured" in reason
+    accepted = 0
+    try:
+        while True:
+            trap.accept()[0].close()
+            accepted += 1
+    except OSError:  # the timeout: nobody else is waiting
+        pass
+    finally:
+        trap.close()
+    assert accepted == 0
     assert db_rows(store, "proposals") == []
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any
 
-from skillopt_sleep.night.stage import render_markdown, scoring_note
+import pytest
+
+from skillopt_sleep.night.stage import render_markdown, scoring_note, unified_diff
 from skillopt_sleep.results import ProposalReport
 
 
@@ -68,3 +72,39 @@ def test_an_edit_reason_or_rationale_over_several_lines_stays_in_its_table_row()
         if ln.startswith("| rejected")
     ]
     assert row.endswith("| val 1.000 -> 0.500: lower | fixes task: deploy / it prints: secret |")
+
+
+@pytest.mark.parametrize(
+    ("base", "new"),
+    [
+        (b"# notes\nlast line, no newline", b"# notes\nlast line, no newline\n\n- Rule.\n"),
+        (b"# notes\n", b"# notes\n\n- Rule, no final newline"),
+        (b"# notes\r\nkept\r\n", b"# notes\r\nkept\r\n\r\n- Rule.\r\n"),
+        (b"# notes\r\nno final newline", b"# notes\r\nno final newline\r\n- Rule."),
+        (b"a\x0cform feed\nb\n", b"a\x0cform feed\nb\nc\n"),
+        (None, b"# new file\n- Rule.\n"),
+    ],
+)
+def test_the_diff_applies_with_patch_and_git_apply(tmp_path: Path, base, new):
+    """``diff.patch`` as staged is what ``patch -p1`` and ``git apply`` accept in the file's
+    folder, and applying it yields the proposed bytes exactly (no final newline, CRLF)."""
+    diff = unified_diff(
+        None if base is None else base.decode(), new.decode(), tmp_path / "CLAUDE.md"
+    )
+    for tool in (["patch", "-p1", "--batch", "--quiet"], ["git", "apply"]):
+        work = tmp_path / tool[0]
+        work.mkdir()
+        if base is not None:
+            (work / "CLAUDE.md").write_bytes(base)
+        (tmp_path / "d.patch").write_bytes(diff.encode())
+        check = [*tool, "--dry-run"] if tool[0] == "patch" else [*tool, "--check"]
+        for cmd in (check, tool):
+            proc = subprocess.run(
+                [*cmd, *(["-i"] if tool[0] == "patch" else []), str(tmp_path / "d.patch")],
+                cwd=work,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            assert proc.returncode == 0, (cmd, proc.stdout, proc.stderr, diff)
+        assert (work / "CLAUDE.md").read_bytes() == new

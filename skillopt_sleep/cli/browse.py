@@ -1,0 +1,112 @@
+"""Looking back: ``nights`` (the history), ``search`` (full text over the harvested messages)
+with ``session show ID``, and ``logs`` (the daemon's night log)."""
+
+from __future__ import annotations
+
+import typer
+
+session_app = typer.Typer(
+    help="Harvested sessions (search hits name them).", no_args_is_help=True, rich_markup_mode=None
+)
+JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON.")
+
+
+def _arrow(before: float | None, after: float | None) -> str:
+    from skillopt_sleep.cli.console import fmt_score
+
+    return f"{fmt_score(before)}→{fmt_score(after)}"
+
+
+def nights_cmd(
+    limit: int = typer.Option(20, "--limit", min=1, max=1000, help="How many, newest first."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """The nights so far, newest first: status, scores, model calls, time and proposal."""
+    from skillopt_sleep.cli.console import fitted_table, out, print_json, service
+
+    rows = service().nights(limit)
+    if as_json:
+        print_json([n.model_dump(mode="json") for n in rows])
+        return
+    if not rows:
+        out.print("no nights yet (run `skillopt-sleep run`, or `skillopt-sleep demo`)")
+        return
+    table = [
+        [
+            str(n.id),
+            (n.started_at or "")[5:16].replace("T", " "),  # MM-DD HH:MM (UTC)
+            "dry run" if n.dry_run else n.status.value,
+            _arrow(n.val_before, n.val_after),
+            _arrow(n.test_before, n.test_after),
+            str(n.calls or 0),
+            f"{n.seconds:.0f}s" if n.seconds is not None else "—",
+            n.proposal_id or "—",
+        ]
+        for n in rows
+    ]
+    headers = ["night", "started", "status", "val", "test", "calls", "time", "proposal"]
+    out.print(fitted_table(headers, table))
+
+
+def search_cmd(
+    query: str = typer.Argument(..., help="Words to find (full text, best match first)."),
+    agent: str | None = typer.Option(None, "--agent", help="Only this source (codex, …)."),
+    project: str | None = typer.Option(None, "--project", help="Only under this folder."),
+    limit: int = typer.Option(20, "--limit", min=1, max=200),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Full-text search over the harvested (redacted) messages; `session show ID` shows one
+    hit's whole session."""
+    from skillopt_sleep.cli.console import fitted_table, out, print_json, service
+
+    result = service().search(query, agent=agent, project=project, limit=limit)
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    if not result.hits:
+        out.print(f"no message matches {query!r}", markup=False)
+        return
+    rows = [[h.session_id, h.agent, h.role, " ".join(h.snippet.split())[:200]] for h in result.hits]
+    out.print(fitted_table(["session", "source", "role", "match"], rows, wrap=[3]))
+
+
+@session_app.command("show")
+def session_show(
+    session_id: str = typer.Argument(..., metavar="ID"), as_json: bool = JsonOpt
+) -> None:
+    """A harvested session's (redacted) messages in order."""
+    from skillopt_sleep.cli.console import out, print_json, service
+
+    view = service().session(session_id)
+    if as_json:
+        print_json(view.model_dump(mode="json"))
+        return
+    out.print(
+        f"session {view.id} ({view.agent}) {view.project or ''} {view.started_at or ''}".rstrip(),
+        markup=False,
+    )
+    for m in view.messages:
+        tools = f" [tools: {', '.join(m.tool_names)}]" if m.tool_names else ""
+        out.print(f"\n{m.role}{tools}:", markup=False)
+        out.print(m.text, markup=False)
+
+
+def logs_cmd(
+    max_bytes: int = typer.Option(64_000, "--bytes", min=1, help="At most this much, the end."),
+) -> None:
+    """The end of the daemon's night log (the output of the nights it ran)."""
+    from skillopt_sleep import paths
+    from skillopt_sleep.cli.console import out, service
+
+    text = service().night_log(max_bytes)
+    if not text:
+        out.print(f"no night log yet ({paths.state_dir() / 'night.log'})", markup=False)
+        return
+    out.print(text.rstrip("\n"), markup=False, highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("nights")(nights_cmd)
+    app.command("search")(search_cmd)
+    app.command("logs")(logs_cmd)
+    app.add_typer(session_app, name="session")
