@@ -27,7 +27,9 @@ Answers: assistant ``message`` items, ``agent_message`` events and ``item_comple
 turn's current answer. Tool outputs become ``tool`` excerpts (``is_error`` from a non-zero exit
 code). Compacted ``replacement_history`` is copied history and is skipped.
 
-Session key: the first ``session_meta`` id (or the header id), else the uuid in the file name.
+Session key: the first ``session_meta`` id (or the header id), else the uuid in the file name;
+a file whose name holds another uuid than its meta id keeps the name's (two files sharing a
+session id stay two sessions: their uids would collide).
 uids are ``<key>:<line number>``, stable across re-reads. ``headless``: originator
 ``codex_exec`` or source ``exec``; sub-agent threads (``source: {subagent: …}``) are
 ``is_sidechain``. The ``state`` dict carries the key, cwd, line number and dedupe window.
@@ -177,6 +179,7 @@ class CodexSource(Source):
             m = _UUID.search(path.name)
             st.update(
                 key=m.group(1) if m else path.name.split(".")[0],
+                fkey=m.group(1) if m else None,
                 line=0,
                 n=0,
                 fp=False,
@@ -245,7 +248,14 @@ class _Ctx:
             return
         st["meta"] = True
         sid = p.get("id") or p.get("session_id")
-        if isinstance(sid, str) and sid and st["n"] == 0:
+        # Codex names each rollout file after its session id: a file whose meta id is another
+        # file's keeps its own (two files sharing an id stay two sessions, never merged)
+        if (
+            isinstance(sid, str)
+            and sid
+            and st["n"] == 0
+            and str(st.get("fkey") or sid).lower() == sid.lower()
+        ):
             st["key"] = sid
         if isinstance(p.get("cwd"), str) and p["cwd"]:
             st["cwd"] = p["cwd"]

@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field
 
 from skillopt_sleep.config import Settings, SourceConfig
 from skillopt_sleep.sources import get_source
-from skillopt_sleep.sources.base import Source
+from skillopt_sleep.sources.base import ParseResult, Source
 from skillopt_sleep.sources.lines import HEAD, LineReader, SkipFile, batches
 from skillopt_sleep.store import Store, now_iso
 
@@ -182,6 +182,41 @@ def _mark(
         pass
 
 
+def _open_regular(key: str) -> IO[bytes]:
+    """Open a session file for reading, never blocking: non-blocking open (a FIFO swapped in
+    after the ``stat`` cannot hang), then the open file must be a regular file."""
+    fd = os.open(key, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not _stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SkipFile("not_a_file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _parse_batch(src: Source, path: Path, batch: list[bytes], state: dict) -> Iterator[ParseResult]:
+    """``src.parse`` of one batch; when the parser fails on it, the batch again line by line,
+    so one bad record skips that record (counted as ``bad_record:<error>``), not the file."""
+    saved = json.dumps(state)
+    try:
+        yield src.parse(path, batch, state)
+        return
+    except Exception:  # a parser bug on some record: find it
+        pass
+    state = json.loads(saved)
+    for line in batch:
+        before = json.dumps(state)
+        try:
+            parsed = src.parse(path, [line], state)
+        except Exception as exc:
+            state = json.loads(before)
+            yield ParseResult(skipped=Counter({f"bad_record:{type(exc).__name__}": 1}), state=state)
+            continue
+        state = parsed.state
+        yield parsed
+
+
 def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
     key = str(path)
     st = os.stat(key)
@@ -196,7 +231,7 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
     if zst and usable and usable["size"] == st.st_size and usable["mtime"] == st.st_mtime:
         res.offset = usable["offset"]
         return
-    with open(key, "rb") as fh:
+    with _open_regular(key) as fh:
         head = fh.read(HEAD)
         offset, state = 0, {}
         if zst:
@@ -232,12 +267,12 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
         empty: set[str] = set()
         n_lines = n_skipped = 0
         for batch in batches(iter(reader)):
-            parsed = src.parse(path, batch, state)
-            state = parsed.state
+            for parsed in _parse_batch(src, path, batch, state):
+                state = parsed.state
+                n_skipped += sum(parsed.skipped.values())
+                res.lines_skipped.update(parsed.skipped)
+                _save_sessions(store, parsed.sessions, key, res, known, empty)
             n_lines += len(batch)
-            n_skipped += sum(parsed.skipped.values())
-            res.lines_skipped.update(parsed.skipped)
-            _save_sessions(store, parsed.sessions, key, res, known, empty)
         res.lines_skipped.update(reader.skipped)
         res.warnings.update(reader.warnings)
         res.lines_ok = n_lines - n_skipped
@@ -289,8 +324,10 @@ def _ingest_whole(
             return
         if st.st_size > MAX_WHOLE:
             raise SkipFile("too_large")
-        with open(key, "rb") as fh:
+        with _open_regular(key) as fh:
             data = fh.read(MAX_WHOLE + 1)
+        if len(data) > MAX_WHOLE:
+            raise SkipFile("too_large")
         if b"\x00" in data[:HEAD]:
             raise SkipFile("binary")
         digest = _head_hash(data)
