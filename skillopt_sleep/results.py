@@ -597,3 +597,17 @@ class SessionView(_Model):
     model: str | None = None
     title: str | None = None
     messages: list[SessionMessage] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------- privacy
+class ForgetResult(_Model):
+    """What ``skillopt-sleep forget`` deleted (or, with ``dry_run``, would delete)."""
+
+    dry_run: bool = False
+    sessions: int = 0
+    messages: int = 0
+    tasks: int = 0
+    rollouts: int = 0
+    cached: int = 0
+    #: proposal reports whose task texts were replaced by ``[forgotten]``
+    reports: list[str] = Field(default_factory=list)

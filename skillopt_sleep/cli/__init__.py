@@ -411,7 +411,7 @@ def demo(
 
 
 #: Modules that add command groups; each defines ``register(app: typer.Typer) -> None``.
-COMMAND_MODULES: list[str] = ["mcp", "sources", "install", "daemon", "ui"]
+COMMAND_MODULES: list[str] = ["mcp", "sources", "install", "daemon", "ui", "privacy"]
 
 
 def _register_extra_commands() -> None:

@@ -19,6 +19,7 @@ the store, reached as attributes of :class:`Store`:
 ``store.adoptions`` adoptions (and their rollback)
 ``store.cache``     the model response cache
 ``store.counts``    row counts for status
+``store.forget``    deleting stored data for good (``forget``)
 ==================  ==========================================================
 
 Reads never write. ``store.write()`` groups writes in one ``BEGIN IMMEDIATE`` transaction.
@@ -51,6 +52,7 @@ from skillopt_sleep.store.cache import CachedResponse, ResponseCache
 from skillopt_sleep.store.counts import Counts
 from skillopt_sleep.store.edits import EditsRepo
 from skillopt_sleep.store.files import FilesRepo
+from skillopt_sleep.store.forget import ForgetRepo
 from skillopt_sleep.store.harvests import HarvestsRepo
 from skillopt_sleep.store.migrations import migrations
 from skillopt_sleep.store.nights import NightsRepo
@@ -126,6 +128,7 @@ class Store:
         self.cache = ResponseCache(db)
         self.counts = Counts(db)
         self.wild = WildRepo(db)
+        self.forget = ForgetRepo(db)
 
     def _migrations(self) -> int:
         if not self.db.table("_sqlite_migrations").exists():
