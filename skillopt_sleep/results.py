@@ -609,5 +609,7 @@ class ForgetResult(_Model):
     tasks: int = 0
     rollouts: int = 0
     cached: int = 0
+    #: outbox rows whose kept text was emptied (it held a forgotten task's intent)
+    outbox: int = 0
     #: proposal reports whose task texts were replaced by ``[forgotten]``
     reports: list[str] = Field(default_factory=list)

@@ -1,4 +1,4 @@
-"""``skillopt-sleep forget``: delete stored data for good."""
+"""``skillopt-sleep forget`` (delete stored data for good) and ``outbox`` (what was sent)."""
 
 from __future__ import annotations
 
@@ -40,3 +40,34 @@ def register(app: typer.Typer) -> None:
             + (f"; reports edited: {', '.join(res.reports)}" if res.reports else ""),
             markup=False,
         )
+
+    @app.command("outbox")
+    def outbox_cmd(
+        limit: int = typer.Option(50, "--limit", min=1, help="Show the last N calls."),
+        prompts: bool = typer.Option(
+            False, "--prompts", help="Also print the (redacted) text each call sent, while kept."
+        ),
+        as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+    ) -> None:
+        """Every outbound model call, newest first: when, role and purpose, backend, model,
+        endpoint host, characters sent and answered, a sha256 of what was sent, and the status.
+        The redacted text sent is kept for `privacy.outbox_days` days."""
+        from skillopt_sleep.cli.console import out, print_json, service
+
+        rows = service().outbox(limit=limit)
+        if as_json:
+            print_json(rows)
+            return
+        if not rows:
+            out.print("no outbound model calls recorded yet")
+            return
+        for r in rows:
+            out.print(
+                f"{r['at']}  {r['role']}/{r['purpose']}  {r['backend']} {r['model']}"
+                + (f" @{r['endpoint']}" if r["endpoint"] else "")
+                + f"  sent {r['chars']} chars, got {r['response_chars']}"
+                + f"  sha256 {r['sha256'][:12]}  {r['status']}",
+                markup=False,
+            )
+            if prompts and r["prompt"]:
+                out.print("    " + r["prompt"].replace("\n", "\n    "), markup=False)

@@ -20,6 +20,7 @@ the store, reached as attributes of :class:`Store`:
 ``store.cache``     the model response cache
 ``store.counts``    row counts for status
 ``store.forget``    deleting stored data for good (``forget``)
+``store.outbox``    every outbound model call (``outbox``)
 ==================  ==========================================================
 
 Reads never write. ``store.write()`` groups writes in one ``BEGIN IMMEDIATE`` transaction.
@@ -56,6 +57,7 @@ from skillopt_sleep.store.forget import ForgetRepo
 from skillopt_sleep.store.harvests import HarvestsRepo
 from skillopt_sleep.store.migrations import migrations
 from skillopt_sleep.store.nights import NightsRepo
+from skillopt_sleep.store.outbox import OutboxRepo
 from skillopt_sleep.store.proposals import AdoptionsRepo, ProposalsRepo
 from skillopt_sleep.store.rollouts import RolloutsRepo
 from skillopt_sleep.store.sessions import SearchHit, SessionsRepo
@@ -129,6 +131,7 @@ class Store:
         self.counts = Counts(db)
         self.wild = WildRepo(db)
         self.forget = ForgetRepo(db)
+        self.outbox = OutboxRepo(db)
 
     def _migrations(self) -> int:
         if not self.db.table("_sqlite_migrations").exists():

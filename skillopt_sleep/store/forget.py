@@ -79,11 +79,19 @@ class ForgetRepo(Repository):
         self, session_ids: list[str], task_ids: list[str], *, before: str | None = None
     ) -> dict[str, int]:
         """Delete the sessions (their messages, full-text rows via the index's triggers, reach
-        records) and the tasks (their rollouts); with any task deleted, the response and judge
-        caches are emptied (their keys are hashes of task text). With ``before``, rollouts
-        older than it go too. Returns counts by kind."""
+                records) and the tasks (their rollouts, and the text the outbox kept of calls that sent
+        their intent); with any task deleted, the response and judge
+                caches are emptied (their keys are hashes of task text). With ``before``, rollouts
+                older than it go too. Returns counts by kind."""
         db = self.db
-        counts = {"sessions": 0, "messages": 0, "tasks": 0, "rollouts": 0, "cached": 0}
+        counts = {
+            "sessions": 0,
+            "messages": 0,
+            "tasks": 0,
+            "rollouts": 0,
+            "cached": 0,
+            "outbox": 0,
+        }
         for chunk in _chunks(session_ids):
             marks = ",".join("?" * len(chunk))
             counts["messages"] += db.execute(
@@ -95,6 +103,17 @@ class ForgetRepo(Repository):
             ).rowcount
         for chunk in _chunks(task_ids):
             marks = ",".join("?" * len(chunk))
+            intents = [
+                r[0]
+                for r in db.execute(
+                    f"select intent from tasks where id in ({marks})", chunk
+                ).fetchall()
+                if r[0]
+            ]
+            for intent in intents:  # what the outbox kept of calls that sent it
+                counts["outbox"] += db.execute(
+                    "update outbox set prompt = '' where instr(prompt, ?) > 0", [intent]
+                ).rowcount
             counts["rollouts"] += db.execute(
                 f"delete from rollouts where task_id in ({marks})", chunk
             ).rowcount

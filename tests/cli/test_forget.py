@@ -81,6 +81,7 @@ def test_forget_a_project_leaves_no_trace(isolated_home: Path, tmp_path: Path) -
             ]
         )
         store.rollouts.add(night_id=1, task_id="t-secret", answer=f"ran {SECRET_WORD}")
+        store.outbox.record({"at": "2026-01-07T00:00:00+00:00", "prompt": f"deploy {SECRET_WORD}"})
     finally:
         store.close()
     folder = state / "state" / "proposals" / "p1"
@@ -105,7 +106,7 @@ def test_forget_a_project_leaves_no_trace(isolated_home: Path, tmp_path: Path) -
 
     res = json.loads(_cli(env, "forget", "--project", secret_project, "--json").stdout)
     assert res["sessions"] == 1 and res["messages"] == 3 and res["tasks"] == 1
-    assert res["rollouts"] == 1 and res["reports"] == ["p1"]
+    assert res["rollouts"] == 1 and res["reports"] == ["p1"] and res["outbox"] == 1
     assert _traces(state, SECRET_WORD) == []  # database, WAL, reports: no byte of it
     assert not any(SECRET_WORD[:8] in t for t in _fts_terms(db))
     assert any(OTHER_WORD[:8] in t for t in _fts_terms(db))

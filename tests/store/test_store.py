@@ -13,7 +13,13 @@ def test_migrations_apply_once_and_wal(tmp_path):
     Store(db).close()
     store = Store(db)
     names = [r["name"] for r in store.db["_sqlite_migrations"].rows]
-    assert names == ["m001_initial", "m002_messages_fts", "m003_wild_sessions", "m004_reredact"]
+    assert names == [
+        "m001_initial",
+        "m002_messages_fts",
+        "m003_wild_sessions",
+        "m004_reredact",
+        "m005_outbox",
+    ]
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
