@@ -27,6 +27,7 @@ import json
 import os
 import sqlite3
 import stat as _stat
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -349,6 +350,8 @@ def _ingest(
         known: set[str] = set()
         empty: set[str] = set()
         n_lines = n_skipped = 0
+        deadline = time.monotonic() + MAX_FILE_SECONDS
+        cut = False
         for batch in batches(iter(reader)):
             for parsed in _parse_batch(src, path, batch, state):
                 state = parsed.state
@@ -356,6 +359,10 @@ def _ingest(
                 res.lines_skipped.update(parsed.skipped)
                 _save_sessions(store, parsed.sessions, key, res, known, empty, projects)
             n_lines += len(batch)
+            if not zst and time.monotonic() > deadline:  # the rest waits for the next pass
+                cut = True
+                res.warnings["time_bound"] += 1
+                break
         res.lines_skipped.update(reader.skipped)
         res.warnings.update(reader.warnings)
         res.lines_ok = n_lines - n_skipped
@@ -364,6 +371,8 @@ def _ingest(
         res.bytes_read = reader.bytes_read
         res.offset = st.st_size if zst else reader.offset
         size = st.st_size if zst else max(st.st_size, reader.pos)
+        if cut:  # recorded as read up to the offset only: the next pass goes on from there
+            size = reader.offset
         # counts carried over from earlier passes (none after a re-read from 0)
         kept = usable if usable and not res.reason else {}
         store.files.put(
@@ -383,6 +392,9 @@ def _ingest(
             }
         )
 
+
+#: seconds one pass spends on one JSONL file; the rest is read on the next pass (``time_bound``)
+MAX_FILE_SECONDS = 30.0
 
 #: largest whole-JSON file read in ``whole_file`` mode (bytes); larger ones are skipped
 MAX_WHOLE = 64 * 1024 * 1024

@@ -218,3 +218,24 @@ def test_a_pass_waits_for_another_writer_instead_of_failing(
     other.close()
     assert (res.status, res.reason) == ("read", ""), res
     assert [m["text"] for m in db_rows(store, "messages")] == ["one", "two"]
+
+
+def test_a_pass_is_time_bounded_and_the_next_goes_on(
+    store: Store, claude_root: Path, monkeypatch
+) -> None:
+    from skillopt_sleep.sources import ingest
+    from skillopt_sleep.sources import lines as line_reading
+
+    monkeypatch.setattr(line_reading, "BATCH_BYTES", 10)  # one line per batch
+    monkeypatch.setattr(ingest, "MAX_FILE_SECONDS", 0.0)  # every pass stops after one batch
+    path = write(
+        _session_file(claude_root), [cc_user("u1", "one"), cc_user("u2", "two"), cc_user("u3", "3")]
+    )
+    res = harvest_file(store, "claude_code", path)
+    assert res.status == "read" and res.warnings["time_bound"] == 1
+    assert _prompts(store) == ["one"]
+    harvest_file(store, "claude_code", path)
+    assert _prompts(store) == ["one", "two"]
+    harvest_file(store, "claude_code", path)
+    assert _prompts(store) == ["one", "two", "3"]
+    assert harvest_file(store, "claude_code", path).status == "unchanged"
