@@ -340,6 +340,10 @@ def read_config_file(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except FileNotFoundError:
         return {}
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {path}: not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from None
     except (tomllib.TOMLDecodeError, OSError) as exc:
         raise ConfigError(f"config file {path}: {exc}") from None
 

@@ -161,7 +161,7 @@ def configured_sources(config_path: Path | None) -> set[str]:
     try:
         with open(config_path, "rb") as fh:
             data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, ValueError):  # TOMLDecodeError and UnicodeDecodeError are ValueErrors
         return set()
     sources = data.get("sources")
     return set(sources) if isinstance(sources, dict) else set()
