@@ -120,3 +120,18 @@ def test_the_store_redacts_every_text_it_writes(tmp_path):
     stored = json.dumps([row, msgs, store.files.get("/f.jsonl")])
     assert key[4:16] not in stored and key[20:32] not in stored
     assert stored.count("[REDACTED:") >= 6
+
+
+def test_the_full_disk_advice_keeps_the_database():
+    import sqlite3
+
+    from skillopt_sleep.store import machine_failure
+
+    full = sqlite3.OperationalError("database or disk is full")
+    full.sqlite_errorcode = sqlite3.SQLITE_FULL
+    hint = machine_failure(full)
+    assert hint is not None and "disk is full" in hint
+    assert "aside" not in hint and "do not delete skillopt.db" in hint
+    damaged = sqlite3.DatabaseError("database disk image is malformed")
+    damaged.sqlite_errorcode = sqlite3.SQLITE_CORRUPT
+    assert "keep it" in (machine_failure(damaged) or "")
