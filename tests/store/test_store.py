@@ -135,3 +135,40 @@ def test_the_full_disk_advice_keeps_the_database():
     damaged = sqlite3.DatabaseError("database disk image is malformed")
     damaged.sqlite_errorcode = sqlite3.SQLITE_CORRUPT
     assert "keep it" in (machine_failure(damaged) or "")
+
+
+def test_a_damaged_database_is_refused_before_any_write(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    from skillopt_sleep.errors import StoreError
+
+    db = tmp_path / "skillopt-home" / "state" / "skillopt.db"
+    store = Store(db)
+    with store.write():
+        store.db.table("harvest_runs").insert_all(
+            {"source": "x", "files_skipped": "{}" + " " * 3000} for _ in range(300)
+        )
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+    data = bytearray(db.read_bytes())
+    for off in range(len(data) // 3, len(data) // 3 + 20000, 7):
+        data[off] = 0xAA
+    db.write_bytes(bytes(data))
+    before = db.read_bytes()
+    with pytest.raises(StoreError, match="damaged"):
+        Store(db)
+    env = dict(os.environ, SKILLOPT_SLEEP_HOME=str(tmp_path / "skillopt-home"))
+    for cmd in ("status", "harvest"):
+        res = subprocess.run(
+            [sys.executable, "-m", "skillopt_sleep", cmd],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert res.returncode == 1 and "database file is damaged" in res.stderr, res.stderr
+    assert db.read_bytes() == before  # nothing was written on it
