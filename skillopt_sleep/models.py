@@ -12,6 +12,36 @@ from pydantic import BaseModel, Field
 Role = Literal["user", "assistant"]
 
 
+class CapsuleItem(BaseModel):
+    """One thing the agent saw before answering: a ``file`` it read (``name`` its path,
+    relative to the project when inside it) or a command's ``output`` (``name`` the command
+    line or the tool and its input). ``text`` is redacted and bounded; ``truncated`` says it
+    was cut (a file cut short cannot be rebuilt exactly). ``action``: the result of an action
+    the agent took (an edit, a to-do list), which is no context (``name`` the tool, no text)."""
+
+    kind: Literal["file", "output", "action"]
+    name: str
+    text: str = ""
+    truncated: bool = False
+
+
+class ContextCapsule(BaseModel):
+    """What one occurrence's agent saw before answering, to replay it with the same context.
+
+    ``items``: the files read and command outputs, in order (bounded, redacted). ``missing``:
+    why the context cannot be fully rebuilt (a tool whose input or output the log does not
+    keep, a result cut short); empty when it can. An occurrence whose agent used no tool
+    before answering has an empty capsule with nothing missing: it needs no context.
+    """
+
+    items: list[CapsuleItem] = Field(default_factory=list)
+    missing: list[str] = Field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing
+
+
 class HarvestedMessage(BaseModel):
     """One message of a session as a harvester yields it (already redacted).
 
@@ -32,6 +62,9 @@ class HarvestedMessage(BaseModel):
     timestamp: str | None = None  # ISO 8601 as written by the agent, when present
     is_sidechain: bool = False
     is_error: bool = False
+    #: for a ``tool`` message, what the agent saw (a file it read, a command's output), kept
+    #: for the task's context capsule; None when the source does not keep tool inputs
+    context: CapsuleItem | None = None
 
 
 class HarvestedSession(BaseModel):
@@ -58,25 +91,82 @@ class Check(BaseModel):
     """A deterministic rule check on an answer.
 
     kinds: ``contains`` / ``not_contains`` (case-insensitive, matched as a whole token: ``npm``
-    does not match inside ``pnpm``), ``regex`` (Python
-    ``re.search``, case-insensitive), ``max_chars`` / ``min_chars`` (``value`` is an int
-    as a string), ``tool_called`` (a tool of that name appears in the rollout's tool calls).
+    does not match inside ``pnpm``), ``regex`` / ``not_regex`` (Python ``re.search``,
+    case-insensitive, multi-line), ``max_chars`` / ``min_chars`` / ``max_words`` (``value`` is
+    an int as a string), ``tool_called`` (a tool of that name appears in the rollout's tool
+    calls), and the structured style checks (``value`` unused): ``imperative`` (the first
+    word of the answer's first line is a base-form verb: "Add", not "Added" / "Adds" /
+    "This"), ``no_emoji``, ``snake_case`` (every name the answer's code defines is
+    snake_case) and ``type_hints`` (every function the answer's Python code defines is fully
+    annotated). See :func:`skillopt_sleep.night.judges.run_check`.
+
     ``origin`` says where it came from (``correction``, ``feedback``, ``answer``).
+    ``controls``: the transcript's own controls the check was validated by (see
+    :mod:`skillopt_sleep.night.corrections`): ``negative`` (fails the corrected answer),
+    ``positive`` (passes the accepted answer), ``anti_gaming`` (an answer made only of the
+    check's own words does not pass the task); each ``pass`` / ``fail`` / ``n/a`` (no such
+    answer in the transcript) / ``attested`` (anti-gaming: the bare words pass, but they are
+    the literal the user asked for or accepted). ``context``: the check's value is found only
+    in the occurrence's context (a file or output the agent saw), so a replay without that
+    context cannot be held to it.
     """
 
-    kind: Literal["contains", "not_contains", "regex", "max_chars", "min_chars", "tool_called"]
-    value: str
+    kind: Literal[
+        "contains",
+        "not_contains",
+        "regex",
+        "not_regex",
+        "max_chars",
+        "min_chars",
+        "max_words",
+        "tool_called",
+        "imperative",
+        "no_emoji",
+        "snake_case",
+        "type_hints",
+    ]
+    value: str = ""
     origin: str = "correction"
     evidence: str = ""  # the user's words the check was derived from
+    controls: dict[str, str] = Field(default_factory=dict)
+    context: bool = False
+
+
+class Occurrence(BaseModel):
+    """One time the user asked a task: the prompt of session ``session_id`` at ``seq``.
+
+    ``split`` is its role in the night's splits (:mod:`skillopt_sleep.night.split`): the
+    earlier occurrences ``train``, a later one ``val``, the latest ``test`` when there are
+    enough; ``""`` when it has none (the task is not scorable, or ``note`` says why it was
+    withheld). ``corrected``: the user corrected the answer to this occurrence.
+    """
+
+    session_id: str
+    seq: int = 0
+    when: str = ""
+    prompt: str = ""
+    corrected: bool = False
+    split: Literal["train", "val", "test", ""] = ""
+    note: str = ""
+
+    @property
+    def key(self) -> str:
+        """``<session id>#<seq>``: unique among a store's occurrences."""
+        return f"{self.session_id}#{self.seq}"
 
 
 class Task(BaseModel):
     """A recurring, replayable task mined from sessions.
 
     ``id`` is a stable hash of the project and the normalised representative intent, so the
-    same task keeps its id (and split) across nights. ``split`` is ``""`` (unassigned) while
+    same task keeps its id across nights. ``occurrences`` are the times the user asked it,
+    oldest first, each with its role in the splits. ``split`` is ``""`` (unassigned) while
     the task is not scorable — no rule check, and no rubric a judge scores — since a night
-    cannot replay it (see :mod:`skillopt_sleep.night.split`).
+    cannot replay it; else ``train`` (every scorable task learns from its earlier
+    occurrences; see :mod:`skillopt_sleep.night.split`). A task the night replays (a *view*
+    of one occurrence, :func:`~skillopt_sleep.night.split.views`) has that occurrence's
+    prompt as ``intent``, its role as ``split`` and ``occurrences == [it]``. ``apart``: why
+    similar prompts were kept out of this task (one line each).
     """
 
     id: str
@@ -89,6 +179,12 @@ class Task(BaseModel):
     split: Literal["train", "val", "test", ""] = "train"
     synthetic: bool = False
     tools: list[str] = Field(default_factory=list)  # tools the judges require
+    occurrences: list[Occurrence] = Field(default_factory=list)
+    apart: list[str] = Field(default_factory=list)
+    #: checks that failed a control: not scored, described in the rubric instead
+    demoted: list[Check] = Field(default_factory=list)
+    #: what the replayed occurrence's agent saw before answering (None: not known)
+    context: ContextCapsule | None = None
 
 
 class Usage(BaseModel):
@@ -132,6 +228,10 @@ class CompletionRequest(BaseModel):
     tools: list[str] = Field(default_factory=list)
     purpose: str = "target"
     placement: Placement | None = None
+    #: the replayed occurrence's context: an exec backend writes its files into the
+    #: throw-away working folder and shows its outputs with the prompt; an HTTP backend
+    #: sends both with the prompt (see :func:`skillopt_sleep.backends.base.with_context`)
+    context: ContextCapsule | None = None
 
 
 class Completion(BaseModel):

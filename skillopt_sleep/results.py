@@ -116,13 +116,21 @@ class AgentCopy(_Model):
 class NightSummary(_Model):
     """What a night saw and decided, stored with its ``nights`` row and its proposal.
 
-    Counts are tasks; ``inputs`` is the sha256 of what makes two nights the same night (the
+    ``tasks`` / ``scorable`` count tasks, ``train`` / ``val`` / ``test`` the occurrences the
+    night replayed in each role; ``inputs`` is the sha256 of what makes two nights the same night (the
     document, the scorable tasks, the backends, the training settings); the text fields are
     one or two sentences for the user, absent (None) when there is nothing to say.
     """
 
     tasks: int = 0  # mined
     scorable: int = 0
+    #: what "held out" means for the night's val and test (occurrences in time)
+    held_out: str | None = None
+    #: scorable tasks asked once: they train, and are not yet validated on a recurrence
+    not_validated: int | None = None
+    #: what mining left out, by reason (e.g. ``headless_session``: a ``claude -p`` /
+    #: Agent-SDK / ``codex exec`` / ``copilot -p`` run, not the user's own request)
+    dropped: dict[str, int] = Field(default_factory=dict)
     train: int = 0
     val: int = 0
     test: int = 0
@@ -204,12 +212,15 @@ class Scores(_Model):
 
 
 class TaskDelta(_Model):
-    """One held-out task's score before and after (in [0, 1]; None: not replayed)."""
+    """One held-out task's score before and after (in [0, 1]; None: not replayed).
+    ``context``: how its replays got the occurrence's context (``none needed`` /
+    ``rebuilt`` / ``not rebuilt: <why>``: then scored only on what does not need it)."""
 
     task_id: str
     intent: str = ""
     before: float | None = None
     after: float | None = None
+    context: str = ""
 
 
 class EditRecord(_Model):
@@ -468,6 +479,9 @@ class Counts(_Model):
     sessions: int = 0
     messages: int = 0
     tasks: int = 0
+    #: harvested headless / programmatic sessions (``claude -p``, Agent SDK, ``codex exec``,
+    #: ``copilot -p``), not our own replays: not mined unless ``mine_headless``
+    headless: int = 0
 
 
 class Status(_Model):
@@ -538,6 +552,17 @@ class TaskInfo(_Model):
     checks: list[dict[str, Any]]
     corrections: list[str]
     synthetic: bool
+    #: each time the user asked it, oldest first: ``session_id``, ``seq``, ``when``,
+    #: ``prompt``, ``corrected``, ``split`` (its role: train / val / test, "" = none) and
+    #: ``note`` (why it was withheld)
+    occurrences: list[dict[str, Any]] = Field(default_factory=list)
+    #: why similar prompts were kept out of this task, one line each
+    apart: list[str] = Field(default_factory=list)
+    #: checks that failed a control of the transcript (each with its ``controls``)
+    demoted: list[dict[str, Any]] = Field(default_factory=list)
+    #: how a replay gets the occurrence's context (``none needed`` / ``rebuilt`` /
+    #: ``not rebuilt: <why>``)
+    context: str = "none needed"
 
 
 class TaskList(_Model):

@@ -47,6 +47,7 @@ from skillopt_sleep.errors import (
 )
 from skillopt_sleep.night import lifecycle
 from skillopt_sleep.night.document import all_rules, read_live, sections, sha256_text
+from skillopt_sleep.night.replay import context_state
 from skillopt_sleep.results import (
     AdoptResult,
     DaemonStatus,
@@ -215,6 +216,10 @@ class Service:
                     checks=[c.model_dump() for c in t.checks],
                     corrections=t.corrections,
                     synthetic=t.synthetic,
+                    occurrences=[o.model_dump() for o in t.occurrences],
+                    apart=t.apart,
+                    demoted=[c.model_dump() for c in t.demoted],
+                    context=context_state(t),
                 )
                 for t in tasks[:limit]
             ],

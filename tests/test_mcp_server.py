@@ -249,7 +249,13 @@ def test_every_tool_against_a_real_night(env: Env) -> None:
 
             # the write tools: reject here, adopt/rollback in their own tests
             rej = await ok(s, "reject_proposal", {"id": pid, "reason": "not now"})
-            assert rej == {"proposal_id": pid, "status": "rejected", "reason": "not now"}
+            # the rules' staged copy for codex is withdrawn with them (no means no)
+            assert rej == {
+                "proposal_id": pid,
+                "status": "rejected",
+                "reason": "not now",
+                "withdrawn": [f"{pid}-codex"],
+            }
             assert env.target.read_bytes() == EXISTING.encode()
             started = await ok(s, "run_night", {"dry_run": True})
             assert started["via"] == "in-process" and started["night_id"] == env.night_id + 1

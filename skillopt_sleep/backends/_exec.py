@@ -40,7 +40,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from skillopt_sleep import agents
-from skillopt_sleep.backends.base import Backend
+from skillopt_sleep.backends.base import Backend, context_block, workspace_files
 from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.errors import (
     BackendAuthError,
@@ -476,6 +476,19 @@ class ExecBackend(Backend):
 
     def complete(self, request: CompletionRequest) -> Completion:
         executable = self.executable()
+        files = workspace_files(request.context)
+        if request.context is not None and request.context.items:
+            # the replayed occurrence's context: its files in the throw-away working folder,
+            # the outputs it saw (and the files' text: a call without tools cannot read them)
+            # before the prompt
+            request = request.model_copy(
+                update={
+                    "prompt": context_block(request.context, in_workdir=bool(files))
+                    + request.prompt,
+                    "context": None,
+                }
+            )
+
         if self.config.base_url and self._checked_url != self.config.base_url:
             check_reachable(self.config.base_url, self.name)
             self._checked_url = self.config.base_url
@@ -488,7 +501,7 @@ class ExecBackend(Backend):
                     "the call was cancelled: the night is being interrupted", backend=self.name
                 )
             try:
-                outcome = self._once(request, executable, began)
+                outcome = self._once(request, executable, began, files)
             except BackendTimeout:
                 if last:
                     raise
@@ -510,14 +523,18 @@ class ExecBackend(Backend):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _once(
-        self, request: CompletionRequest, executable: str, began: int | None = None
+        self,
+        request: CompletionRequest,
+        executable: str,
+        began: int | None = None,
+        files: dict[str, str] | None = None,
     ) -> Completion | Failure:
         with tempfile.TemporaryDirectory(prefix="skillopt-sleep-replay-") as tmp:
             cwd, scratch = Path(tmp) / "work", Path(tmp) / "scratch"
             cwd.mkdir()
             scratch.mkdir()
             setup = self.build(request, executable, cwd, scratch)
-            for name, text in setup.files.items():
+            for name, text in {**(files or {}), **setup.files}.items():
                 (cwd / name).parent.mkdir(parents=True, exist_ok=True)
                 (cwd / name).write_text(text, encoding="utf-8")
             try:

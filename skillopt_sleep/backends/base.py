@@ -19,7 +19,7 @@ from typing import Any
 
 from skillopt_sleep import agents
 from skillopt_sleep.config import BackendConfig
-from skillopt_sleep.models import Completion, CompletionRequest, Usage
+from skillopt_sleep.models import Completion, CompletionRequest, ContextCapsule, Usage
 
 #: the tool an HTTP backend offers to load a listed skill (Claude Code's name and input)
 SKILL_TOOL = "Skill"
@@ -45,6 +45,51 @@ class SkillOffer:
     result: str
 
 
+#: the tags around a replay's context in the prompt (the simulator reads them)
+CONTEXT_OPEN = "<session-context>"
+CONTEXT_CLOSE = "</session-context>"
+
+
+def context_block(capsule: ContextCapsule | None, *, in_workdir: bool = False) -> str:
+    """The replayed occurrence's context as the prompt's preamble: what the agent saw before
+    answering (each file it read, each command's output), between :data:`CONTEXT_OPEN` and
+    :data:`CONTEXT_CLOSE`; "" when there is none. ``in_workdir``: the files are also in the
+    working folder (an exec replay), which the preamble says."""
+    if capsule is None or not capsule.items:
+        return ""
+    lines = [
+        CONTEXT_OPEN,
+        "Before this request you saw the following"
+        + (" (the files are in the working folder)" if in_workdir else "")
+        + ":",
+    ]
+    for item in capsule.items:
+        cut = " (cut short)" if item.truncated else ""
+        if item.kind == "file":
+            lines.append(f"--- file {item.name}{cut} ---")
+        else:
+            lines.append(f"--- output of `{item.name}`{cut} ---")
+        lines.append(item.text.rstrip("\n"))
+    lines.append(CONTEXT_CLOSE)
+    return "\n".join(lines) + "\n\n"
+
+
+def workspace_files(capsule: ContextCapsule | None) -> dict[str, str]:
+    """``{relative path: text}`` of the capsule's files, to write into a throw-away working
+    folder (absolute paths and ``..`` parts are made relative: nothing lands outside it;
+    a file cut short is written as it was seen)."""
+    out: dict[str, str] = {}
+    if capsule is None:
+        return out
+    for item in capsule.items:
+        if item.kind != "file":
+            continue
+        parts = [p for p in item.name.replace("\\", "/").split("/") if p not in ("", ".", "..")]
+        if parts:
+            out["/".join(parts)] = item.text
+    return out
+
+
 def framed(request: CompletionRequest) -> tuple[str, str, SkillOffer | None]:
     """``(system, prompt, skill)`` for an HTTP model call: a placed memory document framed as
     its agent frames it (:func:`skillopt_sleep.agents.frame_memory`: Claude Code's system
@@ -52,7 +97,11 @@ def framed(request: CompletionRequest) -> tuple[str, str, SkillOffer | None]:
     custom_instruction); a placed skill only listed by its description (Claude Code's
     listing), its body returned only when the model calls :data:`SKILL_TOOL` (the backend
     offers it; see ``skill``). Without a placement: ``request.system`` and ``request.prompt``
-    unchanged."""
+    unchanged. A request's ``context`` precedes the prompt (:func:`context_block`)."""
+    if request.context is not None and request.context.items:
+        request = request.model_copy(
+            update={"prompt": context_block(request.context) + request.prompt, "context": None}
+        )
     p = request.placement
     if p is None:
         return request.system, request.prompt, None

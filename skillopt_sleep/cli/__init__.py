@@ -7,16 +7,19 @@ printed as ``error: <one-line reason>`` with exit status 1.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from skillopt_sleep.cli.console import err, first_run_setup, out, print_json, service
 from skillopt_sleep.cli.console import fmt_score as _fmt
 from skillopt_sleep.cli.console import state as _state
 from skillopt_sleep.errors import SkilloptError
+from skillopt_sleep.night.replay import context_state
 
 app = typer.Typer(
     name="skillopt-sleep",
@@ -84,7 +87,7 @@ def tasks(
         print_json(rows)
         return
     if not rows:
-        dropped = ", ".join(f"{k} {v}" for k, v in report.dropped.items())
+        dropped = _dropped(report.dropped)
         out.print(
             f"no recurring or corrected task yet ({report.sessions_considered} sessions, "
             f"{report.prompts} prompts considered"
@@ -94,19 +97,61 @@ def tasks(
             markup=False,
         )
         return
-    table = Table("id", "split", "sessions", "checks", "intent")
-    for t in rows:
-        checks = ", ".join(f"{c['kind']} {c['value']!r}" for c in t["checks"])
+    table = Table("id", "occurrences", "checks (controls)", "context", "intent")
+    for t, task in zip(rows, report.tasks, strict=True):
+        checks = ", ".join(check_line(c) for c in t["checks"])
         if not checks:
             checks = "rubric" if t.get("rubric") else "none: not scored until a correction arrives"
+        demoted = "; ".join(check_line(c) for c in t.get("demoted") or [])
+        if demoted:
+            checks += f"; demoted to the rubric: {demoted}"
         table.add_row(
             t["id"],
-            t["split"] or "-",
-            str(len(t["sessions"])),
-            checks,
-            t["intent"].replace("\n", " ")[:70],
+            _occurrences(t),
+            Text(checks),
+            Text(context_state(task)),
+            Text(t["intent"].replace("\n", " ")[:70]),
         )
     out.print(table)
+    for t in rows:
+        for o in t["occurrences"]:
+            if o["note"]:
+                out.print(f"{t['id']}: an occurrence {o['note']}", markup=False)
+        for why in t["apart"]:
+            out.print(f"{t['id']} kept apart from {why}", markup=False)
+    if report.tasks_once:
+        out.print(
+            f"{report.tasks_once} task(s) asked once: they train, not yet validated on a "
+            "recurrence (held out = the next time you ask)",
+            markup=False,
+        )
+    if report.dropped:
+        out.print(f"not mined: {_dropped(report.dropped)}", markup=False)
+
+
+def _occurrences(task: dict[str, Any]) -> str:
+    """``3: train 1, val 1, test 1`` (``unscored`` when the task is not scorable)."""
+    occs = task["occurrences"]
+    if not occs:
+        return task["split"] or "-"
+    if not task["split"]:
+        return f"{len(occs)}: unscored"
+    roles = Counter(o["split"] or "withheld" for o in occs)
+    order = ("train", "val", "test", "withheld")
+    return f"{len(occs)}: " + ", ".join(f"{r} {roles[r]}" for r in order if roles[r])
+
+
+def check_line(check: dict) -> str:
+    """``kind 'value' [controls]`` of a check as ``tasks`` shows it: each control of the
+    transcript (``neg``: fails the corrected answer, ``pos``: passes the accepted one,
+    ``gaming``: its own words do not pass the task) with its result."""
+    head = check["kind"] + (f" {check['value']!r}" if check.get("value") else "")
+    if check.get("context"):
+        head += " (needs context)"
+    controls = check.get("controls") or {}
+    names = {"negative": "neg", "positive": "pos", "anti_gaming": "gaming"}
+    shown = " ".join(f"{names.get(k, k)} {v}" for k, v in controls.items())
+    return f"{head} [{shown}]" if shown else head
 
 
 @app.command()
@@ -281,6 +326,11 @@ def status(as_json: bool = JsonOpt) -> None:
     c = data["counts"]
     out.print(
         f"store: {data['database']} ({c['sessions']} sessions, {c['messages']} messages, {c['tasks']} tasks)"
+        + (
+            f"; {c['headless']} headless sessions (claude -p, codex exec, ...)"
+            if c["headless"]
+            else ""
+        )
     )
     n = data["last_night"]
     if n:
@@ -293,6 +343,9 @@ def status(as_json: bool = JsonOpt) -> None:
             out.print(f"  error: {n['error']}", markup=False)
         elif (n.get("summary") or {}).get("reason"):
             out.print(f"  {n['summary']['reason']}", markup=False)
+        dropped = (n.get("summary") or {}).get("dropped") or {}
+        if dropped:
+            out.print(f"  not mined: {_dropped(dropped)}", markup=False)
     else:
         out.print("last night: none yet (run `skillopt-sleep run`)")
     for p in data["pending_proposals"]:
@@ -321,6 +374,25 @@ def status(as_json: bool = JsonOpt) -> None:
     if config_error:
         err.print(f"error: {config_error}", markup=False)
         raise typer.Exit(1)
+
+
+#: what each reason mining drops a session or prompt for means, for the user
+DROP_REASONS = {
+    "headless_session": "headless or programmatic runs (claude -p, Agent SDK, codex exec, "
+    "copilot -p), not your own requests; set mine_headless = true to mine them",
+    "self_generated_session": "this tool's own replays",
+    "outside_lookback": "sessions older than lookback_days",
+    "correction_by_role": "follow-ups that correct or amend the answer before them, kept as "
+    "that task's corrections, never tasks of their own",
+}
+
+
+def _dropped(dropped: dict[str, int]) -> str:
+    """``headless_session 3 (why), …``: mining's drops with the reason of each."""
+    return "; ".join(
+        f"{k} {v}" + (f" ({DROP_REASONS[k]})" if k in DROP_REASONS else "")
+        for k, v in sorted(dropped.items())
+    )
 
 
 def _counts(counts: Any) -> str:

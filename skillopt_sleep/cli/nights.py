@@ -132,7 +132,18 @@ def print_night(r: NightResult, by: str = "") -> None:
         out.print(f"  {summary.reason}", markup=False)
     if summary.warning:
         out.print(f"  warning: {summary.warning}", markup=False)
-    out.print(f"  tasks: {summary.train} train, {summary.val} val, {summary.test} test")
+    out.print(
+        f"  tasks: {summary.scorable} scored; occurrences: {summary.train} train, "
+        f"{summary.val} val, {summary.test} test"
+    )
+    if summary.held_out:
+        out.print(f"  {summary.held_out}", markup=False)
+    if summary.not_validated:
+        out.print(
+            f"  {summary.not_validated} task(s) asked once: trained, not yet validated on a "
+            "recurrence",
+            markup=False,
+        )
     if summary.test_note:
         out.print(f"  test {summary.test_note}", markup=False)
     if r.status not in (NightStatus.PLANNED, NightStatus.NO_TASKS):

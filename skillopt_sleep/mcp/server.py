@@ -269,7 +269,8 @@ def build_server(service: Service | None = None, *, http_token: str | None = Non
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
     ) -> m.TaskList:
         """Recurring tasks mined from past sessions (as stored by the last night): intent,
-        split, checks and the user's corrections."""
+        split, checks, the user's corrections, occurrences (each time the user asked, with
+        its role: train / val / test) and why similar prompts were kept apart."""
         return _guard(lambda: svc.stored_tasks(project, limit))
 
     @tool(READ)

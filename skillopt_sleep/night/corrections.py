@@ -15,8 +15,26 @@ doubt no check is made: a false check poisons the training signal, while a missi
 leaves the work to the rubric line every correction gets.
 
 Negative checks are ``not_contains`` and rely on the replay's whole-token matching
-(``night.replay.run_check``: ``npm`` is not found in ``pnpm``); a negative that would also
+(``night.judges.run_check``: ``npm`` is not found in ``pnpm``); a negative that would also
 reject the wanted value (``pytest`` when ``uv run pytest`` is wanted) is dropped.
+
+**Style words are never literal.** "use the imperative mood", "conventional commits", "no
+emojis", "snake_case", "type hints" map to structured checks (:data:`STYLES`: first-word verb
+form, a regex, an emoji scan, an AST look at the answer's code); a ``contains`` value naming
+a style ("imperative mood") is never made.
+
+**Controls.** Every derived check is validated by the transcript's own answers
+(:func:`validate`): it must fail the answer the user corrected (*negative* control) and pass
+the answer the user then accepted, when there is one (*positive* control: the next answer,
+when the user's next prompt is not another correction); and an answer made only of the
+check's own words (its value, the style phrase, the length phrase) must not pass the whole
+set of kept checks (*anti-gaming* control), unless those words are the very literal the user
+wrote in backticks, as one word or as a known tool's command, or accepted in an answer
+(``attested``: "pnpm" is an answer to "which package manager?"; a phrase such as "active
+voice" is a description, not an answer). A check that fails a control is *demoted*: not scored,
+kept in :attr:`Feedback.demoted` with its control results, and still described by the
+correction's rubric line (which names every derived check), so a judge can still hold an
+answer to it. Each check carries its results in ``Check.controls``.
 """
 
 from __future__ import annotations
@@ -29,6 +47,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from skillopt_sleep.models import Check
+from skillopt_sleep.night.judges import CONVENTIONAL_COMMIT, describe, run_check
 
 Label = Literal["correction", "positive", "neutral"]
 
@@ -309,6 +328,33 @@ ALTERNATIVES: list[set[str]] = [
     {"webpack", "vite"},
     {"merge", "rebase"},
 ]
+#: style words -> the structured check each maps to (never a literal ``contains``)
+STYLES: list[tuple[re.Pattern[str], str, str]] = [
+    (re.compile(r"\bimperative(?:\s+(?:mood|form|tense|voice))?\b", _F), "imperative", ""),
+    (
+        re.compile(r"\bconventional[\s-]+commits?(?:\s+(?:format|style|spec))?\b", _F),
+        "regex",
+        CONVENTIONAL_COMMIT,
+    ),
+    (
+        re.compile(
+            r"\b(?:no|without|zero|don'?t\s+use|do\s+not\s+use|drop|remove|stop\s+using|avoid"
+            r"|lose|skip)\s+(?:the\s+|any\s+|all\s+(?:the\s+)?)?emojis?\b|\bemoji[\s-]*free\b",
+            _F,
+        ),
+        "no_emoji",
+        "",
+    ),
+    (re.compile(r"\bsnake[\s_-]?case\b", _F), "snake_case", ""),
+    (re.compile(r"\btype\s+(?:hints?|annotations?)\b|\btype-hinted\b", _F), "type_hints", ""),
+]
+#: words that name a style or a measure: a literal value containing one is never made
+_STYLE_WORDS = re.compile(
+    r"\b(?:imperative|mood|tense|emojis?|snake[_ -]?case|camel[_ -]?case|conventional"
+    r"|type\s+hints?|annotations?|characters?|chars?|words?|lines?|concise|format(?:ting)?"
+    r"|style)\b",
+    _F,
+)
 _POSITIVE_WORDS = {
     "perfect",
     "thanks",
@@ -399,12 +445,22 @@ _TRIVIAL = {
 
 
 class Feedback(BaseModel):
-    """The result of :func:`analyze`: the label and, for corrections, checks and rubric line."""
+    """The result of :func:`analyze`: the label and, for corrections, checks and rubric line.
+
+    ``derived``: every check the words gave; ``checks``: those that passed the controls,
+    ``demoted``: those that failed one (see :func:`validate`). ``corrected``: the answer the
+    user corrected; ``accepted``: the answer that followed, once the user's next prompt shows
+    they accepted it (None until then, or when they corrected it again)."""
 
     label: Label
     text: str
     checks: list[Check] = Field(default_factory=list)
     rubric: str = ""
+    derived: list[Check] = Field(default_factory=list)
+    demoted: list[Check] = Field(default_factory=list)
+    corrected: str = ""
+    accepted: str | None = None
+    attested: list[str] = Field(default_factory=list)
 
 
 @dataclass
@@ -413,6 +469,9 @@ class _Derivation:
     avoids: list[str] = field(default_factory=list)
     max_chars: int | None = None
     tools: list[str] = field(default_factory=list)
+    styles: list[Check] = field(default_factory=list)
+    #: literal values the user wrote as code or named as a known tool (see :func:`validate`)
+    attested: list[str] = field(default_factory=list)
 
 
 def _clean(text: str) -> str:
@@ -651,6 +710,21 @@ def _derive(text: str, previous_answer: str, known_tools: Iterable[str]) -> _Der
             exact = name in tools.values() or m.group(2) or "`" in m.group(0)
             if name.lower() in tools and exact:
                 _add(d.tools, tools[name.lower()])
+    # style words are structured checks, never literal ones
+    for pattern, kind, value in STYLES:
+        if pattern.search(t) and not any(c.kind == kind and c.value == value for c in d.styles):
+            d.styles.append(Check(kind=kind, value=value))
+    d.uses = [x for x in d.uses if not _STYLE_WORDS.search(x)]
+    d.avoids = [y for y in d.avoids if not _STYLE_WORDS.search(y)]
+    # literals the user asked for (an answer made of one is an answer): written as code, a
+    # known tool's command, or one word ("mkdocs"); a phrase ("active voice") is a description
+    d.attested = [
+        x
+        for x in d.uses
+        if f"`{x.lower()}`" in t.lower()
+        or len(x.split()) == 1
+        or any(x.split()[0].lower() in g for g in ALTERNATIVES)
+    ]
     # A negative that would also reject the wanted value is contradictory: drop it.
     d.avoids = [
         y
@@ -686,6 +760,7 @@ def _add(items: list[str], value: str) -> None:
 def _checks(d: _Derivation, evidence: str) -> list[Check]:
     out = [Check(kind="contains", value=x) for x in d.uses]
     out += [Check(kind="not_contains", value=y) for y in d.avoids]
+    out += d.styles
     if d.max_chars:
         out.append(Check(kind="max_chars", value=str(d.max_chars)))
     out += [Check(kind="tool_called", value=t) for t in d.tools]
@@ -706,6 +781,7 @@ def _rubric(d: _Derivation, evidence: str) -> str:
         parts.append(("not " if d.uses else "not use ") + ", ".join(f"`{y}`" for y in d.avoids))
     if d.tools:
         parts.append("call the " + ", ".join(f"`{t}`" for t in d.tools) + " tool")
+    parts += [describe(c) for c in d.styles]
     if d.max_chars:
         parts.append(f"be at most {d.max_chars} characters long")
     tail = " and ".join(parts) if parts else "not repeat the mistake the user pointed out"
@@ -728,11 +804,102 @@ def rubric_line(text: str, previous_answer: str = "", known_tools: Iterable[str]
     return _rubric(_derive(text, previous_answer, known_tools), evidence(text))
 
 
+def _own_words(check: Check) -> list[str]:
+    """Answers made only of the check's own words (for the anti-gaming control): its value,
+    the style or length phrase of the user's words it came from."""
+    words: list[str] = []
+    if check.kind in ("contains", "not_contains", "tool_called") and check.value:
+        words.append(check.value)
+    for pattern, kind, value in STYLES:
+        if kind == check.kind and value == check.value:
+            m = pattern.search(check.evidence)
+            words.append(m.group(0) if m else kind.replace("_", " "))
+    if check.kind in ("max_chars", "min_chars", "max_words"):
+        m = _LIMIT.search(check.evidence)
+        words.append(m.group(0) if m else f"{check.value} characters")
+    return [w for w in words if w.strip()]
+
+
+def _result(check: Check, answer: str | None) -> str:
+    """A control's result: ``n/a`` without an answer (or for a tool check: the transcript's
+    answers are text), else whether the check passed it."""
+    if answer is None or not answer.strip() or check.kind == "tool_called":
+        return "n/a"
+    return "pass" if run_check(check, answer, []) else "fail"
+
+
+def validate(
+    checks: list[Check],
+    corrected: str,
+    accepted: str | None = None,
+    attested: Iterable[str] = (),
+) -> tuple[list[Check], list[Check]]:
+    """``(kept, demoted)``: the checks with their control results (see the module doc).
+
+    ``corrected``: the answer the user corrected; ``accepted``: the answer they then
+    accepted (None: none); ``attested``: literal values the user asked for as code or as a
+    known tool (an answer made of one is an answer, not a game)."""
+    known = {a.lower() for a in attested}
+    if accepted:
+        known |= {
+            c.value.lower() for c in checks if c.kind == "contains" and mentions(accepted, c.value)
+        }
+    kept: list[Check] = []
+    demoted: list[Check] = []
+    for c in checks:
+        neg = _result(c, corrected)
+        neg = {"pass": "fail", "fail": "pass"}.get(neg, neg)  # a negative control must fail
+        pos = _result(c, accepted)
+        c = c.model_copy(update={"controls": {"negative": neg, "positive": pos}})
+        (demoted if "fail" in (neg, pos) else kept).append(c)
+    while True:  # anti-gaming, over the set that is kept (dropping one can expose another)
+        verdicts: dict[int, str] = {}
+        for i, c in enumerate(kept):
+            gamed = any(all(run_check(k, g, []) for k in kept) for g in _own_words(c))
+            if not gamed:
+                verdicts[i] = "pass"
+            elif c.kind in ("contains", "regex") and c.value.lower() in known:
+                verdicts[i] = "attested"
+            else:
+                verdicts[i] = "fail"
+        failed = [i for i, v in verdicts.items() if v == "fail"]
+        kept = [
+            c.model_copy(update={"controls": {**c.controls, "anti_gaming": verdicts[i]}})
+            for i, c in enumerate(kept)
+        ]
+        if not failed:
+            return kept, demoted
+        demoted += [kept[i] for i in failed]
+        kept = [c for i, c in enumerate(kept) if i not in failed]
+
+
+def settle(feedback: Feedback, accepted: str | None) -> Feedback:
+    """The feedback once the answer that followed it is known: ``accepted`` (None when the
+    user corrected it again) and its checks validated with the positive control too."""
+    if feedback.label != "correction":
+        return feedback
+    kept, demoted = validate(feedback.derived, feedback.corrected, accepted, feedback.attested)
+    return feedback.model_copy(update={"accepted": accepted, "checks": kept, "demoted": demoted})
+
+
 def analyze(text: str, previous_answer: str = "", known_tools: Iterable[str] = ()) -> Feedback:
-    """Classify ``text`` and, for a correction, derive its checks and rubric line."""
+    """Classify ``text`` and, for a correction, derive its checks (validated by the negative
+    and anti-gaming controls; :func:`settle` adds the positive one) and rubric line."""
     label = classify(text)
     if label != "correction":
         return Feedback(label=label, text=text)
     d = _derive(text, previous_answer, known_tools)
     ev = evidence(text)
-    return Feedback(label=label, text=text, checks=_checks(d, ev), rubric=_rubric(d, ev))
+    derived = _checks(d, ev)
+    attested = [*d.attested, *d.tools]
+    kept, demoted = validate(derived, previous_answer, None, attested)
+    return Feedback(
+        label=label,
+        text=text,
+        checks=kept,
+        rubric=_rubric(d, ev),
+        derived=derived,
+        demoted=demoted,
+        corrected=previous_answer,
+        attested=attested,
+    )

@@ -1,18 +1,23 @@
-"""Mine recurring, replayable tasks from harvested sessions.
+"""Mine recurring, replayable tasks from harvested sessions (docs/mining.md).
 
-:func:`mine` walks the stored sessions of the configured scope (not self-generated, touched
-within ``settings.lookback_days``), turns every real user prompt into an *intent* (later
-answers, tool names and the user's correction / approval attach to it), clusters intents that
-recur across sessions of the same project, and saves the qualifying clusters as
-:class:`~skillopt_sleep.models.Task` objects with stable ids and splits (a task the night
-cannot score — no rule check, no rubric it judges — is saved without a split, ``""``).
+:func:`mine` walks the stored sessions of the configured scope (not self-generated, not
+headless unless ``settings.mine_headless``, touched within ``settings.lookback_days``), turns
+every real user prompt into an *intent* (later answers, tool names and the user's correction /
+approval attach to it; a follow-up that corrects or amends the answer, by its words or by its
+role — :func:`amends` — is a correction, never an intent), clusters intents that are the same
+request in the same project (compatible corrections), and saves the qualifying clusters as
+:class:`~skillopt_sleep.models.Task` objects with stable ids, their *occurrences* (one per
+intent) and the occurrences' roles by time (:mod:`skillopt_sleep.night.split`). A task the
+night cannot score — no rule check, no rubric it judges — gets no roles (split ``""``).
 
-Similarity is rapidfuzz ``fuzz.token_set_ratio`` on normalised text: agent prompts are short
-imperatives whose recurrences reorder words and add qualifiers ("run the unit tests with
-pytest" / "please run the pytest unit tests"), which token-set matching tolerates; it is cheap,
-deterministic and needs no model. Its one blind spot — a short intent whose words are a subset
-of a long one scores 100 ("fix" vs "fix the login bug") — is closed by also requiring the
-shorter intent to have at least half as many content words as the longer one.
+Similarity is rapidfuzz ``fuzz.token_set_ratio`` on the content words of normalised text
+(placeholders — masked urls, paths, file names, numbers, hashes, redactions, pasted blocks — and
+filler are not content): agent prompts are short imperatives whose recurrences reorder words
+and add qualifiers ("run the unit tests with pytest" / "please run the pytest unit tests"),
+which token-set matching tolerates; it is cheap, deterministic and needs no model. Its one
+blind spot — a short intent whose words are a subset of a long one scores 100 ("fix" vs "fix
+the login bug") — is closed by also requiring the shorter intent to have at least half as many
+content words as the longer one.
 """
 
 from __future__ import annotations
@@ -27,13 +32,16 @@ from pydantic import BaseModel, Field
 from rapidfuzz import fuzz, process
 
 from skillopt_sleep.config import Settings
-from skillopt_sleep.models import Check, Task
+from skillopt_sleep.models import CapsuleItem, Check, ContextCapsule, Occurrence, Task
 from skillopt_sleep.night import corrections as fb
 from skillopt_sleep.night.replay import scorable
-from skillopt_sleep.night.split import assign_splits
+from skillopt_sleep.night.split import assign_splits, view_id
 from skillopt_sleep.store import Store
 
 INTENT_CHARS = 2000
+#: a context capsule's bounds: items kept, and characters over all its items
+CAPSULE_ITEMS = 12
+CAPSULE_CHARS = 24_000
 _COMPARE_CHARS = 1000
 #: Words ignored when counting an intent's content words (question and politeness filler).
 _STOPWORDS = {
@@ -96,6 +104,8 @@ class MineReport(BaseModel):
     tasks_recurring: int = 0
     tasks_corrected: int = 0
     tasks_scorable: int = 0  # with a split; the others are unassigned ("")
+    #: scorable tasks asked once: they train, and are not yet validated on a recurrence
+    tasks_once: int = 0
     dropped: dict[str, int] = Field(default_factory=dict)
 
 
@@ -114,6 +124,11 @@ class Intent:
     answered: bool = False
     corrections: list[fb.Feedback] = field(default_factory=list)
     positives: int = 0
+    settled: int = 0  # corrections whose following answer's fate is known
+    #: what the agent saw before its first answer: capsule items, and tool results the log
+    #: keeps no input of (see :func:`capsule`)
+    seen: list[CapsuleItem] = field(default_factory=list)
+    unseen: int = 0
 
 
 # ---------------------------------------------------------------------------- normalise
@@ -121,13 +136,32 @@ _URL = re.compile(r"\b(?:https?|ftp|file)://\S+|\bwww\.\S+", re.I)
 _PATH = re.compile(r"(?<![\w<])(?:~|\.{1,2})?(?:/[\w.@+-]+)+/?|\b[\w.@+-]+(?:/[\w.@+-]+)+/?")
 _HASH = re.compile(r"\b(?=[0-9a-f-]*\d)(?=[0-9a-f-]*[a-f])[0-9a-f]{7,}(?:-[0-9a-f]{4,})*\b", re.I)
 _NUM = re.compile(r"\b\d+(?:[.,]\d+)*\b")
+#: a redaction placeholder (``[REDACTED:github_token]``, and the corpus's ``[REDACTED_…]``)
+_REDACTED = re.compile(r"\[REDACTED[^\]]*\]", re.I)
+#: a pasted block: fenced code, or three or more indented / traceback lines in a row
+_FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
+_INDENTED = re.compile(r"(?:^(?:[ \t]{2,}|\t|Traceback |  File ).*(?:\n|\Z)){3,}", re.M)
+#: a file name with a common extension (``dates.py``): a masked path
+_FILE = re.compile(
+    r"\b[\w-]+(?:\.[\w-]+)*\.(?:py|pyi|js|mjs|cjs|ts|tsx|jsx|json|md|rst|txt|toml|ya?ml|ini"
+    r"|cfg|rs|go|java|kt|rb|php|cs|c|h|cc|cpp|hpp|sh|bash|zsh|sql|html|css|scss|lock|csv"
+    r"|xml|env|swift|lua|ex|exs|vue|svelte)\b",
+    re.I,
+)
+#: placeholders: what masking leaves, never content
+PLACEHOLDERS = frozenset({"<url>", "<path>", "<hash>", "<n>", "<redacted>", "<block>"})
 
 
 def normalise_intent(text: str) -> str:
-    """Lowercase, mask urls/paths/hashes/numbers, drop punctuation, collapse whitespace."""
-    t = text.lower()
+    """Lowercase, mask redactions, pasted blocks, urls, paths and file names, hashes and
+    numbers, drop punctuation, collapse whitespace."""
+    t = _REDACTED.sub(" <redacted> ", text)
+    t = _FENCED.sub(" <block> ", t)
+    t = _INDENTED.sub(" <block> ", t)
+    t = t.lower()
     t = _URL.sub(" <url> ", t)
     t = _PATH.sub(" <path> ", t)
+    t = _FILE.sub(" <path> ", t)
     t = _HASH.sub(" <hash> ", t)
     t = _NUM.sub(" <n> ", t)
     t = re.sub(r"[^\w\s<>-]", " ", t)
@@ -135,15 +169,23 @@ def normalise_intent(text: str) -> str:
 
 
 def _content(norm: str) -> int:
-    return len({w for w in norm.split() if w not in _STOPWORDS}) or 1
+    return len({w for w in norm.split() if w not in _STOPWORDS and w not in PLACEHOLDERS}) or 1
 
 
 def similar(a: str, b: str, threshold: float) -> float:
     """Similarity (0..100) of two normalised intents, or 0 when below ``threshold`` (0..100)
-    or when one has less than half the content words of the other."""
+    or when one has less than half the content words of the other. Placeholders (masked
+    paths, redactions, pasted blocks …) are not content."""
     ca, cb = _content(a), _content(b)
     if min(ca, cb) * 2 < max(ca, cb):
         return 0.0
+    return near_duplicate(a, b, threshold)
+
+
+def near_duplicate(a: str, b: str, threshold: float) -> float:
+    """:func:`similar` without the length rule: whether one's content words are (nearly) a
+    subset of the other's. What keeps a held-out prompt from being a near-copy of another
+    task's train prompt (:mod:`skillopt_sleep.night.split`, rule 5)."""
     # compare content words only: shared filler ("how do I … the") must not make
     # "how do I lint the project" look like "how do I run the tests"
     wa, wb = _content_text(a), _content_text(b)
@@ -154,7 +196,7 @@ def similar(a: str, b: str, threshold: float) -> float:
 
 
 def _content_text(norm: str) -> str:
-    return " ".join(w for w in norm.split() if w not in _STOPWORDS)
+    return " ".join(w for w in norm.split() if w not in _STOPWORDS and w not in PLACEHOLDERS)
 
 
 # ---------------------------------------------------------------------------- walking
@@ -177,8 +219,47 @@ def _last_active(session: dict, messages: list[dict]) -> _dt.datetime | None:
     return _parse(session.get("started_at")) or _parse(session.get("updated_at"))
 
 
-def _walk(session: dict, messages: list[dict], dropped: Counter) -> tuple[list[Intent], int]:
-    """Split one session into intents; returns them and the number of prompts seen."""
+#: A short follow-up that amends the answer it follows ("use the imperative mood", "make it
+#: shorter", "it should mention the ticket", "without emojis", "in snake_case"): a
+#: correction by its role, whatever its first word.
+_AMENDS = re.compile(
+    r"^\W*(?:(?:and|but|also|please|pls)\s+)*(?:use|make (?:it|that|this|them)"
+    r"|keep (?:it|that|this|them)|(?:it|that|this|they|the \w+) (?:should|must|needs? to"
+    r"|has to|have to)|should|must|needs? to|without|only|in (?:the )?[\w-]+(?: [\w-]+)? "
+    r"(?:mood|style|case|format|tense|voice)|in (?:snake|camel|kebab|pascal)_?case"
+    r"|imperative|shorter|longer|simpler|less|more|mention|include|as (?:a|an) )\b",
+    re.I,
+)
+#: Longest follow-up (in words) :data:`_AMENDS` is looked for in.
+AMEND_WORDS = 20
+#: Fewest content words (placeholders and filler left out) a follow-up restating the request
+#: it follows has.
+RESTATEMENT_WORDS = 3
+
+
+def amends(text: str, intent: str, threshold: float) -> bool:
+    """Whether a follow-up the classifier calls neutral still corrects the answer it follows,
+    by its role: it restates the request ``intent`` it follows (the user asked again, with
+    changes, in the same session) or is a short amendment of the answer (:data:`_AMENDS`).
+    A follow-up that differs from the request in its numbers ("Step 2" after "Step 1") or
+    has too few words of its own is the next request, not a restatement."""
+    norm = normalise_intent(text)
+    numbers, before = _NUM.findall(text), _NUM.findall(intent)
+    if (
+        len(_content_text(norm).split()) >= RESTATEMENT_WORDS
+        and not (numbers and before and numbers != before)
+        and similar(norm, normalise_intent(intent), threshold)
+    ):
+        return True
+    return len(text.split()) <= AMEND_WORDS and _AMENDS.search(text) is not None
+
+
+def _walk(
+    session: dict, messages: list[dict], dropped: Counter, threshold: float = 72.0
+) -> tuple[list[Intent], int]:
+    """Split one session into intents; returns them and the number of prompts seen. A
+    follow-up that corrects the answer before it (:func:`~.corrections.classify`, or by its
+    role: :func:`amends`) is that intent's correction, never an intent of its own."""
     intents: list[Intent] = []
     current: Intent | None = None
     prompts = 0
@@ -192,7 +273,21 @@ def _walk(session: dict, messages: list[dict], dropped: Counter) -> tuple[list[I
             if fb.is_trivial(text):
                 dropped["trivial_prompt"] += 1
                 continue
+            if not _content_text(normalise_intent(text)):
+                # only placeholders (a redacted or pasted block, a path) and filler: nothing to learn
+                dropped["no_content_prompt"] += 1
+                continue
             label = fb.classify(text)
+            if (
+                label == "neutral"
+                and current is not None
+                and current.answered
+                and fb.typed_by_user(text)  # injected markup amends nothing
+                and amends(text, current.text, threshold)
+            ):
+                label = "correction"
+                dropped["correction_by_role"] += 1
+            _settle(current, label)
             if label != "neutral":
                 if current is None or not current.answered:
                     dropped["feedback_without_answer"] += 1
@@ -215,6 +310,13 @@ def _walk(session: dict, messages: list[dict], dropped: Counter) -> tuple[list[I
             )
             intents.append(current)
         elif current is not None:
+            if m["kind"] == "tool" and not current.corrections and not current.positives:
+                if m.get("context"):
+                    item = CapsuleItem.model_validate(m["context"])
+                    if item.kind != "action":  # an edit's result is no context
+                        current.seen.append(item)
+                elif not m.get("is_error"):
+                    current.unseen += 1
             current.tools.update(m["tool_names"])
             if m["role"] == "assistant":
                 current.answered = True
@@ -223,10 +325,42 @@ def _walk(session: dict, messages: list[dict], dropped: Counter) -> tuple[list[I
     return intents, prompts
 
 
+def _settle(current: Intent | None, label: str) -> None:
+    """The user's next prompt tells the fate of the answer that followed their latest
+    correction: accepted (approval, or a new request) or corrected again. Its checks get
+    their positive control then (:func:`~skillopt_sleep.night.corrections.settle`)."""
+    if current is None or len(current.corrections) <= current.settled:
+        return
+    accepted = current.answer if label != "correction" and current.answer.strip() else None
+    current.corrections[-1] = fb.settle(current.corrections[-1], accepted)
+    current.settled = len(current.corrections)
+
+
 # ---------------------------------------------------------------------------- clustering
+def _stances(members: list[Intent]) -> dict[str, str]:
+    """``{value: kind}`` of the members' ``contains`` / ``not_contains`` correction checks."""
+    out: dict[str, str] = {}
+    for it in members:
+        for f in it.corrections:
+            for c in f.checks:
+                if c.kind in ("contains", "not_contains"):
+                    out[c.value.lower()] = c.kind
+    return out
+
+
+def contradiction(a: list[Intent], b: list[Intent]) -> str:
+    """The first value one group's corrections want and the other's forbid ("" if none)."""
+    sa, sb = _stances(a), _stances(b)
+    for value in sorted(sa.keys() & sb.keys()):
+        if sa[value] != sb[value]:
+            return value
+    return ""
+
+
 def _cluster(intents: list[Intent], threshold: float) -> list[list[Intent]]:
     """Greedy, deterministic: intents in (project, time, session, seq) order join the best
-    matching cluster of their project (compared with its first member), else start one."""
+    matching cluster of their project (compared with its first member) whose corrections they
+    do not contradict, else start one."""
     clusters: list[list[Intent]] = []
     heads: dict[str, list[tuple[int, str]]] = {}  # project -> [(cluster index, head norm)]
     for it in sorted(intents, key=lambda i: (i.project, i.when, i.session_id, i.seq)):
@@ -238,6 +372,8 @@ def _cluster(intents: list[Intent], threshold: float) -> list[list[Intent]]:
             it.norm, choices, scorer=fuzz.token_set_ratio, score_cutoff=threshold, limit=None
         ):
             score = similar(it.norm, choices[pos], threshold)
+            if score and contradiction([it], clusters[mine_heads[pos][0]]):
+                continue  # "use npm" and "use pnpm" are not one task
             if score > best_score or (
                 score and best is not None and score == best_score and pos < best
             ):
@@ -248,6 +384,26 @@ def _cluster(intents: list[Intent], threshold: float) -> list[list[Intent]]:
         else:
             clusters[mine_heads[best][0]].append(it)
     return clusters
+
+
+def _apart(a: list[Intent], b: list[Intent], threshold: float) -> str:
+    """Why two clusters whose first prompts look alike are two tasks ("" when they do not
+    look alike)."""
+    ha, hb = a[0].norm, b[0].norm
+    if not near_duplicate(ha, hb, threshold):
+        return ""
+    if a[0].project != b[0].project:
+        return "a different project"
+    value = contradiction(a, b)
+    if value:
+        return f"contradicting corrections about {value!r}"
+    if not similar(ha, hb, threshold):
+        ca, cb = _content(ha), _content(hb)
+        return (
+            f"one request has less than half the content words of the other ({min(ca, cb)} "
+            f"vs {max(ca, cb)})"
+        )
+    return "each joined a closer request first"
 
 
 def _merge_checks(members: list[Intent]) -> list[Check]:
@@ -293,6 +449,51 @@ def _common_tool_checks(members: list[Intent], checks: list[Check]) -> list[Chec
     return out
 
 
+def capsule(it: Intent) -> ContextCapsule:
+    """The occurrence's context capsule: the files it read and outputs it saw before
+    answering (the last read of a file wins), bounded by :data:`CAPSULE_ITEMS` and
+    :data:`CAPSULE_CHARS`; ``missing`` says what cannot be rebuilt."""
+    items: list[CapsuleItem] = []
+    for item in it.seen:
+        items = [i for i in items if not (i.kind == item.kind == "file" and i.name == item.name)]
+        items.append(item)
+    missing: list[str] = []
+    if it.unseen:
+        missing.append(f"{it.unseen} tool result(s) the agent's log keeps no input of")
+    if len(items) > CAPSULE_ITEMS:
+        missing.append(f"{len(items) - CAPSULE_ITEMS} earlier item(s) over the capsule's bound")
+        items = items[-CAPSULE_ITEMS:]
+    kept: list[CapsuleItem] = []
+    room = CAPSULE_CHARS
+    for item in reversed(items):  # the latest matter most
+        if room <= 0:
+            missing.append(f"{item.kind} {item.name!r} over the capsule's bound")
+            continue
+        if len(item.text) > room:
+            item = item.model_copy(update={"text": item.text[:room], "truncated": True})
+        room -= len(item.text)
+        kept.append(item)
+    kept.reverse()
+    missing += [f"{i.kind} {i.name!r} was cut short" for i in kept if i.truncated]
+    return ContextCapsule(items=kept, missing=missing)
+
+
+def _needs_context(checks: list[Check], intent: str, ctx: ContextCapsule) -> list[Check]:
+    """Mark the checks whose value only the context held (a file name, a function the
+    agent read): a replay without that context cannot be held to them."""
+    seen = "\n".join(i.text + "\n" + i.name for i in ctx.items)
+    out = []
+    for c in checks:
+        needs = (
+            c.kind == "contains"
+            and bool(c.value)
+            and fb.mentions(seen, c.value)
+            and not fb.mentions(intent, c.value)
+        )
+        out.append(c.model_copy(update={"context": needs}) if needs else c)
+    return out
+
+
 def _task_id(project: str, norm: str, stored: list[Task], used: set[str], threshold: float) -> str:
     best, best_score = None, 0.0
     for t in stored:
@@ -319,6 +520,19 @@ def _build(members: list[Intent], task_id: str) -> Task:
                 texts.append(f.text)
     sessions = list(dict.fromkeys(it.session_id for it in members))
     tools = list(dict.fromkeys(c.value for c in checks if c.kind == "tool_called"))
+    occurrences = [
+        Occurrence(
+            session_id=it.session_id,
+            seq=it.seq,
+            when=it.when,
+            prompt=it.text,
+            corrected=bool(it.corrections),
+        )
+        for it in sorted(members, key=lambda i: (i.when, i.session_id, i.seq))
+    ]
+    demoted = [c for it in members for f in it.corrections for c in f.demoted]
+    context = capsule(members[0])
+    checks = _needs_context(checks, members[0].text, context)
     return Task(
         id=task_id,
         project=members[0].project or None,
@@ -329,22 +543,10 @@ def _build(members: list[Intent], task_id: str) -> Task:
         corrections=texts,
         synthetic=False,
         tools=tools,
+        occurrences=occurrences,
+        demoted=demoted,
+        context=context,
     )
-
-
-def _previous_splits(store: Store, ids: list[str], judge_ok: bool) -> dict[str, str]:
-    """The split each task had before, for :func:`assign_splits`.
-
-    A stored split counts only if the stored task was scorable (as the night judges it):
-    versions before unassigned splits gave unscorable tasks val/test slots, and such a slot
-    must not keep a task — or the whole night — stuck. A task without a stored split (it was
-    unscorable for a while) gets back the split it was last replayed in, so a task once
-    replayed as val/test never comes back as train; one never replayed has nothing to leak."""
-    previous: dict[str, str] = {
-        t.id: t.split for t in store.tasks.all() if t.split and scorable(t, judge_ok)
-    }
-    previous.update(store.rollouts.last_splits([i for i in ids if i not in previous]))
-    return previous
 
 
 # ---------------------------------------------------------------------------- entry point
@@ -365,13 +567,18 @@ def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -
         if s.get("self_generated"):
             dropped["self_generated_session"] += 1
             continue
+        if s.get("headless") and not settings.mine_headless:
+            # a `claude -p` / Agent-SDK / `codex exec` / `copilot -p` run: a script's or a
+            # grader's requests, not the user's (its "no, use X" is scripted)
+            dropped["headless_session"] += 1
+            continue
         messages = store.sessions.messages(s["id"])
         active = _last_active(s, messages)
         if active is None or active < cutoff or active > now + _dt.timedelta(days=1):
             dropped["outside_lookback"] += 1
             continue
         report.sessions_considered += 1
-        found, n_prompts = _walk(s, messages, dropped)
+        found, n_prompts = _walk(s, messages, dropped, settings.similarity * 100)
         report.prompts += n_prompts
         intents.extend(found)
 
@@ -402,20 +609,30 @@ def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -
         ids[i] = _task_id(members[0].project, members[0].norm, stored, used, threshold)
         used.add(ids[i])
     tasks = [_build(k[3], ids[i]) for i, k in enumerate(kept)]
-    # splits are given over the tasks the night can score, as it will judge them
+    for i, t in enumerate(tasks):
+        why = []
+        for j, other in enumerate(tasks):
+            reason = _apart(kept[i][3], kept[j][3], threshold) if i != j else ""
+            if reason:
+                why.append(f"{other.id} ({other.intent[:60]!r}): {reason}")
+        t.apart = why
+    # each task's occurrences get roles by time (held out = the next time the user asked);
+    # an occurrence replayed for training or gating by an earlier night is never test
     judge_ok = settings.rubric
-    previous = _previous_splits(store, [t.id for t in tasks], judge_ok)
+    replayed = store.rollouts.splits_of([view_id(t.id, o) for t in tasks for o in t.occurrences])
     tasks = assign_splits(
         tasks,
-        previous,
+        replayed,
         settings.val_fraction,
         settings.test_fraction,
         is_scorable=lambda t: scorable(t, judge_ok),
+        near=lambda a, b: bool(near_duplicate(normalise_intent(a), normalise_intent(b), threshold)),
     )
     store.tasks.save(tasks)
     report.tasks = tasks
     report.tasks_recurring = sum(1 for t in tasks if len(t.sessions) >= settings.min_sessions)
     report.tasks_corrected = sum(1 for t in tasks if t.corrections)
     report.tasks_scorable = sum(1 for t in tasks if t.split)
+    report.tasks_once = sum(1 for t in tasks if t.split and len(t.occurrences) == 1)
     report.dropped = dict(sorted(dropped.items()))
     return report

@@ -11,15 +11,17 @@
   replay, or the val replays of several candidate documents at once (:meth:`Replayer.run_many`);
   each worker makes a task's target call and then its judge call. Results are assembled in
   the order asked, whatever order the workers finish in.
-* :func:`score_answer` runs a task's rule checks (hard score, 0..1) and, when a rubric and a
-  judge are available, the rubric (soft score, 0..1).
+* :meth:`Replayer._one` runs a task's rule checks (hard score, 0..1; :func:`scored_checks`)
+  and, when a rubric and a judge are available, the rubric (soft score, 0..1). The replay
+  carries the task's context capsule (``CompletionRequest.context``: the files and outputs
+  its occurrence's agent saw); a task whose context cannot be rebuilt is replayed without
+  it and scored only on the checks that do not need it (:func:`context_state`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -31,6 +33,7 @@ from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.errors import BudgetExceeded
 from skillopt_sleep.models import Check, Completion, CompletionRequest, Placement, Task, Usage
 from skillopt_sleep.night import prompts
+from skillopt_sleep.night.judges import run_check
 from skillopt_sleep.redact import redact
 from skillopt_sleep.store import CachedResponse, Store, now_iso
 
@@ -93,6 +96,8 @@ class Meter:
                     if req.placement and req.placement.mode == "skill"
                     else []
                 ),
+                # the replayed occurrence's context, only when it has some
+                *([req.context.model_dump()] if req.context and req.context.items else []),
             ],
             ensure_ascii=False,
         )
@@ -191,33 +196,6 @@ class Meter:
             self.store.outbox.expire(self.outbox_days)
 
 
-def _mentions(answer: str, value: str) -> bool:
-    """Case-insensitive match of ``value`` as a whole token: ``npm`` is not found in ``pnpm``."""
-    pattern = r"(?<![\w-])" + re.escape(value.strip()) + r"(?![\w-])"
-    return re.search(pattern, answer, re.I) is not None
-
-
-def run_check(check: Check, answer: str, tool_calls: list[str]) -> bool:
-    """Run one check (see :class:`~skillopt_sleep.models.Check`); True when it passes."""
-    value = check.value
-    if check.kind == "contains":
-        return _mentions(answer, value)
-    if check.kind == "not_contains":
-        return not _mentions(answer, value)
-    if check.kind == "regex":
-        try:
-            return re.search(value, answer, re.I) is not None
-        except re.error:
-            return False
-    if check.kind == "max_chars":
-        return len(answer) <= int(value)
-    if check.kind == "min_chars":
-        return len(answer) >= int(value)
-    if check.kind == "tool_called":
-        return any(t == value or t.endswith("__" + value) for t in tool_calls)
-    raise ValueError(f"unknown check kind {check.kind!r}")
-
-
 @dataclass
 class Scored:
     """One scored rollout. ``score`` is what the gate compares (0..1)."""
@@ -250,6 +228,26 @@ def scorable(task: Task, judge_available: bool) -> bool:
     return bool(task.checks) or (judge_available and bool(task.rubric))
 
 
+def context_state(task: Task) -> str:
+    """How a replay of ``task`` gets its occurrence's context: ``none needed`` (the agent
+    used no tool before answering, or the task has no occurrence), ``rebuilt``, or ``not
+    rebuilt: <why>`` (then checks needing it are not scored)."""
+    ctx = task.context
+    if ctx is None or (not ctx.items and not ctx.missing):
+        return "none needed"
+    if ctx.missing:
+        return "not rebuilt: " + "; ".join(ctx.missing)
+    return "rebuilt"
+
+
+def scored_checks(task: Task) -> list[Check]:
+    """The checks a replay scores: all of them, except (when the task's context cannot be
+    rebuilt) those whose value only the context held (``Check.context``)."""
+    if context_state(task).startswith("not rebuilt"):
+        return [c for c in task.checks if not c.context]
+    return list(task.checks)
+
+
 class Replayer:
     """Replays tasks against a document through the target meter; scores with the judge meter."""
 
@@ -278,6 +276,7 @@ class Replayer:
             purpose="target",
             max_tokens=self.target.backend.config.max_tokens,
             placement=placement,
+            context=task.context if task.context and task.context.items else None,
         )
         comp, cached = self.target.complete(req)
         results: list[dict[str, Any]] = [
@@ -287,7 +286,7 @@ class Replayer:
                 "evidence": c.evidence,
                 "passed": run_check(c, comp.text, comp.tool_calls),
             }
-            for c in task.checks
+            for c in scored_checks(task)
         ]
         hard = sum(r["passed"] for r in results) / len(results) if results else None
         soft = None

@@ -38,6 +38,7 @@ from skillopt_sleep.night.document import (
 )
 from skillopt_sleep.night.lifecycle import NightStatus, Trigger, night_lock
 from skillopt_sleep.night.replay import mean, scorable
+from skillopt_sleep.night.split import HELD_OUT, views
 from skillopt_sleep.night.train import (
     OnRollout,
     Progress,
@@ -150,23 +151,38 @@ def _harvest_line(report: Any) -> str:
 
 
 def _split(tasks: list[Task]) -> tuple[list[Task], list[Task], list[Task]]:
+    """The night's train / val / test: one view per occurrence with that role
+    (:func:`~skillopt_sleep.night.split.views`)."""
+    replayed = views(tasks)
     return (
-        [t for t in tasks if t.split == "train"],
-        [t for t in tasks if t.split == "val"],
-        [t for t in tasks if t.split == "test"],
+        [t for t in replayed if t.split == "train"],
+        [t for t in replayed if t.split == "val"],
+        [t for t in replayed if t.split == "test"],
     )
 
 
 def _no_tasks_reason(
-    mined: list[Task], scored: list[Task], val: list[Task], test: list[Task], s: Settings
+    mined: list[Task],
+    scored: list[Task],
+    val: list[Task],
+    test: list[Task],
+    s: Settings,
+    dropped: dict[str, int],
 ) -> str:
     """Why a night has nothing to train on, worded so the user knows what would help."""
     n = len(mined)
     if not n:
         where = f" in {s.project}" if s.project else ""
+        headless = dropped.get("headless_session", 0)
         return (
             f"no task mined: no request{where} recurred in {s.min_sessions} or more sessions "
             f"or was corrected in the last {s.lookback_days} days"
+            + (
+                f" ({headless} headless or programmatic session{'s' if headless != 1 else ''}"
+                " not mined: set mine_headless = true to mine them)"
+                if headless
+                else ""
+            )
         )
     if not scored:
         why = (
@@ -232,16 +248,21 @@ def _run(
         section=section,
     )
     train, val, test = _split(tasks)
+    scored = train + val + test  # the views the night replays: what its reports name
+    once = sum(1 for t in tasks if len(t.occurrences) == 1)
     summary = NightSummary(
         tasks=len(report.tasks),
         scorable=len(tasks),
+        dropped=report.dropped,
         train=len(train),
         val=len(val),
         test=len(test),
         rules_before=len(doc.rules),
         base_hash=base_hash,
-        inputs=_inputs_fingerprint(s, base_hash, tasks),
+        inputs=_inputs_fingerprint(s, base_hash, scored),
         section=section,
+        held_out=HELD_OUT,
+        not_validated=once,
     )
     if section is not None:
         say(f"the rules go in the block for {section} of the shared memory file")
@@ -264,9 +285,11 @@ def _run(
         store, night_id, target_path=str(target_path), summary=json.dumps(summary.dump())
     )
     say(
-        f"tasks: {len(tasks)} scorable of {len(report.tasks)} mined — {len(train)} train, "
-        f"{len(val)} val, {len(test)} test; training {target_path}"
+        f"tasks: {len(tasks)} scorable of {len(report.tasks)} mined — occurrences: "
+        f"{len(train)} train, {len(val)} val, {len(test)} test; training {target_path}"
     )
+    if once:
+        say(f"{once} task(s) asked once: they train, not yet validated on a recurrence")
 
     def finish(status: NightStatus, seconds: float | None = None, **extra: Any) -> NightResult:
         """Record the night's end; ``seconds``: wall time of its model calls (cost)."""
@@ -292,7 +315,7 @@ def _run(
         )
 
     if not train:
-        summary.reason = _no_tasks_reason(report.tasks, tasks, val, test, s)
+        summary.reason = _no_tasks_reason(report.tasks, tasks, val, test, s, report.dropped)
         return finish(NightStatus.NO_TASKS)
     if dry_run:
         summary.reason = "dry run: nothing replayed"
@@ -390,7 +413,7 @@ def _run(
             base_rules=list(doc.rules),
             rules=rules,
             edits=edits,
-            tasks=tasks,
+            tasks=scored,
             held_out=held_out,
             certified_on=held_split,
             optimizer=optimizer,
@@ -482,7 +505,7 @@ def _run(
         new_text=new_text,
         base_hash=base_hash,
         edits=night.edits,
-        tasks=tasks,
+        tasks=scored,
         cost=NightCost.model_validate(costs),
         summary=summary,
         val_before=val_before,

@@ -1,30 +1,32 @@
-"""Train / val / test assignment of mined tasks, deterministic and stable across nights.
+"""Train / val / test by occurrence in time: for a personal tool, *held out* means the next
+time the user asks.
 
-The rule (:func:`assign_splits`):
+A task (:class:`~skillopt_sleep.models.Task`) is one recurring request; each time the user
+asked it is an :class:`~skillopt_sleep.models.Occurrence`. :func:`assign_splits` gives every
+occurrence a role, oldest first:
 
-0. Only *scorable* tasks get a split (a rule check, or a rubric the night's judge will score:
-   see :func:`~skillopt_sleep.night.replay.scorable`). An unscorable task gets ``""``
-   (unassigned): the night cannot replay it, so it must not take a val or test slot nor count
-   towards the quotas below. It gets a split, by this same rule, on the night it becomes
-   scorable (a correction arrives).
-1. Synthetic tasks are always ``train`` (they are never used to judge a document).
-2. A real task that already had a split (``previous``, i.e. what the store holds) keeps it, so
-   a task never leaks from val/test into train between nights.
-3. Let ``n`` be the number of real scorable tasks. With ``n >= 3`` the targets are
-   ``max(1, floor(n * fraction + 0.5))`` for test and for val (a fraction of 0 means 0), capped
-   so that at least one real task stays in train; with ``n < 3`` every new task goes to train
-   (there is too little to hold anything out).
-4. New real tasks are sorted by a stable hash of their id (``sha256(id)`` read as a number in
-   [0, 1)); the first ones fill the test deficit, the next ones the val deficit, the rest go
-   to train. Existing splits count towards the targets.
-5. Only if val or test would still be empty with ``n >= 3`` (every new task already placed, the
-   old ones all train) are previously-train tasks moved, again in hash order, so that val and
-   test each hold at least one task. Tasks are never moved out of val or test.
+0. Only *scorable* tasks get roles (a rule check, or a rubric the night's judge will score:
+   see :func:`~skillopt_sleep.night.replay.scorable`). An unscorable task's split and its
+   occurrences' roles are ``""`` (unassigned): the night cannot replay it.
+1. Every scorable task trains: its split is ``train`` and its earlier occurrences are
+   ``train``. No recurring corrected task is ever locked out of learning.
+2. With two occurrences or more, the latest but one (or the latest, with two) is ``val``:
+   the gate judges an edit on the next time the user asked.
+3. With three or more, the latest is ``test`` — unless it was ever replayed for training or
+   gating (``replayed``: the roles each occurrence was replayed in by earlier nights), so the
+   test score uses only occurrences never replayed for training or gating. A task asked once
+   trains only, and the night's report says it is not yet validated on a recurrence.
+4. ``val_fraction`` / ``test_fraction`` of 0 switch that held-out role off (its occurrences
+   train); any other value leaves the rule above as it is.
+5. Near-duplicates never serve as each other's held-out copy across *different* tasks: a
+   val or test occurrence whose prompt is a near-duplicate (``near``) of another task's
+   train occurrence is withheld (role ``""``, with a ``note`` saying which).
+6. Synthetic tasks (no occurrences) are ``train``.
 
-What counts as ``previous`` is the miner's business (:func:`~skillopt_sleep.night.mine.mine`):
-a stored split given to a task while it was unscorable (by versions before rule 0) is not one,
-and a task stored unassigned has the split it was last replayed in, if any (so a val/test task
-that was unscorable for a while comes back to val/test, not train).
+No occurrence has two roles in one night, by construction: each has exactly one ``split``.
+:func:`views` turns the tasks into what a night replays: one task per occurrence with a
+role (its prompt, its role, an id of its own, ``<task id>@<8 hex>``, so its rollouts are
+told apart across nights).
 """
 
 from __future__ import annotations
@@ -33,12 +35,19 @@ import hashlib
 from collections.abc import Callable, Mapping
 from typing import Literal
 
-from skillopt_sleep.models import Task
+from skillopt_sleep.models import Occurrence, Task
 
 Split = Literal["train", "val", "test"]
 #: The split of a task that has none (it is not scorable).
 UNASSIGNED = ""
-_SPLITS = ("train", "val", "test")
+#: At most this many train occurrences of one task are replayed (the latest ones).
+MAX_TRAIN_VIEWS = 3
+#: What "held out" means, as the night's report says it.
+HELD_OUT = (
+    "held out = the next time you asked: each task trains on its earlier occurrences, "
+    "the gate judges edits on a later one (val) and the latest, never replayed before, is "
+    "the test"
+)
 
 
 def stable_hash(task_id: str) -> float:
@@ -47,64 +56,116 @@ def stable_hash(task_id: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def _target(n: int, fraction: float) -> int:
-    if n < 3 or fraction <= 0:
-        return 0
-    return max(1, int(n * fraction + 0.5))
+def view_id(task_id: str, occurrence: Occurrence) -> str:
+    """The id of ``occurrence``'s replays: ``<task id>@<sha256(key)[:8]>``."""
+    return f"{task_id}@{hashlib.sha256(occurrence.key.encode()).hexdigest()[:8]}"
+
+
+def _ordered(occurrences: list[Occurrence]) -> list[Occurrence]:
+    return sorted(occurrences, key=lambda o: (o.when, o.session_id, o.seq))
+
+
+def _roles(
+    task: Task, replayed: Mapping[str, set[str]], val_on: bool, test_on: bool
+) -> list[Occurrence]:
+    occs = _ordered(task.occurrences)
+    roles = ["train"] * len(occs)
+    n = len(occs)
+    if n >= 3 and test_on:
+        latest = view_id(task.id, occs[-1])
+        if not replayed.get(latest, set()) & {"train", "val"}:
+            roles[-1] = "test"
+    if n >= 2 and val_on:
+        at = n - 2 if roles[-1] == "test" else n - 1
+        roles[at] = "val"
+    return [o.model_copy(update={"split": r, "note": ""}) for o, r in zip(occs, roles, strict=True)]
 
 
 def assign_splits(
     tasks: list[Task],
-    previous: Mapping[str, str],
+    replayed: Mapping[str, set[str]],
     val_fraction: float,
     test_fraction: float,
     is_scorable: Callable[[Task], bool] | None = None,
+    near: Callable[[str, str], bool] | None = None,
 ) -> list[Task]:
-    """Return copies of ``tasks`` (same order) with ``split`` set by the module's rule.
+    """Return copies of ``tasks`` (same order) with ``split`` and every occurrence's role set
+    by the module's rule.
 
-    ``previous`` maps task ids to the split they had before (typically every stored task).
-    ``is_scorable`` says which tasks the night can score (default: all); the others get
-    :data:`UNASSIGNED` and take no part in the assignment.
-    """
-    ok = {t.id for t in tasks if is_scorable is None or is_scorable(t)}
-    real = [t for t in tasks if not t.synthetic and t.id in ok]
-    n = len(real)
-    split: dict[str, str] = {}
-    for t in real:
-        old = previous.get(t.id)
-        if old in _SPLITS:
-            split[t.id] = old
-    want_test = _target(n, test_fraction)
-    want_val = _target(n, val_fraction)
-    while n >= 3 and want_test + want_val > n - 1:  # keep at least one task to learn from
-        if want_val >= want_test and want_val > (1 if val_fraction > 0 else 0):
-            want_val -= 1
-        elif want_test > (1 if test_fraction > 0 else 0):
-            want_test -= 1
-        else:
-            break
-
-    def count(name: str) -> int:
-        return sum(1 for s in split.values() if s == name)
-
-    new = sorted((t for t in real if t.id not in split), key=lambda t: (stable_hash(t.id), t.id))
-    for t in new:
-        if count("test") < want_test:
-            split[t.id] = "test"
-        elif count("val") < want_val:
-            split[t.id] = "val"
-        else:
-            split[t.id] = "train"
-    # Last resort: an empty val/test with enough tasks would make the night unable to gate.
-    for name, want in (("test", want_test), ("val", want_val)):
-        if want and count(name) == 0:
-            movable = sorted(
-                (t for t in real if split[t.id] == "train"), key=lambda t: (stable_hash(t.id), t.id)
-            )
-            if len(movable) > 1:
-                split[movable[0].id] = name
-    out = []
+    ``replayed`` maps view ids (:func:`view_id`) to the splits earlier nights replayed them
+    in. ``is_scorable`` says which tasks the night can score (default: all). ``near(a, b)``
+    says whether two prompts are near-duplicates (default: never)."""
+    out: list[Task] = []
     for t in tasks:
-        value = UNASSIGNED if t.id not in ok else "train" if t.synthetic else split[t.id]
-        out.append(t.model_copy(update={"split": value}))
+        if is_scorable is not None and not is_scorable(t):
+            occs = [o.model_copy(update={"split": "", "note": ""}) for o in t.occurrences]
+            out.append(t.model_copy(update={"split": UNASSIGNED, "occurrences": occs}))
+        elif t.synthetic or not t.occurrences:
+            out.append(t.model_copy(update={"split": "train"}))
+        else:
+            occs = _roles(t, replayed, val_fraction > 0, test_fraction > 0)
+            out.append(t.model_copy(update={"split": "train", "occurrences": occs}))
+    if near is None:
+        return out
+    # rule 5: a held-out occurrence is never a near-copy of another task's train occurrence
+    trained = [(t.id, o.prompt) for t in out for o in t.occurrences if o.split == "train"]
+    for i, t in enumerate(out):
+        occs = list(t.occurrences)
+        changed = False
+        for j, o in enumerate(occs):
+            if o.split not in ("val", "test"):
+                continue
+            twin = next((tid for tid, p in trained if tid != t.id and near(o.prompt, p)), None)
+            if twin is not None:
+                occs[j] = o.model_copy(
+                    update={
+                        "split": "",
+                        "note": f"withheld from {o.split}: a near-duplicate of task {twin}'s "
+                        "train occurrence",
+                    }
+                )
+                changed = True
+        if changed:
+            out[i] = t.model_copy(update={"occurrences": occs})
     return out
+
+
+def views(tasks: list[Task]) -> list[Task]:
+    """What a night replays: one task per occurrence with a role (at most
+    :data:`MAX_TRAIN_VIEWS` train occurrences per task, the latest, one per distinct prompt),
+    in the order of ``tasks``; a task without occurrences (synthetic, or stored before
+    occurrences were) is its own view. Unassigned tasks have none."""
+    out: list[Task] = []
+    for t in tasks:
+        if not t.split:
+            continue
+        if not t.occurrences:
+            out.append(t)
+            continue
+        occs = _ordered(t.occurrences)
+        train: list[Occurrence] = []
+        seen: set[str] = set()
+        for o in reversed(occs):
+            words = " ".join((o.prompt or t.intent).lower().split())
+            if o.split == "train" and words not in seen and len(train) < MAX_TRAIN_VIEWS:
+                seen.add(words)
+                train.append(o)
+        keep = {o.key for o in train} | {o.key for o in occs if o.split in ("val", "test")}
+        for o in occs:
+            if o.key in keep:
+                out.append(
+                    t.model_copy(
+                        update={
+                            "id": view_id(t.id, o),
+                            "intent": o.prompt or t.intent,
+                            "split": o.split,
+                            "occurrences": [o],
+                        }
+                    )
+                )
+    return out
+
+
+def task_of(view: str) -> str:
+    """The task id of a view id (the id itself for a task that is its own view)."""
+    return view.split("@", 1)[0]

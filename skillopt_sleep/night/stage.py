@@ -17,6 +17,7 @@ from typing import Any
 from skillopt_sleep import paths
 from skillopt_sleep.models import Task
 from skillopt_sleep.night.document import Edit, sha256_text
+from skillopt_sleep.night.replay import context_state
 from skillopt_sleep.night.screen import document_flags, visible
 from skillopt_sleep.results import (
     Delivery,
@@ -133,8 +134,10 @@ def stage_proposal(
         split, before_phase, after_phase = held_out
         certified = per_task_deltas(store, night_id, split, before_phase, after_phase)
         val_tasks, test_tasks = (certified, []) if split == "val" else ([], certified)
+    contexts = {t.id: context_state(t) for t in tasks}
     for row in val_tasks + test_tasks:
         row["intent"] = intents.get(row["task_id"], "")[:200]
+        row["context"] = contexts.get(row["task_id"], "")
     report = ProposalReport(
         id=pid,
         night_id=night_id,
@@ -247,6 +250,16 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
         "",
         report.scored_as,
         "",
+        *([report.summary.held_out.capitalize() + ".", ""] if report.summary.held_out else []),
+        *(
+            [
+                f"{report.summary.not_validated} task(s) asked only once trained and are not "
+                "yet validated on a recurrence.",
+                "",
+            ]
+            if report.summary.not_validated
+            else []
+        ),
         *(_delivery_lines(report.summary.delivery) if report.summary.delivery else []),
         *(
             [
@@ -279,6 +292,8 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
         lines += ["", f"## {title}", "", "| task | before | after |", "|---|---|---|"]
         for t in deltas:
             intent = t.intent.replace("\n", " ").replace("|", "\\|")[:80]
+            if t.context.startswith("not rebuilt"):
+                intent += f" ({_cell(t.context)}: scored without the checks that need it)"
             lines.append(f"| {intent} | {_fmt(t.before)} | {_fmt(t.after)} |")
     lines += ["", "## Diff", "", "```diff", diff.rstrip("\n"), "```", ""]
     return "\n".join(lines)

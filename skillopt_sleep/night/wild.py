@@ -37,6 +37,7 @@ from skillopt_sleep.night.corrections import classify
 from skillopt_sleep.night.delivery import where_loaded
 from skillopt_sleep.night.document import SKILL_NAME, Document, read_live
 from skillopt_sleep.night.replay import run_check
+from skillopt_sleep.night.split import task_of
 from skillopt_sleep.results import NightSummary, WildCheck
 from skillopt_sleep.store import Store
 
@@ -108,7 +109,9 @@ def _adopted(store: Store) -> list[_Adopted]:
     for adoption in store.adoptions.in_place():
         proposal = store.proposals.get(adoption["proposal_id"]) or {}
         night_id = proposal.get("night_id")
-        ids = {r["task_id"] for r in store.rollouts.of_night(night_id, None)} if night_id else set()
+        # rollouts name the occurrence they replayed (``<task id>@…``): its task
+        rows = store.rollouts.of_night(night_id, None) if night_id else []
+        ids = {task_of(r["task_id"]) for r in rows}
         target = Path(adoption["target_path"])
         summary = NightSummary.model_validate_json(proposal.get("summary") or "{}")
         if summary.delivery is not None:  # as the night placed it (its own HOME, e.g. a demo)

@@ -20,6 +20,11 @@ and every message, applied to a target answer in this order:
 Any other sentence is ignored: without a matching rule the persona gives its canned answer
 (its "characteristic mistake").
 
+Context: a replay's ``<session-context>`` preamble (the files and outputs the replayed
+occurrence's agent saw, see ``backends.base.context_block``) is not part of what was asked
+(answers are matched on the prompt without it); an answer's ``{changed_file}`` is the first
+file a diff in that context changes (``diff --git a/X``), or ``files`` when no diff was seen.
+
 Skills (``Turn.skills``, parsed by ``wire.py`` from the listing each agent CLI sends, see
 docs/agents.md): a listed skill contributes only its *listing entry* (name, description,
 location), and that entry is never read for rules: a description says when to load a skill,
@@ -72,6 +77,8 @@ _ALWAYS = re.compile(r"\balways\s+mention\s+`([^`]+)`", re.I)
 _NEVER = re.compile(r"\bnever\s+mention\s+`([^`]+)`", re.I)
 _USE_TOOL = re.compile(r"\buse\s+the\s+`([^`]+)`\s+tool", re.I)
 _MAX_CHARS = re.compile(r"\bkeep\s+answers\s+under\s+(\d+)\s+characters", re.I)
+_CONTEXT = re.compile(r"<session-context>(.*?)</session-context>\s*", re.S)
+_DIFF_FILE = re.compile(r"^diff --git a/(\S+)|^\+\+\+ b/(\S+)", re.M)
 _FRONT_MATTER = re.compile(r"(?ms)^---\n(?=[\w-]+:).*?^---$")
 _WORD = re.compile(r"[a-z]+")
 # fmt: off
@@ -320,11 +327,15 @@ class Brain:
             load = self.skill_to_load(turn, asked)
             if load is not None:
                 return Reply("target", "", load[0], load[1])
+        seen = "\n".join(_CONTEXT.findall(turn.all_text()))
+        asked = _CONTEXT.sub("", asked)
         match = next((a for a in persona.answers if a.pattern.search(asked)), None)
         if match is not None:
             text = match.text
         else:
-            text = persona.default_answer.replace("{prompt}", turn.prompt.strip())
+            text = persona.default_answer.replace("{prompt}", _CONTEXT.sub("", turn.prompt).strip())
+        diff = _DIFF_FILE.search(seen)
+        text = text.replace("{changed_file}", (diff.group(1) or diff.group(2)) if diff else "files")
         rules = parse_rules(turn.rule_text())
         text = apply_rules(text, rules)
         if not turn.after_tool or last_load:

@@ -18,7 +18,13 @@ What is kept:
   (``ignored_type:<type>``).
 * ``answer`` — assistant ``text`` blocks, with ``tool_use`` names in ``tool_names``. uid =
   ``message.id`` so the records one API response is split into merge into one message.
-* ``tool`` — ``tool_result`` blocks: a short excerpt and ``is_error``.
+* ``tool`` — ``tool_result`` blocks: a short excerpt and ``is_error``; and, for the task's
+  context capsule (``context``), what the agent saw: the file a ``Read`` returned (line
+  numbers taken off, path relative to the session's cwd) or the output of a ``Bash`` command
+  (or of another tool, named with its input; an edit's or a to-do list's result is an
+  ``action``, no context), redacted and cut at :data:`CONTEXT_CHARS`
+  (``truncated``; a ``Read`` with ``offset``/``limit`` counts as cut). The ``tool_use`` ids
+  wait in the parse state for their results (at most :data:`PENDING_TOOLS`).
 
 uid = record ``uuid`` (assistant: ``message.id``), so history copied into a resumed session's
 new file dedupes in the store. Session key = the record's ``sessionId`` (else the file stem);
@@ -35,6 +41,7 @@ contains :data:`~skillopt_sleep.sources.base.SELF_MARKER`.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import Counter
@@ -42,7 +49,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from skillopt_sleep.models import HarvestedMessage, HarvestedSession
+from skillopt_sleep.models import CapsuleItem, HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
 from skillopt_sleep.sources.common import cap, json_records
@@ -50,6 +57,15 @@ from skillopt_sleep.sources.common import cap, json_records
 #: characters kept of a prompt / answer, and of a tool result excerpt
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
+#: characters kept of what a tool showed the agent (a file, a command's output)
+CONTEXT_CHARS = 8000
+#: tool calls remembered per session while their results are awaited
+PENDING_TOOLS = 64
+#: tools whose result reports an action the agent took, not something it saw
+ACTION_TOOLS = frozenset(
+    {"Edit", "MultiEdit", "Write", "NotebookEdit", "TodoWrite", "ExitPlanMode", "Task", "Skill"}
+)
+_LINE_NO = re.compile(r"^ *\d+(?:→|\t)", re.M)
 
 HEADLESS_ENTRYPOINTS = frozenset({"sdk-cli", "sdk-ts", "sdk-py"})
 #: built-in slash commands whose arguments are settings, not tasks
@@ -137,6 +153,40 @@ def clean_prompt(text: str) -> tuple[str | None, str]:
     return text, ""
 
 
+def _seen_as(name: str, tool_input: Any, cwd: str | None) -> list[Any] | None:
+    """``[kind, name, cut]`` of what a tool call will show the agent: a ``Read`` a file
+    (``cut`` when only part of it is read), a ``Bash`` its command's output, another tool
+    its output named with the tool and its input; None when the log keeps no input (its
+    result then counts as context that cannot be rebuilt)."""
+    args = tool_input if isinstance(tool_input, dict) else {}
+    if name in ACTION_TOOLS:
+        return ["action", name, False]
+    if not args:
+        return None
+    if name == "Read" and isinstance(args.get("file_path"), str):
+        path = args["file_path"]
+        if cwd and path.startswith(cwd.rstrip("/") + "/"):
+            path = path[len(cwd.rstrip("/")) + 1 :]
+        return ["file", clean(path), bool(args.get("offset") or args.get("limit"))]
+    if name == "Bash" and isinstance(args.get("command"), str):
+        return ["output", clean(args["command"])[:300], False]
+    shown = json.dumps(args, ensure_ascii=False, sort_keys=True)[:200]
+    return ["output", clean(f"{name} {shown}"), False]
+
+
+def _capsule_item(seen: list[Any], body: str) -> CapsuleItem:
+    kind, name, cut = seen
+    if kind == "action":
+        return CapsuleItem(kind="action", name=name)
+    text = _REMINDER.sub("", body)
+    if kind == "file":
+        text = _LINE_NO.sub("", text)
+    text = clean(text)
+    if len(text) > CONTEXT_CHARS:
+        text, cut = text[:CONTEXT_CHARS], True
+    return CapsuleItem(kind=kind, name=name, text=text, truncated=bool(cut))
+
+
 class ClaudeCodeSource(Source):
     """Harvester for Claude Code's ``projects/**/*.jsonl`` transcripts (see module doc)."""
 
@@ -205,7 +255,7 @@ class ClaudeCodeSource(Source):
             try:
                 self._envelope(rec, sess, meta)
                 if rtype == "assistant":
-                    self._assistant(rec, messages[key], raw[key], sidechain, skipped, sess)
+                    self._assistant(rec, messages[key], raw[key], sidechain, skipped, sess, meta)
                 else:
                     self._user(rec, messages[key], sidechain, skipped, meta)
             except (TypeError, ValueError, AttributeError) as exc:  # a field of an odd type
@@ -248,6 +298,7 @@ class ClaudeCodeSource(Source):
         sidechain: bool,
         skipped: Counter,
         sess: HarvestedSession,
+        meta: dict | None = None,
     ) -> None:
         msg = rec.get("message")
         if not isinstance(msg, dict):
@@ -276,6 +327,12 @@ class ClaudeCodeSource(Source):
                     texts.append(block["text"])
                 elif block.get("type") == "tool_use" and isinstance(block.get("name"), str):
                     tools.append(block["name"])
+                    seen = _seen_as(block["name"], block.get("input"), sess.project)
+                    if meta is not None and isinstance(block.get("id"), str) and seen:
+                        pending = meta.setdefault("tu", {})
+                        pending[block["id"]] = seen
+                        for old in list(pending)[:-PENDING_TOOLS]:
+                            del pending[old]
         text = "\n".join(t.strip() for t in texts if t.strip())
         m = out.get(uid)
         if m is None:
@@ -302,6 +359,7 @@ class ClaudeCodeSource(Source):
         content = msg.get("content")
         texts: list[str] = []
         results: list[tuple[str, bool]] = []
+        context: CapsuleItem | None = None
         if isinstance(content, str):
             texts.append(content)
         elif isinstance(content, list):
@@ -311,7 +369,11 @@ class ClaudeCodeSource(Source):
                 if block.get("type") == "text" and isinstance(block.get("text"), str):
                     texts.append(block["text"])
                 elif block.get("type") == "tool_result":
-                    results.append((_block_text(block.get("content")), bool(block.get("is_error"))))
+                    body, error = _block_text(block.get("content")), bool(block.get("is_error"))
+                    results.append((body, error))
+                    seen = meta.get("tu", {}).pop(str(block.get("tool_use_id")), None)
+                    if context is None and seen and not error:
+                        context = _capsule_item(seen, body)
         ts = _str(rec.get("timestamp"))
         if results:
             excerpt = "\n".join(r[0] for r in results)
@@ -324,6 +386,7 @@ class ClaudeCodeSource(Source):
                 timestamp=ts,
                 is_sidechain=sidechain,
                 is_error=any(r[1] for r in results),
+                context=context,
             )
         text = "\n".join(t for t in texts if t.strip())
         if not text:

@@ -25,7 +25,9 @@ Answers: assistant ``message`` items, ``agent_message`` events and ``item_comple
 ``function_call``/``custom_tool_call`` (names as written, e.g. ``mcp__server__tool``) and
 ``local_shell``/``web_search``/``tool_search``/``image_generation`` calls, attached to the
 turn's current answer. Tool outputs become ``tool`` excerpts (``is_error`` from a non-zero exit
-code). Compacted ``replacement_history`` is copied history and is skipped.
+code); a shell call's output (``exec_command`` ``cmd`` / ``shell`` ``command``, its id waiting
+in the state for the output) also becomes the message's ``context`` (for the task's context
+capsule: the command line and its output, redacted, cut at :data:`CONTEXT_CHARS`). Compacted ``replacement_history`` is copied history and is skipped.
 
 Session key: the first ``session_meta`` id (or the header id), else the uuid in the file name;
 a file whose name holds another uuid than its meta id keeps the name's (two files sharing a
@@ -46,13 +48,17 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from skillopt_sleep.models import HarvestedMessage, HarvestedSession
+from skillopt_sleep.models import CapsuleItem, HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
 from skillopt_sleep.sources.common import as_dict, cap, json_records
 
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
+#: characters kept of a command's output for the task's context capsule
+CONTEXT_CHARS = 8000
+#: shell calls remembered per session while their outputs are awaited
+PENDING_TOOLS = 64
 #: how many recent messages a duplicate (response_item vs event_msg) is looked for in
 DEDUPE_WINDOW = 12
 
@@ -208,6 +214,22 @@ class CodexSource(Source):
         return result
 
 
+def _shell_command(arguments: Any) -> str | None:
+    """The command line of a shell call's ``arguments`` (``{"cmd": "git diff"}`` of
+    ``exec_command``, ``{"command": ["bash", "-lc", "git diff"]}`` of ``shell``), for the
+    context capsule; None for any other call."""
+    try:
+        args = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        return None
+    if not isinstance(args, dict):
+        return None
+    cmd = args.get("cmd", args.get("command"))
+    if isinstance(cmd, list) and cmd and all(isinstance(c, str) for c in cmd):
+        cmd = cmd[-1] if len(cmd) == 3 and cmd[1] in ("-lc", "-c") else " ".join(cmd)
+    return clean(cmd)[:300] if isinstance(cmd, str) and cmd.strip() else None
+
+
 class _Ctx:
     """Per-pass parse context; everything that must survive a pass lives in ``st``."""
 
@@ -284,9 +306,25 @@ class _Ctx:
             if not isinstance(name, str) or not name:
                 name = ptype.removesuffix("_call")
             self.tool_call(name)
+            command = _shell_command(p.get("arguments"))
+            if command and isinstance(p.get("call_id"), str):
+                pending = self.st.setdefault("tu", {})
+                pending[p["call_id"]] = command
+                for old in list(pending)[:-PENDING_TOOLS]:
+                    del pending[old]
         elif ptype in ("function_call_output", "custom_tool_call_output"):
             text, error = _tool_output(p)
             uid = f"{self.st['key']}:{self.st['line']}"
+            command = self.st.get("tu", {}).pop(str(p.get("call_id")), None)
+            context = None
+            if command and not error:
+                seen = clean(text)
+                context = CapsuleItem(
+                    kind="output",
+                    name=command,
+                    text=seen[:CONTEXT_CHARS],
+                    truncated=len(seen) > CONTEXT_CHARS,
+                )
             self.add(
                 HarvestedMessage(
                     uid=uid,
@@ -294,6 +332,7 @@ class _Ctx:
                     kind="tool",
                     is_error=error,
                     text=clean_excerpt(text, TOOL_EXCERPT),
+                    context=context,
                 )
             )
         else:

@@ -9,8 +9,14 @@ class Counts(Repository):
     """How much the store holds."""
 
     def totals(self) -> dict[str, int]:
-        """``{"sessions": n, "messages": n, "tasks": n}``."""
-        return {t: int(self.db.table(t).count) for t in ("sessions", "messages", "tasks")}
+        """``{"sessions": n, "messages": n, "tasks": n, "headless": n}``; ``headless``: the
+        harvested headless / programmatic sessions that are not our own replays."""
+        out = {t: int(self.db.table(t).count) for t in ("sessions", "messages", "tasks")}
+        row = self.db.execute(
+            "select count(*) from sessions where headless = 1 and self_generated = 0"
+        ).fetchone()
+        out["headless"] = int(row[0])
+        return out
 
     def sessions_by_source(self) -> dict[str, int]:
         """``{source: number of sessions}``."""

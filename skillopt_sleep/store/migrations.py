@@ -289,6 +289,27 @@ def m004_reredact(db: Database) -> None:
         db.execute("insert into messages_fts(messages_fts) values('optimize')")
 
 
+@migrations(name="m005_task_occurrences")
+def m005_task_occurrences(db: Database) -> None:
+    """A task's occurrences (each time the user asked it, with its role in the night's
+    splits) and why similar prompts were kept apart from it: JSON lists."""
+    if db.table("tasks").exists():
+        for col in ("occurrences", "apart"):
+            if col not in db.table("tasks").columns_dict:
+                db.table("tasks").add_column(col, str)
+
+
+@migrations(name="m006_judges_context")
+def m006_judges_context(db: Database) -> None:
+    """Judges validated by controls and replays with context: a task's ``demoted`` checks
+    (failed a control; JSON list of Check) and ``context`` capsule (JSON ContextCapsule, ""
+    when not known); a tool message's ``context`` (JSON CapsuleItem: the file the agent read
+    or the output it saw, "" when the source keeps none)."""
+    for table, column in (("tasks", "demoted"), ("tasks", "context"), ("messages", "context")):
+        if column not in db.table(table).columns_dict:
+            db.table(table).add_column(column, str)
+
+
 def _redact_json_text(value: str) -> str:
     try:
         return json.dumps(redact_json(json.loads(value)))
@@ -296,8 +317,8 @@ def _redact_json_text(value: str) -> str:
         return redact(value)
 
 
-@migrations(name="m005_outbox")
-def m005_outbox(db: Database) -> None:
+@migrations(name="m007_outbox")
+def m007_outbox(db: Database) -> None:
     """``outbox``: every outbound model call (privacy: what was sent where)."""
     db.table("outbox").create(
         {

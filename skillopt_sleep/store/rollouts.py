@@ -46,3 +46,18 @@ class RolloutsRepo(Repository):
             ).fetchall()
             out.update({tid: split for tid, split in rows if split})
         return out
+
+    def splits_of(self, task_ids: list[str]) -> dict[str, set[str]]:
+        """``{task id: the splits it was ever replayed in}`` (tasks never replayed are
+        absent)."""
+        out: dict[str, set[str]] = {}
+        for start in range(0, len(task_ids), 500):
+            chunk = task_ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(
+                f"select distinct task_id, split from rollouts where task_id in ({marks})", chunk
+            ).fetchall()
+            for tid, split in rows:
+                if split:
+                    out.setdefault(tid, set()).add(split)
+        return out

@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from skillopt_sleep.models import HarvestedSession
-from skillopt_sleep.redact import redact
+from skillopt_sleep.redact import redact, redact_json
 from skillopt_sleep.store._base import Repository, Row, now_iso
 
 
@@ -38,7 +38,8 @@ class SessionsRepo(Repository):
     ``file_path``, ``started_at``, ``updated_at``, ``model``, ``agent_version``, ``headless``
     (0/1), ``self_generated`` (0/1), ``title``, ``n_messages``. Message rows: ``id``,
     ``session_id``, ``source``, ``uid``, ``seq`` (0-based order in the session), ``role``,
-    ``kind``, ``text``, ``tool_names``, ``timestamp``, ``is_sidechain``, ``is_error``."""
+    ``kind``, ``text``, ``tool_names``, ``timestamp``, ``is_sidechain``, ``is_error``,
+    ``context`` (a tool message's :class:`~skillopt_sleep.models.CapsuleItem`, JSON)."""
 
     def get(self, session_id: str) -> Row | None:
         """The session's row, or None."""
@@ -118,6 +119,9 @@ class SessionsRepo(Repository):
                     "timestamp": msg.timestamp,
                     "is_sidechain": int(msg.is_sidechain),
                     "is_error": int(msg.is_error),
+                    "context": (
+                        json.dumps(redact_json(msg.context.model_dump())) if msg.context else ""
+                    ),
                 }
             )
             seq += 1
@@ -142,12 +146,14 @@ class SessionsRepo(Repository):
         return list(self.db.table("sessions").rows_where(sql, args, order_by="started_at"))
 
     def messages(self, session_id: str) -> list[Row]:
-        """The session's messages in order, ``tool_names`` decoded to a list."""
+        """The session's messages in order, ``tool_names`` decoded to a list, ``context``
+        (a tool message's capsule item) to a dict or None."""
         rows = list(
             self.db.table("messages").rows_where("session_id = ?", [session_id], order_by="seq")
         )
         for r in rows:
             r["tool_names"] = json.loads(r["tool_names"] or "[]")
+            r["context"] = json.loads(r["context"]) if r.get("context") else None
         return rows
 
     def search_messages(self, query: str, limit: int = 20) -> list[Row]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from skillopt_sleep.models import Task
+from skillopt_sleep.models import ContextCapsule, Task
 from skillopt_sleep.redact import redact, redact_json
 from skillopt_sleep.store._base import Repository, now_iso
 
@@ -31,6 +31,12 @@ class TasksRepo(Repository):
                     "split": t.split,
                     "synthetic": int(t.synthetic),
                     "tools": json.dumps(t.tools),
+                    "occurrences": json.dumps(redact_json([o.model_dump() for o in t.occurrences])),
+                    "apart": json.dumps(redact_json(t.apart)),
+                    "demoted": json.dumps(redact_json([c.model_dump() for c in t.demoted])),
+                    "context": (
+                        json.dumps(redact_json(t.context.model_dump())) if t.context else ""
+                    ),
                     "first_seen": old["first_seen"] if old else now,
                     "last_seen": now,
                     "updated_at": now,
@@ -56,6 +62,12 @@ class TasksRepo(Repository):
                 split=r["split"],
                 synthetic=bool(r["synthetic"]),
                 tools=json.loads(r["tools"] or "[]"),
+                occurrences=json.loads(r.get("occurrences") or "[]"),
+                apart=json.loads(r.get("apart") or "[]"),
+                demoted=json.loads(r.get("demoted") or "[]"),
+                context=(
+                    ContextCapsule.model_validate_json(r["context"]) if r.get("context") else None
+                ),
             )
             for r in rows
         ]

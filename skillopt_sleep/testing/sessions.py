@@ -23,11 +23,14 @@ def write_claude_session(
     *,
     when: dt.datetime | None = None,
     version: str = "2.1.328",
+    entrypoint: str | None = None,
 ) -> Path:
     """Write one Claude Code transcript (``~/.claude/projects/<slug>/<session>.jsonl``).
 
     Each turn is (prompt, answer, correction|None); a correction is a user record after the
-    answer, followed by a short assistant acknowledgement. Returns the file path.
+    answer, followed by a short assistant acknowledgement. ``entrypoint``: the envelope's
+    field (``cli`` interactive; ``sdk-py`` an Agent-SDK program such as a grader; absent when
+    None). Returns the file path.
     """
     when = when or dt.datetime.now(dt.UTC) - dt.timedelta(hours=2)
     session = str(uuid.uuid4())
@@ -41,6 +44,7 @@ def write_claude_session(
         "sessionId": session,
         "version": version,
         "gitBranch": "main",
+        **({"entrypoint": entrypoint} if entrypoint else {}),
     }
     records: list[dict[str, Any]] = []
     parent = None

@@ -7,7 +7,7 @@ tests/bench/bench_workers.py``; ``BENCH_LATENCY=0.2`` for a quicker run). It is 
 unless the ``bench`` marker is selected.
 
 Each night starts from an empty response cache in the same world (the wider test world:
-10 scorable tasks, 4 train, 3 val, 3 test) and must decide what the one-worker night decided.
+10 scorable tasks; occurrences 10 train, 10 val, 1 test) and must decide what the one-worker night decided.
 Printed per worker count: the night's wall time, its model calls (a night with more workers
 may make more: val replays of edits made ahead and not used), the most calls the simulator
 had in flight at once, and the speed-up over one worker.

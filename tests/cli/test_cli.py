@@ -321,6 +321,56 @@ def test_tasks_marks_a_task_with_nothing_to_score_it_by(tmp_path):
     assert task["split"] == "" and task["checks"] == []
 
 
+def test_tasks_shows_occurrences_by_role_why_similar_prompts_were_kept_apart_and_drops(
+    tmp_path,
+):
+    """The pnpm task asked three times (two agents): its occurrences by role; the same words
+    in another project are another task, and ``tasks`` says why (and withholds the held-out
+    occurrences that are the other task's train copy); an Agent-SDK grader's session with a
+    scripted correction is not mined, and ``tasks`` and ``status`` say so."""
+    import datetime as dt
+
+    from skillopt_sleep.testing.sessions import write_claude_session
+
+    home = Path(os.environ["HOME"])
+    webapp, other = tmp_path / "webapp", tmp_path / "other"
+    webapp.mkdir()
+    other.mkdir()
+    ask = ("install the dependencies", "Run `npm install`.", "no, use pnpm instead of npm")
+    write_conversations(
+        home, webapp, [("claude_code", [ask]), ("codex", [ask]), ("claude_code", [ask])]
+    )
+    write_conversations(home, other, [("claude_code", [ask])])
+    write_claude_session(
+        home,
+        webapp,
+        [("bump the version", "Bumped to 1.2.", "no, use hatch version instead of editing it")],
+        when=dt.datetime.now(dt.UTC) - dt.timedelta(hours=1),
+        entrypoint="sdk-py",
+    )
+    assert cli("harvest").returncode == 0
+    res = cli("tasks")
+    assert res.returncode == 0, res.stderr
+    text = " ".join(res.stdout.split())
+    assert "occurrences" in text  # the table's column (its cells wrap: the roles are below)
+    assert "kept apart from" in text and "a different project" in text
+    assert "not mined: headless_session 1 (headless or programmatic runs" in text
+    assert "bump the version" not in text
+    tasks = {t["project"]: t for t in json.loads(cli("tasks", "--json").stdout)}
+    # the other project's task trains on the very same words: webapp's later occurrences
+    # would be its held-out copies, so they are withheld (never another task's held-out copy)
+    occurrences = tasks[str(webapp)]["occurrences"]
+    assert [o["split"] for o in occurrences] == ["train", "", ""]
+    other_id = tasks[str(other)]["id"]
+    assert occurrences[1]["note"] == (
+        f"withheld from val: a near-duplicate of task {other_id}'s train occurrence"
+    )
+    assert "an occurrence withheld from test" in text
+    assert [o["split"] for o in tasks[str(other)]["occurrences"]] == ["train"]
+    assert "1 task(s) asked once" in text
+    assert json.loads(cli("status", "--json").stdout)["counts"]["headless"] == 1
+
+
 def test_a_broken_state_folder_or_database_is_one_line_and_exit_1(tmp_path):
     """The machine, not a bug: a state folder that cannot be made, a damaged database."""
     home = tmp_path / "sk"

@@ -41,7 +41,7 @@ harmful_edits = ["Never mention `pnpm`."]
 
 #: More recurring requests than the demo's, so a replay has more tasks than a worker or two
 #: (each asked in a Claude Code and a Codex session, and corrected to pnpm): 10 scorable
-#: tasks, 4 train, 3 val, 3 test
+#: tasks; by occurrence, 10 train, 10 val, 1 test (only the install task is asked 3 times)
 _WIDER = {
     "build the project for production": "Run `npm run build`.",
     "start the dev server": "Run `npm run dev`.",

@@ -76,6 +76,10 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
                 # this agent's sources at their default places in the sandbox HOME, where its
                 # CLI wrote the sessions (the default sources stay on: no one else wrote any)
                 "sources": {source: {} for source in agents.get_agent(agent).sources},
+                # the user's sessions here are written with `claude -p` / `codex exec` /
+                # `copilot -p` (the only way a test drives the real CLIs), which are headless
+                # runs and not mined by default: this test stands in for a user's own sessions
+                "mine_headless": True,
                 "document": {"kind": "memory", "agent": agent},
                 "target": {"name": agent, **backend},
                 "optimizer": {"name": "openai_compatible", **backend, "base_url": sim.url + "/v1"},

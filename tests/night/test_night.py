@@ -230,7 +230,37 @@ def test_a_skill_of_another_agent_than_the_replay_target_is_warned_about(world, 
 def test_with_no_val_split_an_improvement_is_unverified_and_not_staged(tmp_path, isolated_home):
     project = tmp_path / "solo"
     project.mkdir()
-    # one recurring task only: fewer than 3 tasks keeps val (and test) empty
+    # one corrected task asked once: it trains, and has no later occurrence to validate on
+    # (with occurrence splits a task asked three times is trained, validated and tested: see
+    # test_a_task_asked_three_times_is_learned_and_certified_on_its_next_occurrence)
+    write_conversations(
+        isolated_home,
+        project,
+        [c for c in DEMO_CONVERSATIONS if "install the dependencies" in c[1][0][0].lower()][:1],
+    )
+    persona = tmp_path / "persona.toml"
+    persona.write_text(PERSONA, encoding="utf-8")
+    target = project / "CLAUDE.md"
+    target.write_bytes(USER_TEXT)
+    store = Store(paths.db_path())
+    with serve(persona) as sim:
+        result = run_night(store, settings_for(isolated_home, project, sim.url, target))
+    assert result.summary.val == 0 and "cannot certify" in result.summary.unverified
+    assert result.summary.not_validated == 1
+    assert result.status == "no_change" and result.proposal_id is None
+    assert result.summary.reason == "edits improved train only (unverified)"
+    statuses = {e["text"]: e["status"] for e in db_rows(store, "edits")}
+    assert statuses["Use `pnpm` instead of `npm`."] == "unverified"
+    assert db_rows(store, "proposals") == [] and target.read_bytes() == USER_TEXT
+
+
+def test_a_task_asked_three_times_is_learned_and_certified_on_its_next_occurrence(
+    tmp_path, isolated_home
+):
+    """The pnpm task, corrected in two sessions of two agents and asked a third time: it
+    trains on its first occurrence, the gate certifies on the second, the test is the third."""
+    project = tmp_path / "solo"
+    project.mkdir()
     write_conversations(
         isolated_home,
         project,
@@ -243,12 +273,24 @@ def test_with_no_val_split_an_improvement_is_unverified_and_not_staged(tmp_path,
     store = Store(paths.db_path())
     with serve(persona) as sim:
         result = run_night(store, settings_for(isolated_home, project, sim.url, target))
-    assert result.summary.val == 0 and "cannot certify" in result.summary.unverified
-    assert result.status == "no_change" and result.proposal_id is None
-    assert result.summary.reason == "edits improved train only (unverified)"
-    statuses = {e["text"]: e["status"] for e in db_rows(store, "edits")}
-    assert statuses["Use `pnpm` instead of `npm`."] == "unverified"
-    assert db_rows(store, "proposals") == [] and target.read_bytes() == USER_TEXT
+    s = result.summary
+    assert (s.tasks, s.train, s.val, s.test) == (1, 1, 1, 1), s
+    assert s.held_out and "next time you asked" in s.held_out
+    assert result.status == "succeeded", s
+    assert result.val_after > result.val_before and result.test_after > result.test_before
+    [task] = store.tasks.all()
+    assert [o.split for o in task.occurrences] == ["train", "val", "test"]
+    rows = db_rows(store, "rollouts")
+    by_split: dict[str, set[str]] = {}
+    for r in rows:
+        by_split.setdefault(r["split"], set()).add(r["task_id"])
+    # no occurrence in two roles: three views, one per role
+    assert (
+        all(len(ids) == 1 for ids in by_split.values())
+        and len(set().union(*by_split.values())) == 3
+    )
+    report = (Path(store.proposals.get(result.proposal_id)["dir"]) / "report.md").read_text()
+    assert "Held out = the next time you asked" in report
 
 
 #: The user trial: one corrected task, two recurring ones nothing can score.
@@ -326,15 +368,19 @@ def old_trial_store(tmp_path: Path, home: Path):
     return store, project, persona, target
 
 
-def test_no_tasks_says_when_every_scorable_task_is_held_out(tmp_path, isolated_home):
+def test_a_task_an_older_version_held_out_in_val_trains_now(tmp_path, isolated_home):
+    """The user trial left its one scorable task in val, where no night could learn it (the
+    night said "no scorable task in train"). Held out is now the next time the user asks:
+    asked once, it trains, and the night says it is not yet validated on a recurrence."""
     store, project, _persona, target = old_trial_store(tmp_path, isolated_home)
-    result = run_night(store, settings_for(isolated_home, project, "http://127.0.0.1:9/v1", target))
-    assert result.status == "no_tasks"
-    assert result.summary.reason == (
-        "no scorable task in train (1 val, 0 test held out, 2 unscorable): a night needs "
-        "another scorable task to train on; correct the agent when it gets a recurring request "
-        "wrong"
+    result = run_night(
+        store,
+        settings_for(isolated_home, project, "http://127.0.0.1:9/v1", target),
+        dry_run=True,
     )
+    s = result.summary
+    assert result.status == "planned", s
+    assert (s.scorable, s.train, s.val, s.test, s.not_validated) == (1, 1, 0, 0, 1)
 
 
 def test_a_split_stored_by_an_older_version_for_an_unscorable_task_does_not_block(
@@ -351,10 +397,12 @@ def test_a_split_stored_by_an_older_version_for_an_unscorable_task_does_not_bloc
         result = run_night(store, settings_for(isolated_home, project, sim.url, target))
         assert sum(sim.stats.by_role.values()) > 0
     s = result.summary
-    assert (s.scorable, s.train, s.val, s.test) == (2, 1, 1, 0)
+    # the docs task, asked three times, trains, validates and tests on its occurrences; the
+    # install task, asked once, trains
+    assert (s.scorable, s.train, s.val, s.test) == (2, 2, 1, 1)
     assert result.status in ("no_change", "succeeded"), s
     assert {t.intent: t.split for t in store.tasks.all()} == {
-        "install the dependencies": "val",
+        "install the dependencies": "train",
         "build the docs site": "train",
         "check the lint errors": "",
     }

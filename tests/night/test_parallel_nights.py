@@ -12,6 +12,7 @@ import pytest
 
 from skillopt_sleep import paths
 from skillopt_sleep.night.run import run_night
+from skillopt_sleep.night.split import views
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
 from tests.helpers.night import (
@@ -111,7 +112,8 @@ def _measure(world: tuple[Path, Path, Path, Path], workers: int) -> dict[str, in
         for r in db_rows(store, "rollouts", "night_id = ? and split = 'val'", [result.night_id])
     }
     # a val replay: a target call whose prompt is a val task's (its document in the context)
-    val_intents = {t.intent[:200] for t in store.tasks.all() if t.id in val_ids}
+    # rollouts name the occurrence each replay asked (a view of its task)
+    val_intents = {v.intent[:200] for v in views(store.tasks.all()) if v.id in val_ids}
     store.close()
     assert val_intents
     calls = [r for r in snap["requests"] if r.get("finished")]

@@ -26,6 +26,7 @@ from skillopt_sleep.night.document import (
     managed_skill_path,
 )
 from skillopt_sleep.night.run import run_night
+from skillopt_sleep.night.split import views
 from skillopt_sleep.proposals import adopt, reject
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
@@ -193,7 +194,8 @@ def test_the_optimizer_rewrites_the_description_and_the_skill_is_loaded(
     # the val replays of the staged skill loaded it (the simulator's request log): each val
     # task's request listing the new description led to a Skill call
     val_ids = {r["task_id"] for r in store.rollouts.of_night(result.night_id, "val")}
-    intents = {t.id: t.intent for t in store.tasks.all() if t.id in val_ids}
+    # rollouts name the occurrence each replay asked (a view of its task)
+    intents = {v.id: v.intent for v in views(store.tasks.all()) if v.id in val_ids}
     assert intents
     for intent in intents.values():
         asked = [r for r in requests if r.get("skills") and r.get("prompt") == intent[:200]]

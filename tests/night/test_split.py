@@ -1,121 +1,144 @@
-"""Deterministic, stable train/val/test assignment."""
+"""Splits by occurrence in time: each task trains on its earlier occurrences, a later one
+validates, the latest is test (when there are enough); the invariants of
+``night/split.py``, each tested."""
 
 from __future__ import annotations
 
-from skillopt_sleep.models import Task
-from skillopt_sleep.night.split import assign_splits, stable_hash
+from skillopt_sleep.models import Check, Occurrence, Task
+from skillopt_sleep.night.gate import gate
+from skillopt_sleep.night.replay import Scored
+from skillopt_sleep.night.split import assign_splits, view_id, views
 
 
-def task(i: int, *, synthetic: bool = False) -> Task:
-    return Task(id=f"task{i:02d}", intent=f"intent {i}", synthetic=synthetic)
+def occ(session: str, day: int, prompt: str = "run the tests") -> Occurrence:
+    return Occurrence(session_id=session, seq=0, when=f"2025-06-{day:02d}T10:00:00Z", prompt=prompt)
 
 
-def splits(tasks: list[Task]) -> dict[str, str]:
-    return {t.id: t.split for t in tasks}
-
-
-def test_stable_hash_is_in_unit_interval_and_deterministic() -> None:
-    values = [stable_hash(f"t{i}") for i in range(50)]
-    assert all(0.0 <= v < 1.0 for v in values)
-    assert values == [stable_hash(f"t{i}") for i in range(50)]
-    assert len(set(values)) == 50
-
-
-def test_three_tasks_give_one_val_one_test_one_train() -> None:
-    out = assign_splits([task(1), task(2), task(3)], {}, 0.25, 0.25)
-    assert sorted(t.split for t in out) == ["test", "train", "val"]
-    # the lowest hash goes to test, the next to val
-    by_hash = sorted(out, key=lambda t: stable_hash(t.id))
-    assert [t.split for t in by_hash] == ["test", "val", "train"]
-
-
-def test_fewer_than_three_tasks_all_train() -> None:
-    assert [t.split for t in assign_splits([task(1), task(2)], {}, 0.25, 0.25)] == [
-        "train",
-        "train",
-    ]
-
-
-def test_fractions_are_respected_for_many_tasks() -> None:
-    out = assign_splits([task(i) for i in range(20)], {}, 0.25, 0.25)
-    counts = {s: sum(t.split == s for t in out) for s in ("train", "val", "test")}
-    assert counts == {"train": 10, "val": 5, "test": 5}
-
-
-def test_order_of_input_does_not_change_assignment() -> None:
-    tasks = [task(i) for i in range(10)]
-    a = splits(assign_splits(tasks, {}, 0.2, 0.2))
-    b = splits(assign_splits(list(reversed(tasks)), {}, 0.2, 0.2))
-    assert a == b
-    assert [t.id for t in assign_splits(tasks, {}, 0.2, 0.2)] == [t.id for t in tasks]
-
-
-def test_previous_splits_are_kept_and_new_tasks_fill_quotas() -> None:
-    first = splits(assign_splits([task(i) for i in range(4)], {}, 0.25, 0.25))
-    out = splits(assign_splits([task(i) for i in range(8)], first, 0.25, 0.25))
-    for tid, split in first.items():
-        assert out[tid] == split
-    counts = {s: sum(v == s for v in out.values()) for s in ("train", "val", "test")}
-    assert counts == {"train": 4, "val": 2, "test": 2}
-
-
-def test_previous_val_test_never_moves_even_if_over_quota() -> None:
-    previous = {"task00": "test", "task01": "test", "task02": "val"}
-    out = splits(assign_splits([task(0), task(1), task(2), task(3)], previous, 0.25, 0.25))
-    assert out == {"task00": "test", "task01": "test", "task02": "val", "task03": "train"}
-
-
-def test_old_train_tasks_are_promoted_only_when_val_or_test_would_be_empty() -> None:
-    previous = {"task00": "train", "task01": "train", "task02": "train"}
-    out = splits(assign_splits([task(0), task(1), task(2)], previous, 0.25, 0.25))
-    assert sorted(out.values()) == ["test", "train", "val"]
-    # with a new task available, it is used first and old tasks stay put where possible
-    out = splits(assign_splits([task(0), task(1), task(2), task(3)], previous, 0.25, 0.25))
-    assert sum(v == "test" for v in out.values()) == 1
-    assert sum(v == "val" for v in out.values()) == 1
-
-
-def test_synthetic_tasks_are_always_train() -> None:
-    tasks = [task(i, synthetic=True) for i in range(6)] + [task(10), task(11), task(12)]
-    previous = {"task00": "val", "task01": "test"}
-    out = assign_splits(tasks, previous, 0.25, 0.25)
-    assert all(t.split == "train" for t in out if t.synthetic)
-    real = [t.split for t in out if not t.synthetic]
-    assert sorted(real) == ["test", "train", "val"]
-
-
-def test_zero_fraction_disables_a_split() -> None:
-    out = assign_splits([task(i) for i in range(6)], {}, 0.0, 0.25)
-    assert not any(t.split == "val" for t in out)
-    assert sum(t.split == "test" for t in out) == 2
-
-
-def test_unscorable_tasks_get_no_split_and_take_no_slot() -> None:
-    # the user trial: one corrected task and two recurring ones nothing can score
-    tasks = [task(1), task(2), task(3)]
-    ok = {"task01"}
-    out = splits(assign_splits(tasks, {}, 0.25, 0.25, is_scorable=lambda t: t.id in ok))
-    # one scorable task is too few to hold anything out: it trains; the others are unassigned
-    assert out == {"task01": "train", "task02": "", "task03": ""}
-    # a split stored for an unscorable task is not kept
-    out = splits(
-        assign_splits(
-            tasks, {"task02": "val", "task03": "test"}, 0.25, 0.25, is_scorable=lambda t: t.id in ok
-        )
+def task(tid: str, days: list[int], prompt: str = "run the tests", **kw) -> Task:
+    return Task(
+        id=tid,
+        intent=prompt,
+        checks=[Check(kind="contains", value="pnpm")],
+        occurrences=[occ(f"{tid}-s{d}", d, prompt) for d in days],
+        **kw,
     )
-    assert out == {"task01": "train", "task02": "", "task03": ""}
 
 
-def test_a_task_gets_a_split_by_the_quota_rule_once_it_is_scorable() -> None:
-    tasks = [task(i) for i in range(4)]
-    first = splits(assign_splits(tasks, {}, 0.25, 0.25, is_scorable=lambda t: t.id != "task03"))
-    assert first["task03"] == "" and sorted(first.values()) == ["", "test", "train", "val"]
-    # now scorable: the three keep their splits, the newcomer fills what the quotas leave
-    second = splits(assign_splits(tasks, {k: v for k, v in first.items() if v}, 0.25, 0.25))
-    assert {k: second[k] for k in first if first[k]} == {k: v for k, v in first.items() if v}
-    assert second["task03"] == "train"
-    assert second == splits(
-        assign_splits(
-            tasks, {k: v for k, v in first.items() if v}, 0.25, 0.25, is_scorable=lambda t: True
-        )
+def roles(t: Task) -> list[str]:
+    return [o.split for o in sorted(t.occurrences, key=lambda o: o.when)]
+
+
+def assign(tasks: list[Task], replayed=None, vf=0.25, tf=0.25, **kw) -> list[Task]:
+    return assign_splits(tasks, replayed or {}, vf, tf, **kw)
+
+
+def test_earlier_occurrences_train_a_later_one_validates_the_latest_is_test() -> None:
+    one, two, three, four = assign(
+        [task("a", [1]), task("b", [1, 2]), task("c", [3, 1, 2]), task("d", [1, 2, 3, 4])]
     )
+    assert roles(one) == ["train"]  # asked once: trains, not yet validated on a recurrence
+    assert roles(two) == ["train", "val"]
+    assert roles(three) == ["train", "val", "test"]  # by time, not by the order given
+    assert roles(four) == ["train", "train", "val", "test"]
+    # every scorable task learns: none is locked in a held-out split
+    assert all(t.split == "train" for t in (one, two, three, four))
+
+
+def test_no_occurrence_is_used_in_two_roles_in_one_night() -> None:
+    tasks = assign([task("a", [1, 2, 3, 4, 5]), task("b", [1, 2]), task("c", [7])])
+    replayed = views(tasks)
+    keys = [(t.id, t.occurrences[0].key) for t in replayed]
+    assert len({k for _, k in keys}) == len(keys)  # each occurrence replayed in one role only
+    assert len({i for i, _ in keys}) == len(keys)
+    for v in replayed:
+        [o] = v.occurrences
+        assert v.split == o.split and v.intent == o.prompt
+    by_role = {
+        r: {v.occurrences[0].key for v in replayed if v.split == r}
+        for r in ("train", "val", "test")
+    }
+    assert not (by_role["train"] & by_role["val"] or by_role["train"] & by_role["test"])
+    assert not by_role["val"] & by_role["test"]
+
+
+def test_the_test_score_uses_only_occurrences_never_replayed_for_training_or_gating() -> None:
+    t = task("a", [1, 2, 3])
+    latest = sorted(t.occurrences, key=lambda o: o.when)[-1]
+    for earlier in ("train", "val"):
+        [got] = assign([t], {view_id("a", latest): {earlier}})
+        assert "test" not in roles(got)
+        assert roles(got) == ["train", "train", "val"]
+    # replayed as test before (report only): still the test
+    [got] = assign([t], {view_id("a", latest): {"test"}})
+    assert roles(got) == ["train", "val", "test"]
+
+
+def test_a_recurring_corrected_task_is_never_locked_out_of_learning() -> None:
+    """The pnpm task, corrected in two sessions of two agents, arrives over several nights:
+    it trains every night (before, a task-level split could keep it in test for good)."""
+    for n in range(1, 7):
+        [t] = assign([task("pnpm", list(range(1, n + 1)))])
+        assert t.split == "train" and roles(t).count("train") >= 1
+        assert any(v.split == "train" for v in views([t]))
+
+
+def test_near_duplicates_never_serve_as_each_others_held_out_copy_across_tasks() -> None:
+    near = lambda a, b: a.split()[:4] == b.split()[:4]
+    a = task("a", [1, 2], prompt="add a unit test for parse_date")
+    b = task("b", [3, 4], prompt="add a unit test for parse_date in the other project")
+    c = task("c", [1, 2], prompt="bump the version")
+    got = {t.id: t for t in assign([a, b, c], near=near)}
+    # b's val occurrence is a near-copy of a's train one (and the other way round): withheld
+    assert roles(got["a"]) == ["train", ""] and roles(got["b"]) == ["train", ""]
+    held = [o for o in got["b"].occurrences if o.note]
+    assert held and "near-duplicate of task a" in held[0].note
+    assert roles(got["c"]) == ["train", "val"]  # unrelated: untouched
+    # within one task a recurrence is its own held-out copy: that is the point
+    [same] = assign([task("a", [1, 2])], near=near)
+    assert roles(same) == ["train", "val"]
+
+
+def test_the_gate_still_refuses_an_edit_that_makes_any_other_val_task_worse() -> None:
+    tasks = assign([task("a", [1, 2]), task("b", [1, 2], prompt="lint"), task("c", [1, 2, 3])])
+    val = [v for v in views(tasks) if v.split == "val"]
+    assert len(val) == 3 and len({v.id for v in val}) == 3
+
+    def scored(values: list[float]) -> dict[str, Scored]:
+        return {
+            v.id: Scored(task_id=v.id, answer="", tool_calls=[], hard=s, soft=None, score=s)
+            for v, s in zip(val, values, strict=True)
+        }
+
+    verdict = gate(scored([0.0, 1.0, 0.0]), scored([1.0, 0.5, 1.0]))
+    assert not verdict.accepted and verdict.regressions == [val[1].id]
+
+
+def test_zero_fraction_switches_that_held_out_role_off() -> None:
+    [t] = assign([task("a", [1, 2, 3])], tf=0.0)
+    assert roles(t) == ["train", "train", "val"]
+    [t] = assign([task("a", [1, 2, 3])], vf=0.0)
+    assert roles(t) == ["train", "train", "test"]
+    [t] = assign([task("a", [1, 2, 3])], vf=0.0, tf=0.0)
+    assert roles(t) == ["train"] * 3
+
+
+def test_unscorable_and_synthetic_tasks() -> None:
+    unscorable = task("u", [1, 2, 3]).model_copy(update={"checks": []})
+    synthetic = Task(id="s", intent="x", synthetic=True, checks=[Check(kind="contains", value="y")])
+    u, s = assign([unscorable, synthetic], is_scorable=lambda t: bool(t.checks))
+    assert u.split == "" and roles(u) == ["", "", ""] and views([u]) == []
+    assert s.split == "train" and [v.id for v in views([s])] == ["s"]
+
+
+def test_views_replay_at_most_three_train_occurrences_one_per_prompt() -> None:
+    t = task("a", list(range(1, 9)))
+    t.occurrences[0] = occ("a-first", 1, "run the unit tests with pytest")
+    [t] = assign([t])
+    train = [v for v in views([t]) if v.split == "train"]
+    # eight occurrences: six train; the same words asked again are replayed once
+    assert [v.intent for v in train] == ["run the unit tests with pytest", "run the tests"]
+    t = task("b", [1, 2, 3, 4, 5, 6])
+    t.occurrences = [occ(f"b{d}", d, f"run test suite {d}") for d in range(1, 7)]
+    [t] = assign([t])
+    train = [v for v in views([t]) if v.split == "train"]
+    assert [v.intent for v in train] == ["run test suite 2", "run test suite 3", "run test suite 4"]

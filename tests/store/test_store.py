@@ -18,7 +18,9 @@ def test_migrations_apply_once_and_wal(tmp_path):
         "m002_messages_fts",
         "m003_wild_sessions",
         "m004_reredact",
-        "m005_outbox",
+        "m005_task_occurrences",
+        "m006_judges_context",
+        "m007_outbox",
     ]
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 

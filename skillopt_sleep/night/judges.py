@@ -1,0 +1,179 @@
+"""Rule checks on an answer: :func:`run_check` for every :class:`~skillopt_sleep.models.Check`
+kind, and the structured style predicates the correction miner maps style words to.
+
+Style words are never matched literally ("use the imperative mood" does not want the words
+"imperative mood" in the answer): each is a structured check on the answer's form:
+
+* ``imperative`` — the first word of the first line (after a ``type(scope):`` prefix of a
+  conventional commit, quotes, backticks and a code fence) is a known base-form verb. Past
+  forms ("Added"), gerunds ("Adding"), third person ("Adds") and non-verbs ("This", "The")
+  fail; an unknown word fails too (deterministic and strict: a false pass would reward a
+  gamed answer).
+* ``no_emoji`` — no emoji code point in the answer.
+* ``snake_case`` — the answer's code defines at least one name, and every function, argument
+  and variable it defines is snake_case (UPPER_CASE constants and ``_private`` names allowed).
+* ``type_hints`` — the answer's Python code defines at least one function, and each has a
+  return annotation and annotated arguments (``self`` / ``cls`` excepted).
+
+Code is the answer's fenced blocks, or the whole answer when it has none.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from skillopt_sleep.models import Check
+
+#: a conventional commit's header (``feat(api)!: add x``)
+CONVENTIONAL_COMMIT = (
+    r"(?m)\A\W*(?:build|chore|ci|docs|feat|fix|perf|refactor|revert|style|test)"
+    r"(?:\([\w./-]+\))?!?: \S"
+)
+# fmt: off
+#: base-form verbs a commit subject / an instruction starts with
+VERBS = frozenset(["accept", "add", "adjust", "align", "allow", "annotate", "apply", "archive", "assert", "avoid", "backport", "batch", "bump", "cache", "call", "cap", "catch", "change", "check", "clamp", "clarify", "clean", "cleanup", "clear", "close", "collapse", "combine", "comment", "compute", "configure", "connect", "consolidate", "convert", "copy", "correct", "create", "cut", "debounce", "declare", "decouple", "default", "defer", "define", "delete", "deprecate", "describe", "detect", "disable", "document", "downgrade", "drop", "dedupe", "emit", "enable", "encode", "enforce", "ensure", "escape", "exclude", "expand", "explain", "export", "expose", "extend", "extract", "fail", "fetch", "filter", "finish", "fix", "flatten", "flush", "fold", "follow", "force", "format", "forward", "generate", "guard", "handle", "harden", "hide", "hook", "ignore", "implement", "import", "improve", "include", "increase", "index", "inline", "initialize", "init", "inject", "insert", "install", "introduce", "invert", "isolate", "keep", "kill", "label", "launch", "let", "lift", "limit", "link", "lint", "list", "load", "lock", "log", "lower", "make", "map", "mark", "match", "merge", "migrate", "mock", "move", "mute", "name", "narrow", "normalize", "normalise", "note", "omit", "open", "optimize", "optimise", "order", "override", "parse", "pass", "patch", "pin", "poll", "polish", "port", "prefer", "prepare", "preserve", "prevent", "print", "propagate", "protect", "prune", "publish", "pull", "purge", "push", "put", "raise", "read", "rebase", "rebuild", "record", "redact", "reduce", "refactor", "refresh", "register", "reject", "release", "reload", "remove", "rename", "render", "reorder", "reorganize", "repair", "replace", "report", "require", "reset", "resolve", "restore", "restrict", "retry", "return", "reuse", "revert", "review", "rewrite", "rework", "round", "run", "sanitize", "save", "scope", "search", "send", "separate", "serialize", "set", "share", "shorten", "show", "simplify", "skip", "sort", "speed", "split", "squash", "start", "stop", "store", "strip", "stub", "support", "suppress", "swap", "switch", "sync", "tag", "test", "throttle", "tidy", "time", "toggle", "track", "trim", "truncate", "tune", "tweak", "unify", "unpin", "unwrap", "update", "upgrade", "use", "validate", "verify", "wait", "warn", "watch", "widen", "wire", "wrap", "write"])
+# fmt: on
+_EMOJI = re.compile(
+    "[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\U0001f1e6-\U0001f1ff\ufe0f\u200d]"
+)
+_FENCE = re.compile(r"```[\w+-]*\n(.*?)```", re.S)
+_SNAKE = re.compile(r"^_*[a-z][a-z0-9_]*$|^_*[A-Z][A-Z0-9_]*$|^_+$")
+_CC_PREFIX = re.compile(r"^[a-z]+(?:\([\w./-]+\))?!?:\s*")
+
+
+def _mentions(answer: str, value: str) -> bool:
+    """Case-insensitive match of ``value`` as a whole token: ``npm`` is not found in ``pnpm``."""
+    pattern = r"(?<![\w-])" + re.escape(value.strip()) + r"(?![\w-])"
+    return re.search(pattern, answer, re.I) is not None
+
+
+def first_word(answer: str) -> str:
+    """The first word of the answer's first non-empty line (fence, quotes, bullets, a
+    conventional-commit ``type(scope):`` prefix skipped), lower-cased; "" when none."""
+    for line in answer.splitlines():
+        if line.strip().startswith("```"):
+            continue  # a fence, with or without its language
+        line = line.strip().lstrip("`'\"*>#-• ").strip()
+        if not line:
+            continue
+        line = _CC_PREFIX.sub("", line)
+        m = re.match(r"[A-Za-z][\w'-]*", line)
+        return m.group(0).lower() if m else ""
+    return ""
+
+
+def imperative(answer: str) -> bool:
+    """True when the answer's first word is a known base-form verb (see the module doc)."""
+    return first_word(answer) in VERBS
+
+
+def code_of(answer: str) -> str:
+    """The answer's fenced code blocks joined, or the whole answer when it has none."""
+    blocks = _FENCE.findall(answer)
+    return "\n".join(blocks) if blocks else answer
+
+
+def _python(answer: str) -> ast.Module | None:
+    try:
+        return ast.parse(code_of(answer))
+    except (SyntaxError, ValueError):
+        return None
+
+
+def defined_names(answer: str) -> list[str]:
+    """Names the answer's code defines: functions, classes' methods, arguments, assigned
+    variables (Python parsed; other code read with ``def``/``let``/``const``/``var``/``=``)."""
+    tree = _python(answer)
+    names: list[str] = []
+    if tree is not None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                names.append(node.name)
+                a = node.args
+                names += [x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.append(node.id)
+        return [n for n in names if n not in {"self", "cls"}]
+    code = code_of(answer)
+    for m in re.finditer(
+        r"\b(?:def|function|let|const|var|fn)\s+([A-Za-z_]\w*)|^\s*([A-Za-z_]\w*)\s*=[^=]",
+        code,
+        re.M,
+    ):
+        names.append(m.group(1) or m.group(2))
+    return names
+
+
+def snake_case(answer: str) -> bool:
+    names = defined_names(answer)
+    return bool(names) and all(_SNAKE.match(n) for n in names)
+
+
+def type_hints(answer: str) -> bool:
+    tree = _python(answer)
+    if tree is None:
+        return False
+    funcs = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    if not funcs:
+        return False
+    for f in funcs:
+        if f.returns is None:
+            return False
+        a = f.args
+        for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
+            if arg is not None and arg.arg not in {"self", "cls"} and arg.annotation is None:
+                return False
+    return True
+
+
+def run_check(check: Check, answer: str, tool_calls: list[str]) -> bool:
+    """Run one check (see :class:`~skillopt_sleep.models.Check`); True when it passes."""
+    value = check.value
+    kind = check.kind
+    if kind == "contains":
+        return _mentions(answer, value)
+    if kind == "not_contains":
+        return not _mentions(answer, value)
+    if kind in ("regex", "not_regex"):
+        try:
+            found = re.search(value, answer, re.I | re.M) is not None
+        except re.error:
+            return False
+        return found if kind == "regex" else not found
+    if kind == "max_chars":
+        return len(answer) <= int(value)
+    if kind == "min_chars":
+        return len(answer) >= int(value)
+    if kind == "max_words":
+        return len(answer.split()) <= int(value)
+    if kind == "tool_called":
+        return any(t == value or t.endswith("__" + value) for t in tool_calls)
+    if kind == "imperative":
+        return imperative(answer)
+    if kind == "no_emoji":
+        return _EMOJI.search(answer) is None
+    if kind == "snake_case":
+        return snake_case(answer)
+    if kind == "type_hints":
+        return type_hints(answer)
+    raise ValueError(f"unknown check kind {kind!r}")
+
+
+def describe(check: Check) -> str:
+    """The check in words, for a rubric line or a table."""
+    v = check.value
+    return {
+        "contains": f"mention `{v}`",
+        "not_contains": f"not mention `{v}`",
+        "regex": f"match the pattern `{v}`",
+        "not_regex": f"not match the pattern `{v}`",
+        "max_chars": f"be at most {v} characters long",
+        "min_chars": f"be at least {v} characters long",
+        "max_words": f"be at most {v} words long",
+        "tool_called": f"call the `{v}` tool",
+        "imperative": "start with a verb in the imperative mood",
+        "no_emoji": "use no emoji",
+        "snake_case": "name things in snake_case",
+        "type_hints": "give every function full type hints",
+    }[check.kind]
