@@ -193,6 +193,21 @@ class UIConfig(_Strict):
     port: int = Field(8766, ge=1, le=65535)
 
 
+class PrivacyConfig(_Strict):
+    """What never enters the store, and how long the outbox keeps what was sent."""
+
+    #: project globs (``fnmatch`` on the session's project path, ``~`` expanded): when any is
+    #: given, only sessions of a matching project are harvested (a session with no project
+    #: then is not)
+    allow_projects: list[str] = Field(default_factory=list)
+    #: project globs never harvested (they win over ``allow_projects``); a folder holding a
+    #: ``.skillopt-sleep-ignore`` file (or below one that does) is never harvested either
+    deny_projects: list[str] = Field(default_factory=list)
+    #: days the outbox keeps the redacted prompt of each outbound model call (0: never kept;
+    #: the call itself — backend, model, purpose, size, hash — is always recorded)
+    outbox_days: int = Field(14, ge=0)
+
+
 class Settings(BaseSettings):
     """All settings of one run. See ``docs/config.md`` for every key with its unit."""
 
@@ -247,6 +262,8 @@ class Settings(BaseSettings):
     deliver: DeliverConfig = Field(default_factory=lambda: DeliverConfig())
     #: The local dashboard (``skillopt-sleep ui``; the daemon serves it when ``ui.serve``).
     ui: UIConfig = Field(default_factory=lambda: UIConfig())
+    #: Projects kept out of the store; the outbox's retention.
+    privacy: PrivacyConfig = Field(default_factory=lambda: PrivacyConfig())
 
     #: Daemon: local time of the nightly run, "HH:MM" (or "HH:MM:SS").
     schedule: str = "03:00"
@@ -328,6 +345,10 @@ def read_config_file(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except FileNotFoundError:
         return {}
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {path}: not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from None
     except (tomllib.TOMLDecodeError, OSError) as exc:
         raise ConfigError(f"config file {path}: {exc}") from None
 

@@ -1,7 +1,14 @@
-"""Where skillopt-sleep keeps its own files (never the agents' logs).
+"""Where skillopt-sleep keeps its own files (never the agents' logs), and who may read them.
 
 ``SKILLOPT_SLEEP_HOME`` overrides everything (tests point it at ``tmp_path``); otherwise the
 platformdirs user config / state directories for app ``skillopt-sleep`` are used.
+
+Everything this tool writes for itself is private to the user (folders 0700, files 0600),
+whatever command runs first: every entry point (the CLI, the daemon and its worker, the MCP
+servers, the dashboard) calls :func:`make_private`, which sets a 077 umask for the process.
+Files written into the user's own folders (an adopted document, an installed skill) are created
+as any other program would create them, from the umask the process started with
+(:func:`user_umask`).
 """
 
 from __future__ import annotations
@@ -12,6 +19,56 @@ from pathlib import Path
 import platformdirs
 
 APP = "skillopt-sleep"
+
+
+#: the umask the process had before :func:`make_private` (the user's own), once called
+_USER_UMASK: int | None = None
+
+#: the umask for this tool's own files: folders 0700, files 0600
+PRIVATE_UMASK = 0o077
+
+
+def make_private() -> None:
+    """Create every later file and folder of this process private (umask 077); the umask it
+    had before is kept for the user's own files (:func:`user_umask`). Idempotent."""
+    global _USER_UMASK
+    old = os.umask(PRIVATE_UMASK)
+    if _USER_UMASK is None:
+        _USER_UMASK = old
+
+
+def user_umask() -> int:
+    """The user's umask: the one the process started with (before :func:`make_private`),
+    read without changing it where the OS allows (Linux ``/proc``)."""
+    if _USER_UMASK is not None:
+        return _USER_UMASK
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)  # the only portable way to read it; restored at once
+    os.umask(old)
+    return old
+
+
+def make_user_dirs(folder: Path) -> None:
+    """Create ``folder`` and its missing parents in the user's own tree with the user's modes
+    (``0o777 & ~user_umask()``), not this process's private ones."""
+    missing: list[Path] = []
+    here = folder
+    while not here.exists() and here != here.parent:
+        missing.append(here)
+        here = here.parent
+    mode = 0o777 & ~user_umask()
+    for d in reversed(missing):
+        try:
+            os.mkdir(d)
+        except FileExistsError:
+            continue
+        os.chmod(d, mode)
 
 
 def _home_override() -> Path | None:

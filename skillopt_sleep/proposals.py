@@ -194,17 +194,9 @@ def _verify_staged(row: dict[str, Any], text: str) -> None:
 
 
 def _umask() -> int:
-    """The process umask, read without changing it where the OS allows (Linux ``/proc``)."""
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    old = os.umask(0o022)  # the only portable way to read it; restored at once
-    os.umask(old)
-    return old
+    """The user's umask (:func:`skillopt_sleep.paths.user_umask`): a user's file is created as
+    any program would create it, not with this process's private 077."""
+    return paths.user_umask()
 
 
 def atomic_write(path: Path, data: bytes, *, new_mode: int | None = None) -> None:
@@ -218,7 +210,7 @@ def atomic_write(path: Path, data: bytes, *, new_mode: int | None = None) -> Non
     """
     if path.is_symlink():
         path = Path(os.path.realpath(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
+    paths.make_user_dirs(path.parent)
     if path.exists():
         mode = path.stat().st_mode & 0o7777
     else:

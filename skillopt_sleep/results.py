@@ -632,3 +632,19 @@ class DoctorCheck(_Model):
     name: str
     status: Literal["ok", "warn", "fail", "skip"]
     detail: str = ""
+
+
+# ---------------------------------------------------------------------------- privacy
+class ForgetResult(_Model):
+    """What ``skillopt-sleep forget`` deleted (or, with ``dry_run``, would delete)."""
+
+    dry_run: bool = False
+    sessions: int = 0
+    messages: int = 0
+    tasks: int = 0
+    rollouts: int = 0
+    cached: int = 0
+    #: outbox rows whose kept text was emptied (it held a forgotten task's intent)
+    outbox: int = 0
+    #: proposal reports whose task texts were replaced by ``[forgotten]``
+    reports: list[str] = Field(default_factory=list)

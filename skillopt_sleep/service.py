@@ -163,6 +163,29 @@ class Service:
             record_reach(store, similarity=settings.similarity)
             return report
 
+    def forget(
+        self,
+        *,
+        project: str | None = None,
+        session: str | None = None,
+        before: str | None = None,
+        dry_run: bool = False,
+    ) -> Any:
+        """Delete stored data for good (:func:`skillopt_sleep.forgetting.forget`); returns
+        the ``ForgetResult``."""
+        from skillopt_sleep.forgetting import forget
+
+        with self._use() as store:
+            return forget(store, project=project, session=session, before=before, dry_run=dry_run)
+
+    def outbox(self, limit: int = 50) -> list[dict[str, Any]]:
+        """The last ``limit`` outbound model calls, newest first (texts past
+        ``privacy.outbox_days`` are emptied first)."""
+        days = self.settings().privacy.outbox_days
+        with self._use() as store:
+            store.outbox.expire(days)
+            return [dict(r) for r in store.outbox.recent(limit)]
+
     def mine(self, project: Path | None = None) -> Any:
         """Mine tasks from the store now (and save them); returns the ``MineReport``."""
         from skillopt_sleep.night.mine import mine

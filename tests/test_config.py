@@ -122,3 +122,24 @@ def test_a_relative_project_in_the_file_is_the_files_folders(tmp_path, monkeypat
     assert load_settings(cfg, project="other").project == (elsewhere / "other").resolve()
     monkeypatch.setenv("SKILLOPT_SLEEP_PROJECT", "other")
     assert load_settings(cfg).project == (elsewhere / "other").resolve()
+
+
+def test_a_config_file_that_is_not_utf8_is_a_one_line_error(tmp_path):
+    import subprocess
+    import sys
+
+    from skillopt_sleep.config import read_config_file
+
+    bad = tmp_path / "c.toml"
+    bad.write_bytes(b"epochs = 1\n# caf\xe9\n")
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        read_config_file(bad)
+    for cmd in ("run", "sources"):
+        res = subprocess.run(
+            [sys.executable, "-m", "skillopt_sleep", "--config", str(bad), cmd],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert res.returncode == 1, res.stderr
+        assert res.stderr.strip().splitlines()[-1].startswith(f"error: config file {bad}")

@@ -552,6 +552,7 @@ COMMAND_MODULES: list[str] = [
     "browse",
     "export",
     "doctor",
+    "privacy",
 ]
 
 
@@ -576,6 +577,7 @@ def main() -> None:
     from skillopt_sleep import paths
     from skillopt_sleep.store import machine_failure
 
+    paths.make_private()  # the state folder and all in it: the user's alone (0700 / 0600)
     try:
         app()  # standalone mode: ends with sys.exit
     except SkilloptError as exc:

@@ -408,4 +408,5 @@ def _config_error(config_path: Path | None) -> str | None:
 
 
 def run_foreground(config_path: Path | None = None, ready_fd: int | None = None) -> int:
+    paths.make_private()
     return Daemon(config_path, ready_fd=ready_fd, foreground=ready_fd is None).run()

@@ -119,7 +119,9 @@ class LiveIngest:
 
     def _ingest_loop(self) -> None:
         from skillopt_sleep.night.wild import record_reach
-        from skillopt_sleep.sources.ingest import harvest, harvest_file
+        from skillopt_sleep.sources.ingest import ProjectFilter, harvest, harvest_file
+
+        projects = ProjectFilter.of(self.settings)
 
         assert self.debouncer is not None
         store_ctx = None
@@ -160,7 +162,7 @@ class LiveIngest:
                             for source, path in todo:
                                 if self.stopping.is_set():
                                     break
-                                fr = harvest_file(store, self.sources[source], path)
+                                fr = harvest_file(store, self.sources[source], path, projects)
                                 if fr.status == "read":
                                     info["files"] += 1
                                     self._activity(path)

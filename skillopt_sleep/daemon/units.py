@@ -102,6 +102,7 @@ After=default.target
 [Service]
 Type=simple
 {envs}ExecStart={cmd}
+UMask=0077
 Restart=on-failure
 RestartSec=30
 KillMode=mixed
@@ -135,6 +136,8 @@ def render_launchd(argv: list[str], env: dict[str, str] | None = None) -> str:
     <array>
 {args}
     </array>
+    <key>Umask</key>
+    <integer>63</integer>
     <key>RunAtLoad</key>
     <true/>
     <key>KeepAlive</key>

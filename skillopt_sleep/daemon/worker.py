@@ -76,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", type=Path, default=None)
     ap.add_argument("--parent", type=int, default=0)
     args = ap.parse_args(argv)
+    from skillopt_sleep import paths
+
+    paths.make_private()  # everything the night writes is the user's alone
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
     if args.parent:

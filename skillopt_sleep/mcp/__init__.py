@@ -30,4 +30,7 @@ def build_server(service: Service | None = None, **kwargs: Any) -> SleepServer:
 
 def serve_stdio(service: Service | None = None) -> None:
     """Run the server over stdin/stdout until the client closes it."""
+    from skillopt_sleep import paths
+
+    paths.make_private()
     build_server(service).run("stdio")

@@ -73,6 +73,8 @@ def serve_http(port: int, service: Service | None = None) -> None:
     import anyio
     import uvicorn
 
+    paths.make_private()
+
     from skillopt_sleep.mcp.server import build_server
 
     tpath = token_path()

@@ -35,7 +35,7 @@ from skillopt_sleep.models import Check, Completion, CompletionRequest, Placemen
 from skillopt_sleep.night import prompts
 from skillopt_sleep.night.judges import run_check
 from skillopt_sleep.redact import redact
-from skillopt_sleep.store import CachedResponse, Store
+from skillopt_sleep.store import CachedResponse, Store, now_iso
 
 
 @dataclass
@@ -66,9 +66,13 @@ class Meter:
         max_calls: int,
         max_tokens: int,
         role: str,
+        outbox_days: int = 14,
     ):
         self.backend, self.store, self.cost = backend, store, cost
         self.max_calls, self.max_tokens, self.role = max_calls, max_tokens, role
+        #: days the outbox keeps what each call sent (``privacy.outbox_days``)
+        self.outbox_days = outbox_days
+        self._expired = False
         #: requests being answered now: key -> set when the answer is in the cache (or failed)
         self._inflight: dict[str, threading.Event] = {}
 
@@ -133,9 +137,15 @@ class Meter:
             # the same request is in flight in another worker: its answer will be in the
             # cache (if it fails, this worker sends the request itself)
             pending.wait()
+        sent = self._outbox_row(req)
         try:
             started = time.monotonic()
-            comp = self.backend.complete(req)
+            try:
+                comp = self.backend.complete(req)
+            except Exception as exc:
+                self._post(sent, f"error:{type(exc).__name__}", 0)
+                raise
+            self._post(sent, "ok", len(comp.text))
             elapsed = comp.seconds or (time.monotonic() - started)
             with self.cost.lock:
                 self.cost.input_tokens += comp.usage.input_tokens
@@ -156,6 +166,34 @@ class Meter:
                 del self._inflight[key]
             done.set()
         return comp, False
+
+    def _outbox_row(self, req: CompletionRequest) -> dict[str, Any]:
+        """What the outbox records of one call about to be sent (:mod:`..store.outbox`)."""
+        from urllib.parse import urlparse
+
+        cfg = self.backend.config
+        parts = [req.system, req.prompt]
+        if req.placement is not None:
+            parts.append(f"[{req.placement.path}]\n{req.placement.text}")
+        text = "\n\n".join(p for p in parts if p)
+        return {
+            "at": now_iso(),
+            "role": self.role,
+            "purpose": req.purpose,
+            "backend": cfg.name,
+            "model": req.model or cfg.model,
+            "endpoint": (urlparse(cfg.base_url).hostname or "") if cfg.base_url else "",
+            "chars": len(text),
+            "sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+            "prompt": text if self.outbox_days > 0 else "",
+        }
+
+    def _post(self, row: dict[str, Any], status: str, response_chars: int) -> None:
+        """Record one outbound call (and, once per meter, expire old kept texts)."""
+        self.store.outbox.record({**row, "status": status, "response_chars": response_chars})
+        if not self._expired:
+            self._expired = True
+            self.store.outbox.expire(self.outbox_days)
 
 
 @dataclass

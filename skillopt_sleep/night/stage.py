@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,20 @@ def stage_proposal(
     if folder.exists() and store.proposals.get(pid) is None:
         # left by an earlier database (deleted or reset): kept aside, never overwritten
         folder.rename(folder.with_name(f"{pid}.orphan-{time.strftime('%Y%m%dT%H%M%S')}"))
-    folder.mkdir(parents=True, exist_ok=True)
+    # written in a staging folder and moved into place whole just before its row is stored:
+    # a night killed while staging leaves no half-written proposal folder (the next night
+    # removes what a killed one left in ``.staging-*``)
+    final = folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    for stale in folder.parent.glob(".staging-*"):
+        try:  # this proposal's own, or a killed night's (an hour old: no night stages that long)
+            old = time.time() - stale.stat().st_mtime > 3600
+        except OSError:
+            continue
+        if stale.name == f".staging-{pid}" or old:
+            shutil.rmtree(stale, ignore_errors=True)
+    folder = folder.with_name(f".staging-{pid}")
+    folder.mkdir()
     with open(folder / "document", "w", encoding="utf-8", newline="") as fh:
         fh.write(new_text)
     diff = unified_diff(base_text, new_text, target_path)
@@ -176,6 +190,10 @@ def stage_proposal(
     )
     (folder / "report.json").write_text(report.to_json(), "utf-8")
     (folder / "report.md").write_text(render_markdown(report, diff), encoding="utf-8")
+    if final.exists():  # this night's own earlier staging (re-staged): replaced whole
+        shutil.rmtree(final)
+    folder.rename(final)
+    folder = final
 
     # superseding the old and staging the new: one step, never half
     store.proposals.stage(

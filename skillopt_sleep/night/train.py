@@ -80,6 +80,7 @@ class Trainer:
         caps = {
             "max_calls": settings.max_calls_per_night,
             "max_tokens": settings.max_tokens_per_night,
+            "outbox_days": settings.privacy.outbox_days,
         }
         self.target = Meter(target, store, self.cost, role="target", **caps)
         self.optimizer = Meter(optimizer, store, self.cost, role="optimizer", **caps)

@@ -29,7 +29,9 @@ code); a shell call's output (``exec_command`` ``cmd`` / ``shell`` ``command``, 
 in the state for the output) also becomes the message's ``context`` (for the task's context
 capsule: the command line and its output, redacted, cut at :data:`CONTEXT_CHARS`). Compacted ``replacement_history`` is copied history and is skipped.
 
-Session key: the first ``session_meta`` id (or the header id), else the uuid in the file name.
+Session key: the first ``session_meta`` id (or the header id), else the uuid in the file name;
+a file whose name holds another uuid than its meta id keeps the name's (two files sharing a
+session id stay two sessions: their uids would collide).
 uids are ``<key>:<line number>``, stable across re-reads. ``headless``: originator
 ``codex_exec`` or source ``exec``; sub-agent threads (``source: {subagent: …}``) are
 ``is_sidechain``. The ``state`` dict carries the key, cwd, line number and dedupe window.
@@ -183,6 +185,7 @@ class CodexSource(Source):
             m = _UUID.search(path.name)
             st.update(
                 key=m.group(1) if m else path.name.split(".")[0],
+                fkey=m.group(1) if m else None,
                 line=0,
                 n=0,
                 fp=False,
@@ -267,7 +270,14 @@ class _Ctx:
             return
         st["meta"] = True
         sid = p.get("id") or p.get("session_id")
-        if isinstance(sid, str) and sid and st["n"] == 0:
+        # Codex names each rollout file after its session id: a file whose meta id is another
+        # file's keeps its own (two files sharing an id stay two sessions, never merged)
+        if (
+            isinstance(sid, str)
+            and sid
+            and st["n"] == 0
+            and str(st.get("fkey") or sid).lower() == sid.lower()
+        ):
             st["key"] = sid
         if isinstance(p.get("cwd"), str) and p["cwd"]:
             st["cwd"] = p["cwd"]

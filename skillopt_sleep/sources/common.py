@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
@@ -44,18 +46,98 @@ def ms_to_iso(value: Any) -> str | None:
         return None
 
 
+#: deepest JSON nesting a record may have; deeper records are skipped as ``too_deep``
+MAX_DEPTH = 256
+#: a ``\\uD800``–``\\uDFFF`` escape: the record may hold a lone surrogate (not storable)
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+class BadRecord(ValueError):
+    """A JSON record that cannot be used, for ``reason`` (``bad_json``, ``too_deep``,
+    ``lone_surrogate``): the caller skips that record only and counts the reason."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a decoded JSON value, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, d = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, d)
+            if d <= MAX_DEPTH:
+                stack.extend((x, d + 1) for x in item if isinstance(x, (dict, list)))
+    return deepest
+
+
+def loads(raw: bytes | str) -> Any:
+    """Decode one JSON record (bytes decoded with U+FFFD for bad UTF-8) with bounds: raises
+    :class:`BadRecord` (a ``ValueError``) when it is not JSON, nested deeper than
+    :data:`MAX_DEPTH` or holds a lone surrogate (``"\\ud800"``), which no store can keep."""
+    data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
+    try:
+        value = json.loads(decode(data))
+    except RecursionError:
+        raise BadRecord("too_deep") from None
+    except ValueError:
+        raise BadRecord("bad_json") from None
+    if (data.count(b"[") + data.count(b"{")) > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+        raise BadRecord("too_deep")
+    if _SURROGATE.search(data):
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise BadRecord("lone_surrogate") from None
+    return value
+
+
+#: largest file a source reads whole (bytes): a JSON document, a workspace file
+MAX_FILE = 64 * 1024 * 1024
+
+
+def read_regular(path: str | os.PathLike, limit: int = MAX_FILE, *, cut: bool = False) -> bytes:
+    """The bytes of a *regular* file of at most ``limit`` bytes (with ``cut``: its first
+    ``limit`` bytes, whatever its size). Never opens a FIFO, device or
+    socket (checked before opening, opened non-blocking and checked again on the open file,
+    so a file swapped in between cannot block); raises ``OSError`` for any other file or one
+    over ``limit`` (its reason in ``OSError.strerror``: ``not_a_file`` / ``too_large``)."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(0, "not_a_file", str(path))
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(0, "not_a_file", str(path))
+        if st.st_size > limit and not cut:
+            raise OSError(0, "too_large", str(path))
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(limit if cut else limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise OSError(0, "too_large", str(path))
+    return data
+
+
 def json_records(
     lines: Iterable[bytes], skipped: Counter, state: dict | None = None
 ) -> Iterator[dict]:
-    """Decode JSONL lines into dict records. Undecodable lines count as ``bad_json``, other
-    JSON values as ``not_an_object``; with ``state``, ``state["line"]`` counts every line."""
+    """Decode JSONL lines into dict records (:func:`loads`). Unusable lines count by their
+    :class:`BadRecord` reason, other JSON values as ``not_an_object``; with ``state``,
+    ``state["line"]`` counts every line."""
     for raw in lines:
         if state is not None:
             state["line"] += 1
         try:
-            rec = json.loads(decode(raw))
-        except ValueError:
-            skipped["bad_json"] += 1
+            rec = loads(raw)
+        except BadRecord as exc:
+            skipped[exc.reason] += 1
             continue
         if not isinstance(rec, dict):
             skipped["not_an_object"] += 1

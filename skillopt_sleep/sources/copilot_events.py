@@ -36,7 +36,7 @@ from typing import Any
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult
-from skillopt_sleep.sources.common import cap, json_records, looks_like_path
+from skillopt_sleep.sources.common import cap, json_records, looks_like_path, read_regular
 
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
@@ -265,7 +265,7 @@ def _workspace_cwd(path: Path) -> str | None:
     if path.name != "events.jsonl" or not ws.is_file():
         return None
     try:
-        m = _WS_CWD.search(ws.read_text("utf-8", "replace")[:20_000])
+        m = _WS_CWD.search(read_regular(ws, 1024 * 1024)[:20_000].decode("utf-8", "replace"))
     except OSError:
         return None
     value = m.group(1).strip().strip("'\"") if m else None

@@ -33,7 +33,6 @@ response appends to its answer. Project = the adjacent ``workspace.json`` ``fold
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -44,12 +43,21 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.redact import clean, decode
+from skillopt_sleep.redact import clean
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, ReadMode, Source
-from skillopt_sleep.sources.common import cap, json_records, ms_to_iso
+from skillopt_sleep.sources.common import (
+    BadRecord,
+    cap,
+    json_records,
+    loads,
+    ms_to_iso,
+    read_regular,
+)
 from skillopt_sleep.sources.copilot_events import parse_events
 
 MAX_TEXT = 20_000
+#: most requests one chat session may hold (a log line may name any index: see ``_slot``)
+MAX_REQUESTS = 10_000
 FLAVOURS = ("Code", "Code - Insiders", "VSCodium", "Code - OSS")
 _TOOL_KINDS = ("toolInvocationSerialized", "toolInvocation")
 _TEXT_KINDS = (None, "markdownContent", "markdownVuln")
@@ -78,7 +86,7 @@ def uri_to_path(uri: Any) -> str | None:
 
 def _workspace_project(ws_dir: Path) -> str | None:
     try:
-        data = json.loads((ws_dir / "workspace.json").read_text("utf-8"))
+        data = loads(read_regular(ws_dir / "workspace.json", 1024 * 1024))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict):
@@ -172,9 +180,9 @@ class CopilotVSCodeSource(Source):
         if path.suffix == ".json":
             for raw in lines:  # one item: the whole document
                 try:
-                    doc = json.loads(decode(raw))
-                except ValueError:
-                    ctx.skipped["bad_json"] += 1
+                    doc = loads(raw)
+                except BadRecord as exc:
+                    ctx.skipped[exc.reason] += 1
                     continue
                 if not isinstance(doc, dict) or not isinstance(doc.get("requests"), list):
                     ctx.skipped["unknown_document"] += 1
@@ -238,8 +246,13 @@ class _Ctx:
         for i, req in enumerate(doc.get("requests") or []):
             self.request(i, req)
 
-    def _slot(self, i: int) -> list:
+    def _slot(self, i: int) -> list | None:
+        """Request ``i``'s slot, or ``None`` (counted ``bad_index``) for an index no session
+        reaches: a log line names any index, so slots are bounded by :data:`MAX_REQUESTS`."""
         reqs = self.st["reqs"]
+        if not 0 <= i < MAX_REQUESTS:
+            self.skipped["bad_index"] += 1
+            return None
         while len(reqs) <= i:
             reqs.append([None, 0, False, None])  # requestId, parts consumed, prompt done, ts
         return reqs[i]
@@ -249,6 +262,8 @@ class _Ctx:
             self.skipped["bad_request"] += 1
             return
         slot = self._slot(i)
+        if slot is None:
+            return
         rid = req.get("requestId")
         if isinstance(rid, str) and slot[0] not in (None, rid):
             slot[:] = [None, 0, False, None]  # another request now sits at this index
@@ -289,6 +304,8 @@ class _Ctx:
 
     def parts(self, i: int, items: list, append: bool) -> None:
         slot = self._slot(i)
+        if slot is None:
+            return
         if slot[0] is None:
             slot[0] = f"r{i}"
         if append:

@@ -24,7 +24,6 @@ read-only). ``self_generated``: the first prompt contains
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import sys
@@ -34,9 +33,16 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.redact import clean, clean_excerpt, decode
+from skillopt_sleep.redact import clean, clean_excerpt
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
-from skillopt_sleep.sources.common import as_dict, cap, looks_like_path, ms_to_iso
+from skillopt_sleep.sources.common import (
+    BadRecord,
+    as_dict,
+    cap,
+    loads,
+    looks_like_path,
+    ms_to_iso,
+)
 
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
@@ -114,9 +120,9 @@ class DevinSource(Source):
         result = ParseResult(skipped=Counter(), state=dict(state or {}))
         for raw in lines:
             try:
-                doc = json.loads(decode(raw))
-            except ValueError:
-                result.skipped["bad_json"] += 1
+                doc = loads(raw)
+            except BadRecord as exc:
+                result.skipped[exc.reason] += 1
                 continue
             if not isinstance(doc, dict):
                 result.skipped["not_an_object"] += 1

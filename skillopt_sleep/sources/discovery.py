@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat as stat_mod
 import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -32,6 +33,7 @@ from skillopt_sleep.config import DEFAULT_SOURCES, KNOWN_SOURCES, Settings, Sour
 from skillopt_sleep.errors import ConfigError
 from skillopt_sleep.sources import get_source
 from skillopt_sleep.sources.base import Source
+from skillopt_sleep.sources.common import read_regular
 
 #: files parsed per source to tell a readable format from an unrecognised one
 PROBE_FILES = 5
@@ -69,6 +71,11 @@ class SourceStatus:
         return asdict(self)
 
 
+def _special(mode: int) -> bool:
+    """A FIFO, device or socket: opening or reading one may block forever."""
+    return not (stat_mod.S_ISREG(mode) or stat_mod.S_ISDIR(mode))
+
+
 def _probe(src: Source, path: Path) -> tuple[int, dict[str, int]]:
     """Messages parsed from (the start of) one file, in memory, and the skip counts."""
     mode = src.read_mode(path)
@@ -76,8 +83,7 @@ def _probe(src: Source, path: Path) -> tuple[int, dict[str, int]]:
         if mode == "snapshot":
             res = src.read_snapshot(path, {})
         else:
-            with open(path, "rb") as fh:
-                data = fh.read(PROBE_BYTES)
+            data = read_regular(path, PROBE_BYTES, cut=True)
             if b"\x00" in data[:4096]:
                 return 0, {"binary": 1}
             if mode == "whole_file":
@@ -121,6 +127,9 @@ def source_status(
                     stat = os.stat(p)
                 except OSError:
                     continue
+                if _special(stat.st_mode):  # a FIFO, device or socket is never opened
+                    st.skipped["not_a_file"] = st.skipped.get("not_a_file", 0) + 1
+                    continue
                 files.append((stat.st_mtime, Path(p)))
                 st.bytes += stat.st_size
                 if len(files) >= MAX_FILES:
@@ -152,7 +161,7 @@ def configured_sources(config_path: Path | None) -> set[str]:
     try:
         with open(config_path, "rb") as fh:
             data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, ValueError):  # TOMLDecodeError and UnicodeDecodeError are ValueErrors
         return set()
     sources = data.get("sources")
     return set(sources) if isinstance(sources, dict) else set()

@@ -21,11 +21,13 @@ messages they stand for. Lookback is not applied here (the miner filters by date
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
 import sqlite3
 import stat as _stat
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,7 +38,7 @@ from pydantic import BaseModel, Field
 
 from skillopt_sleep.config import Settings, SourceConfig
 from skillopt_sleep.sources import get_source
-from skillopt_sleep.sources.base import Source
+from skillopt_sleep.sources.base import ParseResult, Source
 from skillopt_sleep.sources.lines import HEAD, LineReader, SkipFile, batches
 from skillopt_sleep.store import Store, now_iso
 
@@ -62,6 +64,7 @@ class FileResult:
     sessions_new: set[str] = field(default_factory=set)
     sessions_updated: set[str] = field(default_factory=set)
     sessions_filtered: Counter = field(default_factory=Counter)
+    excluded: set[str] = field(default_factory=set)
 
 
 class SourceReport(BaseModel):
@@ -101,14 +104,90 @@ def _bump(target: dict[str, int], counts: Counter | dict[str, int]) -> None:
         target[key] = target.get(key, 0) + n
 
 
+#: a file that keeps the folder it is in (and every folder below) out of the store
+IGNORE_FILE = ".skillopt-sleep-ignore"
+
+
+class ProjectFilter:
+    """Which projects are never harvested (``[privacy]`` ``allow_projects`` /
+    ``deny_projects`` globs, and folders under a :data:`IGNORE_FILE`). A glob matches the
+    project path or any folder above it (``~/secret`` keeps ``~/secret/app`` out too)."""
+
+    def __init__(self, allow: list[str] | tuple = (), deny: list[str] | tuple = ()):
+        self.allow = [os.path.expanduser(g).rstrip("/\\") or "/" for g in allow]
+        self.deny = [os.path.expanduser(g).rstrip("/\\") or "/" for g in deny]
+        self._ignored: dict[str, bool] = {}
+
+    @classmethod
+    def of(cls, settings: Settings) -> ProjectFilter:
+        return cls(settings.privacy.allow_projects, settings.privacy.deny_projects)
+
+    @staticmethod
+    def _folders(project: str) -> list[str]:
+        """``project`` and every folder above it."""
+        out, here = [], project.rstrip("/\\") or project
+        while here and here not in out:
+            out.append(here)
+            parent = os.path.dirname(here)
+            if parent == here:
+                break
+            here = parent
+        return out
+
+    def _match(self, globs: list[str], folders: list[str]) -> bool:
+        return any(fnmatch.fnmatchcase(f, g) for g in globs for f in folders)
+
+    def _has_ignore_file(self, folders: list[str]) -> bool:
+        for f in folders:
+            if f not in self._ignored:
+                self._ignored[f] = os.path.isfile(os.path.join(f, IGNORE_FILE))
+            if self._ignored[f]:
+                return True
+        return False
+
+    def reason(self, project: str | None) -> str | None:
+        """Why a session of ``project`` is kept out (``denied_project``, ``ignored_project``,
+        ``not_allowed_project``), or ``None`` when it may be stored."""
+        folders = self._folders(project) if project else []
+        if folders and self._match(self.deny, folders):
+            return "denied_project"
+        if folders and self._has_ignore_file(folders):
+            return "ignored_project"
+        if self.allow and not (folders and self._match(self.allow, folders)):
+            return "not_allowed_project"
+        return None
+
+
 def _save_sessions(
-    store: Store, sessions: list, key: str, res: FileResult, known: set[str], empty: set[str]
+    store: Store,
+    sessions: list,
+    key: str,
+    res: FileResult,
+    known: set[str],
+    empty: set[str],
+    projects: ProjectFilter | None = None,
 ) -> None:
     """Store parsed sessions, counting new / updated / self-generated into ``res``. A session
     with no message and no stored row yet goes to ``empty`` (counted by the caller once the
-    whole file is read, since a later batch may still bring its messages)."""
+    whole file is read, since a later batch may still bring its messages). A session of a
+    project ``projects`` keeps out is never stored (counted by reason, once; what an earlier
+    pass stored before its project was known is forgotten)."""
     for sess in sessions:
         sid = f"{sess.source}:{sess.key}"
+        why = None
+        if projects is not None:
+            project = sess.project
+            if not project:  # the project may be known from an earlier pass only
+                stored = store.sessions.get(sid)
+                project = stored["project"] if stored else None
+            why = projects.reason(project)
+        if why is not None:
+            if sid not in res.excluded:
+                res.excluded.add(sid)
+                res.sessions_filtered[why] += 1
+                if store.sessions.get(sid) is not None:
+                    store.forget.delete([sid], [])
+            continue
         if not sess.messages and sid not in known and store.sessions.get(sid) is None:
             empty.add(sid)
             continue
@@ -137,8 +216,11 @@ def _os_reason(exc: OSError, path: str) -> str:
     return "io_error"
 
 
-def harvest_file(store: Store, source: Source | str, path: Path | str) -> FileResult:
-    """Ingest what is new in one session file of ``source`` (a :class:`Source` or its name).
+def harvest_file(
+    store: Store, source: Source | str, path: Path | str, projects: ProjectFilter | None = None
+) -> FileResult:
+    """Ingest what is new in one session file of ``source`` (a :class:`Source` or its name);
+    sessions of a project ``projects`` keeps out are never stored.
 
     Never raises on bad input: the outcome and every skipped line / file is in the result.
     """
@@ -147,7 +229,7 @@ def harvest_file(store: Store, source: Source | str, path: Path | str) -> FileRe
     res = FileResult(path=key, source=src.name)
     try:
         with store.write():
-            _ingest(store, src, Path(key), res)
+            _ingest(store, src, Path(key), res, projects)
     except SkipFile as exc:
         _mark(store, src, key, res, exc.reason)
     except OSError as exc:
@@ -182,7 +264,44 @@ def _mark(
         pass
 
 
-def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
+def _open_regular(key: str) -> IO[bytes]:
+    """Open a session file for reading, never blocking: non-blocking open (a FIFO swapped in
+    after the ``stat`` cannot hang), then the open file must be a regular file."""
+    fd = os.open(key, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not _stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SkipFile("not_a_file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _parse_batch(src: Source, path: Path, batch: list[bytes], state: dict) -> Iterator[ParseResult]:
+    """``src.parse`` of one batch; when the parser fails on it, the batch again line by line,
+    so one bad record skips that record (counted as ``bad_record:<error>``), not the file."""
+    saved = json.dumps(state)
+    try:
+        yield src.parse(path, batch, state)
+        return
+    except Exception:  # a parser bug on some record: find it
+        pass
+    state = json.loads(saved)
+    for line in batch:
+        before = json.dumps(state)
+        try:
+            parsed = src.parse(path, [line], state)
+        except Exception as exc:
+            state = json.loads(before)
+            yield ParseResult(skipped=Counter({f"bad_record:{type(exc).__name__}": 1}), state=state)
+            continue
+        state = parsed.state
+        yield parsed
+
+
+def _ingest(
+    store: Store, src: Source, path: Path, res: FileResult, projects: ProjectFilter | None
+) -> None:
     key = str(path)
     st = os.stat(key)
     if not _stat.S_ISREG(st.st_mode):
@@ -190,13 +309,13 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
     row = store.files.get(key)
     usable = row if row is not None and row.get("status") == "ok" else None
     if src.read_mode(path) != "jsonl":
-        _ingest_whole(store, src, path, res, st, usable)
+        _ingest_whole(store, src, path, res, st, usable, projects)
         return
     zst = key.endswith(".zst")
     if zst and usable and usable["size"] == st.st_size and usable["mtime"] == st.st_mtime:
         res.offset = usable["offset"]
         return
-    with open(key, "rb") as fh:
+    with _open_regular(key) as fh:
         head = fh.read(HEAD)
         offset, state = 0, {}
         if zst:
@@ -231,13 +350,19 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
         known: set[str] = set()
         empty: set[str] = set()
         n_lines = n_skipped = 0
+        deadline = time.monotonic() + MAX_FILE_SECONDS
+        cut = False
         for batch in batches(iter(reader)):
-            parsed = src.parse(path, batch, state)
-            state = parsed.state
+            for parsed in _parse_batch(src, path, batch, state):
+                state = parsed.state
+                n_skipped += sum(parsed.skipped.values())
+                res.lines_skipped.update(parsed.skipped)
+                _save_sessions(store, parsed.sessions, key, res, known, empty, projects)
             n_lines += len(batch)
-            n_skipped += sum(parsed.skipped.values())
-            res.lines_skipped.update(parsed.skipped)
-            _save_sessions(store, parsed.sessions, key, res, known, empty)
+            if not zst and time.monotonic() > deadline:  # the rest waits for the next pass
+                cut = True
+                res.warnings["time_bound"] += 1
+                break
         res.lines_skipped.update(reader.skipped)
         res.warnings.update(reader.warnings)
         res.lines_ok = n_lines - n_skipped
@@ -246,6 +371,8 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
         res.bytes_read = reader.bytes_read
         res.offset = st.st_size if zst else reader.offset
         size = st.st_size if zst else max(st.st_size, reader.pos)
+        if cut:  # recorded as read up to the offset only: the next pass goes on from there
+            size = reader.offset
         # counts carried over from earlier passes (none after a re-read from 0)
         kept = usable if usable and not res.reason else {}
         store.files.put(
@@ -266,12 +393,21 @@ def _ingest(store: Store, src: Source, path: Path, res: FileResult) -> None:
         )
 
 
+#: seconds one pass spends on one JSONL file; the rest is read on the next pass (``time_bound``)
+MAX_FILE_SECONDS = 30.0
+
 #: largest whole-JSON file read in ``whole_file`` mode (bytes); larger ones are skipped
 MAX_WHOLE = 64 * 1024 * 1024
 
 
 def _ingest_whole(
-    store: Store, src: Source, path: Path, res: FileResult, st: os.stat_result, row: dict | None
+    store: Store,
+    src: Source,
+    path: Path,
+    res: FileResult,
+    st: os.stat_result,
+    row: dict | None,
+    projects: ProjectFilter | None,
 ) -> None:
     """``whole_file`` / ``snapshot`` files (see :attr:`.base.Source.mode`); ``row`` is the usable
     row."""
@@ -289,8 +425,10 @@ def _ingest_whole(
             return
         if st.st_size > MAX_WHOLE:
             raise SkipFile("too_large")
-        with open(key, "rb") as fh:
+        with _open_regular(key) as fh:
             data = fh.read(MAX_WHOLE + 1)
+        if len(data) > MAX_WHOLE:
+            raise SkipFile("too_large")
         if b"\x00" in data[:HEAD]:
             raise SkipFile("binary")
         digest = _head_hash(data)
@@ -313,7 +451,7 @@ def _ingest_whole(
         res.lines_skipped.update(parsed.skipped)
         known: set[str] = set()
         empty: set[str] = set()
-        _save_sessions(store, parsed.sessions, key, res, known, empty)
+        _save_sessions(store, parsed.sessions, key, res, known, empty, projects)
         if empty - known:
             res.sessions_filtered["no_messages"] += len(empty - known)
         res.bytes_read = n_bytes
@@ -365,6 +503,7 @@ def harvest(
         else [n for n, c in settings.sources.items() if c.enabled]
     )
     report = HarvestReport(started_at=now_iso())
+    projects = ProjectFilter.of(settings)
     for name in names:
         src = get_source(name)
         cfg = settings.sources.get(name) or SourceConfig()
@@ -374,7 +513,7 @@ def harvest(
         sr.files_seen = len(paths)
         new: set[str] = set()
         updated: set[str] = set()
-        for fr in _run(store, src, paths, progress):
+        for fr in _run(store, src, paths, progress, projects):
             if fr.status == "skipped":
                 sr.files_skipped[fr.reason] = sr.files_skipped.get(fr.reason, 0) + 1
             elif fr.status == "read":
@@ -412,10 +551,12 @@ def harvest(
     return report
 
 
-def _run(store: Store, src: Source, paths: list[str], progress: bool) -> Iterator[FileResult]:
+def _run(
+    store: Store, src: Source, paths: list[str], progress: bool, projects: ProjectFilter
+) -> Iterator[FileResult]:
     if not progress:
         for p in paths:
-            yield harvest_file(store, src, p)
+            yield harvest_file(store, src, p, projects)
         return
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -429,5 +570,5 @@ def _run(store: Store, src: Source, paths: list[str], progress: bool) -> Iterato
     ) as bar:
         task = bar.add_task(src.name, total=len(paths))
         for p in paths:
-            yield harvest_file(store, src, p)
+            yield harvest_file(store, src, p, projects)
             bar.advance(task)

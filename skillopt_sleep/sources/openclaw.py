@@ -23,7 +23,6 @@ bookkeeping: ``model-snapshot``, ``openclaw:bootstrap-context:full`` …), count
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sqlite3
 from collections import Counter
@@ -34,7 +33,7 @@ from typing import Any
 from skillopt_sleep.models import HarvestedSession
 from skillopt_sleep.redact import decode
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, ReadMode, Source
-from skillopt_sleep.sources.common import as_dict, json_records, pi_message
+from skillopt_sleep.sources.common import BadRecord, as_dict, json_records, loads, pi_message
 
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
@@ -235,12 +234,12 @@ class OpenClawSource(Source):
             else:
                 skipped["empty_event"] += 1
                 return None
-            rec = json.loads(raw)
+            rec = loads(raw)
         except zstandard.ZstdError:
             skipped["bad_zstd"] += 1
             return None
-        except ValueError:
-            skipped["bad_json"] += 1
+        except BadRecord as exc:
+            skipped[exc.reason] += 1
             return None
         if not isinstance(rec, dict):
             skipped["not_an_object"] += 1

@@ -45,9 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.redact import clean, clean_excerpt, decode
+from skillopt_sleep.redact import clean, clean_excerpt
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
-from skillopt_sleep.sources.common import as_dict, cap, ms_to_iso
+from skillopt_sleep.sources.common import BadRecord, as_dict, cap, loads, ms_to_iso, read_regular
 
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
@@ -56,9 +56,15 @@ SETTLE_SECONDS = 300
 DB_NAME = "opencode.db"
 
 
+#: largest JSON file or database row read (bytes); larger ones are skipped
+MAX_RECORD = 8 * 1024 * 1024
+
+
 def _load(path: Path) -> Any:
+    """One JSON file of the tree: ``None`` when it is not a regular file, over
+    :data:`MAX_RECORD` bytes or not usable JSON (never read whole beyond the cap)."""
     try:
-        return json.loads(decode(path.read_bytes()))
+        return loads(read_regular(path, MAX_RECORD))
     except (OSError, ValueError):
         return None
 
@@ -315,7 +321,7 @@ class OpenCodeSource(Source):
                 result.skipped["bad_json"] += 1
                 continue
             infos.append(data)
-        infos.sort(key=lambda x: (_ms((x.get("time") or {}).get("created")), str(x.get("id"))))
+        infos.sort(key=lambda x: (_ms(as_dict(x.get("time")).get("created")), str(x.get("id"))))
         n_bytes = 0
         for data in infos:
             parts, bad = [], 0
@@ -332,7 +338,7 @@ class OpenCodeSource(Source):
             if bad:
                 result.skipped["bad_json"] += bad
             n_bytes += sum(len(json.dumps(p)) for p in parts)
-            b.message(sid, data, parts)
+            _message(b, sid, data, parts, result.skipped)
         result.sessions = list(b.sessions.values())
         result.bytes_read = n_bytes
         return result
@@ -350,12 +356,14 @@ class OpenCodeSource(Source):
             return result
         try:
             con.row_factory = sqlite3.Row
+            # a row over MAX_RECORD bytes comes back without its data (skipped, counted)
             msgs = con.execute(
-                "select id, session_id, time_created, time_updated, data from message "
+                "select id, session_id, time_created, time_updated, "
+                "case when length(data) > ? then null else data end as data from message "
                 "where time_updated > ? order by time_updated, id",
-                (hw,),
+                (MAX_RECORD, hw),
             ).fetchall()
-            sids = sorted({m["session_id"] for m in msgs})
+            sids = sorted({m["session_id"] for m in msgs}, key=str)
             for sid in sids:
                 row = con.execute("select * from session where id = ?", (sid,)).fetchone()
                 b.session(sid, dict(row) if row else None)
@@ -364,9 +372,9 @@ class OpenCodeSource(Source):
             done: list[tuple[float, str, str, dict, list[dict]]] = []
             for m in msgs:
                 try:
-                    info = json.loads(m["data"])
-                except (TypeError, ValueError):
-                    result.skipped["bad_json"] += 1
+                    info = loads(m["data"]) if isinstance(m["data"], (str, bytes)) else None
+                except BadRecord as exc:
+                    result.skipped[exc.reason] += 1
                     continue
                 if not isinstance(info, dict):
                     result.skipped["bad_json"] += 1
@@ -374,13 +382,18 @@ class OpenCodeSource(Source):
                 info.setdefault("id", m["id"])
                 parts, bad, p_bytes = [], 0, 0
                 for p in con.execute(
-                    "select id, data from part where message_id = ? order by id", (m["id"],)
+                    "select id, case when length(data) > ? then null else data end as data "
+                    "from part where message_id = ? order by id",
+                    (MAX_RECORD, m["id"]),
                 ):
-                    p_bytes += len(p["data"] or "")
+                    if not isinstance(p["data"], (str, bytes)):
+                        result.skipped["bad_part"] += 1
+                        continue
+                    p_bytes += len(p["data"])
                     try:
-                        pdata = json.loads(p["data"])
-                    except (TypeError, ValueError):
-                        bad += 1
+                        pdata = loads(p["data"])
+                    except BadRecord as exc:
+                        result.skipped[exc.reason] += 1
                         continue
                     if isinstance(pdata, dict):
                         pdata.setdefault("id", p["id"])
@@ -395,11 +408,11 @@ class OpenCodeSource(Source):
                 n_bytes += p_bytes + len(m["data"] or "")
                 done.append((_ms(m["time_created"]), str(m["id"]), m["session_id"], info, parts))
                 if not blocked:
-                    new_hw = max(new_hw, float(m["time_updated"] or 0))
+                    new_hw = max(new_hw, _ms(m["time_updated"]))
             # in the order they were written: a prompt's row is updated (its summary) after
             # the answer to it, so update order is not conversation order
             for _created, _mid, sid, info, parts in sorted(done, key=lambda d: d[:2]):
-                b.message(sid, info, parts)
+                _message(b, sid, info, parts, result.skipped)
             state["hw"] = new_hw
         except sqlite3.Error as exc:
             result.skipped[f"db_error:{type(exc).__name__}"] += 1
@@ -409,6 +422,15 @@ class OpenCodeSource(Source):
         result.bytes_read = n_bytes
         result.state = state
         return result
+
+
+def _message(b: _Builder, sid: Any, info: dict, parts: list[dict], skipped: Counter) -> None:
+    """One message into ``b``; a row of unexpected shape is skipped and counted
+    (``bad_record:<error>``), never blocking the messages after it."""
+    try:
+        b.message(str(sid), info, parts)
+    except Exception as exc:
+        skipped[f"bad_record:{type(exc).__name__}"] += 1
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -19,6 +19,8 @@ the store, reached as attributes of :class:`Store`:
 ``store.adoptions`` adoptions (and their rollback)
 ``store.cache``     the model response cache
 ``store.counts``    row counts for status
+``store.forget``    deleting stored data for good (``forget``)
+``store.outbox``    every outbound model call (``outbox``)
 ==================  ==========================================================
 
 Reads never write. ``store.write()`` groups writes in one ``BEGIN IMMEDIATE`` transaction.
@@ -51,9 +53,11 @@ from skillopt_sleep.store.cache import CachedResponse, ResponseCache
 from skillopt_sleep.store.counts import Counts
 from skillopt_sleep.store.edits import EditsRepo
 from skillopt_sleep.store.files import FilesRepo
+from skillopt_sleep.store.forget import ForgetRepo
 from skillopt_sleep.store.harvests import HarvestsRepo
 from skillopt_sleep.store.migrations import migrations
 from skillopt_sleep.store.nights import NightsRepo
+from skillopt_sleep.store.outbox import OutboxRepo
 from skillopt_sleep.store.proposals import AdoptionsRepo, ProposalsRepo
 from skillopt_sleep.store.rollouts import RolloutsRepo
 from skillopt_sleep.store.sessions import SearchHit, SessionsRepo
@@ -72,11 +76,35 @@ __all__ = [
 ]
 
 
+def _check_intact(db: StoreDatabase, path: Path) -> None:
+    """Refuse a damaged database file before anything reads or writes it (``PRAGMA
+    quick_check``: page structure, milliseconds for a store of this size): a damaged store is
+    never written on, and the command fails with the way out instead of exiting 0."""
+    from skillopt_sleep.store._base import _MACHINE_FAILURES
+
+    try:
+        rows = db.execute("PRAGMA quick_check(1)").fetchall()
+        problem = "" if rows and rows[0][0] == "ok" else str(rows[0][0] if rows else "no answer")
+    except sqlite3.DatabaseError as exc:
+        if machine_failure(exc) is None or getattr(exc, "sqlite_errorcode", 0) & 0xFF not in (
+            sqlite3.SQLITE_CORRUPT,
+            sqlite3.SQLITE_NOTADB,
+        ):
+            raise
+        problem = str(exc)
+    if problem:
+        first = problem.replace("*** in database main ***", "").strip().splitlines()[0]
+        raise StoreError(
+            f"{path}: {_MACHINE_FAILURES[sqlite3.SQLITE_CORRUPT]} (check: {first[:120]})"
+        )
+
+
 class Store:
     """The store: its repositories as attributes (see the module doc). Opening raises
     :class:`StoreError` when the file cannot be opened or is not a usable database."""
 
     def __init__(self, db: Database | str | Path):
+        db_given, new = db, False
         if isinstance(db, StoreDatabase):
             self.db = db
         elif isinstance(db, Database):
@@ -99,6 +127,8 @@ class Store:
         db = self.db
         try:
             self.db.execute("PRAGMA busy_timeout = 30000")
+            if isinstance(db_given, (str, Path)) and not new:
+                _check_intact(self.db, Path(db_given))
             if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "memory":
                 self.db.enable_wal()
             self.db.execute("PRAGMA foreign_keys = ON")
@@ -126,6 +156,8 @@ class Store:
         self.cache = ResponseCache(db)
         self.counts = Counts(db)
         self.wild = WildRepo(db)
+        self.forget = ForgetRepo(db)
+        self.outbox = OutboxRepo(db)
 
     def _migrations(self) -> int:
         if not self.db.table("_sqlite_migrations").exists():

@@ -78,14 +78,19 @@ def write_transaction(db: StoreDatabase) -> Iterator[StoreDatabase]:
 #: with what the user can do about it
 _MACHINE_FAILURES: dict[int, str] = {
     sqlite3.SQLITE_CORRUPT: (
-        "the database file is damaged — move skillopt.db aside and run "
-        "`skillopt-sleep harvest` to rebuild it"
+        "the database file is damaged — move skillopt.db aside (keep it: it holds the "
+        "adoption history `rollback` needs; `sqlite3 skillopt.db .recover` may save it) and "
+        "run `skillopt-sleep harvest` to rebuild the sessions"
     ),
     sqlite3.SQLITE_NOTADB: (
-        "the database file is not an SQLite database — move skillopt.db aside and run "
-        "`skillopt-sleep harvest` to rebuild it"
+        "the database file is not an SQLite database — move skillopt.db aside (keep it) and "
+        "run `skillopt-sleep harvest` to rebuild the sessions"
     ),
-    sqlite3.SQLITE_FULL: "the disk is full",
+    sqlite3.SQLITE_FULL: (
+        "the disk is full — free some space and run it again (the interrupted write was "
+        "rolled back: nothing stored is lost; do not delete skillopt.db, it holds the "
+        "adoption history)"
+    ),
     sqlite3.SQLITE_IOERR: "the disk could not be read or written",
     sqlite3.SQLITE_READONLY: "the database cannot be written (read-only file or folder)",
     sqlite3.SQLITE_PERM: "the database cannot be written (permissions)",

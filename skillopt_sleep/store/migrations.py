@@ -315,3 +315,26 @@ def _redact_json_text(value: str) -> str:
         return json.dumps(redact_json(json.loads(value)))
     except ValueError:
         return redact(value)
+
+
+@migrations(name="m007_outbox")
+def m007_outbox(db: Database) -> None:
+    """``outbox``: every outbound model call (privacy: what was sent where)."""
+    db.table("outbox").create(
+        {
+            "id": int,
+            "at": str,  # ISO 8601 UTC, when the call was sent
+            "role": str,  # target | optimizer
+            "purpose": str,  # target | reflect | judge | consolidate …
+            "backend": str,
+            "model": str,
+            "endpoint": str,  # the base URL's host (HTTP backends), else ""
+            "chars": int,  # characters sent (system, prompt and placed document)
+            "sha256": str,  # of what was sent
+            "response_chars": int,
+            "status": str,  # ok | error:<ErrorType>
+            "prompt": str,  # what was sent, redacted; emptied after privacy.outbox_days
+        },
+        pk="id",
+    )
+    db.table("outbox").create_index(["at"])

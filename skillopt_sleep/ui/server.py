@@ -89,6 +89,7 @@ class Dashboard:
 
     def serve(self) -> None:
         """Serve until interrupted (Ctrl-C) or :meth:`stop`."""
+        paths.make_private()
         self.server.run(sockets=[self.sock])
 
     def start(self) -> Dashboard:

@@ -108,3 +108,48 @@ def test_the_diff_applies_with_patch_and_git_apply(tmp_path: Path, base, new):
             )
             assert proc.returncode == 0, (cmd, proc.stdout, proc.stderr, diff)
         assert (work / "CLAUDE.md").read_bytes() == new
+
+
+def test_a_staging_killed_midway_leaves_no_proposal_folder(tmp_path, monkeypatch) -> None:
+    import os
+
+    import pytest
+
+    from skillopt_sleep import paths
+    from skillopt_sleep.night import stage
+    from skillopt_sleep.results import NightCost, NightSummary
+    from skillopt_sleep.store import Store
+
+    store = Store(tmp_path / "s.db")
+    args: dict[str, Any] = {
+        "night_id": 7,
+        "target_path": tmp_path / "AGENTS.md",
+        "base_text": None,
+        "new_text": "- a rule\n",
+        "base_hash": "",
+        "edits": [],
+        "tasks": [],
+        "cost": NightCost(),
+        "summary": NightSummary(),
+        "val_before": 0.0,
+        "val_after": 1.0,
+        "test_before": None,
+        "test_after": None,
+    }
+    folder = paths.proposals_dir()
+    folder.mkdir(parents=True)
+    killed_long_ago = folder / ".staging-p3"
+    killed_long_ago.mkdir()
+    os.utime(killed_long_ago, (1, 1))
+
+    def killed(*_a: Any, **_k: Any) -> str:
+        raise KeyboardInterrupt  # the night is stopped while it writes the report
+
+    with monkeypatch.context() as m, pytest.raises(KeyboardInterrupt):
+        m.setattr(stage, "render_markdown", killed)
+        stage.stage_proposal(store, **args)
+    assert not (folder / "p1").exists() and store.proposals.get("p1") is None
+    assert stage.stage_proposal(store, **args) == "p1"  # the first staged proposal
+    assert sorted(p.name for p in folder.iterdir()) == ["p1"]  # the leftovers are gone
+    assert (folder / "p1" / "report.md").is_file() and store.proposals.get("p1") is not None
+    store.close()

@@ -184,7 +184,7 @@ def test_state_carries_the_session_across_passes(store: Store, codex_home: Path)
     path = write(
         _rollout(codex_home),
         [
-            cx_meta("thread-from-meta", originator="codex_exec", source="exec"),
+            cx_meta(UUID, originator="codex_exec", source="exec"),
             cx_user_event(f"{SELF_MARKER} fix the typo in README"),
         ],
     )
@@ -194,17 +194,30 @@ def test_state_carries_the_session_across_passes(store: Store, codex_home: Path)
         fh.write(extra)
     res = harvest_file(store, "codex", path)
     assert res.bytes_read == len(extra)
-    assert [s["id"] for s in store.sessions.all(include_self=True)] == ["codex:thread-from-meta"]
-    sess = db_get(store, "sessions", "codex:thread-from-meta")
+    assert [s["id"] for s in store.sessions.all(include_self=True)] == [S]
+    sess = db_get(store, "sessions", S)
     assert sess["headless"] == 1 and sess["self_generated"] == 1 and sess["model"] == "gpt-5.5"
     assert sess["project"] == CWD
     # uids are "<key>:<line number>", counted on from the first pass via the state
-    assert [m["uid"] for m in store.sessions.messages("codex:thread-from-meta")] == [
-        "thread-from-meta:2",
-        "thread-from-meta:4",
-        "thread-from-meta:5",
+    assert [m["uid"] for m in store.sessions.messages(S)] == [
+        f"{UUID}:2",
+        f"{UUID}:4",
+        f"{UUID}:5",
     ]
-    assert store.sessions.messages("codex:thread-from-meta")[1]["tool_names"] == ["shell"]
+    assert store.sessions.messages(S)[1]["tool_names"] == ["shell"]
+
+
+def test_two_files_sharing_a_session_id_stay_two_sessions(store: Store, codex_home: Path) -> None:
+    other = "019c8a70-dda7-7f33-98ea-000000000001"
+    first = write(_rollout(codex_home), [cx_meta(UUID), cx_user_event("first file's prompt")])
+    second = write(
+        _rollout(codex_home).with_name(NAME.replace(UUID, other)),
+        [cx_meta(UUID), cx_user_event("second file's prompt")],  # the same id, another file
+    )
+    harvest_file(store, "codex", first)
+    harvest_file(store, "codex", second)
+    assert _kinds(store) == [("prompt", "first file's prompt")]
+    assert _kinds(store, f"codex:{other}") == [("prompt", "second file's prompt")]
 
 
 def test_pre_envelope_rollout_with_crlf(store: Store, codex_home: Path) -> None:

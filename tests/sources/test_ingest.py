@@ -8,7 +8,6 @@ import tracemalloc
 from pathlib import Path
 
 from skillopt_sleep.config import Settings
-from skillopt_sleep.sources import lines as line_reading
 from skillopt_sleep.sources.claude_code import ClaudeCodeSource
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store
@@ -158,27 +157,23 @@ def test_vanished_file_and_missing_root(store: Store, tmp_path: Path) -> None:
 
 
 class _Exploding(ClaudeCodeSource):
-    def parse(self, path, lines, state):  # a parser bug on the second batch
+    def parse(self, path, lines, state):  # a parser bug on one record
         lines = list(lines)
-        if state.get("batches"):
+        if any(b"boom" in line for line in lines):
+            state["poisoned"] = True  # a state change of the failed call must not stick
             raise RuntimeError("boom")
-        result = super().parse(path, lines, state)
-        result.state["batches"] = 1
-        return result
+        return super().parse(path, lines, state)
 
 
-def test_a_crash_mid_file_leaves_no_partial_pass(
-    store: Store, claude_root: Path, monkeypatch
-) -> None:
-    monkeypatch.setattr(line_reading, "BATCH_BYTES", 10)  # one line per batch
-    path = write(_session_file(claude_root), [cc_user("u1", "one"), cc_user("u2", "two")])
+def test_a_parser_crash_skips_that_record_not_the_file(store: Store, claude_root: Path) -> None:
+    lines = [cc_user("u1", "one"), cc_user("u2", "boom"), cc_user("u3", "three")]
+    path = write(_session_file(claude_root), lines)
     res = harvest_file(store, _Exploding(), path)
-    assert res.status == "skipped" and res.reason == "error:RuntimeError"
-    assert db_rows(store, "messages") == []  # the first batch was rolled back with the offset
+    assert res.status == "read" and res.lines_skipped["bad_record:RuntimeError"] == 1
+    assert _prompts(store) == ["one", "three"]
     row = store.files.get(str(path))
-    assert row["offset"] == 0 and row["status"] == "skipped" and "boom" in row["last_error"]
-    ok = harvest_file(store, "claude_code", path)
-    assert ok.status == "read" and _prompts(store) == ["one", "two"]
+    assert row["status"] == "ok" and row["offset"] == path.stat().st_size
+    assert "poisoned" not in row["state"]
 
 
 def test_directory_vanishing_during_discovery(store: Store, claude_root: Path) -> None:
@@ -223,3 +218,24 @@ def test_a_pass_waits_for_another_writer_instead_of_failing(
     other.close()
     assert (res.status, res.reason) == ("read", ""), res
     assert [m["text"] for m in db_rows(store, "messages")] == ["one", "two"]
+
+
+def test_a_pass_is_time_bounded_and_the_next_goes_on(
+    store: Store, claude_root: Path, monkeypatch
+) -> None:
+    from skillopt_sleep.sources import ingest
+    from skillopt_sleep.sources import lines as line_reading
+
+    monkeypatch.setattr(line_reading, "BATCH_BYTES", 10)  # one line per batch
+    monkeypatch.setattr(ingest, "MAX_FILE_SECONDS", 0.0)  # every pass stops after one batch
+    path = write(
+        _session_file(claude_root), [cc_user("u1", "one"), cc_user("u2", "two"), cc_user("u3", "3")]
+    )
+    res = harvest_file(store, "claude_code", path)
+    assert res.status == "read" and res.warnings["time_bound"] == 1
+    assert _prompts(store) == ["one"]
+    harvest_file(store, "claude_code", path)
+    assert _prompts(store) == ["one", "two"]
+    harvest_file(store, "claude_code", path)
+    assert _prompts(store) == ["one", "two", "3"]
+    assert harvest_file(store, "claude_code", path).status == "unchanged"

@@ -20,6 +20,7 @@ def test_migrations_apply_once_and_wal(tmp_path):
         "m004_reredact",
         "m005_task_occurrences",
         "m006_judges_context",
+        "m007_outbox",
     ]
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -121,3 +122,55 @@ def test_the_store_redacts_every_text_it_writes(tmp_path):
     stored = json.dumps([row, msgs, store.files.get("/f.jsonl")])
     assert key[4:16] not in stored and key[20:32] not in stored
     assert stored.count("[REDACTED:") >= 6
+
+
+def test_the_full_disk_advice_keeps_the_database():
+    import sqlite3
+
+    from skillopt_sleep.store import machine_failure
+
+    full = sqlite3.OperationalError("database or disk is full")
+    full.sqlite_errorcode = sqlite3.SQLITE_FULL
+    hint = machine_failure(full)
+    assert hint is not None and "disk is full" in hint
+    assert "aside" not in hint and "do not delete skillopt.db" in hint
+    damaged = sqlite3.DatabaseError("database disk image is malformed")
+    damaged.sqlite_errorcode = sqlite3.SQLITE_CORRUPT
+    assert "keep it" in (machine_failure(damaged) or "")
+
+
+def test_a_damaged_database_is_refused_before_any_write(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    from skillopt_sleep.errors import StoreError
+
+    db = tmp_path / "skillopt-home" / "state" / "skillopt.db"
+    store = Store(db)
+    with store.write():
+        store.db.table("harvest_runs").insert_all(
+            {"source": "x", "files_skipped": "{}" + " " * 3000} for _ in range(300)
+        )
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+    data = bytearray(db.read_bytes())
+    for off in range(len(data) // 3, len(data) // 3 + 20000, 7):
+        data[off] = 0xAA
+    db.write_bytes(bytes(data))
+    before = db.read_bytes()
+    with pytest.raises(StoreError, match="damaged"):
+        Store(db)
+    env = dict(os.environ, SKILLOPT_SLEEP_HOME=str(tmp_path / "skillopt-home"))
+    for cmd in ("status", "harvest"):
+        res = subprocess.run(
+            [sys.executable, "-m", "skillopt_sleep", cmd],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert res.returncode == 1 and "database file is damaged" in res.stderr, res.stderr
+    assert db.read_bytes() == before  # nothing was written on it

@@ -1,0 +1,142 @@
+"""Forgetting stored data for good (``skillopt-sleep forget``): sessions with their messages and
+full-text rows, the tasks mined from them with their rollouts, and the response caches.
+
+Deleted rows' pages are zeroed (``PRAGMA secure_delete`` is on for every store), the full-text
+index is rebuilt from its remaining rows (FTS keeps a deleted row's tokens in old segments
+until they are merged), the WAL is checkpointed and truncated and the file vacuumed, so no page
+of the database or its WAL keeps what was forgotten (:meth:`ForgetRepo.purge`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from skillopt_sleep.store._base import Repository
+
+
+def _chunks(items: list[str], n: int = 500) -> list[list[str]]:
+    return [items[i : i + n] for i in range(0, len(items), n)]
+
+
+class ForgetRepo(Repository):
+    """Selecting and deleting what ``forget`` removes. Callers group the deletions in
+    ``with store.write():`` and call :meth:`purge` after it (outside any transaction)."""
+
+    def session_ids(
+        self, *, project: str | None = None, session: str | None = None, before: str | None = None
+    ) -> list[str]:
+        """Stored session ids of ``project`` (that folder and below), of ``session`` (a stored
+        id ``source:key`` or a bare key of any source), or last active before ``before`` (an
+        ISO date or time: a session's latest message, else its start, else its update)."""
+        where: list[str] = []
+        args: list[Any] = []
+        if project is not None:
+            base = project.rstrip("/\\") or project
+            where.append(
+                "(project = ? or project like ? escape '\\' or project like ? escape '\\')"
+            )
+            esc = base.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            args += [base, esc + "/%", esc + "\\\\%"]
+        if session is not None:
+            where.append("(id = ? or key = ?)")
+            args += [session, session]
+        if before is not None:
+            where.append(
+                "coalesce((select max(m.timestamp) from messages m where m.session_id = "
+                "sessions.id), started_at, updated_at) < ?"
+            )
+            args.append(before)
+        sql = "select id from sessions" + (" where " + " and ".join(where) if where else "")
+        with self.db.lock:
+            return [r[0] for r in self.db.execute(sql, args).fetchall()]
+
+    def task_ids(
+        self, session_ids: list[str], *, project: str | None = None, before: str | None = None
+    ) -> list[str]:
+        """Tasks mined from any of ``session_ids``, of ``project`` (and below), or last seen
+        before ``before``."""
+        wanted = set(session_ids)
+        out: list[str] = []
+        with self.db.lock:
+            rows = self.db.execute("select id, project, sessions, last_seen from tasks").fetchall()
+        base = project.rstrip("/\\") if project is not None else None
+        for tid, tproject, sessions, last_seen in rows:
+            try:
+                members = json.loads(sessions or "[]")
+            except ValueError:
+                members = []
+            hit = isinstance(members, list) and bool(wanted.intersection(map(str, members)))
+            if base is not None and isinstance(tproject, str):
+                hit = hit or tproject == base or tproject.startswith((base + "/", base + "\\"))
+            if before is not None and isinstance(last_seen, str) and last_seen < before:
+                hit = True
+            if hit:
+                out.append(tid)
+        return out
+
+    def delete(
+        self, session_ids: list[str], task_ids: list[str], *, before: str | None = None
+    ) -> dict[str, int]:
+        """Delete the sessions (their messages, full-text rows via the index's triggers, reach
+                records) and the tasks (their rollouts, and the text the outbox kept of calls that sent
+        their intent); with any task deleted, the response and judge
+                caches are emptied (their keys are hashes of task text). With ``before``, rollouts
+                older than it go too. Returns counts by kind."""
+        db = self.db
+        counts = {
+            "sessions": 0,
+            "messages": 0,
+            "tasks": 0,
+            "rollouts": 0,
+            "cached": 0,
+            "outbox": 0,
+        }
+        for chunk in _chunks(session_ids):
+            marks = ",".join("?" * len(chunk))
+            counts["messages"] += db.execute(
+                f"delete from messages where session_id in ({marks})", chunk
+            ).rowcount
+            db.execute(f"delete from wild_sessions where session_id in ({marks})", chunk)
+            counts["sessions"] += db.execute(
+                f"delete from sessions where id in ({marks})", chunk
+            ).rowcount
+        for chunk in _chunks(task_ids):
+            marks = ",".join("?" * len(chunk))
+            intents = [
+                r[0]
+                for r in db.execute(
+                    f"select intent from tasks where id in ({marks})", chunk
+                ).fetchall()
+                if r[0]
+            ]
+            for intent in intents:  # what the outbox kept of calls that sent it
+                counts["outbox"] += db.execute(
+                    "update outbox set prompt = '' where instr(prompt, ?) > 0", [intent]
+                ).rowcount
+            counts["rollouts"] += db.execute(
+                f"delete from rollouts where task_id in ({marks})", chunk
+            ).rowcount
+            counts["tasks"] += db.execute(
+                f"delete from tasks where id in ({marks})", chunk
+            ).rowcount
+        if before is not None:
+            counts["rollouts"] += db.execute(
+                "delete from rollouts where created_at < ?", [before]
+            ).rowcount
+        if task_ids or counts["rollouts"]:
+            counts["cached"] += db.execute("delete from rollout_cache").rowcount
+            db.execute("delete from judge_cache")
+        return counts
+
+    def purge(self) -> None:
+        """Leave no page holding forgotten text: rebuild the full-text index from the rows
+        that remain, checkpoint and truncate the WAL, vacuum. Outside a transaction."""
+        db = self.db
+        with db.lock:
+            db.execute("insert into messages_fts(messages_fts) values('rebuild')")
+            db.execute("insert into messages_fts(messages_fts) values('optimize')")
+            db.conn.commit()
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            db.execute("VACUUM")
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

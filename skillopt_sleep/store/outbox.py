@@ -1,0 +1,37 @@
+"""``outbox``: one row per outbound model call — backend, model, purpose, size, hash and the
+redacted text sent, the text kept for ``privacy.outbox_days`` days (then emptied; the row
+stays)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from skillopt_sleep.redact import redact
+from skillopt_sleep.store._base import Repository, Row
+
+
+class OutboxRepo(Repository):
+    def record(self, row: dict[str, Any]) -> int:
+        """Record a call (``prompt`` is redacted here whatever the caller did)."""
+        row = dict(row)
+        row["prompt"] = redact(str(row.get("prompt") or ""))
+        return self._insert("outbox", row)
+
+    def expire(self, days: int) -> int:
+        """Empty the kept text of calls older than ``days`` days (0: all); rows stay."""
+        cutoff = (
+            (datetime.now(UTC) - timedelta(days=days)).isoformat(timespec="seconds")
+            if days > 0
+            else "9999"  # every row
+        )
+        with self.db.atomic():
+            cur = self.db.execute(
+                "update outbox set prompt = '' where prompt != '' and at < ?", [cutoff]
+            )
+        return cur.rowcount
+
+    def recent(self, limit: int = 50) -> list[Row]:
+        """The last ``limit`` calls, newest first."""
+        with self.db.lock:
+            return list(self.db.table("outbox").rows_where(order_by="id desc", limit=limit))
