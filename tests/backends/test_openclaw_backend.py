@@ -127,3 +127,36 @@ def test_every_flag_the_backend_passes_is_listed_by_the_pinned_cli(
     listed = proc.stdout + proc.stderr
     missing = [f for f in openclaw.FLAGS if not re.search(rf"(^|\s){f}\b", listed, re.M)]
     assert not missing, f"`openclaw agent exec --help` does not list {missing}"
+
+
+def test_a_placed_managed_skill_is_listed_from_the_sandbox_state_and_loaded(
+    isolated_home: Path,
+) -> None:
+    """The registry's skills folder (``<state>/skills``, from OpenClaw's docs) is where the
+    real CLI finds a managed skill: it lists it in ``<available_skills>`` and the model loads
+    it by reading that file; the user's state folder is left alone."""
+    name = "skillopt-sleep-learned"
+    skills = agents.get_agent("openclaw").skills_dir()
+    assert skills is not None
+    placement = Placement(
+        agent="openclaw",
+        scope="user",
+        path=f"{skills.name}/{name}/SKILL.md",
+        mode="skill",
+        text=f"---\nname: {name}\ndescription: How to install the dependencies of this "
+        f"project.\n---\n\n- {RULE}\n",
+    )
+    with serve(PERSONA, api_key=KEY, full_log=True) as sim:
+        completion = _backend(sim.url + "/v1").complete(
+            CompletionRequest(prompt="how do I install the dependencies?", placement=placement)
+        )
+        requests = [r for r in sim.stats.requests if r.get("role") == "target"]
+    assert requests and all(name in r.get("skills", []) for r in requests)
+    assert name in requests[-1].get("skills_loaded", [])
+    listing = re.search(
+        rf"<name>{name}</name>\s*<description>[^<]*</description>\s*<location>([^<]+)</location>",
+        requests[0]["body"]["messages"][0]["content"],
+    )
+    assert listing and listing.group(1).endswith(f"/openclaw-state/skills/{name}/SKILL.md")
+    assert completion.text == "Run `pnpm install`."
+    assert not skills.exists()
