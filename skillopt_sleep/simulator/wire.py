@@ -23,7 +23,8 @@ following skills are available for use with the Skill tool:" (a role ``system`` 
 ``messages``), Codex's ``<skills_instructions>`` (``- name: description (file: rN/…)`` with
 the "Skill roots" table, resolved to an absolute path), Copilot's ``<available_skills>``
 (``<skill>`` with name, description, location; OpenCode 1.18 and Pi 0.73 send the same block
-with the SKILL.md path as location, OpenCode's own skill as ``&lt;built-in&gt;``). A skill body the CLI sends back after a load
+with the SKILL.md path as location, OpenCode's own skill as ``&lt;built-in&gt;``; OpenClaw 2026.9.6
+too, its shipped skills located in its package or ``<state>/plugin-skills/``, built-in). A skill body the CLI sends back after a load
 (Claude's "Base directory for this skill:" text part, Copilot's ``<skill-context>`` user
 message) is context, never the user's prompt. So are OpenClaw's injected
 ``<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>`` user message (it does not end a tool round) and the
@@ -52,6 +53,9 @@ _OPENCLAW_CONTEXT = re.compile(
     r"\s*<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>.*?<<<END_OPENCLAW_INTERNAL_CONTEXT>>>\s*", re.S
 )
 _OPENCLAW_STAMP = re.compile(r"^\[\w{3} \d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})? [A-Z]{2,5}\] ")
+# skills OpenClaw 2026.9.6 ships: in its package (skills/, custodian-skills/) or copied from its
+# bundled plugins into <state>/plugin-skills/
+_OPENCLAW_SHIPPED = re.compile(r"/node_modules/openclaw/|/plugin-skills/")
 _OPENCLAW_RUNTIME = re.compile(r"\n\nRuntime: agent=[^\n]*\s*$")
 _SKILL_BODY = ("Base directory for this skill:", "<skill-context")
 
@@ -137,7 +141,8 @@ def _copilot_listing(text: str) -> list[ListedSkill]:
                     html.unescape(m.group(2).strip()),
                     location,
                     m.group(0),
-                    location in ("builtin", "<built-in>"),  # Copilot, OpenCode
+                    location in ("builtin", "<built-in>")  # Copilot, OpenCode
+                    or _OPENCLAW_SHIPPED.search(location) is not None,
                 )
             )
     return out

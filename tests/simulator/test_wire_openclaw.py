@@ -58,3 +58,24 @@ def test_a_tool_result_before_the_context_block_ends_a_tool_round() -> None:
 def test_a_plain_bracketed_prompt_is_kept() -> None:
     body = {"messages": [{"role": "user", "content": "[Tue 2026-12-01 15:19 UTC] note this"}]}
     assert parse_chat(body).prompt == "[Tue 2026-12-01 15:19 UTC] note this"
+
+
+def test_the_skills_openclaw_ships_are_built_in_and_the_users_are_not() -> None:
+    listing = (
+        "<available_skills>\n"
+        + "".join(
+            f"  <skill>\n    <name>{name}</name>\n    <description>Install things.</description>\n"
+            f"    <location>{location}</location>\n  </skill>\n"
+            for name, location in [
+                ("clawhub", "/x/node_modules/openclaw/skills/clawhub/SKILL.md"),
+                ("diagnose", "/x/node_modules/openclaw/custodian-skills/diagnose/SKILL.md"),
+                ("canvas", "/home/u/.openclaw/plugin-skills/canvas/SKILL.md"),
+                ("mine", "/home/u/.openclaw/skills/mine/SKILL.md"),
+            ]
+        )
+        + "</available_skills>"
+    )
+    body = _body()
+    body["messages"][0]["content"] += "\n" + listing
+    skills = {s.name: s.builtin for s in parse_chat(body).skills}
+    assert skills == {"clawhub": True, "diagnose": True, "canvas": True, "mine": False}
