@@ -328,12 +328,18 @@ AGENTS: tuple[Agent, ...] = (
         home_env="OPENCLAW_STATE_DIR",
         env_vars=("OPENCLAW_STATE_DIR",),
         sources=("openclaw",),
+        backend="openclaw",
+        skills_subdir="skills",
+        user_memory=("workspace/AGENTS.md",),
+        auth_files=("openclaw.json",),
+        memory_framing=("system", "## {path}\n{text}\n"),
         notes="State folder ~/.openclaw or $OPENCLAW_STATE_DIR; 2026.9.6 keeps each agent's "
         "sessions in agents/<id>/agent/openclaw-agent.sqlite (older builds: agents/<id>/"
         "sessions/*.jsonl). It needs Node >= 24.16. Its workspace (agents.defaults.workspace, "
         "default ~/.openclaw/workspace) AGENTS.md, SOUL.md, USER.md … are sent every turn as "
-        "'## <path>' sections of the system prompt; no replay backend, memory file or skills "
-        "folder is registered yet (docs/agents.md).",
+        "'## <path>' sections of the system prompt (measured with openclaw 2026.9.6; a "
+        "workspace moved by agents.defaults.workspace is not followed); managed skills in "
+        "<state>/skills (OpenClaw's docs; docs/agents.md).",
         _home=_env_or("OPENCLAW_STATE_DIR", ".openclaw"),
     ),
 )

@@ -37,6 +37,7 @@ KNOWN_BACKENDS = (
     "copilot",
     "opencode",
     "pi",
+    "openclaw",
 )
 #: Sources the engine knows (the agent registry's, in its order); ``sources.get_source``
 #: raises for anything else.
@@ -52,7 +53,7 @@ _CONFIG_PATH: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
 #: ``document.agent``: the agents whose managed skill can be placed
 #: (:func:`skillopt_sleep.agents.trainable_agents`; spelled out for the type checker, and
 #: checked against the registry here and in the tests).
-TrainableAgent = Literal["claude_code", "codex", "copilot", "devin", "opencode", "pi"]
+TrainableAgent = Literal["claude_code", "codex", "copilot", "devin", "opencode", "pi", "openclaw"]
 assert get_args(TrainableAgent) == tuple(a.name for a in agents.trainable_agents()), (
     "config.TrainableAgent must list agents.trainable_agents()"
 )

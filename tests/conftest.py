@@ -30,6 +30,7 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "XDG_DATA_HOME",
         "PI_CODING_AGENT_DIR",
         "PI_CODING_AGENT_SESSION_DIR",
+        "OPENCLAW_STATE_DIR",
         "ANTHROPIC_API_KEY",
         "OPENAI_API_KEY",
     ):

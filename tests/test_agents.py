@@ -140,7 +140,7 @@ def test_config_sources_are_the_registry_sources() -> None:
 def test_document_agent_choices_are_the_trainable_agents() -> None:
     names = tuple(a.name for a in trainable_agents())
     assert get_args(TrainableAgent) == names
-    assert names == ("claude_code", "codex", "copilot", "devin", "opencode", "pi")
+    assert names == ("claude_code", "codex", "copilot", "devin", "opencode", "pi", "openclaw")
     assert all(a.skills_dir({}, Path("/h")) is not None for a in trainable_agents())
     for a in AGENTS:
         if a not in trainable_agents():

@@ -18,6 +18,7 @@ REGISTRY: dict[str, str] = {
     "copilot": "skillopt_sleep.backends.copilot:CopilotBackend",
     "opencode": "skillopt_sleep.backends.opencode:OpenCodeBackend",
     "pi": "skillopt_sleep.backends.pi:PiBackend",
+    "openclaw": "skillopt_sleep.backends.openclaw:OpenClawBackend",
 }
 
 

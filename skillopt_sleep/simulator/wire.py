@@ -23,9 +23,12 @@ following skills are available for use with the Skill tool:" (a role ``system`` 
 ``messages``), Codex's ``<skills_instructions>`` (``- name: description (file: rN/…)`` with
 the "Skill roots" table, resolved to an absolute path), Copilot's ``<available_skills>``
 (``<skill>`` with name, description, location; OpenCode 1.18 and Pi 0.73 send the same block
-with the SKILL.md path as location, OpenCode's own skill as ``&lt;built-in&gt;``). A skill body the CLI sends back after a load
+with the SKILL.md path as location, OpenCode's own skill as ``&lt;built-in&gt;``; OpenClaw 2026.9.6
+too, its shipped skills located in its package or ``<state>/plugin-skills/``, built-in). A skill body the CLI sends back after a load
 (Claude's "Base directory for this skill:" text part, Copilot's ``<skill-context>`` user
-message) is context, never the user's prompt.
+message) is context, never the user's prompt. So are OpenClaw's injected
+``<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>`` user message (it does not end a tool round) and the
+``[<date> UTC]`` stamp and ``Runtime:`` paragraph around its user's prompt.
 """
 
 from __future__ import annotations
@@ -43,6 +46,17 @@ Usage = tuple[int, int]
 _CHUNK = 24  # characters per streamed text delta
 _TAGGED = re.compile(r"^\s*<([\w-]+)>.*?</\1>\s*", re.S)  # <system-reminder>..</system-reminder>
 _AGENTS_MD = "# AGENTS.md instructions"
+# OpenClaw 2026.9.6 (docs/agents.md): the prompt goes out as "[<weekday> <date> <time> UTC]
+# <prompt>" plus a "Runtime: agent=… | session=…" paragraph, and every request ends with a user
+# message that is only an injected <<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>> block (context)
+_OPENCLAW_CONTEXT = re.compile(
+    r"\s*<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>.*?<<<END_OPENCLAW_INTERNAL_CONTEXT>>>\s*", re.S
+)
+_OPENCLAW_STAMP = re.compile(r"^\[\w{3} \d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})? [A-Z]{2,5}\] ")
+# skills OpenClaw 2026.9.6 ships: in its package (skills/, custodian-skills/) or copied from its
+# bundled plugins into <state>/plugin-skills/
+_OPENCLAW_SHIPPED = re.compile(r"/node_modules/openclaw/|/plugin-skills/")
+_OPENCLAW_RUNTIME = re.compile(r"\n\nRuntime: agent=[^\n]*\s*$")
 _SKILL_BODY = ("Base directory for this skill:", "<skill-context")
 
 # -- skill listings (docs/agents.md) --
@@ -127,7 +141,8 @@ def _copilot_listing(text: str) -> list[ListedSkill]:
                     html.unescape(m.group(2).strip()),
                     location,
                     m.group(0),
-                    location in ("builtin", "<built-in>"),  # Copilot, OpenCode
+                    location in ("builtin", "<built-in>")  # Copilot, OpenCode
+                    or _OPENCLAW_SHIPPED.search(location) is not None,
                 )
             )
     return out
@@ -157,6 +172,9 @@ def _clean(text: str) -> str:
     a skill body sent after a skill load is no prompt at all."""
     while (match := _TAGGED.match(text)) is not None:
         text = text[match.end() :]
+    text = _OPENCLAW_CONTEXT.sub("\n", text).strip()
+    if _OPENCLAW_STAMP.match(text) and _OPENCLAW_RUNTIME.search(text):
+        text = _OPENCLAW_RUNTIME.sub("", _OPENCLAW_STAMP.sub("", text, count=1))
     if _is_skill_body(text):
         return ""
     return "" if text.lstrip().startswith(_AGENTS_MD) else text.strip()
@@ -507,6 +525,8 @@ def parse_chat(body: dict[str, Any]) -> Turn:
             turn.messages.append(("user", "\n".join(blocks)))
             if blocks and all(_is_skill_body(b) for b in blocks):
                 continue  # Copilot's <skill-context> after a skill call: part of its result
+            if blocks and all(_OPENCLAW_CONTEXT.fullmatch(b) for b in blocks):
+                continue  # OpenClaw's injected context, sent after the last message of any kind
         elif role in ("tool", "function"):
             turn.messages.append(("tool", _text(content)))
         else:

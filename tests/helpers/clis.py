@@ -12,11 +12,23 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_BIN = ROOT / "node_modules" / ".bin"
+#: CLIs that need Node 24, each run on it by a launcher in ``clis/node24`` (``npm ci --prefix
+#: clis/node24 --ignore-scripts`` installs them): name -> launcher
+NODE24 = {"openclaw": ROOT / "clis" / "node24" / "openclaw"}
 
 
 def agent_binary(name: str, bin_dir: Path | None = None) -> str:
     """Path of the pinned CLI ``name``. Missing: the test FAILS when ``CI`` is set (CI must
     have installed it), and is skipped with the reason otherwise."""
+    if bin_dir is None and name in NODE24:
+        launcher = NODE24[name]
+        if (launcher.parent / "node_modules" / name).is_dir():
+            return str(launcher)
+        reason = f"{launcher.parent}/node_modules is missing (run `npm ci --prefix "
+        reason += f"{launcher.parent} --ignore-scripts`)"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
     path = (bin_dir or NODE_BIN) / name
     if path.exists():
         return str(path)
@@ -115,4 +127,31 @@ def write_pi_models(home: Path, base_url: str, model: str, key_env: str) -> Path
     path = home / ".pi" / "agent" / "models.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(models, indent=2), encoding="utf-8")
+    return path
+
+
+#: environment that keeps ``openclaw`` quiet and offline apart from its model provider
+OPENCLAW_QUIET = {"OPENCLAW_DISABLE_BUNDLED_PLUGIN_POSTINSTALL": "1", "NO_COLOR": "1"}
+
+
+def write_openclaw_config(state: Path, base_url: str, model: str, key_env: str) -> Path:
+    """``<state>/openclaw.json`` (``state`` = ``$OPENCLAW_STATE_DIR``, default ``~/.openclaw``)
+    with one OpenAI Chat Completions provider ``sim`` at ``base_url`` (``…/v1``) serving
+    ``model``, its key read from ``$key_env``, as the default model."""
+    config = {
+        "models": {
+            "providers": {
+                "sim": {
+                    "baseUrl": base_url,
+                    "apiKey": "${" + key_env + "}",
+                    "api": "openai-completions",
+                    "models": [{"id": model, "name": model}],
+                }
+            }
+        },
+        "agents": {"defaults": {"model": {"primary": f"sim/{model}"}}},
+    }
+    path = state / "openclaw.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(config, indent=2), encoding="utf-8")
     return path

@@ -12,11 +12,13 @@ from typing import Any
 
 from skillopt_sleep import agents
 from tests.helpers.clis import (
+    OPENCLAW_QUIET,
     OPENCODE_QUIET,
     PI_QUIET,
     agent_binary,
     cli_env,
     run_cli,
+    write_openclaw_config,
     write_opencode_config,
     write_pi_models,
 )
@@ -47,11 +49,48 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
     return run_cli(argv, cwd, env, TIMEOUT).stdout
 
 
+#: OpenClaw's session key of the last question per state folder (``agent --local`` continues
+#: one session per key; a new question gets a new key)
+_OPENCLAW_KEYS: dict[Path, int] = {}
+
+
+def _final_text(value: Any) -> str | None:
+    """``finalAssistantVisibleText`` anywhere in OpenClaw's ``--json`` output."""
+    if isinstance(value, dict):
+        if isinstance(value.get("finalAssistantVisibleText"), str):
+            return str(value["finalAssistantVisibleText"])
+        value = list(value.values())
+    if isinstance(value, list):
+        for item in value:
+            found = _final_text(item)
+            if found is not None:
+                return found
+    return None
+
+
+def ask_openclaw(url: str, project: Path, prompt: str, *, more: bool = False) -> str:
+    """``openclaw agent --local --agent main --session-key task-<n> -m <prompt> --json`` with the
+    user's (sandbox) state folder configured for the simulator: what it answered. A new
+    question starts a session of its own; ``more`` continues the last one."""
+    state = agents.get_agent("openclaw").home()
+    write_openclaw_config(state, url + "/v1", MODEL, "SIM_KEY")
+    n = _OPENCLAW_KEYS.get(state, 0) + (0 if more else 1)
+    _OPENCLAW_KEYS[state] = n
+    argv = [agent_binary("openclaw"), "agent", "--local", "--agent", "main"]
+    argv += ["--session-key", f"task-{n}", "-m", prompt, "--json"]
+    out = _run(argv, project, cli_env(SIM_KEY=SIM_KEY, **OPENCLAW_QUIET))
+    answer = _final_text(json.loads(out[out.index("{") :]))
+    assert answer is not None, out[-2000:]
+    return answer
+
+
 def ask(agent: str, url: str, project: Path, prompt: str = ASK, *, more: bool = False) -> str:
     """The user asks ``prompt`` with the real CLI, in the project folder, with their own
     (sandbox) config: what the CLI prints. ``more``: a follow-up turn in the CLI's most recent
     session of this folder (``claude -c``, ``codex exec resume --last``, ``copilot
-    --continue``, ``opencode run --continue``, ``pi -p -c``)."""
+    --continue``, ``opencode run --continue``, ``pi -p -c``, OpenClaw's session key)."""
+    if agent == "openclaw":
+        return ask_openclaw(url, project, prompt, more=more)
     if agent == "claude_code":
         out = _run(
             [agent_binary("claude"), "-p", prompt, "--output-format", "json", "--model", MODEL]
