@@ -51,7 +51,7 @@ from skillopt_sleep.backends._exec import (
     classify,
     json_lines,
     map_tool_names,
-    marked,
+    prompt_for,
     stderr_failure,
     usage_of,
 )
@@ -172,7 +172,7 @@ class OpenCodeBackend(ExecBackend):
             files[placed.path] = placed.text
         elif request.system:
             files["AGENTS.md"] = request.system
-        return CallSetup(argv=argv, env=env, stdin=marked(request.prompt), files=files)
+        return CallSetup(argv=argv, env=env, stdin=prompt_for(request, placed), files=files)
 
     def parse(
         self, result: ProcessResult, request: CompletionRequest, scratch: Path

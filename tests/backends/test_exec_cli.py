@@ -197,7 +197,14 @@ def test_a_prompt_over_the_argument_size_limit_reaches_the_model_whole(name, bin
 
 
 @pytest.mark.parametrize(
-    "name,binary", [("claude_code", "claude"), ("codex", "codex"), ("copilot", "copilot")]
+    "name,binary",
+    [
+        ("claude_code", "claude"),
+        ("codex", "codex"),
+        ("copilot", "copilot"),
+        ("opencode", "opencode"),
+        ("pi", "pi"),
+    ],
 )
 def test_a_placed_replay_asks_exactly_what_the_user_asked_and_leaves_no_session(
     name, binary, isolated_home
