@@ -95,3 +95,10 @@ def chart_points(page: Any, chart_id: str) -> dict[tuple[str, str], float]:
         "els => els.map(e => [e.dataset.series, e.dataset.x, e.dataset.y])",
     )
     return {(s, x): float(y) for s, x, y in items}
+
+
+def nav(page: Any, selector: str) -> None:
+    """Click ``selector`` and wait until the page it leads to has loaded (a click only starts
+    the navigation: reading the page right after it may read the old one, or none)."""
+    with page.expect_navigation():
+        page.click(selector)

@@ -93,7 +93,8 @@ def test_the_real_claudes_commit_session_gives_validated_checks_and_its_staged_d
     store = Store(tmp_path / "t.db")
     for path in sorted((isolated_home / ".claude" / "projects").rglob("*.jsonl")):
         harvest_file(store, "claude_code", path)
-    (task,) = mine(store, Settings(), now=dt.datetime.now(dt.UTC)).tasks
+    # the session was written with `claude -p` (headless): mined only when asked to
+    (task,) = mine(store, Settings(mine_headless=True), now=dt.datetime.now(dt.UTC)).tasks
     assert task.intent == PROMPT
 
     # item 3: the checks pass the accepted answer, fail the corrected one and the gamed one

@@ -703,7 +703,11 @@ def test_why_similar_prompts_were_kept_apart_is_recorded(store: Store) -> None:
     add(
         store,
         "a",
-        [("user", "install the dependencies"), ("assistant", "x"), ("user", "no, use pnpm")],
+        [
+            ("user", "install the dependencies"),
+            ("assistant", "Run `npm install`."),
+            ("user", "no, use pnpm"),
+        ],
         day=20,
     )
     add(
@@ -711,7 +715,7 @@ def test_why_similar_prompts_were_kept_apart_is_recorded(store: Store) -> None:
         "b",
         [
             ("user", "install the dependencies"),
-            ("assistant", "x"),
+            ("assistant", "Run `pnpm install`."),
             ("user", "don't use pnpm"),
         ],
         day=21,
@@ -719,10 +723,16 @@ def test_why_similar_prompts_were_kept_apart_is_recorded(store: Store) -> None:
     add(
         store,
         "c",
-        [("user", "install the dependencies"), ("assistant", "x"), ("user", "no, use pnpm")],
+        [
+            ("user", "install the dependencies"),
+            ("assistant", "Run `npm install`."),
+            ("user", "no, use pnpm"),
+        ],
         day=22,
         project=OTHER,
     )
+    # each correction's check fails the answer it corrected (its negative control), so both
+    # stances stand and contradict each other
     report = mine(store, settings(), now=NOW)
     assert len(report.tasks) == 3
     mine_tasks = [t for t in report.tasks if t.project == PROJ]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import sqlite3
 import subprocess
 import sys
@@ -120,20 +119,25 @@ def test_fuzz_parse_never_raises(name: str, tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------- hostile files
 def _child(code: str, home: Path, timeout: float = 60) -> tuple[dict, int]:
     """Run ``code`` (which prints one JSON line) in a child process with HOME=``home``; return
-    what it printed and the child's peak RSS in MiB. A hang fails the test (timeout)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    what it printed and the child's own peak RSS in MiB (measured by the child itself: the
+    test process's RUSAGE_CHILDREN holds the largest of *all* its children so far, e.g. a
+    real agent CLI an earlier test ran). A hang fails the test (timeout)."""
+    trailer = (
+        "\nimport json as _j, resource as _r\n"
+        "print(_j.dumps({'peak_kib': _r.getrusage(_r.RUSAGE_SELF).ru_maxrss}))\n"
+    )
     env = dict(os.environ, HOME=str(home))
     proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
+        [sys.executable, "-c", textwrap.dedent(code) + trailer],
         capture_output=True,
         text=True,
         env=env,
         timeout=timeout,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    # ru_maxrss is KiB on Linux; only a new maximum shows, so report the larger of the two
-    return json.loads(proc.stdout.strip().splitlines()[-1]), max(peak, before) // 1024
+    lines = proc.stdout.strip().splitlines()
+    peak_kib = json.loads(lines[-1])["peak_kib"]  # ru_maxrss is KiB on Linux
+    return json.loads(lines[-2]), peak_kib // 1024
 
 
 def _harvest_in_child(home: Path, db: Path, source: str, path: Path) -> tuple[dict, int]:

@@ -310,7 +310,8 @@ def test_real_copilot_sessions_are_harvested_with_the_correction(
         for m in store.sessions.messages(sid)
     )
 
-    report = mine(store, Settings(project=work, min_sessions=1))
+    # the sessions were written with `copilot -p` (headless): mined only when asked to
+    report = mine(store, Settings(project=work, min_sessions=1, mine_headless=True))
     task = next(t for t in report.tasks if t.intent == "how do I install dependencies?")
     assert task.corrections == ["no, use pnpm instead of npm"]
     assert {(c.kind, c.value) for c in task.checks} >= {

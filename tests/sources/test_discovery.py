@@ -111,12 +111,16 @@ def test_a_whole_night_over_four_agents_sessions(
         )
         result = run_night(store, settings)
     assert result.status == "succeeded", result.summary
-    assert result.summary.train >= 1 and result.summary.val >= 1 and result.summary.test >= 1
+    # splits are by occurrence in time: earlier occurrences train, a later one validates
+    # (a test occurrence needs a task asked three times, which this world does not have)
+    assert result.summary.train >= 1 and result.summary.val >= 1
     sources = {s.split(":", 1)[0] for t in store.tasks.all() for s in t.sessions}
     assert sources == {"claude_code", "codex", "copilot_cli", "devin"}
-    replayed = {r["task_id"] for r in db_rows(store, "rollouts", "night_id = ?", [result.night_id])}
+    rollouts = db_rows(store, "rollouts", "night_id = ?", [result.night_id])
+    replayed = {r["task_id"].split("@")[0] for r in rollouts}  # "<task>@<occurrence>"
     assert replayed == {t.id for t in store.tasks.all()}
-    assert result.test_after > result.test_before
+    assert result.val_after is not None and result.val_before is not None
+    assert result.val_after > result.val_before
     assert (
         "- Use `pnpm` instead of `npm`."
         in (Path(db_get(store, "proposals", result.proposal_id)["dir"]) / "document").read_text()

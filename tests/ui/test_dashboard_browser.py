@@ -24,7 +24,7 @@ from skillopt_sleep.store import Store
 from skillopt_sleep.ui.app import csrf_token
 from skillopt_sleep.ui.server import token_path
 from tests.helpers.night import night_settings, night_world, write_persona
-from tests.helpers.ui import chart_points, chromium, ui_process
+from tests.helpers.ui import chart_points, chromium, nav, ui_process
 
 USER_TEXT = b"# Project rules\r\n\r\nWritten by hand, no final newline."
 
@@ -71,11 +71,11 @@ def test_every_page_renders_and_the_charts_carry_the_nights_numbers(world: World
             ("Nights", "Nights"),
             ("Overview", "Overview"),
         ]:
-            page.click(f"header nav >> text={label}")
+            nav(page, f"header nav >> text={label}")
             assert page.locator("h1").inner_text() == title
             assert page.locator(".flash.bad").count() == 0
 
-        page.click("header nav >> text=Score history")
+        nav(page, "header nav >> text=Score history")
         x = f"#{night.night_id}"
         doc = page.locator("figure.chart[id$='-val']")
         assert doc.count() == 1
@@ -91,24 +91,24 @@ def test_every_page_renders_and_the_charts_carry_the_nights_numbers(world: World
         tokens = chart_points(page, "tokens")
         assert tokens.get(("input", x)) == night.cost.input_tokens
 
-        page.click("header nav >> text=Tasks")
+        nav(page, "header nav >> text=Tasks")
         stored = Service().stored_tasks(limit=1000)
         assert page.locator("main table tbody tr").count() == stored.total > 0
         assert {t.split for t in stored.tasks} <= set(
             page.locator("main table").inner_text().split()
         )
 
-        page.click("header nav >> text=Search")
+        nav(page, "header nav >> text=Search")
         page.fill("input[name=q]", "pnpm")
-        page.click("button:text('Search')")
+        nav(page, "button:text('Search')")
         assert "mark" in page.content() and "matches" in page.locator("main").inner_text()
         page.locator("main table a").first.click()
         assert page.locator("h1").inner_text().startswith("Session")
         anchor = page.url.rsplit("#", 1)[1]  # the link points at the matching message
         assert "pnpm" in page.locator(f"#{anchor} pre").inner_text().lower()
 
-        page.click("header nav >> text=Nights")
-        page.click(f"main table >> text=#{night.night_id}")
+        nav(page, "header nav >> text=Nights")
+        nav(page, f"main table >> text=#{night.night_id}")
         assert page.locator("h1").inner_text() == f"Night #{night.night_id}"
         assert "succeeded" in page.locator("main").inner_text()
 
@@ -123,20 +123,20 @@ def test_adopt_through_the_page_changes_the_live_file_and_rollback_restores_it(
     with ui_process() as ui, chromium() as browser:
         page = browser.new_page()
         page.goto(ui.login_url)
-        page.click("header nav >> text=Proposals")
-        page.click(f"main table >> text={pid}")
+        nav(page, "header nav >> text=Proposals")
+        nav(page, f"main table >> text={pid}")
         assert page.locator("h1").inner_text() == f"Proposal {pid}"
         added = page.locator("table.diff td.add").all_inner_texts()
         assert any("pnpm" in line for line in added)
         verdicts = page.locator("#sec-edits-and-the-gate-s-verdicts").inner_text()
         assert "applied" in verdicts
 
-        page.click("button:text-is('Adopt')")
+        nav(page, "button:text-is('Adopt')")
         assert f"adopted {pid}" in page.locator(".flash.ok").inner_text()
         assert world.target.read_bytes() == staged
         assert "adopted" in page.locator("#sec-report").inner_text()
 
-        page.click("header nav >> text=Score history")
+        nav(page, "header nav >> text=Score history")
         wild = {w.proposal_id: w for w in Service().in_the_wild()}
         assert pid in wild
         bars = chart_points(page, "wild")
@@ -147,7 +147,7 @@ def test_adopt_through_the_page_changes_the_live_file_and_rollback_restores_it(
         assert bars == {k: v for k, v in expected.items() if v is not None}
 
         page.goto(f"{ui.base}/proposals/{pid}")
-        page.click("button:text-is('Roll back')")
+        nav(page, "button:text-is('Roll back')")
         assert f"rolled back {pid}" in page.locator(".flash.ok").inner_text()
         assert world.target.read_bytes() == USER_TEXT
 
@@ -160,7 +160,7 @@ def test_reject_through_the_page_keeps_the_reason(world: World) -> None:
         page.goto(f"{ui.login_url}")
         page.goto(f"{ui.base}/proposals/{pid}")
         page.fill("input[name=reason]", "we <b>moved</b> to yarn")
-        page.click("button:text-is('Reject')")
+        nav(page, "button:text-is('Reject')")
         assert "rejected" in page.locator(".flash.ok").inner_text()
         assert page.locator(".flash.ok b").count() == 0  # escaped, not markup
     detail = Service().proposal(pid)
@@ -312,7 +312,7 @@ def test_the_copies_for_other_agents_are_shown_and_adopted_together(
         assert copy.proposal_id in row.inner_text() and copy.target in row.inner_text()
         assert row.locator(f"a[href='/proposals/{copy.proposal_id}']").count() == 1
 
-        page.click("header nav >> text=Score history")  # the copy's document has its chart
+        nav(page, "header nav >> text=Score history")  # the copy's document has its chart
         shown = Service().proposal(copy.proposal_id)
         chart = page.locator("figure.chart", has_text="test score").filter(
             has=page.locator("circle")
@@ -328,7 +328,7 @@ def test_the_copies_for_other_agents_are_shown_and_adopted_together(
         assert page.locator("main h2", has_text=copy.target).count() == 1
 
         page.goto(f"{ui.base}/proposals/{pid}")
-        page.click("button:text-is('Adopt with the copies for other agents')")
+        nav(page, "button:text-is('Adopt with the copies for other agents')")
         flash = page.locator(".flash.ok").inner_text()
         assert f"adopted {pid}" in flash and f"adopted {copy.proposal_id}" in flash
     assert {k: p.read_bytes() for k, p in live.items()} == staged
