@@ -554,3 +554,47 @@ def test_openclaw_probes_the_server_sees_skill_and_snippet_and_uninstall_restore
     assert {p: p.read_bytes() for p in before} == before
     assert not (state / "skills" / "skillopt-sleep").exists()
     assert "skillopt-sleep" not in run([oc, "mcp", "list"], env).stdout
+
+
+def test_openclaw_project_install_is_a_workspace_skill(isolated_home: Path, tmp_path: Path) -> None:
+    """``install openclaw --project DIR``: with DIR as OpenClaw's workspace the real CLI
+    reports the skill from the workspace (``openclaw-workspace``), and not after uninstall."""
+    project = tmp_path / "ws"
+    project.mkdir()
+    state = isolated_home / ".openclaw"
+    state.mkdir()
+    (state / "openclaw.json").write_text(
+        json.dumps({"agents": {"defaults": {"workspace": str(project)}}})
+    )
+    env = base_env(isolated_home, **OPENCLAW_QUIET)
+    oc = binary("openclaw")
+    run(
+        [sys.executable, "-m", "skillopt_sleep", "install", "openclaw", "--project", str(project)],
+        env,
+    )
+    info = run([oc, "skills", "info", "skillopt-sleep"], env, project).stdout
+    assert "Source: openclaw-workspace" in info, info
+    assert str(project / "skills" / "skillopt-sleep" / "SKILL.md") in info
+    run(
+        [
+            sys.executable,
+            "-m",
+            "skillopt_sleep",
+            "uninstall",
+            "openclaw",
+            "--project",
+            str(project),
+        ],
+        env,
+    )
+    gone = subprocess.run(
+        [oc, "skills", "info", "skillopt-sleep"],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert gone.returncode == 1 and 'Skill "skillopt-sleep" not found' in gone.stdout + gone.stderr
+    assert list(project.iterdir()) == []
