@@ -329,6 +329,7 @@ AGENTS: tuple[Agent, ...] = (
         env_vars=("OPENCLAW_STATE_DIR",),
         sources=("openclaw",),
         backend="openclaw",
+        install="openclaw",
         skills_subdir="skills",
         user_memory=("workspace/AGENTS.md",),
         auth_files=("openclaw.json",),

@@ -260,7 +260,15 @@ def test_install_keys_and_cli_choices_come_from_the_registry() -> None:
 
     installable = [a for a in AGENTS if a.install]
     assert tuple(a.install for a in installable) == INSTALL_KEYS
-    assert INSTALL_KEYS == ("claude-code", "codex", "copilot", "devin", "opencode", "pi")
+    assert INSTALL_KEYS == (
+        "claude-code",
+        "codex",
+        "copilot",
+        "devin",
+        "opencode",
+        "pi",
+        "openclaw",
+    )
     assert set(AGENT_CHOICES) == {n for a in installable for n in (a.install, *a.names)}
     assert {"claude-code", "claude_code"} <= set(AGENT_CHOICES)
     assert "cursor" not in AGENT_CHOICES

@@ -23,6 +23,12 @@ What each agent gets (``--user``, the default, or ``--project DIR``):
 * ``pi`` — Pi has no MCP client: the ``skillopt-sleep`` skill (naming the command line) in
   ``~/.pi/agent/skills`` (``$PI_CODING_AGENT_DIR``; ``DIR/.pi/skills``) and a snippet in
   ``~/.pi/agent/AGENTS.md`` (``DIR/AGENTS.md``).
+* ``openclaw`` — ``mcp.servers.skillopt-sleep`` (what ``openclaw mcp set`` writes) in
+  ``~/.openclaw/openclaw.json`` (``$OPENCLAW_STATE_DIR``), the skill in ``~/.openclaw/skills``
+  and a snippet in the default workspace's ``~/.openclaw/workspace/AGENTS.md`` once OpenClaw
+  has written that file (its first run does; until then a note says so). OpenClaw keeps
+  MCP servers only in its state folder, so a project (an OpenClaw workspace) gets the skill in
+  ``DIR/skills`` and the snippet in ``DIR/AGENTS.md``, and a note saying so.
 * ``devin`` — ``mcpServers.skillopt-sleep`` in ``~/.config/devin/config.json``
   (``DIR/.devin/config.json``), the skill in ``~/.config/devin/skills`` (``DIR/.devin/skills``)
   and a snippet in ``~/.config/devin/AGENTS.md`` (``DIR/AGENTS.md``).
@@ -278,6 +284,37 @@ def plan(
                 tag="pi",
             ),
         ]
+    if agent == "openclaw":
+        # MCP servers live only in the state folder's openclaw.json (mcp.servers, what
+        # `openclaw mcp set` writes); a project is an OpenClaw workspace: skills/ and AGENTS.md
+        skill = _skill_steps(
+            skill_src,
+            (project if project else user_dir) / "skills" / SKILL_DIR,
+            "skill skillopt-sleep",
+        )
+        workspace_md = Step(
+            (project if project else user_dir / "workspace") / "AGENTS.md",
+            "block",
+            "workspace AGENTS.md snippet",
+            value=(shell / "AGENTS.md").read_text("utf-8"),
+            tag="openclaw",
+        )
+        if project:
+            return [*skill, workspace_md]
+        # OpenClaw writes its template AGENTS.md (and SOUL.md …) into a workspace lacking them
+        # on first run: the snippet joins that file, never pre-empts it (a note says so)
+        server = _read_json(shell / "openclaw.json")["mcp"]["servers"][SERVER]
+        return [
+            Step(
+                user_dir / "openclaw.json",
+                "json",
+                "MCP server (mcp.servers)",
+                ["mcp", "servers", SERVER],
+                server,
+            ),
+            *skill,
+            *([workspace_md] if workspace_md.path.is_file() else []),
+        ]
     # devin
     server = _read_json(shell / "config.json")["mcpServers"][SERVER]
     base = project / ".devin" if project else user_dir
@@ -437,6 +474,45 @@ def trust_note(
     return None
 
 
+def _openclaw_notes(
+    project: Path | None, env: Mapping[str, str] | None, home: Path | None
+) -> list[str]:
+    """What an OpenClaw install cannot do: a project gets no MCP server (OpenClaw keeps them
+    only in its state folder's ``openclaw.json``); a workspace OpenClaw has not set up yet
+    gets no snippet (its first run writes the template ``AGENTS.md``, which a file of ours
+    would pre-empt); a workspace moved by ``agents.defaults.workspace`` does not load
+    ``<state>/workspace``."""
+    state = agent_home("openclaw", env, home)
+    unset = (
+        []
+        if (state / "workspace" / "AGENTS.md").is_file()
+        else [
+            f"OpenClaw has not set up its workspace yet (no {state / 'workspace' / 'AGENTS.md'}; "
+            "its first run writes one): the MCP server and the skill are in place; run "
+            "`skillopt-sleep install openclaw` again after that to add the AGENTS.md snippet"
+        ]
+    )
+    if project is not None:
+        return [
+            f"OpenClaw keeps MCP servers only in {state / 'openclaw.json'}, so this project "
+            f"install adds the skill and the AGENTS.md snippet to {project} (loaded when it is "
+            "OpenClaw's workspace); `skillopt-sleep install openclaw` adds the MCP server"
+        ]
+    try:
+        cfg = jsonedit.loads((state / "openclaw.json").read_text("utf-8"))
+        moved = cfg["agents"]["defaults"]["workspace"]
+    except (OSError, ValueError, jsonedit.JsonEditError, KeyError, TypeError):
+        return unset
+    default = state / "workspace"
+    if not isinstance(moved, str) or agents.expand(moved, home or Path.home()) == default:
+        return unset
+    return [
+        f"OpenClaw's workspace is {moved} (agents.defaults.workspace), so "
+        f"{default / 'AGENTS.md'} is not loaded; run `skillopt-sleep install openclaw "
+        f"--project {moved}` to add the AGENTS.md snippet to that workspace"
+    ]
+
+
 def install(
     agent: str,
     project: Path | None = None,
@@ -484,6 +560,8 @@ def install(
         note = trust_note(agent, project, env=env, home=home)
         if note:
             report.notes.append(note)
+    if agent == "openclaw":
+        report.notes += _openclaw_notes(project, env, home)
     if dry_run or not pending:
         return report
     folder = state_folder(agent, project)

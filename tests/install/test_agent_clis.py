@@ -18,7 +18,7 @@ import pytest
 import tomlkit
 
 from skillopt_sleep.simulator import Simulator, serve
-from tests.helpers.clis import agent_binary
+from tests.helpers.clis import OPENCLAW_QUIET, agent_binary, write_openclaw_config
 from tests.helpers.store import db_rows
 
 pytestmark = pytest.mark.cli
@@ -520,3 +520,81 @@ def test_pi_sends_the_snippet_and_lists_the_skill_after_install(
     seen = sim.brain.texts[-1]
     assert "skillopt-sleep` command line" not in seen and "<name>skillopt-sleep</name>" not in seen
     assert {p: p.read_bytes() for p in pi_home.rglob("*") if p.is_file()} == before
+
+
+# ----------------------------------------------------------------------------- OpenClaw
+def test_openclaw_probes_the_server_sees_skill_and_snippet_and_uninstall_restores(
+    isolated_home: Path, sim: Simulator, workdir: Path
+) -> None:
+    """After ``install openclaw`` the real CLI (2026.9.6) connects to the server (``openclaw mcp
+    probe``, no model call: our tools), reports the skill ready and visible to the model
+    (``skills info``), and one ``agent --local`` turn sends the workspace snippet and the skill
+    in its system prompt; after uninstall ``mcp list`` has no server and every file install
+    touched is as before, byte for byte (OpenClaw's turn writes neither file; its runtime state
+    goes to other files of the state folder)."""
+    state = isolated_home / ".openclaw"
+    config = write_openclaw_config(state, f"{sim.url}/v1", "sim", "SIM_API_KEY")
+    (state / "workspace").mkdir()
+    (state / "workspace" / "AGENTS.md").write_text("# My rules\n")
+    env = base_env(isolated_home, SIM_API_KEY="sim-key", **OPENCLAW_QUIET)
+    oc = binary("openclaw")
+    before = {p: p.read_bytes() for p in (config, state / "workspace" / "AGENTS.md")}
+    run([sys.executable, "-m", "skillopt_sleep", "install", "openclaw"], env)
+    probe = json.loads(run([oc, "mcp", "probe", "skillopt-sleep", "--json"], env).stdout)
+    assert probe["servers"]["skillopt-sleep"]["launch"] == "skillopt-sleep mcp", probe
+    assert "skillopt-sleep__sleep_status" in probe["tools"], probe
+    info = run([oc, "skills", "info", "skillopt-sleep"], env).stdout
+    assert "openclaw-managed" in info and "Visible to model: yes" in info, info
+    run([oc, "agent", "--local", "--agent", "main", "-m", "sleep status", "--json"], env, workdir)
+    seen = sim.brain.texts[-1]
+    assert "# My rules\n\n<!-- skillopt-sleep-plugin:begin openclaw" in seen
+    assert "use the `skillopt-sleep`\nMCP tools" in seen  # the snippet
+    assert "<name>skillopt-sleep</name>" in seen  # the skill listing
+    run([sys.executable, "-m", "skillopt_sleep", "uninstall", "openclaw"], env)
+    assert {p: p.read_bytes() for p in before} == before
+    assert not (state / "skills" / "skillopt-sleep").exists()
+    assert "skillopt-sleep" not in run([oc, "mcp", "list"], env).stdout
+
+
+def test_openclaw_project_install_is_a_workspace_skill(isolated_home: Path, tmp_path: Path) -> None:
+    """``install openclaw --project DIR``: with DIR as OpenClaw's workspace the real CLI
+    reports the skill from the workspace (``openclaw-workspace``), and not after uninstall."""
+    project = tmp_path / "ws"
+    project.mkdir()
+    state = isolated_home / ".openclaw"
+    state.mkdir()
+    (state / "openclaw.json").write_text(
+        json.dumps({"agents": {"defaults": {"workspace": str(project)}}})
+    )
+    env = base_env(isolated_home, **OPENCLAW_QUIET)
+    oc = binary("openclaw")
+    run(
+        [sys.executable, "-m", "skillopt_sleep", "install", "openclaw", "--project", str(project)],
+        env,
+    )
+    info = run([oc, "skills", "info", "skillopt-sleep"], env, project).stdout
+    assert "Source: openclaw-workspace" in info, info
+    assert str(project / "skills" / "skillopt-sleep" / "SKILL.md") in info
+    run(
+        [
+            sys.executable,
+            "-m",
+            "skillopt_sleep",
+            "uninstall",
+            "openclaw",
+            "--project",
+            str(project),
+        ],
+        env,
+    )
+    gone = subprocess.run(
+        [oc, "skills", "info", "skillopt-sleep"],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert gone.returncode == 1 and 'Skill "skillopt-sleep" not found' in gone.stdout + gone.stderr
+    assert list(project.iterdir()) == []

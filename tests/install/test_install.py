@@ -55,6 +55,13 @@ OPENCODE_JSONC = (
     '"url": "https://example.invalid/mcp" },\n  },\n}\n'
 )
 
+# what `openclaw mcp set` leaves (2026.9.6), plus a comment and a trailing comma (JSON5)
+OPENCLAW_JSON = (
+    '{\n  // my openclaw config\n  "mcp": {\n    "servers": {\n      "docs": {\n'
+    '        "command": "docs-mcp"\n      }\n    }\n  },\n  "meta": {\n'
+    '    "lastTouchedVersion": "2026.9.6"\n  },\n}\n'
+)
+
 
 def snapshot(root: Path) -> dict[str, bytes]:
     return {
@@ -80,6 +87,8 @@ def agent_homes(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         isolated_home / ".config" / "devin" / "config.json": DEVIN_JSONC,
         isolated_home / ".config" / "opencode" / "opencode.json": OPENCODE_JSONC,
         isolated_home / ".config" / "opencode" / "AGENTS.md": AGENTS_MD,
+        isolated_home / ".openclaw" / "openclaw.json": OPENCLAW_JSON,
+        isolated_home / ".openclaw" / "workspace" / "AGENTS.md": AGENTS_MD,
     }
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -187,6 +196,82 @@ def test_opencode_entries(agent_homes: Path) -> None:
     agents_md = (config / "AGENTS.md").read_text()
     assert agents_md.startswith(AGENTS_MD + "\n<!-- skillopt-sleep-plugin:begin")
     assert agents_md.endswith("<!-- skillopt-sleep-plugin:end opencode -->\n")
+
+
+def test_openclaw_entries(agent_homes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    state = agent_homes / ".openclaw"
+    report = install("openclaw")
+    assert sorted(str(c.path.relative_to(state)) for c in report.changes) == [
+        "openclaw.json",
+        "skills/skillopt-sleep/SKILL.md",
+        "workspace/AGENTS.md",
+    ]
+    text = (state / "openclaw.json").read_text()
+    assert text.startswith('{\n  // my openclaw config\n  "mcp": {')  # comment kept
+    doc = jsonedit.loads(text)
+    assert doc["meta"] == {"lastTouchedVersion": "2026.9.6"}
+    assert doc["mcp"]["servers"] == {
+        "docs": {"command": "docs-mcp"},
+        "skillopt-sleep": {"command": "skillopt-sleep", "args": ["mcp"]},
+    }
+    skill = (state / "skills" / "skillopt-sleep" / "SKILL.md").read_text()
+    assert skill.startswith("---\nname: skillopt-sleep\ndescription: ")
+    agents_md = (state / "workspace" / "AGENTS.md").read_text()
+    assert agents_md.startswith(AGENTS_MD + "\n<!-- skillopt-sleep-plugin:begin openclaw")
+    assert agents_md.endswith("<!-- skillopt-sleep-plugin:end openclaw -->\n")
+    assert not any("workspace" in n for n in report.notes)
+    uninstall("openclaw")
+    # $OPENCLAW_STATE_DIR moves all of it; a workspace moved elsewhere is named in a note,
+    # and a workspace OpenClaw has not written yet gets no AGENTS.md of ours (its first run
+    # writes its template there): install says to run again after that
+    moved = agent_homes / "oc-state"
+    moved.mkdir()
+    (moved / "openclaw.json").write_text('{"agents": {"defaults": {"workspace": "~/ws"}}}\n')
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(moved))
+    report = install("openclaw")
+    assert {str(c.path.relative_to(moved)) for c in report.changes} == {
+        "openclaw.json",
+        "skills/skillopt-sleep/SKILL.md",
+    }
+    assert [n for n in report.notes if "workspace" in n] == [
+        "OpenClaw's workspace is ~/ws (agents.defaults.workspace), so "
+        f"{moved / 'workspace' / 'AGENTS.md'} is not loaded; run `skillopt-sleep install "
+        "openclaw --project ~/ws` to add the AGENTS.md snippet to that workspace"
+    ]
+    uninstall("openclaw")
+    (moved / "openclaw.json").write_text("{}\n")
+    report = install("openclaw")
+    assert any("has not set up its workspace yet" in n for n in report.notes), report.notes
+    (moved / "workspace").mkdir()
+    (moved / "workspace" / "AGENTS.md").write_text(AGENTS_MD)  # OpenClaw's first run
+    report = install("openclaw")
+    assert [(c.path.name, c.action) for c in report.changes if c.action != "unchanged"] == [
+        ("AGENTS.md", "update")
+    ]
+    assert not any("workspace" in n for n in report.notes)
+    uninstall("openclaw")
+    assert snapshot(moved) == {"openclaw.json": b"{}\n", "workspace/AGENTS.md": AGENTS_MD.encode()}
+
+
+def test_openclaw_project_install_is_a_workspace_without_mcp(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    """OpenClaw keeps MCP servers only in its state folder: a project (an OpenClaw workspace)
+    gets the skill in DIR/skills and the snippet in DIR/AGENTS.md, and a note saying so."""
+    project = tmp_path / "ws"
+    project.mkdir()
+    (project / "AGENTS.md").write_text(AGENTS_MD)
+    before, home_before = snapshot(project), snapshot(isolated_home)
+    report = install("openclaw", project)
+    assert sorted(str(c.path.relative_to(project)) for c in report.changes) == [
+        "AGENTS.md",
+        "skills/skillopt-sleep/SKILL.md",
+    ]
+    assert any("MCP servers only in" in n for n in report.notes)
+    assert snapshot(isolated_home) == home_before  # no openclaw.json written
+    assert "plugin:begin openclaw" in (project / "AGENTS.md").read_text()
+    uninstall("openclaw", project)
+    assert snapshot(project) == before and not (project / "skills").exists()
 
 
 def test_pi_gets_a_skill_and_a_snippet_naming_the_command_line(agent_homes: Path) -> None:
@@ -462,7 +547,7 @@ def test_shared_skill_copies_are_identical_and_valid() -> None:
     assert root == ROOT / "plugins"
     texts = {
         a: (root / a / "skills" / "skillopt-sleep" / "SKILL.md").read_text()
-        for a in ("codex", "copilot", "devin", "opencode")
+        for a in ("codex", "copilot", "devin", "opencode", "openclaw")
     }
     assert len(set(texts.values())) == 1
     for text in [
