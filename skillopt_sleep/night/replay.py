@@ -25,7 +25,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,9 @@ from skillopt_sleep.night import prompts
 from skillopt_sleep.night.judges import run_check
 from skillopt_sleep.redact import redact
 from skillopt_sleep.store import CachedResponse, Store, now_iso
+
+#: how long a failed or interrupted batch waits for its other workers' calls to end (s)
+WORKER_DRAIN_SECONDS = 30.0
 
 
 @dataclass
@@ -348,6 +351,9 @@ class Replayer:
 
                 pool.shutdown(wait=False, cancel_futures=True)
                 cancel_running()
+                # the workers still in a call end at once (their CLIs were killed) or within
+                # a bounded wait: none may outlive the night and touch a closed store
+                wait(futures, timeout=WORKER_DRAIN_SECONDS)
                 raise
             pool.shutdown()
         out: list[dict[str, Scored]] = []

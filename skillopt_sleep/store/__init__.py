@@ -170,7 +170,15 @@ class Store:
         return [] if rows == ["ok"] else rows
 
     def close(self) -> None:
-        self.db.conn.close()
+        """Close the connection, under the writer lock when the store has one: a worker
+        thread's statement in flight finishes first (closing under a running statement
+        crashes the interpreter)."""
+        lock = getattr(self.db, "lock", None)
+        if lock is None:
+            self.db.conn.close()
+            return
+        with lock:
+            self.db.conn.close()
 
     def write(self) -> contextlib.AbstractContextManager[StoreDatabase]:
         """One write transaction, taken at once (``BEGIN IMMEDIATE``) under the store's writer
