@@ -38,7 +38,7 @@ from skillopt_sleep.redact import redact
 from skillopt_sleep.store import CachedResponse, Store, now_iso
 
 #: how long a failed or interrupted batch waits for its other workers' calls to end (s)
-WORKER_DRAIN_SECONDS = 30.0
+WORKER_DRAIN_SECONDS = 5.0
 
 
 @dataclass
