@@ -620,7 +620,7 @@ class Service:
 
         from skillopt_sleep import agents
         from skillopt_sleep.backends import get_backend
-        from skillopt_sleep.daemon import units
+        from skillopt_sleep.install import units
 
         out: list[DoctorCheck] = []
         cfg_error = self.config_error()

@@ -314,7 +314,7 @@ def test_the_cli_accepts_both_spellings(isolated_home: Path) -> None:
 
 # ------------------------------------------------------------------ service units, discovery
 def test_service_units_carry_every_agent_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    from skillopt_sleep.daemon import units
+    from skillopt_sleep.install import units
 
     own = {"PATH", "SKILLOPT_SLEEP_HOME", "SKILLOPT_SLEEP_CONFIG_FILE", "XDG_STATE_HOME"}
     assert set(units.SERVICE_ENV) == own | set(agents.home_envs()) | set(agents.env_vars())

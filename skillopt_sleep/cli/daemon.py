@@ -94,7 +94,7 @@ def service_install(
     ),
 ) -> None:
     """Write the service definition for this OS, running `skillopt-sleep start --foreground`."""
-    from skillopt_sleep.daemon import units
+    from skillopt_sleep.install import units
 
     res = units.install(config=_state.get("config"), activate=now)
     out.print(f"wrote {res.kind} service: {res.path}")
@@ -106,7 +106,7 @@ def service_uninstall(
     now: bool = typer.Option(False, "--now", help="Also stop and disable it first."),
 ) -> None:
     """Remove the service definition written by `service install`."""
-    from skillopt_sleep.daemon import units
+    from skillopt_sleep.install import units
 
     res = units.uninstall(deactivate=now)
     if res is None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from skillopt_sleep import paths
-from skillopt_sleep.daemon import units
+from skillopt_sleep.install import units
 from tests.helpers.sources import cc_user, write
 
 

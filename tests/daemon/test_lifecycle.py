@@ -11,7 +11,8 @@ import psutil
 import pytest
 
 from skillopt_sleep import daemon_client
-from skillopt_sleep.daemon import process, units
+from skillopt_sleep.daemon import process
+from skillopt_sleep.install import units
 from skillopt_sleep.results import Trigger
 from skillopt_sleep.service import Service
 from tests.helpers.daemon import DaemonHarness, GatedProxy, db_rows, wait_for
@@ -189,7 +190,7 @@ def test_service_unit_carries_the_state_folder_and_path(monkeypatch, tmp_path):
     import shutil
     import subprocess
 
-    from skillopt_sleep.daemon import units
+    from skillopt_sleep.install import units
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("PATH", f"{tmp_path}/node bin:/usr/bin:/bin")
