@@ -311,6 +311,7 @@ def plan(
                 "MCP server (mcp.servers)",
                 ["mcp", "servers", SERVER],
                 server,
+                json5=True,
             ),
             *skill,
             *([workspace_md] if workspace_md.path.is_file() else []),
@@ -499,7 +500,7 @@ def _openclaw_notes(
             "OpenClaw's workspace); `skillopt-sleep install openclaw` adds the MCP server"
         ]
     try:
-        cfg = jsonedit.loads((state / "openclaw.json").read_text("utf-8"))
+        cfg = jsonedit.loads((state / "openclaw.json").read_text("utf-8"), json5=True)
         moved = cfg["agents"]["defaults"]["workspace"]
     except (OSError, ValueError, jsonedit.JsonEditError, KeyError, TypeError):
         return unset

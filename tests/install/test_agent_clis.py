@@ -531,9 +531,25 @@ def test_openclaw_probes_the_server_sees_skill_and_snippet_and_uninstall_restore
     (``skills info``), and one ``agent --local`` turn sends the workspace snippet and the skill
     in its system prompt; after uninstall ``mcp list`` has no server and every file install
     touched is as before, byte for byte (OpenClaw's turn writes neither file; its runtime state
-    goes to other files of the state folder)."""
+    goes to other files of the state folder). The user's ``openclaw.json`` is JSON5 (unquoted
+    keys, single quotes, a comment, trailing commas), which OpenClaw reads and install edits
+    in place."""
+    import json5
+
     state = isolated_home / ".openclaw"
     config = write_openclaw_config(state, f"{sim.url}/v1", "sim", "SIM_API_KEY")
+    config.write_text(
+        "// my OpenClaw config\n"
+        + json5.dumps(
+            json.loads(config.read_text()),
+            indent=2,
+            quote_keys=False,
+            trailing_commas=True,
+            quote_style=json5.QuoteStyle.ALWAYS_SINGLE,
+        )
+        + "\n"
+    )
+    assert "models: {" in config.read_text() and "'openai-completions'," in config.read_text()
     (state / "workspace").mkdir()
     (state / "workspace" / "AGENTS.md").write_text("# My rules\n")
     env = base_env(isolated_home, SIM_API_KEY="sim-key", **OPENCLAW_QUIET)
