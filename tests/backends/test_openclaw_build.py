@@ -81,7 +81,10 @@ def test_a_users_json5_config_is_read_as_openclaw_reads_it(
     setup, work, _scratch = _build(tmp_path)
     config = json.loads(Path(setup.argv[setup.argv.index("--config") + 1]).read_text())
     assert config["models"] == {"providers": {"openai": {"apiKey": "${OPENAI_API_KEY}"}}}
-    assert config["agents"]["defaults"] == {"workspace": str(work), "model": {"primary": "openai/x"}}
+    assert config["agents"]["defaults"] == {
+        "workspace": str(work),
+        "model": {"primary": "openai/x"},
+    }
     assert (state / "openclaw.json").read_text() == text
 
 
