@@ -481,8 +481,8 @@ def _openclaw_notes(
     """What an OpenClaw install cannot do: a project gets no MCP server (OpenClaw keeps them
     only in its state folder's ``openclaw.json``); a workspace OpenClaw has not set up yet
     gets no snippet (its first run writes the template ``AGENTS.md``, which a file of ours
-    would pre-empt); a workspace moved by ``agents.defaults.workspace`` does not load
-    ``<state>/workspace``."""
+    would pre-empt); a moved workspace (:func:`skillopt_sleep.agents.openclaw_workspace`) does
+    not load ``<state>/workspace``."""
     state = agent_home("openclaw", env, home)
     unset = (
         []
@@ -499,18 +499,14 @@ def _openclaw_notes(
             f"install adds the skill and the AGENTS.md snippet to {project} (loaded when it is "
             "OpenClaw's workspace); `skillopt-sleep install openclaw` adds the MCP server"
         ]
-    try:
-        cfg = jsonedit.loads((state / "openclaw.json").read_text("utf-8"), json5=True)
-        moved = cfg["agents"]["defaults"]["workspace"]
-    except (OSError, ValueError, jsonedit.JsonEditError, KeyError, TypeError):
-        return unset
     default = state / "workspace"
-    if not isinstance(moved, str) or agents.expand(moved, home or Path.home()) == default:
+    moved = agents.get_agent("openclaw").user_memory_files(env, home)[0].parent
+    if moved == default:
         return unset
     return [
-        f"OpenClaw's workspace is {moved} (agents.defaults.workspace), so "
-        f"{default / 'AGENTS.md'} is not loaded; run `skillopt-sleep install openclaw "
-        f"--project {moved}` to add the AGENTS.md snippet to that workspace"
+        f"OpenClaw's workspace is {moved} (its config or OPENCLAW_WORKSPACE_DIR / "
+        f"OPENCLAW_PROFILE), so {default / 'AGENTS.md'} is not loaded; run `skillopt-sleep "
+        f"install openclaw --project {moved}` to add the AGENTS.md snippet to that workspace"
     ]
 
 

@@ -233,10 +233,12 @@ def test_openclaw_entries(agent_homes: Path, monkeypatch: pytest.MonkeyPatch) ->
         "openclaw.json",
         "skills/skillopt-sleep/SKILL.md",
     }
+    ws = Path.home() / "ws"
     assert [n for n in report.notes if "workspace" in n] == [
-        "OpenClaw's workspace is ~/ws (agents.defaults.workspace), so "
-        f"{moved / 'workspace' / 'AGENTS.md'} is not loaded; run `skillopt-sleep install "
-        "openclaw --project ~/ws` to add the AGENTS.md snippet to that workspace"
+        f"OpenClaw's workspace is {ws} (its config or OPENCLAW_WORKSPACE_DIR / "
+        f"OPENCLAW_PROFILE), so {moved / 'workspace' / 'AGENTS.md'} is not loaded; run "
+        f"`skillopt-sleep install openclaw --project {ws}` to add the AGENTS.md snippet to "
+        "that workspace"
     ]
     uninstall("openclaw")
     (moved / "openclaw.json").write_text("{}\n")
