@@ -105,8 +105,9 @@ OPENCLAW_CONFIG_MAX = 4 * 1024 * 1024
 
 def openclaw_workspace(env: Mapping[str, str], home: Path, state: Path) -> Path:
     """The workspace of OpenClaw's default agent ``main``, whose ``AGENTS.md`` it sends every
-    turn, resolved as openclaw 2026.9.6 does (``resolveAgentWorkspaceDir``, read from its
-    bundle and checked with the real CLI): ``agents.list[id=main].workspace``, else
+    turn, resolved as openclaw 2026.9.6 does (``resolveAgentWorkspaceDir`` and
+    ``resolveDefaultAgentWorkspaceDir``, read from its bundle; ``agents.defaults.workspace``
+    and the default are checked with the real CLI): ``agents.list[id=main].workspace``, else
     ``agents.defaults.workspace`` of its config (``$OPENCLAW_CONFIG_PATH``, else
     ``<state>/openclaw.json``, read as JSON5; ``~`` is the home folder); else
     ``$OPENCLAW_WORKSPACE_DIR``; else ``<state>/workspace`` when ``$OPENCLAW_STATE_DIR`` is
