@@ -228,6 +228,52 @@ def test_claude_p_calls_the_plugins_mcp_tool_after_install(
     assert "pending_proposals" in sim.brain.texts[-1]  # and it was sent back to the model
 
 
+SETTINGS_MODEL = "sim-model-from-settings"
+
+
+def test_claude_ignores_a_settings_json_with_comments_or_a_trailing_comma(
+    isolated_home: Path, sim: Simulator, workdir: Path
+) -> None:
+    """What `install claude-code`'s refusal of a non-strict ``settings.json`` rests on, shown
+    with the real CLI: the ``model`` a strict file sets is the model of the request the CLI
+    sends; the same file with a ``//`` comment or a trailing comma is ignored (the CLI's own
+    default model is sent), and the CLI leaves the file as it is. Install refuses exactly
+    those files and writes nothing."""
+    settings = isolated_home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    forms = {
+        "strict": '{\n  "model": "MODEL",\n  "env": {"DISABLE_TELEMETRY": "1"}\n}\n',
+        "comment": '{\n  // my model\n  "model": "MODEL",\n  "env": {"DISABLE_TELEMETRY": "1"}\n}\n',
+        "trailing comma": '{\n  "model": "MODEL",\n  "env": {"DISABLE_TELEMETRY": "1"},\n}\n',
+    }
+    env = base_env(isolated_home)
+    sent: dict[str, str] = {}
+    for form, text in forms.items():
+        text = text.replace("MODEL", SETTINGS_MODEL)
+        settings.write_text(text)
+        sim.stats.requests.clear()
+        claude_p(isolated_home, sim, workdir, f"hello ({form})")
+        [model] = {r["model"] for r in sim.stats.requests if r["endpoint"] == "/messages"}
+        sent[form] = model
+        assert settings.read_text() == text  # the CLI did not rewrite (or "fix") the file
+        refused = subprocess.run(
+            [sys.executable, "-m", "skillopt_sleep", "install", "claude-code"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+        if form == "strict":
+            assert refused.returncode == 0, refused.stderr
+            run([sys.executable, "-m", "skillopt_sleep", "uninstall", "claude-code"], env)
+        else:
+            assert refused.returncode == 1 and "is not strict JSON" in refused.stderr
+        assert settings.read_text() == text
+    assert sent["strict"] == SETTINGS_MODEL
+    assert sent["comment"] != SETTINGS_MODEL and sent["trailing comma"] != SETTINGS_MODEL
+    assert sent["comment"] == sent["trailing comma"]  # both: the CLI's default, as with no file
+
+
 def test_session_end_hook_reaches_the_running_daemon(
     isolated_home: Path, sim: Simulator, workdir: Path
 ) -> None:
