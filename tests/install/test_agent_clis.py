@@ -228,6 +228,54 @@ def test_claude_p_calls_the_plugins_mcp_tool_after_install(
     assert "pending_proposals" in sim.brain.texts[-1]  # and it was sent back to the model
 
 
+def test_where_claude_shows_the_plugin_after_install(
+    isolated_home: Path, sim: Simulator, workdir: Path
+) -> None:
+    """What docs/plugins.md says a user sees after `install claude-code`: `claude plugin list`
+    lists only plugins installed into Claude Code's cache, so it says "No plugins installed";
+    `claude mcp list` shows the plugin's server (namespaced ``plugin:<plugin>:<server>``)
+    connected, `claude mcp get` finds it by that name only, and a session's init event lists
+    the plugin, its server, its slash commands and its skill."""
+    env = base_env(isolated_home)
+    run([sys.executable, "-m", "skillopt_sleep", "install", "claude-code"], env)
+    listed = run([binary("claude"), "plugin", "list"], env, workdir).stdout
+    assert listed.startswith("No plugins installed")
+    assert (
+        json.loads(run([binary("claude"), "plugin", "list", "--json"], env, workdir).stdout) == []
+    )
+    servers = run([binary("claude"), "mcp", "list"], env, workdir, timeout=TIMEOUT).stdout
+    server = "plugin:skillopt-sleep:skillopt-sleep"
+    [line] = [x for x in servers.splitlines() if x.startswith(server + ":")]
+    assert "skillopt-sleep mcp" in line and "Connected" in line, servers
+    got = run([binary("claude"), "mcp", "get", server], env, workdir).stdout
+    assert "Connected" in got
+    short = subprocess.run(
+        [binary("claude"), "mcp", "get", "skillopt-sleep"],
+        env=env,
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    assert short.returncode != 0 and "No MCP server named" in short.stdout + short.stderr
+
+    proc = run(
+        [binary("claude"), "-p", "hello", "--output-format", "stream-json", "--verbose"],
+        claude_env(isolated_home, sim),
+        workdir,
+    )
+    init = json.loads(proc.stdout.splitlines()[0])
+    assert init["subtype"] == "init"
+    [plugin] = [p for p in init["plugins"] if p["name"] == "skillopt-sleep"]
+    assert plugin["source"] == "skillopt-sleep@skillopt-sleep"
+    assert {"name": server, "status": "connected", "source": "plugin"} in init["mcp_servers"]
+    assert {f"skillopt-sleep:{c}" for c in ("status", "review", "adopt", "run")} <= set(
+        init["slash_commands"]
+    )
+    assert "skillopt-sleep:skillopt-sleep" in init["skills"]
+
+
 SETTINGS_MODEL = "sim-model-from-settings"
 
 
