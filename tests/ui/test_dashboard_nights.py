@@ -17,8 +17,10 @@ import tomlkit
 from skillopt_sleep import paths
 from skillopt_sleep.demo import demo_settings
 from skillopt_sleep.night import lifecycle
+from skillopt_sleep.results import NightStatus, Trigger
 from skillopt_sleep.service import Service
 from skillopt_sleep.simulator import Simulator, serve
+from skillopt_sleep.store import Store
 from skillopt_sleep.ui.app import csrf_token
 from skillopt_sleep.ui.server import token_path
 from tests.helpers.night import night_world, write_persona
@@ -82,9 +84,10 @@ def test_start_a_night_from_the_page_runs_it_and_shows_it_finished(
 def test_a_second_night_while_one_runs_is_refused_with_the_reason(
     configured: tuple[Path, Simulator],
 ) -> None:
-    """The night lock is held (as by a night running in another process): a start clicked on
-    a page loaded before is refused on the nights page with the reason, the pages then say a
-    night is running instead of offering the button, and no night row is written."""
+    """A night runs in another process (here: this test holds the night lock and wrote its
+    running row): a start clicked on a page loaded before is refused on the nights page with
+    the reason, the pages then name the running night instead of offering the button, and its
+    page reloads itself until the night has finished; no other night is started."""
     with ui_process() as ui, chromium() as browser:
         page = browser.new_page()
         page.goto(ui.login_url)
@@ -92,20 +95,34 @@ def test_a_second_night_while_one_runs_is_refused_with_the_reason(
         nav(page, "header nav >> text=Nights")
         lock = lifecycle.night_lock()
         lock.acquire(timeout=5)
+        store = Store(paths.db_path())
         try:
+            other = lifecycle.begin(store, Service().settings(), Trigger.CLI)
             nav(page, "button:text-is('Start a night')")  # the page was loaded before
             assert page.url.startswith(f"{ui.base}/nights?")
             failed = page.locator(".flash.bad").inner_text()
-            assert failed.startswith("no night started: a night is running"), failed
+            assert failed.startswith(f"no night started: a night is running (night {other}, ")
             for path in ("/nights", "/"):
                 page.goto(ui.base + path)
                 assert page.locator("button:text-is('Start a night')").count() == 0
-                assert "A night is running" in page.locator("#night-running").inner_text()
+                running = page.locator("#night-running")
+                assert "A night is running" in running.inner_text()
+                assert running.locator(f"a[href='/nights/{other}']").count() == 1
+            page.goto(f"{ui.base}/nights/{other}")
+            refresh = page.locator("meta[http-equiv=refresh]")
+            assert refresh.count() == 1 and refresh.get_attribute("content") == "2"
+            with page.expect_navigation(timeout=10_000):  # the browser reloads it by itself
+                pass
+            lifecycle.finish(store, other, NightStatus.NO_CHANGE)
         finally:
+            store.close()
             lock.release()
+        page.reload()
+        assert "no_change" in page.locator("#sec-night").inner_text()
+        assert page.locator("meta[http-equiv=refresh]").count() == 0
         page.goto(ui.base + "/nights")
         assert page.locator("button:text-is('Start a night')").count() == 1
-    assert Service().nights(5) == []
+    assert [n.id for n in Service().nights(5)] == [other]
 
 
 def test_a_start_without_the_csrf_field_or_from_another_origin_is_refused(
