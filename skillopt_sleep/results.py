@@ -40,6 +40,7 @@ class Trigger(StrEnum):
 
     CLI = "cli"
     MCP = "mcp"
+    UI = "ui"  # the dashboard's "Start a night" button
     DAEMON = "daemon"  # the daemon's control channel (a client asked it)
     SCHEDULE = "schedule"  # the nightly schedule
     CATCH_UP = "catch-up"  # a night missed while the machine slept
@@ -556,7 +557,8 @@ class TaskInfo(_Model):
     synthetic: bool
     #: each time the user asked it, oldest first: ``session_id``, ``seq``, ``when``,
     #: ``prompt``, ``corrected``, ``split`` (its role: train / val / test, "" = none) and
-    #: ``note`` (why it was withheld)
+    #: ``note`` (why it was withheld), and where it is: ``agent`` (the session's source),
+    #: ``project``, ``message_id`` (None when the session is no longer stored)
     occurrences: list[dict[str, Any]] = Field(default_factory=list)
     #: why similar prompts were kept out of this task, one line each
     apart: list[str] = Field(default_factory=list)

@@ -203,8 +203,11 @@ class Service:
         root = _project_arg(project, must_exist=False)
         with self._use() as store:
             tasks = store.tasks.all()
-        if root is not None:
-            tasks = [t for t in tasks if _under(t.project, root)]
+            if root is not None:
+                tasks = [t for t in tasks if _under(t.project, root)]
+            places = store.sessions.places(
+                (o.session_id, o.seq) for t in tasks[:limit] for o in t.occurrences
+            )
         return TaskList(
             total=len(tasks),
             tasks=[
@@ -217,7 +220,10 @@ class Service:
                     checks=[c.model_dump() for c in t.checks],
                     corrections=t.corrections,
                     synthetic=t.synthetic,
-                    occurrences=[o.model_dump() for o in t.occurrences],
+                    occurrences=[
+                        _occurrence(o.model_dump(), places.get((o.session_id, o.seq)))
+                        for o in t.occurrences
+                    ],
                     apart=t.apart,
                     demoted=[c.model_dump() for c in t.demoted],
                     context=context_state(t),
@@ -905,6 +911,17 @@ class Service:
         names = sorted(set(known.values()))
         listed = ", ".join(names[:5]) if names else "none yet (no proposal has been staged)"
         raise BadArgument(f"{target!r} is outside the managed targets; managed: {listed}")
+
+
+def _occurrence(occ: dict[str, Any], place: dict[str, Any] | None) -> dict[str, Any]:
+    """A stored occurrence with where it is: ``agent`` (the session's source), ``project``
+    and ``message_id`` (all None when the session is no longer stored)."""
+    place = place or {}
+    return occ | {
+        "agent": place.get("source"),
+        "project": place.get("project"),
+        "message_id": place.get("message_id"),
+    }
 
 
 def _summary(row: dict[str, Any]) -> ProposalSummary:

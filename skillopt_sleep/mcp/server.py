@@ -270,7 +270,8 @@ def build_server(service: Service | None = None, *, http_token: str | None = Non
     ) -> m.TaskList:
         """Recurring tasks mined from past sessions (as stored by the last night): intent,
         split, checks, the user's corrections, occurrences (each time the user asked, with
-        its role: train / val / test) and why similar prompts were kept apart."""
+        its role: train / val / test, and its session's agent and project) and why similar
+        prompts were kept apart."""
         return _guard(lambda: svc.stored_tasks(project, limit))
 
     @tool(READ)
