@@ -21,7 +21,6 @@ from typing import Any
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
-    MofNCompleteColumn,
     Progress,
     SpinnerColumn,
     TextColumn,
@@ -43,19 +42,35 @@ def _size(n: int) -> str:
     return str(n)
 
 
+#: what the display says while a step without a count runs
+DOING = {
+    "night": "planning the night",
+    "harvest": "harvesting",
+    "mine": "mining",
+    "check": "checking the backends",
+    "train": "training",
+    "reflect": "reflecting on the batch",
+    "gate": "gating the edits",
+    "consolidate": "consolidating the rules",
+    "test": "scoring the test split",
+    "copies": "certifying the other agents' copies",
+    "notify": "notifying",
+}
+
+
 def describe(ev: ProgressEvent) -> tuple[str, str]:
     """The display's label and its details for ``ev``."""
     if ev.step == "harvest" and ev.source:
         return f"harvest {ev.source}", _size(ev.bytes or 0)
     if ev.step == "mine":
         return "mining sessions", f"{ev.prompts or 0} prompts"
-    label = ev.step
-    if ev.epoch is not None:
-        label = f"epoch {ev.epoch}/{ev.epochs}"
-        if ev.batch is not None:
-            label += f" batch {ev.batch}/{ev.batches}"
-    if ev.step == "replay" and ev.phase:
-        label += f": {ev.phase}" if ev.epoch is not None else f"replay {ev.phase}"
+    label = DOING.get(ev.step, ev.step)
+    if ev.step == "replay":
+        label = f"replay {ev.phase or ''}".strip()
+        if ev.epoch is not None:
+            label = f"epoch {ev.epoch}/{ev.epochs}"
+            label += f" batch {ev.batch}/{ev.batches}" if ev.batch is not None else ""
+            label += f": {ev.phase}" if ev.phase else ""
     details = ""
     if ev.calls is not None:
         details = f"{ev.calls} calls (+{ev.cached_calls or 0} cached), {ev.tokens or 0} tokens"
@@ -79,14 +94,14 @@ class LiveProgress:
                 SpinnerColumn(),
                 TextColumn("{task.description}"),
                 BarColumn(),
-                MofNCompleteColumn(),
+                TextColumn("{task.fields[count]}"),
                 TextColumn("[dim]{task.fields[details]}"),
                 TimeElapsedColumn(),
                 console=err,
                 transient=True,
             )
             self._bar.start()
-            self._job = self._bar.add_task("starting", total=None, details="")
+            self._job = self._bar.add_task("starting", total=None, details="", count="")
         return self
 
     def __exit__(
@@ -128,12 +143,17 @@ class LiveProgress:
             bar.console.print(f"[dim]{escape(ev.message)}[/]")
         label, details = describe(ev)
         if ev.done is None:  # a step without a count: the bar pulses
-            bar.update(self._job, description=label, details=details, total=None, completed=0)
+            for task in bar.tasks:
+                if task.id == self._job:
+                    task.total = None  # (update() takes None for "unchanged")
+            bar.update(self._job, description=label, details=details, completed=0, count="")
         else:
+            total = max(ev.total or 0, ev.done)
             bar.update(
                 self._job,
                 description=label,
                 details=details,
-                total=max(ev.total or 0, ev.done),
+                total=total,
                 completed=ev.done,
+                count=f"{ev.done}/{total}",
             )
