@@ -194,6 +194,14 @@ class UIConfig(_Strict):
     port: int = Field(8766, ge=1, le=65535)
 
 
+class NotifyConfig(_Strict):
+    """What is said when a night stages a proposal: ``desktop`` sends a desktop notification
+    (``notify-send`` on Linux, ``osascript`` on macOS; when missing or failing, the night
+    records why and goes on). ``status`` and the MCP ``sleep_status`` tool always say it."""
+
+    desktop: bool = True
+
+
 class PrivacyConfig(_Strict):
     """What never enters the store, and how long the outbox keeps what was sent."""
 
@@ -265,6 +273,8 @@ class Settings(BaseSettings):
     ui: UIConfig = Field(default_factory=lambda: UIConfig())
     #: Projects kept out of the store; the outbox's retention.
     privacy: PrivacyConfig = Field(default_factory=lambda: PrivacyConfig())
+    #: The desktop notification when a night stages a proposal.
+    notify: NotifyConfig = Field(default_factory=lambda: NotifyConfig())
 
     #: Daemon: local time of the nightly run, "HH:MM" (or "HH:MM:SS").
     schedule: str = "03:00"
