@@ -402,9 +402,11 @@ def run_benchmark(
         "ours_daemon_path_s": _median(daemon_s),
         "ours_daemon_path_runs_s": daemon_s,
         "ours_cli_one_new_s": one_new["wall"],
+        "ours_cli_one_new_cpu_s": one_new["cpu"],
         "ours_cli_one_new_sessions": one_new.get("sessions"),
         "ours_cli_nochange_s": _median([r["wall"] for r in nochange]),
         "ours_cli_nochange_runs_s": [r["wall"] for r in nochange],
+        "ours_cli_nochange_cpu_s": _median([r["cpu"] for r in nochange]),
         "ours_cli_nochange_written_mb": _median([r["written"] / 1e6 for r in nochange]),
         "ours_cli_nochange_rss_mb": _median([r["rss_mb"] for r in nochange]),
     }
