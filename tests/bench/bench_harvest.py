@@ -36,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import venv
 from collections.abc import Callable
@@ -53,16 +54,12 @@ def measure(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float = 900
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, cwd=str(cwd), stdout=out, stderr=err)
-        deadline = t0 + timeout
-        while True:
-            pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                proc.kill()
-                pid, status, ru = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.002)
+        killer = threading.Timer(timeout, proc.kill)  # a blocking wait, bounded
+        killer.start()
+        try:
+            _pid, status, ru = os.wait4(proc.pid, 0)
+        finally:
+            killer.cancel()
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
