@@ -12,7 +12,8 @@ and the runner exits 1.
 
 Parts: ``harvest`` (ours vs the reference ``skillopt==0.2.0``, installed by pip into its own
 virtualenv under ``~/.cache/skillopt-sleep-bench`` on first use: ``--no-reference`` leaves it
-out), ``mining`` (``tests/bench/bench_mining.py``, when present), ``daemon``
+out), ``mining`` (``tests/bench/bench_mining.py`` when present; else ``mining_sizes.py`` times this
+checkout's miner at growing sizes), ``daemon``
 (``bench_daemon.py``), ``workers`` (``bench_workers.py``) and ``learning``
 (``bench_learning.py``).
 """
