@@ -17,7 +17,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -322,6 +330,22 @@ class Settings(BaseSettings):
         except ValueError:
             raise ValueError(f"schedule must be HH:MM (24h), got {value!r}") from None
         return value
+
+    @model_validator(mode="after")
+    def _document_of_the_target_agent(self) -> Settings:
+        """A night that replays through an agent's CLI (``target.name = "opencode"``) trains
+        that agent's document unless ``document.agent`` is set: the rule is certified where
+        that agent loads it. Only for the kinds the agent names the file of (``memory``,
+        ``managed_skill``)."""
+        if "agent" in self.document.model_fields_set or self.document.kind not in (
+            "memory",
+            "managed_skill",
+        ):
+            return self
+        agent = agents.agent_of_backend(self.target.name)
+        if agent is not None and agent.trainable and agent.name != self.document.agent:
+            self.document = self.document.model_copy(update={"agent": agent.name})
+        return self
 
     @classmethod
     def settings_customise_sources(
