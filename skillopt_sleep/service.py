@@ -689,7 +689,7 @@ class Service:
             if not src.found:
                 out.append(DoctorCheck(name=f"logs {src.name}", status="skip", detail="not found"))
                 continue
-            detail = f"{src.sessions} sessions, {src.bytes} bytes"
+            detail = f"{src.sessions} session{'' if src.sessions == 1 else 's'}, {src.bytes} bytes"
             out.append(
                 DoctorCheck(name=f"logs {src.name}", status="ok", detail=detail)
                 if src.enabled
