@@ -37,6 +37,7 @@ from skillopt_sleep.night.document import (
     sha256_text,
 )
 from skillopt_sleep.night.lifecycle import NightStatus, Trigger, night_lock
+from skillopt_sleep.night.log import NightLog
 from skillopt_sleep.night.replay import mean, scorable
 from skillopt_sleep.night.split import HELD_OUT, views
 from skillopt_sleep.night.train import (
@@ -105,6 +106,13 @@ def run_night(
         lifecycle.recover(store, lock_held=True)
         night_id = lifecycle.begin(store, settings, trigger, dry_run)
         started = time.monotonic()
+        night_log = NightLog(night_id)  # the night's own log: every progress line
+        night_log.line(f"night {night_id} started ({trigger}{', dry run' if dry_run else ''})")
+
+        def logged(msg: str) -> None:
+            night_log.line(msg)
+            say(msg)
+
         try:
             if on_started is not None:
                 on_started(night_id)
@@ -114,10 +122,14 @@ def run_night(
                 night_id,
                 dry_run=dry_run,
                 harvest_first=harvest_first,
-                say=say,
+                say=logged,
                 env=env,
                 home=home,
                 on_rollout=on_rollout,
+            )
+            night_log.line(
+                f"night {night_id} {result.status}"
+                + (f": proposal {result.proposal_id}" if result.proposal_id else "")
             )
         except (SkilloptError, KeyboardInterrupt) as exc:
             if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or a signal turned into one
@@ -128,16 +140,21 @@ def run_night(
             lifecycle.finish(
                 store, night_id, status, error=error, seconds=time.monotonic() - started
             )
+            night_log.line(f"night {night_id} {status}: {error}")
             raise
         except Exception as exc:  # a bug: still never leave the night "running"
+            error = f"internal error: {type(exc).__name__}: {exc}"
             lifecycle.finish(
                 store,
                 night_id,
                 NightStatus.FAILED,
-                error=f"internal error: {type(exc).__name__}: {exc}",
+                error=error,
                 seconds=time.monotonic() - started,
             )
+            night_log.line(f"night {night_id} {NightStatus.FAILED}: {error}")
             raise
+        finally:
+            night_log.close()
         return result
     finally:
         lock.release()
