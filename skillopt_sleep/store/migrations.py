@@ -340,6 +340,9 @@ def m007_outbox(db: Database) -> None:
     db.table("outbox").create_index(["at"])
 
 
+# FOREIGN_KEYS and VIEWS are part of the released step m008: never edit them; a later step
+# that changes a view or a key declares its own.
+
 #: (child table, column, parent table, parent column): the links m008 declares
 FOREIGN_KEYS: list[tuple[str, str, str, str]] = [
     ("nights", "proposal_id", "proposals", "id"),

@@ -24,7 +24,8 @@ class RolloutsRepo(Repository):
                 fields[name] = redact(fields[name])
         view = str(fields.get("task_id") or "")
         task, _, occurrence = view.partition("@")
-        known = self.db.execute("select 1 from tasks where id = ?", [task]).fetchone()
+        with self.db.lock:  # fetched under the lock: workers' threads record rollouts too
+            known = self.db.execute("select 1 from tasks where id = ?", [task]).fetchone()
         fields.setdefault("task", task if known else None)
         fields.setdefault("occurrence", occurrence)
         return self._insert("rollouts", fields)
