@@ -641,10 +641,16 @@ class Service:
         with self._progress_lock:
             return list(self._progress.get(night_id, ()))
 
-    @staticmethod
-    def night_log(max_bytes: int = 64_000) -> str:
+    def night_log(self, max_bytes: int = 64_000, night_id: int | None = None) -> str:
         """The end of the daemon's night log (``<state>/night.log``: the stderr of the nights
-        it ran), at most ``max_bytes``; "" when there is none."""
+        it ran), or with ``night_id`` of that night's own log
+        (:mod:`skillopt_sleep.night.log`), at most ``max_bytes``; "" when there is none.
+        BadArgument for a night that does not exist."""
+        if night_id is not None:
+            from skillopt_sleep.night.log import read_night_log
+
+            self.night(night_id)  # BadArgument when unknown
+            return read_night_log(night_id, max_bytes)
         path = paths.state_dir() / "night.log"
         try:
             with open(path, "rb") as fh:

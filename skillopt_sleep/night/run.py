@@ -37,6 +37,7 @@ from skillopt_sleep.night.document import (
     sha256_text,
 )
 from skillopt_sleep.night.lifecycle import NightStatus, Trigger, night_lock
+from skillopt_sleep.night.log import NightLog
 from skillopt_sleep.night.notify import proposal_ready
 from skillopt_sleep.night.progress import NightProgress
 from skillopt_sleep.night.replay import mean, scorable
@@ -118,6 +119,18 @@ def run_night(
         night_id = lifecycle.begin(store, settings, trigger, dry_run)
         say.night_id = night_id
         started = time.monotonic()
+        night_log = NightLog(night_id)  # the night's own log: every progress line
+        night_log.line(f"night {night_id} started ({trigger}{', dry run' if dry_run else ''})")
+
+        caller_text = say.text
+
+        def logged(msg: str) -> None:  # every progress line also goes to the night's log
+            night_log.line(msg)
+            if caller_text is not None:
+                caller_text(msg)
+
+        say.text = logged
+
         try:
             if on_started is not None:
                 on_started(night_id)
@@ -132,6 +145,10 @@ def run_night(
                 home=home,
                 on_rollout=on_rollout,
             )
+            night_log.line(
+                f"night {night_id} {result.status}"
+                + (f": proposal {result.proposal_id}" if result.proposal_id else "")
+            )
         except (SkilloptError, KeyboardInterrupt) as exc:
             if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or a signal turned into one
                 status = NightStatus.INTERRUPTED
@@ -141,16 +158,21 @@ def run_night(
             lifecycle.finish(
                 store, night_id, status, error=error, seconds=time.monotonic() - started
             )
+            night_log.line(f"night {night_id} {status}: {error}")
             raise
         except Exception as exc:  # a bug: still never leave the night "running"
+            error = f"internal error: {type(exc).__name__}: {exc}"
             lifecycle.finish(
                 store,
                 night_id,
                 NightStatus.FAILED,
-                error=f"internal error: {type(exc).__name__}: {exc}",
+                error=error,
                 seconds=time.monotonic() - started,
             )
+            night_log.line(f"night {night_id} {NightStatus.FAILED}: {error}")
             raise
+        finally:
+            night_log.close()
         return result
     finally:
         lock.release()
