@@ -21,6 +21,7 @@ messages they stand for. Lookback is not applied here (the miner filters by date
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import json
@@ -32,7 +33,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from pydantic import BaseModel, Field
 
@@ -41,6 +42,7 @@ from skillopt_sleep.sources import get_source
 from skillopt_sleep.sources.base import ParseResult, Source
 from skillopt_sleep.sources.lines import HEAD, LineReader, SkipFile, batches
 from skillopt_sleep.store import Store, now_iso
+from skillopt_sleep.store.files import FileStamp
 
 
 @dataclass
@@ -551,12 +553,35 @@ def harvest(
     return report
 
 
+#: a harvest commits after this many files read, bytes read or seconds, whichever comes first
+#: (one transaction per batch of files: one commit, one FTS segment flush)
+BATCH_FILES = 200
+BATCH_BYTES = 32 * 1024 * 1024
+BATCH_SECONDS = 2.0
+
+
+def _unchanged(path: str, stamp: FileStamp | None) -> bool:
+    """Whether ``path`` is what the store read last time, by its ``stat`` alone (size, mtime
+    and inode as stored, read without error and nothing pending): then it is not opened."""
+    if stamp is None or stamp.status != "ok" or stamp.pending:
+        return False
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return (
+        stamp.size == st.st_size
+        and stamp.mtime == st.st_mtime
+        and stamp.inode == st.st_ino
+        and _stat.S_ISREG(st.st_mode)
+    )
+
+
 def _run(
     store: Store, src: Source, paths: list[str], progress: bool, projects: ProjectFilter
 ) -> Iterator[FileResult]:
     if not progress:
-        for p in paths:
-            yield harvest_file(store, src, p, projects)
+        yield from _batched(store, src, paths, projects)
         return
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -569,6 +594,52 @@ def _run(
         transient=True,
     ) as bar:
         task = bar.add_task(src.name, total=len(paths))
-        for p in paths:
-            yield harvest_file(store, src, p, projects)
+        for fr in _batched(store, src, paths, projects):
+            yield fr
             bar.advance(task)
+
+
+def _batched(
+    store: Store, src: Source, paths: list[str], projects: ProjectFilter
+) -> Iterator[FileResult]:
+    """:func:`harvest_file` of every path that changed, the files read grouped in one write
+    transaction per batch (:data:`BATCH_FILES`, :data:`BATCH_BYTES`, :data:`BATCH_SECONDS`),
+    each file in its own savepoint inside it. A file whose stat matches the store's row
+    (one query for the whole source) is ``unchanged`` without being opened.
+
+    Killed mid-batch, nothing of the batch is kept (the files' offsets and their messages are
+    committed together), so the next pass reads those files again."""
+    stamps = store.files.stamps(src.name)
+    tx: contextlib.AbstractContextManager[Any] | None = None
+    n_files = n_bytes = 0
+    started = 0.0
+    try:
+        for p in paths:
+            if _unchanged(p, stamps.get(p)):
+                yield FileResult(path=p, source=src.name)
+                continue
+            if tx is None:
+                tx = store.write()
+                tx.__enter__()
+                n_files = n_bytes = 0
+                started = time.monotonic()
+            fr = harvest_file(store, src, p, projects)
+            n_files += 1
+            n_bytes += fr.bytes_read
+            if (
+                n_files >= BATCH_FILES
+                or n_bytes >= BATCH_BYTES
+                or time.monotonic() - started >= BATCH_SECONDS
+            ):
+                done: contextlib.AbstractContextManager[Any] = tx
+                tx = None  # not exited again if the commit fails
+                done.__exit__(None, None, None)
+            yield fr
+    except BaseException as exc:
+        if tx is not None:
+            tx.__exit__(type(exc), exc, exc.__traceback__)
+        raise
+    if tx is not None:
+        last: contextlib.AbstractContextManager[Any] = tx
+        tx = None
+        last.__exit__(None, None, None)
