@@ -5,7 +5,8 @@ Per file the ``source_files`` table keeps the inode, size (bytes), mtime (epoch 
 byte ``offset`` consumed (always just after a ``\\n``), the sha256 ``head_hash`` of the first
 ``min(4096, size)`` bytes and the parser ``state`` (JSON). On a later pass:
 
-* unchanged size and mtime → nothing is read;
+* unchanged size, mtime and inode → nothing is read (:func:`harvest` compares each file's
+  ``stat`` with one query of the source's rows, and does not open the file);
 * a grown file → only the bytes after ``offset`` are read (seek); an unterminated last line is
   not consumed, so it is parsed on the pass after it is completed;
 * a replaced (other inode / head hash) or truncated (size < offset) file → re-read from 0 with
@@ -15,8 +16,10 @@ byte ``offset`` consumed (always just after a ``\\n``), the sha256 ``head_hash``
 Bad input never raises: unreadable files, vanished files and directories, binary files (NUL in
 the first 4 KiB), lines over :data:`.lines.MAX_LINE` bytes (read in :data:`.lines.CHUNK` pieces, so memory stays
 bounded), malformed JSON and non-UTF-8 bytes (decoded with U+FFFD) are counted by reason.
-Each file's pass runs in one ``store.write()`` transaction, so offsets never get ahead of the
-messages they stand for. Lookback is not applied here (the miner filters by date).
+Each file's pass runs in one ``store.write()`` transaction (in :func:`harvest`, a savepoint of
+the batch's transaction: files are committed in batches), so offsets never get ahead of the
+messages they stand for, and a harvest killed mid-way loses only its uncommitted batch, which
+the next pass reads again. Lookback is not applied here (the miner filters by date).
 """
 
 from __future__ import annotations
@@ -604,8 +607,9 @@ def _batched(
 ) -> Iterator[FileResult]:
     """:func:`harvest_file` of every path that changed, the files read grouped in one write
     transaction per batch (:data:`BATCH_FILES`, :data:`BATCH_BYTES`, :data:`BATCH_SECONDS`),
-    each file in its own savepoint inside it. A file whose stat matches the store's row
-    (one query for the whole source) is ``unchanged`` without being opened.
+    each file in its own savepoint inside it. A file (not a ``snapshot`` unit) whose stat
+    matches the store's row (one query for the whole source) is ``unchanged`` without being
+    opened.
 
     Killed mid-batch, nothing of the batch is kept (the files' offsets and their messages are
     committed together), so the next pass reads those files again."""
@@ -615,7 +619,8 @@ def _batched(
     started = 0.0
     try:
         for p in paths:
-            if _unchanged(p, stamps.get(p)):
+            # a snapshot unit (a database) may change in its sidecars: its signature decides
+            if src.read_mode(Path(p)) != "snapshot" and _unchanged(p, stamps.get(p)):
                 yield FileResult(path=p, source=src.name)
                 continue
             if tx is None:

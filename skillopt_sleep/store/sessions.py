@@ -77,8 +77,12 @@ class SessionsRepo(Repository):
         reveals a secret cut between passes, the FTS index is optimized so the stored part
         leaves it). Keys and uids (the agents' ids) are kept as they are.
 
-        Returns ``(is_new_session, n_messages_added_or_merged)``. Not transactional by itself:
-        callers wrap a file's whole pass in ``with store.write():``.
+        The stored messages with the session's uids are read in one query (per 500 uids), the
+        new ones inserted with one ``executemany``, the merged ones updated with another.
+
+        Returns ``(is_new_session, n_messages_added_or_merged)``. Its writes are one savepoint
+        (a transaction of their own outside one); callers wrap a file's whole pass in ``with
+        store.write():``.
         """
         db = self.db
         sid = f"{session.source}:{session.key}"
