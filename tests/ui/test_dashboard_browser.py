@@ -93,9 +93,9 @@ def test_every_page_renders_and_the_charts_carry_the_nights_numbers(world: World
 
         nav(page, "header nav >> text=Tasks")
         stored = Service().stored_tasks(limit=1000)
-        assert page.locator("main table tbody tr").count() == stored.total > 0
+        assert page.locator("#sec-tasks table tbody tr").count() == stored.total > 0
         assert {t.split for t in stored.tasks} <= set(
-            page.locator("main table").inner_text().split()
+            page.locator("#sec-tasks table").inner_text().split()
         )
 
         nav(page, "header nav >> text=Search")
