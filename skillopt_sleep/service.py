@@ -181,13 +181,15 @@ class Service:
     def harvest(self, *, on_progress: OnProgress | None = None) -> Any:
         """Harvest every enabled source now; returns the ``HarvestReport``. ``on_progress``:
         a ``harvest`` event per file."""
-        from skillopt_sleep.night.wild import record_reach
         from skillopt_sleep.sources.ingest import harvest
 
         settings = self.settings()
         with self._use() as store:
             report = harvest(store, settings, on_progress=on_progress)
-            record_reach(store, similarity=settings.similarity)
+            if store.adoptions.in_place():  # else there is no reach to judge (nothing imported)
+                from skillopt_sleep.night.wild import record_reach
+
+                record_reach(store, similarity=settings.similarity)
             return report
 
     def forget(

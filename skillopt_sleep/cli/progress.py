@@ -87,6 +87,7 @@ class LiveProgress:
         self._last: dict[tuple[Any, ...], float] = {}
         self._bar: Progress | None = None
         self._job: Any = None
+        self._label = ""
 
     def __enter__(self) -> LiveProgress:
         if self.mode == "rich":
@@ -142,6 +143,8 @@ class LiveProgress:
         if ev.message:
             bar.console.print(f"[dim]{escape(ev.message)}[/]")
         label, details = describe(ev)
+        new_step = label != self._label
+        self._label = label
         if ev.done is None:  # a step without a count: the bar pulses
             for task in bar.tasks:
                 if task.id == self._job:
@@ -157,3 +160,5 @@ class LiveProgress:
                 completed=ev.done,
                 count=f"{ev.done}/{total}",
             )
+        if new_step:  # drawn now: a step quicker than a refresh is still seen
+            bar.refresh()

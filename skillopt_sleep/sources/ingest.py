@@ -5,7 +5,8 @@ Per file the ``source_files`` table keeps the inode, size (bytes), mtime (epoch 
 byte ``offset`` consumed (always just after a ``\\n``), the sha256 ``head_hash`` of the first
 ``min(4096, size)`` bytes and the parser ``state`` (JSON). On a later pass:
 
-* unchanged size and mtime → nothing is read;
+* unchanged size, mtime and inode → nothing is read (:func:`harvest` compares each file's
+  ``stat`` with one query of the source's rows, and does not open the file);
 * a grown file → only the bytes after ``offset`` are read (seek); an unterminated last line is
   not consumed, so it is parsed on the pass after it is completed;
 * a replaced (other inode / head hash) or truncated (size < offset) file → re-read from 0 with
@@ -15,12 +16,15 @@ byte ``offset`` consumed (always just after a ``\\n``), the sha256 ``head_hash``
 Bad input never raises: unreadable files, vanished files and directories, binary files (NUL in
 the first 4 KiB), lines over :data:`.lines.MAX_LINE` bytes (read in :data:`.lines.CHUNK` pieces, so memory stays
 bounded), malformed JSON and non-UTF-8 bytes (decoded with U+FFFD) are counted by reason.
-Each file's pass runs in one ``store.write()`` transaction, so offsets never get ahead of the
-messages they stand for. Lookback is not applied here (the miner filters by date).
+Each file's pass runs in one ``store.write()`` transaction (in :func:`harvest`, a savepoint of
+the batch's transaction: files are committed in batches), so offsets never get ahead of the
+messages they stand for, and a harvest killed mid-way loses only its uncommitted batch, which
+the next pass reads again. Lookback is not applied here (the miner filters by date).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import json
@@ -32,7 +36,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from pydantic import BaseModel, Field
 
@@ -42,6 +46,7 @@ from skillopt_sleep.sources import get_source
 from skillopt_sleep.sources.base import ParseResult, Source
 from skillopt_sleep.sources.lines import HEAD, LineReader, SkipFile, batches
 from skillopt_sleep.store import Store, now_iso
+from skillopt_sleep.store.files import FileStamp
 
 
 @dataclass
@@ -569,8 +574,73 @@ def harvest(
     return report
 
 
+#: a harvest commits after this many files read, bytes read or seconds, whichever comes first
+#: (one transaction per batch of files: one commit, one FTS segment flush)
+BATCH_FILES = 200
+BATCH_BYTES = 32 * 1024 * 1024
+BATCH_SECONDS = 2.0
+
+
+def _unchanged(path: str, stamp: FileStamp | None) -> bool:
+    """Whether ``path`` is what the store read last time, by its ``stat`` alone (size, mtime
+    and inode as stored, read without error and nothing pending): then it is not opened."""
+    if stamp is None or stamp.status != "ok" or stamp.pending:
+        return False
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return (
+        stamp.size == st.st_size
+        and stamp.mtime == st.st_mtime
+        and stamp.inode == st.st_ino
+        and _stat.S_ISREG(st.st_mode)
+    )
+
+
 def _run(
     store: Store, src: Source, paths: list[str], projects: ProjectFilter
 ) -> Iterator[FileResult]:
-    for p in paths:
-        yield harvest_file(store, src, p, projects)
+    """:func:`harvest_file` of every path that changed, the files read grouped in one write
+    transaction per batch (:data:`BATCH_FILES`, :data:`BATCH_BYTES`, :data:`BATCH_SECONDS`),
+    each file in its own savepoint inside it. A file (not a ``snapshot`` unit) whose stat
+    matches the store's row (one query for the whole source) is ``unchanged`` without being
+    opened.
+
+    Killed mid-batch, nothing of the batch is kept (the files' offsets and their messages are
+    committed together), so the next pass reads those files again."""
+    stamps = store.files.stamps(src.name)
+    tx: contextlib.AbstractContextManager[Any] | None = None
+    n_files = n_bytes = 0
+    started = 0.0
+    try:
+        for p in paths:
+            # a snapshot unit (a database) may change in its sidecars: its signature decides
+            if src.read_mode(Path(p)) != "snapshot" and _unchanged(p, stamps.get(p)):
+                yield FileResult(path=p, source=src.name)
+                continue
+            if tx is None:
+                tx = store.write()
+                tx.__enter__()
+                n_files = n_bytes = 0
+                started = time.monotonic()
+            fr = harvest_file(store, src, p, projects)
+            n_files += 1
+            n_bytes += fr.bytes_read
+            if (
+                n_files >= BATCH_FILES
+                or n_bytes >= BATCH_BYTES
+                or time.monotonic() - started >= BATCH_SECONDS
+            ):
+                done: contextlib.AbstractContextManager[Any] = tx
+                tx = None  # not exited again if the commit fails
+                done.__exit__(None, None, None)
+            yield fr
+    except BaseException as exc:
+        if tx is not None:
+            tx.__exit__(type(exc), exc, exc.__traceback__)
+        raise
+    if tx is not None:
+        last: contextlib.AbstractContextManager[Any] = tx
+        tx = None
+        last.__exit__(None, None, None)

@@ -131,6 +131,11 @@ class Store:
                 _check_intact(self.db, Path(db_given))
             if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "memory":
                 self.db.enable_wal()
+            if self.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                # WAL + NORMAL: a commit is not fsynced (the WAL is, at each checkpoint). A
+                # killed process loses nothing committed; a power cut or OS crash may lose
+                # the last commits, never the database's consistency (docs/architecture.md)
+                self.db.execute("PRAGMA synchronous = NORMAL")
             self.db.execute("PRAGMA foreign_keys = ON")
             # deleted and overwritten text (re-redaction, forget) is zeroed, not left in pages
             self.db.execute("PRAGMA secure_delete = ON")
