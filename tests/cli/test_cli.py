@@ -349,7 +349,7 @@ def test_tasks_marks_a_task_with_nothing_to_score_it_by(tmp_path):
     )
     assert "harvest first" in cli("tasks").stdout
     assert cli("harvest").returncode == 0
-    res = cli("tasks")
+    res = cli("tasks", env=dict(os.environ, COLUMNS="200"))  # whatever pytest's own terminal
     assert res.returncode == 0, res.stderr
     text = " ".join(res.stdout.split())
     assert "build the docs site" in text and "not scored until a correction arrives" in text
