@@ -34,6 +34,7 @@ from rapidfuzz import fuzz, process
 from skillopt_sleep.config import Settings
 from skillopt_sleep.models import CapsuleItem, Check, ContextCapsule, Occurrence, Task
 from skillopt_sleep.night import corrections as fb
+from skillopt_sleep.night.candidates import CandidateIndex, Vocabulary
 from skillopt_sleep.night.replay import scorable
 from skillopt_sleep.night.split import assign_splits, view_id
 from skillopt_sleep.store import Store
@@ -357,15 +358,73 @@ def contradiction(a: list[Intent], b: list[Intent]) -> str:
     return ""
 
 
-def _cluster(intents: list[Intent], threshold: float) -> list[list[Intent]]:
+def _cluster(
+    intents: list[Intent], threshold: float, counts: Counter | None = None
+) -> list[list[Intent]]:
     """Greedy, deterministic: intents in (project, time, session, seq) order join the best
     matching cluster of their project (compared with its first member) whose corrections they
-    do not contradict, else start one."""
+    do not contradict, else start one. Only the clusters the candidate index proposes are
+    scored (:mod:`skillopt_sleep.night.candidates`); ``counts["compared"]`` counts them."""
+    vocab = Vocabulary()
+    contents = {id(it): _content_text(it.norm)[:_COMPARE_CHARS] for it in intents}
+    for text in contents.values():
+        vocab.add(text.split())
+    records = {key: vocab.classes(text) for key, text in contents.items()}
+    frequency: Counter[int] = Counter(c for r in records.values() for c in r)
+    clusters: list[list[Intent]] = []
+    # project -> ([(cluster index, head norm, head content)], index)
+    projects: dict[str, tuple[list[tuple[int, str, str]], CandidateIndex]] = {}
+    for it in sorted(intents, key=lambda i: (i.project, i.when, i.session_id, i.seq)):
+        if it.project not in projects:
+            projects[it.project] = ([], CandidateIndex(frequency))
+        mine_heads, index = projects[it.project]
+        record, content, size = records[id(it)], contents[id(it)], _content(it.norm)
+        found = sorted(index.candidates(record, size))
+        if content:  # similar() compares content words: a cheap necessary test, in one call
+            texts = [mine_heads[pos][2] for pos in found]
+            found = [
+                found[i]
+                for _, _, i in process.extract(
+                    content, texts, scorer=fuzz.token_set_ratio, score_cutoff=threshold, limit=None
+                )
+                if texts[i]
+            ] + [pos for pos in found if not mine_heads[pos][2]]
+        best: int | None = None
+        best_score = 0.0
+        for pos in found:
+            head = mine_heads[pos][1]
+            if not fuzz.token_set_ratio(it.norm, head, score_cutoff=threshold):
+                continue
+            score = similar(it.norm, head, threshold)
+            if score and contradiction([it], clusters[mine_heads[pos][0]]):
+                continue  # "use npm" and "use pnpm" are not one task
+            if score > best_score or (
+                score and best is not None and score == best_score and pos < best
+            ):
+                best, best_score = pos, score
+        if best is None:
+            index.add(len(mine_heads), record, size)
+            mine_heads.append((len(clusters), it.norm, content))
+            clusters.append([it])
+        else:
+            clusters[mine_heads[best][0]].append(it)
+    if counts is not None:
+        counts["compared"] += sum(index.compared for _, index in projects.values())
+    return clusters
+
+
+def cluster_all_pairs(
+    intents: list[Intent], threshold: float, counts: Counter | None = None
+) -> list[list[Intent]]:
+    """:func:`_cluster` comparing every intent with every cluster of its project (quadratic:
+    kept as the reference the candidate index is tested and benchmarked against)."""
     clusters: list[list[Intent]] = []
     heads: dict[str, list[tuple[int, str]]] = {}  # project -> [(cluster index, head norm)]
     for it in sorted(intents, key=lambda i: (i.project, i.when, i.session_id, i.seq)):
         mine_heads = heads.setdefault(it.project, [])
         choices = [h for _, h in mine_heads]
+        if counts is not None:
+            counts["compared"] += len(choices)
         best: int | None = None
         best_score = 0.0
         for _, _, pos in process.extract(
