@@ -27,6 +27,7 @@ import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from pydantic import BaseModel, Field
 from rapidfuzz import fuzz, process
@@ -107,6 +108,10 @@ class MineReport(BaseModel):
     tasks_scorable: int = 0  # with a split; the others are unassigned ("")
     #: scorable tasks asked once: they train, and are not yet validated on a recurrence
     tasks_once: int = 0
+    #: pairs of intents scored, and intents whose cluster the last run's stays (only the
+    #: others are compared)
+    pairs_compared: int = 0
+    prompts_reused: int = 0
     dropped: dict[str, int] = Field(default_factory=dict)
 
 
@@ -358,59 +363,161 @@ def contradiction(a: list[Intent], b: list[Intent]) -> str:
     return ""
 
 
+#: The version of what :func:`_cluster` stores per project (a stored state of another
+#: version, or of another threshold, is not reused).
+CLUSTER_STATE_VERSION = 1
+
+
+def _stance_key(it: Intent) -> list[list[str]]:
+    """What of an intent's corrections clustering reads (:func:`contradiction`)."""
+    return [
+        [c.kind, c.value.lower()]
+        for f in it.corrections
+        for c in f.checks
+        if c.kind in ("contains", "not_contains")
+    ]
+
+
+def _reusable(prior: dict | None, group: list[Intent], threshold: float) -> list[int] | None:
+    """The cluster (index into the stored clusters) of each of ``group``'s first intents
+    when a stored clustering of the project (``prior``, from an earlier run) still holds for
+    them, else ``None``. It holds when the intents it clustered that are still mined come
+    first, unchanged (time, words, corrections' stances), and those gone (out of the
+    lookback) change nothing: a cluster's first intent goes only with all its members, and a
+    member with stances never goes alone. Then mining from scratch would cluster them the
+    same way, and only the intents after them need comparing."""
+    if (
+        not prior
+        or prior.get("version") != CLUSTER_STATE_VERSION
+        or prior.get("threshold") != threshold
+    ):
+        return None
+    entries = prior.get("intents") or []
+    now = {(it.session_id, it.seq): it for it in group}
+    kept: list[int] = []
+    heads: dict[int, bool] = {}  # stored cluster -> its first intent is still mined
+    for session_id, seq, when, norm, cluster, stances in entries:
+        it = now.get((session_id, seq))
+        first = cluster not in heads
+        if it is None:
+            if first:
+                heads[cluster] = False
+            elif heads[cluster] or stances:
+                return None  # a member with stances, or a cluster losing only its head
+            continue
+        if first:
+            heads[cluster] = True
+        elif not heads[cluster]:
+            return None  # its cluster's first intent is gone, it is not
+        if it.when != when or it.norm != norm or _stance_key(it) != stances:
+            return None
+        if len(kept) >= len(group) or group[len(kept)] is not it:
+            return None  # a new intent comes before a clustered one
+        kept.append(cluster)
+    return kept
+
+
 def _cluster(
-    intents: list[Intent], threshold: float, counts: Counter | None = None
+    intents: list[Intent],
+    threshold: float,
+    counts: Counter | None = None,
+    states: dict[str, dict] | None = None,
 ) -> list[list[Intent]]:
     """Greedy, deterministic: intents in (project, time, session, seq) order join the best
     matching cluster of their project (compared with its first member) whose corrections they
     do not contradict, else start one. Only the clusters the candidate index proposes are
-    scored (:mod:`skillopt_sleep.night.candidates`); ``counts["compared"]`` counts them."""
-    vocab = Vocabulary()
-    contents = {id(it): _content_text(it.norm)[:_COMPARE_CHARS] for it in intents}
-    for text in contents.values():
-        vocab.add(text.split())
-    records = {key: vocab.classes(text) for key, text in contents.items()}
-    frequency: Counter[int] = Counter(c for r in records.values() for c in r)
+    scored (:mod:`skillopt_sleep.night.candidates`); ``counts["compared"]`` counts them.
+
+    ``states`` (project -> what an earlier run stored) makes it incremental: when a
+    project's stored clustering still holds (:func:`_reusable`), its intents keep their
+    clusters and only the intents after them are compared. ``states`` is updated in place
+    with every clustered project's new state."""
+    ordered = sorted(intents, key=lambda i: (i.project, i.when, i.session_id, i.seq))
     clusters: list[list[Intent]] = []
-    # project -> ([(cluster index, head norm, head content)], index)
-    projects: dict[str, tuple[list[tuple[int, str, str]], CandidateIndex]] = {}
-    for it in sorted(intents, key=lambda i: (i.project, i.when, i.session_id, i.seq)):
-        if it.project not in projects:
-            projects[it.project] = ([], CandidateIndex(frequency))
-        mine_heads, index = projects[it.project]
-        record, content, size = records[id(it)], contents[id(it)], _content(it.norm)
-        found = sorted(index.candidates(record, size))
-        if content:  # similar() compares content words: a cheap necessary test, in one call
-            texts = [mine_heads[pos][2] for pos in found]
+    start = 0
+    while start < len(ordered):
+        end = start
+        while end < len(ordered) and ordered[end].project == ordered[start].project:
+            end += 1
+        group = ordered[start:end]
+        start = end
+        project = group[0].project
+        prior = states.get(project) if states is not None else None
+        done, state = _cluster_project(group, threshold, counts, prior)
+        clusters += done
+        if states is not None:
+            states[project] = state
+    return clusters
+
+
+def _cluster_project(
+    group: list[Intent], threshold: float, counts: Counter | None, prior: dict | None
+) -> tuple[list[list[Intent]], dict]:
+    contents = [_content_text(it.norm)[:_COMPARE_CHARS] for it in group]
+    vocab = Vocabulary()
+    for text in contents:
+        vocab.add(text.split())
+    records = [vocab.classes(text) for text in contents]
+    index = CandidateIndex(Counter(c for r in records for c in r))
+    clusters: list[list[Intent]] = []
+    heads: list[tuple[int, str]] = []  # (cluster, head norm) by position in the index
+    head_texts: list[str] = []  # head contents, by position
+
+    def start_cluster(i: int) -> None:
+        index.add(len(heads), records[i], _content(group[i].norm))
+        heads.append((len(clusters), group[i].norm))
+        head_texts.append(contents[i])
+        clusters.append([group[i]])
+
+    kept = _reusable(prior, group, threshold) or []
+    local: dict[int, int] = {}  # stored cluster -> cluster
+    for i, stored in enumerate(kept):
+        if stored in local:
+            clusters[local[stored]].append(group[i])
+        else:
+            local[stored] = len(clusters)
+            start_cluster(i)
+    for i in range(len(kept), len(group)):
+        it, record, content = group[i], records[i], contents[i]
+        found = list(index.candidates(record, _content(it.norm)))
+        if content and found:  # similar() compares content words: a cheap necessary test first
+            texts = itemgetter(*found)(head_texts) if len(found) > 1 else (head_texts[found[0]],)
             found = [
-                found[i]
-                for _, _, i in process.extract(
+                found[j]
+                for _, _, j in process.extract(
                     content, texts, scorer=fuzz.token_set_ratio, score_cutoff=threshold, limit=None
                 )
-                if texts[i]
-            ] + [pos for pos in found if not mine_heads[pos][2]]
+                if texts[j]
+            ] + [pos for pos in found if not head_texts[pos]]
         best: int | None = None
         best_score = 0.0
         for pos in found:
-            head = mine_heads[pos][1]
+            head = heads[pos][1]
             if not fuzz.token_set_ratio(it.norm, head, score_cutoff=threshold):
                 continue
             score = similar(it.norm, head, threshold)
-            if score and contradiction([it], clusters[mine_heads[pos][0]]):
+            if score and contradiction([it], clusters[heads[pos][0]]):
                 continue  # "use npm" and "use pnpm" are not one task
             if score > best_score or (
                 score and best is not None and score == best_score and pos < best
             ):
                 best, best_score = pos, score
         if best is None:
-            index.add(len(mine_heads), record, size)
-            mine_heads.append((len(clusters), it.norm, content))
-            clusters.append([it])
+            start_cluster(i)
         else:
-            clusters[mine_heads[best][0]].append(it)
+            clusters[heads[best][0]].append(it)
     if counts is not None:
-        counts["compared"] += sum(index.compared for _, index in projects.values())
-    return clusters
+        counts["compared"] += index.compared
+        counts["reused"] += len(kept)
+    of = {id(it): n for n, members in enumerate(clusters) for it in members}
+    state = {
+        "version": CLUSTER_STATE_VERSION,
+        "threshold": threshold,
+        "intents": [
+            [it.session_id, it.seq, it.when, it.norm, of[id(it)], _stance_key(it)] for it in group
+        ],
+    }
+    return clusters, state
 
 
 def cluster_all_pairs(
@@ -642,7 +749,12 @@ def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -
         intents.extend(found)
 
     threshold = settings.similarity * 100
-    clusters = _cluster(intents, threshold)
+    # each project's clustering of the last run: only the prompts new since are compared
+    states = store.mining.states(sorted({it.project for it in intents}))
+    counts: Counter = Counter()
+    clusters = _cluster(intents, threshold, counts, states)
+    report.pairs_compared, report.prompts_reused = counts["compared"], counts["reused"]
+    store.mining.save(states)
     report.clusters = len(clusters)
     kept = []
     for members in clusters:

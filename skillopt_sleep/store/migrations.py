@@ -338,3 +338,9 @@ def m007_outbox(db: Database) -> None:
         pk="id",
     )
     db.table("outbox").create_index(["at"])
+
+
+@migrations(name="m009_mining_state")
+def m009_mining_state(db: Database) -> None:
+    """``mining_state``: each project's clustering, so mining compares only new prompts."""
+    db.table("mining_state").create({"project": str, "state": str, "updated_at": str}, pk="project")

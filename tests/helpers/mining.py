@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import random
 
+from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.night.mine import Intent, normalise_intent
+from skillopt_sleep.store import Store
 
 VERBS = [
     "add",
@@ -344,3 +346,45 @@ def intents(texts: list[str], project: str = "/p", start: int = 0) -> list[Inten
         )
         for i, text in enumerate(texts)
     ]
+
+
+def save_sessions(
+    store: Store,
+    texts: list[str],
+    *,
+    per_session: int = 4,
+    first_day: int = 1,
+    last_day: int = 28,
+    key: str = "k",
+    project: str = "/home/u/app",
+) -> None:
+    """Store ``texts`` as answered prompts, ``per_session`` to a session, the sessions
+    spread over June 2025 from ``first_day`` to ``last_day`` in order."""
+    span = last_day - first_day + 1
+    for s in range(0, len(texts), per_session):
+        day = first_day + s * span // max(len(texts), 1)
+        messages = []
+        for i, text in enumerate(texts[s : s + per_session]):
+            stamp = f"2025-06-{day:02d}T{i:02d}:{s // 60 % 60:02d}:{s % 60:02d}Z"
+            messages += [
+                HarvestedMessage(
+                    uid=f"{key}{s}-{i}-u", role="user", kind="prompt", text=text, timestamp=stamp
+                ),
+                HarvestedMessage(
+                    uid=f"{key}{s}-{i}-a",
+                    role="assistant",
+                    kind="answer",
+                    text="Done.",
+                    timestamp=stamp,
+                ),
+            ]
+        store.sessions.save(
+            HarvestedSession(
+                source="claude_code",
+                key=f"{key}{s}",
+                project=project,
+                started_at=messages[0].timestamp,
+                messages=messages,
+            ),
+            file_path=f"/logs/{key}{s}.jsonl",
+        )
