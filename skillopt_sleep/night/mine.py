@@ -18,6 +18,11 @@ which token-set matching tolerates; it is cheap, deterministic and needs no mode
 blind spot — a short intent whose words are a subset of a long one scores 100 ("fix" vs "fix
 the login bug") — is closed by also requiring the shorter intent to have at least half as many
 content words as the longer one.
+
+Only the pairs a candidate index proposes are scored (:mod:`skillopt_sleep.night.candidates`;
+:func:`cluster_all_pairs` is the quadratic reference it is tested against), and each
+project's clustering is kept in the store (``store.mining``): a run whose stored clustering
+still holds compares only the intents new since (:func:`_reusable`).
 """
 
 from __future__ import annotations
