@@ -383,41 +383,46 @@ def _stance_key(it: Intent) -> list[list[str]]:
     ]
 
 
-def _reusable(prior: dict | None, group: list[Intent], threshold: float) -> list[int] | None:
+def _reusable(prior: dict | None, group: list[Intent], threshold: float) -> list[int]:
     """The cluster (index into the stored clusters) of each of ``group``'s first intents
-    when a stored clustering of the project (``prior``, from an earlier run) still holds for
-    them, else ``None``. It holds when the intents it clustered that are still mined come
-    first, unchanged (time, words, corrections' stances), and those gone (out of the
-    lookback) change nothing: a cluster's first intent goes only with all its members, and a
-    member with stances never goes alone. Then mining from scratch would cluster them the
-    same way, and only the intents after them need comparing."""
+    whose stored clustering (``prior``, from an earlier run) still holds: mining from scratch
+    would cluster them the same way, so only the intents after them need comparing.
+
+    A stored decision holds up to the first intent that changed (time, words, corrections'
+    stances), that a new intent now comes before, or that follows a change among the intents
+    that left the lookback: a cluster's first intent gone while its later ones stay (one of
+    them becomes the first), or a gone member whose corrections had stances while its cluster
+    stays. Gone intents change nothing else (a cluster no later intent joined, a member
+    without stances)."""
     if (
         not prior
         or prior.get("version") != CLUSTER_STATE_VERSION
         or prior.get("threshold") != threshold
     ):
-        return None
-    entries = prior.get("intents") or []
+        return []
     now = {(it.session_id, it.seq): it for it in group}
     kept: list[int] = []
     heads: dict[int, bool] = {}  # stored cluster -> its first intent is still mined
-    for session_id, seq, when, norm, cluster, stances in entries:
+    for session_id, seq, when, norm, cluster, stances in prior.get("intents") or []:
         it = now.get((session_id, seq))
         first = cluster not in heads
         if it is None:
             if first:
                 heads[cluster] = False
-            elif heads[cluster] or stances:
-                return None  # a member with stances, or a cluster losing only its head
+            elif heads[cluster] and stances:
+                break  # its cluster stays, without the stances it had
             continue
         if first:
             heads[cluster] = True
-        elif not heads[cluster]:
-            return None  # its cluster's first intent is gone, it is not
-        if it.when != when or it.norm != norm or _stance_key(it) != stances:
-            return None
-        if len(kept) >= len(group) or group[len(kept)] is not it:
-            return None  # a new intent comes before a clustered one
+        if (
+            not heads[cluster]  # its cluster's first intent is gone
+            or it.when != when
+            or it.norm != norm
+            or _stance_key(it) != stances
+            or len(kept) >= len(group)
+            or group[len(kept)] is not it  # a new intent comes before it
+        ):
+            break
         kept.append(cluster)
     return kept
 
@@ -433,9 +438,9 @@ def _cluster(
     do not contradict, else start one. Only the clusters the candidate index proposes are
     scored (:mod:`skillopt_sleep.night.candidates`); ``counts["compared"]`` counts them.
 
-    ``states`` (project -> what an earlier run stored) makes it incremental: when a
-    project's stored clustering still holds (:func:`_reusable`), its intents keep their
-    clusters and only the intents after them are compared. ``states`` is updated in place
+    ``states`` (project -> what an earlier run stored) makes it incremental: the intents
+    whose stored clustering still holds (:func:`_reusable`) keep their clusters and only
+    the intents after them are compared. ``states`` is updated in place
     with every clustered project's new state."""
     ordered = sorted(intents, key=lambda i: (i.project, i.when, i.session_id, i.seq))
     clusters: list[list[Intent]] = []
@@ -474,7 +479,7 @@ def _cluster_project(
         head_texts.append(contents[i])
         clusters.append([group[i]])
 
-    kept = _reusable(prior, group, threshold) or []
+    kept = _reusable(prior, group, threshold)
     local: dict[int, int] = {}  # stored cluster -> cluster
     for i, stored in enumerate(kept):
         if stored in local:

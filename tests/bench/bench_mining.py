@@ -12,7 +12,9 @@ each answered, one project. CPU seconds of ``mine()`` (store reads, splitting se
 intents, clustering, tasks) are measured, and the pairs the clustering scored. The all-pairs
 path runs up to ``BENCH_MINING_OLD_MAX`` prompts (4,000 by default: it is quadratic); above
 that its seconds are extrapolated from the largest measured size (marked ``~``). Both paths
-must give the same tasks. ``run(report)`` appends one dict per size to ``report``.
+must give the same tasks. Then 1 % new prompts are harvested and mined again: the next night
+(incremental: only the new prompts are compared). ``run(report)`` appends one dict per size
+to ``report``.
 """
 
 from __future__ import annotations
@@ -33,49 +35,30 @@ SIZES = (1000, 2000, 4000, 8000, 16000)
 OLD_MAX = int(os.environ.get("BENCH_MINING_OLD_MAX", "4000"))
 NOW = dt.datetime(2025, 6, 30, tzinfo=dt.UTC)
 PER_SESSION = 16
+NEW = 100  # the next night adds n / NEW prompts
 
 
 def _store(tmp: Path, n: int) -> Any:
-    from skillopt_sleep.models import HarvestedMessage, HarvestedSession
     from skillopt_sleep.store import Store
-    from tests.helpers.mining import prompts
+    from tests.helpers.mining import prompts, save_sessions
 
-    texts = prompts(n, seed=n, names=4000)
+    texts = prompts(n + n // NEW, seed=n, names=4000)
     random.Random(n).shuffle(texts)  # a request's variants in different sessions
     store = Store(tmp / f"mining-{n}.db")
-    for s in range(0, n, PER_SESSION):
-        messages = []
-        for i, text in enumerate(texts[s : s + PER_SESSION]):
-            stamp = f"2025-06-{1 + s * 28 // n:02d}T{i:02d}:{s // 60 % 60:02d}:{s % 60:02d}Z"
-            messages += [
-                HarvestedMessage(
-                    uid=f"{s}-{i}-u", role="user", kind="prompt", text=text, timestamp=stamp
-                ),
-                HarvestedMessage(
-                    uid=f"{s}-{i}-a", role="assistant", kind="answer", text="Done.", timestamp=stamp
-                ),
-            ]
-        store.sessions.save(
-            HarvestedSession(
-                source="claude_code",
-                key=f"k{s}",
-                project="/home/u/app",
-                started_at=messages[0].timestamp,
-                messages=messages,
-            ),
-            file_path=f"/logs/{s}.jsonl",
-        )
-    return store
+    save_sessions(store, texts[:n], per_session=PER_SESSION, first_day=1, last_day=27)
+    return store, texts[n:]
 
 
-def _mine(store: Any, all_pairs: bool) -> tuple[float, int, list[tuple[str, int]]]:
+def _mine(store: Any, all_pairs: bool) -> tuple[float, int, int, list[tuple[str, int]]]:
     from skillopt_sleep.config import Settings
     from skillopt_sleep.night import mine as mining
 
     counts: Counter = Counter()
-    cluster = mining.cluster_all_pairs if all_pairs else mining._cluster
     original = mining._cluster
-    mining._cluster = lambda intents, threshold, **_: cluster(intents, threshold, counts)  # type: ignore[assignment]
+    if all_pairs:
+        mining._cluster = lambda intents, threshold, *_: mining.cluster_all_pairs(  # type: ignore[assignment]
+            intents, threshold, counts
+        )
     try:
         started = time.process_time()
         report = mining.mine(store, Settings(lookback_days=60), now=NOW)
@@ -83,42 +66,58 @@ def _mine(store: Any, all_pairs: bool) -> tuple[float, int, list[tuple[str, int]
     finally:
         mining._cluster = original  # type: ignore[assignment]
     tasks = [(t.id, len(t.occurrences)) for t in report.tasks]
-    return seconds, counts["compared"], tasks
+    compared = counts["compared"] if all_pairs else report.pairs_compared
+    return seconds, compared, report.clusters, tasks
 
 
 def run(report: list, sizes: tuple[int, ...] = SIZES, old_max: int = OLD_MAX) -> None:
-    """Mine each size both ways; append ``{"prompts", "clusters", "after_s", "before_s",
-    "before_estimated", "speedup", "compared_after", "compared_before", "same_tasks"}``
-    per size to ``report`` and print the table."""
+    """Mine each size both ways, then once more after 1 % new prompts (incremental);
+    append ``{"prompts", "clusters", "after_s", "before_s", "before_estimated", "speedup",
+    "compared_after", "compared_before", "same_tasks", "new_prompts", "next_night_s",
+    "compared_next_night"}`` per size to ``report`` and print the table."""
+    from tests.helpers.mining import save_sessions
+
     rows: list[dict[str, Any]] = []
     last_old: tuple[int, float] | None = None
     with tempfile.TemporaryDirectory(prefix="bench-mining-") as d:
         for n in sizes:
-            store = _store(Path(d), n)
-            after, compared, tasks = _mine(store, all_pairs=False)
-            row: dict[str, Any] = {"prompts": n, "after_s": after, "compared_after": compared}
+            store, new = _store(Path(d), n)
+            row: dict[str, Any] = {"prompts": n, "before_s": None, "compared_before": None}
+            row["same_tasks"] = None
+            old_tasks = None
             if n <= old_max:
-                before, compared_old, old_tasks = _mine(store, all_pairs=True)
+                before, compared_old, _, old_tasks = _mine(store, all_pairs=True)
                 row.update(before_s=before, before_estimated=False, compared_before=compared_old)
-                row["same_tasks"] = old_tasks == tasks
                 last_old = (n, before)
             elif last_old is not None:
                 row.update(before_s=last_old[1] * (n / last_old[0]) ** 2, before_estimated=True)
-                row.update(compared_before=None, same_tasks=None)
-            store.close()
-            if row.get("before_s") is not None:
+            store.mining.clear()
+            after, compared, clusters, tasks = _mine(store, all_pairs=False)
+            row.update(after_s=after, compared_after=compared, clusters=clusters)
+            if old_tasks is not None:
+                row["same_tasks"] = old_tasks == tasks
+            if row["before_s"] is not None:
                 row["speedup"] = row["before_s"] / row["after_s"]
+            save_sessions(store, new, per_session=PER_SESSION, first_day=28, last_day=28, key="n")
+            nxt, compared_next, _, _ = _mine(store, all_pairs=False)
+            row.update(new_prompts=len(new), next_night_s=nxt, compared_next_night=compared_next)
+            store.close()
             rows.append(row)
     print("\nmining one project (CPU seconds of mine(); ~ = extrapolated, quadratic):")
-    print("prompts  all-pairs s  index s  speed-up  pairs all-pairs  pairs index  same tasks")
+    print(
+        "prompts  all-pairs s  index s  speed-up  pairs all-pairs  pairs index  same tasks"
+        "  | +1 % next night s  pairs"
+    )
     for row in rows:
-        before = row.get("before_s")
+        before = row["before_s"]
         mark = "~" if row.get("before_estimated") else " "
+        same = row["same_tasks"]
         print(
             f"{row['prompts']:>7}  {mark}{before if before is not None else float('nan'):10.2f}"
             f"  {row['after_s']:7.2f}  {row.get('speedup', float('nan')):7.1f}x"
             f"  {row['compared_before'] or 0:>15,}  {row['compared_after']:>11,}"
-            f"  {row['same_tasks'] if row['same_tasks'] is not None else '-':>10}"
+            f"  {'-' if same is None else same!s:>10}"
+            f"  | {row['next_night_s']:17.2f}  {row['compared_next_night']:,}"
         )
     report.extend(rows)
 
