@@ -383,47 +383,41 @@ def _stance_key(it: Intent) -> list[list[str]]:
     ]
 
 
-def _reusable(prior: dict | None, group: list[Intent], threshold: float) -> list[int]:
-    """The cluster (index into the stored clusters) of each of ``group``'s first intents
-    whose stored clustering (``prior``, from an earlier run) still holds: mining from scratch
-    would cluster them the same way, so only the intents after them need comparing.
-
-    A stored decision holds up to the first intent that changed (time, words, corrections'
-    stances), that a new intent now comes before, or that follows a change among the intents
-    that left the lookback: a cluster's first intent gone while its later ones stay (one of
-    them becomes the first), or a gone member whose corrections had stances while its cluster
-    stays. Gone intents change nothing else (a cluster no later intent joined, a member
-    without stances)."""
+def _reusable(prior: dict | None, group: list[Intent], threshold: float) -> list[tuple[int, bool]]:
+    """What an earlier run (``prior``) decided for each of ``group``'s first intents: its
+    stored cluster and whether it was that cluster's first intent. Only decisions that may
+    still hold are returned: up to the first intent that changed (time, words, corrections'
+    stances), that a new intent now comes before, or that follows an intent gone out of the
+    lookback whose corrections had stances while its cluster has intents still mined.
+    :func:`_cluster_project` checks each of them against what changed since."""
     if (
         not prior
         or prior.get("version") != CLUSTER_STATE_VERSION
         or prior.get("threshold") != threshold
     ):
         return []
+    entries = prior.get("intents") or []
     now = {(it.session_id, it.seq): it for it in group}
-    kept: list[int] = []
-    heads: dict[int, bool] = {}  # stored cluster -> its first intent is still mined
-    for session_id, seq, when, norm, cluster, stances in prior.get("intents") or []:
+    alive = {e[4] for e in entries if (e[0], e[1]) in now}  # clusters with a mined intent
+    kept: list[tuple[int, bool]] = []
+    seen: set[int] = set()
+    for session_id, seq, when, norm, cluster, stances in entries:
         it = now.get((session_id, seq))
-        first = cluster not in heads
+        first = cluster not in seen
+        seen.add(cluster)
         if it is None:
-            if first:
-                heads[cluster] = False
-            elif heads[cluster] and stances:
+            if stances and cluster in alive:
                 break  # its cluster stays, without the stances it had
             continue
-        if first:
-            heads[cluster] = True
         if (
-            not heads[cluster]  # its cluster's first intent is gone
-            or it.when != when
+            it.when != when
             or it.norm != norm
             or _stance_key(it) != stances
             or len(kept) >= len(group)
             or group[len(kept)] is not it  # a new intent comes before it
         ):
             break
-        kept.append(cluster)
+        kept.append((cluster, first))
     return kept
 
 
@@ -463,33 +457,36 @@ def _cluster(
 def _cluster_project(
     group: list[Intent], threshold: float, counts: Counter | None, prior: dict | None
 ) -> tuple[list[list[Intent]], dict]:
+    """:func:`_cluster` for one project's intents (in order). A stored decision
+    (:func:`_reusable`) is kept unless what it chose between changed: its cluster's first
+    intent is no longer one (gone out of the lookback, or decided otherwise now), or an
+    intent that is a cluster's first now and was not then (*promoted*) is similar to it. Those
+    are decided again; when one moves an intent with correction stances to another cluster,
+    every later intent is decided again."""
     contents = [_content_text(it.norm)[:_COMPARE_CHARS] for it in group]
     vocab = Vocabulary()
     for text in contents:
         vocab.add(text.split())
     records = [vocab.classes(text) for text in contents]
-    index = CandidateIndex(Counter(c for r in records for c in r))
+    frequency = Counter(c for r in records for c in r)
+    index = CandidateIndex(frequency)
+    promoted = CandidateIndex(frequency)  # heads now that were not heads then
+    promoted_at: list[int] = []  # their positions in ``index``
     clusters: list[list[Intent]] = []
     heads: list[tuple[int, str]] = []  # (cluster, head norm) by position in the index
     head_texts: list[str] = []  # head contents, by position
 
-    def start_cluster(i: int) -> None:
+    def start_cluster(i: int) -> int:
         index.add(len(heads), records[i], _content(group[i].norm))
         heads.append((len(clusters), group[i].norm))
         head_texts.append(contents[i])
         clusters.append([group[i]])
+        return len(clusters) - 1
 
-    kept = _reusable(prior, group, threshold)
-    local: dict[int, int] = {}  # stored cluster -> cluster
-    for i, stored in enumerate(kept):
-        if stored in local:
-            clusters[local[stored]].append(group[i])
-        else:
-            local[stored] = len(clusters)
-            start_cluster(i)
-    for i in range(len(kept), len(group)):
-        it, record, content = group[i], records[i], contents[i]
-        found = list(index.candidates(record, _content(it.norm)))
+    def decide(i: int) -> int | None:
+        """The position of the head ``group[i]`` joins (None: it starts a cluster)."""
+        it, content = group[i], contents[i]
+        found = list(index.candidates(records[i], _content(it.norm)))
         if content and found:  # similar() compares content words: a cheap necessary test first
             texts = itemgetter(*found)(head_texts) if len(found) > 1 else (head_texts[found[0]],)
             found = [
@@ -512,13 +509,55 @@ def _cluster_project(
                 score and best is not None and score == best_score and pos < best
             ):
                 best, best_score = pos, score
+        return best
+
+    def near_promoted(i: int) -> bool:
+        it = group[i]
+        for p in promoted.candidates(records[i], _content(it.norm)):
+            head = heads[promoted_at[p]][1]
+            if fuzz.token_set_ratio(it.norm, head, score_cutoff=threshold) and similar(
+                it.norm, head, threshold
+            ):
+                return True
+        return False
+
+    kept = _reusable(prior, group, threshold)
+    now_of: dict[int, int] = {}  # stored cluster -> its cluster now, while its head is one
+    goes_on: dict[int, int] = {}  # stored cluster -> the cluster now that holds its intents
+    reused = 0
+    for i, it in enumerate(group):
+        if i < len(kept):
+            stored, was_head = kept[i]
+            if (was_head or stored in now_of) and not near_promoted(i):
+                reused += 1
+                if was_head:
+                    now_of[stored] = goes_on[stored] = start_cluster(i)
+                else:
+                    clusters[now_of[stored]].append(it)
+                continue
+            best = decide(i)
+            if best is None:
+                target = start_cluster(i)
+                if not was_head:
+                    promoted.add(len(promoted_at), records[i], _content(it.norm))
+                    promoted_at.append(len(heads) - 1)
+                else:
+                    now_of[stored] = target
+                goes_on.setdefault(stored, target)
+            else:
+                target = heads[best][0]
+                clusters[target].append(it)
+            if target != goes_on.get(stored) and _stance_key(it):
+                kept = kept[: i + 1]  # correction stances moved: decide every later one again
+            continue
+        best = decide(i)
         if best is None:
             start_cluster(i)
         else:
             clusters[heads[best][0]].append(it)
     if counts is not None:
-        counts["compared"] += index.compared
-        counts["reused"] += len(kept)
+        counts["compared"] += index.compared + promoted.compared
+        counts["reused"] += reused
     of = {id(it): n for n, members in enumerate(clusters) for it in members}
     state = {
         "version": CLUSTER_STATE_VERSION,
