@@ -5,12 +5,18 @@ mining everything from scratch."""
 from __future__ import annotations
 
 import datetime as dt
+import random
+from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from skillopt_sleep.config import Settings
-from skillopt_sleep.night.mine import MineReport, mine
+from skillopt_sleep.models import Check
+from skillopt_sleep.night.corrections import Feedback
+from skillopt_sleep.night.mine import Intent, MineReport, _cluster, cluster_all_pairs, mine
 from skillopt_sleep.store import Store
-from tests.helpers.mining import prompts, save_sessions
+from tests.helpers.mining import intents, prompts, save_sessions
 
 
 def _tasks(report: MineReport, ids: bool = True) -> list[tuple]:
@@ -75,6 +81,7 @@ def test_prompts_leaving_the_lookback_still_match_scratch(tmp_path: Path) -> Non
     assert later.dropped.get("outside_lookback", 0) > 0
     assert _tasks(later, ids=False) == _tasks(once, ids=False)
     assert later.clusters == once.clusters
+    assert later.prompts_reused > 0 and later.pairs_compared * 2 < once.pairs_compared
     store.close()
     scratch.close()
 
@@ -92,3 +99,33 @@ def test_a_changed_threshold_or_forgotten_sessions_cluster_from_scratch(tmp_path
     assert store.mining.states(["/home/u/app"]) == {}
     assert mine(store, Settings(similarity=0.8), now=_at(12)).prompts_reused == 0
     store.close()
+
+
+def _with_stances(group: list[Intent], seed: int) -> list[Intent]:
+    """Give some intents corrections that want or forbid npm / pnpm (contradicting ones
+    keep requests apart)."""
+    r = random.Random(seed)
+    for it in group:
+        if r.random() < 0.15:
+            kind = r.choice(["contains", "not_contains"])
+            check = Check(kind=kind, value=r.choice(["npm", "pnpm"]), origin="correction")
+            it.corrections.append(Feedback(label="correction", text="no", checks=[check]))
+    return group
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_two_runs_cluster_as_all_pairs_from_scratch(seed: int) -> None:
+    # a first run over a window of time, a second over a later one (the oldest left, new
+    # ones came): the second equals comparing every pair of its intents from scratch (with
+    # stances leaving the lookback it may decide everything again: equal all the same)
+    r = random.Random(seed)
+    n = r.choice([400, 900])
+    group = _with_stances(intents(prompts(n, seed=seed + 50, names=r.choice([0, 300]))), seed)
+    first_end, second_start = int(n * r.uniform(0.5, 0.9)), r.randint(0, n // 3)
+    states: dict[str, dict] = {}
+    _cluster(group[:first_end], 72.0, Counter(), states)
+    again = _cluster(group[second_start:], 72.0, Counter(), states)
+    reference = cluster_all_pairs(group[second_start:], 72.0)
+    assert [[(i.session_id, i.seq) for i in c] for c in again] == [
+        [(i.session_id, i.seq) for i in c] for c in reference
+    ]
