@@ -14,7 +14,7 @@ path runs up to ``BENCH_MINING_OLD_MAX`` prompts (4,000 by default: it is quadra
 that its seconds are extrapolated from the largest measured size (marked ``~``). Both paths
 must give the same tasks. Then 1 % new prompts are harvested and mined again: the next night
 (incremental: only the new prompts are compared). ``run(report)`` appends one dict per size
-to ``report``.
+to ``report``. About 80 s on two shared cores.
 """
 
 from __future__ import annotations

@@ -360,6 +360,19 @@ def save_sessions(
 ) -> None:
     """Store ``texts`` as answered prompts, ``per_session`` to a session, the sessions
     spread over June 2025 from ``first_day`` to ``last_day`` in order."""
+    with store.write():  # one transaction
+        _save(store, texts, per_session, first_day, last_day, key, project)
+
+
+def _save(
+    store: Store,
+    texts: list[str],
+    per_session: int,
+    first_day: int,
+    last_day: int,
+    key: str,
+    project: str,
+) -> None:
     span = last_day - first_day + 1
     for s in range(0, len(texts), per_session):
         day = first_day + s * span // max(len(texts), 1)
