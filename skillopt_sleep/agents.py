@@ -13,7 +13,8 @@ Names: ``name`` is canonical (snake_case, what the config and the store use); ``
 other spellings the CLI accepts (``claude-code``). Source names (``copilot_cli``) and backend
 names are looked up with :func:`agent_of_source` / :func:`agent_of_backend`.
 
-Foundation layer: imports only the standard library and :mod:`skillopt_sleep.errors`.
+Foundation layer: imports only the standard library, :mod:`skillopt_sleep.errors` and (to read
+OpenClaw's JSON5 config for its workspace) ``json5``.
 """
 
 from __future__ import annotations
@@ -84,13 +85,96 @@ def _pi_sessions(env: Mapping[str, str], home: Path) -> Path:
     return _env_or("PI_CODING_AGENT_DIR", ".pi", "agent")(env, home) / "sessions"
 
 
+def _openclaw_state(env: Mapping[str, str], home: Path) -> Path:
+    """OpenClaw's state folder (2026.9.6 ``resolveStateDir``): ``$OPENCLAW_STATE_DIR``, else
+    ``.openclaw`` in ``$OPENCLAW_HOME`` or the home folder."""
+    value = env.get("OPENCLAW_STATE_DIR", "").strip()
+    if value:
+        return expand(value, home)
+    return _openclaw_home(env, home) / ".openclaw"
+
+
+def _openclaw_home(env: Mapping[str, str], home: Path) -> Path:
+    value = env.get("OPENCLAW_HOME", "").strip()
+    return expand(value, home) if value else home
+
+
+#: the largest ``openclaw.json`` read to find the workspace (bytes)
+OPENCLAW_CONFIG_MAX = 4 * 1024 * 1024
+
+
+def openclaw_workspace(env: Mapping[str, str], home: Path, state: Path) -> Path:
+    """The workspace of OpenClaw's default agent ``main``, whose ``AGENTS.md`` it sends every
+    turn, resolved as openclaw 2026.9.6 does (``resolveAgentWorkspaceDir`` and
+    ``resolveDefaultAgentWorkspaceDir``, read from its bundle; ``agents.defaults.workspace``
+    and the default are checked with the real CLI): ``agents.list[id=main].workspace``, else
+    ``agents.defaults.workspace`` of its config (``$OPENCLAW_CONFIG_PATH``, else
+    ``<state>/openclaw.json``, read as JSON5; ``~`` is the home folder); else
+    ``$OPENCLAW_WORKSPACE_DIR``; else ``<state>/workspace`` when ``$OPENCLAW_STATE_DIR`` is
+    set; else ``~/.openclaw-<profile>/workspace`` for ``$OPENCLAW_PROFILE`` (not
+    ``default``); else ``~/.openclaw/workspace``. An unreadable or invalid config counts as
+    none (OpenClaw itself refuses to start then). This reads the config file: the one place
+    the registry touches the disk."""
+    oc_home = _openclaw_home(env, home)
+    value = env.get("OPENCLAW_CONFIG_PATH", "").strip()
+    config = expand(value, oc_home) if value else state / "openclaw.json"
+    configured: object = None
+    try:
+        with open(config, "rb") as fh:
+            raw = fh.read(OPENCLAW_CONFIG_MAX + 1)
+        if len(raw) <= OPENCLAW_CONFIG_MAX:
+            import json5
+
+            data = json5.loads(raw.decode("utf-8"))
+            agents_cfg = data.get("agents") if isinstance(data, dict) else None
+            if isinstance(agents_cfg, dict):
+                listed = agents_cfg.get("list")
+                main = next(
+                    (
+                        a
+                        for a in (listed if isinstance(listed, list) else [])
+                        if isinstance(a, dict) and str(a.get("id", "")).strip().lower() == "main"
+                    ),
+                    None,
+                )
+                defaults = agents_cfg.get("defaults")
+                configured = (main or {}).get("workspace") or (
+                    defaults.get("workspace") if isinstance(defaults, dict) else None
+                )
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        configured = None
+    if isinstance(configured, str) and configured.strip():
+        return Path(os.path.abspath(expand(configured.strip(), oc_home)))
+    value = env.get("OPENCLAW_WORKSPACE_DIR", "").strip()
+    if value:
+        return Path(os.path.abspath(value))
+    if env.get("OPENCLAW_STATE_DIR", "").strip():
+        return state / "workspace"
+    profile = env.get("OPENCLAW_PROFILE", "").strip()
+    if profile and profile.lower() != "default":
+        return oc_home / f".openclaw-{profile}" / "workspace"
+    return state / "workspace"
+
+
+def _openclaw_memory(env: Mapping[str, str], home: Path, state: Path, rel: str) -> Path:
+    """``workspace/…`` entries of OpenClaw's user memory live in its workspace."""
+    if rel.startswith("workspace/"):
+        return openclaw_workspace(env, home, state) / rel[len("workspace/") :]
+    return state / rel
+
+
+#: ``(env, home, agent home, registry path) -> the file``: where a user memory file really is
+MemoryRule = Callable[[Mapping[str, str], Path, Path, str], Path]
+
+
 def _resolve(env: Mapping[str, str] | None, home: Path | None) -> tuple[Mapping[str, str], Path]:
     return (os.environ if env is None else env), (Path.home() if home is None else home)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Agent:
-    """One coding agent. Pure data plus path rules; nothing here touches the disk.
+    """One coding agent. Pure data plus path rules; nothing here touches the disk, except
+    OpenClaw's memory rule, which reads its config for the workspace (:func:`openclaw_workspace`).
 
     Every method takes ``env`` (default ``os.environ``) and ``home`` (default ``Path.home()``),
     so tests and the daemon resolve the same folders a shell with that environment would.
@@ -136,6 +220,9 @@ class Agent:
     _home: FolderRule = field(repr=False, compare=False)
     #: the folder the agent keeps its session data in, when it is not the home folder
     _data: FolderRule | None = field(default=None, repr=False, compare=False)
+    #: where a :attr:`user_memory` entry really is, when its config can move it (OpenClaw's
+    #: workspace); None: ``home / entry``
+    _memory: MemoryRule | None = field(default=None, repr=False, compare=False)
 
     # ------------------------------------------------------------------ folders
     def home(self, env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
@@ -161,8 +248,12 @@ class Agent:
     def user_memory_files(
         self, env: Mapping[str, str] | None = None, home: Path | None = None
     ) -> list[Path]:
-        """The user-level memory / instruction files (they may not exist)."""
+        """The user-level memory / instruction files (they may not exist), in the order of
+        :attr:`user_memory`."""
+        env, home = _resolve(env, home)
         base = self.home(env, home)
+        if self._memory is not None:
+            return [self._memory(env, home, base, rel) for rel in self.user_memory]
         return [base / rel for rel in self.user_memory]
 
     def project_memory_files(self, project: Path) -> list[Path]:
@@ -326,7 +417,13 @@ AGENTS: tuple[Agent, ...] = (
         label="OpenClaw",
         executable="openclaw",
         home_env="OPENCLAW_STATE_DIR",
-        env_vars=("OPENCLAW_STATE_DIR",),
+        env_vars=(
+            "OPENCLAW_STATE_DIR",
+            "OPENCLAW_HOME",
+            "OPENCLAW_CONFIG_PATH",
+            "OPENCLAW_WORKSPACE_DIR",
+            "OPENCLAW_PROFILE",
+        ),
         sources=("openclaw",),
         backend="openclaw",
         install="openclaw",
@@ -334,14 +431,17 @@ AGENTS: tuple[Agent, ...] = (
         user_memory=("workspace/AGENTS.md",),
         auth_files=("openclaw.json",),
         memory_framing=("system", "## {path}\n{text}\n"),
-        notes="State folder ~/.openclaw or $OPENCLAW_STATE_DIR; 2026.9.6 keeps each agent's "
-        "sessions in agents/<id>/agent/openclaw-agent.sqlite (older builds: agents/<id>/"
-        "sessions/*.jsonl). It needs Node >= 24.16. Its workspace (agents.defaults.workspace, "
-        "default ~/.openclaw/workspace) AGENTS.md, SOUL.md, USER.md … are sent every turn as "
-        "'## <path>' sections of the system prompt (measured with openclaw 2026.9.6; a "
-        "workspace moved by agents.defaults.workspace is not followed); managed skills in "
-        "<state>/skills (OpenClaw's docs; docs/agents.md).",
-        _home=_env_or("OPENCLAW_STATE_DIR", ".openclaw"),
+        notes="State folder ~/.openclaw ($OPENCLAW_HOME/.openclaw) or $OPENCLAW_STATE_DIR; "
+        "2026.9.6 keeps each agent's sessions in agents/<id>/agent/openclaw-agent.sqlite "
+        "(older builds: agents/<id>/sessions/*.jsonl). It needs Node >= 24.16. The workspace "
+        "of its agent main (see openclaw_workspace: agents.defaults.workspace, "
+        "$OPENCLAW_WORKSPACE_DIR, $OPENCLAW_PROFILE, default ~/.openclaw/workspace) has "
+        "AGENTS.md, SOUL.md, USER.md … sent every turn as '## <path>' sections of the system "
+        "prompt (measured with openclaw 2026.9.6); managed skills in <state>/skills "
+        "(OpenClaw's docs; docs/agents.md). `--profile NAME` runs with the state folder "
+        "~/.openclaw-NAME (its sessions are harvested too).",
+        _home=_openclaw_state,
+        _memory=_openclaw_memory,
     ),
 )
 

@@ -31,10 +31,17 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "PI_CODING_AGENT_DIR",
         "PI_CODING_AGENT_SESSION_DIR",
         "OPENCLAW_STATE_DIR",
+        "OPENCLAW_HOME",
+        "OPENCLAW_CONFIG_PATH",
+        "OPENCLAW_WORKSPACE_DIR",
+        "OPENCLAW_PROFILE",
         "ANTHROPIC_API_KEY",
         "OPENAI_API_KEY",
     ):
         monkeypatch.delenv(var, raising=False)
+    # a night's desktop notification never reaches a developer's real desktop session (the
+    # tests' stand-in notify-send scripts do not use the bus)
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", "disabled:")
     return home
 
 

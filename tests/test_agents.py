@@ -336,3 +336,91 @@ def test_discovery_names_each_source_agent(tmp_path: Path) -> None:
         s: agent_of_source(s).name for s in source_names()
     }
     assert {s.name: s.agent for s in statuses}["copilot_vscode"] == "copilot"
+
+
+def _oc_memory(env: dict[str, str], home: Path) -> Path:
+    return agents.get_agent("openclaw").user_memory_files(env, home)[0]
+
+
+def test_openclaw_memory_follows_its_workspace_as_openclaw_resolves_it(tmp_path: Path) -> None:
+    """OpenClaw 2026.9.6 sends its agent ``main``'s workspace ``AGENTS.md`` every turn; the
+    workspace is moved by its config (JSON5), then by variables — the registry follows it, so
+    the night trains and adopt writes the file OpenClaw really loads."""
+    home = tmp_path / "home"
+    state = home / ".openclaw"
+    assert _oc_memory({}, home) == state / "workspace" / "AGENTS.md"
+    state.mkdir(parents=True)
+    config = state / "openclaw.json"
+    config.write_text("{ // JSON5\n  agents: {defaults: {workspace: '~/ws',},},\n}\n")
+    assert _oc_memory({}, home) == home / "ws" / "AGENTS.md"
+    # agents.list's main wins over the defaults
+    config.write_text(
+        "{agents: {defaults: {workspace: '~/ws'}, list: [{id: 'other', workspace: '/o'},"
+        " {id: 'main', workspace: '/srv/main-ws'}]}}"
+    )
+    assert _oc_memory({}, home) == Path("/srv/main-ws/AGENTS.md")
+    # a config elsewhere ($OPENCLAW_CONFIG_PATH, ~ is OpenClaw's home)
+    (home / "cfg.json").write_text('{"agents": {"defaults": {"workspace": "~/elsewhere"}}}')
+    moved = {"OPENCLAW_CONFIG_PATH": "~/cfg.json"}
+    assert _oc_memory(moved, home) == home / "elsewhere" / "AGENTS.md"
+    # without a configured workspace: the variables, in OpenClaw's order
+    config.write_text("{}")
+    assert _oc_memory({"OPENCLAW_WORKSPACE_DIR": "/w", "OPENCLAW_PROFILE": "x"}, home) == Path(
+        "/w/AGENTS.md"
+    )
+    assert _oc_memory({"OPENCLAW_PROFILE": "work"}, home) == (
+        home / ".openclaw-work" / "workspace" / "AGENTS.md"
+    )
+    assert _oc_memory({"OPENCLAW_PROFILE": "Default"}, home) == state / "workspace" / "AGENTS.md"
+    st = {"OPENCLAW_STATE_DIR": str(tmp_path / "st"), "OPENCLAW_PROFILE": "work"}
+    assert _oc_memory(st, home) == tmp_path / "st" / "workspace" / "AGENTS.md"
+    oc_home = {"OPENCLAW_HOME": str(tmp_path / "och")}
+    assert _oc_memory(oc_home, home) == tmp_path / "och" / ".openclaw" / "workspace" / "AGENTS.md"
+    # a broken or oversized config is no config (OpenClaw itself refuses to start on it)
+    config.write_text("{agents: {defaults: {workspace: '~/ws'")
+    assert _oc_memory({}, home) == state / "workspace" / "AGENTS.md"
+    config.write_bytes(b"\xff\xfe")
+    assert _oc_memory({}, home) == state / "workspace" / "AGENTS.md"
+
+
+def test_a_moved_openclaw_workspace_is_where_the_night_trains_and_openclaw_loads(
+    tmp_path: Path,
+) -> None:
+    from skillopt_sleep.night.delivery import where_loaded
+
+    home = tmp_path / "home"
+    (home / ".openclaw").mkdir(parents=True)
+    (home / ".openclaw" / "openclaw.json").write_text(
+        '{"agents":{"defaults":{"workspace":"~/ws"}}}'
+    )
+    env: dict[str, str] = {}
+    target = resolve_target(DocumentConfig(kind="memory", agent="openclaw"), None, env, home)
+    assert target == home / "ws" / "AGENTS.md"
+    where = where_loaded(target, agent="openclaw", env=env, home=home)
+    assert where is not None and (where.agent, where.scope, where.path, where.mode) == (
+        "openclaw",
+        "user",
+        "workspace/AGENTS.md",
+        "memory",
+    )
+    # the default workspace is no longer where OpenClaw looks
+    assert (
+        where_loaded(
+            home / ".openclaw" / "workspace" / "AGENTS.md", agent="openclaw", env=env, home=home
+        )
+        is None
+    )
+
+
+def test_openclaw_profiles_state_folders_are_harvested_too(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    for d in (".openclaw", ".openclaw-work", ".openclaw-dev", ".openclawx"):
+        (home / d).mkdir(parents=True)
+    roots = get_source("openclaw").default_roots({}, home)
+    assert roots == [
+        home / ".openclaw" / "agents",
+        home / ".openclaw-dev" / "agents",
+        home / ".openclaw-work" / "agents",
+    ]
+    only = get_source("openclaw").default_roots({"OPENCLAW_STATE_DIR": str(tmp_path / "s")}, home)
+    assert only == [tmp_path / "s" / "agents"]

@@ -17,7 +17,8 @@ same.
 The config file is the call's own: with ``base_url`` one provider ``skillopt_sleep``
 (``api: openai-completions``, the configured model, ``apiKey: "${SKILLOPT_OPENCLAW_API_KEY}"``
 so the key is never in a file or the command line) as the default model; without it a copy of
-the user's ``openclaw.json`` (:attr:`Agent.auth_files`; plain JSON only) with the workspace
+the user's ``openclaw.json`` (:attr:`Agent.auth_files`; read as JSON5, as OpenClaw does, and
+written back as JSON) with the workspace
 pointed at the call's working folder; provider keys in the environment (``OPENAI_API_KEY`` …)
 pass through. Login profiles that OpenClaw keeps in its agent database are not copied.
 
@@ -39,6 +40,8 @@ import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+import json5
 
 from skillopt_sleep import agents
 from skillopt_sleep.backends._exec import (
@@ -117,12 +120,13 @@ class OpenClawBackend(ExecBackend):
             path = real / name
             if path.is_file():
                 try:
-                    loaded = json.loads(path.read_text(encoding="utf-8"))
+                    loaded = json5.loads(path.read_text(encoding="utf-8"))
                 except (OSError, ValueError) as exc:
                     raise BackendResponseError(
-                        f"cannot read {path} as plain JSON ({exc})",
+                        f"cannot read {path} as JSON5 ({exc})",
                         backend=self.name,
-                        fix="set `base_url` in the backend config, or keep openclaw.json plain JSON",
+                        fix="fix the file (`openclaw config validate`), or set `base_url` in "
+                        "the backend config",
                     ) from None
                 if isinstance(loaded, dict):
                     config = loaded

@@ -74,7 +74,10 @@ def _root(
 def harvest(as_json: bool = JsonOpt) -> None:
     """Read new bytes of every enabled agent's session logs into the store."""
     first_run_setup()
-    report = service().harvest(progress=not as_json and sys.stderr.isatty())
+    from skillopt_sleep.cli.progress import LiveProgress
+
+    with LiveProgress(as_json) as live:
+        report = service().harvest(on_progress=live)
     data = report.model_dump()
     if as_json:
         print_json(data)
@@ -105,7 +108,10 @@ def tasks(
 ) -> None:
     """Mine and list recurring tasks with their split and checks."""
     svc = service()
-    report = svc.mine(project)
+    from skillopt_sleep.cli.progress import LiveProgress
+
+    with LiveProgress(as_json) as live:
+        report = svc.mine(project, on_progress=live)
     rows = [t.model_dump() for t in report.tasks]
     if as_json:
         print_json(rows)
@@ -399,7 +405,11 @@ def status(as_json: bool = JsonOpt) -> None:
     for p in data["pending_proposals"]:
         out.print(
             f"pending proposal {p['id']} for {p['target']} (val {_fmt(p['val_before'])} -> {_fmt(p['val_after'])})"
+            + ("" if p.get("seen") else ", not yet reviewed"),
+            markup=False,
         )
+    if st.notice:
+        out.print(f"notice: {st.notice}", markup=False)
     for w in st.in_the_wild:
         rate = f"{w.pass_rate:.0%}" if w.pass_rate is not None else "—"
         before = f"{w.before_pass_rate:.0%}" if w.before_pass_rate is not None else "—"
@@ -517,12 +527,17 @@ def demo(
         help="Put the sandbox in this folder (default: a new temporary folder, kept when a "
         "proposal was staged so you can look around; delete it when done).",
     ),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Run a full night in a sandbox against the bundled simulator (no agent or key needed)."""
     from skillopt_sleep.cli.nights import signals_interrupt
+    from skillopt_sleep.cli.progress import LiveProgress
 
-    with signals_interrupt():
-        result = service().demo(keep, lambda m: err.print(f"[dim]{m}[/]"))
+    with signals_interrupt(), LiveProgress(as_json) as live:
+        result = service().demo(keep, None, on_progress=live)
+    if as_json:
+        print_json(result)
+        return
     out.print(
         f"demo night: {result['status']}; val {_fmt(result['val_before'])} -> {_fmt(result['val_after'])}, "
         f"test {_fmt(result['test_before'])} -> {_fmt(result['test_after'])}"

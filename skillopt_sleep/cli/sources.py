@@ -40,24 +40,32 @@ def register(app: typer.Typer) -> None:
                 }
             )
             return
-        from rich.table import Table
-
         from skillopt_sleep.agents import get_agent
+        from skillopt_sleep.cli.console import fitted_table
 
-        table = Table("source", "agent", "enabled", "root", "session files", "bytes", "status")
+        # the agent's label only where there is room: the source name says it too; a root
+        # that is not there says so in `status` ("not found")
+        labels = out.width >= 100
+        rows = []
         for s in statuses:
             root = next(
                 (r["path"] for r in s.roots if r["exists"]), s.roots[0]["path"] if s.roots else "—"
             )
-            table.add_row(
-                s.name,
-                get_agent(s.agent).label if s.agent else "",
-                "yes" if s.enabled else "no",
-                ("" if s.found else "(missing) ") + root,
-                str(s.sessions),
-                _size(s.bytes),
-                s.status,
+            label = [get_agent(s.agent).label if s.agent else ""] if labels else []
+            rows.append(
+                [
+                    s.name,
+                    *label,
+                    "yes" if s.enabled else "no",
+                    root,
+                    str(s.sessions),
+                    _size(s.bytes),
+                    s.status,
+                ]
             )
+        headers = ("source", *(["agent"] if labels else []), "on", "root", "files", "bytes")
+        path = len(headers) - 3
+        table = fitted_table((*headers, "status"), rows, path=path, wrap=(len(headers),))
         out.print(table)
         if created:
             out.print(

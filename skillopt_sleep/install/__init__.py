@@ -69,7 +69,7 @@ from typing import Any
 from skillopt_sleep import agents, paths
 from skillopt_sleep.errors import UnknownNameError
 from skillopt_sleep.install import jsonedit
-from skillopt_sleep.install.steps import InstallError, Step, _sha
+from skillopt_sleep.install.steps import InstallError, Step, _sha, only_plugin_blocks
 
 #: Install plan keys (``plugins/<key>``, ``<state>/install/<key>-…``), from the agent registry;
 #: every function here also takes the agent's canonical name or another alias (``claude_code``).
@@ -311,6 +311,7 @@ def plan(
                 "MCP server (mcp.servers)",
                 ["mcp", "servers", SERVER],
                 server,
+                json5=True,
             ),
             *skill,
             *([workspace_md] if workspace_md.path.is_file() else []),
@@ -480,8 +481,8 @@ def _openclaw_notes(
     """What an OpenClaw install cannot do: a project gets no MCP server (OpenClaw keeps them
     only in its state folder's ``openclaw.json``); a workspace OpenClaw has not set up yet
     gets no snippet (its first run writes the template ``AGENTS.md``, which a file of ours
-    would pre-empt); a workspace moved by ``agents.defaults.workspace`` does not load
-    ``<state>/workspace``."""
+    would pre-empt); a moved workspace (:func:`skillopt_sleep.agents.openclaw_workspace`) does
+    not load ``<state>/workspace``."""
     state = agent_home("openclaw", env, home)
     unset = (
         []
@@ -498,18 +499,14 @@ def _openclaw_notes(
             f"install adds the skill and the AGENTS.md snippet to {project} (loaded when it is "
             "OpenClaw's workspace); `skillopt-sleep install openclaw` adds the MCP server"
         ]
-    try:
-        cfg = jsonedit.loads((state / "openclaw.json").read_text("utf-8"))
-        moved = cfg["agents"]["defaults"]["workspace"]
-    except (OSError, ValueError, jsonedit.JsonEditError, KeyError, TypeError):
-        return unset
     default = state / "workspace"
-    if not isinstance(moved, str) or agents.expand(moved, home or Path.home()) == default:
+    moved = agents.get_agent("openclaw").user_memory_files(env, home)[0].parent
+    if moved == default:
         return unset
     return [
-        f"OpenClaw's workspace is {moved} (agents.defaults.workspace), so "
-        f"{default / 'AGENTS.md'} is not loaded; run `skillopt-sleep install openclaw "
-        f"--project {moved}` to add the AGENTS.md snippet to that workspace"
+        f"OpenClaw's workspace is {moved} (its config or OPENCLAW_WORKSPACE_DIR / "
+        f"OPENCLAW_PROFILE), so {default / 'AGENTS.md'} is not loaded; run `skillopt-sleep "
+        f"install openclaw --project {moved}` to add the AGENTS.md snippet to that workspace"
     ]
 
 
@@ -674,6 +671,18 @@ def uninstall(
             new = s.unapply(new, created)
         if new == cur:
             report.changes.append(Change(path, "keep", "changed since install; kept as is"))
+            continue
+        original = (folder / entry["original"]).read_bytes() if entry.get("original") else b""
+        made_by_installs = not entry["existed"] or (
+            original.strip() != b"" and only_plugin_blocks(original)
+        )
+        if not new.strip() and made_by_installs:
+            # another agent's install made the file (e.g. AGENTS.md shared by OpenCode and Pi)
+            # and its uninstall ran first: with the last snippet gone, nothing of the user's is
+            # left, so the file goes as it came
+            report.changes.append(Change(path, "delete", "only install's snippets were left"))
+            if not dry_run:
+                path.unlink()
             continue
         report.changes.append(
             Change(path, "edit", "changed since install: removed only install's part")

@@ -1,8 +1,13 @@
-"""Format-preserving edits of JSON (and JSONC: comments, trailing commas) config files.
+"""Format-preserving edits of JSON (and JSONC: comments, trailing commas) config files, and
+with ``json5=True`` of JSON5 ones (also unquoted keys, single-quoted strings, hexadecimal,
+``Infinity`` / ``NaN``, leading or trailing decimal points, ``+`` signs: what OpenClaw 2026.9.6
+reads its ``openclaw.json`` as).
 
 ``set_key`` and ``remove_key`` change one member and leave every other byte of the file as it
 was: key order, indentation (spaces or tabs), compact one-line objects, comments. A small
-position-recording parser finds the spans; only the edited span is rewritten.
+position-recording parser finds the spans; only the edited span is rewritten (as plain JSON,
+which is JSON5 too). Values are decoded with :mod:`json` (JSON, JSONC) or the ``json5``
+package (JSON5).
 """
 
 from __future__ import annotations
@@ -34,12 +39,30 @@ class Member:
 
 _WS = " \t\r\n\ufeff"
 _SCALAR = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null")
+#: JSON5 numbers (hexadecimal, ``.5``, ``5.``, a ``+`` sign, Infinity, NaN) and literals
+_SCALAR5 = re.compile(
+    r"[+-]?(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|Infinity|NaN)"
+    r"|true|false|null"
+)
+#: a JSON5 unquoted key (an ECMAScript IdentifierName; non-ASCII letters allowed)
+_IDENT = re.compile(r"(?:[A-Za-z_$]|[^\x00-\x7f])(?:[\w$]|[^\x00-\x7f])*")
+
+
+def _decode_value(raw: str, json5: bool) -> Any:
+    """One JSON(C) / JSON5 value's text as Python data."""
+    if json5:
+        import json5 as _json5
+
+        return _json5.loads(raw)
+    return json.loads(_strip(raw))
 
 
 class _Parser:
-    def __init__(self, text: str):
+    def __init__(self, text: str, json5: bool = False):
         self.text = text
         self.i = 0
+        self.json5 = json5
+        self.quotes = "\"'" if json5 else '"'
 
     def fail(self, what: str) -> JsonEditError:
         line = self.text.count("\n", 0, self.i) + 1
@@ -64,9 +87,10 @@ class _Parser:
 
     def string(self) -> str:
         t = self.text
+        q = t[self.i]
         j = self.i + 1
         while True:
-            k = t.find('"', j)
+            k = t.find(q, j)
             if k < 0:
                 raise self.fail("unterminated string")
             backslashes = 0
@@ -78,9 +102,22 @@ class _Parser:
         raw = t[self.i : k + 1]
         self.i = k + 1
         try:
-            return json.loads(raw)
+            value = _decode_value(raw, self.json5)
         except ValueError:
             raise self.fail("bad string") from None
+        if not isinstance(value, str):
+            raise self.fail("bad string")
+        return value
+
+    def key(self) -> str:
+        t = self.text
+        if self.i < len(t) and t[self.i] in self.quotes:
+            return self.string()
+        m = _IDENT.match(t, self.i) if self.json5 else None
+        if not m:
+            raise self.fail("expected a key")
+        self.i = m.end()
+        return m.group(0)
 
     def value(self) -> Node:
         self.skip()
@@ -96,10 +133,8 @@ class _Parser:
                 if self.i < len(t) and t[self.i] == "}":
                     self.i += 1
                     break
-                if self.i >= len(t) or t[self.i] != '"':
-                    raise self.fail("expected a key")
                 kstart = self.i
-                key = self.string()
+                key = self.key()
                 self.skip()
                 if self.i >= len(t) or t[self.i] != ":":
                     raise self.fail("expected ':'")
@@ -134,19 +169,19 @@ class _Parser:
                     break
                 raise self.fail("expected ',' or ']'")
             return Node(start, self.i, "array")
-        if c == '"':
+        if c in self.quotes:
             self.string()
             return Node(start, self.i, "scalar")
-        m = _SCALAR.match(t, start)
+        m = (_SCALAR5 if self.json5 else _SCALAR).match(t, start)
         if not m:
             raise self.fail("unexpected character")
         self.i = m.end()
         return Node(start, self.i, "scalar")
 
 
-def parse(text: str) -> Node:
+def parse(text: str, *, json5: bool = False) -> Node:
     """The root value with member positions. Raises JsonEditError."""
-    p = _Parser(text)
+    p = _Parser(text, json5)
     root = p.value()
     p.skip()
     if p.i != len(text):
@@ -154,10 +189,11 @@ def parse(text: str) -> Node:
     return root
 
 
-def loads(text: str) -> Any:
-    """The JSON(C) document as Python data (comments and trailing commas dropped)."""
-    parse(text)  # position-checked syntax first
-    return json.loads(_strip(text))
+def loads(text: str, *, json5: bool = False) -> Any:
+    """The JSON(C) (or JSON5) document as Python data (comments and trailing commas dropped).
+    Raises JsonEditError (or ValueError) when it is not one."""
+    parse(text, json5=json5)  # position-checked syntax first
+    return _decode_value(text, json5)
 
 
 def _strip(text: str) -> str:
@@ -234,20 +270,21 @@ def _find(root: Node, keys: list[str]) -> tuple[Node, int, Member | None]:
     raise AssertionError("unreachable")
 
 
-def set_key(text: str | None, keys: list[str], value: Any) -> str:
-    """``text`` with ``keys`` (a path of object keys) set to ``value``; a new file when None."""
+def set_key(text: str | None, keys: list[str], value: Any, *, json5: bool = False) -> str:
+    """``text`` with ``keys`` (a path of object keys) set to ``value``; a new file when None.
+    ``json5``: ``text`` is JSON5 (the added member is written as plain JSON)."""
     if text is None or not text.strip():
         nested: Any = value
         for key in reversed(keys):
             nested = {key: nested}
         return json.dumps(nested, indent=2, ensure_ascii=False) + "\n"
-    root = parse(text)
+    root = parse(text, json5=json5)
     if root.kind != "object":
         raise JsonEditError("the top level is not an object")
     unit = _detect_unit(text, root)
     obj, depth, member = _find(root, keys)
     if member is not None:
-        if json.loads(_strip(text[member.value.start : member.value.end])) == value:
+        if _decode_value(text[member.value.start : member.value.end], json5) == value:
             return text
         indent = _indent_of(text, member.start)
         compact = "\n" not in text[obj.start : obj.end]
@@ -301,20 +338,20 @@ def set_key(text: str | None, keys: list[str], value: Any) -> str:
     return text[: last.end] + "," + text[last.end : eol] + "\n" + indent + item + text[eol:]
 
 
-def get_key(text: str | None, keys: list[str]) -> Any:
+def get_key(text: str | None, keys: list[str], *, json5: bool = False) -> Any:
     """The value at ``keys``, or None."""
     if text is None or not text.strip():
         return None
-    root = parse(text)
+    root = parse(text, json5=json5)
     _, _, member = _find(root, keys)
     if member is None:
         return None
-    return json.loads(_strip(text[member.value.start : member.value.end]))
+    return _decode_value(text[member.value.start : member.value.end], json5)
 
 
-def remove_key(text: str, keys: list[str]) -> str:
+def remove_key(text: str, keys: list[str], *, json5: bool = False) -> str:
     """``text`` without the member at ``keys`` (unchanged when absent)."""
-    root = parse(text)
+    root = parse(text, json5=json5)
     obj, _, member = _find(root, keys)
     if member is None:
         return text

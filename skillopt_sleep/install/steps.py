@@ -71,6 +71,7 @@ class Step:
     value: Any = None  # json/toml: the value at keys; block: markdown; file: bytes
     tag: str = ""  # block: the agent whose snippet it is
     strict: str = ""  # json: the agent that reads the file as strict JSON (no JSONC)
+    json5: bool = False  # json: the agent reads the file as JSON5 (OpenClaw's openclaw.json)
 
     # -- the file content with our part present
     def apply(self, cur: bytes | None) -> bytes:
@@ -81,11 +82,12 @@ class Step:
             if self.strict and text is not None and text.strip():
                 _strict_json(self.path, text, self.strict)
             try:
-                return jsonedit.set_key(text, self.keys, self.value).encode("utf-8")
-            except jsonedit.JsonEditError as exc:
+                out = jsonedit.set_key(text, self.keys, self.value, json5=self.json5)
+            except (jsonedit.JsonEditError, ValueError) as exc:
                 raise InstallError(
-                    f"{self.path}: not valid JSON ({exc}); not touching it"
+                    f"{self.path}: not valid {self._dialect} ({exc}); not touching it"
                 ) from None
+            return out.encode("utf-8")
         if self.kind == "toml":
             return _toml_set(self.path, text, self.keys, self.value).encode("utf-8")
         if self.kind == "block":
@@ -98,7 +100,7 @@ class Step:
             return None
         text = _decode(self.path, cur)
         for i in range(1, len(self.keys) + 1):
-            if _get(self.kind, text, self.keys[:i]) is None:
+            if _get(self.kind, text, self.keys[:i], self.json5) is None:
                 return self.keys[:i]
         return None
 
@@ -110,16 +112,29 @@ class Step:
         if self.kind == "block":
             out = _block_remove(text, self.tag)
         else:
-            remove = _json_remove if self.kind == "json" else _toml_remove
-            out = remove(self.path, text, self.keys)
+            out = self._remove(text, self.keys)
             if created:  # drop containers install created that are now empty
                 for depth in range(len(self.keys) - 1, len(created) - 1, -1):
                     prefix = self.keys[:depth]
-                    if _get(self.kind, out, prefix) in ({}, None):
-                        out = remove(self.path, out, prefix)
+                    if _get(self.kind, out, prefix, self.json5) in ({}, None):
+                        out = self._remove(out, prefix)
                     else:
                         break
         return out.encode("utf-8")
+
+    @property
+    def _dialect(self) -> str:
+        return "JSON5" if self.json5 else "JSON"
+
+    def _remove(self, text: str, keys: list[str]) -> str:
+        if self.kind == "toml":
+            return _toml_remove(self.path, text, keys)
+        try:
+            return jsonedit.remove_key(text, keys, json5=self.json5)
+        except (jsonedit.JsonEditError, ValueError) as exc:
+            raise InstallError(
+                f"{self.path}: not valid {self._dialect} ({exc}); not touching it"
+            ) from None
 
 
 def _strict_json(path: Path, text: str, agent: str) -> None:
@@ -138,13 +153,13 @@ def _strict_json(path: Path, text: str, agent: str) -> None:
         ) from None
 
 
-def _get(kind: str, text: str | None, keys: list[str]) -> Any:
+def _get(kind: str, text: str | None, keys: list[str], json5: bool = False) -> Any:
     if text is None or not text.strip():
         return None
     if kind == "json":
         try:
-            return jsonedit.get_key(text, keys)
-        except jsonedit.JsonEditError:
+            return jsonedit.get_key(text, keys, json5=json5)
+        except (jsonedit.JsonEditError, ValueError):
             return None
     import tomlkit
 
@@ -154,13 +169,6 @@ def _get(kind: str, text: str | None, keys: list[str]) -> Any:
             return None
         node = node[k]
     return node.unwrap() if hasattr(node, "unwrap") else node
-
-
-def _json_remove(path: Path, text: str, keys: list[str]) -> str:
-    try:
-        return jsonedit.remove_key(text, keys)
-    except jsonedit.JsonEditError as exc:
-        raise InstallError(f"{path}: not valid JSON ({exc}); not touching it") from None
 
 
 def _toml_doc(path: Path, text: str | None):
@@ -225,6 +233,22 @@ def _block_set(text: str | None, body: str, tag: str) -> str:
         return block
     sep = "" if text.endswith(nl + nl) else (nl if text.endswith(nl) else nl + nl)
     return text + sep + block
+
+
+_ANY_BLOCK = re.compile(
+    r"<!-- skillopt-sleep-plugin:begin (\S+)\b[^\n]*-->.*?<!-- skillopt-sleep-plugin:end \1 -->",
+    re.S,
+)
+
+
+def only_plugin_blocks(data: bytes) -> bool:
+    """``data`` holds nothing but ``install``'s snippets (any agent's) and white space: a file
+    that installs made, whose last snippet going means the file goes."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return not _ANY_BLOCK.sub("", text).strip()
 
 
 def _block_remove(text: str, tag: str) -> str:

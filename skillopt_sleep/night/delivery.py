@@ -13,6 +13,7 @@ warns that its score says nothing about daily use.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,14 +68,16 @@ def where_loaded(
     skill = target.name == "SKILL.md"
     ordered = [agents.get_agent(agent)] + [a for a in agents.AGENTS if a.name != agent]
     for a in ordered:
+        if not skill:  # a memory file, where the agent's config puts it (OpenClaw's workspace)
+            for entry, path in zip(a.user_memory, a.user_memory_files(env, home), strict=True):
+                if os.path.abspath(target) == os.path.abspath(path):
+                    return Where(a.name, "user", entry, "memory")
         rel = _under(target, a.home(env, home))
         if rel is None:
             continue
         skills = a.skills_dir(env, home)
         if skill and skills is not None and _under(target, skills) is not None:
             return Where(a.name, "user", rel, "skill")
-        if not skill and rel in a.user_memory:
-            return Where(a.name, "user", rel, "memory")
     if project is not None:
         rel = _under(target, Path(project))
         if rel is not None:

@@ -43,6 +43,7 @@ from skillopt_sleep.night import corrections as fb
 from skillopt_sleep.night.candidates import CandidateIndex, Vocabulary
 from skillopt_sleep.night.replay import scorable
 from skillopt_sleep.night.split import assign_splits, view_id
+from skillopt_sleep.results import OnProgress, ProgressEvent
 from skillopt_sleep.store import Store
 
 INTENT_CHARS = 2000
@@ -765,8 +766,16 @@ def _build(members: list[Intent], task_id: str) -> Task:
 
 
 # ---------------------------------------------------------------------------- entry point
-def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -> MineReport:
-    """Mine tasks from the store, assign splits (keeping stored ones) and save them."""
+def mine(
+    store: Store,
+    settings: Settings,
+    *,
+    now: _dt.datetime | None = None,
+    on_progress: OnProgress | None = None,
+) -> MineReport:
+    """Mine tasks from the store, assign splits (keeping stored ones) and save them.
+    ``on_progress`` gets a ``mine`` event per session walked (sessions done of the total,
+    prompts seen so far)."""
     now = now or _dt.datetime.now(_dt.UTC)
     if now.tzinfo is None:
         now = now.replace(tzinfo=_dt.UTC)
@@ -775,7 +784,18 @@ def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -
     dropped: Counter = Counter()
     report = MineReport()
     intents: list[Intent] = []
-    for s in store.sessions.all(scope, include_self=True):
+    sessions = store.sessions.all(scope, include_self=True)
+    for n, s in enumerate(sessions, 1):
+        if on_progress is not None:
+            on_progress(
+                ProgressEvent(
+                    step="mine",
+                    done=n - 1,
+                    total=len(sessions),
+                    unit="sessions",
+                    prompts=report.prompts,
+                )
+            )
         project = s.get("project") or ""
         if scope and not (project == scope or project.startswith(scope + "/")):
             continue  # the store's LIKE treats "_" as a wildcard
@@ -797,6 +817,17 @@ def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -
         report.prompts += n_prompts
         intents.extend(found)
 
+    if on_progress is not None:
+        on_progress(
+            ProgressEvent(
+                step="mine",
+                done=len(sessions),
+                total=len(sessions),
+                unit="sessions",
+                prompts=report.prompts,
+                message=f"clustering {len(intents)} requests",
+            )
+        )
     threshold = settings.similarity * 100
     # each project's clustering of the last run: only the prompts new since are compared
     states = store.mining.states(sorted({it.project for it in intents}))

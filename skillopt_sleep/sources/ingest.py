@@ -37,6 +37,7 @@ from typing import IO
 from pydantic import BaseModel, Field
 
 from skillopt_sleep.config import Settings, SourceConfig
+from skillopt_sleep.results import OnProgress, ProgressEvent
 from skillopt_sleep.sources import get_source
 from skillopt_sleep.sources.base import ParseResult, Source
 from skillopt_sleep.sources.lines import HEAD, LineReader, SkipFile, batches
@@ -491,11 +492,17 @@ def _paths(src: Source, roots: list[Path], report: SourceReport) -> list[str]:
 
 
 def harvest(
-    store: Store, settings: Settings, *, sources: list[str] | None = None, progress: bool = False
+    store: Store,
+    settings: Settings,
+    *,
+    sources: list[str] | None = None,
+    on_progress: OnProgress | None = None,
 ) -> HarvestReport:
     """Harvest every enabled source of ``settings`` (or only the ``sources`` named: those are
     harvested even when disabled in the config). Empty ``roots`` mean the source's defaults for
     this OS and environment. Each source's accounting is also written to ``harvest_runs``.
+    ``on_progress`` gets a ``harvest`` event per file (files done of the source's total,
+    bytes read so far).
     """
     names = (
         list(sources)
@@ -513,7 +520,7 @@ def harvest(
         sr.files_seen = len(paths)
         new: set[str] = set()
         updated: set[str] = set()
-        for fr in _run(store, src, paths, progress, projects):
+        for done, fr in enumerate(_run(store, src, paths, projects), 1):
             if fr.status == "skipped":
                 sr.files_skipped[fr.reason] = sr.files_skipped.get(fr.reason, 0) + 1
             elif fr.status == "read":
@@ -527,6 +534,17 @@ def harvest(
             _bump(sr.sessions_filtered, fr.sessions_filtered)
             _bump(sr.lines_skipped, fr.lines_skipped)
             _bump(sr.warnings, fr.warnings)
+            if on_progress is not None:
+                on_progress(
+                    ProgressEvent(
+                        step="harvest",
+                        source=name,
+                        done=done,
+                        total=len(paths),
+                        unit="files",
+                        bytes=sr.bytes_read,
+                    )
+                )
         sr.sessions_new, sr.sessions_updated = len(new), len(updated - new)
         sr.finished_at = now_iso()
         store.harvests.record(
@@ -552,23 +570,7 @@ def harvest(
 
 
 def _run(
-    store: Store, src: Source, paths: list[str], progress: bool, projects: ProjectFilter
+    store: Store, src: Source, paths: list[str], projects: ProjectFilter
 ) -> Iterator[FileResult]:
-    if not progress:
-        for p in paths:
-            yield harvest_file(store, src, p, projects)
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    with Progress(
-        TextColumn("harvest {task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task(src.name, total=len(paths))
-        for p in paths:
-            yield harvest_file(store, src, p, projects)
-            bar.advance(task)
+    for p in paths:
+        yield harvest_file(store, src, p, projects)

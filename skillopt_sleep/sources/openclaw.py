@@ -1,5 +1,7 @@
 """OpenClaw sessions (npm ``openclaw``; checked against the files 2026.9.6 writes, docs/sources.md).
-Root: ``<state>/agents`` with ``<state>`` = ``$OPENCLAW_STATE_DIR`` or ``~/.openclaw``. Override
+Root: ``<state>/agents`` with ``<state>`` = ``$OPENCLAW_STATE_DIR`` or ``~/.openclaw`` (and,
+without ``$OPENCLAW_STATE_DIR``, each ``~/.openclaw-<profile>/agents`` that ``openclaw --profile``
+made). Override
 with ``[sources.openclaw] roots = [...]``.
 
 Two generations, both per agent (``agents/<agentId>/``):
@@ -108,9 +110,21 @@ class OpenClawSource(Source):
     format_version = "openclaw 2026.9.6 openclaw-agent.sqlite transcript_events (session v4)"
 
     def default_roots(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        """``<state>/agents``; without ``$OPENCLAW_STATE_DIR`` also each profile's
+        (``openclaw --profile NAME`` keeps its state in ``~/.openclaw-NAME``), sorted."""
         from skillopt_sleep.agents import agent_of_source
 
-        return [agent_of_source(self.name).home(env, home) / "agents"]
+        state = agent_of_source(self.name).home(env, home)
+        roots = [state / "agents"]
+        if not env.get("OPENCLAW_STATE_DIR", "").strip():
+            try:
+                profiles = sorted(
+                    p / "agents" for p in state.parent.glob(".openclaw-*") if p.is_dir()
+                )
+            except OSError:
+                profiles = []
+            roots += profiles
+        return roots
 
     def discover(self, root: Path) -> Iterator[Path]:
         """Each agent's ``agent/openclaw-agent.sqlite`` and ``sessions/*.jsonl``, sorted."""

@@ -167,9 +167,14 @@ class Store:
         return int(self.db.execute("select count(*) from _sqlite_migrations").fetchone()[0])
 
     def integrity(self) -> list[str]:
-        """SQLite's ``quick_check`` of the database: [] when sound, else its findings."""
+        """SQLite's ``quick_check`` of the database and its ``foreign_key_check`` (a row that
+        names a night, task, proposal, adoption or session the store does not hold): [] when
+        sound, else the findings."""
         rows = [str(r[0]) for r in self.db.execute("pragma quick_check").fetchall()]
-        return [] if rows == ["ok"] else rows
+        found = [] if rows == ["ok"] else rows
+        for table, rowid, parent, _ in self.db.execute("pragma foreign_key_check").fetchall():
+            found.append(f"{table} row {rowid} names a missing {parent} row")
+        return found
 
     def close(self) -> None:
         """Close the connection, under the writer lock when the store has one: a worker

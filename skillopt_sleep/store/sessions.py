@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from skillopt_sleep.models import HarvestedSession
@@ -193,6 +194,22 @@ class SessionsRepo(Repository):
             SearchHit(r[0], r[1], r[2], r[3], r[4] or "", r[5] or "", r[6], r[7] or "")
             for r in rows
         ]
+
+    def places(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], Row]:
+        """Where each ``(session id, seq)`` (a task's occurrence) is: its session's
+        ``source`` and ``project`` and the message's ``message_id`` (None when that message is
+        no longer stored); sessions no longer stored are left out."""
+        out: dict[tuple[str, int], Row] = {}
+        for sid, seq in dict.fromkeys(keys):
+            with self.db.lock:  # fetched under the lock: safe from a worker thread
+                row = self.db.execute(
+                    "select s.source, s.project, m.id from sessions s left join messages m "
+                    "on m.session_id = s.id and m.seq = ? where s.id = ?",
+                    [seq, sid],
+                ).fetchone()
+            if row is not None:
+                out[(sid, seq)] = {"source": row[0], "project": row[1], "message_id": row[2]}
+        return out
 
     def count_under(self, source: str, root: str) -> int:
         """Sessions of ``source`` whose file lies under ``root`` (ending in a separator)."""

@@ -5,7 +5,7 @@
   (or an ``Authorization: Bearer`` header) carries it. Without it: ``401``.
 * The ``Host`` header must name this loopback address (``127.0.0.1:<port>`` or
   ``localhost:<port>``), so a DNS-rebinding page cannot reach the server: ``403``.
-* Writes (adopt, reject, rollback) are ``POST`` only, with the page's CSRF field (derived from
+* Writes (adopt, reject, rollback, start a night) are ``POST`` only, with the page's CSRF field (derived from
   the token) and an ``Origin`` of this very address; otherwise ``403``. No CORS header is sent,
   a preflight gets ``405``.
 * Every response forbids framing and loads nothing from elsewhere (a strict
@@ -29,6 +29,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from skillopt_sleep.errors import SkilloptError
+from skillopt_sleep.results import Trigger
 from skillopt_sleep.ui import pages
 
 if TYPE_CHECKING:
@@ -159,6 +160,22 @@ def build_app(service: Service, token: str, port: int) -> Starlette:
             text += f" (your edited version kept at {done.kept_copy})"
         return _back(pid, done=text)
 
+    async def start_night(_request: Request) -> Response:
+        """A night now, through the one dispatch policy (the daemon when it runs with this
+        config, else this process in the background); its page once its row exists."""
+        try:
+            outcome = await run_in_threadpool(
+                lambda: service.run_night(trigger=Trigger.UI, wait=False)
+            )
+        except SkilloptError as exc:  # a night is running, the config does not load …
+            return _to("/nights", failed=f"no night started: {exc}")
+        where = "in the daemon" if outcome.via == "daemon" else "in this dashboard's process"
+        text = f"night #{outcome.night_id} started {where} ({outcome.reason})"
+        return _to(f"/nights/{outcome.night_id}", done=text)
+
+    def _to(path: str, **query: str) -> Response:
+        return RedirectResponse(f"{path}?{urlencode(query)}", status_code=303, headers=HEADERS)
+
     def _back(pid: str, **query: str) -> Response:
         return RedirectResponse(
             f"/proposals/{quote(pid, safe='')}?{urlencode(query)}", status_code=303, headers=HEADERS
@@ -172,15 +189,15 @@ def build_app(service: Service, token: str, port: int) -> Starlette:
         return request.query_params.get(name, "")
 
     views: dict[str, Callable[[Request], str]] = {
-        "/": lambda r: pages.overview(service, flash(r)),
+        "/": lambda r: pages.overview(service, csrf, flash(r)),
         "/history": lambda r: pages.history(service),
         "/proposals": lambda r: pages.proposals(service),
         "/proposals/{pid}": lambda r: pages.proposal(service, r.path_params["pid"], csrf, flash(r)),
         "/tasks": lambda r: pages.tasks(service),
         "/search": lambda r: pages.search(service, q(r, "q"), q(r, "agent") or None),
         "/sessions/{sid}": lambda r: pages.session(service, r.path_params["sid"]),
-        "/nights": lambda r: pages.nights(service),
-        "/nights/{nid:int}": lambda r: pages.night(service, r.path_params["nid"]),
+        "/nights": lambda r: pages.nights(service, csrf, flash(r)),
+        "/nights/{nid:int}": lambda r: pages.night(service, r.path_params["nid"], flash(r)),
     }
     routes: list[Any] = [
         Route(path, guard(page(render)), methods=["GET"]) for path, render in views.items()
@@ -194,6 +211,7 @@ def build_app(service: Service, token: str, port: int) -> Starlette:
         Route("/proposals/{pid}/adopt", guard(adopt, write=True), methods=["POST"]),
         Route("/proposals/{pid}/reject", guard(reject, write=True), methods=["POST"]),
         Route("/proposals/{pid}/rollback", guard(rollback, write=True), methods=["POST"]),
+        Route("/nights/start", guard(start_night, write=True), methods=["POST"]),
         Route("/{rest:path}", guard(not_found), methods=["GET"]),  # the token first, even here
     ]
     return Starlette(routes=routes)

@@ -102,8 +102,16 @@ def csrf_form(action: Html, csrf: str, button: str, *, cls: str = "", fields: st
     )
 
 
-def page(title: str, body: str, *, active: str = "", flash: tuple[str, str] | None = None) -> str:
-    """The whole document: header with navigation, an optional flash (kind, text), the body."""
+def page(
+    title: str,
+    body: str,
+    *,
+    active: str = "",
+    flash: tuple[str, str] | None = None,
+    refresh: int | None = None,
+) -> str:
+    """The whole document: header with navigation, an optional flash (kind, text), the body;
+    ``refresh``: the browser reloads the page every that many seconds (no script needed)."""
     nav = "".join(
         f'<a href="{href}"{" class=active" if href == active else ""}>{label}</a>'
         for href, label in NAV
@@ -115,7 +123,8 @@ def page(title: str, body: str, *, active: str = "", flash: tuple[str, str] | No
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(title)} · skillopt-sleep</title>"
+        + (f'<meta http-equiv="refresh" content="{int(refresh)}">' if refresh else "")
+        + f"<title>{esc(title)} · skillopt-sleep</title>"
         '<link rel="stylesheet" href="/static/style.css"></head><body>'
         f'<header><span class="brand">skillopt-sleep</span><nav>{nav}</nav></header>'
         f"<main>{note}<h1>{esc(title)}</h1>{body}</main></body></html>"

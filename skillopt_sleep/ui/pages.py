@@ -12,6 +12,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from skillopt_sleep.errors import ConfigError
+from skillopt_sleep.night.split import HELD_OUT
 from skillopt_sleep.ui.charts import Series, bar_chart, line_chart
 from skillopt_sleep.ui.html import (
     Html,
@@ -51,7 +52,19 @@ def _proposal_link(pid: str | None) -> Html:
 
 
 # ---------------------------------------------------------------------------- overview
-def overview(svc: Service, flash: Flash = None) -> str:
+def start_night_form(svc: Service, csrf: str) -> Html:
+    """The "Start a night" button, or which night runs now (one night at a time)."""
+    if svc.night_running():
+        running = [n for n in svc.nights(5) if n.status == "running"]
+        which = link(url("nights", str(running[0].id)), f"#{running[0].id}") if running else ""
+        return Html(
+            f'<p class="muted" id="night-running">A night is running {which}: the next can '
+            "start when it has finished.</p>"
+        )
+    return csrf_form(url("nights", "start"), csrf, "Start a night", cls="primary")
+
+
+def overview(svc: Service, csrf: str = "", flash: Flash = None) -> str:
     st = svc.status(nights=5, daemon_timeout=1.5)
     c = st.counts
     parts = []
@@ -194,6 +207,8 @@ def overview(svc: Service, flash: Flash = None) -> str:
         )
     else:
         last = Html("<p>No night has run yet (<code>skillopt-sleep run</code>).</p>")
+    if csrf:
+        last = Html(last + start_night_form(svc, csrf))
     parts.append(_section("Last night", last))
     return page("Overview", "".join(parts), active="/", flash=flash)
 
@@ -471,13 +486,36 @@ def _check(c: dict[str, Any]) -> str:
     return text
 
 
+#: the occurrence roles in the order the tasks page counts them
+ROLES = ("train", "val", "test", "withheld", "unscored")
+
+
+def _role(task: Any, occ: dict[str, Any]) -> str:
+    """An occurrence's role: its split, ``withheld`` (a note says why) or ``unscored`` (the
+    task is not scorable, so no occurrence has a role)."""
+    if occ.get("split"):
+        return str(occ["split"])
+    return "withheld" if task.split and occ.get("note") else "unscored"
+
+
+def _roles(task: Any) -> str:
+    """``3: train 1, val 1, test 1`` (the split of a task without occurrences: synthetic)."""
+    occs = task.occurrences
+    if not occs:
+        return task.split or "—"
+    counts: dict[str, int] = defaultdict(int)
+    for o in occs:
+        counts[_role(task, o)] += 1
+    return f"{len(occs)}: " + ", ".join(f"{r} {counts[r]}" for r in ROLES if counts[r])
+
+
 def tasks(svc: Service) -> str:
     listed = svc.stored_tasks(limit=1000)
     rows = [
         [
-            t.id,
-            t.split or "—",
-            number(t.sessions),
+            Html(f'<a id="task-{esc(t.id)}" href="#occ-{esc(t.id)}">{esc(t.id)}</a>'),
+            t.split or "unscored",
+            _roles(t),
             t.intent,
             Html("<br>".join(esc(_check(c)) for c in t.checks)) if t.checks else "none",
             "; ".join(t.corrections) or "—",
@@ -486,18 +524,86 @@ def tasks(svc: Service) -> str:
         ]
         for t in listed.tasks
     ]
-    counts: dict[str, int] = defaultdict(int)
+    by_task: dict[str, int] = defaultdict(int)
+    by_occurrence: dict[str, int] = defaultdict(int)
     for t in listed.tasks:
-        counts[t.split or "none"] += 1
-    head = (
-        "<p>"
-        + esc(f"{listed.total} tasks; " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-        + "</p>"
+        by_task[t.split or "unscored"] += 1
+        for o in t.occurrences:
+            by_occurrence[_role(t, o)] += 1
+    shown = f"{listed.total} tasks" + (
+        f" (the first {len(listed.tasks)} shown)" if listed.total > len(listed.tasks) else ""
     )
-    body = head + table(
-        ["id", "split", "sessions", "intent", "checks", "corrections", "project", "synthetic"],
-        rows,
-        num=(2,),
+    head = (
+        '<p id="split-summary">'
+        + esc(
+            f"{shown}; by task: "
+            + (", ".join(f"{k} {v}" for k, v in sorted(by_task.items())) or "none")
+            + f"; {sum(by_occurrence.values())} occurrences: "
+            + (", ".join(f"{r} {by_occurrence[r]}" for r in ROLES if by_occurrence[r]) or "none")
+        )
+        + "</p><p class=muted>"
+        + esc(HELD_OUT)
+        + ".</p>"
+    )
+    occurrences = []
+    for t in listed.tasks:
+        for i, o in enumerate(t.occurrences):
+            sid = o.get("session_id") or ""
+            if o.get("agent") is None:
+                session: Any = f"{sid} (no longer stored)"
+            else:
+                anchor = f"#m{o['message_id']}" if o.get("message_id") is not None else ""
+                session = link(Html(f"{url('sessions', sid)}{anchor}"), sid)
+            occurrences.append(
+                [
+                    Html(f'<a id="occ-{esc(t.id)}" href="#task-{esc(t.id)}">{esc(t.id)}</a>')
+                    if i == 0
+                    else link(Html(f"#task-{esc(t.id)}"), t.id),
+                    o.get("when") or "—",
+                    status(_role(t, o)),
+                    session,
+                    o.get("agent") or "—",
+                    _path(o.get("project") or "—"),
+                    "yes" if o.get("corrected") else "",
+                    o.get("prompt") or "",
+                    o.get("note") or "",
+                ]
+            )
+    body = (
+        head
+        + _section(
+            "Tasks",
+            table(
+                [
+                    "id",
+                    "split",
+                    "occurrences",
+                    "intent",
+                    "checks",
+                    "corrections",
+                    "project",
+                    "synthetic",
+                ],
+                rows,
+            ),
+        )
+        + _section(
+            "Occurrences",
+            table(
+                [
+                    "task",
+                    "when",
+                    "split",
+                    "session",
+                    "agent",
+                    "project",
+                    "corrected",
+                    "prompt",
+                    "note",
+                ],
+                occurrences,
+            ),
+        )
     )
     return page("Tasks", body, active="/tasks")
 
@@ -567,7 +673,7 @@ def session(svc: Service, session_id: str) -> str:
 
 
 # ---------------------------------------------------------------------------- nights
-def nights(svc: Service) -> str:
+def nights(svc: Service, csrf: str = "", flash: Flash = None) -> str:
     rows = [
         [
             link(url("nights", str(n.id)), f"#{n.id}"),
@@ -599,10 +705,16 @@ def nights(svc: Service) -> str:
         rows,
         num=(7,),
     )
-    return page("Nights", body, active="/nights")
+    if csrf:
+        body = Html(start_night_form(svc, csrf) + body)
+    return page("Nights", body, active="/nights", flash=flash)
 
 
-def night(svc: Service, night_id: int) -> str:
+#: seconds between reloads of a running night's page
+RUNNING_REFRESH = 2
+
+
+def night(svc: Service, night_id: int, flash: Flash = None) -> str:
     n = svc.night(night_id)
     s = n.summary
     info: list[tuple[str, Any]] = [
@@ -651,14 +763,23 @@ def night(svc: Service, night_id: int) -> str:
         parts.append(
             _section("Progress", f'<pre class="block">{esc(chr(10).join(progress))}</pre>')
         )
-    log = svc.night_log()
+    log = svc.night_log(night_id=night_id)
     parts.append(
         _section(
-            "Night log (the daemon's nights, latest last)",
-            f'<pre class="block">{esc(log)}</pre>' if log else "<p class=muted>empty</p>",
+            "Night log",
+            f'<pre class="block" id="night-log">{esc(log)}</pre>'
+            if log
+            else "<p class=muted>no log for this night (nights before logs were kept have "
+            "none; the daemon's shared log: <code>skillopt-sleep logs</code>)</p>",
         )
     )
-    return page(f"Night #{n.id}", "".join(parts), active="/nights")
+    return page(
+        f"Night #{n.id}",
+        "".join(parts),
+        active="/nights",
+        flash=flash,
+        refresh=RUNNING_REFRESH if n.status == "running" else None,
+    )
 
 
 def error(title: str, message: str) -> str:

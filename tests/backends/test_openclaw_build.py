@@ -66,13 +66,36 @@ def test_without_a_base_url_the_users_config_is_copied_but_not_its_workspace(
     assert json.loads((state / "openclaw.json").read_text()) == mine  # the user's untouched
 
 
-def test_a_users_config_that_is_not_plain_json_is_refused_naming_the_agent(
+def test_a_users_json5_config_is_read_as_openclaw_reads_it(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    """OpenClaw reads ``openclaw.json`` as JSON5 (unquoted keys, single quotes, comments,
+    trailing commas): the call's copy keeps its provider, and the user's file is untouched."""
+    state = agents.get_agent("openclaw").home()
+    state.mkdir(parents=True)
+    text = (
+        "{ // JSON5\n  models: {providers: {openai: {apiKey: '${OPENAI_API_KEY}',},},},\n"
+        "  agents: {defaults: {workspace: '/home/me/work', model: {primary: 'openai/x'}}},\n}\n"
+    )
+    (state / "openclaw.json").write_text(text)
+    setup, work, _scratch = _build(tmp_path)
+    config = json.loads(Path(setup.argv[setup.argv.index("--config") + 1]).read_text())
+    assert config["models"] == {"providers": {"openai": {"apiKey": "${OPENAI_API_KEY}"}}}
+    assert config["agents"]["defaults"] == {
+        "workspace": str(work),
+        "model": {"primary": "openai/x"},
+    }
+    assert (state / "openclaw.json").read_text() == text
+
+
+def test_a_users_config_that_is_not_json5_is_refused_naming_the_agent(
     tmp_path: Path, isolated_home: Path
 ) -> None:
     state = agents.get_agent("openclaw").home()
     state.mkdir(parents=True)
-    (state / "openclaw.json").write_text("{ // JSON5\n  agents: {},\n}\n")
+    (state / "openclaw.json").write_text("{ // broken\n  agents: {,\n}\n")
     with pytest.raises(BackendResponseError) as info:
         _build(tmp_path)
     message = str(info.value)
-    assert message.startswith("openclaw: cannot read ") and "base_url" in message, message
+    assert message.startswith("openclaw: cannot read ") and "JSON5" in message, message
+    assert "base_url" in message and "\n" not in message, message

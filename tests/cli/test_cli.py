@@ -481,8 +481,24 @@ def test_tables_fit_80_columns_keep_the_file_name_and_every_source_name(tmp_path
     assert len(target) > 80
     listed = cli("--config", str(cfg), "proposals", env=env).stdout
     tasks = cli("--config", str(cfg), "tasks", env=env).stdout
-    for text in (harvest.stdout, listed, tasks):
+    sources = cli("--config", str(cfg), "sources", env=env).stdout
+    for text in (harvest.stdout, listed, tasks, sources):
         assert text.strip() and max(len(line) for line in text.splitlines()) <= 80, text
+    # `sources`: every source name whole; a long root shortened in its middle, its end kept
+    roots = {
+        s["name"]: next(r["path"] for r in s["roots"] if r["exists"])
+        for s in json.loads(cli("--config", str(cfg), "sources", "--json").stdout)["sources"]
+        if s["found"]
+    }
+    assert set(roots) >= {"claude_code", "codex"}, roots
+    for name, root in roots.items():
+        [line] = [ln for ln in sources.splitlines() if ln.split()[:1] == [name]]
+        shown = next(w for w in line.split() if "/" in w)
+        if "…" in shown:
+            head, tail = shown.split("…")
+            assert root.startswith(head) and root.endswith(tail) and len(tail) > 1, (root, line)
+        else:
+            assert shown == root, (root, line)
     for name in ("claude_code", "codex"):
         assert any(line.split()[:1] == [name] for line in harvest.stdout.splitlines())
     [row] = [line for line in listed.splitlines() if line.startswith("p1 ")]

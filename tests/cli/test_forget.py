@@ -14,6 +14,7 @@ from skillopt_sleep.models import Task
 from skillopt_sleep.results import ProposalReport, TaskDelta
 from skillopt_sleep.store import Store
 from tests.helpers.sources import cc_user, write
+from tests.helpers.store import ensure_night
 
 SECRET_WORD = "zanzibarquokka"  # a word found nowhere else
 OTHER_WORD = "keptwombat"
@@ -80,6 +81,7 @@ def test_forget_a_project_leaves_no_trace(isolated_home: Path, tmp_path: Path) -
                 )
             ]
         )
+        ensure_night(store, 1)
         store.rollouts.add(night_id=1, task_id="t-secret", answer=f"ran {SECRET_WORD}")
         store.outbox.record({"at": "2026-01-07T00:00:00+00:00", "prompt": f"deploy {SECRET_WORD}"})
     finally:

@@ -134,10 +134,13 @@ def write_pi_models(home: Path, base_url: str, model: str, key_env: str) -> Path
 OPENCLAW_QUIET = {"OPENCLAW_DISABLE_BUNDLED_PLUGIN_POSTINSTALL": "1", "NO_COLOR": "1"}
 
 
-def write_openclaw_config(state: Path, base_url: str, model: str, key_env: str) -> Path:
+def write_openclaw_config(
+    state: Path, base_url: str, model: str, key_env: str, workspace: Path | str | None = None
+) -> Path:
     """``<state>/openclaw.json`` (``state`` = ``$OPENCLAW_STATE_DIR``, default ``~/.openclaw``)
     with one OpenAI Chat Completions provider ``sim`` at ``base_url`` (``…/v1``) serving
-    ``model``, its key read from ``$key_env``, as the default model."""
+    ``model``, its key read from ``$key_env``, as the default model; ``workspace``: the
+    default agent's workspace (``agents.defaults.workspace``) when given."""
     config = {
         "models": {
             "providers": {
@@ -151,6 +154,8 @@ def write_openclaw_config(state: Path, base_url: str, model: str, key_env: str) 
         },
         "agents": {"defaults": {"model": {"primary": f"sim/{model}"}}},
     }
+    if workspace is not None:
+        config["agents"]["defaults"]["workspace"] = str(workspace)
     path = state / "openclaw.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(config, indent=2), encoding="utf-8")

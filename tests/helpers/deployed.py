@@ -73,7 +73,13 @@ def ask_openclaw(url: str, project: Path, prompt: str, *, more: bool = False) ->
     user's (sandbox) state folder configured for the simulator: what it answered. A new
     question starts a session of its own; ``more`` continues the last one."""
     state = agents.get_agent("openclaw").home()
-    write_openclaw_config(state, url + "/v1", MODEL, "SIM_KEY")
+    workspace = None  # a workspace the test set in the config is kept
+    if (state / "openclaw.json").is_file():
+        import json5
+
+        config = json5.loads((state / "openclaw.json").read_text("utf-8"))
+        workspace = config.get("agents", {}).get("defaults", {}).get("workspace")
+    write_openclaw_config(state, url + "/v1", MODEL, "SIM_KEY", workspace)
     n = _OPENCLAW_KEYS.get(state, 0) + (0 if more else 1)
     _OPENCLAW_KEYS[state] = n
     argv = [agent_binary("openclaw"), "agent", "--local", "--agent", "main"]

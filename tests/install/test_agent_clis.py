@@ -228,6 +228,100 @@ def test_claude_p_calls_the_plugins_mcp_tool_after_install(
     assert "pending_proposals" in sim.brain.texts[-1]  # and it was sent back to the model
 
 
+def test_where_claude_shows_the_plugin_after_install(
+    isolated_home: Path, sim: Simulator, workdir: Path
+) -> None:
+    """What docs/plugins.md says a user sees after `install claude-code`: `claude plugin list`
+    lists only plugins installed into Claude Code's cache, so it says "No plugins installed";
+    `claude mcp list` shows the plugin's server (namespaced ``plugin:<plugin>:<server>``)
+    connected, `claude mcp get` finds it by that name only, and a session's init event lists
+    the plugin, its server, its slash commands and its skill."""
+    env = base_env(isolated_home)
+    run([sys.executable, "-m", "skillopt_sleep", "install", "claude-code"], env)
+    listed = run([binary("claude"), "plugin", "list"], env, workdir).stdout
+    assert listed.startswith("No plugins installed")
+    assert (
+        json.loads(run([binary("claude"), "plugin", "list", "--json"], env, workdir).stdout) == []
+    )
+    servers = run([binary("claude"), "mcp", "list"], env, workdir, timeout=TIMEOUT).stdout
+    server = "plugin:skillopt-sleep:skillopt-sleep"
+    [line] = [x for x in servers.splitlines() if x.startswith(server + ":")]
+    assert "skillopt-sleep mcp" in line and "Connected" in line, servers
+    got = run([binary("claude"), "mcp", "get", server], env, workdir).stdout
+    assert "Connected" in got
+    short = subprocess.run(
+        [binary("claude"), "mcp", "get", "skillopt-sleep"],
+        env=env,
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    assert short.returncode != 0 and "No MCP server named" in short.stdout + short.stderr
+
+    proc = run(
+        [binary("claude"), "-p", "hello", "--output-format", "stream-json", "--verbose"],
+        claude_env(isolated_home, sim),
+        workdir,
+    )
+    init = json.loads(proc.stdout.splitlines()[0])
+    assert init["subtype"] == "init"
+    [plugin] = [p for p in init["plugins"] if p["name"] == "skillopt-sleep"]
+    assert plugin["source"] == "skillopt-sleep@skillopt-sleep"
+    assert {"name": server, "status": "connected", "source": "plugin"} in init["mcp_servers"]
+    assert {f"skillopt-sleep:{c}" for c in ("status", "review", "adopt", "run")} <= set(
+        init["slash_commands"]
+    )
+    assert "skillopt-sleep:skillopt-sleep" in init["skills"]
+
+
+SETTINGS_MODEL = "sim-model-from-settings"
+
+
+def test_claude_ignores_a_settings_json_with_comments_or_a_trailing_comma(
+    isolated_home: Path, sim: Simulator, workdir: Path
+) -> None:
+    """What `install claude-code`'s refusal of a non-strict ``settings.json`` rests on, shown
+    with the real CLI: the ``model`` a strict file sets is the model of the request the CLI
+    sends; the same file with a ``//`` comment or a trailing comma is ignored (the CLI's own
+    default model is sent), and the CLI leaves the file as it is. Install refuses exactly
+    those files and writes nothing."""
+    settings = isolated_home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    forms = {
+        "strict": '{\n  "model": "MODEL",\n  "env": {"DISABLE_TELEMETRY": "1"}\n}\n',
+        "comment": '{\n  // my model\n  "model": "MODEL",\n  "env": {"DISABLE_TELEMETRY": "1"}\n}\n',
+        "trailing comma": '{\n  "model": "MODEL",\n  "env": {"DISABLE_TELEMETRY": "1"},\n}\n',
+    }
+    env = base_env(isolated_home)
+    sent: dict[str, str] = {}
+    for form, text in forms.items():
+        text = text.replace("MODEL", SETTINGS_MODEL)
+        settings.write_text(text)
+        sim.stats.requests.clear()
+        claude_p(isolated_home, sim, workdir, f"hello ({form})")
+        [model] = {r["model"] for r in sim.stats.requests if r["endpoint"] == "/messages"}
+        sent[form] = model
+        assert settings.read_text() == text  # the CLI did not rewrite (or "fix") the file
+        refused = subprocess.run(
+            [sys.executable, "-m", "skillopt_sleep", "install", "claude-code"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+        if form == "strict":
+            assert refused.returncode == 0, refused.stderr
+            run([sys.executable, "-m", "skillopt_sleep", "uninstall", "claude-code"], env)
+        else:
+            assert refused.returncode == 1 and "is not strict JSON" in refused.stderr
+        assert settings.read_text() == text
+    assert sent["strict"] == SETTINGS_MODEL
+    assert sent["comment"] != SETTINGS_MODEL and sent["trailing comma"] != SETTINGS_MODEL
+    assert sent["comment"] == sent["trailing comma"]  # both: the CLI's default, as with no file
+
+
 def test_session_end_hook_reaches_the_running_daemon(
     isolated_home: Path, sim: Simulator, workdir: Path
 ) -> None:
@@ -531,9 +625,25 @@ def test_openclaw_probes_the_server_sees_skill_and_snippet_and_uninstall_restore
     (``skills info``), and one ``agent --local`` turn sends the workspace snippet and the skill
     in its system prompt; after uninstall ``mcp list`` has no server and every file install
     touched is as before, byte for byte (OpenClaw's turn writes neither file; its runtime state
-    goes to other files of the state folder)."""
+    goes to other files of the state folder). The user's ``openclaw.json`` is JSON5 (unquoted
+    keys, single quotes, a comment, trailing commas), which OpenClaw reads and install edits
+    in place."""
+    import json5
+
     state = isolated_home / ".openclaw"
     config = write_openclaw_config(state, f"{sim.url}/v1", "sim", "SIM_API_KEY")
+    config.write_text(
+        "// my OpenClaw config\n"
+        + json5.dumps(
+            json.loads(config.read_text()),
+            indent=2,
+            quote_keys=False,
+            trailing_commas=True,
+            quote_style=json5.QuoteStyle.ALWAYS_SINGLE,
+        )
+        + "\n"
+    )
+    assert "models: {" in config.read_text() and "'openai-completions'," in config.read_text()
     (state / "workspace").mkdir()
     (state / "workspace" / "AGENTS.md").write_text("# My rules\n")
     env = base_env(isolated_home, SIM_API_KEY="sim-key", **OPENCLAW_QUIET)

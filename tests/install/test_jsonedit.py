@@ -71,3 +71,42 @@ def test_new_file_and_errors() -> None:
         set_key('{"mcpServers": []}', KEYS, SERVER)
     with pytest.raises(JsonEditError, match="top level"):
         set_key("[1]", KEYS, SERVER)
+
+
+# JSON5 as OpenClaw reads its openclaw.json (2026.9.6): unquoted keys, single quotes, hex,
+# Infinity / NaN, .5 and 5., a + sign, comments and trailing commas
+JSON5_CASES = {
+    "unquoted keys, single quotes": "{\n  // mine\n  gateway: {port: 0x4a5d, bind: 'loopback'},\n  mcp: {\n    servers: {\n      docs: {command: 'docs-mcp', args: ['--x',],},\n    },\n  },\n}\n",
+    "numbers": "{\n  a: +1, b: .5, c: 5., d: Infinity, e: -Infinity, f: 1e3,\n  'q\\'s': \"x\",\n}\n",
+    "compact, no mcp": "{agents: {defaults: {workspace: '~/ws'}}}",
+    "non-ascii key": "{\n  clé: 1\n}\n",
+}
+OC_KEYS = ["mcp", "servers", "skillopt-sleep"]
+
+
+@pytest.mark.parametrize("text", JSON5_CASES.values(), ids=JSON5_CASES.keys())
+def test_json5_set_and_remove_keep_every_other_byte(text: str) -> None:
+    import json5
+
+    with pytest.raises(JsonEditError):  # not JSON(C): the default dialect refuses it
+        set_key(text, OC_KEYS, SERVER)
+    out = set_key(text, OC_KEYS, SERVER, json5=True)
+    data = json5.loads(out)  # still JSON5 an OpenClaw-compatible reader loads
+    assert data["mcp"]["servers"]["skillopt-sleep"] == SERVER
+    assert get_key(out, OC_KEYS, json5=True) == SERVER
+    assert set_key(out, OC_KEYS, SERVER, json5=True) == out
+    assert "// mine" in out or "// mine" not in text
+    back = remove_key(out, OC_KEYS, json5=True)
+    before = json5.loads(text)
+    if "mcp" in before:
+        assert back == text  # byte for byte when the containers were there before
+    else:
+        assert json5.loads(back) == {**before, "mcp": {"servers": {}}}
+    assert loads(text, json5=True) == before
+
+
+def test_json5_errors_name_the_line() -> None:
+    with pytest.raises(JsonEditError, match="line 3"):
+        set_key("{\n  a: 1,\n  b: 'x\n}\n", OC_KEYS, SERVER, json5=True)
+    with pytest.raises(JsonEditError, match="line 2"):
+        set_key("{\n  1a: 1\n}\n", OC_KEYS, SERVER, json5=True)

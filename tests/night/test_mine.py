@@ -12,6 +12,7 @@ from skillopt_sleep.config import Settings
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession, Task
 from skillopt_sleep.night.mine import mine, normalise_intent, similar
 from skillopt_sleep.store import Store
+from tests.helpers.store import ensure_night
 
 NOW = dt.datetime(2025, 6, 30, 12, 0, tzinfo=dt.UTC)
 PROJ = "/home/u/app"
@@ -585,6 +586,7 @@ def test_an_occurrence_replayed_for_training_or_gating_is_never_test(store: Stor
     changelog = by_intent(mine(store, settings(), now=NOW), "changelog")
     assert roles(changelog) == ["train", "val", "test"]
     latest = changelog.occurrences[-1]
+    ensure_night(store, 1)
     store.rollouts.add(
         night_id=1,
         task_id=view_id(changelog.id, latest),

@@ -5,7 +5,9 @@ it corrects); the ``openclaw`` source harvests the SQLite transcripts the CLI wr
 mines them and trains OpenClaw's memory file (the workspace ``AGENTS.md``) by replaying every
 task through ``openclaw agent exec``; after ``adopt`` the user's own ``openclaw agent`` sends a
 request that carries the learned rule at the very place the replays carried it, and its answer
-follows the rule. The same text where OpenClaw does not look changes nothing.
+follows the rule. The user has moved OpenClaw's workspace (``agents.defaults.workspace``), so
+the live document is that workspace's ``AGENTS.md``. The same text where OpenClaw does not look
+changes nothing.
 
 About 12 real turns of 5-20 s each."""
 
@@ -27,7 +29,7 @@ from skillopt_sleep.simulator import serve
 from skillopt_sleep.simulator.persona import persona_from_dict
 from skillopt_sleep.sources.ingest import harvest
 from skillopt_sleep.store import Store
-from tests.helpers.clis import agent_binary
+from tests.helpers.clis import agent_binary, write_openclaw_config
 from tests.helpers.deployed import (
     MODEL,
     PERSONA,
@@ -53,7 +55,12 @@ def test_openclaw_sessions_train_its_workspace_agents_md_and_the_adopted_rule_re
     project.mkdir()
     store = Store(paths.db_path())
     openclaw = agents.get_agent("openclaw")
+    # the user moved OpenClaw's workspace (agents.defaults.workspace): the live document is
+    # the AGENTS.md OpenClaw sends from there, not the default <state>/workspace/AGENTS.md
+    moved = (tmp_path / "my-openclaw-workspace").resolve()
+    write_openclaw_config(openclaw.home(), "http://127.0.0.1:9/v1", MODEL, "SIM_KEY", moved)
     live = openclaw.user_memory_files()[0]
+    assert live == moved / "AGENTS.md"
     with serve(persona_from_dict(PERSONA), api_key=SIM_KEY, full_log=True) as sim:
         write_user_sessions("openclaw", sim.url, project)
         # OpenClaw's first run made the workspace, its AGENTS.md from a template among them

@@ -93,9 +93,9 @@ def test_every_page_renders_and_the_charts_carry_the_nights_numbers(world: World
 
         nav(page, "header nav >> text=Tasks")
         stored = Service().stored_tasks(limit=1000)
-        assert page.locator("main table tbody tr").count() == stored.total > 0
+        assert page.locator("#sec-tasks table tbody tr").count() == stored.total > 0
         assert {t.split for t in stored.tasks} <= set(
-            page.locator("main table").inner_text().split()
+            page.locator("#sec-tasks table").inner_text().split()
         )
 
         nav(page, "header nav >> text=Search")
@@ -111,6 +111,9 @@ def test_every_page_renders_and_the_charts_carry_the_nights_numbers(world: World
         nav(page, f"main table >> text=#{night.night_id}")
         assert page.locator("h1").inner_text() == f"Night #{night.night_id}"
         assert "succeeded" in page.locator("main").inner_text()
+        log = page.locator("#night-log").inner_text()  # the night's own log
+        assert f"night {night.night_id} started" in log
+        assert f"night {night.night_id} succeeded: proposal {night.proposal_id}" in log
 
 
 def test_adopt_through_the_page_changes_the_live_file_and_rollback_restores_it(

@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from skillopt_sleep.ui.server import token_path
-from tests.helpers.daemon import DaemonHarness
+from tests.helpers.daemon import DaemonHarness, db_rows, wait_for
 from tests.helpers.net import closed_port
-from tests.helpers.ui import chromium
+from tests.helpers.ui import chromium, nav
 
 
 @pytest.fixture
@@ -59,3 +59,35 @@ def test_without_the_setting_the_daemon_serves_no_dashboard(harness: DaemonHarne
     harness.start()
     assert harness.status()["ui"] is None
     assert not token_path().exists()
+
+
+def test_start_a_night_on_the_dashboard_the_daemon_serves_runs_it_in_the_daemon(
+    harness: DaemonHarness,
+) -> None:
+    """The one dispatch policy: the dashboard the daemon serves hands the night to the daemon
+    (same config, same settings), whose worker runs it; the page shows it finished."""
+    from skillopt_sleep.simulator import serve
+
+    port = closed_port()
+    harness.write_demo_sessions()
+    with serve("demo") as sim:
+        harness.night_config(sim.url, ui={"serve": True, "port": port})
+        harness.start()
+        base = f"http://127.0.0.1:{port}"
+        token = token_path().read_text().strip()
+        with chromium() as browser:
+            page = browser.new_page()
+            page.goto(f"{base}/?token={token}")
+            nav(page, "header nav >> text=Nights")
+            nav(page, "button:text-is('Start a night')")
+            flash = page.locator(".flash.ok").inner_text()
+            assert "started in the daemon" in flash and "same config and settings" in flash
+            night_id = int(page.url.split("/nights/", 1)[1].split("?", 1)[0])
+            assert page.locator("h1").inner_text() == f"Night #{night_id}"
+            page.locator("#sec-night").filter(has_text="succeeded").wait_for(timeout=180_000)
+        assert db_rows("select id, trigger, status from nights") == [(night_id, "ui", "succeeded")]
+        wait_for(
+            lambda: bool(harness.status().get("last_daemon_night")), 60, what="the worker's end"
+        )
+        last = harness.status()["last_daemon_night"]
+        assert last["trigger"] == "ui" and last["result"]["night_id"] == night_id
