@@ -56,6 +56,7 @@ from skillopt_sleep.store.files import FilesRepo
 from skillopt_sleep.store.forget import ForgetRepo
 from skillopt_sleep.store.harvests import HarvestsRepo
 from skillopt_sleep.store.migrations import migrations
+from skillopt_sleep.store.mining import MiningRepo
 from skillopt_sleep.store.nights import NightsRepo
 from skillopt_sleep.store.outbox import OutboxRepo
 from skillopt_sleep.store.proposals import AdoptionsRepo, ProposalsRepo
@@ -163,6 +164,7 @@ class Store:
         self.wild = WildRepo(db)
         self.forget = ForgetRepo(db)
         self.outbox = OutboxRepo(db)
+        self.mining = MiningRepo(db)
 
     def _migrations(self) -> int:
         if not self.db.table("_sqlite_migrations").exists():

@@ -101,6 +101,8 @@ class ForgetRepo(Repository):
             counts["sessions"] += db.execute(
                 f"delete from sessions where id in ({marks})", chunk
             ).rowcount
+        if session_ids:  # mining's stored clustering holds their prompts' words
+            db.execute("delete from mining_state")
         for chunk in _chunks(task_ids):
             marks = ",".join("?" * len(chunk))
             intents = [

@@ -463,3 +463,9 @@ def m008_foreign_keys_views(db: Database) -> None:
         db.table(table).create_index([col], if_not_exists=True)
     for name, sql in VIEWS.items():
         db.create_view(name, sql.strip(), replace=True)
+
+
+@migrations(name="m009_mining_state")
+def m009_mining_state(db: Database) -> None:
+    """``mining_state``: each project's clustering, so mining compares only new prompts."""
+    db.table("mining_state").create({"project": str, "state": str, "updated_at": str}, pk="project")
