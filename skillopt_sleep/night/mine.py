@@ -37,6 +37,7 @@ from operator import itemgetter
 from pydantic import BaseModel, Field
 from rapidfuzz import fuzz, process
 
+from skillopt_sleep import agents
 from skillopt_sleep.config import Settings
 from skillopt_sleep.models import CapsuleItem, Check, ContextCapsule, Occurrence, Task
 from skillopt_sleep.night import corrections as fb
@@ -118,6 +119,9 @@ class MineReport(BaseModel):
     #: others are compared)
     pairs_compared: int = 0
     prompts_reused: int = 0
+    #: requests asked where no project of the user's is known (an agent's own folder, such
+    #: as OpenClaw's workspace) given the one project the same request was asked in
+    rehomed: int = 0
     dropped: dict[str, int] = Field(default_factory=dict)
 
 
@@ -765,6 +769,57 @@ def _build(members: list[Intent], task_id: str) -> Task:
     )
 
 
+# ---------------------------------------------------------------------------- projects
+def _agent_folders() -> list[str]:
+    """The agents' own folders (each agent's home; OpenClaw's workspace, wherever its config
+    puts it): a session whose project is one of them was asked of the agent, not in a
+    project of the user's (OpenClaw 2026.9.6 records its workspace as every session's
+    folder, whatever folder ``openclaw agent`` was run in)."""
+    folders = {str(a.home()) for a in agents.AGENTS}
+    folders |= {str(p.parent) for p in agents.get_agent("openclaw").user_memory_files()}
+    return sorted(folders)
+
+
+def _own_folder(project: str, folders: list[str]) -> bool:
+    return not project or any(project == f or project.startswith(f + "/") for f in folders)
+
+
+def rehome_projectless(intents: list[Intent], threshold: float, folders: list[str]) -> int:
+    """Give a request asked where no project of the user's is known (no folder, or an
+    agent's own folder: ``folders``) the project of the same request asked in a project,
+    when all its matches (:func:`similar` at ``threshold``, 0..100) are in one project: the
+    request asked of OpenClaw and in OpenCode in ``~/src/webapp`` is one task, held out on
+    its next occurrence whichever agent it was asked of. Requests matching several projects
+    or none keep theirs. Returns how many moved. Scores only the candidates rapidfuzz's
+    token-set ratio proposes (the looser measure of :func:`similar`)."""
+    homed: dict[str, set[str]] = {}  # content text -> the user's projects it was asked in
+    norms: dict[str, str] = {}  # content text -> one normalised request with it
+    for it in intents:
+        if not _own_folder(it.project, folders):
+            key = _content_text(it.norm) or it.norm
+            homed.setdefault(key, set()).add(it.project)
+            norms.setdefault(key, it.norm)
+    if not homed:
+        return 0
+    choices = list(homed)
+    cut = [c[:_COMPARE_CHARS] for c in choices]
+    moved = 0
+    for it in intents:
+        if not _own_folder(it.project, folders):
+            continue
+        query = (_content_text(it.norm) or it.norm)[:_COMPARE_CHARS]
+        found: set[str] = set()
+        for _choice, _score, idx in process.extract(
+            query, cut, scorer=fuzz.token_set_ratio, score_cutoff=threshold, limit=None
+        ):
+            if similar(it.norm, norms[choices[idx]], threshold):
+                found |= homed[choices[idx]]
+        if len(found) == 1:
+            it.project = found.pop()
+            moved += 1
+    return moved
+
+
 # ---------------------------------------------------------------------------- entry point
 def mine(
     store: Store,
@@ -829,6 +884,7 @@ def mine(
             )
         )
     threshold = settings.similarity * 100
+    report.rehomed = rehome_projectless(intents, threshold, _agent_folders())
     # each project's clustering of the last run: only the prompts new since are compared
     states = store.mining.states(sorted({it.project for it in intents}))
     counts: Counter = Counter()
