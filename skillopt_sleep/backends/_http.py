@@ -252,7 +252,7 @@ def pick_model(request_model: str, config: BackendConfig, base_url: str, backend
         raise BackendModelError(
             "no backend configured (no model and no base_url)",
             backend=backend,
-            fix="set `model` (and `base_url`) of [target] in the config file "
+            fix="set `model` (and `base_url`) of [target] and of [optimizer] in the config file "
             "(`skillopt-sleep sources` lists the agents; `skillopt-sleep demo` needs none)",
         )
     if is_loopback(base_url):

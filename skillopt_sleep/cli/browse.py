@@ -107,7 +107,13 @@ def logs_cmd(
         where = (
             paths.night_log_path(night) if night is not None else paths.state_dir() / "night.log"
         )
-        out.print(f"no night log yet ({where})", markup=False)
+        last = service().nights(limit=1) if night is None else []
+        hint = (
+            f"; the last night's own log: `skillopt-sleep logs --night {last[0].id}`"
+            if last
+            else ""
+        )
+        out.print(f"no night log yet ({where}){hint}", markup=False)
         return
     out.print(text.rstrip("\n"), markup=False, highlight=False)
 

@@ -289,10 +289,13 @@ def enable_found(
 def enableable(config_path: Path, statuses: list[SourceStatus]) -> list[str]:
     """The sources ``enable_found(…, switch_disabled=True)`` would enable (found here but not
     enabled); writes nothing. A file it could not edit yields the found, disabled ones."""
+    idle = [s.name for s in statuses if s.found and not s.enabled]
     try:
-        return _plan_enable(config_path, statuses, True)[2]
+        planned = _plan_enable(config_path, statuses, True)[2]
     except (ConfigError, OSError, UnicodeDecodeError):
-        return [s.name for s in statuses if s.found and not s.enabled]
+        return idle
+    # a source on by default that the file does not name yet would be written, not enabled
+    return [n for n in planned if n in idle]
 
 
 __all__ = [

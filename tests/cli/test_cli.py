@@ -553,7 +553,9 @@ def test_nights_search_session_show_logs_and_status_says_what_is_adopted(session
     assert "pnpm" in session.stdout
     bad = cli("session", "show", "nope")
     assert bad.returncode == 1 and bad.stderr.startswith("error: no session 'nope'")
-    assert "no night log yet" in cli("logs").stdout
+    no_daemon_log = cli("logs").stdout  # a night run by the CLI: its own log, named
+    assert "no night log yet" in no_daemon_log
+    assert f"`skillopt-sleep logs --night {night['night_id']}`" in no_daemon_log
 
     # export: a proposal and the history, JSON or Markdown, stdout or a file
     md = cli("export", "proposal", "p1").stdout

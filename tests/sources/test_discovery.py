@@ -443,3 +443,20 @@ def test_enable_found_names_only_what_it_switched_on(isolated_home: Path, tmp_pa
     data = json.loads(cli("sources", "--json").stdout)
     on = {s["name"]: s["enabled"] for s in data["sources"]}
     assert on["copilot_cli"] and on["claude_code"] and on["codex"]
+
+
+def test_a_config_without_sources_names_no_default_agent_as_found_but_not_enabled(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    """A config file with no [sources] (e.g. made by `config edit`): Claude Code and Codex are
+    on by default, so `sources` must not tell the user to enable them (found or not)."""
+    config = tmp_path / "config.toml"
+    config.write_text("epochs = 2\n")
+    write_claude_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
+    write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
+    statuses = discover_sources(
+        load_settings(config), config_path=config, env={}, home=isolated_home
+    )
+    on = {s.name for s in statuses if s.enabled}
+    assert {"claude_code", "codex"} <= on and "copilot_cli" not in on
+    assert enableable(config, statuses) == ["copilot_cli"]
