@@ -145,7 +145,25 @@ def tasks(
             ]
         )
     headers = ["id", "occurrences", "checks (controls)", "context", "intent"]
-    out.print(fitted_table(headers, table_rows, wrap=[2, 4]))
+    if out.width >= 120:
+        out.print(fitted_table(headers, table_rows, wrap=[2, 4]))
+    else:  # a narrow terminal: a block per task, its free text wrapped whole words
+        import textwrap
+
+        for tid, occurrences, checks, context, intent in table_rows:
+            out.print(f"{tid}  {occurrences}  context: {context}", markup=False)
+            for label, text in (("intent", intent), ("checks", checks)):
+                out.print(
+                    textwrap.fill(
+                        f"{label}: {text}",
+                        out.width,
+                        initial_indent="  ",
+                        subsequent_indent="    ",
+                        break_long_words=False,
+                        break_on_hyphens=False,
+                    ),
+                    markup=False,
+                )
     for t in rows:
         for o in t["occurrences"]:
             if o["note"]:
