@@ -301,7 +301,8 @@ def show(proposal_id: str = typer.Argument(..., metavar="ID"), as_json: bool = J
     os.environ.setdefault("LESS", "-R")
     with out.pager(styles=True):
         out.print(head, markup=False)
-        out.print(Markdown(text, code_theme="ansi_dark"))
+        # wrapped at the terminal's width (the console's soft wrap would crop the diff's lines)
+        out.print(Markdown(text, code_theme="ansi_dark"), soft_wrap=False)
 
 
 @app.command("adopt")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -627,6 +628,12 @@ def test_show_renders_markdown_with_a_coloured_diff_through_the_pager_on_a_termi
     assert "skillopt-sleep proposal p1" in shown and "Use `pnpm` instead of `npm`." in shown
     added = [ln for ln in shown.splitlines() if "+- Use `pnpm` instead of `npm`." in ln]
     assert added and all("\x1b[" in ln for ln in added)  # the diff's added line is coloured
+    # on a narrow terminal the diff's long lines wrap, never cropped: the managed block's
+    # marker line (76 columns with the diff's "+") ends in "edit with care -->" below
+    narrow = _on_a_terminal("show", "p1", env=env | {"COLUMNS": "60"})
+    lines = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", narrow).splitlines()
+    begin = next(i for i, ln in enumerate(lines) if "+<!-- skillopt-sleep:begin" in ln)
+    assert "edit with care -->" in " ".join(ln.strip() for ln in lines[begin : begin + 3])
 
 
 def test_doctor_reports_each_check_with_a_status(sessions, tmp_path):
