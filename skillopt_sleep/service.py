@@ -90,6 +90,15 @@ class SourcesReport:
     sources: list[Any]
 
 
+def _can_create(path: Path) -> bool:
+    """Whether ``path`` can be made: its nearest existing folder is writable (a read-only
+    home, a backup: reads do not write a first config there)."""
+    here = path.parent
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    return os.access(here, os.W_OK | os.X_OK)
+
+
 #: how many progress lines are kept per night started by this service (for MCP get_night)
 PROGRESS_LINES = 40
 
@@ -144,11 +153,16 @@ class Service:
 
     @contextmanager
     def _use(self) -> Iterator[Store]:
-        """The store under the lock; an SQLite failure is a StoreError (one line)."""
+        """The store under the lock; an SQLite failure is a StoreError (one line): a write
+        to a read-only store names its folder (:meth:`Store.refuse_write`)."""
         with self.lock:
+            store = self.open()
             try:
-                yield self.open()
+                yield store
             except sqlite3.Error as exc:
+                code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+                if store.read_only and code == sqlite3.SQLITE_READONLY:
+                    store.refuse_write()
                 raise StoreError(f"database error: {exc}") from None
 
     # ------------------------------------------------------------------ harvest and tasks
@@ -183,8 +197,13 @@ class Service:
         ``privacy.outbox_days`` are emptied first)."""
         days = self.settings().privacy.outbox_days
         with self._use() as store:
-            store.outbox.expire(days)
-            return [dict(r) for r in store.outbox.recent(limit)]
+            if not store.read_only:
+                store.outbox.expire(days)
+            cutoff = store.outbox.cutoff(days)  # read-only: expired texts are not shown
+            return [
+                dict(r, prompt="") if str(r.get("at") or "") < cutoff else dict(r)
+                for r in store.outbox.recent(limit)
+            ]
 
     def mine(self, project: Path | None = None) -> Any:
         """Mine tasks from the store now (and save them); returns the ``MineReport``."""
@@ -307,7 +326,7 @@ class Service:
 
         config = self.config_file()
         statuses = discover_sources(self.settings(), config_path=config)
-        created = not config.exists()
+        created = not config.exists() and _can_create(config)
         changed: list[str] = []
         if enable_found or created:
             changed = do_enable(config, statuses, switch_disabled=enable_found)

@@ -25,6 +25,11 @@ the store, reached as attributes of :class:`Store`:
 
 Reads never write. ``store.write()`` groups writes in one ``BEGIN IMMEDIATE`` transaction.
 
+A store whose folder (or file) this user cannot write — a backup, another user's folder — is
+opened read-only (:attr:`Store.read_only`; SQLite ``mode=ro``, or ``immutable=1`` when its
+WAL's shared-memory file cannot be made there): read commands work, and the first write
+raises :class:`StoreError` naming the folder (:meth:`Store.refuse_write`).
+
 Threads may share a store (a night's replay workers write the response cache): its
 connection (:class:`~skillopt_sleep.store._base.StoreDatabase`) has one writer lock that every
 write transaction holds from begin to commit and every statement takes, so writes from
@@ -37,6 +42,7 @@ import contextlib
 import os
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 from sqlite_utils import Database
 
@@ -99,16 +105,62 @@ def _check_intact(db: StoreDatabase, path: Path) -> None:
         )
 
 
+def _writable(path: Path) -> bool:
+    """Whether this user may write the store at ``path`` (its folder, and the file if it
+    exists, with the WAL's side files)."""
+    folder = path.parent
+    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+        return False
+    return all(
+        not p.exists() or os.access(p, os.W_OK)
+        for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm"))
+    )
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection: ``mode=ro`` (it sees the WAL; it needs the shared-memory file
+    or a folder where it can be made), else ``immutable=1`` (the file as it is)."""
+    uri = "file:" + quote(str(path.absolute()))
+    last: sqlite3.Error | None = None
+    for query in ("mode=ro", "mode=ro&immutable=1"):
+        conn = sqlite3.connect(f"{uri}?{query}", uri=True, timeout=30, check_same_thread=False)
+        try:
+            conn.execute("select count(*) from sqlite_master").fetchone()
+            return conn
+        except sqlite3.Error as exc:
+            conn.close()
+            last = exc
+    assert last is not None
+    raise last
+
+
 class Store:
     """The store: its repositories as attributes (see the module doc). Opening raises
-    :class:`StoreError` when the file cannot be opened or is not a usable database."""
+    :class:`StoreError` when the file cannot be opened or is not a usable database.
+    ``read_only``: open it read-only (default: when this user cannot write it)."""
 
-    def __init__(self, db: Database | str | Path):
+    #: the store was opened read-only (its folder or file is not writable by this user)
+    read_only: bool = False
+
+    def __init__(self, db: Database | str | Path, *, read_only: bool | None = None):
         db_given, new = db, False
         if isinstance(db, StoreDatabase):
             self.db = db
         elif isinstance(db, Database):
             self.db = StoreDatabase(db.conn)
+        elif read_only or (read_only is None and not _writable(Path(db))):
+            path = Path(db)
+            self.read_only, self.path = True, path
+            if not path.is_file():
+                raise StoreError(
+                    f"cannot open database {path}: there is none, and its folder "
+                    f"{path.parent} is read-only"
+                )
+            try:
+                self.db = StoreDatabase(_connect_read_only(path))
+                self.db.read_only = True
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot open database {path} (read-only): {exc}") from None
         else:
             path = Path(db)
             # the store holds message text from the user's sessions: private to the user
@@ -125,6 +177,35 @@ class Store:
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot open database {path}: {exc}") from None
         db = self.db
+        if self.read_only:
+            self._open_read_only(Path(db_given))  # type: ignore[arg-type]
+        else:
+            self._open_writable(db_given, new)
+        self._repositories(db)
+
+    def _open_read_only(self, path: Path) -> None:
+        try:
+            _check_intact(self.db, path)
+            pending = [m.name for m in migrations.pending(self.db)]
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"database is unusable: {exc}") from None
+        if pending:
+            raise StoreError(
+                f"{path}: written by an older version, and its folder {path.parent} is "
+                f"read-only, so it cannot be upgraded ({pending[0]} is pending): copy the "
+                "folder somewhere writable and point SKILLOPT_SLEEP_HOME at the copy"
+            )
+
+    def refuse_write(self) -> None:
+        """Raise :class:`StoreError` naming the folder when the store is read-only."""
+        if self.read_only:
+            folder = self.path.parent
+            raise StoreError(
+                f"the state folder {folder} is read-only for this user: this command writes "
+                "to it (read commands work: status, proposals, show, tasks, search, nights)"
+            )
+
+    def _open_writable(self, db_given: Database | str | Path, new: bool) -> None:
         try:
             self.db.execute("PRAGMA busy_timeout = 30000")
             if isinstance(db_given, (str, Path)) and not new:
@@ -144,6 +225,8 @@ class Store:
                 self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"database is unusable: {exc}") from None
+
+    def _repositories(self, db: StoreDatabase) -> None:
         self.files = FilesRepo(db)
         self.sessions = SessionsRepo(db)
         self.harvests = HarvestsRepo(db)
@@ -183,7 +266,9 @@ class Store:
     def write(self) -> contextlib.AbstractContextManager[StoreDatabase]:
         """One write transaction, taken at once (``BEGIN IMMEDIATE``) under the store's writer
         lock (other threads' writes wait for it); nested: a savepoint.
-        See :func:`~skillopt_sleep.store._base.write_transaction`."""
+        See :func:`~skillopt_sleep.store._base.write_transaction`. A read-only store refuses
+        (:meth:`refuse_write`)."""
+        self.refuse_write()
         return write_transaction(self.db)
 
 
