@@ -1,16 +1,17 @@
 """Canary suite, the long road: every canary shape (Claude Code and Codex logs, every
 placement) is harvested by the CLI, and a few shapes also ride in the prompts, answers and
 corrections of the recurring tasks a night trains on, so the prompts the night builds carry
-their (redacted) text. A night runs through the CLI against the simulator (target and
-optimizer, full request log), its proposal is shown and adopted, every read command runs, and
-the real MCP server answers every read tool. Then no piece of any secret is in: the database
+their (redacted) text. The daemon is started and runs the night (``run`` is dispatched to it;
+its worker writes ``night.log``) against the simulator (target and optimizer, full request
+log); the proposal is shown and adopted, every read command runs, and the real MCP server
+answers every read tool, resource and prompt. Then no piece of any secret is in: the database
 files (main, WAL, shared memory), any file of the state folder (reports, proposal folders,
 logs, outbox), the adopted live file, the simulator's full request log (prompts and bodies),
 the CLI's stdout and stderr, or the MCP results.
 
 The full set of shapes goes through harvest, the store, search and MCP (cheap); the night's
 prompts carry the :data:`NIGHT_SHAPES` (one per kind of token: prefix key, provider token, URL
-credential, secret next to a word, password in prose) to keep the night under a minute.
+credential, secret next to a word, password in prose) to keep the test near a minute.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import psutil
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from skillopt_sleep.demo import DEMO_CONVERSATIONS
@@ -63,6 +65,7 @@ def _night_conversations() -> list[tuple[str, list[tuple[str, str, str | None]]]
 
 
 def _config(path: Path, home: Path, project: Path, url: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
     backend = f'name = "openai_compatible"\nbase_url = "{url}/v1"\nmodel = "sim"\n'
     backend += 'api_key = "sk-test"\nmax_retries = 1\ntimeout = 20\n'
     path.write_text(
@@ -103,12 +106,25 @@ def test_no_canary_through_a_night_adopt_reports_logs_stdout_and_mcp(
         return proc
 
     cli("harvest")
+    state = Path(env["SKILLOPT_SLEEP_HOME"])
     with serve("demo", full_log=True) as sim:
         sim.stats.keep = 100_000
-        cfg = _config(tmp_path / "c.toml", home, project, sim.url)
-        night = json.loads(cli("--config", str(cfg), "run", "--json").stdout)
+        cfg = _config(state / "config" / "config.toml", home, project, sim.url)
+        # the daemon runs the night (its worker's stderr goes to night.log) and watches logs
+        started = cli("start").stdout
+        daemon = int(started.split("pid ")[1].split(")")[0])
+        try:
+            night = json.loads(cli("run", "--json").stdout)
+            assert night["via"] == "daemon", night
+            cli("logs")
+        finally:
+            cli("stop", "--timeout", "20", ok=False)
+            if psutil.pid_exists(daemon):
+                psutil.Process(daemon).kill()
         requests = list(sim.stats.requests)
+    assert cfg.is_file()
     assert night["status"] == "succeeded", night
+    assert (state / "state" / "night.log").stat().st_size > 0  # the worker wrote its log
     pid = night["proposal_id"]
     # the night's prompts did carry the canaries' (redacted) text
     sent = json.dumps(requests, ensure_ascii=False)
@@ -150,7 +166,6 @@ def test_no_canary_through_a_night_adopt_reports_logs_stdout_and_mcp(
     mcp_answers = _mcp_answers(env, tmp_path, night["night_id"], pid, str(live))
     assert any(MARK in a for a in mcp_answers)  # the tools did return the carrier texts
 
-    state = Path(env["SKILLOPT_SLEEP_HOME"])
     files = [p for p in state.rglob("*") if p.is_file()]
     assert any(p.name == "report.md" for p in files)
     found = {
