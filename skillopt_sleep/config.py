@@ -17,7 +17,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -194,6 +202,14 @@ class UIConfig(_Strict):
     port: int = Field(8766, ge=1, le=65535)
 
 
+class NotifyConfig(_Strict):
+    """What is said when a night stages a proposal: ``desktop`` sends a desktop notification
+    (``notify-send`` on Linux, ``osascript`` on macOS; when missing or failing, the night
+    records why and goes on). ``status`` and the MCP ``sleep_status`` tool always say it."""
+
+    desktop: bool = True
+
+
 class PrivacyConfig(_Strict):
     """What never enters the store, and how long the outbox keeps what was sent."""
 
@@ -265,6 +281,8 @@ class Settings(BaseSettings):
     ui: UIConfig = Field(default_factory=lambda: UIConfig())
     #: Projects kept out of the store; the outbox's retention.
     privacy: PrivacyConfig = Field(default_factory=lambda: PrivacyConfig())
+    #: The desktop notification when a night stages a proposal.
+    notify: NotifyConfig = Field(default_factory=lambda: NotifyConfig())
 
     #: Daemon: local time of the nightly run, "HH:MM" (or "HH:MM:SS").
     schedule: str = "03:00"
@@ -312,6 +330,22 @@ class Settings(BaseSettings):
         except ValueError:
             raise ValueError(f"schedule must be HH:MM (24h), got {value!r}") from None
         return value
+
+    @model_validator(mode="after")
+    def _document_of_the_target_agent(self) -> Settings:
+        """A night that replays through an agent's CLI (``target.name = "opencode"``) trains
+        that agent's document unless ``document.agent`` is set: the rule is certified where
+        that agent loads it. Only for the kinds the agent names the file of (``memory``,
+        ``managed_skill``)."""
+        if "agent" in self.document.model_fields_set or self.document.kind not in (
+            "memory",
+            "managed_skill",
+        ):
+            return self
+        agent = agents.agent_of_backend(self.target.name)
+        if agent is not None and agent.trainable and agent.name != self.document.agent:
+            self.document = self.document.model_copy(update={"agent": agent.name})
+        return self
 
     @classmethod
     def settings_customise_sources(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_sleep.errors import NightError
+from skillopt_sleep.results import OnProgress, ProgressEvent
 from skillopt_sleep.testing.sessions import write_conversations
 
 #: (prompt, answer, correction or None) turns per conversation in the demo project.
@@ -130,6 +131,8 @@ def demo_settings(home: Path, project: Path, url: str) -> dict[str, Any]:
         # Claude Code's user memory file in the sandbox's home (never the user's own): the
         # file the agent loads in every turn, where the replays put each candidate too
         "document": {"kind": "path", "path": str(home / ".claude" / "CLAUDE.md")},
+        # the sandbox's proposal is not the user's to review: no desktop notification
+        "notify": {"desktop": False},
     }
 
 
@@ -164,15 +167,25 @@ def _demo_next_steps(report: Path, pid: str, root: Path) -> None:
 
 
 def run_demo(
-    folder: Path | None = None, say: Callable[[str], None] | None = None
+    folder: Path | None = None,
+    say: Callable[[str], None] | None = None,
+    on_progress: OnProgress | None = None,
 ) -> dict[str, Any]:
-    """Run the demo night; returns status, scores and the report path."""
+    """Run the demo night; returns status, scores and the report path. ``say`` gets its
+    progress lines, ``on_progress`` its progress events (the night's, and ``demo`` ones)."""
     from skillopt_sleep.config import load_settings
     from skillopt_sleep.night.run import run_night
     from skillopt_sleep.simulator import serve
     from skillopt_sleep.store import Store
 
-    say = say or (lambda _m: None)
+    lines = say
+
+    def note(message: str) -> None:
+        if lines is not None:
+            lines(message)
+        if on_progress is not None:
+            on_progress(ProgressEvent(step="demo", message=message))
+
     keep = folder is not None
     root = Path(folder) if folder else Path(tempfile.mkdtemp(prefix="skillopt-sleep-demo-"))
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
@@ -181,13 +194,21 @@ def run_demo(
     home, project = root / "home", root / "webapp"
     project.mkdir(parents=True, exist_ok=True)
     write_conversations(home, project, DEMO_CONVERSATIONS)
-    say(f"sandbox: {root} ({len(DEMO_CONVERSATIONS)} sessions written)")
+    note(f"sandbox: {root} ({len(DEMO_CONVERSATIONS)} sessions written)")
     with serve("demo") as sim, _env(SKILLOPT_SLEEP_HOME=str(root / "skillopt-home")):
-        say(f"simulator on {sim.url}")
+        note(f"simulator on {sim.url}")
         settings = load_settings(root / "no-config.toml", **demo_settings(home, project, sim.url))
         store = Store(root / "skillopt-home" / "state" / "skillopt.db")
         # the sandbox's home: the agent folders the night resolves are the sandbox's
-        result = run_night(store, settings, trigger="demo", progress=say, env={}, home=home)
+        result = run_night(
+            store,
+            settings,
+            trigger="demo",
+            progress=lines,
+            on_progress=on_progress,
+            env={},
+            home=home,
+        )
         report = ""
         if result.proposal_id:
             row = store.proposals.get(result.proposal_id) or {}

@@ -100,3 +100,8 @@ def proposals_dir() -> Path:
 
 def backups_dir() -> Path:
     return state_dir() / "backups"
+
+
+def night_log_path(night_id: int) -> Path:
+    """A night's own log: ``<state>/nights/<id>/night.log``."""
+    return state_dir() / "nights" / str(int(night_id)) / "night.log"

@@ -57,8 +57,11 @@ code alone, an unquoted value is not redacted when it is a placeholder (``$VAR``
 lower-case key — a bare or dotted identifier (``password: str``, ``key: rsa.RSAPrivateKey``). Keys must *end*
 with the secret word, so ``max_tokens = 1024`` or ``"input_tokens": 5`` are never touched.
 
-Speed: each pattern runs only when one of its literal triggers occurs in the text (a cheap
-``in`` test), and every regex is compiled once at import; ``redact`` is linear in the text.
+Speed: each pattern runs only when one of its literal triggers occurs in the text, and every
+regex is compiled once at import; ``redact`` is linear in the text. The triggers are found in
+one prefilter pass per text (:func:`_present`): a trigger is searched for (a cheap ``in``)
+only when all its characters occur in the text and the shorter triggers inside it were found,
+and the patterns to run follow from the triggers found (no test per pattern).
 
 :func:`sanitize` makes text safe to store: NULs removed, lone surrogates and undecodable bytes
 replaced with U+FFFD.
@@ -132,7 +135,13 @@ _WRAP_PIECE = re.compile(
 )
 
 
+_DIGITS = frozenset("0123456789")
+
+
 def _classes(s: str) -> tuple[bool, bool, bool]:
+    """Whether ``s`` has a lower-case letter, an upper-case letter, a digit."""
+    if s.isascii():  # the same answer in C: only a-z change in upper(), A-Z in lower()
+        return s.upper() != s, s.lower() != s, not _DIGITS.isdisjoint(s)
     return (
         any(c.islower() for c in s),
         any(c.isupper() for c in s),
@@ -165,7 +174,9 @@ def _entropy(s: str) -> float:
 def _continues(tok: str) -> bool:
     """A line that goes on with a wrapped token's tail (not a word like ``Done``)."""
     lower, upper, digit = _classes(tok)
-    return (digit and (lower or upper)) or (lower and any(c.isupper() for c in tok[1:]))
+    if digit and (lower or upper):
+        return True
+    return lower and upper and _classes(tok[1:])[1]
 
 
 #: (kind, substrings one of which must occur — ``lower`` ones in the lower-cased text — ,
@@ -603,15 +614,62 @@ _REPLACERS: list[tuple[tuple[str, ...], bool, Callable[[str], str]]] = [
 ]
 
 #: the literal prefilter: every trigger looked for once per text (``L`` ones in the
-#: lower-cased text), each replacer run only when one of its triggers is there
+#: lower-cased text), each replacer run only when one of its triggers is there. A trigger is
+#: only searched for when every character of it occurs in the text (one pass builds the set of
+#: the text's characters): most triggers are ruled out without a scan.
 _CASED = tuple(sorted({t for trig, low, _ in _REPLACERS if not low for t in trig}))
 _LOWER = tuple(sorted({t for trig, low, _ in _REPLACERS if low for t in trig}))
 _KEYS = [frozenset(("L" if low else "C") + t for t in trig) for trig, low, _ in _REPLACERS]
 
 
+def _plan() -> list[tuple[str, str, bool, frozenset[str], tuple[str, ...]]]:
+    """The order triggers are looked for in: (key, trigger, in the lower-cased text, its
+    characters, the keys of shorter triggers it contains). Lower-case ones first, shortest
+    first, so a trigger is skipped once one it contains is known absent (no ``key`` → no
+    ``secret access key``; no ``sk-`` → no ``sk-ant-``; a cased ``key-`` needs a ``key``
+    in the lower-cased text)."""
+    plan = []
+    done: list[tuple[str, str, bool]] = []
+    for low, trigs in ((True, _LOWER), (False, _CASED)):
+        for t in sorted(trigs, key=lambda x: (len(x), x)):
+            key = ("L" if low else "C") + t
+            inner = tuple(
+                k
+                for k, u, u_low in done
+                if (u_low and u in t.lower()) or (not u_low and not low and u in t)
+            )
+            plan.append((key, t, low, frozenset(t), inner))
+            done.append((key, t, low))
+    return plan
+
+
+_PLAN = _plan()
+
+
 def _present(text: str) -> set[str]:
+    """The keys (``C``/``L`` + trigger) of the triggers in ``text``: those whose characters all
+    occur in it and whose shorter triggers inside them were found (see :func:`_plan`)."""
     lower = text.lower()
-    return {"C" + t for t in _CASED if t in text} | {"L" + t for t in _LOWER if t in lower}
+    chars, lchars = set(text), set(lower)
+    found: set[str] = set()
+    for key, t, low, need, inner in _PLAN:
+        if low:
+            if need <= lchars and found.issuperset(inner) and t in lower:
+                found.add(key)
+        elif need <= chars and found.issuperset(inner) and t in text:
+            found.add(key)
+    return found
+
+
+#: trigger (``C``/``L`` + text) -> the indexes of the replacers it triggers
+_BY_TRIGGER: dict[str, tuple[int, ...]] = {
+    key: tuple(i for i, keys in enumerate(_KEYS) if key in keys) for keys in _KEYS for key in keys
+}
+
+
+def _to_run(present: set[str]) -> list[int]:
+    """The indexes (in order) of the replacers one of whose triggers is ``present``."""
+    return sorted({i for key in present for i in _BY_TRIGGER[key]})
 
 
 #: a token hard-wrapped over lines, its first line perhaps too short for the token's shape:
@@ -625,14 +683,14 @@ _WRAPPED = re.compile(
 _WRAPPED_PIECE = re.compile(
     rf"(?:\r?\n|\ue010\ue00a)[ \t]{{0,16}}(?P<tok>[{_TOKEN_CHARS}]{{2,}})(?![{_TOKEN_CHARS}])"
 )
-_TOKEN_REPLACERS = _REPLACERS[: len(_PATTERNS)]
+_N_TOKEN_REPLACERS = len(_PATTERNS)
 
 
 def _tokens(text: str) -> str:
-    present = _present(text)
-    for (_, _, replace), keys in zip(_TOKEN_REPLACERS, _KEYS, strict=False):
-        if not keys.isdisjoint(present):
-            text = replace(text)
+    for i in _to_run(_present(text)):
+        if i >= _N_TOKEN_REPLACERS:
+            break
+        text = _REPLACERS[i][2](text)
     return text
 
 
@@ -680,10 +738,10 @@ def _redact(text: str) -> str:
         text = _ESCAPE.sub(lambda m: _MASK[m.group(1)], text)
     if "\n" in text or masked:
         text = _WRAPPED.sub(_join_wrapped, text)
-    present = _present(text)  # may go stale as values are replaced: only a superset matters
-    for (_, _, replace), keys in zip(_REPLACERS, _KEYS, strict=True):
-        if not keys.isdisjoint(present):
-            text = replace(text)
+    # the triggers found before any replacement (may go stale as values are replaced: only a
+    # superset matters)
+    for i in _to_run(_present(text)):
+        text = _REPLACERS[i][2](text)
     if "[REDACTED:" in text:
         text = _TAG_WRAP.sub(lambda m: m.group("tag") + _unwrapped(m.group("wrap") or ""), text)
     return text.translate(_UNMASK) if masked else text

@@ -13,6 +13,7 @@ Stored JSON written by older versions stays readable: unknown keys are ignored o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -49,6 +50,48 @@ class Trigger(StrEnum):
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore")
+
+
+# ---------------------------------------------------------------------------- progress
+class ProgressEvent(_Model):
+    """One step of live progress: what a long operation (a harvest, mining, a night's
+    rollouts) reports while it runs, through an :data:`OnProgress` callback. The domain emits
+    them; a face renders them (the CLI: a rich progress display on a terminal, one JSON
+    object per line on stderr with ``--json``). Fields a step has nothing to say about are
+    None (left out of the JSON).
+
+    ``step``: ``harvest`` (``done`` / ``total`` files of ``source``, ``bytes`` read), ``mine``
+    (sessions, ``prompts`` seen), ``replay`` (rollouts of ``phase``, with the night's
+    ``calls`` and ``tokens`` so far and ``epoch`` / ``batch``), or a night's other steps
+    (``night``, ``reflect``, ``consolidate``, ``test``, ``stage``…) that carry a ``message``."""
+
+    event: Literal["progress"] = "progress"
+    step: str
+    message: str | None = None
+    done: int | None = None
+    total: int | None = None
+    unit: str | None = None
+    source: str | None = None
+    bytes: int | None = None
+    sessions: int | None = None
+    prompts: int | None = None
+    night_id: int | None = None
+    phase: str | None = None
+    epoch: int | None = None
+    epochs: int | None = None
+    batch: int | None = None
+    batches: int | None = None
+    calls: int | None = None
+    cached_calls: int | None = None
+    tokens: int | None = None
+
+    def line(self) -> str:
+        """The event as one JSON line (None fields left out)."""
+        return self.model_dump_json(exclude_none=True)
+
+
+#: Where a long operation reports its progress (may be called from worker threads).
+OnProgress = Callable[[ProgressEvent], None]
 
 
 # ---------------------------------------------------------------------------- nights
@@ -157,6 +200,9 @@ class NightSummary(_Model):
     #: rules the night's document already had)
     copy_for: str | None = None
     copy_of: str | None = None
+    #: the desktop notification of the staged proposal: ``sent with notify-send``, or why
+    #: not (``not sent: notify-send is not on PATH``, ``off (notify.desktop = false)``)
+    notified: str | None = None
 
     def dump(self) -> dict[str, Any]:
         """The stored JSON form: absent texts are left out."""
@@ -387,6 +433,9 @@ class PendingProposal(_Model):
     val_after: float | None = None
     test_before: float | None = None
     test_after: float | None = None
+    #: whether its report was looked at (``show``, the MCP ``get_proposal`` tool or proposal
+    #: resource, the dashboard) since it was staged
+    seen: bool = False
 
 
 class HarvestView(_Model):
@@ -504,6 +553,8 @@ class Status(_Model):
     config_error: str | None = None
     #: every adoption in place, checked against the sessions since adopt
     in_the_wild: list[WildCheck] = Field(default_factory=list)
+    #: "proposal p3 is ready …": the staged proposals nobody has looked at yet (None: none)
+    notice: str | None = None
 
 
 # ---------------------------------------------------------------------------- reads

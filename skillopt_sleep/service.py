@@ -56,6 +56,8 @@ from skillopt_sleep.results import (
     NightOutcome,
     NightResult,
     NightView,
+    OnProgress,
+    PendingProposal,
     ProposalDetail,
     ProposalReport,
     ProposalSummary,
@@ -76,6 +78,30 @@ from skillopt_sleep.status import night_view
 from skillopt_sleep.store import Store, machine_failure
 
 Progress = Callable[[str], None]
+
+
+def _seen_key(proposal_id: str, created_at: str | None) -> str:
+    return f"{proposal_id}@{created_at or ''}"
+
+
+def ready_notice(pending: list[PendingProposal]) -> str | None:
+    """The notice that staged proposals nobody has looked at are ready (None: none)."""
+    unseen = [p for p in pending if not p.seen]
+    if not unseen:
+        return None
+
+    def one(p: PendingProposal) -> str:
+        def f(x: float | None) -> str:
+            return "—" if x is None else f"{x:.2f}"
+
+        return f"{p.id} for {p.target} (val {f(p.val_before)} → {f(p.val_after)})"
+
+    first = unseen[0].id
+    return (
+        f"{'a proposal is' if len(unseen) == 1 else f'{len(unseen)} proposals are'} ready, not "
+        f"yet reviewed: {'; '.join(one(p) for p in unseen)}. Review with `skillopt-sleep show "
+        f"{first}` (MCP: get_proposal), then adopt or reject it."
+    )
 
 
 @dataclass
@@ -173,15 +199,18 @@ class Service:
                 raise StoreError(f"database error: {exc}") from None
 
     # ------------------------------------------------------------------ harvest and tasks
-    def harvest(self, *, progress: bool = False) -> Any:
-        """Harvest every enabled source now; returns the ``HarvestReport``."""
-        from skillopt_sleep.night.wild import record_reach
+    def harvest(self, *, on_progress: OnProgress | None = None) -> Any:
+        """Harvest every enabled source now; returns the ``HarvestReport``. ``on_progress``:
+        a ``harvest`` event per file."""
         from skillopt_sleep.sources.ingest import harvest
 
         settings = self.settings()
         with self._use(check=True) as store:
-            report = harvest(store, settings, progress=progress)
-            record_reach(store, similarity=settings.similarity)
+            report = harvest(store, settings, on_progress=on_progress)
+            if store.adoptions.in_place():  # else there is no reach to judge (nothing imported)
+                from skillopt_sleep.night.wild import record_reach
+
+                record_reach(store, similarity=settings.similarity)
             return report
 
     def forget(
@@ -212,13 +241,13 @@ class Service:
                 for r in store.outbox.recent(limit)
             ]
 
-    def mine(self, project: Path | None = None) -> Any:
+    def mine(self, project: Path | None = None, *, on_progress: OnProgress | None = None) -> Any:
         """Mine tasks from the store now (and save them); returns the ``MineReport``."""
         from skillopt_sleep.night.mine import mine
 
         settings = self.settings(project=project)
         with self._use(check=True) as store:
-            return mine(store, settings)
+            return mine(store, settings, on_progress=on_progress)
 
     def harvested_yet(self) -> bool:
         with self._use() as store:
@@ -373,11 +402,13 @@ class Service:
         return uninstall(agent, project, dry_run=dry_run)
 
     @staticmethod
-    def demo(keep: Path | None, say: Progress) -> dict[str, Any]:
+    def demo(
+        keep: Path | None, say: Progress | None, on_progress: OnProgress | None = None
+    ) -> dict[str, Any]:
         """One whole night in a sandbox against the bundled simulator (:mod:`.demo`)."""
         from skillopt_sleep.demo import run_demo
 
-        return run_demo(keep, say=say)
+        return run_demo(keep, say=say, on_progress=on_progress)
 
     # ------------------------------------------------------------------ nights
     def dispatch(
@@ -445,6 +476,7 @@ class Service:
         on_rollout: Callable[[Any], None] | None = None,
         on_dispatch: Callable[[Dispatch], None] | None = None,
         start_timeout: float = 15.0,
+        on_progress: OnProgress | None = None,
     ) -> NightOutcome:
         """Run a night now, here or in the daemon (:meth:`dispatch`).
 
@@ -453,7 +485,8 @@ class Service:
         ``target`` / ``optimizer``: backend overrides (``{"name": …, "model": …}``).
         Raises ConfigError before anything starts, NightError when a night is already running
         or the daemon refuses or fails it, and what a night raises (backend and budget errors,
-        KeyboardInterrupt) when it runs here and is waited for.
+        KeyboardInterrupt) when it runs here and is waited for. ``on_progress``: the typed
+        progress events of a night waited for here (a night in the daemon reports none).
         """
         settings = self.settings(
             project=project, target=target or None, optimizer=optimizer or None
@@ -467,7 +500,12 @@ class Service:
             return self._run_in_daemon(decision, trigger, wait)
         if wait:
             result = self.run_here(
-                settings, dry_run=dry_run, trigger=trigger, progress=progress, on_rollout=on_rollout
+                settings,
+                dry_run=dry_run,
+                trigger=trigger,
+                progress=progress,
+                on_rollout=on_rollout,
+                on_progress=on_progress,
             )
             return NightOutcome(
                 via="here", reason=decision.reason, night_id=result.night_id, result=result
@@ -484,6 +522,7 @@ class Service:
         progress: Progress | None = None,
         on_rollout: Callable[[Any], None] | None = None,
         on_started: Callable[[int], None] | None = None,
+        on_progress: OnProgress | None = None,
     ) -> NightResult:
         """Run one night in this process, on a connection of its own (the daemon's worker
         and waiting callers). See :func:`skillopt_sleep.night.run.run_night`."""
@@ -500,6 +539,7 @@ class Service:
                 progress=progress,
                 on_rollout=on_rollout,
                 on_started=on_started,
+                on_progress=on_progress,
             )
         finally:
             store.close()
@@ -629,10 +669,16 @@ class Service:
         with self._progress_lock:
             return list(self._progress.get(night_id, ()))
 
-    @staticmethod
-    def night_log(max_bytes: int = 64_000) -> str:
+    def night_log(self, max_bytes: int = 64_000, night_id: int | None = None) -> str:
         """The end of the daemon's night log (``<state>/night.log``: the stderr of the nights
-        it ran), at most ``max_bytes``; "" when there is none."""
+        it ran), or with ``night_id`` of that night's own log
+        (:mod:`skillopt_sleep.night.log`), at most ``max_bytes``; "" when there is none.
+        BadArgument for a night that does not exist."""
+        if night_id is not None:
+            from skillopt_sleep.night.log import read_night_log
+
+            self.night(night_id)  # BadArgument when unknown
+            return read_night_log(night_id, max_bytes)
         path = paths.state_dir() / "night.log"
         try:
             with open(path, "rb") as fh:
@@ -677,7 +723,7 @@ class Service:
             if not src.found:
                 out.append(DoctorCheck(name=f"logs {src.name}", status="skip", detail="not found"))
                 continue
-            detail = f"{src.sessions} sessions, {src.bytes} bytes"
+            detail = f"{src.sessions} session{'' if src.sessions == 1 else 's'}, {src.bytes} bytes"
             out.append(
                 DoctorCheck(name=f"logs {src.name}", status="ok", detail=detail)
                 if src.enabled
@@ -760,7 +806,43 @@ class Service:
         status.daemon = self.daemon_status(timeout=daemon_timeout)
         status.night_running = self.night_running()
         status.config_error = self.config_error()
+        seen = self._seen()
+        for p in status.pending_proposals:
+            p.seen = _seen_key(p.id, p.created_at) in seen
+        status.notice = ready_notice(status.pending_proposals)
         return status
+
+    # the proposals whose report was looked at: a small file beside the store (a read
+    # receipt, so the notice that a proposal is ready is given until someone looks)
+    def _seen_file(self) -> Path:
+        return self.db_path().parent / "seen-proposals.json"
+
+    def _seen(self) -> set[str]:
+        import json
+
+        try:
+            data = json.loads(self._seen_file().read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return set()
+        return {str(x) for x in data} if isinstance(data, list) else set()
+
+    def _saw(self, row: dict[str, Any]) -> None:
+        """Remember that ``row``'s report was looked at (never fails the read)."""
+        import json
+
+        if row.get("status") != "staged":
+            return
+        seen = self._seen()
+        key = _seen_key(row["id"], row.get("created_at"))
+        if key in seen:
+            return
+        path = self._seen_file()
+        try:
+            tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(sorted(seen | {key})[-500:]), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:
+            pass
 
     def in_the_wild(self) -> list[WildCheck]:
         """Each adoption in place against the sessions harvested since (:mod:`.night.wild`)."""
@@ -791,10 +873,12 @@ class Service:
         return [_summary(r) for r in rows[:limit]]
 
     def proposal(self, proposal_id: str) -> ProposalDetail:
-        """A proposal with its report and diff. ProposalError when unknown or unreadable."""
+        """A proposal with its report and diff. ProposalError when unknown or unreadable.
+        A staged one is marked seen (``status`` stops giving its ready notice)."""
         with self._use() as store:
             row = proposals.get_proposal(store, proposal_id)
         report = proposals.load_report(row)
+        self._saw(row)
         try:
             with open(Path(row["dir"]) / "diff.patch", encoding="utf-8", newline="") as fh:
                 diff = fh.read()  # byte-exact: a CRLF file's diff keeps its CRs
@@ -822,10 +906,11 @@ class Service:
     def proposal_markdown(self, proposal_id: str, *, with_status: bool = False) -> str:
         """The proposal's ``report.md`` as it stands now (a proposal no longer staged says it
         can no longer be adopted); ``with_status`` adds a first comment line with its status
-        and base hash (for agents)."""
+        and base hash (for agents). A staged one is marked seen, as by :meth:`proposal`."""
         with self._use() as store:
             row = proposals.get_proposal(store, proposal_id)
         report = proposals.report_markdown(row)
+        self._saw(row)
         if not with_status:
             return report
         return (

@@ -10,6 +10,10 @@ import pytest
 
 from tests.helpers.clis import NODE_BIN
 
+#: the umask pytest started with (read once, restored at once)
+_START_UMASK = os.umask(0o022)
+os.umask(_START_UMASK)
+
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -31,10 +35,23 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "PI_CODING_AGENT_DIR",
         "PI_CODING_AGENT_SESSION_DIR",
         "OPENCLAW_STATE_DIR",
+        "OPENCLAW_HOME",
+        "OPENCLAW_CONFIG_PATH",
+        "OPENCLAW_WORKSPACE_DIR",
+        "OPENCLAW_PROFILE",
         "ANTHROPIC_API_KEY",
         "OPENAI_API_KEY",
     ):
         monkeypatch.delenv(var, raising=False)
+    # a night's desktop notification never reaches a developer's real desktop session (the
+    # tests' stand-in notify-send scripts do not use the bus)
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", "disabled:")
+    # an in-process command makes the process private (umask 077) and remembers the user's
+    # umask: each test starts from the umask pytest started with, nothing remembered
+    from skillopt_sleep import paths
+
+    monkeypatch.setattr(paths, "_USER_UMASK", None)
+    os.umask(_START_UMASK)
     return home
 
 

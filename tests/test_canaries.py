@@ -22,6 +22,7 @@ from skillopt_sleep.service import Service
 from skillopt_sleep.sources.ingest import harvest_file
 from skillopt_sleep.store import Store
 from tests.helpers.canaries import MARK, WRITERS, canaries, db_bytes, leaks, placements
+from tests.helpers.store import ensure_night
 
 CANARIES = canaries()
 
@@ -157,6 +158,7 @@ def test_m004_re_redacts_a_store_written_before(tmp_path: Path) -> None:
         }
     )
     store.db.table("tasks").insert({"id": "t1", "intent": texts[2], "corrections": "[]"})
+    ensure_night(store, 1)
     store.db.table("rollouts").insert({"night_id": 1, "task_id": "t1", "answer": texts[3]})
     store.db.table("_sqlite_migrations").delete_where("name = ?", ["m004_reredact"])
     store.close()

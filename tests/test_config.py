@@ -143,3 +143,19 @@ def test_a_config_file_that_is_not_utf8_is_a_one_line_error(tmp_path):
         )
         assert res.returncode == 1, res.stderr
         assert res.stderr.strip().splitlines()[-1].startswith(f"error: config file {bad}")
+
+
+def test_a_target_agent_cli_trains_that_agents_document_unless_told_otherwise() -> None:
+    """``target.name = "opencode"``: the memory file trained is OpenCode's, where the replays
+    certify it; an explicit ``document.agent`` and a file-named kind are left alone."""
+    from skillopt_sleep.config import Settings
+
+    assert Settings(target={"name": "opencode"}).document.agent == "opencode"
+    assert (
+        Settings(target={"name": "pi"}, document={"kind": "managed_skill"}).document.agent == "pi"
+    )
+    explicit = Settings(target={"name": "opencode"}, document={"agent": "codex"})
+    assert explicit.document.agent == "codex"
+    path = Settings(target={"name": "opencode"}, document={"kind": "path", "path": "/x/A.md"})
+    assert path.document.agent == "claude_code"
+    assert Settings(target={"name": "openai_compatible"}).document.agent == "claude_code"

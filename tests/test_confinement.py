@@ -21,7 +21,7 @@ from skillopt_sleep.night.stage import stage_proposal
 from skillopt_sleep.proposals import adopt, adopt_group, rollback
 from skillopt_sleep.results import AgentCopy, NightCost, NightSummary
 from skillopt_sleep.store import Store
-from tests.helpers.store import db_get, db_rows, tamper
+from tests.helpers.store import db_get, db_rows, ensure_night, tamper
 
 RULE = "Use `pnpm` instead of `npm`."
 
@@ -44,6 +44,7 @@ def sandbox_state(root: Path) -> dict[str, object]:
 def stage(store: Store, target: Path, rules: list[str], night_id: int = 1, **kw) -> str:
     live = read_live(target)
     new = Document.parse(live, new_skill=target.name == "SKILL.md").render(rules)
+    ensure_night(store, night_id)
     return stage_proposal(
         store,
         night_id=night_id,

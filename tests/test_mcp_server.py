@@ -739,3 +739,31 @@ def test_codex_calls_sleep_status_and_its_rollout_holds_the_result(env: Env) -> 
     assert results, "no tool output in the rollout"
     blob = json.dumps(results)
     assert env.proposal_id in blob and "pending_proposals" in blob
+
+
+# ---------------------------------------------------------------------------- notice
+def test_sleep_status_says_a_proposal_is_ready_until_someone_looks(env: Env) -> None:
+    pid = env.proposal_id
+
+    async def body() -> None:
+        async with connect(env) as s:
+            st = await ok(s, "sleep_status")
+            notice = st["notice"]
+            assert notice and "ready, not yet reviewed" in notice
+            assert f"{pid} for {env.target}" in notice and "get_proposal" in notice
+            assert [p["seen"] for p in st["pending_proposals"]] == [False, False]
+            as_resource = (await s.read_resource("skillopt://status")).contents[0].text
+            assert f"{pid} for {env.target}" in as_resource
+            await ok(s, "get_proposal", {"id": pid})  # the agent looked at it
+            st = await ok(s, "sleep_status")
+            seen = {p["id"]: p["seen"] for p in st["pending_proposals"]}
+            assert seen == {pid: True, f"{pid}-codex": False}
+            assert f"{pid} for" not in st["notice"] and f"{pid}-codex for" in st["notice"]
+            md = await s.read_resource(f"skillopt://proposals/{pid}-codex")
+            assert md.contents[0].text
+            assert (await ok(s, "sleep_status"))["notice"] is None
+        # another session (a new server process) remembers what was seen
+        async with connect(env) as s:
+            assert (await ok(s, "sleep_status"))["notice"] is None
+
+    run(body)

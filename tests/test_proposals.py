@@ -13,12 +13,13 @@ from skillopt_sleep.night.stage import stage_proposal
 from skillopt_sleep.proposals import adopt, list_proposals, reject, report_markdown, rollback
 from skillopt_sleep.results import NightCost, NightSummary
 from skillopt_sleep.store import Store
-from tests.helpers.store import db_get, db_rows
+from tests.helpers.store import db_get, db_rows, ensure_night
 
 
 def stage(store: Store, target: Path, rules: list[str], night_id: int = 1) -> str:
     live = read_live(target)
     new = Document.parse(live, new_skill=live is None).render(rules)
+    ensure_night(store, night_id)
     return stage_proposal(
         store,
         night_id=night_id,

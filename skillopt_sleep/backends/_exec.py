@@ -298,7 +298,7 @@ _CLASSES: list[tuple[re.Pattern[str], str]] = [
             r"econnrefused|connection refused|connection failed|could not connect|"
             r"cannot connect|unable to connect|error sending request|enotfound|"
             r"getaddrinfo|dns error|network is unreachable|ehostunreach|econnreset|"
-            r"connection reset",
+            r"connection reset|^connection error\.?$",
             "unreachable",
         ),
         (
@@ -453,10 +453,17 @@ class ExecBackend(Backend):
                 fix="check `model` in the backend config",
             )
         if failure.kind == "unreachable":
+            fix = (
+                "check `base_url` and the network; is the server running?"
+                if self.config.base_url
+                else "no `base_url` is set, so the CLI uses its own model settings: is that "
+                f"endpoint up? ({self.login_fix})"
+            )
             return BackendUnreachable(
-                f"the CLI cannot reach its model API{where}: {failure.message}",
+                f"the CLI cannot reach its model API{where or ' (its own configured endpoint)'}"
+                f": {failure.message}",
                 backend=self.name,
-                fix="check `base_url` and the network; is the server running?",
+                fix=fix,
             )
         if failure.kind == "flag":
             return BackendResponseError(

@@ -74,7 +74,10 @@ def _root(
 def harvest(as_json: bool = JsonOpt) -> None:
     """Read new bytes of every enabled agent's session logs into the store."""
     first_run_setup()
-    report = service().harvest(progress=not as_json and sys.stderr.isatty())
+    from skillopt_sleep.cli.progress import LiveProgress
+
+    with LiveProgress(as_json) as live:
+        report = service().harvest(on_progress=live)
     data = report.model_dump()
     if as_json:
         print_json(data)
@@ -105,7 +108,10 @@ def tasks(
 ) -> None:
     """Mine and list recurring tasks with their split and checks."""
     svc = service()
-    report = svc.mine(project)
+    from skillopt_sleep.cli.progress import LiveProgress
+
+    with LiveProgress(as_json) as live:
+        report = svc.mine(project, on_progress=live)
     rows = [t.model_dump() for t in report.tasks]
     if as_json:
         print_json(rows)
@@ -371,9 +377,29 @@ def status(as_json: bool = JsonOpt) -> None:
         return
     data = st.model_dump(mode="json")
     _print_daemon(data.get("daemon") or {})
+    from skillopt_sleep.cli.console import shorten_middle
+
+    room = max(24, out.width // 2)
+
+    def path(p: str) -> str:  # a path cut in its middle, its file name whole
+        return shorten_middle(str(p), room)
+
+    def say(line: str) -> None:  # wrapped at the terminal's width, paths never broken
+        import textwrap
+
+        wrapped = textwrap.fill(
+            line,
+            out.width,
+            subsequent_indent="  " if not line.startswith("  ") else "    ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        out.print(wrapped, markup=False)
+
     c = data["counts"]
-    out.print(
-        f"store: {data['database']} ({c['sessions']} sessions, {c['messages']} messages, {c['tasks']} tasks)"
+    say(
+        f"store: {path(data['database'])} ({c['sessions']} sessions, {c['messages']} messages, "
+        f"{c['tasks']} tasks)"
         + (
             f"; {c['headless']} headless sessions (claude -p, codex exec, ...)"
             if c["headless"]
@@ -382,43 +408,48 @@ def status(as_json: bool = JsonOpt) -> None:
     )
     n = data["last_night"]
     if n:
-        out.print(
+        say(
             f"last night: #{n['id']} {n['status']} at {n['started_at']}"
             f" — val {_fmt(n['val_before'])} -> {_fmt(n['val_after'])},"
             f" test {_fmt(n['test_before'])} -> {_fmt(n['test_after'])}, calls {_fmt(n['calls'])}"
         )
         if n["error"]:
-            out.print(f"  error: {n['error']}", markup=False)
+            say(f"  error: {n['error']}")
         elif (n.get("summary") or {}).get("reason"):
-            out.print(f"  {n['summary']['reason']}", markup=False)
+            say(f"  {n['summary']['reason']}")
         dropped = (n.get("summary") or {}).get("dropped") or {}
         if dropped:
-            out.print(f"  not mined: {_dropped(dropped)}", markup=False)
+            say(f"  not mined: {_dropped(dropped)}")
     else:
-        out.print("last night: none yet (run `skillopt-sleep run`)")
+        say("last night: none yet (run `skillopt-sleep run`)")
     for p in data["pending_proposals"]:
-        out.print(
-            f"pending proposal {p['id']} for {p['target']} (val {_fmt(p['val_before'])} -> {_fmt(p['val_after'])})"
+        say(
+            f"pending proposal {p['id']} for {path(p['target'])} (val {_fmt(p['val_before'])} -> "
+            f"{_fmt(p['val_after'])})" + ("" if p.get("seen") else ", not yet reviewed")
         )
+    if st.notice:
+        notice = st.notice
+        for p in data["pending_proposals"]:
+            notice = notice.replace(str(p["target"]), path(p["target"]))
+        say(f"notice: {notice}")
     for w in st.in_the_wild:
         rate = f"{w.pass_rate:.0%}" if w.pass_rate is not None else "—"
         before = f"{w.before_pass_rate:.0%}" if w.before_pass_rate is not None else "—"
-        out.print(
-            f"adopted {w.proposal_id} ({w.mode}) {w.target_path}: {w.sessions} matching "
-            f"session(s) since, reached {w.reached}, passed {rate} (before adopt: {before} "
-            f"of {w.before_sessions}), corrected {w.corrected} (before: {w.before_corrected})"
-            + (f"; {w.other_agents} other agents' session(s)" if w.other_agents else ""),
-            markup=False,
+        say(
+            f"adopted {w.proposal_id} ({w.mode}) {path(str(w.target_path))}: {w.sessions} "
+            f"matching session(s) since, reached {w.reached}, passed {rate} (before adopt: "
+            f"{before} of {w.before_sessions}), corrected {w.corrected} (before: "
+            f"{w.before_corrected})"
+            + (f"; {w.other_agents} other agents' session(s)" if w.other_agents else "")
         )
         if w.flag:
-            out.print(f"  warning: {w.flag}", markup=False)
+            say(f"  warning: {w.flag}")
     for name, h in data["harvest"].items():
-        out.print(
+        say(
             f"harvest {name}: {h['files_seen']} files, {h['sessions_new']} new / "
             f"{h['sessions_updated']} updated sessions at {h['at']}"
             # a total, not the parsers' own counters (`harvest --json` has those)
-            + (f"; {_total(h['lines_skipped'])} log lines skipped" if h["lines_skipped"] else ""),
-            markup=False,
+            + (f"; {_total(h['lines_skipped'])} log lines skipped" if h["lines_skipped"] else "")
         )
     if config_error:
         err.print(f"error: {config_error}", markup=False)
@@ -470,8 +501,11 @@ def _print_daemon(d: dict[str, Any]) -> None:
             if w["state"] == "waiting"
             else (f": {w['error']}" if w["error"] else "")
         )
+        from skillopt_sleep.cli.console import shorten_middle
+
+        root = shorten_middle(str(w["root"]), max(24, out.width // 2))
         out.print(
-            f"  {w['source']}: {w['root']} [{w['state']}{extra}] {w.get('files', 0)} files, "
+            f"  {w['source']}: {root} [{w['state']}{extra}] {w.get('files', 0)} files, "
             f"{w.get('sessions', 0)} sessions",
             markup=False,
         )
@@ -517,12 +551,17 @@ def demo(
         help="Put the sandbox in this folder (default: a new temporary folder, kept when a "
         "proposal was staged so you can look around; delete it when done).",
     ),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Run a full night in a sandbox against the bundled simulator (no agent or key needed)."""
     from skillopt_sleep.cli.nights import signals_interrupt
+    from skillopt_sleep.cli.progress import LiveProgress
 
-    with signals_interrupt():
-        result = service().demo(keep, lambda m: err.print(f"[dim]{m}[/]"))
+    with signals_interrupt(), LiveProgress(as_json) as live:
+        result = service().demo(keep, None, on_progress=live)
+    if as_json:
+        print_json(result)
+        return
     out.print(
         f"demo night: {result['status']}; val {_fmt(result['val_before'])} -> {_fmt(result['val_after'])}, "
         f"test {_fmt(result['test_before'])} -> {_fmt(result['test_after'])}"

@@ -93,14 +93,21 @@ def session_show(
 
 def logs_cmd(
     max_bytes: int = typer.Option(64_000, "--bytes", min=1, help="At most this much, the end."),
+    night: int | None = typer.Option(
+        None, "--night", "-n", min=1, help="That night's own log (its id, from `nights`)."
+    ),
 ) -> None:
-    """The end of the daemon's night log (the output of the nights it ran)."""
+    """The end of the daemon's night log (the output of the nights it ran), or of one
+    night's own log with --night."""
     from skillopt_sleep import paths
     from skillopt_sleep.cli.console import out, service
 
-    text = service().night_log(max_bytes)
+    text = service().night_log(max_bytes, night_id=night)
     if not text:
-        out.print(f"no night log yet ({paths.state_dir() / 'night.log'})", markup=False)
+        where = (
+            paths.night_log_path(night) if night is not None else paths.state_dir() / "night.log"
+        )
+        out.print(f"no night log yet ({where})", markup=False)
         return
     out.print(text.rstrip("\n"), markup=False, highlight=False)
 

@@ -76,21 +76,32 @@ def run_night(
     optimizer: dict[str, str],
     as_json: bool,
 ) -> NightOutcome:
-    """Run a night through the service: here (with live progress on a terminal) or in the
-    daemon (waiting for its result). Ctrl-C / SIGTERM / SIGHUP: a night here is killed with
-    its agent CLIs and recorded ``interrupted``; a night in the daemon goes on there."""
+    """Run a night through the service: here (live progress on a terminal, JSON lines on
+    stderr with ``--json``: :mod:`.progress`) or in the daemon (waiting for its result; its
+    progress is not streamed, one line says so). Ctrl-C / SIGTERM / SIGHUP: a night here is
+    killed with its agent CLIs and recorded ``interrupted``; a night in the daemon goes on
+    there."""
+    from skillopt_sleep.cli.progress import LiveProgress
+
     route: dict[str, Dispatch] = {}
+    in_daemon = "the daemon is running: it runs the night; waiting for the result"
 
-    def on_dispatch(d: Dispatch) -> None:
-        route["d"] = d
-        if as_json:
-            return
-        if d.where == "daemon":
-            err.print("[dim]the daemon is running: it runs the night; waiting for the result[/]")
-        elif d.daemon_running:
-            err.print(f"{d.reason}: running the night here", markup=False)
+    with (
+        signals_interrupt(in_daemon=lambda: "d" in route and route["d"].where == "daemon"),
+        LiveProgress(as_json) as live,
+    ):
 
-    def go(**callbacks: Any) -> NightOutcome:
+        def on_dispatch(d: Dispatch) -> None:
+            route["d"] = d
+            if d.where == "daemon":
+                live.note(in_daemon + " (its progress is in the daemon log)", step="dispatch")
+                if not as_json and live.mode == "off":
+                    err.print(f"[dim]{in_daemon}[/]")
+            elif d.daemon_running:
+                live.note(f"{d.reason}: running the night here", step="dispatch")
+                if not as_json and live.mode == "off":
+                    err.print(f"{d.reason}: running the night here", markup=False)
+
         return service.run_night(
             dry_run=dry_run,
             project=project,
@@ -98,30 +109,8 @@ def run_night(
             optimizer=optimizer,
             trigger=Trigger.CLI,
             on_dispatch=on_dispatch,
-            **callbacks,
+            on_progress=live,
         )
-
-    with signals_interrupt(in_daemon=lambda: "d" in route and route["d"].where == "daemon"):
-        if as_json or not err.is_terminal:
-            say = (lambda m: None) if as_json else (lambda m: err.print(m, markup=False))
-            return go(progress=say)
-        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            TextColumn("[dim]{task.completed} rollouts"),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as bar:
-            job = bar.add_task("starting", total=None)
-
-            def show(m: str) -> None:
-                bar.update(job, description=m)
-                bar.console.print(f"[dim]{m}[/]")
-
-            return go(progress=show, on_rollout=lambda _s: bar.advance(job))
 
 
 def print_night(r: NightResult, by: str = "") -> None:
@@ -160,6 +149,8 @@ def print_night(r: NightResult, by: str = "") -> None:
         )
     if r.proposal_id:
         out.print(f"  proposal {r.proposal_id} staged for {r.target_path}", markup=False)
+        if summary.notified:
+            out.print(f"  desktop notification: {summary.notified}", markup=False)
         out.print(
             f"  review: skillopt-sleep show {r.proposal_id}; "
             f"adopt: skillopt-sleep adopt {r.proposal_id}"

@@ -69,7 +69,7 @@ from typing import Any
 from skillopt_sleep import agents, paths
 from skillopt_sleep.errors import UnknownNameError
 from skillopt_sleep.install import jsonedit
-from skillopt_sleep.install.steps import InstallError, Step, _sha
+from skillopt_sleep.install.steps import InstallError, Step, _sha, only_plugin_blocks
 
 #: Install plan keys (``plugins/<key>``, ``<state>/install/<key>-…``), from the agent registry;
 #: every function here also takes the agent's canonical name or another alias (``claude_code``).
@@ -671,6 +671,18 @@ def uninstall(
             new = s.unapply(new, created)
         if new == cur:
             report.changes.append(Change(path, "keep", "changed since install; kept as is"))
+            continue
+        original = (folder / entry["original"]).read_bytes() if entry.get("original") else b""
+        made_by_installs = not entry["existed"] or (
+            original.strip() != b"" and only_plugin_blocks(original)
+        )
+        if not new.strip() and made_by_installs:
+            # another agent's install made the file (e.g. AGENTS.md shared by OpenCode and Pi)
+            # and its uninstall ran first: with the last snippet gone, nothing of the user's is
+            # left, so the file goes as it came
+            report.changes.append(Change(path, "delete", "only install's snippets were left"))
+            if not dry_run:
+                path.unlink()
             continue
         report.changes.append(
             Change(path, "edit", "changed since install: removed only install's part")

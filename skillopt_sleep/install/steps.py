@@ -235,6 +235,22 @@ def _block_set(text: str | None, body: str, tag: str) -> str:
     return text + sep + block
 
 
+_ANY_BLOCK = re.compile(
+    r"<!-- skillopt-sleep-plugin:begin (\S+)\b[^\n]*-->.*?<!-- skillopt-sleep-plugin:end \1 -->",
+    re.S,
+)
+
+
+def only_plugin_blocks(data: bytes) -> bool:
+    """``data`` holds nothing but ``install``'s snippets (any agent's) and white space: a file
+    that installs made, whose last snippet going means the file goes."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return not _ANY_BLOCK.sub("", text).strip()
+
+
 def _block_remove(text: str, tag: str) -> str:
     m = _block_re(tag).search(text)
     if not m:

@@ -77,6 +77,11 @@ class Status(BaseModel):
         "how many it reached, pass rate and corrections before vs after, and a flag when it "
         "does not reach the agent",
     )
+    notice: str | None = Field(
+        None,
+        description="Set when a staged proposal is ready that nobody has reviewed yet "
+        "(get_proposal, `skillopt-sleep show` or the dashboard mark it seen): tell the user",
+    )
 
 
 class ProposalList(BaseModel):

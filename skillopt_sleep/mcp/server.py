@@ -28,7 +28,9 @@ INSTRUCTIONS = (
     "skillopt-sleep trains the user's skill documents overnight on their recurring tasks and "
     "stages proposals. Review with sleep_status / list_proposals / get_proposal; adopt only "
     "after the user agrees, passing the proposal's base_hash; reject with a reason; undo an "
-    "adoption with rollback. run_night starts a night in the background: poll get_night."
+    "adoption with rollback. run_night starts a night in the background: poll get_night. "
+    "When sleep_status has a notice, a proposal is ready and nobody has reviewed it yet: tell "
+    "the user."
 )
 
 READ = ToolAnnotations(
@@ -104,6 +106,7 @@ def _status(service: Service) -> m.Status:
         harvest={k: v.model_dump() for k, v in st.harvest.items()},
         daemon=st.daemon.model_dump(exclude_none=True),
         in_the_wild=st.in_the_wild,
+        notice=st.notice,
     )
 
 
@@ -170,8 +173,9 @@ def build_server(service: Service | None = None, *, http_token: str | None = Non
     # ------------------------------------------------------------------ tools
     @tool(READ)
     def sleep_status() -> m.Status:
-        """Last nights, pending proposals, store counts, harvest accounting, last error, and
-        whether a night is running now."""
+        """Last nights, pending proposals, store counts, harvest accounting, last error,
+        whether a night is running now, and a notice when a proposal is ready that nobody
+        has reviewed yet (tell the user)."""
         return _guard(lambda: _status(svc))
 
     @tool(READ)

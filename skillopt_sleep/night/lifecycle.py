@@ -20,6 +20,7 @@ from filelock import FileLock, Timeout
 
 from skillopt_sleep import paths
 from skillopt_sleep.config import Settings
+from skillopt_sleep.night.log import NightLog
 from skillopt_sleep.results import NightStatus, Trigger
 from skillopt_sleep.store import Row, Store, now_iso
 
@@ -117,11 +118,17 @@ def _stale(rows: list[Row], *, lock_free_now: bool) -> list[Row]:
 
 
 def _interrupt(store: Store, rows: list[Row]) -> int:
-    n = 0
+    marked: list[int] = []
     with store.write():
         for row in rows:
-            n += store.nights.interrupt(row["id"], finished_at=now_iso(), error=STOPPED)
-    return n
+            if store.nights.interrupt(row["id"], finished_at=now_iso(), error=STOPPED):
+                marked.append(row["id"])
+    for night_id in marked:  # the night's own log (when it kept one) says how it ended
+        if paths.night_log_path(night_id).is_file():
+            log = NightLog(night_id)
+            log.line(f"night {night_id} {NightStatus.INTERRUPTED}: {STOPPED}")
+            log.close()
+    return len(marked)
 
 
 def recover(store: Store, *, lock_held: bool = False) -> int:

@@ -18,6 +18,11 @@ which token-set matching tolerates; it is cheap, deterministic and needs no mode
 blind spot — a short intent whose words are a subset of a long one scores 100 ("fix" vs "fix
 the login bug") — is closed by also requiring the shorter intent to have at least half as many
 content words as the longer one.
+
+Only the pairs a candidate index proposes are scored (:mod:`skillopt_sleep.night.candidates`;
+:func:`cluster_all_pairs` is the quadratic reference it is tested against), and each
+project's clustering is kept in the store (``store.mining``): a run whose stored clustering
+still holds compares only the intents new since (:func:`_reusable`).
 """
 
 from __future__ import annotations
@@ -27,15 +32,19 @@ import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from pydantic import BaseModel, Field
 from rapidfuzz import fuzz, process
 
+from skillopt_sleep import agents
 from skillopt_sleep.config import Settings
 from skillopt_sleep.models import CapsuleItem, Check, ContextCapsule, Occurrence, Task
 from skillopt_sleep.night import corrections as fb
+from skillopt_sleep.night.candidates import CandidateIndex, Vocabulary
 from skillopt_sleep.night.replay import scorable
 from skillopt_sleep.night.split import assign_splits, view_id
+from skillopt_sleep.results import OnProgress, ProgressEvent
 from skillopt_sleep.store import Store
 
 INTENT_CHARS = 2000
@@ -106,6 +115,13 @@ class MineReport(BaseModel):
     tasks_scorable: int = 0  # with a split; the others are unassigned ("")
     #: scorable tasks asked once: they train, and are not yet validated on a recurrence
     tasks_once: int = 0
+    #: pairs of intents scored, and intents whose cluster the last run's stays (only the
+    #: others are compared)
+    pairs_compared: int = 0
+    prompts_reused: int = 0
+    #: requests asked where no project of the user's is known (an agent's own folder, such
+    #: as OpenClaw's workspace) given the one project the same request was asked in
+    rehomed: int = 0
     dropped: dict[str, int] = Field(default_factory=dict)
 
 
@@ -357,15 +373,219 @@ def contradiction(a: list[Intent], b: list[Intent]) -> str:
     return ""
 
 
-def _cluster(intents: list[Intent], threshold: float) -> list[list[Intent]]:
+#: The version of what :func:`_cluster` stores per project (a stored state of another
+#: version, or of another threshold, is not reused).
+CLUSTER_STATE_VERSION = 1
+
+
+def _stance_key(it: Intent) -> list[list[str]]:
+    """What of an intent's corrections clustering reads (:func:`contradiction`)."""
+    return [
+        [c.kind, c.value.lower()]
+        for f in it.corrections
+        for c in f.checks
+        if c.kind in ("contains", "not_contains")
+    ]
+
+
+def _reusable(prior: dict | None, group: list[Intent], threshold: float) -> list[tuple[int, bool]]:
+    """What an earlier run (``prior``) decided for each of ``group``'s first intents: its
+    stored cluster and whether it was that cluster's first intent. Only decisions that may
+    still hold are returned: up to the first intent that changed (time, words, corrections'
+    stances), that a new intent now comes before, or that follows an intent gone out of the
+    lookback whose corrections had stances while its cluster has intents still mined.
+    :func:`_cluster_project` checks each of them against what changed since."""
+    if (
+        not prior
+        or prior.get("version") != CLUSTER_STATE_VERSION
+        or prior.get("threshold") != threshold
+    ):
+        return []
+    entries = prior.get("intents") or []
+    now = {(it.session_id, it.seq): it for it in group}
+    alive = {e[4] for e in entries if (e[0], e[1]) in now}  # clusters with a mined intent
+    kept: list[tuple[int, bool]] = []
+    seen: set[int] = set()
+    for session_id, seq, when, norm, cluster, stances in entries:
+        it = now.get((session_id, seq))
+        first = cluster not in seen
+        seen.add(cluster)
+        if it is None:
+            if stances and cluster in alive:
+                break  # its cluster stays, without the stances it had
+            continue
+        if (
+            it.when != when
+            or it.norm != norm
+            or _stance_key(it) != stances
+            or len(kept) >= len(group)
+            or group[len(kept)] is not it  # a new intent comes before it
+        ):
+            break
+        kept.append((cluster, first))
+    return kept
+
+
+def _cluster(
+    intents: list[Intent],
+    threshold: float,
+    counts: Counter | None = None,
+    states: dict[str, dict] | None = None,
+) -> list[list[Intent]]:
     """Greedy, deterministic: intents in (project, time, session, seq) order join the best
     matching cluster of their project (compared with its first member) whose corrections they
-    do not contradict, else start one."""
+    do not contradict, else start one. Only the clusters the candidate index proposes are
+    scored (:mod:`skillopt_sleep.night.candidates`); ``counts["compared"]`` counts them.
+
+    ``states`` (project -> what an earlier run stored) makes it incremental: the intents
+    whose stored clustering still holds (:func:`_reusable`) keep their clusters and only
+    the intents after them are compared. ``states`` is updated in place
+    with every clustered project's new state."""
+    ordered = sorted(intents, key=lambda i: (i.project, i.when, i.session_id, i.seq))
+    clusters: list[list[Intent]] = []
+    start = 0
+    while start < len(ordered):
+        end = start
+        while end < len(ordered) and ordered[end].project == ordered[start].project:
+            end += 1
+        group = ordered[start:end]
+        start = end
+        project = group[0].project
+        prior = states.get(project) if states is not None else None
+        done, state = _cluster_project(group, threshold, counts, prior)
+        clusters += done
+        if states is not None:
+            states[project] = state
+    return clusters
+
+
+def _cluster_project(
+    group: list[Intent], threshold: float, counts: Counter | None, prior: dict | None
+) -> tuple[list[list[Intent]], dict]:
+    """:func:`_cluster` for one project's intents (in order). A stored decision
+    (:func:`_reusable`) is kept unless what it chose between changed: its cluster's first
+    intent is no longer one (gone out of the lookback, or decided otherwise now), or an
+    intent that is a cluster's first now and was not then (*promoted*) is similar to it. Those
+    are decided again; when one moves an intent with correction stances to another cluster,
+    every later intent is decided again."""
+    contents = [_content_text(it.norm)[:_COMPARE_CHARS] for it in group]
+    vocab = Vocabulary()
+    for text in contents:
+        vocab.add(text.split())
+    records = [vocab.classes(text) for text in contents]
+    frequency = Counter(c for r in records for c in r)
+    index = CandidateIndex(frequency)
+    promoted = CandidateIndex(frequency)  # heads now that were not heads then
+    promoted_at: list[int] = []  # their positions in ``index``
+    clusters: list[list[Intent]] = []
+    heads: list[tuple[int, str]] = []  # (cluster, head norm) by position in the index
+    head_texts: list[str] = []  # head contents, by position
+
+    def start_cluster(i: int) -> int:
+        index.add(len(heads), records[i], _content(group[i].norm))
+        heads.append((len(clusters), group[i].norm))
+        head_texts.append(contents[i])
+        clusters.append([group[i]])
+        return len(clusters) - 1
+
+    def decide(i: int) -> int | None:
+        """The position of the head ``group[i]`` joins (None: it starts a cluster)."""
+        it, content = group[i], contents[i]
+        found = list(index.candidates(records[i], _content(it.norm)))
+        if content and found:  # similar() compares content words: a cheap necessary test first
+            texts = itemgetter(*found)(head_texts) if len(found) > 1 else (head_texts[found[0]],)
+            found = [
+                found[j]
+                for _, _, j in process.extract(
+                    content, texts, scorer=fuzz.token_set_ratio, score_cutoff=threshold, limit=None
+                )
+                if texts[j]
+            ] + [pos for pos in found if not head_texts[pos]]
+        best: int | None = None
+        best_score = 0.0
+        for pos in found:
+            head = heads[pos][1]
+            if not fuzz.token_set_ratio(it.norm, head, score_cutoff=threshold):
+                continue
+            score = similar(it.norm, head, threshold)
+            if score and contradiction([it], clusters[heads[pos][0]]):
+                continue  # "use npm" and "use pnpm" are not one task
+            if score > best_score or (
+                score and best is not None and score == best_score and pos < best
+            ):
+                best, best_score = pos, score
+        return best
+
+    def near_promoted(i: int) -> bool:
+        it = group[i]
+        for p in promoted.candidates(records[i], _content(it.norm)):
+            head = heads[promoted_at[p]][1]
+            if fuzz.token_set_ratio(it.norm, head, score_cutoff=threshold) and similar(
+                it.norm, head, threshold
+            ):
+                return True
+        return False
+
+    kept = _reusable(prior, group, threshold)
+    now_of: dict[int, int] = {}  # stored cluster -> its cluster now, while its head is one
+    goes_on: dict[int, int] = {}  # stored cluster -> the cluster now that holds its intents
+    reused = 0
+    for i, it in enumerate(group):
+        if i < len(kept):
+            stored, was_head = kept[i]
+            if (was_head or stored in now_of) and not near_promoted(i):
+                reused += 1
+                if was_head:
+                    now_of[stored] = goes_on[stored] = start_cluster(i)
+                else:
+                    clusters[now_of[stored]].append(it)
+                continue
+            best = decide(i)
+            if best is None:
+                target = start_cluster(i)
+                if not was_head:
+                    promoted.add(len(promoted_at), records[i], _content(it.norm))
+                    promoted_at.append(len(heads) - 1)
+                else:
+                    now_of[stored] = target
+                goes_on.setdefault(stored, target)
+            else:
+                target = heads[best][0]
+                clusters[target].append(it)
+            if target != goes_on.get(stored) and _stance_key(it):
+                kept = kept[: i + 1]  # correction stances moved: decide every later one again
+            continue
+        best = decide(i)
+        if best is None:
+            start_cluster(i)
+        else:
+            clusters[heads[best][0]].append(it)
+    if counts is not None:
+        counts["compared"] += index.compared + promoted.compared
+        counts["reused"] += reused
+    of = {id(it): n for n, members in enumerate(clusters) for it in members}
+    state = {
+        "version": CLUSTER_STATE_VERSION,
+        "threshold": threshold,
+        "intents": [
+            [it.session_id, it.seq, it.when, it.norm, of[id(it)], _stance_key(it)] for it in group
+        ],
+    }
+    return clusters, state
+
+
+def cluster_all_pairs(
+    intents: list[Intent], threshold: float, counts: Counter | None = None
+) -> list[list[Intent]]:
+    """:func:`_cluster` comparing every intent with every cluster of its project (quadratic:
+    kept as the reference the candidate index is tested and benchmarked against)."""
     clusters: list[list[Intent]] = []
     heads: dict[str, list[tuple[int, str]]] = {}  # project -> [(cluster index, head norm)]
     for it in sorted(intents, key=lambda i: (i.project, i.when, i.session_id, i.seq)):
         mine_heads = heads.setdefault(it.project, [])
         choices = [h for _, h in mine_heads]
+        if counts is not None:
+            counts["compared"] += len(choices)
         best: int | None = None
         best_score = 0.0
         for _, _, pos in process.extract(
@@ -549,9 +769,68 @@ def _build(members: list[Intent], task_id: str) -> Task:
     )
 
 
+# ---------------------------------------------------------------------------- projects
+def _agent_folders() -> list[str]:
+    """The agents' own folders (each agent's home; OpenClaw's workspace, wherever its config
+    puts it): a session whose project is one of them was asked of the agent, not in a
+    project of the user's (OpenClaw 2026.9.6 records its workspace as every session's
+    folder, whatever folder ``openclaw agent`` was run in)."""
+    folders = {str(a.home()) for a in agents.AGENTS}
+    folders |= {str(p.parent) for p in agents.get_agent("openclaw").user_memory_files()}
+    return sorted(folders)
+
+
+def _own_folder(project: str, folders: list[str]) -> bool:
+    return not project or any(project == f or project.startswith(f + "/") for f in folders)
+
+
+def rehome_projectless(intents: list[Intent], threshold: float, folders: list[str]) -> int:
+    """Give a request asked where no project of the user's is known (no folder, or an
+    agent's own folder: ``folders``) the project of the same request asked in a project,
+    when all its matches (:func:`similar` at ``threshold``, 0..100) are in one project: the
+    request asked of OpenClaw and in OpenCode in ``~/src/webapp`` is one task, held out on
+    its next occurrence whichever agent it was asked of. Requests matching several projects
+    or none keep theirs. Returns how many moved. Scores only the candidates rapidfuzz's
+    token-set ratio proposes (the looser measure of :func:`similar`)."""
+    homed: dict[str, set[str]] = {}  # content text -> the user's projects it was asked in
+    norms: dict[str, str] = {}  # content text -> one normalised request with it
+    for it in intents:
+        if not _own_folder(it.project, folders):
+            key = _content_text(it.norm) or it.norm
+            homed.setdefault(key, set()).add(it.project)
+            norms.setdefault(key, it.norm)
+    if not homed:
+        return 0
+    choices = list(homed)
+    cut = [c[:_COMPARE_CHARS] for c in choices]
+    moved = 0
+    for it in intents:
+        if not _own_folder(it.project, folders):
+            continue
+        query = (_content_text(it.norm) or it.norm)[:_COMPARE_CHARS]
+        found: set[str] = set()
+        for _choice, _score, idx in process.extract(
+            query, cut, scorer=fuzz.token_set_ratio, score_cutoff=threshold, limit=None
+        ):
+            if similar(it.norm, norms[choices[idx]], threshold):
+                found |= homed[choices[idx]]
+        if len(found) == 1:
+            it.project = found.pop()
+            moved += 1
+    return moved
+
+
 # ---------------------------------------------------------------------------- entry point
-def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -> MineReport:
-    """Mine tasks from the store, assign splits (keeping stored ones) and save them."""
+def mine(
+    store: Store,
+    settings: Settings,
+    *,
+    now: _dt.datetime | None = None,
+    on_progress: OnProgress | None = None,
+) -> MineReport:
+    """Mine tasks from the store, assign splits (keeping stored ones) and save them.
+    ``on_progress`` gets a ``mine`` event per session walked (sessions done of the total,
+    prompts seen so far)."""
     now = now or _dt.datetime.now(_dt.UTC)
     if now.tzinfo is None:
         now = now.replace(tzinfo=_dt.UTC)
@@ -560,7 +839,18 @@ def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -
     dropped: Counter = Counter()
     report = MineReport()
     intents: list[Intent] = []
-    for s in store.sessions.all(scope, include_self=True):
+    sessions = store.sessions.all(scope, include_self=True)
+    for n, s in enumerate(sessions, 1):
+        if on_progress is not None:
+            on_progress(
+                ProgressEvent(
+                    step="mine",
+                    done=n - 1,
+                    total=len(sessions),
+                    unit="sessions",
+                    prompts=report.prompts,
+                )
+            )
         project = s.get("project") or ""
         if scope and not (project == scope or project.startswith(scope + "/")):
             continue  # the store's LIKE treats "_" as a wildcard
@@ -582,8 +872,25 @@ def mine(store: Store, settings: Settings, *, now: _dt.datetime | None = None) -
         report.prompts += n_prompts
         intents.extend(found)
 
+    if on_progress is not None:
+        on_progress(
+            ProgressEvent(
+                step="mine",
+                done=len(sessions),
+                total=len(sessions),
+                unit="sessions",
+                prompts=report.prompts,
+                message=f"clustering {len(intents)} requests",
+            )
+        )
     threshold = settings.similarity * 100
-    clusters = _cluster(intents, threshold)
+    report.rehomed = rehome_projectless(intents, threshold, _agent_folders())
+    # each project's clustering of the last run: only the prompts new since are compared
+    states = store.mining.states(sorted({it.project for it in intents}))
+    counts: Counter = Counter()
+    clusters = _cluster(intents, threshold, counts, states)
+    report.pairs_compared, report.prompts_reused = counts["compared"], counts["reused"]
+    store.mining.save(states)
     report.clusters = len(clusters)
     kept = []
     for members in clusters:

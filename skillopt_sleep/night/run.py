@@ -37,6 +37,9 @@ from skillopt_sleep.night.document import (
     sha256_text,
 )
 from skillopt_sleep.night.lifecycle import NightStatus, Trigger, night_lock
+from skillopt_sleep.night.log import NightLog
+from skillopt_sleep.night.notify import proposal_ready
+from skillopt_sleep.night.progress import NightProgress
 from skillopt_sleep.night.replay import mean, scorable
 from skillopt_sleep.night.split import HELD_OUT, views
 from skillopt_sleep.night.train import (
@@ -47,7 +50,14 @@ from skillopt_sleep.night.train import (
     user_refusals,
 )
 from skillopt_sleep.night.wild import record_reach
-from skillopt_sleep.results import Delivery, EditCounts, NightCost, NightResult, NightSummary
+from skillopt_sleep.results import (
+    Delivery,
+    EditCounts,
+    NightCost,
+    NightResult,
+    NightSummary,
+    OnProgress,
+)
 from skillopt_sleep.store import Store
 
 
@@ -84,6 +94,7 @@ def run_night(
     env: dict[str, str] | None = None,
     home: Path | None = None,
     on_started: Callable[[int], None] | None = None,
+    on_progress: OnProgress | None = None,
 ) -> NightResult:
     """Run one night and return its result.
 
@@ -92,8 +103,10 @@ def run_night(
     ``harvest_first=False`` skips the harvest step (the caller has just harvested).
     ``on_started(night_id)`` is called once the night's row exists (before any work), so a
     caller that does not wait for the result learns its id without polling the store.
+    ``progress(line)`` gets the night's progress lines; ``on_progress(event)`` its typed
+    events (:class:`~skillopt_sleep.night.progress.NightProgress`), rollouts counted.
     """
-    say = progress or (lambda _msg: None)
+    say = NightProgress(progress, on_progress)
     lock = night_lock()
     try:
         lock.acquire(timeout=0)
@@ -104,7 +117,20 @@ def run_night(
     try:
         lifecycle.recover(store, lock_held=True)
         night_id = lifecycle.begin(store, settings, trigger, dry_run)
+        say.night_id = night_id
         started = time.monotonic()
+        night_log = NightLog(night_id)  # the night's own log: every progress line
+        night_log.line(f"night {night_id} started ({trigger}{', dry run' if dry_run else ''})")
+
+        caller_text = say.text
+
+        def logged(msg: str) -> None:  # every progress line also goes to the night's log
+            night_log.line(msg)
+            if caller_text is not None:
+                caller_text(msg)
+
+        say.text = logged
+
         try:
             if on_started is not None:
                 on_started(night_id)
@@ -119,6 +145,10 @@ def run_night(
                 home=home,
                 on_rollout=on_rollout,
             )
+            night_log.line(
+                f"night {night_id} {result.status}"
+                + (f": proposal {result.proposal_id}" if result.proposal_id else "")
+            )
         except (SkilloptError, KeyboardInterrupt) as exc:
             if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or a signal turned into one
                 status = NightStatus.INTERRUPTED
@@ -128,16 +158,21 @@ def run_night(
             lifecycle.finish(
                 store, night_id, status, error=error, seconds=time.monotonic() - started
             )
+            night_log.line(f"night {night_id} {status}: {error}")
             raise
         except Exception as exc:  # a bug: still never leave the night "running"
+            error = f"internal error: {type(exc).__name__}: {exc}"
             lifecycle.finish(
                 store,
                 night_id,
                 NightStatus.FAILED,
-                error=f"internal error: {type(exc).__name__}: {exc}",
+                error=error,
                 seconds=time.monotonic() - started,
             )
+            night_log.line(f"night {night_id} {NightStatus.FAILED}: {error}")
             raise
+        finally:
+            night_log.close()
         return result
     finally:
         lock.release()
@@ -208,7 +243,7 @@ def _run(
     *,
     dry_run: bool,
     harvest_first: bool,
-    say: Progress,
+    say: NightProgress,
     env: dict[str, str] | None,
     home: Path | None,
     on_rollout: OnRollout | None = None,
@@ -219,14 +254,15 @@ def _run(
 
     t0 = time.monotonic()
     if harvest_first:
-        say("harvesting sessions")
-        harvested = harvest(store, s)
+        say.enter("harvest", "harvesting sessions")
+        harvested = harvest(store, s, on_progress=say.relay)
         record_reach(store, similarity=s.similarity)
         say(f"harvest: {_harvest_line(harvested)}")
     else:  # the caller harvested just before (the daemon's worker, under its ingest lock)
         say("harvest: skipped (harvested before the night)")
-    say("mining recurring tasks")
-    report = mine(store, s)
+    say.enter("mine", "mining recurring tasks")
+    report = mine(store, s, on_progress=say.relay)
+    say.enter("night")
     target_path = resolve_target(s.document, s.project, env=env, home=home)
     live = read_live(target_path)
     base_hash = sha256_text(live)
@@ -324,7 +360,7 @@ def _run(
         return finish(NightStatus.PLANNED)
 
     target, optimizer = _open_backends(s)
-    say("checking the backends")
+    say.enter("check", "checking the backends")
     target.check()  # loud even when every rollout would come from the cache
     if optimizer is not target:
         optimizer.check()
@@ -348,7 +384,7 @@ def _run(
         rules, val_scores = night.train(doc, train, val, verified)
         trained = night.doc or doc  # a skill's certified description with the rules
         val_before = night.val_baseline
-        say("scoring the test split before and after")
+        say.enter("test", "scoring the test split before and after", epoch=None)
         if test and rules != doc.rules:  # with workers > 1: both at once
             night.ahead([(test, doc.render(r)) for r in (doc.rules, rules)])
         test_before = (
@@ -404,6 +440,7 @@ def _run(
         kind = _copy_kind(s, where) if where is not None else ""
         if not (kind and held_out and rules and verified) or budget_note:
             return {}
+        say.enter("copies")
         summary.copies = certify_copies(
             store,
             s,
@@ -517,6 +554,9 @@ def _run(
         test_before=test_before,
         test_after=test_after,
     )
+    say.enter("notify")
+    summary.notified = proposal_ready(s, proposal_id, str(target_path), val_before, val_after)
+    say(f"proposal {proposal_id} staged; desktop notification: {summary.notified}")
     return finish(NightStatus.SUCCEEDED, costs.get("seconds"), proposal_id=proposal_id, **extra)
 
 

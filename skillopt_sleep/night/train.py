@@ -51,6 +51,7 @@ from skillopt_sleep.night.document import (
     sha256_text,
 )
 from skillopt_sleep.night.gate import gate
+from skillopt_sleep.night.progress import NightProgress
 from skillopt_sleep.night.replay import Cost, Meter, Replayer, Scored, mean
 from skillopt_sleep.store import Store, now_iso
 
@@ -77,6 +78,10 @@ class Trainer:
         """``cost``: the night's running cost to add to (shared budget); a new one if None."""
         self.store, self.s, self.night_id, self.say = store, settings, night_id, say
         self.cost = cost if cost is not None else Cost()
+        #: the night's progress events (rollouts counted, with the calls and tokens so far)
+        self.report = say if isinstance(say, NightProgress) else NightProgress(say)
+        if self.report.cost is None:
+            self.report.cost = self.cost
         caps = {
             "max_calls": settings.max_calls_per_night,
             "max_tokens": settings.max_tokens_per_night,
@@ -89,7 +94,7 @@ class Trainer:
             self.optimizer if settings.rubric else None,
             metric=settings.gate_metric,
             workers=target.config.workers,
-            on_rollout=on_rollout,
+            on_rollout=self._counted(on_rollout),
             place=place,
         )
         self.edits: list[Edit] = []
@@ -108,11 +113,21 @@ class Trainer:
         self._ahead: dict[tuple[str, str], Scored] = {}
 
     # ----------------------------------------------------------------- helpers
+    def _counted(self, on_rollout: OnRollout | None) -> OnRollout:
+        def counted(sc: Scored) -> None:
+            self.report.rollout(sc)
+            if on_rollout is not None:
+                on_rollout(sc)
+
+        return counted
+
     def replay(
         self, tasks: list[Task], doc: Document, rules: list[str], split: str, phase: str
     ) -> dict[str, Scored]:
         text = doc.render(rules)
         todo = [t for t in tasks if (text, t.id) not in self._ahead]
+        if todo:
+            self.report.replaying(phase, len(todo))
         fresh = self.replayer.run(todo, text) if todo else {}
         scores = {
             t.id: self._ahead.pop((text, t.id)) if (text, t.id) in self._ahead else fresh[t.id]
@@ -157,6 +172,7 @@ class Trainer:
         jobs = [(tasks, text) for tasks, text in jobs if tasks]
         if self.replayer.workers == 1 or len(jobs) < 2:
             return
+        self.report.replaying("in parallel", sum(len(tasks) for tasks, _ in jobs))
         try:
             results = self.replayer.run_many(jobs)
         except BudgetExceeded:
@@ -305,11 +321,16 @@ class Trainer:
         for epoch in range(1, self.s.epochs + 1):
             batches = self._batches(train, epoch)
             for b, batch in enumerate(batches, 1):
+                self.report.enter(
+                    "train", epoch=epoch, epochs=self.s.epochs, batch=b, batches=len(batches)
+                )
                 self.say(f"epoch {epoch}/{self.s.epochs} batch {b}/{len(batches)}: replay")
                 scores = self.replay(batch, self.doc, rules, "train", f"train e{epoch}b{b}")
                 if all(sc.score >= 1.0 for sc in scores.values()):
                     continue
+                self.report.enter("reflect")
                 edits = self.reflect(batch, scores, rules, self.doc)
+                self.report.enter("gate")
                 for k, e in enumerate(edits):
                     e.epoch, e.batch = epoch, b
                     flagged = _screened(e)
@@ -359,6 +380,7 @@ class Trainer:
                         self.rejected.append(e.describe())
                     self.say(f"  {e.status}: {e.describe()} ({v.reason})")
                     self.record_edit(e)
+            self.report.enter("consolidate", epoch=epoch, epochs=self.s.epochs)
             rules, val_scores = self.consolidate(self.doc, rules, val, val_scores, epoch, verified)
         return rules, val_scores
 

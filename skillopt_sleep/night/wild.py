@@ -161,6 +161,8 @@ def record_reach(store: Store, *, similarity: float = 0.72) -> int:
     asks one of its tasks again; returns how many verdicts were recorded. Call it right after
     a harvest (a write)."""
     n = 0
+    if not store.adoptions.in_place():  # nothing adopted: no task or session is loaded
+        return 0
     adopted = _adopted(store)
     if not adopted:
         return 0

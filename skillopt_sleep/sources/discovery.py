@@ -239,7 +239,10 @@ def _plan_enable(
                 enabled.append(s.name)
             lines.append(f"{nl}[sources.{s.name}]{nl}enabled = {'true' if on else 'false'}{nl}")
         if text is None:
-            text = "# skillopt-sleep configuration. [sources.*]: the agents whose logs were found here.\n"
+            text = (
+                "# skillopt-sleep configuration. [sources.*]: every agent it knows, enabled where"
+                " its logs were found here (and the defaults, claude_code and codex).\n"
+            )
         elif text and not text.endswith("\n"):
             text += nl
         text += "".join(lines)

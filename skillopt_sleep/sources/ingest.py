@@ -5,7 +5,8 @@ Per file the ``source_files`` table keeps the inode, size (bytes), mtime (epoch 
 byte ``offset`` consumed (always just after a ``\\n``), the sha256 ``head_hash`` of the first
 ``min(4096, size)`` bytes and the parser ``state`` (JSON). On a later pass:
 
-* unchanged size and mtime → nothing is read;
+* unchanged size, mtime and inode → nothing is read (:func:`harvest` compares each file's
+  ``stat`` with one query of the source's rows, and does not open the file);
 * a grown file → only the bytes after ``offset`` are read (seek); an unterminated last line is
   not consumed, so it is parsed on the pass after it is completed;
 * a replaced (other inode / head hash) or truncated (size < offset) file → re-read from 0 with
@@ -15,12 +16,15 @@ byte ``offset`` consumed (always just after a ``\\n``), the sha256 ``head_hash``
 Bad input never raises: unreadable files, vanished files and directories, binary files (NUL in
 the first 4 KiB), lines over :data:`.lines.MAX_LINE` bytes (read in :data:`.lines.CHUNK` pieces, so memory stays
 bounded), malformed JSON and non-UTF-8 bytes (decoded with U+FFFD) are counted by reason.
-Each file's pass runs in one ``store.write()`` transaction, so offsets never get ahead of the
-messages they stand for. Lookback is not applied here (the miner filters by date).
+Each file's pass runs in one ``store.write()`` transaction (in :func:`harvest`, a savepoint of
+the batch's transaction: files are committed in batches), so offsets never get ahead of the
+messages they stand for, and a harvest killed mid-way loses only its uncommitted batch, which
+the next pass reads again. Lookback is not applied here (the miner filters by date).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import json
@@ -32,15 +36,17 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from pydantic import BaseModel, Field
 
 from skillopt_sleep.config import Settings, SourceConfig
+from skillopt_sleep.results import OnProgress, ProgressEvent
 from skillopt_sleep.sources import get_source
 from skillopt_sleep.sources.base import ParseResult, Source
 from skillopt_sleep.sources.lines import HEAD, LineReader, SkipFile, batches
 from skillopt_sleep.store import Store, now_iso
+from skillopt_sleep.store.files import FileStamp
 
 
 @dataclass
@@ -491,11 +497,17 @@ def _paths(src: Source, roots: list[Path], report: SourceReport) -> list[str]:
 
 
 def harvest(
-    store: Store, settings: Settings, *, sources: list[str] | None = None, progress: bool = False
+    store: Store,
+    settings: Settings,
+    *,
+    sources: list[str] | None = None,
+    on_progress: OnProgress | None = None,
 ) -> HarvestReport:
     """Harvest every enabled source of ``settings`` (or only the ``sources`` named: those are
     harvested even when disabled in the config). Empty ``roots`` mean the source's defaults for
     this OS and environment. Each source's accounting is also written to ``harvest_runs``.
+    ``on_progress`` gets a ``harvest`` event per file (files done of the source's total,
+    bytes read so far).
     """
     names = (
         list(sources)
@@ -513,7 +525,7 @@ def harvest(
         sr.files_seen = len(paths)
         new: set[str] = set()
         updated: set[str] = set()
-        for fr in _run(store, src, paths, progress, projects):
+        for done, fr in enumerate(_run(store, src, paths, projects), 1):
             if fr.status == "skipped":
                 sr.files_skipped[fr.reason] = sr.files_skipped.get(fr.reason, 0) + 1
             elif fr.status == "read":
@@ -527,6 +539,17 @@ def harvest(
             _bump(sr.sessions_filtered, fr.sessions_filtered)
             _bump(sr.lines_skipped, fr.lines_skipped)
             _bump(sr.warnings, fr.warnings)
+            if on_progress is not None:
+                on_progress(
+                    ProgressEvent(
+                        step="harvest",
+                        source=name,
+                        done=done,
+                        total=len(paths),
+                        unit="files",
+                        bytes=sr.bytes_read,
+                    )
+                )
         sr.sessions_new, sr.sessions_updated = len(new), len(updated - new)
         sr.finished_at = now_iso()
         store.harvests.record(
@@ -551,24 +574,73 @@ def harvest(
     return report
 
 
-def _run(
-    store: Store, src: Source, paths: list[str], progress: bool, projects: ProjectFilter
-) -> Iterator[FileResult]:
-    if not progress:
-        for p in paths:
-            yield harvest_file(store, src, p, projects)
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+#: a harvest commits after this many files read, bytes read or seconds, whichever comes first
+#: (one transaction per batch of files: one commit, one FTS segment flush)
+BATCH_FILES = 200
+BATCH_BYTES = 32 * 1024 * 1024
+BATCH_SECONDS = 2.0
 
-    with Progress(
-        TextColumn("harvest {task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task(src.name, total=len(paths))
+
+def _unchanged(path: str, stamp: FileStamp | None) -> bool:
+    """Whether ``path`` is what the store read last time, by its ``stat`` alone (size, mtime
+    and inode as stored, read without error and nothing pending): then it is not opened."""
+    if stamp is None or stamp.status != "ok" or stamp.pending:
+        return False
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return (
+        stamp.size == st.st_size
+        and stamp.mtime == st.st_mtime
+        and stamp.inode == st.st_ino
+        and _stat.S_ISREG(st.st_mode)
+    )
+
+
+def _run(
+    store: Store, src: Source, paths: list[str], projects: ProjectFilter
+) -> Iterator[FileResult]:
+    """:func:`harvest_file` of every path that changed, the files read grouped in one write
+    transaction per batch (:data:`BATCH_FILES`, :data:`BATCH_BYTES`, :data:`BATCH_SECONDS`),
+    each file in its own savepoint inside it. A file (not a ``snapshot`` unit) whose stat
+    matches the store's row (one query for the whole source) is ``unchanged`` without being
+    opened.
+
+    Killed mid-batch, nothing of the batch is kept (the files' offsets and their messages are
+    committed together), so the next pass reads those files again."""
+    stamps = store.files.stamps(src.name)
+    tx: contextlib.AbstractContextManager[Any] | None = None
+    n_files = n_bytes = 0
+    started = 0.0
+    try:
         for p in paths:
-            yield harvest_file(store, src, p, projects)
-            bar.advance(task)
+            # a snapshot unit (a database) may change in its sidecars: its signature decides
+            if src.read_mode(Path(p)) != "snapshot" and _unchanged(p, stamps.get(p)):
+                yield FileResult(path=p, source=src.name)
+                continue
+            if tx is None:
+                tx = store.write()
+                tx.__enter__()
+                n_files = n_bytes = 0
+                started = time.monotonic()
+            fr = harvest_file(store, src, p, projects)
+            n_files += 1
+            n_bytes += fr.bytes_read
+            if (
+                n_files >= BATCH_FILES
+                or n_bytes >= BATCH_BYTES
+                or time.monotonic() - started >= BATCH_SECONDS
+            ):
+                done: contextlib.AbstractContextManager[Any] = tx
+                tx = None  # not exited again if the commit fails
+                done.__exit__(None, None, None)
+            yield fr
+    except BaseException as exc:
+        if tx is not None:
+            tx.__exit__(type(exc), exc, exc.__traceback__)
+        raise
+    if tx is not None:
+        last: contextlib.AbstractContextManager[Any] = tx
+        tx = None
+        last.__exit__(None, None, None)

@@ -97,6 +97,16 @@ def _settled(info: dict, parts: list[dict], updated_ms: Any, now: float) -> bool
     return last == 0 or now * 1000 - last > SETTLE_SECONDS * 1000
 
 
+def _unquote(text: str) -> str:
+    """A prompt ``opencode run "a b"`` stored as ``"a b"`` (1.18.33 quotes each argument that
+    holds a space): the one pair of quotes around the whole prompt removed, so the same
+    request typed in the TUI or piped (stored as typed) reads the same. A prompt with quotes
+    inside is kept as it is."""
+    if len(text) >= 2 and text[0] == text[-1] == '"' and '"' not in text[1:-1]:
+        return text[1:-1].strip()
+    return text
+
+
 class _Builder:
     """Turns OpenCode message infos + parts into harvested messages of one store pass."""
 
@@ -180,6 +190,7 @@ class _Builder:
                 self.skipped[f"ignored_part:{ptype}"] += 1
         text = "\n".join(x.strip() for x in texts if x.strip())
         if role == "user":
+            text = _unquote(text)
             if not text:
                 self.skipped["empty"] += 1
                 return

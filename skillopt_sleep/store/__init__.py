@@ -62,6 +62,7 @@ from skillopt_sleep.store.files import FilesRepo
 from skillopt_sleep.store.forget import ForgetRepo
 from skillopt_sleep.store.harvests import HarvestsRepo
 from skillopt_sleep.store.migrations import migrations
+from skillopt_sleep.store.mining import MiningRepo
 from skillopt_sleep.store.nights import NightsRepo
 from skillopt_sleep.store.outbox import OutboxRepo
 from skillopt_sleep.store.proposals import AdoptionsRepo, ProposalsRepo
@@ -241,6 +242,11 @@ class Store:
                     self.db.execute("select count(*) from sqlite_master").fetchone()
             if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "memory":
                 self.db.enable_wal()
+            if self.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                # WAL + NORMAL: a commit is not fsynced (the WAL is, at each checkpoint). A
+                # killed process loses nothing committed; a power cut or OS crash may lose
+                # the last commits, never the database's consistency (docs/architecture.md)
+                self.db.execute("PRAGMA synchronous = NORMAL")
             self.db.execute("PRAGMA foreign_keys = ON")
             # deleted and overwritten text (re-redaction, forget) is zeroed, not left in pages
             self.db.execute("PRAGMA secure_delete = ON")
@@ -270,6 +276,7 @@ class Store:
         self.wild = WildRepo(db)
         self.forget = ForgetRepo(db)
         self.outbox = OutboxRepo(db)
+        self.mining = MiningRepo(db)
 
     def _migrations(self) -> int:
         if not self.db.table("_sqlite_migrations").exists():
@@ -288,9 +295,14 @@ class Store:
         self.checked = True
 
     def integrity(self) -> list[str]:
-        """SQLite's ``quick_check`` of the database: [] when sound, else its findings."""
+        """SQLite's ``quick_check`` of the database and its ``foreign_key_check`` (a row that
+        names a night, task, proposal, adoption or session the store does not hold): [] when
+        sound, else the findings."""
         rows = [str(r[0]) for r in self.db.execute("pragma quick_check").fetchall()]
-        return [] if rows == ["ok"] else rows
+        found = [] if rows == ["ok"] else rows
+        for table, rowid, parent, _ in self.db.execute("pragma foreign_key_check").fetchall():
+            found.append(f"{table} row {rowid} names a missing {parent} row")
+        return found
 
     def close(self) -> None:
         """Close the connection, under the writer lock when the store has one: a worker

@@ -106,6 +106,8 @@ class ForgetRepo(Repository):
             counts["sessions"] += db.execute(
                 f"delete from sessions where id in ({marks})", chunk
             ).rowcount
+        if session_ids:  # mining's stored clustering holds their prompts' words
+            db.execute("delete from mining_state")
         for chunk in _chunks(task_ids):
             marks = ",".join("?" * len(chunk))
             intents = [
@@ -119,8 +121,13 @@ class ForgetRepo(Repository):
                 counts["outbox"] += db.execute(
                     "update outbox set prompt = '' where instr(prompt, ?) > 0", [intent]
                 ).rowcount
+            # a rollout's task_id is the replayed view, ``<task>@<occurrence>``: its task is
+            # ``task`` (NULL when the task was not stored), else the view id's head
             counts["rollouts"] += db.execute(
-                f"delete from rollouts where task_id in ({marks})", chunk
+                f"delete from rollouts where task in ({marks}) or task_id in ({marks}) or "
+                "(instr(task_id, '@') > 0 and "
+                f"substr(task_id, 1, instr(task_id, '@') - 1) in ({marks}))",
+                chunk * 3,
             ).rowcount
             for tid in chunk:  # an occurrence's replays: <task id>@<hash>
                 counts["rollouts"] += db.execute(

@@ -338,3 +338,134 @@ def m007_outbox(db: Database) -> None:
         pk="id",
     )
     db.table("outbox").create_index(["at"])
+
+
+# FOREIGN_KEYS and VIEWS are part of the released step m008: never edit them; a later step
+# that changes a view or a key declares its own.
+
+#: (child table, column, parent table, parent column): the links m008 declares
+FOREIGN_KEYS: list[tuple[str, str, str, str]] = [
+    ("nights", "proposal_id", "proposals", "id"),
+    ("proposals", "night_id", "nights", "id"),
+    ("adoptions", "proposal_id", "proposals", "id"),
+    ("edits", "night_id", "nights", "id"),
+    ("rollouts", "night_id", "nights", "id"),
+    ("rollouts", "task", "tasks", "id"),
+    ("wild_sessions", "adoption_id", "adoptions", "id"),
+    ("wild_sessions", "session_id", "sessions", "id"),
+]
+
+#: the views m008 creates for browsing the store (``datasette``, ``sqlite3``): name -> SQL
+VIEWS: dict[str, str] = {
+    # one row per night: its document, scores, cost and outcome
+    "per_night_scores": """
+select n.id as night_id, n.started_at, n.finished_at, n.status, n.trigger, n.dry_run,
+       n.target_path as document, n.val_before, n.val_after, n.test_before, n.test_after,
+       n.calls, n.cached_calls, n.input_tokens, n.output_tokens,
+       coalesce(n.input_tokens, 0) + coalesce(n.output_tokens, 0) as tokens,
+       n.seconds, n.proposal_id, p.status as proposal_status, n.error
+from nights n left join proposals p on p.id = n.proposal_id
+order by n.id""",
+    # one row per replayed task (``<task>@<occurrence>``) and night in the gate's splits:
+    # its score under the night's document before training and under the staged one (none
+    # when the night staged nothing), and the verdict
+    "task_history": """
+with scored as (
+  select r.night_id, r.task_id as replay, coalesce(r.task, r.task_id) as task,
+         r.occurrence, r.split,
+         avg(case when r.phase in ('val baseline', 'test before') then r.score end)
+           as score_before,
+         avg(case when r.phase not in ('val baseline', 'test before')
+                   and r.doc_hash = p.new_hash then r.score end) as score_after,
+         p.id as proposal_id
+  from rollouts r
+  left join nights n on n.id = r.night_id
+  left join proposals p on p.id = n.proposal_id
+  where r.phase like 'val %' or r.phase like 'test %'
+  group by r.night_id, r.task_id
+)
+select s.task, t.intent, s.occurrence, s.replay, s.night_id, n.started_at, s.split,
+       s.score_before, s.score_after, s.proposal_id,
+       case when s.proposal_id is null then 'nothing staged'
+            when s.score_before is null or s.score_after is null then null
+            when s.score_after > s.score_before then 'better'
+            when s.score_after < s.score_before then 'worse'
+            else 'same' end as verdict
+from scored s left join tasks t on t.id = s.task left join nights n on n.id = s.night_id
+order by s.task, s.night_id, s.split, s.replay""",
+    # what is adopted where now (and what was, with when it was rolled back)
+    "adopted_where": """
+select a.target_path, a.proposal_id, p.night_id, a.adopted_at, a.rolled_back_at,
+       case when a.rolled_back_at is null then 1 else 0 end as live,
+       p.val_before, p.val_after, p.test_before, p.test_after, a.backup_path, a.id as adoption_id
+from adoptions a left join proposals p on p.id = a.proposal_id
+order by a.target_path, a.id""",
+}
+
+
+@migrations(name="m008_foreign_keys_views")
+def m008_foreign_keys_views(db: Database) -> None:
+    """A browsable store: foreign keys between nights, rollouts, edits, proposals, adoptions,
+    tasks and the reach records, and views for the common questions (:data:`VIEWS`).
+
+    A rollout's ``task_id`` is the replayed view (``<task>@<occurrence>``): the new columns
+    ``task`` (the mined task, a foreign key) and ``occurrence`` (the occurrence key, "" for a
+    task replayed as itself) split it. References an older store left dangling (a task
+    re-mined away, a proposal folder's row gone) are set to NULL, each kept with its old value
+    in ``dangling_refs`` (nothing is dropped); an empty string, which meant "none", becomes
+    NULL."""
+    if "task" not in db.table("rollouts").columns_dict:
+        db.table("rollouts").add_column("task", str)
+        db.table("rollouts").add_column("occurrence", str)
+    db.execute(
+        "update rollouts set task = case when instr(task_id, '@') > 0 then "
+        "substr(task_id, 1, instr(task_id, '@') - 1) else task_id end, "
+        "occurrence = case when instr(task_id, '@') > 0 then "
+        "substr(task_id, instr(task_id, '@') + 1) else '' end where task is null"
+    )
+    # a rollout whose task is gone keeps its task_id (the whole view id): no link, no loss
+    db.execute("update rollouts set task = null where task not in (select id from tasks)")
+    db.table("dangling_refs").create(
+        {
+            "id": int,
+            "table_name": str,
+            "row_id": str,  # the row's primary key (JSON list for a compound key)
+            "column_name": str,
+            "value": str,
+            "noted_at": str,
+        },
+        pk="id",
+        if_not_exists=True,
+    )
+    for child, col, parent, pcol in FOREIGN_KEYS:
+        if child == "rollouts" and col == "task":
+            continue
+        db.execute(f"update [{child}] set [{col}] = null where [{col}] = ''")
+        pks = db.table(child).pks
+        key = f"[{pks[0]}]" if len(pks) == 1 else "json_array(" + ", ".join(pks) + ")"
+        dangling = f"[{col}] is not null and [{col}] not in (select [{pcol}] from [{parent}])"
+        db.execute(
+            "insert into dangling_refs (table_name, row_id, column_name, value, noted_at) "
+            f"select ?, cast({key} as text), ?, cast([{col}] as text), "
+            "strftime('%Y-%m-%dT%H:%M:%SZ', 'now') "
+            f"from [{child}] where {dangling}",
+            [child, col],
+        )
+        db.execute(f"update [{child}] set [{col}] = null where {dangling}")
+    for child in dict.fromkeys(c for c, *_ in FOREIGN_KEYS):
+        fks = [(col, parent, pcol) for c, col, parent, pcol in FOREIGN_KEYS if c == child]
+        db.table(child).transform(add_foreign_keys=fks)
+    for table, col in (
+        ("rollouts", "task"),
+        ("proposals", "night_id"),
+        ("adoptions", "proposal_id"),
+    ):
+        db.table(table).create_index([col], if_not_exists=True)
+    for name, sql in VIEWS.items():
+        db.create_view(name, sql.strip(), replace=True)
+
+
+@migrations(name="m009_mining_state")
+def m009_mining_state(db: Database) -> None:
+    """``mining_state``: each project's clustering, so mining compares only new prompts."""
+    db.table("mining_state").create({"project": str, "state": str, "updated_at": str}, pk="project")

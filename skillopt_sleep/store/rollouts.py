@@ -13,13 +13,21 @@ class RolloutsRepo(Repository):
     (e.g. "train e1b0", "val baseline", "test before"), ``doc_hash``, ``backend``, ``model``,
     ``answer``, ``tool_calls`` (JSON), ``hard``, ``soft``, ``score`` (0..1), ``checks``
     (JSON), ``cached`` (0/1), ``input_tokens``, ``output_tokens``, ``seconds``,
-    ``created_at``."""
+    ``created_at``; ``task_id`` is the replayed view (``<task>@<occurrence>``, or the task's
+    own id), split into ``task`` (the mined task: a foreign key, NULL when no such task is
+    stored) and ``occurrence`` ("" for a task replayed as itself)."""
 
     def add(self, **fields: Any) -> int:
         """Record one rollout (its answer and tool calls redacted); returns its id."""
         for name in ("answer", "tool_calls"):
             if isinstance(fields.get(name), str):
                 fields[name] = redact(fields[name])
+        view = str(fields.get("task_id") or "")
+        task, _, occurrence = view.partition("@")
+        with self.db.lock:  # fetched under the lock: workers' threads record rollouts too
+            known = self.db.execute("select 1 from tasks where id = ?", [task]).fetchone()
+        fields.setdefault("task", task if known else None)
+        fields.setdefault("occurrence", occurrence)
         return self._insert("rollouts", fields)
 
     def of_night(self, night_id: int, split: str | None = None) -> list[Row]:

@@ -6,6 +6,7 @@ import json
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from skillopt_sleep.models import HarvestedSession
 from skillopt_sleep.redact import redact, redact_json
@@ -24,6 +25,27 @@ class SearchHit:
     kind: str
     timestamp: str | None
     snippet: str  # the matched words in [brackets], "…" where text was cut
+
+
+_MESSAGE_COLUMNS = (
+    "session_id",
+    "source",
+    "uid",
+    "seq",
+    "role",
+    "kind",
+    "text",
+    "tool_names",
+    "timestamp",
+    "is_sidechain",
+    "is_error",
+    "context",
+)
+_TEXT, _TOOLS = _MESSAGE_COLUMNS.index("text"), _MESSAGE_COLUMNS.index("tool_names")
+_INSERT_MESSAGE = (
+    f"insert into messages ({', '.join(_MESSAGE_COLUMNS)}) "
+    f"values ({', '.join('?' * len(_MESSAGE_COLUMNS))})"
+)
 
 
 def _opt(text: str | None) -> str | None:
@@ -56,8 +78,12 @@ class SessionsRepo(Repository):
         reveals a secret cut between passes, the FTS index is optimized so the stored part
         leaves it). Keys and uids (the agents' ids) are kept as they are.
 
-        Returns ``(is_new_session, n_messages_added_or_merged)``. Not transactional by itself:
-        callers wrap a file's whole pass in ``with store.write():``.
+        The stored messages with the session's uids are read in one query (per 500 uids), the
+        new ones inserted with one ``executemany``, the merged ones updated with another.
+
+        Returns ``(is_new_session, n_messages_added_or_merged)``. Its writes are one savepoint
+        (a transaction of their own outside one); callers wrap a file's whole pass in ``with
+        store.write():``.
         """
         db = self.db
         sid = f"{session.source}:{session.key}"
@@ -78,20 +104,30 @@ class SessionsRepo(Repository):
             "title": _opt(session.title) or old.get("title"),
             "n_messages": old.get("n_messages") or 0,
         }
-        db.table("sessions").upsert(row, pk="id")
         seq = int(row["n_messages"] or 0)
         changed = 0
         purge = False  # a stored text held part of a secret: drop it from the FTS index too
+        # the stored messages with these uids, in one query per 500 (no lookup per message):
+        # uid -> [row id (None: inserted by this call), text, tool names, index in inserts]
+        known: dict[str, list[Any]] = {}
+        uids = list(dict.fromkeys(m.uid for m in session.messages))
+        for at in range(0, len(uids), 500):
+            part = uids[at : at + 500]
+            marks = ", ".join("?" * len(part))
+            for uid, mid, text, tools in db.execute(
+                f"select uid, id, text, tool_names from messages where source = ? "
+                f"and uid in ({marks})",
+                [session.source, *part],
+            ).fetchall():
+                known[uid] = [mid, text, json.loads(tools or "[]"), None]
+        inserts: list[list[Any]] = []
+        updates: dict[int, tuple[str, list[str]]] = {}
         for msg in session.messages:
             msg_text = redact(msg.text)
             msg_tools = [redact(t) for t in msg.tool_names]
-            found = db.execute(
-                "select id, text, tool_names from messages where source = ? and uid = ?",
-                [session.source, msg.uid],
-            ).fetchone()
+            found = known.get(msg.uid)
             if found:
-                mid, text, tools = found
-                tools_l = json.loads(tools or "[]")
+                mid, text, tools_l, at = found
                 new_text = text
                 if msg_text and text and msg_text.startswith(text):
                     new_text = msg_text  # the same message, grown (e.g. a streamed answer)
@@ -102,33 +138,48 @@ class SessionsRepo(Repository):
                     purge = purge or new_text != joined
                 new_tools = tools_l + [t for t in msg_tools if t not in tools_l]
                 if new_text != text or new_tools != tools_l:
-                    db.table("messages").update(
-                        mid, {"text": new_text, "tool_names": json.dumps(new_tools)}
-                    )
+                    found[1], found[2] = new_text, new_tools
+                    if mid is None:  # a repeated uid of this call: its pending insert
+                        inserts[at][_TEXT], inserts[at][_TOOLS] = new_text, json.dumps(new_tools)
+                    else:
+                        updates[mid] = (new_text, new_tools)
                     changed += 1
                 continue
-            db.table("messages").insert(
-                {
-                    "session_id": sid,
-                    "source": session.source,
-                    "uid": msg.uid,
-                    "seq": seq,
-                    "role": msg.role,
-                    "kind": msg.kind,
-                    "text": msg_text,
-                    "tool_names": json.dumps(msg_tools),
-                    "timestamp": msg.timestamp,
-                    "is_sidechain": int(msg.is_sidechain),
-                    "is_error": int(msg.is_error),
-                    "context": (
-                        json.dumps(redact_json(msg.context.model_dump())) if msg.context else ""
-                    ),
-                }
+            known[msg.uid] = [None, msg_text, msg_tools, len(inserts)]
+            inserts.append(
+                [
+                    sid,
+                    session.source,
+                    msg.uid,
+                    seq,
+                    msg.role,
+                    msg.kind,
+                    msg_text,
+                    json.dumps(msg_tools),
+                    msg.timestamp,
+                    int(msg.is_sidechain),
+                    int(msg.is_error),
+                    json.dumps(redact_json(msg.context.model_dump())) if msg.context else "",
+                ]
             )
             seq += 1
             changed += 1
-        if seq != row["n_messages"]:
-            db.table("sessions").update(sid, {"n_messages": seq})
+        row["n_messages"] = seq
+        cols = list(row)
+        with db.atomic():  # a savepoint inside the caller's transaction
+            db.conn.execute(
+                f"insert into sessions ({', '.join(cols)}) values ({', '.join('?' * len(cols))}) "
+                f"on conflict(id) do update set "
+                + ", ".join(f"{c} = excluded.{c}" for c in cols if c != "id"),
+                list(row.values()),
+            )
+            if updates:
+                db.conn.executemany(
+                    "update messages set text = ?, tool_names = ? where id = ?",
+                    [(text, json.dumps(tools), mid) for mid, (text, tools) in updates.items()],
+                )
+            if inserts:
+                db.conn.executemany(_INSERT_MESSAGE, inserts)
         if purge:  # FTS keeps a replaced row's tokens in old segments until they are merged
             db.execute("insert into messages_fts(messages_fts) values('optimize')")
         return is_new, changed

@@ -763,11 +763,14 @@ def night(svc: Service, night_id: int, flash: Flash = None) -> str:
         parts.append(
             _section("Progress", f'<pre class="block">{esc(chr(10).join(progress))}</pre>')
         )
-    log = svc.night_log()
+    log = svc.night_log(night_id=night_id)
     parts.append(
         _section(
-            "Night log (the daemon's nights, latest last)",
-            f'<pre class="block">{esc(log)}</pre>' if log else "<p class=muted>empty</p>",
+            "Night log",
+            f'<pre class="block" id="night-log">{esc(log)}</pre>'
+            if log
+            else "<p class=muted>no log for this night (nights before logs were kept have "
+            "none; the daemon's shared log: <code>skillopt-sleep logs</code>)</p>",
         )
     )
     return page(

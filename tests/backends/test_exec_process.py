@@ -329,6 +329,8 @@ def test_classify():
     assert classify("x", 401).kind == "auth"
     assert classify("Missing environment variable: `KEY`.").kind == "auth"
     assert classify("The model `x` does not exist or you do not have access to it.").kind == "model"
+    assert classify("Connection error.").kind == "unreachable"  # pi 0.73.1, its own endpoint down
+    assert classify("Connection error while saving").kind == "other"
     assert classify("Connection failed: error sending request").kind == "unreachable"
     assert classify("We're currently experiencing high demand").transient
     assert classify("unexpected argument '--nope' found").kind == "flag"
@@ -387,3 +389,18 @@ print(json.dumps({{"type": "result", "exitCode": 0}}))
     assert data["files"] == ["config.json", "copilot-instructions.md"]
     assert data["cwd_files"] == ["AGENTS.md"] and data["stdin"] == "do it"
     assert sorted(p.name for p in real.iterdir()) == ["config.json", "copilot-instructions.md"]
+
+
+def test_an_unreachable_endpoint_of_the_clis_own_config_says_so() -> None:
+    """Without ``base_url`` the CLI uses its own model settings: the error says so and does
+    not tell the user to check a ``base_url`` that is not set."""
+    from skillopt_sleep.backends import get_backend
+    from skillopt_sleep.backends._exec import Failure
+    from skillopt_sleep.config import BackendConfig
+
+    own = get_backend(BackendConfig(name="pi"))
+    err = own.error_for(Failure("unreachable", "Connection error."))  # type: ignore[attr-defined]
+    assert "its own configured endpoint" in str(err) and "no `base_url` is set" in str(err)
+    set_ = get_backend(BackendConfig(name="pi", base_url="http://127.0.0.1:9/v1"))
+    err = set_.error_for(Failure("unreachable", "Connection error."))  # type: ignore[attr-defined]
+    assert "(http://127.0.0.1:9/v1)" in str(err) and "check `base_url`" in str(err)

@@ -349,7 +349,7 @@ def test_tasks_marks_a_task_with_nothing_to_score_it_by(tmp_path):
     )
     assert "harvest first" in cli("tasks").stdout
     assert cli("harvest").returncode == 0
-    res = cli("tasks")
+    res = cli("tasks", env=dict(os.environ, COLUMNS="200"))  # whatever pytest's own terminal
     assert res.returncode == 0, res.stderr
     text = " ".join(res.stdout.split())
     assert "build the docs site" in text and "not scored until a correction arrives" in text
@@ -482,8 +482,10 @@ def test_tables_fit_80_columns_keep_the_file_name_and_every_source_name(tmp_path
     listed = cli("--config", str(cfg), "proposals", env=env).stdout
     tasks = cli("--config", str(cfg), "tasks", env=env).stdout
     sources = cli("--config", str(cfg), "sources", env=env).stdout
-    for text in (harvest.stdout, listed, tasks, sources):
+    status = cli("--config", str(cfg), "status", env=env).stdout
+    for text in (harvest.stdout, listed, tasks, sources, status):
         assert text.strip() and max(len(line) for line in text.splitlines()) <= 80, text
+    assert "p1" in status and all(n in status for n in ("claude_code", "codex")), status
     # `sources`: every source name whole; a long root shortened in its middle, its end kept
     roots = {
         s["name"]: next(r["path"] for r in s["roots"] if r["exists"])

@@ -17,6 +17,7 @@ from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
 from tests.helpers.sources import cc_user, write
+from tests.helpers.store import ensure_night
 
 SECRET_WORD = "zanzibarquokka"  # a word found nowhere else
 OTHER_WORD = "keptwombat"
@@ -83,6 +84,7 @@ def test_forget_a_project_leaves_no_trace(isolated_home: Path, tmp_path: Path) -
                 )
             ]
         )
+        ensure_night(store, 1)
         store.rollouts.add(night_id=1, task_id="t-secret", answer=f"ran {SECRET_WORD}")
         store.outbox.record({"at": "2026-01-07T00:00:00+00:00", "prompt": f"deploy {SECRET_WORD}"})
     finally:

@@ -282,3 +282,7 @@ def test_a_daemon_night_harvests_once(harness: DaemonHarness, sim_proxy: GatedPr
     assert [r[0] for r in night_runs] == enabled
     night_log = (paths.state_dir() / "night.log").read_text("utf-8")
     assert "harvest: skipped (harvested before the night)" in night_log
+    # the worker also wrote the night's own log
+    own = paths.night_log_path(reply.result.night_id).read_text("utf-8")
+    assert f"night {reply.result.night_id} started (cli)" in own
+    assert "harvest: skipped (harvested before the night)" in own

@@ -38,3 +38,13 @@ def tamper(store: Store, table: str, pk: Any, **values: Any) -> None:
     database could do), for the tests that check nothing trusts it blindly."""
     with store.write():
         store.db.table(table).update(pk, values)
+
+
+def ensure_night(store: Store, night_id: int, **fields: Any) -> None:
+    """A night row with id ``night_id`` (a finished night), so rows staged for it (a proposal,
+    rollouts, edits) satisfy the store's foreign keys."""
+    with store.write():
+        if store.db.execute("select 1 from nights where id = ?", [night_id]).fetchone() is None:
+            store.db.table("nights").insert(
+                {"id": night_id, "status": "succeeded", "trigger": "cli", "dry_run": 0, **fields}
+            )

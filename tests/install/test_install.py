@@ -637,3 +637,28 @@ def test_the_wheel_ships_every_plugin_file(tmp_path: Path) -> None:
         assert wheel.read(name) == (ROOT / "plugins" / rel).read_bytes()
     css = "skillopt_sleep/ui/static/style.css"  # the dashboard's only asset: no CDN
     assert wheel.read(css) == (ROOT / css).read_bytes()
+
+
+@pytest.mark.parametrize("order", ["same", "reverse"])
+def test_project_installs_sharing_agents_md_leave_nothing_whatever_the_uninstall_order(
+    tmp_path: Path, order: str
+) -> None:
+    """OpenCode and Pi both put their snippet in the project's AGENTS.md: after both
+    uninstalls, in either order, the project is as before (no empty AGENTS.md left); a file
+    the user had keeps its bytes."""
+    for had in (None, b"# Team rules\n"):
+        project = tmp_path / f"p-{order}-{had is not None}"
+        project.mkdir()
+        if had is not None:
+            (project / "AGENTS.md").write_bytes(had)
+        before = snapshot(project)
+        install("opencode", project)
+        install("pi", project)
+        text = (project / "AGENTS.md").read_text()
+        assert "plugin:begin opencode" in text and "plugin:begin pi" in text
+        first, second = ("opencode", "pi") if order == "same" else ("pi", "opencode")
+        uninstall(first, project)
+        assert (project / "AGENTS.md").exists()
+        report = uninstall(second, project)
+        assert snapshot(project) == before, report.changes
+        assert dirs(project) == set(), dirs(project)

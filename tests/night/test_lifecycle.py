@@ -77,6 +77,24 @@ def test_recover_with_the_lock_held_elsewhere_marks_only_dead_pids(store: Store)
     assert store.nights.get(alive)["status"] == "interrupted"
 
 
+def test_recover_ends_the_log_of_a_night_that_kept_one(store: Store) -> None:
+    """A night killed mid-way: its own log gets the line saying how it ended; a night from
+    before logs were kept gets no log."""
+    from skillopt_sleep import paths
+    from skillopt_sleep.night.log import NightLog, read_night_log
+
+    logged = store.nights.add(started_at="t", status="running", pid=999999)
+    older = store.nights.add(started_at="t", status="running", pid=999998)
+    log = NightLog(logged)
+    log.line(f"night {logged} started (daemon)")
+    log.close()
+    assert lifecycle.recover(store) == 2
+    lines = read_night_log(logged).splitlines()
+    assert len(lines) == 2
+    assert lines[-1].endswith(f"night {logged} interrupted: {lifecycle.STOPPED}")
+    assert not paths.night_log_path(older).exists()
+
+
 def test_recover_by_the_lock_holder_marks_every_running_row(store: Store) -> None:
     store.nights.add(started_at="t", status="running", pid=os.getpid())
     with lifecycle.night_lock().acquire(timeout=0):

@@ -12,6 +12,7 @@ from skillopt_sleep.config import Settings
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession, Task
 from skillopt_sleep.night.mine import mine, normalise_intent, similar
 from skillopt_sleep.store import Store
+from tests.helpers.store import ensure_night
 
 NOW = dt.datetime(2025, 6, 30, 12, 0, tzinfo=dt.UTC)
 PROJ = "/home/u/app"
@@ -585,6 +586,7 @@ def test_an_occurrence_replayed_for_training_or_gating_is_never_test(store: Stor
     changelog = by_intent(mine(store, settings(), now=NOW), "changelog")
     assert roles(changelog) == ["train", "val", "test"]
     latest = changelog.occurrences[-1]
+    ensure_night(store, 1)
     store.rollouts.add(
         night_id=1,
         task_id=view_id(changelog.id, latest),
@@ -774,3 +776,39 @@ def test_the_correction_detector_on_the_shared_corpus(corpus: Path, tmp_path: Pa
     intents = " ".join(t.intent for t in report.tasks)
     assert "the convention folder for chats" in intents  # the documented miss
     store.close()
+
+
+def test_a_request_asked_of_openclaw_joins_the_one_project_it_is_asked_in(
+    store: Store, isolated_home: Path
+) -> None:
+    """OpenClaw records its workspace as every session's folder (2026.9.6): the same request
+    asked of it and in one project of the user's is one task (an occurrence each), not two
+    tasks whose near-copies withhold each other's held-out occurrences; a request asked in
+    two projects, or nowhere else, keeps OpenClaw's workspace."""
+    from skillopt_sleep import agents
+
+    workspace = str(agents.get_agent("openclaw").user_memory_files()[0].parent)
+    ask = [("user", "install the dependencies of the app"), ("assistant", "Run `npm install`.")]
+    fix = [*ask, ("user", "no, use pnpm not npm"), ("assistant", "Run `pnpm install`.")]
+    add(store, "oc1", fix, project=workspace, day=20)
+    add(store, "oc2", ask, project=workspace, day=22)
+    add(store, "app1", fix, day=24)
+    add(store, "app2", ask, day=26)
+    both = [("user", "bump the version and publish to pypi"), ("assistant", "ok")]
+    add(store, "oc3", both, project=workspace, day=21)
+    add(store, "p1", both, day=23)
+    add(store, "p2", both, project=OTHER, day=25)
+    alone = [("user", "summarise my unread mail for today"), ("assistant", "ok")]
+    add(store, "oc4", alone, project=workspace, day=21)
+    add(store, "oc5", alone, project=workspace, day=27)
+    report = mine(store, settings(), now=NOW)
+    install = by_intent(report, "install the dependencies")
+    assert install.project == PROJ
+    assert sorted(install.sessions) == [f"claude_code:{k}" for k in ("app1", "app2", "oc1", "oc2")]
+    assert report.rehomed == 2  # oc1, oc2; oc3 matches two projects, oc4/oc5 none
+    mail = by_intent(report, "unread mail")
+    assert mail.project == workspace
+    assert all(t.project != workspace for t in report.tasks if "pypi" in t.intent)
+    # the same store mined again gives the same tasks (ids too)
+    again = mine(store, settings(), now=NOW)
+    assert [(t.id, t.sessions) for t in again.tasks] == [(t.id, t.sessions) for t in report.tasks]

@@ -20,7 +20,7 @@ from skillopt_sleep.proposals import adopt, load_report
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
 from tests.helpers.night import PERSONA, night_settings, night_world, write_persona
-from tests.helpers.store import db_rows, tamper
+from tests.helpers.store import db_rows, ensure_night, tamper
 
 #: a live file whose managed block already holds a rule, so each epoch ends in a consolidation
 USER_TEXT = f"# Project rules\n\nWritten by hand.\n\n{BEGIN}\n- Answer in English.\n{END}\n"
@@ -298,6 +298,7 @@ def test_the_cli_refuses_a_flagged_proposal_and_allow_flagged_says_what_it_write
     memory.write_text("# mine\n")
     store = Store(paths.db_path())
     bad = POISONED[3]
+    ensure_night(store, 1)
     pid = stage_proposal(
         store,
         night_id=1,

@@ -10,6 +10,7 @@ import pytest
 
 from skillopt_sleep.night.stage import render_markdown, scoring_note, unified_diff
 from skillopt_sleep.results import ProposalReport
+from tests.helpers.store import ensure_night
 
 
 def _report(data: dict[str, Any]) -> ProposalReport:
@@ -121,6 +122,7 @@ def test_a_staging_killed_midway_leaves_no_proposal_folder(tmp_path, monkeypatch
     from skillopt_sleep.store import Store
 
     store = Store(tmp_path / "s.db")
+    ensure_night(store, 7)
     args: dict[str, Any] = {
         "night_id": 7,
         "target_path": tmp_path / "AGENTS.md",

@@ -152,8 +152,10 @@ def test_unterminated_huge_line_stays_unconsumed(store: Store, claude_root: Path
 def test_vanished_file_and_missing_root(store: Store, tmp_path: Path) -> None:
     res = harvest_file(store, "claude_code", tmp_path / "gone" / "x.jsonl")
     assert res.status == "skipped" and res.reason == "vanished"
-    report = harvest(store, Settings(), sources=["claude_code", "codex"], progress=True)
+    events: list = []
+    report = harvest(store, Settings(), sources=["claude_code", "codex"], on_progress=events.append)
     assert report.total("files_seen") == 0 and report.total("files_read") == 0
+    assert events == []  # no file, no progress
 
 
 class _Exploding(ClaudeCodeSource):

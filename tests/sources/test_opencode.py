@@ -284,3 +284,32 @@ def test_db_answer_left_unfinished_is_read_on_a_later_pass_without_any_change(
     assert r.status == "read" and r.messages == 1
     assert [m["text"] for m in store.sessions.messages("opencode:ses_1")] == ["build it", "Buil"]
     assert harvest_file(store, OpenCodeSource(), db).status == "unchanged"
+
+
+def test_a_prompt_opencode_run_quoted_reads_as_typed(tmp_path: Path, store: Store) -> None:
+    """``opencode run "no, use pnpm"`` stores the prompt with its quotes (1.18.33): one pair
+    around the whole prompt is removed; quotes inside a prompt are kept."""
+    root = tmp_path / "opencode"
+    root.mkdir()
+    db = root / "opencode.db"
+    con = make_db(db)
+    now = int(time.time() * 1000) - 3_600_000
+    con.execute(
+        "insert into session values ('ses_q','p','', 'x','/home/dev/site','Q', '1.18.33', ?, ?)",
+        (now, now),
+    )
+    prompts = ['"no, use pnpm not npm"', 'say "hi" to "them"', '"a" and "b"', '""']
+    for i, text in enumerate(prompts):
+        add_message(
+            con,
+            "ses_q",
+            f"msg_{i}",
+            now + i,
+            {"role": "user", "time": {"created": now + i}},
+            [{"type": "text", "text": text}],
+        )
+    con.close()
+    r = harvest_file(store, OpenCodeSource(), db)
+    assert r.status == "read"
+    texts = [m["text"] for m in store.db.query("select text from messages order by timestamp")]
+    assert texts == ["no, use pnpm not npm", 'say "hi" to "them"', '"a" and "b"']

@@ -21,6 +21,8 @@ def test_migrations_apply_once_and_wal(tmp_path):
         "m005_task_occurrences",
         "m006_judges_context",
         "m007_outbox",
+        "m008_foreign_keys_views",
+        "m009_mining_state",
     ]
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 

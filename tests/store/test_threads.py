@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from skillopt_sleep.store import CachedResponse, Store, machine_failure
-from tests.helpers.store import db_rows
+from tests.helpers.store import db_rows, ensure_night
 
 THREADS = 8
 PUTS = 60
@@ -27,6 +27,7 @@ def test_worker_threads_write_and_read_while_the_main_thread_holds_transactions(
     write transactions with nested savepoints, one of them rolled back: every write lands
     once, the rolled-back one never, and no thread sees an error."""
     store = Store(tmp_path / "s.db")
+    ensure_night(store, 1)
     errors: list[BaseException] = []
     start = threading.Barrier(THREADS + 1)
 
@@ -38,7 +39,7 @@ def test_worker_threads_write_and_read_while_the_main_thread_holds_transactions(
                 store.cache.put(key, _response(i))
                 got = store.cache.get(key)
                 assert got is not None and got.text == f"answer {i}", (key, got)
-                store.rollouts.add(night_id=0, task_id=key, phase="stress", score=1.0)
+                store.rollouts.add(night_id=1, task_id=key, phase="stress", score=1.0)
         except BaseException as exc:  # collected: the assertion below names it
             errors.append(exc)
 
@@ -65,7 +66,7 @@ def test_worker_threads_write_and_read_while_the_main_thread_holds_transactions(
     assert len(keys) == THREADS * PUTS + 40
     assert not any(k.startswith("gone-") for k in keys)
     assert len(db_rows(store, "rollouts", "phase = ?", ["stress"])) == THREADS * PUTS
-    assert len(db_rows(store, "nights")) == 40
+    assert len(db_rows(store, "nights")) == 40 + 1  # and the rollouts' night
     assert store.db.execute("pragma integrity_check").fetchone()[0] == "ok"
     store.close()
 

@@ -111,6 +111,9 @@ def test_every_page_renders_and_the_charts_carry_the_nights_numbers(world: World
         nav(page, f"main table >> text=#{night.night_id}")
         assert page.locator("h1").inner_text() == f"Night #{night.night_id}"
         assert "succeeded" in page.locator("main").inner_text()
+        log = page.locator("#night-log").inner_text()  # the night's own log
+        assert f"night {night.night_id} started" in log
+        assert f"night {night.night_id} succeeded: proposal {night.proposal_id}" in log
 
 
 def test_adopt_through_the_page_changes_the_live_file_and_rollback_restores_it(

@@ -1,0 +1,187 @@
+"""Benchmark of learning on simulated personas: several nights in a row, each after a new day
+of sessions, each night's proposal adopted before the next. Not a timed test: it returns
+numbers; ``tests/bench/run_all.py`` writes them into ``docs/benchmarks.md``.
+
+The world: one project whose ``CLAUDE.md`` is the trained document, Claude Code and Codex
+sessions written in those agents' formats. Day *k* adds a new habit of the user's (npm → pnpm,
+unittest → pytest, flake8 → ruff, docker → podman, pip → uv), asked three times over the day
+(Claude Code, Codex, Claude Code) and corrected each time, plus a repeat of the previous days'
+requests (so the val and test splits hold what earlier nights learnt). The simulator's target
+answers with the old tool; its optimizer proposes, by persona, the edits derived from the
+failed checks, a harmful edit (one that breaks earlier habits) and a useless one, in the
+persona's order. Per night: held-out (test) and val scores before and after, edits applied
+and rejected (and which rejected ones were the persona's harmful edits), model calls; after
+the last night, the same night again (what a repeat night costs with the response cache).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HABITS = [
+    # (request, the target's answer, the user's correction, (new, old))
+    (
+        "install the dependencies",
+        "Run `npm install` in the project root.",
+        "no, use pnpm instead of npm",
+    ),
+    (
+        "run the python tests",
+        "Run `unittest discover` on tests/.",
+        "use pytest instead of unittest",
+    ),
+    ("lint the python code", "Run `flake8 .` on the code.", "no, use ruff instead of flake8"),
+    ("build the container image", "Run `docker build -t app .`.", "use podman instead of docker"),
+    (
+        "install the python requirements",
+        "Run `pip install -r requirements.txt`.",
+        "no, use uv instead of pip",
+    ),
+]
+REPHRASE = ("{}", "please {}", "can you {} for me?")
+
+PERSONAS = {
+    # the optimizer proposes what the failures suggest first, then a harmful and a useless edit
+    "derived-first": ("derived", "harmful", "useless"),
+    # a worse optimizer: its harmful edit comes first, then the useful one
+    "harmful-first": ("harmful", "derived", "useless"),
+}
+HARMFUL = ["Never mention `pnpm`.", "Keep answers under 12 characters."]
+USELESS = ["Be helpful and precise."]
+
+
+def persona_toml(order: tuple[str, ...]) -> str:
+    answers = "".join(
+        f'\n[[answers]]\nmatch = "{ask}"\ntext = "{answer}"\n' for ask, answer, _ in HABITS
+    )
+    return (
+        f'name = "bench-learning"\nmodels = []\ndefault_answer = "Sure: {{prompt}}"\n{answers}\n'
+        f"[optimizer]\norder = {list(order)!r}\nuseless_edits = {USELESS!r}\n"
+        f"harmful_edits = {HARMFUL!r}\n"
+    ).replace("'", '"')
+
+
+def write_day(home: Path, project: Path, day: int, base: dt.datetime) -> int:
+    """Day ``day`` (0-based): the new habit asked three times, each earlier one once."""
+    from skillopt_sleep.testing.sessions import write_claude_session, write_codex_session
+
+    start = base + dt.timedelta(hours=6 * day)
+    asks = [(HABITS[day], i) for i in range(3)] + [(HABITS[d], day % 3) for d in range(day)]
+    for n, ((ask, answer, correction), i) in enumerate(asks):
+        writer = write_codex_session if i == 1 else write_claude_session
+        prompt = REPHRASE[i].format(ask)
+        writer(
+            home, project, [(prompt, answer, correction)], when=start + dt.timedelta(minutes=10 * n)
+        )
+    return len(asks)
+
+
+def run_persona(root: Path, name: str, order: tuple[str, ...], nights: int, sim_serve: Any) -> dict:
+    from skillopt_sleep.night.run import run_night
+    from skillopt_sleep.proposals import adopt
+    from skillopt_sleep.store import Store
+    from tests.helpers.night import api_backend, night_settings
+    from tests.helpers.store import db_rows
+
+    home, project = root / name / "home", root / name / "project"
+    project.mkdir(parents=True)
+    target = project / "CLAUDE.md"
+    target.write_text("# Project rules\n", encoding="utf-8")
+    persona = root / name / "persona.toml"
+    persona.write_text(persona_toml(order), encoding="utf-8")
+    store = Store(root / name / "skillopt.db")
+    base = dt.datetime.now(dt.UTC) - dt.timedelta(days=3)
+    rows: list[dict[str, Any]] = []
+    repeat: dict[str, Any] = {}
+    with sim_serve(persona) as sim:
+        backend = api_backend(sim.url, 1)
+        settings = night_settings(home, project, target, sim.url, target=backend, optimizer=backend)
+        for k in range(nights):
+            sessions = write_day(home, project, k, base)
+            t0 = time.perf_counter()
+            result = run_night(store, settings)
+            wall = time.perf_counter() - t0
+            edits = db_rows(store, "edits", "night_id = ?", [result.night_id])
+            rejected = [e["text"] for e in edits if e["status"] == "rejected"]
+            applied = [e["text"] for e in edits if e["status"] == "applied"]
+            adopted = False
+            if result.proposal_id and result.status == "succeeded":
+                adopt(store, result.proposal_id, settings=settings)
+                adopted = True
+            rows.append(
+                {
+                    "night": k + 1,
+                    "habit": HABITS[k][2].removeprefix("no, "),
+                    "sessions_added": sessions,
+                    "status": str(result.status),
+                    "val_before": result.val_before,
+                    "val_after": result.val_after,
+                    "test_before": result.test_before,
+                    "test_after": result.test_after,
+                    "applied": applied,
+                    "rejected": rejected,
+                    "harmful_proposed": sum(1 for e in edits if e["text"] in HARMFUL),
+                    "harmful_rejected": sum(1 for t in rejected if t in HARMFUL),
+                    "harmful_applied": sum(1 for t in applied if t in HARMFUL),
+                    "calls": result.cost.calls,
+                    "cached_calls": result.cost.cached_calls,
+                    "seconds": wall,
+                    "adopted": adopted,
+                    "reason": result.summary.reason,
+                }
+            )
+        # the last night again, nothing new: what the response cache saves
+        before = sum(sim.stats.by_role.values())
+        again = run_night(store, settings)
+        repeat = {
+            "calls": again.cost.calls,
+            "cached_calls": again.cost.cached_calls,
+            "simulator_calls": sum(sim.stats.by_role.values()) - before,
+            "status": str(again.status),
+        }
+    store.close()
+    document = target.read_text("utf-8")
+    return {
+        "order": list(order),
+        "nights": rows,
+        "repeat_night": repeat,
+        "document_rules": [ln[2:] for ln in document.splitlines() if ln.startswith("- ")],
+    }
+
+
+def run_benchmark(
+    root: Path, nights: int = 5, personas: tuple[str, ...] = tuple(PERSONAS)
+) -> dict[str, Any]:
+    from skillopt_sleep.simulator import serve
+
+    out = {}
+    for name in personas:
+        res = run_persona(root, name, PERSONAS[name], nights, serve)
+        first, last = res["nights"][0], res["nights"][-1]
+        res["held_out_first_before"] = first["test_before"]
+        res["held_out_last_after"] = last["test_after"]
+        res["harmful_proposed"] = sum(n["harmful_proposed"] for n in res["nights"])
+        res["harmful_rejected"] = sum(n["harmful_rejected"] for n in res["nights"])
+        res["harmful_applied"] = sum(n["harmful_applied"] for n in res["nights"])
+        out[name] = res
+        print(
+            f"{name}: held-out {first['test_before']} -> {last['test_after']} over "
+            f"{len(res['nights'])} nights; harmful edits rejected {res['harmful_rejected']}/"
+            f"{res['harmful_proposed']}; repeat night calls {res['repeat_night']['calls']}"
+        )
+    return out
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    with tempfile.TemporaryDirectory(prefix="bench-learning-") as d:
+        os.environ["SKILLOPT_SLEEP_HOME"] = str(Path(d) / "skillopt-home")
+        print(json.dumps(run_benchmark(Path(d)), indent=2, default=str))
