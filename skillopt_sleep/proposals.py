@@ -51,6 +51,9 @@ from skillopt_sleep.results import (
 from skillopt_sleep.store import Store, now_iso
 
 ADOPTION_RECORD = "adoption.json"  # in the proposal's folder: what adopt created (folders)
+#: in the proposal's folder from the moment adopt records the adoption until the live file is
+#: written: a process killed in between leaves it, and :func:`finish_unfinished` settles it
+ADOPTING = "adopting.json"
 
 
 # ------------------------------------------------------------------ confinement
@@ -398,6 +401,7 @@ def adopt_group(
     against the allowed locations, and (unless ``force``) its live file against its base,
     first, so one bad member refuses the whole group before anything is written.
     ProposalError says which member failed and what was adopted."""
+    finish_unfinished(store)
     group = agent_group(store, proposal_id)
     rows = [get_proposal(store, pid) for pid in group]
     where = _roots_for(store, rows, where, settings)
@@ -450,6 +454,7 @@ def adopt(
     stale base, a target outside the allowed locations, a
     staged document or record that does not match its hashes, or a flagged rule.
     """
+    finish_unfinished(store)
     row = get_proposal(store, proposal_id)
     if row["status"] not in ADOPTABLE:
         raise ProposalError(f"proposal {proposal_id} is {row['status']}, not staged")
@@ -547,7 +552,12 @@ def adopt(
                 rolled_back_at=None,
             )
             store.proposals.set_status(proposal_id, "adopted")
+            # written before the commit: a kill between the commit and the live write
+            # leaves it, and the next adopt or rollback undoes the record
+            marker = {"adoption_id": adoption_id, "previous_status": row["status"]}
+            _write(folder / ADOPTING, json.dumps({"proposal_id": proposal_id, **marker}).encode())
         _write(target, new_text.encode("utf-8"))
+        (folder / ADOPTING).unlink(missing_ok=True)
     except BaseException:
         if adoption_id is not None:
             with store.write():
@@ -555,10 +565,54 @@ def adopt(
                 store.proposals.set_status(proposal_id, row["status"])
         _remove_empty_dirs(created)
         record.unlink(missing_ok=True)
+        (folder / ADOPTING).unlink(missing_ok=True)
         raise
     done = _adoption(store.adoptions.get(adoption_id) or {})
     done.allowed_flagged = [f.text for f in flags]
     return done
+
+
+def finish_unfinished(store: Store) -> list[str]:
+    """Settle adoptions an adopt killed mid-way left (:data:`ADOPTING` in a proposal's
+    folder): recorded but the live file still as it was before (its hash is the adoption's
+    ``before_hash``) → the record is undone and the proposal is as it was (staged or rolled
+    back); the live file written (or changed since) → the adoption stands. Killed before the
+    record was committed → nothing to undo. Returns the proposals whose adoption was undone."""
+    undone: list[str] = []
+    for marker in sorted(paths.proposals_dir().glob(f"*/{ADOPTING}")):
+        try:
+            data = json.loads(marker.read_text("utf-8"))
+            pid, aid = str(data["proposal_id"]), int(data["adoption_id"])
+        except (OSError, ValueError, KeyError, TypeError):
+            marker.unlink(missing_ok=True)
+            continue
+        a = store.adoptions.get(aid)
+        proposal = store.proposals.get(pid) or {}
+        if (
+            a is not None
+            and a["proposal_id"] == pid
+            and a["rolled_back_at"] is None
+            and proposal.get("status") == "adopted"
+            and Path(proposal.get("dir") or "") == marker.parent
+        ):
+            target = Path(a["target_path"])
+            live = _hash_bytes(_read_bytes(target))
+            if live != a["after_hash"] and live == a["before_hash"]:
+                previous = data.get("previous_status")
+                with store.write():
+                    store.adoptions.delete(aid)
+                    store.proposals.set_status(pid, previous if previous in ADOPTABLE else "staged")
+                _remove_empty_dirs(
+                    [
+                        d
+                        for d in _created_dirs(store, a)
+                        if _inside(os.path.abspath(target), os.path.abspath(d))
+                        and os.path.abspath(d) != os.path.abspath(target)
+                    ]
+                )
+                undone.append(pid)
+        marker.unlink(missing_ok=True)
+    return undone
 
 
 def _adoption(row: dict[str, Any]) -> AdoptResult:
@@ -592,6 +646,7 @@ def _created_dirs(store: Store, adoption: dict[str, Any]) -> list[str]:
 def reject(store: Store, proposal_id: str, reason: str = "") -> RejectResult:
     """Discard a staged proposal (the live file is not touched). Raises ProposalError for an
     unknown or no longer staged proposal."""
+    finish_unfinished(store)
     row = get_proposal(store, proposal_id)
     if row["status"] != "staged":
         raise ProposalError(f"proposal {proposal_id} is {row['status']}, not staged")
@@ -624,6 +679,7 @@ def rollback(
     adoption, the target is outside the allowed locations, or the backup is not the one
     adopt made.
     """
+    finish_unfinished(store)
     targets = None
     if target:
         given = Path(target).expanduser()

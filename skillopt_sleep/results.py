@@ -697,7 +697,10 @@ class ForgetResult(_Model):
     tasks: int = 0
     rollouts: int = 0
     cached: int = 0
-    #: outbox rows whose kept text was emptied (it held a forgotten task's intent)
+    #: outbox rows whose kept text was emptied (it held forgotten text)
     outbox: int = 0
+    #: derived texts (edits' rules and rationales, nights' summaries and errors, proposals'
+    #: reasons) in which forgotten text was replaced by ``[forgotten]``
+    derived: int = 0
     #: proposal reports whose task texts were replaced by ``[forgotten]``
     reports: list[str] = Field(default_factory=list)

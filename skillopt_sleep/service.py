@@ -75,7 +75,7 @@ from skillopt_sleep.results import (
     WildCheck,
 )
 from skillopt_sleep.status import night_view
-from skillopt_sleep.store import Store
+from skillopt_sleep.store import Store, machine_failure
 
 Progress = Callable[[str], None]
 
@@ -114,6 +114,15 @@ class SourcesReport:
     enabled_now: list[str]
     found_not_enabled: list[str]
     sources: list[Any]
+
+
+def _can_create(path: Path) -> bool:
+    """Whether ``path`` can be made: its nearest existing folder is writable (a read-only
+    home, a backup: reads do not write a first config there)."""
+    here = path.parent
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    return os.access(here, os.W_OK | os.X_OK)
 
 
 #: how many progress lines are kept per night started by this service (for MCP get_night)
@@ -156,10 +165,12 @@ class Service:
         return self.store_path or paths.db_path()
 
     def open(self) -> Store:
-        """The shared store connection (opened, created and migrated on first use)."""
+        """The shared store connection (opened, created and migrated on first use). Its
+        page-by-page check (:meth:`Store.check`, seconds on a large store) runs on open for a
+        small store, else before the first write through :meth:`_use` (``check=True``)."""
         with self.lock:
             if self._store is None:
-                self._store = Store(self.db_path())
+                self._store = Store(self.db_path(), check=None)
             return self._store
 
     def close(self) -> None:
@@ -169,12 +180,22 @@ class Service:
                 self._store = None
 
     @contextmanager
-    def _use(self) -> Iterator[Store]:
-        """The store under the lock; an SQLite failure is a StoreError (one line)."""
+    def _use(self, *, check: bool = False) -> Iterator[Store]:
+        """The store under the lock; an SQLite failure is a StoreError (one line): a write
+        to a read-only store names its folder (:meth:`Store.refuse_write`). ``check``: the
+        caller writes, so a damaged file is refused first (:meth:`Store.check`)."""
         with self.lock:
+            store = self.open()
+            if check:
+                store.check()
             try:
-                yield self.open()
+                yield store
             except sqlite3.Error as exc:
+                code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+                if store.read_only and code == sqlite3.SQLITE_READONLY:
+                    store.refuse_write()
+                if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+                    raise StoreError(f"{self.db_path()}: {machine_failure(exc)}") from None
                 raise StoreError(f"database error: {exc}") from None
 
     # ------------------------------------------------------------------ harvest and tasks
@@ -184,7 +205,7 @@ class Service:
         from skillopt_sleep.sources.ingest import harvest
 
         settings = self.settings()
-        with self._use() as store:
+        with self._use(check=True) as store:
             report = harvest(store, settings, on_progress=on_progress)
             if store.adoptions.in_place():  # else there is no reach to judge (nothing imported)
                 from skillopt_sleep.night.wild import record_reach
@@ -204,7 +225,7 @@ class Service:
         the ``ForgetResult``."""
         from skillopt_sleep.forgetting import forget
 
-        with self._use() as store:
+        with self._use(check=True) as store:
             return forget(store, project=project, session=session, before=before, dry_run=dry_run)
 
     def outbox(self, limit: int = 50) -> list[dict[str, Any]]:
@@ -212,15 +233,20 @@ class Service:
         ``privacy.outbox_days`` are emptied first)."""
         days = self.settings().privacy.outbox_days
         with self._use() as store:
-            store.outbox.expire(days)
-            return [dict(r) for r in store.outbox.recent(limit)]
+            if not store.read_only:
+                store.outbox.expire(days)
+            cutoff = store.outbox.cutoff(days)  # read-only: expired texts are not shown
+            return [
+                dict(r, prompt="") if str(r.get("at") or "") < cutoff else dict(r)
+                for r in store.outbox.recent(limit)
+            ]
 
     def mine(self, project: Path | None = None, *, on_progress: OnProgress | None = None) -> Any:
         """Mine tasks from the store now (and save them); returns the ``MineReport``."""
         from skillopt_sleep.night.mine import mine
 
         settings = self.settings(project=project)
-        with self._use() as store:
+        with self._use(check=True) as store:
             return mine(store, settings, on_progress=on_progress)
 
     def harvested_yet(self) -> bool:
@@ -336,7 +362,7 @@ class Service:
 
         config = self.config_file()
         statuses = discover_sources(self.settings(), config_path=config)
-        created = not config.exists()
+        created = not config.exists() and _can_create(config)
         changed: list[str] = []
         if enable_found or created:
             changed = do_enable(config, statuses, switch_disabled=enable_found)
@@ -920,7 +946,7 @@ class Service:
         the config and the agent registry allow; ``allow_flagged``: even when it adds rules
         the poisoning screen flags."""
         settings = self.settings()
-        with self._use() as store:
+        with self._use(check=True) as store:
             return proposals.adopt(
                 store,
                 proposal_id,
@@ -941,13 +967,13 @@ class Service:
         """Adopt a proposal and the staged copies of its rules for other agents (see
         :func:`skillopt_sleep.proposals.adopt_group`); the adoptions, ``proposal_id``'s first."""
         settings = self.settings()
-        with self._use() as store:
+        with self._use(check=True) as store:
             return proposals.adopt_group(
                 store, proposal_id, force=force, allow_flagged=allow_flagged, settings=settings
             )
 
     def reject(self, proposal_id: str, reason: str = "") -> RejectResult:
-        with self._use() as store:
+        with self._use(check=True) as store:
             return proposals.reject(store, proposal_id, reason)
 
     def rollback(
@@ -956,7 +982,7 @@ class Service:
         """Restore a file as it was before its latest adoption. ``managed_only``: ``target``
         must be a file some proposal or adoption refers to (BadArgument otherwise)."""
         settings = self.settings()
-        with self._use() as store:
+        with self._use(check=True) as store:
             path = self._managed(store, target) if target and managed_only else target
             return proposals.rollback(store, path, force=force, settings=settings)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -51,14 +52,37 @@ def night_lock() -> FileLock:
 
 
 def lock_free() -> bool:
-    """Whether nobody holds the night lock (probed without waiting)."""
+    """Whether nobody holds the night lock (probed without waiting; in a state folder this
+    user cannot write, through the lock file opened read-only)."""
     probe = night_lock()
     try:
         probe.acquire(timeout=0)
     except Timeout:
         return False
+    except OSError:
+        return _lock_free_read_only(paths.state_dir() / "night.lock")
     probe.release()
     return True
+
+
+def _lock_free_read_only(path: Path) -> bool:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: a read-only folder runs no night
+        return True
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # no lock file: no night ever ran here
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # filelock's lock on Unix is flock
+    except OSError:
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return True
+    finally:
+        os.close(fd)
 
 
 def pid_alive(pid: int | None) -> bool:

@@ -25,6 +25,11 @@ the store, reached as attributes of :class:`Store`:
 
 Reads never write. ``store.write()`` groups writes in one ``BEGIN IMMEDIATE`` transaction.
 
+A store whose folder (or file) this user cannot write — a backup, another user's folder — is
+opened read-only (:attr:`Store.read_only`; SQLite ``mode=ro``, or ``immutable=1`` when its
+WAL's shared-memory file cannot be made there): read commands work, and the first write
+raises :class:`StoreError` naming the folder (:meth:`Store.refuse_write`).
+
 Threads may share a store (a night's replay workers write the response cache): its
 connection (:class:`~skillopt_sleep.store._base.StoreDatabase`) has one writer lock that every
 write transaction holds from begin to commit and every statement takes, so writes from
@@ -37,6 +42,7 @@ import contextlib
 import os
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 from sqlite_utils import Database
 
@@ -100,16 +106,84 @@ def _check_intact(db: StoreDatabase, path: Path) -> None:
         )
 
 
+#: a store up to this size is checked page by page (:meth:`Store.check`) whenever it is opened
+#: with ``check=None`` (read commands): about 100 ms at most in the page cache; a larger one
+#: when it is first written. Measured (``tests/bench/bench_store_open.py``, 2 shared cores):
+#: 31 MB 40 ms warm / 205 ms cold; 1 GB 1.5–3.0 s warm / 8.1 s cold, an open without it 1 ms
+CHECK_ON_OPEN_BYTES = 32 * 1024 * 1024
+
+
+def _writable(path: Path) -> bool:
+    """Whether this user may write the store at ``path`` (its folder, and the file if it
+    exists, with the WAL's side files)."""
+    folder = path.parent
+    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+        return False
+    return all(
+        not p.exists() or os.access(p, os.W_OK)
+        for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm"))
+    )
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection: ``mode=ro`` (it sees the WAL; it needs the shared-memory file
+    or a folder where it can be made), else ``immutable=1`` (the file as it is)."""
+    uri = "file:" + quote(str(path.absolute()))
+    last: sqlite3.Error | None = None
+    for query in ("mode=ro", "mode=ro&immutable=1"):
+        conn = sqlite3.connect(f"{uri}?{query}", uri=True, timeout=30, check_same_thread=False)
+        try:
+            conn.execute("select count(*) from sqlite_master").fetchone()
+            return conn
+        except sqlite3.Error as exc:
+            conn.close()
+            last = exc
+    assert last is not None
+    raise last
+
+
 class Store:
     """The store: its repositories as attributes (see the module doc). Opening raises
-    :class:`StoreError` when the file cannot be opened or is not a usable database."""
+    :class:`StoreError` when the file cannot be opened or is not a usable database.
+    ``read_only``: open it read-only (default: when this user cannot write it)."""
 
-    def __init__(self, db: Database | str | Path):
+    #: the store was opened read-only (its folder or file is not writable by this user)
+    read_only: bool = False
+
+    #: :meth:`check` found the file sound on this connection
+    checked: bool = False
+
+    def __init__(
+        self,
+        db: Database | str | Path,
+        *,
+        read_only: bool | None = None,
+        check: bool | None = True,
+    ):
         db_given, new = db, False
+        if check is None:  # as cheap as it is on a small file, else left to the first write
+            try:
+                check = Path(str(db)).stat().st_size <= CHECK_ON_OPEN_BYTES
+            except (OSError, TypeError):
+                check = True
+        self._check = check
         if isinstance(db, StoreDatabase):
             self.db = db
         elif isinstance(db, Database):
             self.db = StoreDatabase(db.conn)
+        elif read_only or (read_only is None and not _writable(Path(db))):
+            path = Path(db)
+            self.read_only, self.path = True, path
+            if not path.is_file():
+                raise StoreError(
+                    f"cannot open database {path}: there is none, and its folder "
+                    f"{path.parent} is read-only"
+                )
+            try:
+                self.db = StoreDatabase(_connect_read_only(path))
+                self.db.read_only = True
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot open database {path} (read-only): {exc}") from None
         else:
             path = Path(db)
             # the store holds message text from the user's sessions: private to the user
@@ -126,10 +200,46 @@ class Store:
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot open database {path}: {exc}") from None
         db = self.db
+        if self.read_only:
+            self._open_read_only(Path(db_given))  # type: ignore[arg-type]
+        else:
+            self._open_writable(db_given, new)
+        self._repositories(db)
+
+    def _open_read_only(self, path: Path) -> None:
+        try:
+            if self._check:
+                self.check()
+            else:
+                self.db.execute("select count(*) from sqlite_master").fetchone()
+            pending = [m.name for m in migrations.pending(self.db)]
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"database is unusable: {exc}") from None
+        if pending:
+            raise StoreError(
+                f"{path}: written by an older version, and its folder {path.parent} is "
+                f"read-only, so it cannot be upgraded ({pending[0]} is pending): copy the "
+                "folder somewhere writable and point SKILLOPT_SLEEP_HOME at the copy"
+            )
+
+    def refuse_write(self) -> None:
+        """Raise :class:`StoreError` naming the folder when the store is read-only."""
+        if self.read_only:
+            folder = self.path.parent
+            raise StoreError(
+                f"the state folder {folder} is read-only for this user: this command writes "
+                "to it (read commands work: status, proposals, show, tasks, search, nights)"
+            )
+
+    def _open_writable(self, db_given: Database | str | Path, new: bool) -> None:
         try:
             self.db.execute("PRAGMA busy_timeout = 30000")
             if isinstance(db_given, (str, Path)) and not new:
-                _check_intact(self.db, Path(db_given))
+                self.path = Path(db_given)
+                if self._check:
+                    self.check()
+                else:  # the header and the schema page only: a file that is no database
+                    self.db.execute("select count(*) from sqlite_master").fetchone()
             if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "memory":
                 self.db.enable_wal()
             if self.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
@@ -150,6 +260,8 @@ class Store:
                 self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"database is unusable: {exc}") from None
+
+    def _repositories(self, db: StoreDatabase) -> None:
         self.files = FilesRepo(db)
         self.sessions = SessionsRepo(db)
         self.harvests = HarvestsRepo(db)
@@ -170,6 +282,17 @@ class Store:
         if not self.db.table("_sqlite_migrations").exists():
             return 0
         return int(self.db.execute("select count(*) from _sqlite_migrations").fetchone()[0])
+
+    def check(self) -> None:
+        """Refuse a damaged file (``PRAGMA quick_check``, :class:`StoreError` with the way
+        out); once per connection. It reads every page (seconds for a store of a GB,
+        ``tests/bench/bench_store_open.py``): ``Store(path)`` runs it on open (daemon start,
+        a night, tests); the service's shared store (``check=None``) only when the file is
+        at most :data:`CHECK_ON_OPEN_BYTES`, else before its first write (harvest, adopt,
+        reject, rollback, forget, tasks) — and doctor runs the full ``quick_check``."""
+        if not self.checked and getattr(self, "path", None) is not None:
+            _check_intact(self.db, self.path)
+        self.checked = True
 
     def integrity(self) -> list[str]:
         """SQLite's ``quick_check`` of the database and its ``foreign_key_check`` (a row that
@@ -195,7 +318,9 @@ class Store:
     def write(self) -> contextlib.AbstractContextManager[StoreDatabase]:
         """One write transaction, taken at once (``BEGIN IMMEDIATE``) under the store's writer
         lock (other threads' writes wait for it); nested: a savepoint.
-        See :func:`~skillopt_sleep.store._base.write_transaction`."""
+        See :func:`~skillopt_sleep.store._base.write_transaction`. A read-only store refuses
+        (:meth:`refuse_write`)."""
+        self.refuse_write()
         return write_transaction(self.db)
 
 

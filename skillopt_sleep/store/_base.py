@@ -31,6 +31,9 @@ class StoreDatabase(Database):
     thread has open instead of seeing its uncommitted rows. A read that may run on a worker
     thread fetches its rows under the lock (:meth:`Repository._one` does)."""
 
+    #: opened read-only (see :attr:`skillopt_sleep.store.Store.read_only`)
+    read_only: bool = False
+
     def __init__(self, conn: sqlite3.Connection):
         self.lock = threading.RLock()
         super().__init__(conn)

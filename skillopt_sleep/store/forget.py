@@ -1,5 +1,9 @@
 """Forgetting stored data for good (``skillopt-sleep forget``): sessions with their messages and
-full-text rows, the tasks mined from them with their rollouts, and the response caches.
+full-text rows, the tasks mined from them with their rollouts (an occurrence's replays are
+stored under ``<task id>@<hash>``), and the response caches; and the forgotten text quoted in
+what is derived from it (:meth:`ForgetRepo.derived` / :meth:`ForgetRepo.rewrite`: edits' rule
+text and rationale, nights' summaries and errors, proposals' reasons, the outbox's kept
+prompts).
 
 Deleted rows' pages are zeroed (``PRAGMA secure_delete`` is on for every store), the full-text
 index is rebuilt from its remaining rows (FTS keeps a deleted row's tokens in old segments
@@ -10,6 +14,7 @@ of the database or its WAL keeps what was forgotten (:meth:`ForgetRepo.purge`).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from skillopt_sleep.store._base import Repository
@@ -124,6 +129,11 @@ class ForgetRepo(Repository):
                 f"substr(task_id, 1, instr(task_id, '@') - 1) in ({marks}))",
                 chunk * 3,
             ).rowcount
+            for tid in chunk:  # an occurrence's replays: <task id>@<hash>
+                counts["rollouts"] += db.execute(
+                    "delete from rollouts where substr(task_id, 1, ?) = ?",
+                    [len(tid) + 1, tid + "@"],
+                ).rowcount
             counts["tasks"] += db.execute(
                 f"delete from tasks where id in ({marks})", chunk
             ).rowcount
@@ -135,6 +145,103 @@ class ForgetRepo(Repository):
             counts["cached"] += db.execute("delete from rollout_cache").rowcount
             db.execute("delete from judge_cache")
         return counts
+
+    def texts(self, session_ids: list[str], task_ids: list[str]) -> tuple[list[str], list[str]]:
+        """What the forgotten rows say, read before they are deleted: (the phrases a derived
+        text may quote whole: the tasks' intents, their occurrences' prompts, their
+        corrections, the sessions' titles and user prompts; every text of the sessions'
+        messages and the tasks' rollouts, whose words may be quoted one by one)."""
+        db = self.db
+        phrases: list[str] = []
+        texts: list[str] = []
+        with db.lock:
+            for chunk in _chunks(task_ids):
+                marks = ",".join("?" * len(chunk))
+                for intent, occurrences, corrections in db.execute(
+                    f"select intent, occurrences, corrections from tasks where id in ({marks})",
+                    chunk,
+                ).fetchall():
+                    phrases.append(intent or "")
+                    for raw, key in ((occurrences, "prompt"), (corrections, None)):
+                        try:
+                            items = json.loads(raw or "[]")
+                        except ValueError:
+                            items = []
+                        for item in items if isinstance(items, list) else []:
+                            value = item.get(key) if key and isinstance(item, dict) else item
+                            if isinstance(value, str):
+                                phrases.append(value)
+                texts += [
+                    r[0]
+                    for r in db.execute(
+                        f"select answer from rollouts where task_id in ({marks}) or "
+                        f"substr(task_id, 1, instr(task_id || '@', '@') - 1) in ({marks})",
+                        chunk + chunk,
+                    ).fetchall()
+                    if r[0]
+                ]
+            for chunk in _chunks(session_ids):
+                marks = ",".join("?" * len(chunk))
+                phrases += [
+                    r[0]
+                    for r in db.execute(
+                        f"select title from sessions where id in ({marks})", chunk
+                    ).fetchall()
+                    if r[0]
+                ]
+                for role, text in db.execute(
+                    f"select role, text from messages where session_id in ({marks})", chunk
+                ).fetchall():
+                    if text:
+                        texts.append(text)
+                        if role == "user":
+                            phrases.append(text)
+        return [p for p in phrases if p], texts + phrases
+
+    #: (table, primary key, column, whether the column holds JSON) that may quote what a
+    #: night read from sessions
+    DERIVED = (
+        ("edits", "id", "text", False),
+        ("edits", "id", "old", False),
+        ("edits", "id", "rationale", False),
+        ("nights", "id", "summary", True),
+        ("nights", "id", "error", False),
+        ("proposals", "id", "reason", False),
+        ("outbox", "id", "prompt", False),
+    )
+
+    def derived(self) -> Iterator[tuple[str, Any, str, bool, str]]:
+        """Every non-empty derived text: (table, primary key value, column, is JSON, text)."""
+        for table, pk, column, is_json in self.DERIVED:
+            if not self.db.table(table).exists() or column not in self.db.table(table).columns_dict:
+                continue
+            with self.db.lock:
+                rows = self.db.execute(
+                    f"select {pk}, {column} from {table} where coalesce({column}, '') != ''"
+                ).fetchall()
+            for key, text in rows:
+                yield table, key, column, is_json, str(text)
+
+    def rewrite(self, table: str, key: Any, column: str, text: str) -> None:
+        """Set one derived text (``table`` / ``column`` one of :attr:`DERIVED`)."""
+        wanted = [(t, pk) for t, pk, c, _ in self.DERIVED if (t, c) == (table, column)]
+        if not wanted:
+            raise ValueError(f"not a derived text: {table}.{column}")
+        self.db.execute(f"update {table} set {column} = ? where {wanted[0][1]} = ?", [text, key])
+
+    def kept_words(self, words: set[str]) -> set[str]:
+        """Those of ``words`` some remaining message still holds (full-text index: the same
+        word stem counts)."""
+        kept: set[str] = set()
+        with self.db.lock:
+            for w in words:
+                row = self.db.execute(
+                    "select 1 from messages_fts where messages_fts match ? limit 1",
+                    ['"' + w.replace('"', '""') + '"'],
+                ).fetchone()
+                if row:
+                    kept.add(w)
+        return kept
 
     def purge(self) -> None:
         """Leave no page holding forgotten text: rebuild the full-text index from the rows

@@ -26,7 +26,10 @@ class MiningRepo(Repository):
         return out
 
     def save(self, states: dict[str, dict[str, Any]]) -> None:
-        """Replace the stored states of these projects."""
+        """Replace the stored states of these projects (not on a read-only store: ``tasks``
+        reading a backup mines for its listing alone)."""
+        if self.db.read_only:
+            return
         at = now_iso()
         with write_transaction(self.db):
             for project, state in states.items():

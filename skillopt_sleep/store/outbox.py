@@ -18,13 +18,16 @@ class OutboxRepo(Repository):
         row["prompt"] = redact(str(row.get("prompt") or ""))
         return self._insert("outbox", row)
 
+    @staticmethod
+    def cutoff(days: int) -> str:
+        """The time before which a call's kept text is emptied (``days`` 0: every call)."""
+        if days <= 0:
+            return "9999"
+        return (datetime.now(UTC) - timedelta(days=days)).isoformat(timespec="seconds")
+
     def expire(self, days: int) -> int:
         """Empty the kept text of calls older than ``days`` days (0: all); rows stay."""
-        cutoff = (
-            (datetime.now(UTC) - timedelta(days=days)).isoformat(timespec="seconds")
-            if days > 0
-            else "9999"  # every row
-        )
+        cutoff = self.cutoff(days)
         with self.db.atomic():
             cur = self.db.execute(
                 "update outbox set prompt = '' where prompt != '' and at < ?", [cutoff]

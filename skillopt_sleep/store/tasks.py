@@ -15,7 +15,10 @@ class TasksRepo(Repository):
 
     def save(self, tasks: Iterable[Task]) -> None:
         """Insert or update each task (its texts redacted); ``first_seen`` is kept,
-        ``last_seen`` set to now."""
+        ``last_seen`` set to now. On a read-only store (``tasks`` reading a backup) nothing is
+        saved: the tasks were mined for the listing alone."""
+        if self.db.read_only:
+            return
         now = now_iso()
         for t in tasks:
             old = self._one("tasks", "id = ?", [t.id])

@@ -10,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from skillopt_sleep.demo import DEMO_CONVERSATIONS
 from skillopt_sleep.models import Task
 from skillopt_sleep.results import ProposalReport, TaskDelta
+from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
+from skillopt_sleep.testing.sessions import write_conversations
 from tests.helpers.sources import cc_user, write
 from tests.helpers.store import ensure_night
 
@@ -182,3 +185,108 @@ def test_kept_out_projects_never_reach_the_store(isolated_home: Path, tmp_path: 
     _session(isolated_home, "s-ok2", "/srv/mine", f"d {OTHER_WORD}", "2026-01-05T10:00:00Z")
     report = json.loads(_cli(env, "harvest", "--json").stdout)
     assert report["sources"]["claude_code"]["sessions_filtered"] == {"not_allowed_project": 1}
+
+
+#: words found nowhere else, one per session that asks to install the dependencies
+INSTALL_WORDS = ["zanzibarquokka", "tamarindvole", "okapiwhistle"]
+
+
+def _night_world(home: Path, tmp_path: Path, url: str) -> tuple[Path, Path]:
+    """The demo's conversations in ``tmp_path/secret``, each install request naming its own
+    word; a session of ``tmp_path/kept``; a config whose night trains ``secret``."""
+    project = tmp_path / "secret"
+    project.mkdir()
+    n = 0
+    conversations = []
+    for agent, turns in DEMO_CONVERSATIONS:
+        if "dependencies" in turns[0][0]:
+            word, n = INSTALL_WORDS[n], n + 1
+            turns = [
+                (a.replace("dependencies", f"dependencies of {word}"), b, c) for a, b, c in turns
+            ]
+        conversations.append((agent, turns))
+    write_conversations(home, project, conversations)
+    _session(home, "s-kept", str(tmp_path / "kept"), f"build {OTHER_WORD}", "2026-01-06T10:00:00Z")
+    backend = f'name = "openai_compatible"\nbase_url = "{url}/v1"\nmodel = "sim"\n'
+    backend += 'api_key = "sk-test"\nmax_retries = 1\n'
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(
+        f'project = "{project}"\nepochs = 1\n'
+        f'[sources.claude_code]\nroots = ["{home / ".claude" / "projects"}"]\n'
+        f'[sources.codex]\nroots = ["{home / ".codex" / "sessions"}"]\n'
+        f"[target]\n{backend}[optimizer]\n{backend}"
+        f'[document]\nkind = "path"\npath = "{project / "AGENTS.md"}"\n',
+        encoding="utf-8",
+    )
+    return project, cfg
+
+
+def test_forget_after_a_night_leaves_nothing_the_night_derived(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    """A real night (simulator) on a project whose install requests each name a word found
+    nowhere else; then edits, a night's summary and error and a proposal's reason that quote
+    them (as an optimizer's rationale may). ``forget --session`` of one such session, then
+    ``forget --project``: no byte of the forgotten words (nor of a forgotten prompt) in the
+    database files, its full-text index, the outbox or any file of the state folder, while
+    what was kept stays whole."""
+    state = tmp_path / "skillopt-home"
+    env = dict(os.environ, HOME=str(isolated_home), SKILLOPT_SLEEP_HOME=str(state))
+    first, second, third = INSTALL_WORDS
+    with serve("demo") as sim:
+        project, cfg = _night_world(isolated_home, tmp_path, sim.url)
+        night = json.loads(_cli(env, "--config", str(cfg), "run", "--json").stdout)
+    assert night["status"] == "succeeded" and night["proposal_id"], night
+    pid, nid = night["proposal_id"], night["night_id"]
+    db = state / "state" / "skillopt.db"
+    store = Store(db)
+    try:
+        for word in INSTALL_WORDS:
+            quote = f"how do I install the dependencies of {word}?"
+            store.edits.add(
+                night_id=nid,
+                op="add",
+                text=f"For {word}, install with `pnpm`.",
+                rationale=f'the user asked "{quote}" and corrected npm',
+                origin="reflect",
+                status="rejected",
+            )
+        summary = json.loads(store.nights.get(nid)["summary"])
+        summary["warning"] = f"asked to install the dependencies of {first} and {second}"
+        store.nights.set(nid, summary=json.dumps(summary), error=f"{third} timed out")
+        store.proposals.set_status(pid, "staged", f"kept for {first}")
+    finally:
+        store.close()
+    for word in INSTALL_WORDS:  # they are there before, in the store and the report
+        assert "state/skillopt.db" in _traces(state, word), word
+        assert any(word[:8] in t for t in _fts_terms(db))
+    assert f"state/proposals/{pid}/report.md" in _traces(state, second)  # a val task
+
+    hits = json.loads(_cli(env, "search", second, "--json").stdout)["hits"]
+    [sid] = {h["session_id"] for h in hits}
+    res = json.loads(_cli(env, "forget", "--session", sid, "--json").stdout)
+    assert res["sessions"] == 1 and res["tasks"] >= 1 and res["rollouts"] >= 1
+    assert res["derived"] >= 3 and res["outbox"] >= 1 and res["reports"] == [pid]
+    assert _traces(state, second) == []
+    assert not any(second[:8] in t for t in _fts_terms(db))
+    assert any(first[:8] in t for t in _fts_terms(db))  # other sessions' messages stay
+    store = Store(db)
+    try:
+        row = store.nights.get(nid)
+        kept = json.loads(row["summary"])  # still the night's summary, as JSON
+        assert kept["warning"] == f"asked to install the dependencies of {first} and [forgotten]"
+        assert row["error"] == f"{third} timed out"
+        rules = [e["text"] for e in store.db["edits"].rows_where("night_id = ?", [nid])]
+        assert "For [forgotten], install with `pnpm`." in rules
+        assert f"For {first}, install with `pnpm`." in rules  # its session is kept
+    finally:
+        store.close()
+
+    res = json.loads(_cli(env, "forget", "--project", str(project), "--json").stdout)
+    assert res["sessions"] == len(DEMO_CONVERSATIONS) - 1
+    for word in [*INSTALL_WORDS, "install the dependencies of"]:
+        assert _traces(state, word) == [], word
+    assert not any(w[:8] in t for w in INSTALL_WORDS for t in _fts_terms(db))
+    assert any(OTHER_WORD[:8] in t for t in _fts_terms(db))
+    report = json.loads((state / "state" / "proposals" / pid / "report.json").read_text())
+    assert report["id"] == pid and "[forgotten]" in json.dumps(report)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import re
 import string
 import uuid
 from collections.abc import Callable
@@ -552,3 +553,32 @@ WRITERS: dict[str, Writer] = {
     "devin": write_devin,
     "opencode": write_opencode,
 }
+
+
+# ---------------------------------------------------------------------- scanning
+def db_bytes(db: Path) -> bytes:
+    """The raw bytes of the database and its WAL / shared-memory files, as they are now."""
+    out = b""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        p = Path(str(db) + suffix)
+        if p.exists():
+            out += p.read_bytes()
+    return out
+
+
+def leaks(blob: bytes, cans: list[Canary], size: int = 12) -> list[str]:
+    """The canaries any ``size``-character piece of whose secret is in ``blob`` (compared
+    lower-cased: the FTS index keeps its tokens so)."""
+    owner: dict[bytes, str] = {}
+    for c in cans:
+        for w in c.windows(size):
+            for piece in w.lower().split("\n"):
+                for i in range(len(piece) - size + 1):
+                    owner.setdefault(piece[i : i + size].encode(), c.name)
+    found: dict[str, str] = {}
+    for run in re.findall(rb"[^\s\"'\\]{%d,}" % size, blob.lower()):
+        for i in range(len(run) - size + 1):
+            name = owner.get(run[i : i + size])
+            if name and name not in found:
+                found[name] = run[i : i + size].decode("utf-8", "replace")
+    return [f"{name}: {piece!r}" for name, piece in found.items()]

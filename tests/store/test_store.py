@@ -176,3 +176,43 @@ def test_a_damaged_database_is_refused_before_any_write(tmp_path):
         )
         assert res.returncode == 1 and "database file is damaged" in res.stderr, res.stderr
     assert db.read_bytes() == before  # nothing was written on it
+
+
+def test_a_large_store_is_checked_before_the_first_write_not_for_reads(
+    tmp_path, isolated_home, monkeypatch
+):
+    """Above ``CHECK_ON_OPEN_BYTES`` (here: 0) the service's reads skip the page-by-page
+    check (seconds on a store of a GB); its first write runs it and refuses a damaged file
+    before writing anything."""
+    import pytest
+
+    from skillopt_sleep import store as store_mod
+    from skillopt_sleep.errors import StoreError
+    from skillopt_sleep.service import Service
+
+    db = tmp_path / "skillopt-home" / "state" / "skillopt.db"
+    store = Store(db)
+    with store.write():
+        store.db.table("harvest_runs").insert_all(
+            {"source": "x", "files_skipped": "{}" + " " * 3000} for _ in range(300)
+        )
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+    data = bytearray(db.read_bytes())
+    for off in range(len(data) // 3, len(data) // 3 + 20000, 7):
+        data[off] = 0xAA
+    db.write_bytes(bytes(data))
+    before = db.read_bytes()
+
+    monkeypatch.setattr(store_mod, "CHECK_ON_OPEN_BYTES", 0)
+    svc = Service(store_path=db)
+    assert svc.proposals() == []  # a read: no check, the pages it reads are sound
+    assert not svc.open().checked
+    with pytest.raises(StoreError, match="database file is damaged"):
+        svc.harvest()
+    svc.close()
+    assert db.read_bytes() == before
+
+    monkeypatch.setattr(store_mod, "CHECK_ON_OPEN_BYTES", 10**12)
+    with pytest.raises(StoreError, match="damaged"):
+        Service(store_path=db).proposals()  # a small store is checked on open
