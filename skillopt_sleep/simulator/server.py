@@ -140,6 +140,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.send_header("request-id", "req_sim")
         self.end_headers()
+        self._left()
         self.wfile.write(payload)
 
     def _stream(self, events: Iterator[bytes]) -> None:
@@ -230,10 +231,18 @@ class _Handler(BaseHTTPRequestHandler):
     def _model_call(self, api: str, path: str) -> None:
         sim = self.server.sim
         sim.stats.enter()
+        self._in_flight = True
         try:
             self._answer(api, path)
         finally:
-            sim.stats.leave()
+            self._left()
+
+    def _left(self) -> None:
+        """The call stops counting as in flight once, before its response's last bytes go
+        out: a client's next call on the same connection can then never overlap it."""
+        if getattr(self, "_in_flight", False):
+            self._in_flight = False
+            self.server.sim.stats.leave()
 
     def _answer(self, api: str, path: str) -> None:
         sim = self.server.sim

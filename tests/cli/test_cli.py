@@ -574,8 +574,13 @@ def test_nights_search_session_show_logs_and_status_says_what_is_adopted(session
     assert wrong.returncode == 1 and wrong.stderr.startswith("error: --format must be md or json")
 
     assert cli("adopt", "p1").returncode == 0
-    status = cli("status").stdout
+    status = cli("status", env=dict(os.environ, COLUMNS="400")).stdout
     assert "adopted p1 (" in status and str(project / "AGENTS.md") in status
+    narrow = cli("status", env=dict(os.environ, COLUMNS="80")).stdout
+    [line] = [ln for ln in narrow.splitlines() if ln.startswith("adopted p1 (")]
+    shown = line.split()[3].rstrip(":")  # the path, cut in its middle, its end whole
+    head, tail = shown.split("…")
+    assert str(project / "AGENTS.md").startswith(head) and tail.endswith("/AGENTS.md")
 
 
 def _on_a_terminal(*args: str, env: dict) -> str:
