@@ -386,7 +386,7 @@ def test_tasks_shows_occurrences_by_role_why_similar_prompts_were_kept_apart_and
         entrypoint="sdk-py",
     )
     assert cli("harvest").returncode == 0
-    res = cli("tasks")
+    res = cli("tasks", env=dict(os.environ, COLUMNS="200"))  # the table of a wide terminal
     assert res.returncode == 0, res.stderr
     text = " ".join(res.stdout.split())
     assert "occurrences" in text  # the table's column (its cells wrap: the roles are below)
