@@ -15,51 +15,8 @@ import pytest
 from skillopt_sleep.demo import DEMO_CONVERSATIONS
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.testing.sessions import write_conversations
+from tests.helpers.cli_run import sim_config, skillopt, skillopt_argv
 from tests.helpers.net import closed_port
-
-
-def cli(
-    *args: str, env: dict | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess:
-    exe = shutil.which("skillopt-sleep")
-    cmd = [exe, *args] if exe else [sys.executable, "-m", "skillopt_sleep", *args]
-    return subprocess.run(
-        cmd, capture_output=True, text=True, env=env or dict(os.environ), cwd=cwd, timeout=240
-    )
-
-
-def write_config(
-    path: Path, home: Path, project: Path, base_url: str, api_key: str = "sk-test"
-) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        f"""
-project = "{project}"
-epochs = 1
-[sources.claude_code]
-roots = ["{home / ".claude" / "projects"}"]
-[sources.codex]
-roots = ["{home / ".codex" / "sessions"}"]
-[target]
-name = "openai_compatible"
-base_url = "{base_url}"
-model = "sim"
-api_key = "{api_key}"
-max_retries = 1
-timeout = 10
-[optimizer]
-name = "openai_compatible"
-base_url = "{base_url}"
-model = "sim"
-api_key = "{api_key}"
-max_retries = 1
-[document]
-kind = "path"
-path = "{project / "AGENTS.md"}"
-""",
-        encoding="utf-8",
-    )
-    return path
 
 
 @pytest.fixture
@@ -74,27 +31,27 @@ def assert_failed_loudly(res, needle: str, project: Path) -> None:
     assert res.returncode != 0
     lines = [ln for ln in res.stderr.strip().splitlines() if ln.startswith("error:")]
     assert len(lines) == 1 and needle in lines[0], res.stderr
-    status = json.loads(cli("status", "--json").stdout)
+    status = json.loads(skillopt("status", "--json").stdout)
     assert status["last_night"]["status"] == "failed"
     assert needle in status["last_night"]["error"]
     assert status["pending_proposals"] == []
     assert not (project / "AGENTS.md").exists()
-    human = cli("status").stdout
+    human = skillopt("status").stdout
     assert "failed" in human and needle in human
 
 
 def test_backend_down_fails_the_night_loudly(sessions, tmp_path):
     home, project = sessions
-    cfg = write_config(tmp_path / "c.toml", home, project, f"http://127.0.0.1:{closed_port()}/v1")
-    res = cli("--config", str(cfg), "run")
+    cfg = sim_config(tmp_path / "c.toml", home, project, f"http://127.0.0.1:{closed_port()}/v1")
+    res = skillopt("--config", str(cfg), "run")
     assert_failed_loudly(res, "cannot reach", project)
 
 
 def test_unauthorised_backend_fails_the_night_loudly(sessions, tmp_path):
     home, project = sessions
     with serve("demo", api_key="sk-right") as sim:
-        cfg = write_config(tmp_path / "c.toml", home, project, sim.url + "/v1", api_key="sk-wrong")
-        res = cli("--config", str(cfg), "run")
+        cfg = sim_config(tmp_path / "c.toml", home, project, sim.url + "/v1", api_key="sk-wrong")
+        res = skillopt("--config", str(cfg), "run")
     assert_failed_loudly(res, "401", project)
     assert "sk-wrong" not in res.stderr
 
@@ -102,7 +59,7 @@ def test_unauthorised_backend_fails_the_night_loudly(sessions, tmp_path):
 def test_misspelled_config_key_is_one_line_error(tmp_path):
     cfg = tmp_path / "c.toml"
     cfg.write_text("[optimizer]\nbase_ulr = 'http://127.0.0.1:1'\n")
-    res = cli("--config", str(cfg), "run")
+    res = skillopt("--config", str(cfg), "run")
     assert res.returncode == 1
     assert res.stderr.strip() == f"error: config ({cfg}): unknown key 'optimizer.base_ulr'"
 
@@ -110,19 +67,19 @@ def test_misspelled_config_key_is_one_line_error(tmp_path):
 def test_run_adopt_rollback_through_the_cli(sessions, tmp_path):
     home, project = sessions
     with serve("demo") as sim:
-        cfg = write_config(tmp_path / "c.toml", home, project, sim.url + "/v1")
-        res = cli("--config", str(cfg), "run", "--json")
+        cfg = sim_config(tmp_path / "c.toml", home, project, sim.url + "/v1")
+        res = skillopt("--config", str(cfg), "run", "--json")
         assert res.returncode == 0, res.stderr
         night = json.loads(res.stdout)
     assert night["status"] == "succeeded"
     pid = night["proposal_id"]
-    listed = json.loads(cli("proposals", "--json").stdout)
+    listed = json.loads(skillopt("proposals", "--json").stdout)
     assert [p["id"] for p in listed] == [pid]
-    shown = json.loads(cli("show", pid, "--json").stdout)
+    shown = json.loads(skillopt("show", pid, "--json").stdout)
     assert shown["scores"]["val_after"] > shown["scores"]["val_before"]
-    assert cli("adopt", pid).returncode == 0
+    assert skillopt("adopt", pid).returncode == 0
     assert "Use `pnpm` instead of `npm`." in (project / "AGENTS.md").read_text()
-    assert cli("rollback").returncode == 0
+    assert skillopt("rollback").returncode == 0
     assert not (project / "AGENTS.md").exists()
     # the first proposal is p1, whatever the night's id
     assert pid == "p1"
@@ -145,15 +102,15 @@ def test_run_adopt_rollback_through_the_cli(sessions, tmp_path):
     )
     assert shown["cost"] == cost and night["seconds"] >= cost["seconds"]
     # rollback is an undo, not a no: the same proposal adopts again
-    res = cli("adopt", pid)
+    res = skillopt("adopt", pid)
     assert res.returncode == 0, res.stderr
     assert "Use `pnpm` instead of `npm`." in (project / "AGENTS.md").read_text()
-    assert cli("rollback").returncode == 0 and not (project / "AGENTS.md").exists()
+    assert skillopt("rollback").returncode == 0 and not (project / "AGENTS.md").exists()
 
 
 def test_demo_runs_with_no_agent_installed(tmp_path):
     env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin")
-    res = cli("demo", "--keep", str(tmp_path / "demo"), env=env)
+    res = skillopt("demo", "--keep", str(tmp_path / "demo"), env=env)
     assert res.returncode == 0, res.stderr
     assert "demo night: succeeded" in res.stdout
     report = Path(res.stdout.split("report: ")[1].splitlines()[0])
@@ -170,14 +127,14 @@ def test_demo_runs_with_no_agent_installed(tmp_path):
     sandbox_adopt = said.split("This proposal lives in the demo's sandbox: `")[1].split("`")[0]
     *assigns, exe, verb, pid = sandbox_adopt.split()
     assert (exe, verb, pid) == ("skillopt-sleep", "adopt", "p1")
-    adopted = cli(verb, pid, env=env | dict(a.split("=", 1) for a in assigns))
+    adopted = skillopt(verb, pid, env=env | dict(a.split("=", 1) for a in assigns))
     assert adopted.returncode == 0, adopted.stderr
     assert "Use `pnpm` instead of `npm`." in (tmp_path / "demo/home/.claude/CLAUDE.md").read_text()
 
 
 def test_usage_mistakes_are_usage_errors_not_internal_ones(tmp_path):
     for args in (["status", "--bogus"], ["bogus"], ["show"]):
-        res = cli(*args)
+        res = skillopt(*args)
         assert res.returncode == 2, (args, res.stderr)
         assert "internal error" not in res.stderr
     state = Path(os.environ["SKILLOPT_SLEEP_HOME"]) / "state" / "last-error.txt"
@@ -185,7 +142,7 @@ def test_usage_mistakes_are_usage_errors_not_internal_ones(tmp_path):
 
 
 def test_a_missing_config_file_given_explicitly_is_an_error(tmp_path):
-    res = cli("--config", str(tmp_path / "nope.toml"), "run", "--dry-run")
+    res = skillopt("--config", str(tmp_path / "nope.toml"), "run", "--dry-run")
     assert res.returncode == 1
     assert (
         res.stderr.strip()
@@ -195,14 +152,14 @@ def test_a_missing_config_file_given_explicitly_is_an_error(tmp_path):
 
 def test_unset_api_key_env_is_named(sessions, tmp_path):
     home, project = sessions
-    cfg = write_config(tmp_path / "c.toml", home, project, "http://127.0.0.1:9/v1")
+    cfg = sim_config(tmp_path / "c.toml", home, project, "http://127.0.0.1:9/v1")
     cfg.write_text(
         cfg.read_text().replace(
             'api_key = "sk-test"\nmax_retries = 1\ntimeout = 10',
             'api_key_env = "SKILLOPT_TEST_UNSET_KEY"\nmax_retries = 1',
         )
     )
-    res = cli("--config", str(cfg), "run")
+    res = skillopt("--config", str(cfg), "run")
     assert res.returncode == 1
     assert "$SKILLOPT_TEST_UNSET_KEY, which is not set" in res.stderr
 
@@ -210,7 +167,7 @@ def test_unset_api_key_env_is_named(sessions, tmp_path):
 def test_demo_refuses_a_folder_in_use(tmp_path):
     busy = tmp_path / "busy"
     busy.write_text("a file")
-    res = cli("demo", "--keep", str(busy))
+    res = skillopt("demo", "--keep", str(busy))
     assert res.returncode == 1 and res.stderr.startswith("error: demo folder")
 
 
@@ -223,30 +180,32 @@ def test_status_marks_a_night_whose_process_died_as_interrupted():
     store.nights.add(
         started_at="2026-11-30T01:00:00+00:00", status="running", pid=999999, trigger="cli"
     )
-    data = json.loads(cli("status", "--json").stdout)
+    data = json.loads(skillopt("status", "--json").stdout)
     assert data["last_night"]["status"] == "interrupted"
     assert data["last_night"]["error"] == "the process running it stopped"
 
 
 def test_a_dry_run_does_not_hide_the_last_real_night(sessions, tmp_path):
     home, project = sessions
-    cfg = write_config(tmp_path / "c.toml", home, project, f"http://127.0.0.1:{closed_port()}/v1")
-    assert cli("--config", str(cfg), "run").returncode == 1
-    assert cli("--config", str(cfg), "run", "--dry-run").returncode == 0
-    status = json.loads(cli("status", "--json").stdout)
+    cfg = sim_config(tmp_path / "c.toml", home, project, f"http://127.0.0.1:{closed_port()}/v1")
+    assert skillopt("--config", str(cfg), "run").returncode == 1
+    assert skillopt("--config", str(cfg), "run", "--dry-run").returncode == 0
+    status = json.loads(skillopt("status", "--json").stdout)
     assert status["last_night"]["status"] == "failed" and "cannot reach" in status["last_error"]
     assert [n["status"] for n in status["nights"]][:2] == ["planned", "failed"]
     # nor does a dry run that finds nothing to plan
     empty = tmp_path / "empty-project"
     empty.mkdir()
-    assert cli("--config", str(cfg), "run", "--dry-run", "--project", str(empty)).returncode == 0
-    status = json.loads(cli("status", "--json").stdout)
+    assert (
+        skillopt("--config", str(cfg), "run", "--dry-run", "--project", str(empty)).returncode == 0
+    )
+    status = json.loads(skillopt("status", "--json").stdout)
     assert (
         status["nights"][0]["status"] == "no_tasks" and status["last_night"]["status"] == "failed"
     )
     # a real night with nothing to train on: `status` says why, as `run` did
-    assert cli("--config", str(cfg), "run", "--project", str(empty)).returncode == 0
-    text = cli("--config", str(cfg), "status").stdout
+    assert skillopt("--config", str(cfg), "run", "--project", str(empty)).returncode == 0
+    text = skillopt("--config", str(cfg), "status").stdout
     assert "no_tasks" in text and f"no task mined: no request in {empty}" in " ".join(text.split())
 
 
@@ -254,13 +213,13 @@ def test_first_harvest_of_a_new_install_enables_the_agents_found(isolated_home, 
     from tests.helpers.sources import write_copilot_session
 
     write_copilot_session(isolated_home, tmp_path, [("list the files", "Done.", None)])
-    res = cli("harvest", "--json")
+    res = skillopt("harvest", "--json")
     assert res.returncode == 0, res.stderr
     assert "first run: wrote" in res.stderr and "copilot_cli" in res.stderr
     report = json.loads(res.stdout)
     assert report["sources"]["copilot_cli"]["sessions_new"] == 1
     # the file lists every agent; a second run changes nothing and says nothing
-    again = cli("harvest", "--json")
+    again = skillopt("harvest", "--json")
     assert "first run" not in again.stderr
 
 
@@ -291,33 +250,33 @@ def test_status_reports_a_config_that_does_not_load_and_exits_1(tmp_path):
     project = tmp_path / "webapp"
     project.mkdir()
     write_conversations(home, project, DEMO_CONVERSATIONS)
-    assert cli("harvest").returncode == 0
-    good = cli("status")
+    assert skillopt("harvest").returncode == 0
+    good = skillopt("status")
     assert good.returncode == 0, good.stderr
     # a total, not the parsers' internal counters (those are in `harvest --json`)
     assert " log lines skipped" in good.stdout and "{" not in good.stdout
     assert "injected" not in good.stdout and "ignored_type" not in good.stdout
     bad = tmp_path / "bad.toml"
     bad.write_text('projet = "/tmp/x"\n', encoding="utf-8")
-    res = cli("--config", str(bad), "status")
+    res = skillopt("--config", str(bad), "status")
     assert res.returncode == 1
     assert "store:" in res.stdout  # the rest of the status is still shown
     assert res.stderr.strip() == f"error: config ({bad}): unknown key 'projet'"
-    js = cli("--config", str(bad), "status", "--json")
+    js = skillopt("--config", str(bad), "status", "--json")
     assert (
         js.returncode == 1
         and json.loads(js.stdout)["config_error"] == f"config ({bad}): unknown key 'projet'"
     )
-    assert json.loads(cli("status", "--json").stdout)["config_error"] is None
+    assert json.loads(skillopt("status", "--json").stdout)["config_error"] is None
 
 
 def test_tasks_on_an_empty_store_says_so_instead_of_an_empty_table():
-    res = cli("tasks")
+    res = skillopt("tasks")
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith(
         "no recurring or corrected task yet (0 sessions, 0 prompts considered"
     )
-    assert json.loads(cli("tasks", "--json").stdout) == []
+    assert json.loads(skillopt("tasks", "--json").stdout) == []
 
 
 def test_simulator_help_describes_it_whole():
@@ -348,13 +307,13 @@ def test_tasks_marks_a_task_with_nothing_to_score_it_by(tmp_path):
             ("codex", [("build the docs site", "Run `mkdocs build`.", None)]),
         ],
     )
-    assert "harvest first" in cli("tasks").stdout
-    assert cli("harvest").returncode == 0
-    res = cli("tasks", env=dict(os.environ, COLUMNS="200"))  # whatever pytest's own terminal
+    assert "harvest first" in skillopt("tasks").stdout
+    assert skillopt("harvest").returncode == 0
+    res = skillopt("tasks", env=dict(os.environ, COLUMNS="200"))  # whatever pytest's own terminal
     assert res.returncode == 0, res.stderr
     text = " ".join(res.stdout.split())
     assert "build the docs site" in text and "not scored until a correction arrives" in text
-    [task] = json.loads(cli("tasks", "--json").stdout)
+    [task] = json.loads(skillopt("tasks", "--json").stdout)
     assert task["split"] == "" and task["checks"] == []
 
 
@@ -385,15 +344,15 @@ def test_tasks_shows_occurrences_by_role_why_similar_prompts_were_kept_apart_and
         when=dt.datetime.now(dt.UTC) - dt.timedelta(hours=1),
         entrypoint="sdk-py",
     )
-    assert cli("harvest").returncode == 0
-    res = cli("tasks", env=dict(os.environ, COLUMNS="200"))  # the table of a wide terminal
+    assert skillopt("harvest").returncode == 0
+    res = skillopt("tasks", env=dict(os.environ, COLUMNS="200"))  # the table of a wide terminal
     assert res.returncode == 0, res.stderr
     text = " ".join(res.stdout.split())
     assert "occurrences" in text  # the table's column (its cells wrap: the roles are below)
     assert "kept apart from" in text and "a different project" in text
     assert "not mined: headless_session 1 (headless or programmatic runs" in text
     assert "bump the version" not in text
-    tasks = {t["project"]: t for t in json.loads(cli("tasks", "--json").stdout)}
+    tasks = {t["project"]: t for t in json.loads(skillopt("tasks", "--json").stdout)}
     # the other project's task trains on the very same words: webapp's later occurrences
     # would be its held-out copies, so they are withheld (never another task's held-out copy)
     occurrences = tasks[str(webapp)]["occurrences"]
@@ -405,7 +364,7 @@ def test_tasks_shows_occurrences_by_role_why_similar_prompts_were_kept_apart_and
     assert "an occurrence withheld from test" in text
     assert [o["split"] for o in tasks[str(other)]["occurrences"]] == ["train"]
     assert "1 task(s) asked once" in text
-    assert json.loads(cli("status", "--json").stdout)["counts"]["headless"] == 1
+    assert json.loads(skillopt("status", "--json").stdout)["counts"]["headless"] == 1
 
 
 def test_a_broken_state_folder_or_database_is_one_line_and_exit_1(tmp_path):
@@ -415,7 +374,7 @@ def test_a_broken_state_folder_or_database_is_one_line_and_exit_1(tmp_path):
     (home / "state").write_text("a file where the state folder should be")
     env = dict(os.environ, SKILLOPT_SLEEP_HOME=str(home))
     for args in (["status"], ["run", "--dry-run"]):
-        res = cli(*args, env=env)
+        res = skillopt(*args, env=env)
         assert res.returncode == 1, (args, res.stderr)
         assert res.stderr.strip().splitlines() == [
             f"error: FileExistsError: File exists ({home / 'state'}); the state folder is {home / 'state'}"
@@ -423,7 +382,7 @@ def test_a_broken_state_folder_or_database_is_one_line_and_exit_1(tmp_path):
     (home / "state").unlink()
     (home / "state").mkdir()
     (home / "state" / "skillopt.db").write_bytes(b"SQLite format 3\x00" + b"\x07" * 4000)
-    res = cli("status", env=env)
+    res = skillopt("status", env=env)
     assert res.returncode == 1 and len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert res.stderr.startswith("error: ") and "internal error" not in res.stderr
 
@@ -434,33 +393,33 @@ def test_version_and_config_path_show_edit(tmp_path):
     from skillopt_sleep import __version__
 
     for flag in ("--version", "-V"):
-        res = cli(flag)
+        res = skillopt(flag)
         assert res.returncode == 0 and res.stdout.strip() == f"skillopt-sleep {__version__}"
     from skillopt_sleep import paths
 
     cfg = paths.config_file()  # the isolated user dir's: not there yet
     env = dict(os.environ)
-    assert not cfg.exists() and cli("config", "path", env=env).stdout.strip() == str(cfg)
+    assert not cfg.exists() and skillopt("config", "path", env=env).stdout.strip() == str(cfg)
     cfg.parent.mkdir(parents=True, exist_ok=True)
     cfg.write_text('epochs = 1\n[target]\nmodel = "m1"\napi_key = "sk-never-shown-123"\n')
-    shown = cli("config", "show", env=env)
+    shown = skillopt("config", "show", env=env)
     assert shown.returncode == 0, shown.stderr
     assert "epochs = 1" in shown.stdout and 'model = "m1"' in shown.stdout
     assert "sk-never-shown-123" not in shown.stdout
-    data = json.loads(cli("config", "show", "--json", env=env).stdout)
+    data = json.loads(skillopt("config", "show", "--json", env=env).stdout)
     assert data["epochs"] == 1 and data["target"]["model"] == "m1"
     assert "sk-never-shown-123" not in json.dumps(data)
     # a real editor run non-interactively: sed edits the file in place
-    edited = cli(
+    edited = skillopt(
         "config",
         "edit",
         env=env | {"VISUAL": "", "EDITOR": "sed -i s/epochs\\ =\\ 1/epochs\\ =\\ 2/"},
     )
     assert edited.returncode == 0, edited.stderr
     assert edited.stdout.strip() == f"{cfg}: valid"
-    assert json.loads(cli("config", "show", "--json", env=env).stdout)["epochs"] == 2
+    assert json.loads(skillopt("config", "show", "--json", env=env).stdout)["epochs"] == 2
     # an edit that breaks the file: exit 1 with the reason, the file kept as written
-    broken = cli("config", "edit", env=env | {"VISUAL": "sed -i s/epochs/epochz/"})
+    broken = skillopt("config", "edit", env=env | {"VISUAL": "sed -i s/epochs/epochz/"})
     assert broken.returncode == 1 and broken.stderr.startswith("error: ")
     assert "epochz" in broken.stderr and "epochz = 2" in cfg.read_text()
 
@@ -473,24 +432,24 @@ def test_tables_fit_80_columns_keep_the_file_name_and_every_source_name(tmp_path
     write_conversations(isolated_home, project, DEMO_CONVERSATIONS)
     env = dict(os.environ, COLUMNS="80")
     with serve("demo") as sim:
-        cfg = write_config(tmp_path / "c.toml", isolated_home, project, sim.url + "/v1")
-        harvest = cli("--config", str(cfg), "harvest", env=env)
+        cfg = sim_config(tmp_path / "c.toml", isolated_home, project, sim.url + "/v1")
+        harvest = skillopt("--config", str(cfg), "harvest", env=env)
         assert harvest.returncode == 0, harvest.stderr
-        night = cli("--config", str(cfg), "run", env=env)
+        night = skillopt("--config", str(cfg), "run", env=env)
         assert night.returncode == 0, night.stderr
     target = str(project / "AGENTS.md")
     assert len(target) > 80
-    listed = cli("--config", str(cfg), "proposals", env=env).stdout
-    tasks = cli("--config", str(cfg), "tasks", env=env).stdout
-    sources = cli("--config", str(cfg), "sources", env=env).stdout
-    status = cli("--config", str(cfg), "status", env=env).stdout
+    listed = skillopt("--config", str(cfg), "proposals", env=env).stdout
+    tasks = skillopt("--config", str(cfg), "tasks", env=env).stdout
+    sources = skillopt("--config", str(cfg), "sources", env=env).stdout
+    status = skillopt("--config", str(cfg), "status", env=env).stdout
     for text in (harvest.stdout, listed, tasks, sources, status):
         assert text.strip() and max(len(line) for line in text.splitlines()) <= 80, text
     assert "p1" in status and all(n in status for n in ("claude_code", "codex")), status
     # `sources`: every source name whole; a long root shortened in its middle, its end kept
     roots = {
         s["name"]: next(r["path"] for r in s["roots"] if r["exists"])
-        for s in json.loads(cli("--config", str(cfg), "sources", "--json").stdout)["sources"]
+        for s in json.loads(skillopt("--config", str(cfg), "sources", "--json").stdout)["sources"]
         if s["found"]
     }
     assert set(roots) >= {"claude_code", "codex"}, roots
@@ -509,12 +468,12 @@ def test_tables_fit_80_columns_keep_the_file_name_and_every_source_name(tmp_path
     shown = row.split()[-1]
     head, tail = shown.split("…")
     assert target.startswith(head) and target.endswith(tail)
-    ids = [t["id"] for t in json.loads(cli("--config", str(cfg), "tasks", "--json").stdout)]
+    ids = [t["id"] for t in json.loads(skillopt("--config", str(cfg), "tasks", "--json").stdout)]
     firsts = {line.split()[0] for line in tasks.splitlines() if line.strip()}
     assert ids and set(ids) <= firsts  # every task id whole, first on its line
     # without COLUMNS, piped output is 160 columns wide, not 80
     env.pop("COLUMNS")
-    wide = cli("--config", str(cfg), "proposals", env=env).stdout
+    wide = skillopt("--config", str(cfg), "proposals", env=env).stdout
     [row] = [line for line in wide.splitlines() if line.startswith("p1 ")]
     assert 80 < len(row.rstrip()) <= 160 and row.rstrip().endswith("/webapp/AGENTS.md")
 
@@ -523,16 +482,16 @@ def test_nights_search_session_show_logs_and_status_says_what_is_adopted(session
     home, project = sessions
     env = dict(os.environ, COLUMNS="80")
     with serve("demo") as sim:
-        cfg = write_config(tmp_path / "c.toml", home, project, sim.url + "/v1")
-        assert cli("--config", str(cfg), "run", "--dry-run").returncode == 0
-        night = json.loads(cli("--config", str(cfg), "run", "--json").stdout)
+        cfg = sim_config(tmp_path / "c.toml", home, project, sim.url + "/v1")
+        assert skillopt("--config", str(cfg), "run", "--dry-run").returncode == 0
+        night = json.loads(skillopt("--config", str(cfg), "run", "--json").stdout)
     assert night["proposal_id"] == "p1"  # the dry run took no proposal number
-    history = json.loads(cli("nights", "--json").stdout)
+    history = json.loads(skillopt("nights", "--json").stdout)
     assert [(n["id"], n["status"], n["dry_run"]) for n in history] == [
         (night["night_id"], "succeeded", False),
         (night["night_id"] - 1, "planned", True),
     ]
-    human = cli("nights", env=env).stdout
+    human = skillopt("nights", env=env).stdout
     assert max(len(line) for line in human.splitlines()) <= 80
     [row] = [ln for ln in human.splitlines() if ln.split()[:1] == [str(night["night_id"])]]
     assert "succeeded" in row.split() and row.rstrip().endswith("p1")
@@ -542,41 +501,41 @@ def test_nights_search_session_show_logs_and_status_says_what_is_adopted(session
     )
     assert str(night["cost"]["calls"]) in row.split()
 
-    hits = json.loads(cli("search", "pnpm", "--json").stdout)["hits"]
+    hits = json.loads(skillopt("search", "pnpm", "--json").stdout)["hits"]
     assert hits and all("[pnpm]" in h["snippet"] for h in hits)
     assert {h["agent"] for h in hits} == {"claude_code", "codex"}
-    shown = cli("search", "pnpm", "--agent", "codex", env=env)
+    shown = skillopt("search", "pnpm", "--agent", "codex", env=env)
     assert shown.returncode == 0 and "codex" in shown.stdout and "claude_code" not in shown.stdout
-    assert "no message matches" in cli("search", "zzyzx-nothing").stdout
+    assert "no message matches" in skillopt("search", "zzyzx-nothing").stdout
     sid = hits[0]["session_id"]
-    session = cli("session", "show", sid)
+    session = skillopt("session", "show", sid)
     assert session.returncode == 0 and f"session {sid}" in session.stdout
     assert "pnpm" in session.stdout
-    bad = cli("session", "show", "nope")
+    bad = skillopt("session", "show", "nope")
     assert bad.returncode == 1 and bad.stderr.startswith("error: no session 'nope'")
-    no_daemon_log = cli("logs").stdout  # a night run by the CLI: its own log, named
+    no_daemon_log = skillopt("logs").stdout  # a night run by the CLI: its own log, named
     assert "no night log yet" in no_daemon_log
     assert f"`skillopt-sleep logs --night {night['night_id']}`" in no_daemon_log
 
     # export: a proposal and the history, JSON or Markdown, stdout or a file
-    md = cli("export", "proposal", "p1").stdout
+    md = skillopt("export", "proposal", "p1").stdout
     assert md.startswith("# skillopt-sleep proposal p1") and "```diff" in md
-    data = json.loads(cli("export", "proposal", "p1", "--format", "json").stdout)
+    data = json.loads(skillopt("export", "proposal", "p1", "--format", "json").stdout)
     assert data["id"] == "p1" and data["status"] == "staged" and "+- Use `pnpm`" in data["diff"]
     out_file = tmp_path / "history.md"
-    res = cli("export", "history", "-o", str(out_file))
+    res = skillopt("export", "history", "-o", str(out_file))
     assert res.returncode == 0 and res.stderr.strip() == f"wrote {out_file}"
     table = out_file.read_text()
     assert f"| {night['night_id']} |" in table and "| p1 |" in table and "(dry run)" in table
-    hist = json.loads(cli("export", "history", "--format", "json").stdout)
+    hist = json.loads(skillopt("export", "history", "--format", "json").stdout)
     assert [n["id"] for n in hist] == [n["id"] for n in history]
-    wrong = cli("export", "history", "--format", "xml")
+    wrong = skillopt("export", "history", "--format", "xml")
     assert wrong.returncode == 1 and wrong.stderr.startswith("error: --format must be md or json")
 
-    assert cli("adopt", "p1").returncode == 0
-    status = cli("status", env=dict(os.environ, COLUMNS="400")).stdout
+    assert skillopt("adopt", "p1").returncode == 0
+    status = skillopt("status", env=dict(os.environ, COLUMNS="400")).stdout
     assert "adopted p1 (" in status and str(project / "AGENTS.md") in status
-    narrow = cli("status", env=dict(os.environ, COLUMNS="80")).stdout
+    narrow = skillopt("status", env=dict(os.environ, COLUMNS="80")).stdout
     [line] = [ln for ln in narrow.splitlines() if ln.startswith("adopted p1 (")]
     shown = line.split()[3].rstrip(":")  # the path, cut in its middle, its end whole
     head, tail = shown.split("…")
@@ -588,8 +547,7 @@ def _on_a_terminal(*args: str, env: dict) -> str:
     import pty
     import select
 
-    exe = shutil.which("skillopt-sleep")
-    cmd = [exe, *args] if exe else [sys.executable, "-m", "skillopt_sleep", *args]
+    cmd = skillopt_argv(*args)
     leader, follower = pty.openpty()
     proc = subprocess.Popen(cmd, stdin=follower, stdout=follower, stderr=follower, env=env)
     os.close(follower)
@@ -616,9 +574,9 @@ def test_show_renders_markdown_with_a_coloured_diff_through_the_pager_on_a_termi
 ):
     home, project = sessions
     with serve("demo") as sim:
-        cfg = write_config(tmp_path / "c.toml", home, project, sim.url + "/v1")
-        assert cli("--config", str(cfg), "run").returncode == 0
-    piped = cli("show", "p1").stdout
+        cfg = sim_config(tmp_path / "c.toml", home, project, sim.url + "/v1")
+        assert skillopt("--config", str(cfg), "run").returncode == 0
+    piped = skillopt("show", "p1").stdout
     assert "# skillopt-sleep proposal p1" in piped and "```diff" in piped and "\x1b[" not in piped
     # the pager is a real program: `cat` passes the coloured output through, marked by a file
     pager = tmp_path / "pager.sh"
@@ -644,11 +602,11 @@ def test_show_renders_markdown_with_a_coloured_diff_through_the_pager_on_a_termi
 def test_doctor_reports_each_check_with_a_status(sessions, tmp_path):
     home, project = sessions
     with serve("demo") as sim:
-        cfg = write_config(tmp_path / "c.toml", home, project, sim.url + "/v1")
-        res = cli("--config", str(cfg), "doctor", "--json")
+        cfg = sim_config(tmp_path / "c.toml", home, project, sim.url + "/v1")
+        res = skillopt("--config", str(cfg), "doctor", "--json")
         assert res.returncode == 0, res.stdout + res.stderr
         checks = {c["name"]: c for c in json.loads(res.stdout)}
-        human = cli("--config", str(cfg), "doctor", env=dict(os.environ, COLUMNS="80"))
+        human = skillopt("--config", str(cfg), "doctor", env=dict(os.environ, COLUMNS="80"))
     assert all(c["status"] in ("ok", "warn", "fail", "skip") for c in checks.values())
     assert checks["config"]["status"] == "ok" and checks["config"]["detail"] == str(cfg)
     assert checks["store"]["status"] == "ok"
@@ -666,14 +624,14 @@ def test_doctor_reports_each_check_with_a_status(sessions, tmp_path):
     assert human.returncode == 0 and max(len(ln) for ln in human.stdout.splitlines()) <= 80
     assert any(ln.split()[:2] == ["ok", "store"] for ln in human.stdout.splitlines())
     # the backend gone: that check fails, with the reason, and doctor exits 1
-    down = write_config(tmp_path / "d.toml", home, project, f"http://127.0.0.1:{closed_port()}/v1")
-    res = cli("--config", str(down), "doctor", "--json")
+    down = sim_config(tmp_path / "d.toml", home, project, f"http://127.0.0.1:{closed_port()}/v1")
+    res = skillopt("--config", str(down), "doctor", "--json")
     assert res.returncode == 1
     failed = {c["name"]: c for c in json.loads(res.stdout) if c["status"] == "fail"}
     # (this config gives the optimizer its own section, at the same closed port)
     assert set(failed) == {"backend target", "backend optimizer"}
     assert all(c["detail"] for c in failed.values())
-    offline = cli("--config", str(down), "doctor", "--offline", "--json")
+    offline = skillopt("--config", str(down), "doctor", "--offline", "--json")
     assert offline.returncode == 0
     assert not any(c["name"].startswith("backend") for c in json.loads(offline.stdout))
 
@@ -682,9 +640,9 @@ def test_shell_completion_script_and_completions(tmp_path):
     """`--show-completion` prints the shell's script; the completion it drives names the
     commands (here as bash asks for them: the script's own variables)."""
     env = dict(os.environ, SHELL="/bin/bash")
-    script = cli("--show-completion", "bash", env=env)
+    script = skillopt("--show-completion", "bash", env=env)
     if script.returncode != 0:  # typer takes the shell from $SHELL when given no value
-        script = cli("--show-completion", env=env)
+        script = skillopt("--show-completion", env=env)
     assert script.returncode == 0 and "_SKILLOPT_SLEEP_COMPLETE=complete_bash" in script.stdout
     ask = env | {"_SKILLOPT_SLEEP_COMPLETE": "complete_bash"}
     words = {
@@ -693,5 +651,5 @@ def test_shell_completion_script_and_completions(tmp_path):
         "skillopt-sleep ni": ("1", {"nights"}),
     }
     for line, (cword, expected) in words.items():
-        got = cli(env=ask | {"COMP_WORDS": line, "COMP_CWORD": cword})
+        got = skillopt(env=ask | {"COMP_WORDS": line, "COMP_CWORD": cword})
         assert set(got.stdout.split()) == expected, (line, got.stdout, got.stderr)

@@ -30,7 +30,9 @@ def skillopt(
     )
 
 
-def sim_config(path: Path, home: Path, project: Path, base_url: str, extra: str = "") -> Path:
+def sim_config(
+    path: Path, home: Path, project: Path, base_url: str, extra: str = "", api_key: str = "sk-test"
+) -> Path:
     """A config: Claude Code and Codex sessions under ``home``, ``project``'s AGENTS.md
     trained through the simulator at ``base_url`` (one epoch)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -46,14 +48,14 @@ roots = ["{home / ".codex" / "sessions"}"]
 name = "openai_compatible"
 base_url = "{base_url}"
 model = "sim"
-api_key = "sk-test"
+api_key = "{api_key}"
 max_retries = 1
 timeout = 10
 [optimizer]
 name = "openai_compatible"
 base_url = "{base_url}"
 model = "sim"
-api_key = "sk-test"
+api_key = "{api_key}"
 max_retries = 1
 [document]
 kind = "path"
