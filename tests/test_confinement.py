@@ -278,7 +278,7 @@ def test_rollback_refuses_an_adoption_whose_target_is_not_its_proposals(tmp_path
     store, home, _ = world
     _adopted(store, home / ".claude" / "CLAUDE.md")
     adoption = db_rows(store, "adoptions")[0]
-    other = home / ".codex" / "AGENTS.md"  # an allowed file, but not the one adopted
+    other = home / ".codex" / "AGENTS.md"  # an agent's memory file, not the one adopted
     tamper(
         store,
         "adoptions",
