@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from skillopt_sleep import paths
+from skillopt_sleep import agents, paths
 from skillopt_sleep.errors import ProposalError
 from skillopt_sleep.install import InstallError, install, state_folder, uninstall
 from skillopt_sleep.night.document import Document, read_live, sha256_text
 from skillopt_sleep.night.stage import stage_proposal
-from skillopt_sleep.proposals import adopt, adopt_group, rollback
+from skillopt_sleep.proposals import ADOPTING, adopt, adopt_group, reject, rollback
 from skillopt_sleep.results import AgentCopy, NightCost, NightSummary
 from skillopt_sleep.store import Store
 from tests.helpers.store import db_get, db_rows, ensure_night, tamper
@@ -331,6 +331,211 @@ def test_rollback_removes_only_folders_above_the_target(tmp_path, world):
     done = rollback(store)
     assert empty.is_dir() and str(empty) not in done.removed_dirs
     assert not target.exists()
+
+
+# ------------------------------------------------------------------------------ per agent and kind
+#: every document a proposal can write: (agent, kind, scope), scope ``user`` (in the agent's
+#: folders) or ``project`` (its project-level memory file in the night's project)
+DOCUMENTS = [
+    *[
+        (a.name, kind, "user")
+        for a in agents.AGENTS
+        for kind in agents.DOCUMENT_KINDS
+        if a.locations(kind, (), {}, Path("/h"))
+    ],
+    *[(a.name, "memory", "project") for a in agents.AGENTS if a.project_memory],
+]
+
+
+def _place(name: str, kind: str, scope: str, project: Path) -> Path:
+    """The first location of ``name``'s ``kind`` in ``scope``."""
+    files = agents.get_agent(name).locations(kind, [project] if scope == "project" else [])
+    if scope == "project":
+        files = [(f, r) for f, r in files if r == project]
+    return files[0][0]
+
+
+@pytest.fixture
+def project(tmp_path: Path, world) -> Path:
+    """The project night 1 ran for."""
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    ensure_night(world[0], 1, project=str(folder))
+    return folder
+
+
+def retarget(store: Store, pid: str, target: Path, **more) -> None:
+    """Point proposal ``pid`` at ``target`` in its row (a real sqlite edit) and its
+    report.json alike, so only the confinement can tell."""
+    base = sha256_text(read_live(target))
+    tamper(store, "proposals", pid, target_path=str(target), base_hash=base, **more)
+    report_path = paths.proposals_dir() / pid / "report.json"
+    report = json.loads(report_path.read_text())
+    report.update(target=str(target), base_hash=base)
+    report.update({k: v for k, v in more.items() if k in ("agent", "kind")})
+    report_path.write_text(json.dumps(report))
+
+
+@pytest.mark.parametrize(("name", "kind", "scope"), DOCUMENTS)
+def test_each_agent_writes_only_its_own_locations_of_its_kind(
+    tmp_path, world, project, name, kind, scope
+):
+    """A proposal for ``name``'s ``kind`` whose row (and report) is pointed at another agent's
+    location, or at another kind's, is refused on adopt, forced or not; the real one adopts;
+    its adoption pointed elsewhere is refused on rollback; the real one rolls back."""
+    store = world[0]
+    own = _place(name, kind, scope, project)
+    ours = {f for f, _ in agents.get_agent(name).locations(kind, [project])}
+    foreign = sorted(
+        {_place(n, k, sc, project) for n, k, sc in DOCUMENTS} - ours,
+    )
+    assert len(foreign) >= 10
+    pid = stage(store, own, [RULE], agent=name)
+    row = db_get(store, "proposals", pid)
+    assert (row["agent"], row["kind"]) == (name, kind)
+    for other in foreign:
+        retarget(store, pid, other)
+        for force in (False, True):
+            refused(
+                tmp_path,
+                store,
+                lambda f=force: adopt(store, pid, force=f),
+                f"refusing proposal {pid}'s target {other}: not a location skillopt-sleep "
+                f"writes for agent {name}, kind {kind} \\(allowed: .*{own.name}",
+            )
+    retarget(store, pid, own)
+    was = read_live(own)
+    adopt(store, pid)
+    assert RULE in own.read_text()
+    adoption = db_rows(store, "adoptions")[0]
+    for other in (foreign[0], foreign[-1]):
+        retarget(store, pid, other)
+        tamper(
+            store,
+            "adoptions",
+            adoption["id"],
+            target_path=str(other),
+            after_hash=sha256_text(read_live(other)),
+        )
+        for force in (False, True):
+            refused(
+                tmp_path,
+                store,
+                lambda f=force: rollback(store, force=f),
+                f"refusing the adoption's target {other}: not a location skillopt-sleep "
+                f"writes for agent {name}, kind {kind}",
+            )
+    retarget(store, pid, own)
+    tamper(
+        store, "adoptions", adoption["id"], target_path=str(own), after_hash=adoption["after_hash"]
+    )
+    rollback(store)
+    assert read_live(own) == was
+
+
+def test_a_row_tampered_to_name_another_agent_is_refused(tmp_path, world):
+    """The row says Claude Code and points at Claude Code's file, but the staged report says
+    the proposal is Codex's: refused, on adopt and on rollback."""
+    store, home, _ = world
+    pid = stage(store, home / ".codex" / "AGENTS.md", [RULE])
+    assert db_get(store, "proposals", pid)["agent"] == "codex"
+    claude = home / ".claude" / "CLAUDE.md"
+    base = sha256_text(claude.read_text())
+    tamper(store, "proposals", pid, agent="claude_code", target_path=str(claude), base_hash=base)
+    report_path = paths.proposals_dir() / pid / "report.json"
+    report = json.loads(report_path.read_text())
+    report.update(target=str(claude), base_hash=base)
+    report_path.write_text(json.dumps(report))
+    for force in (False, True):
+        refused(
+            tmp_path,
+            store,
+            lambda f=force: adopt(store, pid, force=f),
+            "its record says agent claude_code, kind memory but its report.json says agent "
+            "codex, kind memory",
+        )
+    # adopted as what it is, then the row and the adoption both turned to Claude Code's file
+    tamper(store, "proposals", pid, agent="codex")
+    report.update(
+        target=str(home / ".codex" / "AGENTS.md"), base_hash=sha256_text("# codex rules\n")
+    )
+    report_path.write_text(json.dumps(report))
+    tamper(
+        store,
+        "proposals",
+        pid,
+        target_path=report["target"],
+        base_hash=report["base_hash"],
+    )
+    adopt(store, pid)
+    adoption = db_rows(store, "adoptions")[0]
+    tamper(store, "proposals", pid, agent="claude_code", target_path=str(claude))
+    tamper(store, "adoptions", adoption["id"], target_path=str(claude), after_hash=base)
+    refused(tmp_path, store, lambda: rollback(store, force=True), "report.json says agent codex")
+    # the report changed too: the row and report agree on Claude Code, but the document is
+    # Codex's copy of the night's rules
+    report.update(agent="claude_code", summary={"copy_for": "codex"})
+    report_path.write_text(json.dumps(report))
+    refused(tmp_path, store, lambda: rollback(store, force=True), "it is codex's copy")
+
+
+def test_a_row_staged_before_agents_and_kinds_were_recorded(tmp_path, world):
+    """A row without agent and kind (what migration m010 leaves) derives them from its target,
+    asking only the agent its report names (a copy's agent): adopted where it belongs,
+    refused elsewhere."""
+    store, home, _ = world
+    codex = home / ".codex" / "AGENTS.md"
+    pid = stage(store, codex, [RULE], summary=NightSummary(copy_for="codex"))
+
+    def legacy() -> None:
+        report_path = paths.proposals_dir() / pid / "report.json"
+        report = json.loads(report_path.read_text())
+        report.pop("agent"), report.pop("kind")
+        report_path.write_text(json.dumps(report))
+        tamper(store, "proposals", pid, agent="", kind="")
+
+    legacy()
+    retarget(store, pid, home / ".claude" / "CLAUDE.md")
+    # Claude Code's file is no document of Codex's: a ``path``, not configured
+    refused(tmp_path, store, lambda: adopt(store, pid, force=True), "for agent codex, kind path")
+    retarget(store, pid, codex)
+    adopt(store, pid)
+    assert RULE in codex.read_text()
+
+
+def test_a_killed_adopt_whose_record_was_pointed_elsewhere_is_left_alone(tmp_path, world):
+    """The recovery of a killed adopt (``adopting.json``) removes the folders an adoption
+    created only where its proposal's agent and kind may write: a record pointed at another
+    agent's empty skills folder leaves it, the rows and the marker as they are, and rolling
+    it back is refused."""
+    store, home, _ = world
+    target = home / ".codex" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
+    pid = _adopted(store, target)
+    adoption = db_rows(store, "adoptions")[0]
+    # the adopt as if killed before its live write: the file gone, the marker left
+    rollback(store)
+    tamper(store, "adoptions", adoption["id"], rolled_back_at=None)
+    tamper(store, "proposals", pid, status="adopted")
+    folder = paths.proposals_dir() / pid
+    (folder / ADOPTING).write_text(json.dumps({"proposal_id": pid, "adoption_id": adoption["id"]}))
+    # ... and its records pointed at Claude Code's (empty) managed skill folder
+    theirs = home / ".claude" / "skills" / "skillopt-sleep-learned"
+    theirs.mkdir(parents=True)
+    other = theirs / "SKILL.md"
+    tamper(store, "proposals", pid, target_path=str(other))
+    tamper(store, "adoptions", adoption["id"], target_path=str(other))
+    record = json.loads((folder / "adoption.json").read_text())
+    record.update(target_path=str(other), created_dirs=[str(theirs)])
+    (folder / "adoption.json").write_text(json.dumps(record))
+    other_pid = stage(store, home / ".claude" / "CLAUDE.md", [RULE], night_id=2)
+    before = sandbox_state(tmp_path)
+    reject(store, other_pid)  # runs the recovery first
+    assert sandbox_state(tmp_path) == before and theirs.is_dir()
+    assert db_get(store, "adoptions", adoption["id"])["rolled_back_at"] is None
+    assert db_get(store, "proposals", pid)["status"] == "adopted"
+    refused(
+        tmp_path, store, lambda: rollback(store, force=True), "for agent codex, kind managed_skill"
+    )
 
 
 # ------------------------------------------------------------------------------ install
