@@ -13,23 +13,23 @@ re-applies only the proposed managed block onto the current file).
 records whose document it writes and which kind (its row's ``agent`` and ``kind``: an agent's
 ``memory`` file or ``managed_skill``, or the configured ``path``), and every target is checked
 against :class:`Roots` of that agent and kind only (:func:`allowed`): the locations the agent
-registry allows for them (:meth:`skillopt_sleep.agents.Agent.locations`: its user memory
-files, or its managed skill; its project memory files in the configured project and in the
-project the proposal's night ran for), or, for ``path``, the configured ``document.path`` (a
-``path`` document is allowed because, and only while, the config names it). So a Codex memory
-proposal whose row is pointed at Claude Code's ``CLAUDE.md`` or at a managed skill is refused.
-The recorded agent and kind must be what the proposal's ``report.json`` says (and, for an
-agent's copy, the agent it is for); a row staged before they were recorded derives them from
-its target (:func:`document_of`). A target that resolves elsewhere (a symlinked folder or a
-link to a file outside them) is refused before anything is written, whatever ``force`` says;
-the one link followed is a memory file linked to another agent's memory file (one file two
-agents share, ``AGENTS.md -> CLAUDE.md``). adopt also refuses a staged document or report
-that does not match the hashes its row recorded (``new_hash``, ``base_hash``,
-``target_path``); rollback refuses a backup outside ``<state>/backups`` or whose bytes are not
-the adoption's ``before_hash``, and removes only folders between the target and its root; the
-recovery of a killed adopt (:func:`finish_unfinished`) leaves an adoption whose target fails
-these checks alone. A staged document that adds a rule the poisoning
-screen flags (:mod:`skillopt_sleep.night.screen`) is adopted only with ``allow_flagged``.
+registry allows for them (:meth:`skillopt_sleep.agents.Agent.locations`: its user memory files,
+or its managed skill; its project memory files in the configured project and in the project the
+proposal's night ran for), or, for ``path``, the configured ``document.path`` (a ``path``
+document is allowed because, and only while, the config names it). So a Codex memory proposal
+whose row is pointed at Claude Code's ``CLAUDE.md`` or at a managed skill is refused. The
+recorded agent and kind must be what the proposal's ``report.json`` says (and, for an agent's
+copy, the agent it is for); a row staged before they were recorded derives them from its target
+(:func:`document_of`). A target that resolves elsewhere (a symlinked folder or a link to a file
+outside them) is refused before anything is written, whatever ``force`` says; the one link
+followed is one to another agent's document of the same kind (one file two agents share,
+``AGENTS.md -> CLAUDE.md``, or a skills folder linked to another agent's). adopt also refuses a
+staged document or report that does not match the hashes its row recorded (``new_hash``,
+``base_hash``, ``target_path``); rollback refuses a backup outside ``<state>/backups`` or whose
+bytes are not the adoption's ``before_hash``, and removes only folders between the target and
+its root; the recovery of a killed adopt (:func:`finish_unfinished`) leaves an adoption whose
+target fails these checks alone. A staged document that adds a rule the poisoning screen flags
+(:mod:`skillopt_sleep.night.screen`) is adopted only with ``allow_flagged``.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class Roots:
     """The live files adopt and rollback may write for one agent's document of one kind:
     ``(file, root)`` pairs, each file inside its root (the agent's home folder, a project
     folder, a configured document's folder); ``links``: the other files a link at one of them
-    may resolve to (another agent's memory file: one file two agents share)."""
+    may resolve to (another agent's document of the same kind: one file two agents share)."""
 
     files: tuple[tuple[Path, Path], ...]
     agent: str = ""
@@ -172,11 +172,12 @@ def allowed(
         except SkilloptError as exc:
             raise ProposalError(f"{exc}; nothing was written") from None
         files = found.locations(kind, folders, env, home)
-        if kind == "memory":  # a memory file linked to another agent's: written through
-            for other in agents.AGENTS:
-                for f, root in other.locations("memory", (), env, home):
-                    if _inside(_real(f), _real(root)):
-                        links.append(_real(f))
+        # a link to another agent's document of the same kind (one file or skills folder two
+        # agents share, AGENTS.md -> CLAUDE.md) is written through
+        for other in agents.AGENTS:
+            for f, root in other.locations(kind, (), env, home):
+                if _inside(_real(f), _real(root)):
+                    links.append(_real(f))
     return Roots(tuple(files), agent=agent, kind=kind, links=tuple(dict.fromkeys(links)))
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from skillopt_sleep import agents, paths
 from skillopt_sleep.errors import ProposalError
-from skillopt_sleep.install import InstallError, install, state_folder, uninstall
+from skillopt_sleep.install import InstallError, install, plan, state_folder, uninstall
 from skillopt_sleep.night.document import Document, read_live, sha256_text
 from skillopt_sleep.night.stage import stage_proposal
 from skillopt_sleep.proposals import ADOPTING, adopt, adopt_group, reject, rollback
@@ -203,6 +203,20 @@ def test_a_link_between_two_agents_memory_files_is_written_through(tmp_path, wor
     memory.symlink_to(home / ".claude" / "CLAUDE.md")
     adopt(store, stage(store, memory, [RULE]))
     assert memory.is_symlink() and RULE in (home / ".claude" / "CLAUDE.md").read_text()
+
+
+def test_a_skills_folder_shared_with_another_agent_is_written_through(tmp_path, world):
+    """Codex's skills folder linked to Claude Code's: Codex's managed skill is Claude Code's
+    managed skill file, written through; a Codex memory proposal pointed at it is refused."""
+    store, home, _ = world
+    (home / ".claude" / "skills").mkdir()
+    (home / ".codex" / "skills").symlink_to(home / ".claude" / "skills", target_is_directory=True)
+    skill = home / ".codex" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
+    pid = stage(store, home / ".codex" / "AGENTS.md", [RULE])
+    retarget(store, pid, skill)
+    refused(tmp_path, store, lambda: adopt(store, pid), "for agent codex, kind memory")
+    adopt(store, stage(store, skill, [RULE], night_id=2))
+    assert RULE in (home / ".claude" / "skills" / "skillopt-sleep-learned" / "SKILL.md").read_text()
 
 
 def test_an_agent_home_that_is_itself_a_link_is_followed(tmp_path, world, monkeypatch):
@@ -566,6 +580,60 @@ def test_install_refuses_a_project_folder_linked_outside(tmp_path, world):
         "a symlink leaves",
         InstallError,
     )
+
+
+@pytest.mark.parametrize("key", ["codex", "copilot", "opencode", "pi", "devin", "openclaw"])
+def test_install_follows_a_memory_link_only_to_another_agents_memory_file(tmp_path, world, key):
+    """An agent's memory file linked into another agent's folder: refused when the link
+    leads to that agent's config, written through when it leads to its memory file."""
+    store, home, _ = world
+    found = agents.get_agent(key)
+    memory = found.user_memory_files()[0]
+    memory.parent.mkdir(parents=True, exist_ok=True)
+    settings = home / ".claude" / "settings.json"
+    settings.write_text("{}\n")
+    memory.unlink(missing_ok=True)
+    memory.symlink_to(settings)
+    assert memory in [s.path for s in plan(key) if s.kind == "block"]
+    refused(
+        tmp_path,
+        store,
+        lambda: install(key),
+        f"refusing {memory} \\({key}'s memory\\): it resolves to {settings}",
+        InstallError,
+    )
+    memory.unlink()
+    memory.symlink_to(home / ".claude" / "CLAUDE.md")
+    install(key)
+    assert memory.is_symlink() and "skillopt-sleep" in (home / ".claude" / "CLAUDE.md").read_text()
+    uninstall(key)
+    assert (home / ".claude" / "CLAUDE.md").read_text() == "# mine\n"
+
+
+def test_install_follows_a_skills_folder_link_only_to_another_agents_skills(
+    tmp_path, world, monkeypatch
+):
+    """Codex's skills folder linked to Claude Code's skills folder is shared (the skill is
+    written through); linked to Claude Code's home folder it is refused, and so is Codex's
+    config linked to Claude Code's settings."""
+    store, home, _ = world
+    claude_skills = home / ".claude" / "skills"
+    claude_skills.mkdir()
+    skills = home / ".codex" / "skills"
+    skills.symlink_to(home / ".claude", target_is_directory=True)
+    refused(
+        tmp_path, store, lambda: install("codex"), "\\(codex's skill\\): it resolves", InstallError
+    )
+    skills.unlink()
+    (home / ".codex" / "config.toml").symlink_to(home / ".claude" / "settings.json")
+    (home / ".claude" / "settings.json").write_text("{}\n")
+    refused(
+        tmp_path, store, lambda: install("codex"), "\\(codex's config\\): it resolves", InstallError
+    )
+    (home / ".codex" / "config.toml").unlink()
+    skills.symlink_to(claude_skills, target_is_directory=True)
+    install("codex")
+    assert (claude_skills / "skillopt-sleep" / "SKILL.md").is_file()
 
 
 @pytest.mark.parametrize("how", ["file", "original", "folder"])
