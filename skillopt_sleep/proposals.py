@@ -141,7 +141,8 @@ def allowed(
     ``settings`` (None: the user's config as it is now) in ``env`` / ``home``: what the agent
     registry allows for that agent and kind (:meth:`skillopt_sleep.agents.Agent.locations`),
     with the project-level files of the configured project and of ``projects`` (the projects
-    the proposals' nights ran for); for ``path``, the configured ``document.path`` while the
+    the proposals' nights ran for, and the configured ``document.path`` when it is that
+    agent's document of that kind); for ``path``, the configured ``document.path`` while the
     config names it. ProposalError for an unknown agent or kind."""
     if settings is None:
         from skillopt_sleep.config import load_settings
@@ -172,6 +173,16 @@ def allowed(
         except SkilloptError as exc:
             raise ProposalError(f"{exc}; nothing was written") from None
         files = found.locations(kind, folders, env, home)
+        configured = settings.document if settings is not None else None
+        if configured is not None and configured.kind == "path" and configured.path:
+            # the configured document.path, when it is this agent's document of this kind
+            # (a project's memory file of a project no night names)
+            path = Path(os.path.abspath(configured.path.expanduser()))
+            if agents.document_of(path, prefer=found.name, only=True, env=env, home=home) == (
+                found.name,
+                kind,
+            ):
+                files.append((path, path.parent))
         # a link to another agent's document of the same kind (one file or skills folder two
         # agents share, AGENTS.md -> CLAUDE.md) is written through
         for other in agents.AGENTS:

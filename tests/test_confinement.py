@@ -262,6 +262,30 @@ def test_a_path_document_is_allowed_only_while_the_config_names_it(tmp_path, wor
     assert RULE in notes.read_text()
 
 
+def test_a_path_document_that_is_an_agents_project_file_is_that_agents(
+    tmp_path, world, monkeypatch
+):
+    """A configured ``document.path`` in a folder no night ran for, named as Copilot's project
+    instructions: recorded as Copilot's memory, adopted while the config names it, and no
+    other agent's proposal may be pointed at it."""
+    store, home, outside = world
+    instructions = outside / ".github" / "copilot-instructions.md"
+    instructions.parent.mkdir()
+    pid = stage(store, instructions, [RULE], agent="copilot")
+    assert (db_get(store, "proposals", pid)["agent"], db_get(store, "proposals", pid)["kind"]) == (
+        "copilot",
+        "memory",
+    )
+    refused(tmp_path, store, lambda: adopt(store, pid), "for agent copilot, kind memory")
+    monkeypatch.setenv("SKILLOPT_SLEEP_DOCUMENT__KIND", "path")
+    monkeypatch.setenv("SKILLOPT_SLEEP_DOCUMENT__PATH", str(instructions))
+    codex = stage(store, home / ".codex" / "AGENTS.md", [RULE], night_id=2)
+    retarget(store, codex, instructions)
+    refused(tmp_path, store, lambda: adopt(store, codex), "for agent codex, kind memory")
+    adopt(store, pid)
+    assert RULE in instructions.read_text()
+
+
 # ------------------------------------------------------------------------------ rollback
 def _adopted(store: Store, target: Path) -> str:
     pid = stage(store, target, [RULE])
