@@ -99,7 +99,7 @@ def test_the_same_document_as_a_refused_proposal_is_never_staged(
         first = run_night(store, settings)
         assert first.status == "succeeded" and first.proposal_id
         reject(store, first.proposal_id, "not now")
-        monkeypatch.setattr(night_run, "user_refusals", lambda _store, _target: [])
+        monkeypatch.setattr(night_run, "user_refusals", lambda *_args: [])
         again = run_night(store, settings)
     assert again.status == "no_change" and again.proposal_id is None
     assert again.summary.reason == (
