@@ -21,6 +21,14 @@ refuses a staged document or report that does not match the hashes its row recor
 ``<state>/backups`` or whose bytes are not the adoption's ``before_hash``, and removes only
 folders between the target and its root. A staged document that adds a rule the poisoning
 screen flags (:mod:`skillopt_sleep.night.screen`) is adopted only with ``allow_flagged``.
+
+**One adoption, one file.** ``rollback`` takes a proposal's id, an agent's copy's id
+(``p3-codex``) or a path, and undoes that one adoption (never one another adoption of the same
+file stands on). The proposals carrying the same rules for other agents keep their status
+(each is its own adoption in its own file) and the result names those still adopted or
+staged; ``all_agents`` rolls back each of them in its own file. ``reject`` withdraws the
+copies still staged (a no to the rules); :func:`lift_refusal` takes a rejection or a rollback
+back.
 """
 
 from __future__ import annotations
