@@ -249,6 +249,21 @@ def test_a_copy_a_later_night_makes_joins_its_group_and_no_means_no_covers_copie
     except ProposalError as exc:
         assert "rejected, not staged" in str(exc)
 
+    # the user takes the no back: the rules and the copy withdrawn with them are staged again
+    proc = skillopt("reject", pid, "--undo", "--reason", "x", cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stderr.strip() == "error: --undo takes no --reason"
+    proc = skillopt("reject", pid, "--undo", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"lifted the refusal of {pid} (it was rejected): now staged" in proc.stdout
+    assert f"and of its copy {copy.proposal_id}: now staged" in proc.stdout
+    assert agent_group(store, pid) == [pid, copy.proposal_id]
+    proc = skillopt("reject", pid, "--undo", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        f"error: proposal {pid} is staged: there is no refusal to lift (only a rejected or "
+        "rolled-back proposal has one)"
+    )
+
 
 def test_a_rollback_undoes_one_file_and_says_which_copies_stay_adopted(tmp_path, isolated_home):
     """Each copy is its own adoption in its own file: rolling back the rules restores their
