@@ -471,6 +471,42 @@ def test_each_agent_writes_only_its_own_locations_of_its_kind(
     assert read_live(own) == was
 
 
+def test_rollback_of_every_agents_copy_confines_each_copy_to_its_agent(tmp_path, world):
+    """``rollback --all-agents``: a copy for Codex whose proposal and adoption rows (and
+    report) are pointed at Claude Code's managed skill refuses the whole group."""
+    store, home, _ = world
+    head = stage(store, home / ".claude" / "CLAUDE.md", [RULE])
+    copy = stage(
+        store,
+        home / ".codex" / "AGENTS.md",
+        [RULE],
+        proposal_id=f"{head}-codex",
+        summary=NightSummary(copy_of=head, copy_for="codex"),
+    )
+    summary = NightSummary(copies=[AgentCopy(agent="codex", proposal_id=copy, status="staged")])
+    tamper(store, "proposals", head, summary=json.dumps(summary.dump()))
+    adopt_group(store, head)
+    claude = home / ".claude" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
+    adoption = next(a for a in db_rows(store, "adoptions") if a["proposal_id"] == copy)
+    retarget(store, copy, claude)
+    tamper(
+        store,
+        "adoptions",
+        adoption["id"],
+        target_path=str(claude),
+        after_hash=sha256_text(read_live(claude)),
+    )
+    for force in (False, True):
+        refused(
+            tmp_path,
+            store,
+            lambda f=force: rollback(store, head, all_agents=True, force=f),
+            f"refusing the adoption's target {claude}: not a location skillopt-sleep writes "
+            "for agent codex, kind memory",
+        )
+    assert {db_get(store, "proposals", p)["status"] for p in (head, copy)} == {"adopted"}
+
+
 def test_a_row_tampered_to_name_another_agent_is_refused(tmp_path, world):
     """The row says Claude Code and points at Claude Code's file, but the staged report says
     the proposal is Codex's: refused, on adopt and on rollback."""
