@@ -20,11 +20,22 @@ OpenClaw's JSON5 config for its workspace) ``json5``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from skillopt_sleep.errors import UnknownNameError
+
+#: The kinds of document skillopt-sleep writes for an agent (a proposal records its agent and
+#: kind): ``memory``, the agent's memory / instruction file (user-level in its home, or
+#: project-level in a project), and ``managed_skill``, ``<skills>/skillopt-sleep-learned/
+#: SKILL.md`` in its skills folder. (A ``path`` document, any file the config names, is no
+#: agent location: see :mod:`skillopt_sleep.proposals`.)
+DocumentKind = Literal["memory", "managed_skill"]
+DOCUMENT_KINDS: tuple[DocumentKind, ...] = ("memory", "managed_skill")
+#: the managed skill's folder in an agent's skills folder
+MANAGED_SKILL = "skillopt-sleep-learned"
 
 #: ``(env, home) -> folder``: how an agent's folder is found (see :meth:`Agent.home`).
 FolderRule = Callable[[Mapping[str, str], Path], Path]
@@ -260,6 +271,48 @@ class Agent:
         """The project-level memory / instruction files in ``project`` (they may not exist)."""
         return [Path(project) / rel for rel in self.project_memory]
 
+    def managed_skill_file(
+        self, env: Mapping[str, str] | None = None, home: Path | None = None
+    ) -> Path | None:
+        """``<skills_dir>/skillopt-sleep-learned/SKILL.md``, or None without a skills folder."""
+        skills = self.skills_dir(env, home)
+        return None if skills is None else skills / MANAGED_SKILL / "SKILL.md"
+
+    def locations(
+        self,
+        kind: str,
+        projects: Iterable[str | Path] = (),
+        env: Mapping[str, str] | None = None,
+        home: Path | None = None,
+    ) -> list[tuple[Path, Path]]:
+        """Where skillopt-sleep may write this agent's document of ``kind`` (see
+        :data:`DOCUMENT_KINDS`): ``(file, root)`` pairs, absolute, each file inside its root.
+        ``memory``: the user-level memory files (root: the agent's home, or the file's folder
+        when its config moves it out, as OpenClaw's workspace) and the project-level ones in
+        each of ``projects`` (root: the project, also spelled with its links resolved; a whole
+        drive or the home folder is no project). ``managed_skill``: the managed skill in the
+        skills folder (root: the home). Any other kind: none."""
+        env, home = _resolve(env, home)
+        base = Path(os.path.abspath(self.home(env, home)))
+        out: list[tuple[Path, Path]] = []
+        if kind == "managed_skill":
+            skill = self.managed_skill_file(env, home)
+            if skill is not None:
+                out.append((Path(os.path.abspath(skill)), base))
+            return out
+        if kind != "memory":
+            return out
+        for f in self.user_memory_files(env, home):
+            f = Path(os.path.abspath(f))
+            out.append((f, base if _under(f, base) else f.parent))
+        for folder in dict.fromkeys(str(p) for p in projects if p):
+            project = Path(os.path.abspath(expand(folder, home)))
+            if project == Path(project.anchor) or project == Path(os.path.abspath(home)):
+                continue
+            for variant in dict.fromkeys([project, Path(os.path.realpath(project))]):
+                out += [(variant / rel, variant) for rel in self.project_memory]
+        return out
+
     @property
     def trainable(self) -> bool:
         """A managed skill (``<skills_dir>/skillopt-sleep-learned/SKILL.md``) can be placed."""
@@ -446,6 +499,49 @@ AGENTS: tuple[Agent, ...] = (
 )
 
 
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _spellings(path: Path) -> set[str]:
+    """``path`` made absolute, and with its folder's links resolved (the file itself kept)."""
+    given = os.path.abspath(path)
+    return {given, os.path.join(os.path.realpath(os.path.dirname(given)), os.path.basename(given))}
+
+
+def document_of(
+    target: Path | str,
+    *,
+    prefer: str | None = None,
+    only: bool = False,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> tuple[str, DocumentKind] | None:
+    """The agent and kind of document ``target`` is, by its place (what a night records with
+    the proposal it stages): an agent's managed skill or user-level memory file, else a file
+    named as an agent's project-level memory file (``<folder>/AGENTS.md``,
+    ``<folder>/.github/copilot-instructions.md``); ``prefer`` (a name or alias) is asked
+    first, and with ``only`` it is the only agent asked. None: no agent's document. This says
+    what a path is, not that it may be written: :meth:`Agent.locations` says that."""
+    env, home = _resolve(env, home)
+    spelled = _spellings(Path(target))
+    first = [get_agent(prefer)] if prefer else []
+    ordered = first if only else first + [a for a in AGENTS if a not in first]
+    for a in ordered:
+        skill = a.managed_skill_file(env, home)
+        if skill is not None and _spellings(skill) & spelled:
+            return a.name, "managed_skill"
+        if any(_spellings(f) & spelled for f in a.user_memory_files(env, home)):
+            return a.name, "memory"
+    given = Path(os.path.abspath(target))
+    for a in ordered:
+        for rel in a.project_memory:
+            parts = Path(rel).parts
+            if given.parts[-len(parts) :] == parts and len(given.parts) > len(parts):
+                return a.name, "memory"
+    return None
+
+
 _BY_NAME: dict[str, Agent] = {n: a for a in AGENTS for n in a.names}
 _BY_SOURCE: dict[str, Agent] = {s: a for a in AGENTS for s in a.sources}
 _BY_BACKEND: dict[str, Agent] = {a.backend: a for a in AGENTS if a.backend}
@@ -507,10 +603,14 @@ def env_vars() -> tuple[str, ...]:
 
 __all__ = [
     "AGENTS",
+    "DOCUMENT_KINDS",
+    "MANAGED_SKILL",
     "Agent",
+    "DocumentKind",
     "agent_names",
     "agent_of_backend",
     "agent_of_source",
+    "document_of",
     "env_vars",
     "expand",
     "get_agent",

@@ -9,18 +9,27 @@ not UTF-8 text is refused before anything is written.
 when the live file changed since the adoption. ``force=True`` overrides both (adopt then
 re-applies only the proposed managed block onto the current file).
 
-**Confinement.** Neither trusts a path the database or a proposal folder names: every target
-is checked against :class:`Roots`, the locations the agent registry allows
-(:mod:`skillopt_sleep.agents`) — each agent's user memory files and managed skill, the project
-memory files of the configured project and of the project the proposal's night ran for, and
-the configured ``document.path`` (a ``path`` document is allowed because, and only while, the
-config names it). A target that resolves elsewhere (a symlinked folder or a link to a file
-outside them) is refused before anything is written, whatever ``force`` says. adopt also
-refuses a staged document or report that does not match the hashes its row recorded
-(``new_hash``, ``base_hash``, ``target_path``); rollback refuses a backup outside
-``<state>/backups`` or whose bytes are not the adoption's ``before_hash``, and removes only
-folders between the target and its root. A staged document that adds a rule the poisoning
-screen flags (:mod:`skillopt_sleep.night.screen`) is adopted only with ``allow_flagged``.
+**Confinement.** Neither trusts a path the database or a proposal folder names. A proposal
+records whose document it writes and which kind (its row's ``agent`` and ``kind``: an agent's
+``memory`` file or ``managed_skill``, or the configured ``path``), and every target is checked
+against :class:`Roots` of that agent and kind only (:func:`allowed`): the locations the agent
+registry allows for them (:meth:`skillopt_sleep.agents.Agent.locations`: its user memory files,
+or its managed skill; its project memory files in the configured project and in the project the
+proposal's night ran for), or, for ``path``, the configured ``document.path`` (a ``path``
+document is allowed because, and only while, the config names it). So a Codex memory proposal
+whose row is pointed at Claude Code's ``CLAUDE.md`` or at a managed skill is refused. The
+recorded agent and kind must be what the proposal's ``report.json`` says (and, for an agent's
+copy, the agent it is for); a row staged before they were recorded derives them from its target
+(:func:`document_of`). A target that resolves elsewhere (a symlinked folder or a link to a file
+outside them) is refused before anything is written, whatever ``force`` says; the one link
+followed is one to another agent's document of the same kind (one file two agents share,
+``AGENTS.md -> CLAUDE.md``, or a skills folder linked to another agent's). adopt also refuses a
+staged document or report that does not match the hashes its row recorded (``new_hash``,
+``base_hash``, ``target_path``); rollback refuses a backup outside ``<state>/backups`` or whose
+bytes are not the adoption's ``before_hash``, and removes only folders between the target and
+its root; the recovery of a killed adopt (:func:`finish_unfinished`) leaves an adoption whose
+target fails these checks alone. A staged document that adds a rule the poisoning screen flags
+(:mod:`skillopt_sleep.night.screen`) is adopted only with ``allow_flagged``.
 
 **One adoption, one file.** ``rollback`` takes a proposal's id, an agent's copy's id
 (``p3-codex``) or a path, and undoes that one adoption (never one another adoption of the same
@@ -75,17 +84,35 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+#: the kinds of document a proposal records: an agent's (:data:`agents.DOCUMENT_KINDS`) or
+#: ``path``, the file the config's ``document.path`` names
+KINDS = (*agents.DOCUMENT_KINDS, "path")
+
+
 @dataclass(frozen=True)
 class Roots:
-    """The live files adopt and rollback may write: ``(file, root)`` pairs, each file inside
-    its root (an agent's home folder, a project folder, a configured document's folder)."""
+    """The live files adopt and rollback may write for one agent's document of one kind:
+    ``(file, root)`` pairs, each file inside its root (the agent's home folder, a project
+    folder, a configured document's folder); ``links``: the other files a link at one of them
+    may resolve to (another agent's document of the same kind: one file two agents share)."""
 
     files: tuple[tuple[Path, Path], ...]
+    agent: str = ""
+    kind: str = ""
+    links: tuple[str, ...] = ()
+
+    def _whose(self) -> str:
+        return f"agent {self.agent or '(none)'}, kind {self.kind or '(none)'}"
+
+    def _allowed(self) -> str:
+        files = list(dict.fromkeys(str(f) for f, _ in self.files))
+        return "allowed: " + (", ".join(files) if files else "none")
 
     def check(self, target: Path | str, what: str = "the target") -> Path:
-        """The root ``target`` is allowed under; ProposalError (one line, nothing written)
-        when it is none of the allowed files, or resolves (through a symlinked folder or a
-        link) to a file that is none of them inside its own root."""
+        """The root ``target`` is allowed under; ProposalError (one line naming the path, the
+        agent and kind, and what is allowed; nothing written) when it is none of the allowed
+        files, or resolves (through a symlinked folder or a link) to a file that is none of
+        them inside its own root (nor one of :attr:`links`)."""
         given = Path(os.path.abspath(target))
         spelled = {str(given), os.path.join(_real(given.parent), given.name)}
         match = [
@@ -95,32 +122,38 @@ class Roots:
         ]
         if not match:
             raise ProposalError(
-                f"refusing {what} {given}: not a location skillopt-sleep writes (an agent's "
-                "memory file or managed skill, a memory file of the configured project, or the "
-                "configured document.path); nothing was written"
+                f"refusing {what} {given}: not a location skillopt-sleep writes for "
+                f"{self._whose()} ({self._allowed()}); nothing was written"
             )
         real = _real(given)
         confined = {_real(f) for f, root in self.files if _inside(_real(f), _real(root))}
-        if real not in confined:
+        if real not in confined | set(self.links):
             raise ProposalError(
                 f"refusing {what} {given}: it resolves to {real} (a symlink leaves the "
-                "locations skillopt-sleep writes); nothing was written"
+                f"locations skillopt-sleep writes for {self._whose()}; {self._allowed()}); "
+                "nothing was written"
             )
         if os.path.lexists(real) and not os.path.isfile(real):
             raise ProposalError(f"refusing {what} {given}: not a regular file; nothing was written")
         return match[0][1]
 
 
-def roots(
+def allowed(
+    agent: str,
+    kind: str,
     settings: Settings | None = None,
     *,
     projects: Iterable[str | Path] = (),
     env: Mapping[str, str] | None = None,
     home: Path | None = None,
 ) -> Roots:
-    """The :class:`Roots` for ``settings`` (None: the user's config as it is now) in ``env`` /
-    ``home``, with the project memory files of ``projects`` too (the projects the proposals'
-    nights ran for)."""
+    """The :class:`Roots` of ``agent``'s document of ``kind`` (see :data:`KINDS`) for
+    ``settings`` (None: the user's config as it is now) in ``env`` / ``home``: what the agent
+    registry allows for that agent and kind (:meth:`skillopt_sleep.agents.Agent.locations`),
+    with the project-level files of the configured project and of ``projects`` (the projects
+    the proposals' nights ran for, and the configured ``document.path`` when it is that
+    agent's document of that kind); for ``path``, the configured ``document.path`` while the
+    config names it. ProposalError for an unknown agent or kind."""
     if settings is None:
         from skillopt_sleep.config import load_settings
 
@@ -130,56 +163,149 @@ def roots(
             settings = None
     env = os.environ if env is None else env
     home = Path.home() if home is None else home
-    files: list[tuple[Path, Path]] = []
-    for agent in agents.AGENTS:
-        base = agent.home(env, home)
-        files += [(Path(os.path.abspath(f)), base) for f in agent.user_memory_files(env, home)]
-        skills = agent.skills_dir(env, home)
-        if skills is not None:
-            files.append((Path(os.path.abspath(skills / SKILL_NAME / "SKILL.md")), base))
+    if kind not in KINDS:
+        raise ProposalError(
+            f"unknown document kind {kind!r} for agent {agent or '(none)'} (known: "
+            f"{', '.join(KINDS)}); nothing was written"
+        )
     folders = [str(p) for p in projects if p]
     if settings is not None and settings.project is not None:
         folders.append(str(settings.project))
-    for folder in dict.fromkeys(folders):
-        project = Path(os.path.abspath(Path(folder).expanduser()))
-        if project == Path(project.anchor) or project == Path(os.path.abspath(home)):
-            continue  # a whole drive or the home folder is no project
-        names = {rel for a in agents.AGENTS for rel in a.project_memory} | {
-            "CLAUDE.md",
-            "AGENTS.md",
-        }
-        for variant in dict.fromkeys([project, Path(_real(project))]):
-            files += [(variant / rel, variant) for rel in sorted(names)]
-    if settings is not None and settings.document.kind == "path" and settings.document.path:
-        doc = settings.document.path.expanduser().resolve()
-        files.append((doc, doc.parent))
-    return Roots(tuple(files))
+    files: list[tuple[Path, Path]] = []
+    links: list[str] = []
+    if kind == "path":
+        if settings is not None and settings.document.kind == "path" and settings.document.path:
+            doc = settings.document.path.expanduser().resolve()
+            files.append((doc, doc.parent))
+    else:
+        try:
+            found = agents.get_agent(agent)
+        except SkilloptError as exc:
+            raise ProposalError(f"{exc}; nothing was written") from None
+        files = found.locations(kind, folders, env, home)
+        configured = settings.document if settings is not None else None
+        if configured is not None and configured.kind == "path" and configured.path:
+            # the configured document.path, when it is this agent's document of this kind
+            # (a project's memory file of a project no night names)
+            path = Path(os.path.abspath(configured.path.expanduser()))
+            if agents.document_of(path, prefer=found.name, only=True, env=env, home=home) == (
+                found.name,
+                kind,
+            ):
+                files.append((path, path.parent))
+        # a link to another agent's document of the same kind (one file or skills folder two
+        # agents share, AGENTS.md -> CLAUDE.md) is written through
+        for other in agents.AGENTS:
+            for f, root in other.locations(kind, (), env, home):
+                if _inside(_real(f), _real(root)):
+                    links.append(_real(f))
+    return Roots(tuple(files), agent=agent, kind=kind, links=tuple(dict.fromkeys(links)))
 
 
-def _roots_for(
-    store: Store,
-    rows: Iterable[dict[str, Any]],
-    given: Roots | None,
-    settings: Settings | None = None,
-) -> Roots:
-    """``given``, or the roots of ``settings`` (None: the user's config as it is now) with
-    the projects the nights of the proposals ``rows`` ran for."""
-    if given is not None:
-        return given
+def _report_data(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The proposal's ``report.json`` as JSON, None when missing or unreadable."""
+    try:
+        data = json.loads((Path(row["dir"]) / "report.json").read_text("utf-8"))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def document_of(
+    row: dict[str, Any],
+    report: dict[str, Any] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> tuple[str, str]:
+    """The proposal's ``(agent, kind)``: as its row records them, which must be what its
+    ``report.json`` (``report``; default: read from its folder) says, and, for an agent's
+    copy, the agent the copy is for. A row staged before they were recorded (both "")
+    derives them from its target as the night does
+    (:func:`skillopt_sleep.agents.document_of`), asking only the agent its report names
+    (the copy's agent, or the agent the document was delivered to) when it names one; a file
+    that is no agent's document is ``path``. ProposalError (one line, nothing written) when
+    the row, the report and the copy disagree, or the report of a row that records them
+    cannot be read."""
+    pid = row.get("id")
+    agent, kind = row.get("agent") or "", row.get("kind") or ""
+    if report is None:
+        report = _report_data(row)
+    summary = (report or {}).get("summary") or {}
+    copy_for = summary.get("copy_for") if isinstance(summary, dict) else None
+    if agent or kind:
+        if report is None:
+            raise ProposalError(
+                f"proposal {pid}: its report.json is missing or unreadable, so its agent "
+                f"{agent or '(none)'} and kind {kind or '(none)'} cannot be checked; nothing "
+                "was written"
+            )
+        if (report.get("agent") or "", report.get("kind") or "") != (agent, kind):
+            raise ProposalError(
+                f"proposal {pid}: its record says agent {agent or '(none)'}, kind "
+                f"{kind or '(none)'} but its report.json says agent "
+                f"{report.get('agent') or '(none)'}, kind {report.get('kind') or '(none)'} (one "
+                "was changed after the night); nothing was written"
+            )
+    else:
+        delivery = summary.get("delivery") if isinstance(summary, dict) else None
+        hint = copy_for or (delivery.get("agent") if isinstance(delivery, dict) else None)
+        try:
+            found = agents.document_of(
+                row.get("target_path") or "",
+                prefer=hint or None,
+                only=bool(hint),
+                env=env,
+                home=home,
+            )
+        except SkilloptError:
+            found = None
+        agent, kind = found if found is not None else (str(hint or ""), "path")
+    if copy_for and copy_for != agent:
+        raise ProposalError(
+            f"proposal {pid}: it is {copy_for}'s copy but its record says agent {agent}; "
+            "nothing was written"
+        )
+    return agent, kind
+
+
+def _night_projects(store: Store, rows: Iterable[dict[str, Any]]) -> list[str]:
+    """The projects the nights of the proposals ``rows`` ran for."""
     projects = []
     for row in rows:
         night = store.nights.get(int(row.get("night_id") or 0)) if row else None
         if night and night.get("project"):
             projects.append(night["project"])
-    return roots(settings, projects=projects)
+    return projects
+
+
+def confine(
+    store: Store,
+    row: dict[str, Any],
+    target: Path | str,
+    what: str,
+    settings: Settings | None = None,
+) -> tuple[str, str]:
+    """Check ``target`` (the path ``row``'s proposal or its adoption names) against the
+    locations of the proposal's agent and kind (:func:`document_of`, :func:`allowed` with
+    the project of the proposal's night); its ``(agent, kind)``. ProposalError (one line,
+    nothing written) otherwise."""
+    agent, kind = document_of(row)
+    allowed(agent, kind, settings, projects=_night_projects(store, [row])).check(target, what)
+    return agent, kind
 
 
 def check_target(store: Store, target: str, settings: Settings | None = None) -> None:
     """ProposalError unless ``target`` (a path some proposal names) lies where adopt may
-    write (:class:`Roots` of ``settings`` and the nights of the proposals naming it): what
-    reads a managed document for an agent (MCP ``get_skill``) reads no other file."""
+    write the document of the proposals naming it (:func:`confine`): what reads a managed
+    document for an agent (MCP ``get_skill``) reads no other file."""
     rows = [r for r in store.proposals.all() if r.get("target_path") == target]
-    _roots_for(store, rows, None, settings).check(target, "the document")
+    if not rows:
+        raise ProposalError(
+            f"refusing the document {target}: no proposal names it; nothing was read"
+        )
+    for row in rows:
+        confine(store, row, target, "the document", settings)
 
 
 def _verify_staged(row: dict[str, Any], text: str) -> None:
@@ -191,11 +317,8 @@ def _verify_staged(row: dict[str, Any], text: str) -> None:
             f"proposal {pid}: the staged document does not match its recorded hash (it was "
             "changed after the night staged it); nothing was written"
         )
-    try:
-        report = json.loads((Path(row["dir"]) / "report.json").read_text("utf-8"))
-    except (OSError, ValueError):
-        report = None
-    if not isinstance(report, dict) or (
+    report = _report_data(row)
+    if report is None or (
         report.get("new_hash"),
         report.get("base_hash"),
         report.get("target"),
@@ -403,7 +526,6 @@ def adopt_group(
     *,
     force: bool = False,
     allow_flagged: bool = False,
-    where: Roots | None = None,
     settings: Settings | None = None,
 ) -> list[AdoptResult]:
     """Adopt ``proposal_id`` and every staged copy of its rules for other agents
@@ -414,9 +536,8 @@ def adopt_group(
     finish_unfinished(store)
     group = agent_group(store, proposal_id)
     rows = [get_proposal(store, pid) for pid in group]
-    where = _roots_for(store, rows, where, settings)
     for row in rows:
-        where.check(row["target_path"], f"proposal {row['id']}'s target")
+        confine(store, row, row["target_path"], f"proposal {row['id']}'s target", settings)
     if not force:
         for pid in group:
             row = get_proposal(store, pid)
@@ -435,7 +556,9 @@ def adopt_group(
     done: list[AdoptResult] = []
     for pid in group:
         try:
-            done.append(adopt(store, pid, force=force, allow_flagged=allow_flagged, where=where))
+            done.append(
+                adopt(store, pid, force=force, allow_flagged=allow_flagged, settings=settings)
+            )
         except ProposalError as exc:
             kept = ", ".join(a.proposal_id for a in done)
             raise ProposalError(
@@ -451,18 +574,18 @@ def adopt(
     base_hash: str | None = None,
     force: bool = False,
     allow_flagged: bool = False,
-    where: Roots | None = None,
     settings: Settings | None = None,
 ) -> AdoptResult:
     """Write the proposal to its target. Returns the adoption.
 
     ``base_hash`` (optional, from an agent reviewing the proposal) must equal the proposal's.
     ``allow_flagged``: write a document that adds rules the poisoning screen flags (listed in
-    the result's ``allowed_flagged``). ``where``: the allowed locations (default
-    :func:`roots` of ``settings``, None: the user's config, and the proposal's night). Raises ProposalError for an
-    unknown proposal or one neither staged nor rolled back (:data:`ADOPTABLE`), a
-    stale base, a target outside the allowed locations, a
-    staged document or record that does not match its hashes, or a flagged rule.
+    the result's ``allowed_flagged``). ``settings``: the config whose project and
+    ``document.path`` count (None: the user's config as it is now). Raises ProposalError for
+    an unknown proposal or one neither staged nor rolled back (:data:`ADOPTABLE`), a stale
+    base, a target outside the locations of the proposal's agent and kind (:func:`confine`),
+    a recorded agent or kind its report does not confirm, a staged document or record that
+    does not match its hashes, or a flagged rule.
     """
     finish_unfinished(store)
     row = get_proposal(store, proposal_id)
@@ -472,8 +595,7 @@ def adopt(
         raise ProposalError(
             f"proposal {proposal_id}: base_hash does not match (expected {row['base_hash'][:12] or 'absent'})"
         )
-    where = _roots_for(store, [row], where, settings)
-    where.check(row["target_path"], f"proposal {proposal_id}'s target")
+    confine(store, row, row["target_path"], f"proposal {proposal_id}'s target", settings)
     target = Path(row["target_path"])
     folder = Path(row["dir"])
     if not _inside(_real(folder), _real(paths.proposals_dir())):
@@ -587,7 +709,10 @@ def finish_unfinished(store: Store) -> list[str]:
     folder): recorded but the live file still as it was before (its hash is the adoption's
     ``before_hash``) → the record is undone and the proposal is as it was (staged or rolled
     back); the live file written (or changed since) → the adoption stands. Killed before the
-    record was committed → nothing to undo. Returns the proposals whose adoption was undone."""
+    record was committed → nothing to undo. An adoption whose target is not where its
+    proposal's agent and kind may be written (:func:`confine`: the row was tampered with) is
+    left alone, marker and all: nothing is removed, and rolling it back is refused with the
+    reason. Returns the proposals whose adoption was undone."""
     undone: list[str] = []
     for marker in sorted(paths.proposals_dir().glob(f"*/{ADOPTING}")):
         try:
@@ -606,6 +731,10 @@ def finish_unfinished(store: Store) -> list[str]:
             and Path(proposal.get("dir") or "") == marker.parent
         ):
             target = Path(a["target_path"])
+            try:  # a record that names a place the proposal may not write: left as it is
+                confine(store, proposal, target, "the interrupted adoption's target")
+            except ProposalError:
+                continue
             live = _hash_bytes(_read_bytes(target))
             if live != a["after_hash"] and live == a["before_hash"]:
                 previous = data.get("previous_status")
@@ -802,7 +931,6 @@ def _rollback_group(
     target: str | None,
     *,
     force: bool,
-    where: Roots | None,
     settings: Settings | None,
 ) -> RollbackResult:
     """Roll back the proposal ``target`` names (:func:`_adoption_for`) and every adopted
@@ -822,9 +950,12 @@ def _rollback_group(
         )
     for c in live:
         proposal = get_proposal(store, c["proposal_id"])
-        _roots_for(store, [proposal], where, settings).check(
-            c["target_path"], "the adoption's target"
-        )
+        if proposal.get("target_path") != c["target_path"]:
+            raise ProposalError(
+                f"refusing the adoption's target {c['target_path']}: it does not match its "
+                f"proposal {c['proposal_id']}'s target; nothing was written"
+            )
+        confine(store, proposal, c["target_path"], "the adoption's target", settings)
         if not force and _hash_bytes(_read_bytes(Path(c["target_path"]))) != c["after_hash"]:
             raise ProposalError(
                 f"{c['target_path']} changed since {c['proposal_id']} was adopted; nothing was "
@@ -834,7 +965,7 @@ def _rollback_group(
     done: list[RollbackResult] = []
     for c in live:
         try:
-            one = rollback(store, c["proposal_id"], force=force, where=where, settings=settings)
+            one = rollback(store, c["proposal_id"], force=force, settings=settings)
         except ProposalError as exc:
             kept = ", ".join(r.proposal_id for r in done)
             raise ProposalError(
@@ -853,7 +984,6 @@ def rollback(
     *,
     force: bool = False,
     all_agents: bool = False,
-    where: Roots | None = None,
     settings: Settings | None = None,
 ) -> RollbackResult:
     """Restore the file as it was before the latest (not yet rolled back) adoption.
@@ -864,24 +994,28 @@ def rollback(
     carrying the same rules for other agents keep their status (the result's
     ``still_adopted`` and ``still_staged`` name them), unless ``all_agents``: then every
     adopted one is rolled back too, each restoring its own file (the named proposal need not
-    be adopted itself any more: ``rollback p3 --all-agents`` after ``rollback p3``). ``where``: the allowed
-    locations (default :func:`roots` of the current config and the proposal's night).
-    Raises ProposalError when there is nothing to roll back, the live file changed since the
-    adoption, the target is outside the allowed locations, or the backup is not the one
-    adopt made.
+    be adopted itself any more: ``rollback p3 --all-agents`` after ``rollback p3``).
+    ``settings``: as for :func:`adopt`. Raises ProposalError when there is nothing to roll
+    back, the live file changed since the adoption, the target is outside the locations of the
+    proposal's agent and kind (:func:`confine`), or the backup is not the one adopt made.
     """
     finish_unfinished(store)
     if all_agents:
-        return _rollback_group(store, target, force=force, where=where, settings=settings)
+        return _rollback_group(store, target, force=force, settings=settings)
     a = _adoption_for(store, target)
     path = Path(a["target_path"])
     proposal = store.proposals.get(a["proposal_id"]) or {}
-    _roots_for(store, [proposal], where, settings).check(path, "the adoption's target")
+    if not proposal:
+        raise ProposalError(
+            f"the adoption of {path} names no stored proposal ({a['proposal_id']}); nothing "
+            "was written"
+        )
     if proposal.get("target_path") != a["target_path"]:
         raise ProposalError(
-            f"the adoption of {path} does not match its proposal {a['proposal_id']}'s target; "
-            "nothing was written"
+            f"refusing the adoption's target {path}: it does not match its proposal "
+            f"{a['proposal_id']}'s target; nothing was written"
         )
+    confine(store, proposal, path, "the adoption's target", settings)
     backup = b""
     if a["existed_before"]:
         bpath = a["backup_path"] or ""

@@ -313,6 +313,10 @@ class ProposalReport(_Model):
     target: str
     base_hash: str
     new_hash: str
+    #: whose document it writes and which kind (``memory``, ``managed_skill``, ``path``), as
+    #: the proposal's row records them ("" in a report written before they were recorded)
+    agent: str = ""
+    kind: str = ""
     scores: Scores = Field(default_factory=Scores)
     val_tasks: list[TaskDelta] = Field(default_factory=list)
     test_tasks: list[TaskDelta] = Field(default_factory=list)

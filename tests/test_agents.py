@@ -424,3 +424,63 @@ def test_openclaw_profiles_state_folders_are_harvested_too(tmp_path: Path) -> No
     ]
     only = get_source("openclaw").default_roots({"OPENCLAW_STATE_DIR": str(tmp_path / "s")}, home)
     assert only == [tmp_path / "s" / "agents"]
+
+
+# ------------------------------------------------------------------ locations per agent and kind
+def test_locations_answer_for_one_agent_and_one_kind(tmp_path: Path) -> None:
+    """What adopt may write for an agent's document of a kind: its own user memory files or
+    managed skill, and (memory) its own project memory files; never another agent's."""
+    home, project = tmp_path / "home", tmp_path / "proj"
+    env = {"CODEX_HOME": str(tmp_path / "codex")}
+
+    def files(name: str, kind: str) -> set[Path]:
+        return {f for f, _ in agents.get_agent(name).locations(kind, [project], env, home)}
+
+    assert files("codex", "memory") == {tmp_path / "codex" / "AGENTS.md", project / "AGENTS.md"}
+    assert files("codex", "managed_skill") == {
+        tmp_path / "codex" / "skills" / SKILL_NAME / "SKILL.md"
+    }
+    assert files("claude_code", "memory") == {
+        home / ".claude" / "CLAUDE.md",
+        project / "CLAUDE.md",
+        project / ".claude" / "CLAUDE.md",
+        project / "CLAUDE.local.md",
+    }
+    assert project / ".github" / "copilot-instructions.md" in files("copilot", "memory")
+    assert files("cursor", "memory") == {project / "AGENTS.md"}  # no user-level file known
+    assert files("cursor", "managed_skill") == set()  # no skills folder known
+    assert files("openclaw", "memory") == {home / ".openclaw" / "workspace" / "AGENTS.md"}
+    assert files("pi", "anything else") == set()
+    # the home folder is no project
+    assert agents.get_agent("codex").locations("memory", [home], {}, home) == [
+        (home / ".codex" / "AGENTS.md", home / ".codex")
+    ]
+
+
+def test_openclaw_memory_location_follows_its_workspace(tmp_path: Path) -> None:
+    """A workspace moved out of the state folder: its AGENTS.md is OpenClaw's memory location,
+    confined to the workspace folder."""
+    home = tmp_path / "home"
+    env = {"OPENCLAW_WORKSPACE_DIR": str(tmp_path / "ws")}
+    assert agents.get_agent("openclaw").locations("memory", (), env, home) == [
+        (tmp_path / "ws" / "AGENTS.md", tmp_path / "ws")
+    ]
+
+
+def test_document_of_names_the_agent_and_kind_of_a_place(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+
+    def of(path: Path, prefer: str | None = None, only: bool = False):
+        return agents.document_of(path, prefer=prefer, only=only, env={}, home=home)
+
+    assert of(home / ".codex" / "AGENTS.md") == ("codex", "memory")
+    assert of(home / ".codex" / "AGENTS.md", prefer="copilot") == ("codex", "memory")
+    assert of(home / ".claude" / "skills" / SKILL_NAME / "SKILL.md") == (
+        "claude_code",
+        "managed_skill",
+    )
+    assert of(home / ".claude" / "skills" / "other" / "SKILL.md") is None
+    assert of(tmp_path / "proj" / "AGENTS.md", prefer="claude_code") == ("codex", "memory")
+    assert of(tmp_path / "proj" / "AGENTS.md", prefer="copilot") == ("copilot", "memory")
+    assert of(tmp_path / "proj" / "AGENTS.md", prefer="claude_code", only=True) is None
+    assert of(tmp_path / "notes.md") is None

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from skillopt_sleep import paths
+from skillopt_sleep import agents, paths
 from skillopt_sleep.errors import ProposalError
-from skillopt_sleep.install import InstallError, install, state_folder, uninstall
+from skillopt_sleep.install import InstallError, install, plan, state_folder, uninstall
 from skillopt_sleep.night.document import Document, read_live, sha256_text
 from skillopt_sleep.night.stage import stage_proposal
-from skillopt_sleep.proposals import adopt, adopt_group, rollback
+from skillopt_sleep.proposals import ADOPTING, adopt, adopt_group, reject, rollback
 from skillopt_sleep.results import AgentCopy, NightCost, NightSummary
 from skillopt_sleep.store import Store
 from tests.helpers.store import db_get, db_rows, ensure_night, tamper
@@ -205,6 +205,20 @@ def test_a_link_between_two_agents_memory_files_is_written_through(tmp_path, wor
     assert memory.is_symlink() and RULE in (home / ".claude" / "CLAUDE.md").read_text()
 
 
+def test_a_skills_folder_shared_with_another_agent_is_written_through(tmp_path, world):
+    """Codex's skills folder linked to Claude Code's: Codex's managed skill is Claude Code's
+    managed skill file, written through; a Codex memory proposal pointed at it is refused."""
+    store, home, _ = world
+    (home / ".claude" / "skills").mkdir()
+    (home / ".codex" / "skills").symlink_to(home / ".claude" / "skills", target_is_directory=True)
+    skill = home / ".codex" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
+    pid = stage(store, home / ".codex" / "AGENTS.md", [RULE])
+    retarget(store, pid, skill)
+    refused(tmp_path, store, lambda: adopt(store, pid), "for agent codex, kind memory")
+    adopt(store, stage(store, skill, [RULE], night_id=2))
+    assert RULE in (home / ".claude" / "skills" / "skillopt-sleep-learned" / "SKILL.md").read_text()
+
+
 def test_an_agent_home_that_is_itself_a_link_is_followed(tmp_path, world, monkeypatch):
     """``CLAUDE_CONFIG_DIR`` (or ``~/.claude``) kept in a dotfiles folder: the home folder
     resolves elsewhere, and so do its files, inside it."""
@@ -248,6 +262,30 @@ def test_a_path_document_is_allowed_only_while_the_config_names_it(tmp_path, wor
     assert RULE in notes.read_text()
 
 
+def test_a_path_document_that_is_an_agents_project_file_is_that_agents(
+    tmp_path, world, monkeypatch
+):
+    """A configured ``document.path`` in a folder no night ran for, named as Copilot's project
+    instructions: recorded as Copilot's memory, adopted while the config names it, and no
+    other agent's proposal may be pointed at it."""
+    store, home, outside = world
+    instructions = outside / ".github" / "copilot-instructions.md"
+    instructions.parent.mkdir()
+    pid = stage(store, instructions, [RULE], agent="copilot")
+    assert (db_get(store, "proposals", pid)["agent"], db_get(store, "proposals", pid)["kind"]) == (
+        "copilot",
+        "memory",
+    )
+    refused(tmp_path, store, lambda: adopt(store, pid), "for agent copilot, kind memory")
+    monkeypatch.setenv("SKILLOPT_SLEEP_DOCUMENT__KIND", "path")
+    monkeypatch.setenv("SKILLOPT_SLEEP_DOCUMENT__PATH", str(instructions))
+    codex = stage(store, home / ".codex" / "AGENTS.md", [RULE], night_id=2)
+    retarget(store, codex, instructions)
+    refused(tmp_path, store, lambda: adopt(store, codex), "for agent codex, kind memory")
+    adopt(store, pid)
+    assert RULE in instructions.read_text()
+
+
 # ------------------------------------------------------------------------------ rollback
 def _adopted(store: Store, target: Path) -> str:
     pid = stage(store, target, [RULE])
@@ -278,7 +316,7 @@ def test_rollback_refuses_an_adoption_whose_target_is_not_its_proposals(tmp_path
     store, home, _ = world
     _adopted(store, home / ".claude" / "CLAUDE.md")
     adoption = db_rows(store, "adoptions")[0]
-    other = home / ".codex" / "AGENTS.md"  # an allowed file, but not the one adopted
+    other = home / ".codex" / "AGENTS.md"  # an agent's memory file, not the one adopted
     tamper(
         store,
         "adoptions",
@@ -333,6 +371,247 @@ def test_rollback_removes_only_folders_above_the_target(tmp_path, world):
     assert not target.exists()
 
 
+# ------------------------------------------------------------------------------ per agent and kind
+#: every document a proposal can write: (agent, kind, scope), scope ``user`` (in the agent's
+#: folders) or ``project`` (its project-level memory file in the night's project)
+DOCUMENTS = [
+    *[
+        (a.name, kind, "user")
+        for a in agents.AGENTS
+        for kind in agents.DOCUMENT_KINDS
+        if a.locations(kind, (), {}, Path("/h"))
+    ],
+    *[(a.name, "memory", "project") for a in agents.AGENTS if a.project_memory],
+]
+
+
+def _place(name: str, kind: str, scope: str, project: Path) -> Path:
+    """The first location of ``name``'s ``kind`` in ``scope``."""
+    files = agents.get_agent(name).locations(kind, [project] if scope == "project" else [])
+    if scope == "project":
+        files = [(f, r) for f, r in files if r == project]
+    return files[0][0]
+
+
+@pytest.fixture
+def project(tmp_path: Path, world) -> Path:
+    """The project night 1 ran for."""
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    ensure_night(world[0], 1, project=str(folder))
+    return folder
+
+
+def retarget(store: Store, pid: str, target: Path, **more) -> None:
+    """Point proposal ``pid`` at ``target`` in its row (a real sqlite edit) and its
+    report.json alike, so only the confinement can tell."""
+    base = sha256_text(read_live(target))
+    tamper(store, "proposals", pid, target_path=str(target), base_hash=base, **more)
+    report_path = paths.proposals_dir() / pid / "report.json"
+    report = json.loads(report_path.read_text())
+    report.update(target=str(target), base_hash=base)
+    report.update({k: v for k, v in more.items() if k in ("agent", "kind")})
+    report_path.write_text(json.dumps(report))
+
+
+@pytest.mark.parametrize(("name", "kind", "scope"), DOCUMENTS)
+def test_each_agent_writes_only_its_own_locations_of_its_kind(
+    tmp_path, world, project, name, kind, scope
+):
+    """A proposal for ``name``'s ``kind`` whose row (and report) is pointed at another agent's
+    location, or at another kind's, is refused on adopt, forced or not; the real one adopts;
+    its adoption pointed elsewhere is refused on rollback; the real one rolls back."""
+    store = world[0]
+    own = _place(name, kind, scope, project)
+    ours = {f for f, _ in agents.get_agent(name).locations(kind, [project])}
+    foreign = sorted(
+        {_place(n, k, sc, project) for n, k, sc in DOCUMENTS} - ours,
+    )
+    assert len(foreign) >= 10
+    pid = stage(store, own, [RULE], agent=name)
+    row = db_get(store, "proposals", pid)
+    assert (row["agent"], row["kind"]) == (name, kind)
+    for other in foreign:
+        retarget(store, pid, other)
+        for force in (False, True):
+            refused(
+                tmp_path,
+                store,
+                lambda f=force: adopt(store, pid, force=f),
+                f"refusing proposal {pid}'s target {other}: not a location skillopt-sleep "
+                f"writes for agent {name}, kind {kind} \\(allowed: .*{own.name}",
+            )
+    retarget(store, pid, own)
+    was = read_live(own)
+    adopt(store, pid)
+    assert RULE in own.read_text()
+    adoption = db_rows(store, "adoptions")[0]
+    for other in (foreign[0], foreign[-1]):
+        retarget(store, pid, other)
+        tamper(
+            store,
+            "adoptions",
+            adoption["id"],
+            target_path=str(other),
+            after_hash=sha256_text(read_live(other)),
+        )
+        for force in (False, True):
+            refused(
+                tmp_path,
+                store,
+                lambda f=force: rollback(store, force=f),
+                f"refusing the adoption's target {other}: not a location skillopt-sleep "
+                f"writes for agent {name}, kind {kind}",
+            )
+    retarget(store, pid, own)
+    tamper(
+        store, "adoptions", adoption["id"], target_path=str(own), after_hash=adoption["after_hash"]
+    )
+    rollback(store)
+    assert read_live(own) == was
+
+
+def test_rollback_of_every_agents_copy_confines_each_copy_to_its_agent(tmp_path, world):
+    """``rollback --all-agents``: a copy for Codex whose proposal and adoption rows (and
+    report) are pointed at Claude Code's managed skill refuses the whole group."""
+    store, home, _ = world
+    head = stage(store, home / ".claude" / "CLAUDE.md", [RULE])
+    copy = stage(
+        store,
+        home / ".codex" / "AGENTS.md",
+        [RULE],
+        proposal_id=f"{head}-codex",
+        summary=NightSummary(copy_of=head, copy_for="codex"),
+    )
+    summary = NightSummary(copies=[AgentCopy(agent="codex", proposal_id=copy, status="staged")])
+    tamper(store, "proposals", head, summary=json.dumps(summary.dump()))
+    adopt_group(store, head)
+    claude = home / ".claude" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
+    adoption = next(a for a in db_rows(store, "adoptions") if a["proposal_id"] == copy)
+    retarget(store, copy, claude)
+    tamper(
+        store,
+        "adoptions",
+        adoption["id"],
+        target_path=str(claude),
+        after_hash=sha256_text(read_live(claude)),
+    )
+    for force in (False, True):
+        refused(
+            tmp_path,
+            store,
+            lambda f=force: rollback(store, head, all_agents=True, force=f),
+            f"refusing the adoption's target {claude}: not a location skillopt-sleep writes "
+            "for agent codex, kind memory",
+        )
+    assert {db_get(store, "proposals", p)["status"] for p in (head, copy)} == {"adopted"}
+
+
+def test_a_row_tampered_to_name_another_agent_is_refused(tmp_path, world):
+    """The row says Claude Code and points at Claude Code's file, but the staged report says
+    the proposal is Codex's: refused, on adopt and on rollback."""
+    store, home, _ = world
+    pid = stage(store, home / ".codex" / "AGENTS.md", [RULE])
+    assert db_get(store, "proposals", pid)["agent"] == "codex"
+    claude = home / ".claude" / "CLAUDE.md"
+    base = sha256_text(claude.read_text())
+    tamper(store, "proposals", pid, agent="claude_code", target_path=str(claude), base_hash=base)
+    report_path = paths.proposals_dir() / pid / "report.json"
+    report = json.loads(report_path.read_text())
+    report.update(target=str(claude), base_hash=base)
+    report_path.write_text(json.dumps(report))
+    for force in (False, True):
+        refused(
+            tmp_path,
+            store,
+            lambda f=force: adopt(store, pid, force=f),
+            "its record says agent claude_code, kind memory but its report.json says agent "
+            "codex, kind memory",
+        )
+    # adopted as what it is, then the row and the adoption both turned to Claude Code's file
+    tamper(store, "proposals", pid, agent="codex")
+    report.update(
+        target=str(home / ".codex" / "AGENTS.md"), base_hash=sha256_text("# codex rules\n")
+    )
+    report_path.write_text(json.dumps(report))
+    tamper(
+        store,
+        "proposals",
+        pid,
+        target_path=report["target"],
+        base_hash=report["base_hash"],
+    )
+    adopt(store, pid)
+    adoption = db_rows(store, "adoptions")[0]
+    tamper(store, "proposals", pid, agent="claude_code", target_path=str(claude))
+    tamper(store, "adoptions", adoption["id"], target_path=str(claude), after_hash=base)
+    refused(tmp_path, store, lambda: rollback(store, force=True), "report.json says agent codex")
+    # the report changed too: the row and report agree on Claude Code, but the document is
+    # Codex's copy of the night's rules
+    report.update(agent="claude_code", summary={"copy_for": "codex"})
+    report_path.write_text(json.dumps(report))
+    refused(tmp_path, store, lambda: rollback(store, force=True), "it is codex's copy")
+
+
+def test_a_row_staged_before_agents_and_kinds_were_recorded(tmp_path, world):
+    """A row without agent and kind (what migration m010 leaves) derives them from its target,
+    asking only the agent its report names (a copy's agent): adopted where it belongs,
+    refused elsewhere."""
+    store, home, _ = world
+    codex = home / ".codex" / "AGENTS.md"
+    pid = stage(store, codex, [RULE], summary=NightSummary(copy_for="codex"))
+
+    def legacy() -> None:
+        report_path = paths.proposals_dir() / pid / "report.json"
+        report = json.loads(report_path.read_text())
+        report.pop("agent"), report.pop("kind")
+        report_path.write_text(json.dumps(report))
+        tamper(store, "proposals", pid, agent="", kind="")
+
+    legacy()
+    retarget(store, pid, home / ".claude" / "CLAUDE.md")
+    # Claude Code's file is no document of Codex's: a ``path``, not configured
+    refused(tmp_path, store, lambda: adopt(store, pid, force=True), "for agent codex, kind path")
+    retarget(store, pid, codex)
+    adopt(store, pid)
+    assert RULE in codex.read_text()
+
+
+def test_a_killed_adopt_whose_record_was_pointed_elsewhere_is_left_alone(tmp_path, world):
+    """The recovery of a killed adopt (``adopting.json``) removes the folders an adoption
+    created only where its proposal's agent and kind may write: a record pointed at another
+    agent's empty skills folder leaves it, the rows and the marker as they are, and rolling
+    it back is refused."""
+    store, home, _ = world
+    target = home / ".codex" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
+    pid = _adopted(store, target)
+    adoption = db_rows(store, "adoptions")[0]
+    # the adopt as if killed before its live write: the file gone, the marker left
+    rollback(store)
+    tamper(store, "adoptions", adoption["id"], rolled_back_at=None)
+    tamper(store, "proposals", pid, status="adopted")
+    folder = paths.proposals_dir() / pid
+    (folder / ADOPTING).write_text(json.dumps({"proposal_id": pid, "adoption_id": adoption["id"]}))
+    # ... and its records pointed at Claude Code's (empty) managed skill folder
+    theirs = home / ".claude" / "skills" / "skillopt-sleep-learned"
+    theirs.mkdir(parents=True)
+    other = theirs / "SKILL.md"
+    tamper(store, "proposals", pid, target_path=str(other))
+    tamper(store, "adoptions", adoption["id"], target_path=str(other))
+    record = json.loads((folder / "adoption.json").read_text())
+    record.update(target_path=str(other), created_dirs=[str(theirs)])
+    (folder / "adoption.json").write_text(json.dumps(record))
+    other_pid = stage(store, home / ".claude" / "CLAUDE.md", [RULE], night_id=2)
+    before = sandbox_state(tmp_path)
+    reject(store, other_pid)  # runs the recovery first
+    assert sandbox_state(tmp_path) == before and theirs.is_dir()
+    assert db_get(store, "adoptions", adoption["id"])["rolled_back_at"] is None
+    assert db_get(store, "proposals", pid)["status"] == "adopted"
+    refused(
+        tmp_path, store, lambda: rollback(store, force=True), "for agent codex, kind managed_skill"
+    )
+
+
 # ------------------------------------------------------------------------------ install
 def test_install_refuses_a_symlinked_skill_folder(tmp_path, world, monkeypatch):
     _, home, outside = world
@@ -361,6 +640,60 @@ def test_install_refuses_a_project_folder_linked_outside(tmp_path, world):
         "a symlink leaves",
         InstallError,
     )
+
+
+@pytest.mark.parametrize("key", ["codex", "copilot", "opencode", "pi", "devin", "openclaw"])
+def test_install_follows_a_memory_link_only_to_another_agents_memory_file(tmp_path, world, key):
+    """An agent's memory file linked into another agent's folder: refused when the link
+    leads to that agent's config, written through when it leads to its memory file."""
+    store, home, _ = world
+    found = agents.get_agent(key)
+    memory = found.user_memory_files()[0]
+    memory.parent.mkdir(parents=True, exist_ok=True)
+    settings = home / ".claude" / "settings.json"
+    settings.write_text("{}\n")
+    memory.unlink(missing_ok=True)
+    memory.symlink_to(settings)
+    assert memory in [s.path for s in plan(key) if s.kind == "block"]
+    refused(
+        tmp_path,
+        store,
+        lambda: install(key),
+        f"refusing {memory} \\({key}'s memory\\): it resolves to {settings}",
+        InstallError,
+    )
+    memory.unlink()
+    memory.symlink_to(home / ".claude" / "CLAUDE.md")
+    install(key)
+    assert memory.is_symlink() and "skillopt-sleep" in (home / ".claude" / "CLAUDE.md").read_text()
+    uninstall(key)
+    assert (home / ".claude" / "CLAUDE.md").read_text() == "# mine\n"
+
+
+def test_install_follows_a_skills_folder_link_only_to_another_agents_skills(
+    tmp_path, world, monkeypatch
+):
+    """Codex's skills folder linked to Claude Code's skills folder is shared (the skill is
+    written through); linked to Claude Code's home folder it is refused, and so is Codex's
+    config linked to Claude Code's settings."""
+    store, home, _ = world
+    claude_skills = home / ".claude" / "skills"
+    claude_skills.mkdir()
+    skills = home / ".codex" / "skills"
+    skills.symlink_to(home / ".claude", target_is_directory=True)
+    refused(
+        tmp_path, store, lambda: install("codex"), "\\(codex's skill\\): it resolves", InstallError
+    )
+    skills.unlink()
+    (home / ".codex" / "config.toml").symlink_to(home / ".claude" / "settings.json")
+    (home / ".claude" / "settings.json").write_text("{}\n")
+    refused(
+        tmp_path, store, lambda: install("codex"), "\\(codex's config\\): it resolves", InstallError
+    )
+    (home / ".codex" / "config.toml").unlink()
+    skills.symlink_to(claude_skills, target_is_directory=True)
+    install("codex")
+    assert (claude_skills / "skillopt-sleep" / "SKILL.md").is_file()
 
 
 @pytest.mark.parametrize("how", ["file", "original", "folder"])

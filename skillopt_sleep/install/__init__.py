@@ -47,9 +47,12 @@ what install added. A second ``install`` changes nothing. All writes go through
 
 Confinement: every file install or uninstall writes or removes must lie in the agent's folder
 (``--user``) or the project (``--project DIR``), also once resolved: a symlinked folder or a
-link to a file outside them (outside every agent's folder, for ``--user``) is refused before
-anything is written, and so is an install record naming a file outside them or an original
-outside its own folder.
+link to a file outside them is refused before anything is written (one line naming the file,
+the agent and the kind: ``memory`` snippet, ``skill`` file or ``config``), and so is an install
+record naming a file outside them or an original outside its own folder. For ``--user`` a link
+may lead to another agent's location of the same kind only (the agent registry's: a memory
+file two agents share, a skills folder linked to another agent's), never into another agent's
+config or folder otherwise.
 """
 
 from __future__ import annotations
@@ -407,28 +410,76 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+#: what an install step writes, by its format: the memory snippet (``block``), the skill's
+#: files (``file``), the agent's config (``json``, ``toml``)
+_STEP_KIND = {"block": "memory", "file": "skill", "json": "config", "toml": "config"}
+
+
+def _kind_of(path: Path, planned: Mapping[str, str]) -> str:
+    """What ``path`` is for an install: ``memory``, ``skill`` or ``config`` — the
+    plan's step kind, else (an install record's file the plan no longer names) by its place:
+    below a ``skills`` folder a skill, a file named as an agent's memory file memory, anything
+    else config (the strictest)."""
+    if str(path) in planned:
+        return planned[str(path)]
+    if "skills" in Path(path).parts[:-1]:
+        return "skill"
+    names = {Path(rel).name for a in agents.AGENTS for rel in (*a.user_memory, *a.project_memory)}
+    return "memory" if Path(path).name in names else "config"
+
+
+def _shared(kind: str, env: Mapping[str, str] | None, home: Path | None) -> list[str]:
+    """Every agent's user memory files (``memory``) or skills folders (``skill``), resolved,
+    those that stay inside the agent's own folder (a link out of it is shared with no one)."""
+    out = []
+    for a in agents.AGENTS:
+        if kind == "memory":
+            places = a.locations("memory", (), env, home)
+        else:
+            skills = a.skills_dir(env, home)
+            places = [] if skills is None else [(skills, a.home(env, home))]
+        for place, own in places:
+            real = os.path.realpath(place)
+            if _inside(real, os.path.realpath(own)):
+                out.append(real)
+    return out
+
+
 def _confine(
     paths_: list[Path],
     agent: str,
     project: Path | None,
     env: Mapping[str, str] | None,
     home: Path | None,
+    planned: Mapping[str, str] | None = None,
 ) -> None:
-    """InstallError (nothing written) unless every path lies in the scope's folder — the
-    project, or the agent's home — both as written and once every symlink is resolved (for
-    the user scope, a link into another agent's home is allowed too)."""
-    root = project if project is not None else agent_home(agent, env, home)
-    roots = [os.path.realpath(root)]
-    if project is None:
-        roots += [os.path.realpath(a.home(env, home)) for a in agents.AGENTS]
+    """InstallError (one line naming the path, the agent and kind; nothing written) unless
+    every path lies in the scope's folder — the project, or the agent's home — both as
+    written and once every symlink is resolved. For the user scope a link may also lead to
+    another agent's location of the same kind, as the agent registry has it (a memory file
+    two agents share, ``AGENTS.md -> CLAUDE.md``; a skills folder linked to another agent's);
+    never into another agent's config, nor from a skill into a memory file."""
+    found = agents.get_agent(install_key(agent))
+    root = project if project is not None else found.home(env, home)
     for path in paths_:
+        kind = _kind_of(path, planned or {})
         if not _inside(os.path.abspath(path), os.path.abspath(root)):
-            raise InstallError(f"refusing {path}: outside {root}; nothing was written")
+            raise InstallError(
+                f"refusing {path} ({found.name}'s {kind}): outside {root}; nothing was written"
+            )
+        roots = [os.path.realpath(root)]
+        if project is None and kind in ("memory", "skill"):
+            roots += _shared(kind, env, home)
         real = os.path.realpath(path)
         if not any(_inside(real, r) for r in roots):
+            also = {
+                "memory": " or another agent's memory file",
+                "skill": " or another agent's skills folder",
+            }
             raise InstallError(
-                f"refusing {path}: it resolves to {real}, outside {root} (a symlink leaves "
-                "the agent's folder); nothing was written"
+                f"refusing {path} ({found.name}'s {kind}): it resolves to {real}, outside "
+                f"{root}{also.get(kind, '') if project is None else ''} (a symlink leaves "
+                "the locations install writes); nothing was written"
             )
 
 
@@ -522,7 +573,14 @@ def install(
     agent = install_key(agent)
     project = _normalize_project(project)
     steps = plan(agent, project, env=env, home=home)
-    _confine([s.path for s in steps], agent, project, env, home)
+    _confine(
+        [s.path for s in steps],
+        agent,
+        project,
+        env,
+        home,
+        {str(s.path): _STEP_KIND.get(s.kind, "config") for s in steps},
+    )
     report = Report(agent, _scope(project)[0], dry_run)
     # several steps may edit one file: fold them in order
     by_path: dict[Path, list[Step]] = {}
@@ -617,7 +675,8 @@ def uninstall(
             groups.setdefault(str(s.path), []).append(s)
     except InstallError:
         groups = {}
-    _confine([Path(p) for p in manifest["files"]], agent, project, env, home)
+    planned = {p: _STEP_KIND.get(g[0].kind, "config") for p, g in groups.items()}
+    _confine([Path(p) for p in manifest["files"]], agent, project, env, home, planned)
     for path_s, entry in manifest["files"].items():
         original = entry.get("original")
         if original and not _inside(os.path.realpath(folder / original), os.path.realpath(folder)):

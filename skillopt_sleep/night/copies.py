@@ -353,6 +353,8 @@ def _one_copy(
         test_before=mb if certified_on == "test" else None,
         test_after=ma if certified_on == "test" else None,
         held_out=(certified_on, BEFORE.format(agent=name), AFTER.format(agent=name)),
+        agent=name,
+        kind=kind,
     )
     return AgentCopy(**scored, status="staged", proposal_id=pid)
 

@@ -54,7 +54,7 @@ def section_heading(section: str) -> str:
 
 _END_RE = re.compile(r"^<!-- skillopt-sleep:end -->[ \t]*(?=\r?$)", re.M)
 
-SKILL_NAME = "skillopt-sleep-learned"
+SKILL_NAME = agents.MANAGED_SKILL
 NEW_SKILL = f"""---
 name: {SKILL_NAME}
 description: Rules learned by skillopt-sleep from this user's recurring tasks and corrections. Apply them to every coding task.

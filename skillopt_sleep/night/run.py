@@ -553,6 +553,9 @@ def _run(
         val_after=val_after,
         test_before=test_before,
         test_after=test_after,
+        agent=where.agent if where else replayed_on or s.document.agent,
+        env=env,
+        home=home,
     )
     say.enter("notify")
     summary.notified = proposal_ready(s, proposal_id, str(target_path), val_before, val_after)

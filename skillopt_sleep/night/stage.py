@@ -12,10 +12,11 @@ import json
 import re
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from skillopt_sleep import paths
+from skillopt_sleep import agents, paths
 from skillopt_sleep.models import Task
 from skillopt_sleep.night.document import Edit, sha256_text
 from skillopt_sleep.night.replay import context_state
@@ -95,12 +96,24 @@ def stage_proposal(
     delivered: str | None = None,
     proposal_id: str | None = None,
     held_out: tuple[str, str, str] | None = None,
+    agent: str | None = None,
+    kind: str | None = None,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
 ) -> str:
     """Write the proposal folder and row; returns the proposal id (``proposal_id``, by
     default the next free one, :meth:`~skillopt_sleep.store.proposals.ProposalsRepo.next_id`).
     ``delivered``: where the replays put the candidates (see :func:`scoring_note`). ``held_out``: for an agent's copy (:mod:`.copies`), the split it
     was certified on and the before / after phases of those replays; the report's task table
-    is that split's (no val gate ran on the copy)."""
+    is that split's (no val gate ran on the copy). ``agent`` / ``kind``: whose document it
+    is and which kind, recorded with the proposal (adopt and rollback write only where the
+    registry allows that agent's document of that kind); ``kind`` None: found from the
+    target's place (:func:`skillopt_sleep.agents.document_of`, ``agent`` asked first), a
+    file that is no agent's document being ``path``."""
+    if kind is None:
+        found = agents.document_of(target_path, prefer=agent, env=env, home=home)
+        agent, kind = found if found is not None else (agent or "", "path")
+    agent = agents.get_agent(agent).name if agent else ""
     pid = proposal_id or store.proposals.next_id()
     folder = paths.proposals_dir() / pid
     if folder.exists() and store.proposals.get(pid) is None:
@@ -156,6 +169,8 @@ def stage_proposal(
         target=str(target_path),
         base_hash=base_hash,
         new_hash=new_hash_doc,
+        agent=agent,
+        kind=kind,
         scores=Scores(
             val_before=val_before,
             val_after=val_after,
@@ -212,6 +227,8 @@ def stage_proposal(
             "test_after": test_after,
             "summary": json.dumps(summary.dump()),
             "reason": "",
+            "agent": agent,
+            "kind": kind,
         },
     )
     return pid

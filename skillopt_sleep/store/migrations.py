@@ -469,3 +469,14 @@ def m008_foreign_keys_views(db: Database) -> None:
 def m009_mining_state(db: Database) -> None:
     """``mining_state``: each project's clustering, so mining compares only new prompts."""
     db.table("mining_state").create({"project": str, "state": str, "updated_at": str}, pk="project")
+
+
+@migrations(name="m010_proposal_agent_kind")
+def m010_proposal_agent_kind(db: Database) -> None:
+    """``proposals.agent`` and ``proposals.kind``: whose document a proposal writes and which
+    kind (``memory``, ``managed_skill`` or ``path``), so adopt and rollback check its target
+    against that agent's locations of that kind only. A row staged before stays "" in both:
+    adopt and rollback derive them from its target (see :mod:`skillopt_sleep.proposals`)."""
+    for column in ("agent", "kind"):
+        if column not in db.table("proposals").columns_dict:
+            db.table("proposals").add_column(column, str, not_null_default="")

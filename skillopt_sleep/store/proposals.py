@@ -14,7 +14,9 @@ class ProposalsRepo(Repository):
     adopted | rejected | rolled_back | superseded), ``target_path``, ``base_hash`` (sha256 of
     the live file when the night started, "" = absent), ``new_hash``, ``dir`` (the proposal
     folder), ``val_before``, ``val_after``, ``test_before``, ``test_after``, ``summary``
-    (JSON text), ``reason``."""
+    (JSON text), ``reason``, ``agent`` and ``kind`` (whose document it writes: an agent's
+    canonical name, and ``memory``, ``managed_skill`` or ``path``; "" in a row staged before
+    they were recorded)."""
 
     def get(self, proposal_id: str) -> Row | None:
         """The proposal's row, or None."""

@@ -155,3 +155,51 @@ def test_a_staging_killed_midway_leaves_no_proposal_folder(tmp_path, monkeypatch
     assert sorted(p.name for p in folder.iterdir()) == ["p1"]  # the leftovers are gone
     assert (folder / "p1" / "report.md").is_file() and store.proposals.get("p1") is not None
     store.close()
+
+
+def test_a_proposal_records_its_agent_and_kind(tmp_path, isolated_home) -> None:
+    """The row and report.json of a staged proposal say whose document it is and which kind:
+    found from the target's place, the night's agent asked first; a file that is no agent's
+    document is ``path``."""
+    import json
+
+    from skillopt_sleep.night.stage import stage_proposal
+    from skillopt_sleep.results import NightCost, NightSummary
+    from skillopt_sleep.store import Store
+
+    store = Store(tmp_path / "s.db")
+    ensure_night(store, 1)
+
+    def staged(target: Path, agent: str | None = None, kind: str | None = None) -> list[str]:
+        pid = stage_proposal(
+            store,
+            night_id=1,
+            target_path=target,
+            base_text=None,
+            new_text=f"- a rule for {target}\n",
+            base_hash="",
+            edits=[],
+            tasks=[],
+            cost=NightCost(),
+            summary=NightSummary(),
+            val_before=0.0,
+            val_after=1.0,
+            test_before=None,
+            test_after=None,
+            agent=agent,
+            kind=kind,
+        )
+        row = store.proposals.get(pid) or {}
+        report = json.loads((Path(row["dir"]) / "report.json").read_text())
+        assert (report["agent"], report["kind"]) == (row["agent"], row["kind"])
+        return [row["agent"], row["kind"]]
+
+    home = isolated_home
+    assert staged(home / ".codex" / "AGENTS.md") == ["codex", "memory"]
+    skill = home / ".pi" / "agent" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
+    assert staged(skill, "claude-code") == ["pi", "managed_skill"]
+    assert staged(tmp_path / "proj" / "AGENTS.md", "claude_code") == ["codex", "memory"]
+    assert staged(tmp_path / "proj" / "AGENTS.md", "opencode") == ["opencode", "memory"]
+    assert staged(tmp_path / "notes.md", "claude_code") == ["claude_code", "path"]
+    assert staged(tmp_path / "given.md", "codex", "memory") == ["codex", "memory"]
+    store.close()

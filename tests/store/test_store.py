@@ -1,7 +1,10 @@
 import json
 
+from sqlite_utils import Database
+
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.store import Store
+from skillopt_sleep.store.migrations import migrations
 
 
 def session(*msgs):
@@ -23,6 +26,7 @@ def test_migrations_apply_once_and_wal(tmp_path):
         "m007_outbox",
         "m008_foreign_keys_views",
         "m009_mining_state",
+        "m010_proposal_agent_kind",
     ]
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -216,3 +220,24 @@ def test_a_large_store_is_checked_before_the_first_write_not_for_reads(
     monkeypatch.setattr(store_mod, "CHECK_ON_OPEN_BYTES", 10**12)
     with pytest.raises(StoreError, match="damaged"):
         Service(store_path=db).proposals()  # a small store is checked on open
+
+
+def test_proposals_staged_before_m010_have_no_agent_or_kind(tmp_path):
+    """m010 adds ``agent`` and ``kind`` to proposals; an older row keeps "" in both (adopt
+    and rollback derive them from its target)."""
+    path = tmp_path / "old.db"
+    old = Database(path)
+    migrations.apply(old, stop_before="m010_proposal_agent_kind")
+    old["nights"].insert({"id": 1, "status": "succeeded"})
+    old["proposals"].insert({"id": "p1", "night_id": 1, "status": "staged", "target_path": "/x"})
+    old.conn.close()
+    store = Store(path)
+    row = store.proposals.get("p1")
+    assert row is not None and (row["agent"], row["kind"]) == ("", "")
+    store.proposals.stage(
+        {"id": "p2", "night_id": 1, "target_path": "/y", "agent": "codex", "kind": "memory"}
+    )
+    assert {k: store.proposals.get("p2")[k] for k in ("agent", "kind")} == {  # type: ignore[index]
+        "agent": "codex",
+        "kind": "memory",
+    }
