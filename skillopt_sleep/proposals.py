@@ -491,14 +491,18 @@ def report_markdown(row: dict[str, Any]) -> str:
     return text
 
 
-def agent_group(store: Store, proposal_id: str) -> list[str]:
-    """The staged proposals that carry the same night's rules for different agents (the
-    proposal the night trained and its agents' copies, :mod:`skillopt_sleep.night.copies`,
-    including copies a later night made of it), ``proposal_id``'s own first. ProposalError
-    for an unknown proposal."""
+def agent_group(
+    store: Store, proposal_id: str, statuses: tuple[str, ...] = ("staged",)
+) -> list[str]:
+    """The proposals with one of ``statuses`` (default: staged) that carry the same night's
+    rules for different agents (the proposal the night trained and its agents' copies,
+    :mod:`skillopt_sleep.night.copies`, including copies a later night made of it),
+    ``proposal_id``'s own first. ProposalError for an unknown proposal."""
     row = get_proposal(store, proposal_id)
     head = NightSummary.model_validate_json(row.get("summary") or "{}").copy_of or proposal_id
-    staged = [r for r in store.proposals.all("staged") if r["id"] != proposal_id]
+    staged = [
+        r for status in statuses for r in store.proposals.all(status) if r["id"] != proposal_id
+    ]
     members = [
         r["id"]
         for r in staged
@@ -528,13 +532,13 @@ def adopt_group(
     allow_flagged: bool = False,
     settings: Settings | None = None,
 ) -> list[AdoptResult]:
-    """Adopt ``proposal_id`` and every staged copy of its rules for other agents
-    (:func:`agent_group`), each as :func:`adopt` does. Every member's target is checked
+    """Adopt ``proposal_id`` and every staged or rolled-back copy of its rules for other
+    agents (:func:`agent_group`), each as :func:`adopt` does. Every member's target is checked
     against the allowed locations, and (unless ``force``) its live file against its base,
     first, so one bad member refuses the whole group before anything is written.
     ProposalError says which member failed and what was adopted."""
     finish_unfinished(store)
-    group = agent_group(store, proposal_id)
+    group = agent_group(store, proposal_id, ADOPTABLE)
     rows = [get_proposal(store, pid) for pid in group]
     for row in rows:
         confine(store, row, row["target_path"], f"proposal {row['id']}'s target", settings)

@@ -328,9 +328,16 @@ def test_a_rollback_undoes_one_file_and_says_which_copies_stay_adopted(tmp_path,
     proc = skillopt("rollback", pid, "--all-agents", cwd=tmp_path)
     assert proc.returncode == 1 and f"neither {pid} nor its copies" in proc.stderr
 
+    # adopt --all-agents after both were rolled back adopts both again (a rolled-back copy
+    # is as adoptable as a staged one)
+    proc = skillopt("adopt", pid, "--all-agents", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"adopted {copy} -> {agents_md}" in proc.stdout
+    assert (status(pid), status(copy)) == ("adopted", "adopted")
+    assert claude_md.read_bytes() == adopted[claude_md]
+    assert agents_md.read_bytes() == adopted[agents_md]
+
     # --all-agents, named by a path: every file restored, each its own rollback
-    assert skillopt("adopt", pid, cwd=tmp_path).returncode == 0
-    assert skillopt("adopt", copy, cwd=tmp_path).returncode == 0
     proc = skillopt("rollback", str(claude_md), "--all-agents", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert f"rolled back {pid}: {claude_md} removed" in proc.stdout
