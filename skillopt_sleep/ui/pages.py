@@ -434,6 +434,10 @@ def proposal(svc: Service, proposal_id: str, csrf: str, flash: Flash = None) -> 
                 )
             )
     elif d.status in ("rejected", "rolled_back"):
+        if d.status == "rolled_back":  # as `adopt ID` does: a rolled-back proposal adopts again
+            actions.append(
+                csrf_form(url("proposals", pid, "adopt"), csrf, "Adopt again", cls="primary")
+            )
         actions.append(
             csrf_form(
                 url("proposals", pid, "unrefuse"),

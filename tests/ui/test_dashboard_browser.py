@@ -352,15 +352,25 @@ def test_the_copies_for_other_agents_are_shown_adopted_and_rolled_back_together(
         row = page.locator("#sec-copies-for-other-agents tr", has_text=copy.agent)
         assert "adopted" in row.inner_text()  # the copy's status now, not the night's
 
-        # the refusal taken back, adopted again, then rolled back with its copy: every file
-        nav(page, "button:text-is('Take back the refusal')")
-        assert f"lifted the refusal of {pid}: now staged" in page.locator(".flash.ok").inner_text()
-        nav(page, "button:text-is('Adopt')")
+        # a rolled-back proposal adopts again from its page, as `adopt ID` does
+        nav(page, "button:text-is('Adopt again')")
+        assert f"adopted {pid}" in page.locator(".flash.ok").inner_text()
         assert memory.read_bytes() == staged[pid]
+        assert Service().proposal(pid).status == "adopted"
+
+        # rolled back with its copy: every file
         nav(page, "button:text-is('Roll back with the copies for other agents')")
         flash = page.locator(".flash.ok").inner_text()
         assert f"rolled back {pid}" in flash and f"rolled back {copy.proposal_id}" in flash
         assert "still adopted" not in flash
+
+        # the refusal taken back: staged again, and adopted with the page's "Adopt"
+        nav(page, "button:text-is('Take back the refusal')")
+        assert f"lifted the refusal of {pid}: now staged" in page.locator(".flash.ok").inner_text()
+        nav(page, "button:text-is('Adopt')")
+        assert memory.read_bytes() == staged[pid]
+        nav(page, "button:text-is('Roll back')")
+        assert f"rolled back {pid}" in page.locator(".flash.ok").inner_text()
     assert {k: p.read_bytes() if p.exists() else None for k, p in live.items()} == before
     assert {Service().proposal(k).status for k in live} == {"rolled_back"}
 
