@@ -41,6 +41,7 @@ TOOLS = {
     "get_proposal",
     "adopt_proposal",
     "reject_proposal",
+    "lift_refusal",
     "rollback",
     "run_night",
     "get_night",
@@ -257,6 +258,16 @@ def test_every_tool_against_a_real_night(env: Env) -> None:
                 "withdrawn": [f"{pid}-codex"],
             }
             assert env.target.read_bytes() == EXISTING.encode()
+            # the refusal taken back: staged again with the copy it withdrew; nothing live
+            lifted = await ok(s, "lift_refusal", {"id": pid})
+            assert lifted == {
+                "proposal_id": pid,
+                "status": "staged",
+                "was": "rejected",
+                "copies": {f"{pid}-codex": "staged"},
+            }
+            assert env.target.read_bytes() == EXISTING.encode()
+            assert "there is no refusal to lift" in await fails(s, "lift_refusal", {"id": pid})
             started = await ok(s, "run_night", {"dry_run": True})
             assert started["via"] == "in-process" and started["night_id"] == env.night_id + 1
             assert (await ok(s, "get_night", {"id": started["night_id"]}))["trigger"] == "mcp"

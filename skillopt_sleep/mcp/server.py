@@ -229,6 +229,20 @@ def build_server(service: Service | None = None, *, http_token: str | None = Non
         """Discard a staged proposal (the live file is not touched)."""
         return _guard(lambda: svc.reject(id, reason))
 
+    @tool(
+        ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
+        )
+    )
+    def lift_refusal(id: ProposalId) -> m.RefusalLifted:
+        """Take back the user's refusal of a rejected or rolled-back proposal: it is staged
+        again (superseded when a newer proposal for its file is staged), with the copies its
+        rejection withdrew; the live file is not touched. Only when the user asks."""
+        return _guard(lambda: svc.lift_refusal(id))
+
     @tool(WRITE)
     def rollback(
         target: Annotated[

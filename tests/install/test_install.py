@@ -564,6 +564,7 @@ def test_shared_skill_copies_are_identical_and_valid() -> None:
         "get_proposal",
         "adopt_proposal",
         "reject_proposal",
+        "lift_refusal",
         "rollback",
         "run_night",
         "get_night",
