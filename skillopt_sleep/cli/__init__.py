@@ -24,7 +24,6 @@ from skillopt_sleep.cli.console import (
 from skillopt_sleep.cli.console import fmt_score as _fmt
 from skillopt_sleep.cli.console import state as _state
 from skillopt_sleep.errors import SkilloptError
-from skillopt_sleep.night.replay import context_state
 
 app = typer.Typer(
     name="skillopt-sleep",
@@ -127,6 +126,8 @@ def tasks(
             markup=False,
         )
         return
+    from skillopt_sleep.night.replay import context_state
+
     table_rows = []
     for t, task in zip(rows, report.tasks, strict=True):
         checks = ", ".join(check_line(c) for c in t["checks"])
@@ -633,7 +634,6 @@ def main() -> None:
     import sqlite3
 
     from skillopt_sleep import paths
-    from skillopt_sleep.store import machine_failure
 
     paths.make_private()  # the state folder and all in it: the user's alone (0700 / 0600)
     try:
@@ -647,6 +647,8 @@ def main() -> None:
     except (OSError, sqlite3.DatabaseError) as exc:
         # the machine, not a bug: a read-only or full disk, a damaged database, a lock file
         # that cannot be made — one line with the path, exit 1
+        from skillopt_sleep.store import machine_failure
+
         what = machine_failure(exc) if isinstance(exc, sqlite3.DatabaseError) else ""
         if what is None:  # SQLite says our code misused it: a bug
             _internal_error(exc)

@@ -424,6 +424,26 @@ def test_version_and_config_path_show_edit(tmp_path):
     assert "epochz" in broken.stderr and "epochz = 2" in cfg.read_text()
 
 
+def test_version_answers_without_importing_the_heavy_modules():
+    """`--version` imports neither the service, the store, sqlite-utils nor pydantic (it took
+    1.5 s cold before): measured with `python -X importtime`."""
+    res = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "skillopt_sleep", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 0 and res.stdout.startswith("skillopt-sleep "), res.stderr
+    imported = {
+        line.split("|")[-1].strip()
+        for line in res.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "skillopt_sleep.cli" in imported  # the measurement saw the CLI's imports
+    heavy = {"skillopt_sleep.service", "skillopt_sleep.store", "sqlite_utils", "pydantic"}
+    assert not heavy & imported, heavy & imported
+
+
 def test_tables_fit_80_columns_keep_the_file_name_and_every_source_name(tmp_path, isolated_home):
     """Piped with COLUMNS=80: `harvest`, `proposals` and `tasks` lines fit in 80 columns; the
     target path is shortened in its middle (its file name whole), source names and ids whole."""
