@@ -669,7 +669,17 @@ def test_shell_completion_script_and_completions(tmp_path):
         "skillopt-sleep pro": ("1", {"proposals"}),
         "skillopt-sleep config s": ("2", {"show"}),
         "skillopt-sleep ni": ("1", {"nights"}),
+        # an agent's other spelling (claude_code) is accepted, never offered beside claude-code
+        "skillopt-sleep install cl": ("2", {"claude-code"}),
+        "skillopt-sleep uninstall claude": ("2", {"claude-code"}),
     }
     for line, (cword, expected) in words.items():
         got = skillopt(env=ask | {"COMP_WORDS": line, "COMP_CWORD": cword})
         assert set(got.stdout.split()) == expected, (line, got.stdout, got.stderr)
+    every = skillopt(env=ask | {"COMP_WORDS": "skillopt-sleep install ", "COMP_CWORD": "2"})
+    offered = every.stdout.split()
+    assert {"claude-code", "codex", "copilot"} <= set(offered), every.stdout
+    assert len(offered) == len(set(offered)) and "claude_code" not in offered
+    # the other spelling still installs
+    res = skillopt("install", "claude_code", "--dry-run")
+    assert res.returncode == 0 and res.stdout.startswith("install claude-code"), res.stderr
