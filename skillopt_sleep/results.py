@@ -679,6 +679,18 @@ class SessionView(_Model):
     messages: list[SessionMessage] = Field(default_factory=list)
 
 
+class NightLog(_Model):
+    """``logs``: the end of the daemon's night log, or of one night's own log."""
+
+    #: the night whose own log this is (None: the daemon's night log)
+    night_id: int | None = None
+    path: str
+    #: the log's last bytes ('' when there is no log yet)
+    text: str = ""
+    #: with no daemon log: the last night's id, whose own log ``logs --night`` shows
+    last_night_id: int | None = None
+
+
 class DoctorCheck(_Model):
     """One ``doctor`` finding: ``status`` ok | warn | fail | skip (not applicable here)."""
 

@@ -531,11 +531,35 @@ def test_nights_search_session_show_logs_and_status_says_what_is_adopted(session
     session = skillopt("session", "show", sid)
     assert session.returncode == 0 and f"session {sid}" in session.stdout
     assert "pnpm" in session.stdout
+    # at 80 columns the session's key is cut in its middle (the source has its column) and
+    # `session show` takes it as printed, the bare key and a unique prefix too
+    narrow = skillopt("search", "pnpm", env=env).stdout
+    assert max(len(line) for line in narrow.splitlines()) <= 80, narrow
+    rows = [ln.split() for ln in narrow.splitlines()[1:]]
+    assert rows and all("…" in r[0] and len(r[0]) <= 20 for r in rows), narrow
+    assert all(r[1] in ("claude_code", "codex") and r[2] == "user" for r in rows), narrow
+    for r in rows:
+        assert "[pnpm]" in " ".join(r[3:])  # the match column keeps room for the words
+    printed = rows[0][0]
+    full = next(h["session_id"] for h in hits if h["session_id"].endswith(printed[-8:]))
+    for given in (printed, full.split(":", 1)[1], full.split(":", 1)[1][:13]):
+        got = skillopt("session", "show", given)
+        assert got.returncode == 0 and f"session {full} " in got.stdout, (given, got.stderr)
+    ambiguous = skillopt("session", "show", "codex:")
+    assert ambiguous.returncode == 1 and len(ambiguous.stderr.strip().splitlines()) == 1
+    assert ambiguous.stderr.startswith("error: session 'codex:' is ambiguous: codex:")
     bad = skillopt("session", "show", "nope")
     assert bad.returncode == 1 and bad.stderr.startswith("error: no session 'nope'")
     no_daemon_log = skillopt("logs").stdout  # a night run by the CLI: its own log, named
     assert "no night log yet" in no_daemon_log
     assert f"`skillopt-sleep logs --night {night['night_id']}`" in no_daemon_log
+    # `logs --json`, as every read command: the text, where it was read, the last night
+    log = json.loads(skillopt("logs", "--json").stdout)
+    assert log["text"] == "" and log["path"].endswith("night.log") and log["night_id"] is None
+    assert log["last_night_id"] == night["night_id"]
+    own = json.loads(skillopt("logs", "--night", str(night["night_id"]), "--json").stdout)
+    assert own["night_id"] == night["night_id"] and Path(own["path"]).is_file()
+    assert f"night {night['night_id']} started" in own["text"]
 
     # export: a proposal and the history, JSON or Markdown, stdout or a file
     md = skillopt("export", "proposal", "p1").stdout
@@ -549,6 +573,16 @@ def test_nights_search_session_show_logs_and_status_says_what_is_adopted(session
     assert f"| {night['night_id']} |" in table and "| p1 |" in table and "(dry run)" in table
     hist = json.loads(skillopt("export", "history", "--format", "json").stdout)
     assert [n["id"] for n in hist] == [n["id"] for n in history]
+    # the format follows the file's extension (x.json: JSON), --format wins over it
+    as_json = tmp_path / "p1.json"
+    assert skillopt("export", "proposal", "p1", "-o", str(as_json)).returncode == 0
+    assert json.loads(as_json.read_text())["id"] == "p1"
+    hist_json = tmp_path / "history.JSON"
+    assert skillopt("export", "history", "-o", str(hist_json)).returncode == 0
+    assert [n["id"] for n in json.loads(hist_json.read_text())] == [n["id"] for n in history]
+    forced = tmp_path / "forced.json"
+    assert skillopt("export", "history", "-f", "md", "-o", str(forced)).returncode == 0
+    assert forced.read_text().startswith("# skillopt-sleep nights")
     wrong = skillopt("export", "history", "--format", "xml")
     assert wrong.returncode == 1 and wrong.stderr.startswith("error: --format must be md or json")
 
