@@ -264,7 +264,7 @@ def proposals_cmd(
             [
                 r["id"],
                 r["status"],
-                (r["created_at"] or "")[:16].replace("T", " "),
+                (r["created_at"] or "")[5:16].replace("T", " "),  # MM-DD HH:MM (UTC)
                 f"{_fmt(r['val_before'])}→{_fmt(r['val_after'])}",
                 f"{_fmt(r['test_before'])}→{_fmt(r['test_after'])}",
                 r["target_path"],
@@ -590,8 +590,14 @@ def demo(
     if result.get("sandbox"):
         out.print(f"sandbox: {result['sandbox']}")
     if result.get("proposal_id"):
+        import shlex
+
+        # the environment the demo's night ran with: pasted, it works in the sandbox
         out.print(
-            f"look around: SKILLOPT_SLEEP_HOME={result['home']} skillopt-sleep show {result['proposal_id']}"
+            f"look around: HOME={shlex.quote(result['user_home'])} "
+            f"SKILLOPT_SLEEP_HOME={shlex.quote(result['home'])} "
+            f"skillopt-sleep show {result['proposal_id']}",
+            markup=False,
         )
     out.print(
         "your own sessions next: skillopt-sleep harvest; skillopt-sleep run --dry-run; "

@@ -73,7 +73,8 @@ def fitted_table(
     ]
     used = sum(w for i, w in enumerate(fixed) if i != path and i not in wrap)
     used += sum(min(w, 12) for i, w in enumerate(fixed) if i in wrap)
-    room = max(16, out.width - used - 2 * (len(headers) - 1))
+    # the room left, never less than "/…/CLAUDE.md" (a path column that got less would wrap)
+    room = max(12, out.width - used - 2 * (len(headers) - 1))
     columns = [
         Column(h, no_wrap=i != path and i not in wrap, overflow="fold")
         for i, h in enumerate(headers)

@@ -132,6 +132,33 @@ def test_demo_runs_with_no_agent_installed(tmp_path):
     assert "Use `pnpm` instead of `npm`." in (tmp_path / "demo/home/.claude/CLAUDE.md").read_text()
 
 
+def test_demo_look_around_line_works_pasted_and_proposals_all_fits_80_columns(tmp_path):
+    """The "look around" line carries the env the demo ran with (HOME too): pasted into a
+    shell it shows the proposal, and with its env the sandbox's proposals adopt and roll back.
+    `proposals --all` then fits 80 columns (a rolled_back copy beside it), the target
+    shortened in its middle, never wrapped."""
+    import shlex
+
+    res = skillopt("demo", "--keep", str(tmp_path / "a-demo-folder-named-at-length" / "demo"))
+    assert res.returncode == 0, res.stderr
+    [line] = [ln for ln in res.stdout.splitlines() if ln.startswith("look around: ")]
+    pasted = line.removeprefix("look around: ")
+    shown = subprocess.run(["sh", "-c", pasted], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and "skillopt-sleep proposal p1" in shown.stdout, shown.stderr
+    *assigns, _exe, _show, _pid = shlex.split(pasted)
+    sandbox = dict(a.split("=", 1) for a in assigns)
+    assert set(sandbox) == {"HOME", "SKILLOPT_SLEEP_HOME"}
+    env = dict(os.environ) | sandbox
+    adopted = skillopt("adopt", "p1-codex", env=env)
+    assert adopted.returncode == 0, adopted.stderr
+    assert skillopt("rollback", env=env).returncode == 0
+    listed = skillopt("proposals", "--all", env=env | {"COLUMNS": "80"}).stdout
+    assert max(len(ln) for ln in listed.splitlines()) <= 80, listed
+    rows = {ln.split()[0]: ln.split() for ln in listed.splitlines()[1:]}
+    assert rows["p1-codex"][1] == "rolled_back" and rows["p1"][1] == "staged", listed
+    assert rows["p1"][-1].endswith("…/CLAUDE.md") and rows["p1-codex"][-1].endswith("/AGENTS.md")
+
+
 def test_usage_mistakes_are_usage_errors_not_internal_ones(tmp_path):
     for args in (["status", "--bogus"], ["bogus"], ["show"]):
         res = skillopt(*args)
