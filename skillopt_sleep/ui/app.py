@@ -1,7 +1,8 @@
 """The dashboard's Starlette app: routes, the token, CSRF-safe writes.
 
 * Every request needs the per-install token: ``?token=…`` on a ``GET`` sets an ``HttpOnly``,
-  ``SameSite=Strict`` cookie and redirects to the same page without it; afterwards the cookie
+  ``SameSite=Strict`` cookie (kept 30 days: ``Max-Age``) and redirects to the same page
+  without it; afterwards the cookie
   (or an ``Authorization: Bearer`` header) carries it. Without it: ``401``.
 * The ``Host`` header must name this loopback address (``127.0.0.1:<port>`` or
   ``localhost:<port>``), so a DNS-rebinding page cannot reach the server: ``403``.
@@ -37,6 +38,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 COOKIE = "skillopt_ui"
+#: how long the browser keeps the token's cookie (30 days: the token itself lasts until the
+#: state folder's ui-token file is deleted; a session cookie made the user paste it again
+#: after every browser restart)
+COOKIE_MAX_AGE = 30 * 24 * 3600
 HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
@@ -88,7 +93,13 @@ def build_app(service: Service, token: str, port: int) -> Starlette:
                 target = quote(request.url.path) + ("?" + urlencode(rest) if rest else "")
                 response = RedirectResponse(target, status_code=303, headers=HEADERS)
                 response.set_cookie(
-                    COOKIE, token, httponly=True, samesite="strict", path="/", secure=False
+                    COOKIE,
+                    token,
+                    max_age=COOKIE_MAX_AGE,
+                    httponly=True,
+                    samesite="strict",
+                    path="/",
+                    secure=False,
                 )
                 return response
             if not authorised(request):

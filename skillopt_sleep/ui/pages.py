@@ -478,12 +478,27 @@ def proposal(svc: Service, proposal_id: str, csrf: str, flash: Flash = None) -> 
 
 
 # ---------------------------------------------------------------------------- tasks
+#: what each of a check's controls checked (see :class:`~skillopt_sleep.models.Check`)
+CONTROLS = {
+    "negative": "fails the corrected answer",
+    "positive": "passes the accepted answer",
+    "anti_gaming": "its own words alone do not pass",
+}
+
+
 def _check(c: dict[str, Any]) -> str:
-    text = f"{c.get('kind', '?')} {c.get('value', '')!r}"
-    extra = {k: v for k, v in c.items() if k not in ("kind", "value") and v not in (None, "", [])}
-    if extra:
-        text += " (" + ", ".join(f"{k}: {v}" for k, v in extra.items()) + ")"
-    return text
+    """A check as a sentence: ``contains 'pnpm' — from a correction: "no, use pnpm";
+    fails the corrected answer: pass; …`` (never a Python dict)."""
+    text = str(c.get("kind", "?")) + (f" {c['value']!r}" if c.get("value") else "")
+    parts = []
+    if c.get("origin"):
+        evidence = " ".join(str(c.get("evidence") or "").split())
+        parts.append(f"from a {c['origin']}" + (f': "{evidence}"' if evidence else ""))
+    for k, v in (c.get("controls") or {}).items():
+        parts.append(f"{CONTROLS.get(k, k.replace('_', ' '))}: {v}")
+    if c.get("context"):
+        parts.append("needs the occurrence's context")
+    return text + (" — " + "; ".join(parts) if parts else "")
 
 
 #: the occurrence roles in the order the tasks page counts them

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.server
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,10 @@ def test_every_page_renders_and_the_charts_carry_the_nights_numbers(world: World
         first = page.goto(ui.login_url)
         assert first is not None and first.status == 200
         assert page.url == ui.base + "/"  # the token left the address bar for a cookie
+        # a cookie that outlives the browser session (Max-Age), still HttpOnly and Strict
+        [cookie] = [c for c in page.context.cookies() if c["name"] == "skillopt_ui"]
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict", cookie
+        assert cookie["expires"] > time.time() + 7 * 86400, cookie  # -1: a session cookie
         assert page.locator("h1").inner_text() == "Overview"
         harvest = page.locator("#sec-agents-and-harvest").inner_text()
         assert "claude_code" in harvest and "codex" in harvest
@@ -86,6 +91,32 @@ def test_every_page_renders_and_the_charts_carry_the_nights_numbers(world: World
         tests = chart_points(page, test_id)
         expected = {("test before", x): night.test_before, ("test after", x): night.test_after}
         assert tests == {k: v for k, v in expected.items() if v is not None}
+        # every axis label lies inside its chart's svg (none clipped at an edge)
+        texts = page.locator("svg.chart text").count()
+        outside = page.eval_on_selector_all(
+            "svg.chart",
+            """svgs => svgs.flatMap(svg => {
+                const b = svg.getBoundingClientRect();
+                return [...svg.querySelectorAll('text')].filter(t => {
+                    const r = t.getBoundingClientRect();
+                    return r.left < b.left - 0.5 || r.right > b.right + 0.5
+                        || r.top < b.top - 0.5 || r.bottom > b.bottom + 0.5;
+                }).map(t => svg.closest('figure').id + ': ' + t.textContent);
+            })""",
+        )
+        assert texts > 0 and outside == [], outside
+        # on a narrow window too, each chart scaled down whole inside its figure and the page
+        page.set_viewport_size({"width": 420, "height": 800})
+        cut = page.eval_on_selector_all(
+            "svg.chart",
+            """svgs => svgs.filter(svg => {
+                const b = svg.getBoundingClientRect();
+                const f = svg.closest('figure').getBoundingClientRect();
+                return b.left < f.left - 0.5 || b.right > f.right + 0.5 || b.right > 420.5;
+            }).map(svg => svg.closest('figure').id)""",
+        )
+        assert cut == [], cut
+        page.set_viewport_size({"width": 1280, "height": 800})
         calls = chart_points(page, "calls")
         assert calls[("calls", x)] == night.cost.calls and night.cost.calls
         tokens = chart_points(page, "tokens")
@@ -97,6 +128,10 @@ def test_every_page_renders_and_the_charts_carry_the_nights_numbers(world: World
         assert {t.split for t in stored.tasks} <= set(
             page.locator("#sec-tasks table").inner_text().split()
         )
+        # the checks read as text, never as Python dicts
+        listed = page.locator("#sec-tasks table").inner_text()
+        assert "{" not in listed and "'negative'" not in listed, listed
+        assert "fails the corrected answer: pass" in listed, listed
 
         nav(page, "header nav >> text=Search")
         page.fill("input[name=q]", "pnpm")
