@@ -74,6 +74,7 @@ from skillopt_sleep.results import (
     TaskList,
     Trigger,
     WildCheck,
+    night_label,
 )
 from skillopt_sleep.status import night_view
 from skillopt_sleep.store import Store, machine_failure
@@ -666,8 +667,9 @@ class Service:
             row = store.nights.get(night_id)
             if row is None:
                 last = store.nights.recent(1)
-                hint = f"; the latest is {last[0]['id']}" if last else "; no night has run yet"
-                raise BadArgument(f"no night {night_id}{hint}")
+                latest = night_label(last[0]["id"]) if last else ""
+                hint = f"; the latest is {latest}" if last else "; no night has run yet"
+                raise BadArgument(f"no night {night_label(night_id)}{hint}")
             return night_view(lifecycle.seen_as([row])[0])
 
     def nights(self, limit: int = 5) -> list[NightView]:

@@ -398,6 +398,7 @@ def status(as_json: bool = JsonOpt) -> None:
     data = st.model_dump(mode="json")
     _print_daemon(data.get("daemon") or {})
     from skillopt_sleep.cli.console import shorten_middle
+    from skillopt_sleep.results import night_label
 
     room = max(24, out.width // 2)
 
@@ -429,7 +430,7 @@ def status(as_json: bool = JsonOpt) -> None:
     n = data["last_night"]
     if n:
         say(
-            f"last night: #{n['id']} {n['status']} at {n['started_at']}"
+            f"last night: #{night_label(n['id'])} {n['status']} at {n['started_at']}"
             f" — val {_fmt(n['val_before'])} -> {_fmt(n['val_after'])},"
             f" test {_fmt(n['test_before'])} -> {_fmt(n['test_after'])}, calls {_fmt(n['calls'])}"
         )

@@ -23,6 +23,7 @@ def nights_cmd(
 ) -> None:
     """The nights so far, newest first: status, scores, model calls, time and proposal."""
     from skillopt_sleep.cli.console import fitted_table, out, print_json, service
+    from skillopt_sleep.results import night_label
 
     rows = service().nights(limit)
     if as_json:
@@ -33,7 +34,7 @@ def nights_cmd(
         return
     table = [
         [
-            str(n.id),
+            night_label(n.id),  # a dry run: d1, d2, … (it takes no night number)
             (n.started_at or "")[5:16].replace("T", " "),  # MM-DD HH:MM (UTC)
             "dry run" if n.dry_run else n.status.value,
             _arrow(n.val_before, n.val_after),
@@ -117,22 +118,32 @@ def session_show(
 
 def logs_cmd(
     max_bytes: int = typer.Option(64_000, "--bytes", min=1, help="At most this much, the end."),
-    night: int | None = typer.Option(
-        None, "--night", "-n", min=1, help="That night's own log (its id, from `nights`)."
+    night: str | None = typer.Option(
+        None,
+        "--night",
+        "-n",
+        metavar="ID",
+        help="That night's own log (its id, from `nights`; a dry run's: d1, …).",
     ),
     as_json: bool = JsonOpt,
 ) -> None:
     """The end of the daemon's night log (the output of the nights it ran), or of one
     night's own log with --night."""
     from skillopt_sleep.cli.console import out, print_json, service
+    from skillopt_sleep.errors import BadArgument
+    from skillopt_sleep.results import night_label, parse_night
 
-    log = service().night_log_view(max_bytes, night_id=night)
+    night_id = None if night is None else parse_night(night)
+    if night is not None and night_id is None:
+        raise BadArgument(f"--night takes a night's id (3, or d1 for a dry run), not {night!r}")
+    log = service().night_log_view(max_bytes, night_id=night_id)
     if as_json:
         print_json(log.model_dump(mode="json"))
         return
     if not log.text:
         hint = (
-            f"; the last night's own log: `skillopt-sleep logs --night {log.last_night_id}`"
+            f"; the last night's own log: "
+            f"`skillopt-sleep logs --night {night_label(log.last_night_id)}`"
             if log.last_night_id is not None
             else ""
         )

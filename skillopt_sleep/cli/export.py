@@ -75,6 +75,7 @@ def export_history(
 ) -> None:
     """Every night (newest first): status, scores, cost, proposal; Markdown is a table."""
     from skillopt_sleep.cli.console import fmt_score, service
+    from skillopt_sleep.results import night_label
 
     fmt = _check(fmt, output)
     nights = service().nights(limit)
@@ -92,7 +93,7 @@ def export_history(
         tokens = (n.input_tokens or 0) + (n.output_tokens or 0)
         status = n.status.value + (" (dry run)" if n.dry_run else "")
         lines.append(
-            f"| {n.id} | {n.started_at or ''} | {status} "
+            f"| {night_label(n.id)} | {n.started_at or ''} | {status} "
             f"| {fmt_score(n.val_before)} → {fmt_score(n.val_after)} "
             f"| {fmt_score(n.test_before)} → {fmt_score(n.test_after)} "
             f"| {n.calls or 0} | {tokens} | {fmt_score(n.seconds)} | {n.proposal_id or ''} |"

@@ -25,12 +25,13 @@ from urllib.parse import quote, urlencode
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from skillopt_sleep.errors import SkilloptError
-from skillopt_sleep.results import Trigger
+from skillopt_sleep.results import Trigger, night_label, parse_night
 from skillopt_sleep.ui import pages
 
 if TYPE_CHECKING:
@@ -68,6 +69,21 @@ def _html(body: str, code: int = 200, headers: dict[str, str] | None = None) -> 
 
 def _refuse(code: int, message: str) -> HTMLResponse:
     return _html(pages.error("Refused", message), code)
+
+
+class _NightConvertor(Convertor[int]):
+    """A night's id in a path as it is shown: ``3``, ``d1`` (a dry run: -1), ``-1``."""
+
+    regex = "d?[0-9]+|-[0-9]+"
+
+    def convert(self, value: str) -> int:
+        return parse_night(value) or 0  # 0: no night ("no night 0" on the page)
+
+    def to_string(self, value: int) -> str:
+        return night_label(value)
+
+
+register_url_convertor("night", _NightConvertor())
 
 
 def build_app(service: Service, token: str, port: int) -> Starlette:
@@ -208,7 +224,8 @@ def build_app(service: Service, token: str, port: int) -> Starlette:
         "/search": lambda r: pages.search(service, q(r, "q"), q(r, "agent") or None),
         "/sessions/{sid}": lambda r: pages.session(service, r.path_params["sid"]),
         "/nights": lambda r: pages.nights(service, csrf, flash(r)),
-        "/nights/{nid:int}": lambda r: pages.night(service, r.path_params["nid"], flash(r)),
+        # a night by its id as shown: 3, or d1 for a dry run (whose id is negative)
+        "/nights/{nid:night}": lambda r: pages.night(service, r.path_params["nid"], flash(r)),
     }
     routes: list[Any] = [
         Route(path, guard(page(render)), methods=["GET"]) for path, render in views.items()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from skillopt_sleep.errors import ConfigError
 from skillopt_sleep.night.split import HELD_OUT
+from skillopt_sleep.results import night_label
 from skillopt_sleep.ui.charts import Series, bar_chart, line_chart
 from skillopt_sleep.ui.html import (
     Html,
@@ -56,7 +57,11 @@ def start_night_form(svc: Service, csrf: str) -> Html:
     """The "Start a night" button, or which night runs now (one night at a time)."""
     if svc.night_running():
         running = [n for n in svc.nights(5) if n.status == "running"]
-        which = link(url("nights", str(running[0].id)), f"#{running[0].id}") if running else ""
+        which = (
+            link(url("nights", night_label(running[0].id)), f"#{night_label(running[0].id)}")
+            if running
+            else ""
+        )
         return Html(
             f'<p class="muted" id="night-running">A night is running {which}: the next can '
             "start when it has finished.</p>"
@@ -197,7 +202,7 @@ def overview(svc: Service, csrf: str = "", flash: Flash = None) -> str:
     if n is not None:
         last = kv(
             [
-                ("night", link(url("nights", str(n.id)), f"#{n.id}")),
+                ("night", link(url("nights", night_label(n.id)), f"#{night_label(n.id)}")),
                 ("status", status(n.status)),
                 ("started", n.started_at),
                 ("val", f"{score(n.val_before)} → {score(n.val_after)}"),
@@ -691,7 +696,7 @@ def session(svc: Service, session_id: str) -> str:
 def nights(svc: Service, csrf: str = "", flash: Flash = None) -> str:
     rows = [
         [
-            link(url("nights", str(n.id)), f"#{n.id}"),
+            link(url("nights", night_label(n.id)), f"#{night_label(n.id)}"),
             status(n.status),
             n.trigger or "—",
             n.started_at or "—",
@@ -789,7 +794,7 @@ def night(svc: Service, night_id: int, flash: Flash = None) -> str:
         )
     )
     return page(
-        f"Night #{n.id}",
+        f"Night #{night_label(n.id)}",
         "".join(parts),
         active="/nights",
         flash=flash,

@@ -530,22 +530,26 @@ def test_nights_search_session_show_logs_and_status_says_what_is_adopted(session
     env = dict(os.environ, COLUMNS="80")
     with serve("demo") as sim:
         cfg = sim_config(tmp_path / "c.toml", home, project, sim.url + "/v1")
-        assert skillopt("--config", str(cfg), "run", "--dry-run").returncode == 0
+        dry = skillopt("--config", str(cfg), "run", "--dry-run")
+        assert dry.returncode == 0 and dry.stdout.startswith("dry run d1: planned"), dry.stdout
         night = json.loads(skillopt("--config", str(cfg), "run", "--json").stdout)
-    assert night["proposal_id"] == "p1"  # the dry run took no proposal number
+    # the dry run took neither a night number nor a proposal number
+    assert night["night_id"] == 1 and night["proposal_id"] == "p1"
     history = json.loads(skillopt("nights", "--json").stdout)
     assert [(n["id"], n["status"], n["dry_run"]) for n in history] == [
-        (night["night_id"], "succeeded", False),
-        (night["night_id"] - 1, "planned", True),
+        (1, "succeeded", False),
+        (-1, "planned", True),
     ]
     human = skillopt("nights", env=env).stdout
     assert max(len(line) for line in human.splitlines()) <= 80
-    [row] = [ln for ln in human.splitlines() if ln.split()[:1] == [str(night["night_id"])]]
+    [row] = [ln for ln in human.splitlines() if ln.split()[:1] == ["1"]]
     assert "succeeded" in row.split() and row.rstrip().endswith("p1")
-    assert any(
-        ln.split()[:1] == [str(night["night_id"] - 1)] and "dry run" in ln
-        for ln in human.splitlines()
-    )
+    assert any(ln.split()[:1] == ["d1"] and "dry run" in ln for ln in human.splitlines())
+    dry_log = skillopt("logs", "--night", "d1")
+    assert dry_log.returncode == 0 and "dry run" in dry_log.stdout, dry_log.stderr
+    assert skillopt("logs", "--night", "-1").stdout == dry_log.stdout
+    bad = skillopt("logs", "--night", "x1")
+    assert bad.returncode == 1 and bad.stderr.startswith("error: --night takes a night's id")
     assert str(night["cost"]["calls"]) in row.split()
 
     hits = json.loads(skillopt("search", "pnpm", "--json").stdout)["hits"]
@@ -598,6 +602,7 @@ def test_nights_search_session_show_logs_and_status_says_what_is_adopted(session
     assert res.returncode == 0 and res.stderr.strip() == f"wrote {out_file}"
     table = out_file.read_text()
     assert f"| {night['night_id']} |" in table and "| p1 |" in table and "(dry run)" in table
+    assert "| d1 |" in table
     hist = json.loads(skillopt("export", "history", "--format", "json").stdout)
     assert [n["id"] for n in hist] == [n["id"] for n in history]
     # the format follows the file's extension (x.json: JSON), --format wins over it

@@ -151,6 +151,29 @@ def test_every_page_renders_and_the_charts_carry_the_nights_numbers(world: World
         assert f"night {night.night_id} succeeded: proposal {night.proposal_id}" in log
 
 
+def test_a_dry_run_is_listed_as_d1_and_its_page_opens(world: World, isolated_home: Path) -> None:
+    """A dry run takes no night number: the nights page lists it as #d1 beside the real night
+    #1, and its link opens its page (a negative id in the store)."""
+    store = Store(paths.db_path())
+    try:
+        # a dry run makes no model call: no simulator needed
+        settings = night_settings(isolated_home, world.project, world.target, "http://127.0.0.1:9")
+        dry = run_night(store, settings, dry_run=True)
+    finally:
+        store.close()
+    assert dry.night_id == -1 and world.night.night_id == 1
+    with ui_process() as ui, chromium() as browser:
+        page = browser.new_page()
+        page.goto(ui.login_url)
+        nav(page, "header nav >> text=Nights")
+        listed = page.locator("main table").first.inner_text()
+        assert "#d1" in listed and "#1" in listed, listed
+        nav(page, "main table >> text=#d1")
+        assert page.url.endswith("/nights/d1")
+        assert page.locator("h1").inner_text() == "Night #d1"
+        assert "planned" in page.locator("main").inner_text()
+
+
 def test_adopt_through_the_page_changes_the_live_file_and_rollback_restores_it(
     world: World,
 ) -> None:
@@ -298,6 +321,8 @@ def test_bad_requests_are_one_line_errors_and_need_the_token_too() -> None:
             for path, code, words in [
                 ("/proposals/p42", 400, "p42"),
                 ("/nights/42", 400, "no night 42"),
+                ("/nights/d7", 400, "no night d7"),
+                ("/nights/-3", 400, "no night d3"),
                 ("/sessions/claude_code:nope", 400, "no session"),
                 ("/no/such/page", 404, "no page /no/such/page"),
             ]:
