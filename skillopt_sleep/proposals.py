@@ -21,6 +21,14 @@ refuses a staged document or report that does not match the hashes its row recor
 ``<state>/backups`` or whose bytes are not the adoption's ``before_hash``, and removes only
 folders between the target and its root. A staged document that adds a rule the poisoning
 screen flags (:mod:`skillopt_sleep.night.screen`) is adopted only with ``allow_flagged``.
+
+**One adoption, one file.** ``rollback`` takes a proposal's id, an agent's copy's id
+(``p3-codex``) or a path, and undoes that one adoption (never one another adoption of the same
+file stands on). The proposals carrying the same rules for other agents keep their status
+(each is its own adoption in its own file) and the result names those still adopted or
+staged; ``all_agents`` rolls back each of them in its own file. ``reject`` withdraws the
+copies still staged (a no to the rules); :func:`lift_refusal` takes a rejection or a rollback
+back.
 """
 
 from __future__ import annotations
@@ -41,9 +49,11 @@ from skillopt_sleep.errors import DocumentError, ProposalError, SkilloptError
 from skillopt_sleep.night.document import SKILL_NAME, Document, decode_live, sha256_text
 from skillopt_sleep.night.screen import document_flags
 from skillopt_sleep.results import (
+    AdoptedCopy,
     AdoptResult,
     NightSummary,
     ProposalReport,
+    RefusalLifted,
     RejectResult,
     RollbackResult,
     load_report_json,
@@ -663,23 +673,107 @@ def reject(store: Store, proposal_id: str, reason: str = "") -> RejectResult:
     )
 
 
-def rollback(
-    store: Store,
-    target: str | None = None,
-    *,
-    force: bool = False,
-    where: Roots | None = None,
-    settings: Settings | None = None,
-) -> RollbackResult:
-    """Restore the file as it was before the latest (not yet rolled back) adoption.
-
-    ``target``: a path (or None for the latest adoption of any target). ``where``: the
-    allowed locations (default :func:`roots` of the current config and the proposal's night).
-    Raises ProposalError when there is nothing to roll back, the live file changed since the
-    adoption, the target is outside the allowed locations, or the backup is not the one
-    adopt made.
-    """
+def lift_refusal(store: Store, proposal_id: str) -> RefusalLifted:
+    """Take back a refusal: a proposal the user rejected or rolled back is staged again
+    (nights may propose its document and its edits again; ``adopt`` writes it), and so are
+    the copies for other agents withdrawn with its rejection. One a newer proposal for the
+    same file replaced meanwhile is marked superseded instead. The live file is not touched.
+    ProposalError for an unknown proposal or one the user did not refuse."""
     finish_unfinished(store)
+    row = get_proposal(store, proposal_id)
+    if row["status"] not in ("rejected", "rolled_back"):
+        raise ProposalError(
+            f"proposal {proposal_id} is {row['status']}: there is no refusal to lift (only a "
+            "rejected or rolled-back proposal has one)"
+        )
+    withdrawn = f"rejected with {proposal_id}"
+    members = [row] + [
+        r
+        for r in _rules_group(store, proposal_id)
+        if row["status"] == "rejected"
+        and r["status"] == "rejected"
+        and (r.get("reason") or "").startswith(withdrawn)
+    ]
+    done: dict[str, str] = {}
+    with store.write():
+        for r in members:
+            newer = [
+                p["id"] for p in store.proposals.staged(r["target_path"]) if p["id"] != r["id"]
+            ]
+            if newer:
+                store.proposals.set_status(
+                    r["id"], "superseded", f"refusal lifted; superseded by {newer[0]}"
+                )
+            else:
+                store.proposals.set_status(r["id"], "staged", "refusal lifted by the user")
+            done[r["id"]] = "superseded" if newer else "staged"
+    return RefusalLifted(
+        proposal_id=proposal_id,
+        status=done[proposal_id],
+        was=row["status"],
+        copies={k: v for k, v in done.items() if k != proposal_id},
+    )
+
+
+#: a proposal's id as the store numbers them: ``p3``, or an agent's copy ``p3-codex``
+_PROPOSAL_ID = re.compile(r"p\d+(?:-[A-Za-z0-9_]+)?")
+
+
+def names_proposal(store: Store, target: str | None) -> bool:
+    """Whether ``target`` (rollback's argument) names a proposal by its id rather than a
+    file: shaped like one (``p3``, ``p3-codex``) and a stored proposal, or no file of that
+    name here."""
+    return bool(target and _PROPOSAL_ID.fullmatch(target)) and (
+        store.proposals.get(str(target)) is not None or not os.path.lexists(str(target))
+    )
+
+
+def _rules_group(store: Store, proposal_id: str) -> list[dict[str, Any]]:
+    """The other proposals carrying the same night's rules for other agents (the proposal
+    the night trained and its agents' copies, whatever their status), not ``proposal_id``."""
+    row = get_proposal(store, proposal_id)
+    head = NightSummary.model_validate_json(row.get("summary") or "{}").copy_of or proposal_id
+    return [
+        r
+        for r in store.proposals.all()
+        if r["id"] != proposal_id
+        and (
+            r["id"] == head
+            or NightSummary.model_validate_json(r.get("summary") or "{}").copy_of == head
+        )
+    ]
+
+
+def copy_statuses(store: Store, proposal_id: str) -> dict[str, str]:
+    """The other proposals carrying ``proposal_id``'s rules for other agents, by id, with
+    their status now (``p3`` and its copies ``p3-codex``, …)."""
+    return {r["id"]: r["status"] for r in _rules_group(store, proposal_id)}
+
+
+def _adoption_of(store: Store, proposal_id: str) -> dict[str, Any]:
+    """The proposal's adoption a rollback undoes; ProposalError when it is not adopted, or
+    when a later adoption on the same file stands on top of it (that one is undone first)."""
+    row = get_proposal(store, proposal_id)
+    a = store.adoptions.live_of(proposal_id)
+    if a is None:
+        raise ProposalError(
+            f"proposal {proposal_id} is {row['status']}, not adopted: nothing to roll back"
+        )
+    latest = store.adoptions.latest_live([a["target_path"]])
+    if latest is not None and latest["id"] != a["id"]:
+        raise ProposalError(
+            f"{a['target_path']} was adopted again since {proposal_id} (proposal "
+            f"{latest['proposal_id']}): roll that back first (`skillopt-sleep rollback "
+            f"{latest['proposal_id']}`); nothing was written"
+        )
+    return a
+
+
+def _adoption_for(store: Store, target: str | None) -> dict[str, Any]:
+    """The adoption ``target`` names: a proposal's or copy's id (:func:`names_proposal`),
+    a live file's path (its latest adoption), or None (the latest adoption of any file)."""
+    if target and names_proposal(store, target):
+        return _adoption_of(store, target)
     targets = None
     if target:
         given = Path(target).expanduser()
@@ -687,6 +781,99 @@ def rollback(
     a = store.adoptions.latest_live(targets)
     if a is None:
         raise ProposalError(f"nothing to roll back{' for ' + target if target else ''}")
+    return a
+
+
+def _with_others(store: Store, done: RollbackResult) -> RollbackResult:
+    """``done`` with the proposals carrying its rules for other agents that stay adopted or
+    staged."""
+    others = _rules_group(store, done.proposal_id)
+    done.still_adopted = [
+        AdoptedCopy(proposal_id=r["id"], target_path=r["target_path"])
+        for r in others
+        if r["status"] == "adopted"
+    ]
+    done.still_staged = [r["id"] for r in others if r["status"] == "staged"]
+    return done
+
+
+def _rollback_group(
+    store: Store,
+    target: str | None,
+    *,
+    force: bool,
+    where: Roots | None,
+    settings: Settings | None,
+) -> RollbackResult:
+    """Roll back the proposal ``target`` names (:func:`_adoption_for`) and every adopted
+    proposal carrying its rules for other agents, each restoring its own file (a proposal
+    already rolled back itself still names its copies). Every member's target is checked
+    against the allowed locations, and (unless ``force``) its live file against its
+    adoption, first, so one bad member refuses the whole group before anything is written."""
+    if target and names_proposal(store, target):
+        pid = str(get_proposal(store, target)["id"])
+    else:
+        pid = _adoption_for(store, target)["proposal_id"]
+    members = [pid, *(r["id"] for r in _rules_group(store, pid))]
+    live = [_adoption_of(store, m) for m in members if store.adoptions.live_of(m) is not None]
+    if not live:
+        raise ProposalError(
+            f"nothing to roll back: neither {pid} nor its copies for other agents are adopted"
+        )
+    for c in live:
+        proposal = get_proposal(store, c["proposal_id"])
+        _roots_for(store, [proposal], where, settings).check(
+            c["target_path"], "the adoption's target"
+        )
+        if not force and _hash_bytes(_read_bytes(Path(c["target_path"]))) != c["after_hash"]:
+            raise ProposalError(
+                f"{c['target_path']} changed since {c['proposal_id']} was adopted; nothing was "
+                "rolled back (`rollback --all-agents --force` restores every file anyway, or "
+                "roll back the others one by one by their ids)"
+            )
+    done: list[RollbackResult] = []
+    for c in live:
+        try:
+            one = rollback(store, c["proposal_id"], force=force, where=where, settings=settings)
+        except ProposalError as exc:
+            kept = ", ".join(r.proposal_id for r in done)
+            raise ProposalError(
+                f"{exc}" + (f" (already rolled back: {kept})" if kept else "")
+            ) from None
+        one.still_adopted, one.still_staged = [], []
+        done.append(one)
+    first, *copies = done
+    first.copies_rolled_back = copies
+    return _with_others(store, first)
+
+
+def rollback(
+    store: Store,
+    target: str | None = None,
+    *,
+    force: bool = False,
+    all_agents: bool = False,
+    where: Roots | None = None,
+    settings: Settings | None = None,
+) -> RollbackResult:
+    """Restore the file as it was before the latest (not yet rolled back) adoption.
+
+    ``target``: a proposal's id or an agent's copy's id (``p3``, ``p3-codex``: that
+    proposal's adoption), a path (the latest adoption of that file) or None (the latest
+    adoption of any file). A rollback undoes one adoption in one file: the proposals
+    carrying the same rules for other agents keep their status (the result's
+    ``still_adopted`` and ``still_staged`` name them), unless ``all_agents``: then every
+    adopted one is rolled back too, each restoring its own file (the named proposal need not
+    be adopted itself any more: ``rollback p3 --all-agents`` after ``rollback p3``). ``where``: the allowed
+    locations (default :func:`roots` of the current config and the proposal's night).
+    Raises ProposalError when there is nothing to roll back, the live file changed since the
+    adoption, the target is outside the allowed locations, or the backup is not the one
+    adopt made.
+    """
+    finish_unfinished(store)
+    if all_agents:
+        return _rollback_group(store, target, force=force, where=where, settings=settings)
+    a = _adoption_for(store, target)
     path = Path(a["target_path"])
     proposal = store.proposals.get(a["proposal_id"]) or {}
     _roots_for(store, [proposal], where, settings).check(path, "the adoption's target")
@@ -741,16 +928,15 @@ def rollback(
         )
     store.adoptions.set_rolled_back(a["id"], now_iso())
     store.proposals.set_status(a["proposal_id"], "rolled_back", "rolled back by the user")
-    withdrawn = _withdraw_copies(
-        store, a["proposal_id"], f"withdrawn: the user rolled back {a['proposal_id']}"
-    )
     done = store.adoptions.get(a["id"]) or {}
-    return RollbackResult(
-        proposal_id=a["proposal_id"],
-        target_path=a["target_path"],
-        rolled_back_at=done.get("rolled_back_at") or now_iso(),
-        restored_previous=bool(a["existed_before"]),
-        kept_copy=kept,
-        removed_dirs=removed,
-        withdrawn=withdrawn,
+    return _with_others(
+        store,
+        RollbackResult(
+            proposal_id=a["proposal_id"],
+            target_path=a["target_path"],
+            rolled_back_at=done.get("rolled_back_at") or now_iso(),
+            restored_previous=bool(a["existed_before"]),
+            kept_copy=kept,
+            removed_dirs=removed,
+        ),
     )

@@ -382,12 +382,34 @@ class RejectResult(_Model):
     withdrawn: list[str] = Field(default_factory=list)
 
 
+class RefusalLifted(_Model):
+    """A refusal taken back (``reject --undo``): ``status`` is what the proposal is now
+    (``staged``, or ``superseded`` when a newer proposal for its file is staged), ``was``
+    what it was (``rejected`` or ``rolled_back``); ``copies``: the copies for other agents
+    withdrawn with its rejection, by id, with their status now."""
+
+    proposal_id: str
+    status: str
+    was: str
+    copies: dict[str, str] = Field(default_factory=dict)
+
+
+class AdoptedCopy(_Model):
+    """A proposal carrying the same night's rules for another agent, adopted in its own file."""
+
+    proposal_id: str
+    target_path: str
+
+
 class RollbackResult(_Model):
     """A rollback: the target restored to its state before the adoption.
 
     ``restored_previous``: True when the old file was restored, False when the file adopt
     created was removed. ``kept_copy``: where the user's own later edits were kept (with
-    ``--force``), else ""."""
+    ``--force``), else "". A rollback undoes one adoption, in one file: the proposals carrying
+    the same rules for other agents (``p3`` and ``p3-codex``) keep their status unless rolled
+    back with it (``copies_rolled_back``, ``rollback --all-agents``); ``still_adopted`` and
+    ``still_staged`` say which stay as they were."""
 
     proposal_id: str
     target_path: str
@@ -395,8 +417,30 @@ class RollbackResult(_Model):
     restored_previous: bool
     kept_copy: str = ""
     removed_dirs: list[str] = Field(default_factory=list)  # folders adopt had created
-    #: staged copies of the same rules for other agents, withdrawn (rejected) with it
-    withdrawn: list[str] = Field(default_factory=list)
+    #: the same rules for other agents rolled back with it (``--all-agents``), each in its file
+    copies_rolled_back: list[RollbackResult] = Field(default_factory=list)
+    #: the same rules for other agents still adopted, each in its own file
+    still_adopted: list[AdoptedCopy] = Field(default_factory=list)
+    #: the same rules for other agents still staged (adopt or reject each by its id)
+    still_staged: list[str] = Field(default_factory=list)
+
+    def outcome(self) -> list[str]:
+        """What happened, one line each: every file restored (or removed), then what stays
+        adopted or staged for other agents (the CLI, the dashboard and the MCP say the same)."""
+
+        def line(r: RollbackResult) -> str:
+            done = "restored" if r.restored_previous else "removed (adopt had created it)"
+            return f"rolled back {r.proposal_id}: {r.target_path} {done}"
+
+        lines = [line(r) for r in (self, *self.copies_rolled_back)]
+        if self.still_adopted:
+            lines.append(
+                "still adopted for other agents: "
+                + ", ".join(f"{c.proposal_id} ({c.target_path})" for c in self.still_adopted)
+            )
+        if self.still_staged:
+            lines.append(f"still staged for other agents: {', '.join(self.still_staged)}")
+        return lines
 
 
 # ---------------------------------------------------------------------------- status

@@ -62,6 +62,7 @@ from skillopt_sleep.results import (
     ProposalDetail,
     ProposalReport,
     ProposalSummary,
+    RefusalLifted,
     RejectResult,
     RollbackResult,
     SearchHit,
@@ -986,6 +987,12 @@ class Service:
         with self._use() as store:
             return proposals.agent_group(store, proposal_id)[1:]
 
+    def copy_statuses(self, proposal_id: str) -> dict[str, str]:
+        """The other proposals carrying the same night's rules for other agents (whatever
+        their status), by id, with their status now."""
+        with self._use() as store:
+            return proposals.copy_statuses(store, proposal_id)
+
     def adopt_all_agents(
         self, proposal_id: str, *, force: bool = False, allow_flagged: bool = False
     ) -> list[AdoptResult]:
@@ -1001,15 +1008,33 @@ class Service:
         with self._use(check=True) as store:
             return proposals.reject(store, proposal_id, reason)
 
+    def lift_refusal(self, proposal_id: str) -> RefusalLifted:
+        """Take back the refusal of a rejected or rolled-back proposal (staged again; see
+        :func:`skillopt_sleep.proposals.lift_refusal`)."""
+        with self._use(check=True) as store:
+            return proposals.lift_refusal(store, proposal_id)
+
     def rollback(
-        self, target: str | None = None, *, force: bool = False, managed_only: bool = False
+        self,
+        target: str | None = None,
+        *,
+        force: bool = False,
+        all_agents: bool = False,
+        managed_only: bool = False,
     ) -> RollbackResult:
-        """Restore a file as it was before its latest adoption. ``managed_only``: ``target``
-        must be a file some proposal or adoption refers to (BadArgument otherwise)."""
+        """Undo an adoption (see :func:`skillopt_sleep.proposals.rollback`): ``target`` is a
+        proposal's or an agent's copy's id, a live file (its latest adoption) or None (the
+        latest adoption); ``all_agents``: the adopted copies of the same rules for other
+        agents too, each in its own file. ``managed_only``: a ``target`` path must be a file
+        some proposal or adoption refers to (BadArgument otherwise)."""
         settings = self.settings()
         with self._use(check=True) as store:
-            path = self._managed(store, target) if target and managed_only else target
-            return proposals.rollback(store, path, force=force, settings=settings)
+            path = target
+            if target and managed_only and not proposals.names_proposal(store, target):
+                path = self._managed(store, target)
+            return proposals.rollback(
+                store, path, force=force, all_agents=all_agents, settings=settings
+            )
 
     def skill(self, target: str | None = None) -> SkillInfo:
         """A managed document as it is now (default: the latest proposal's target)."""

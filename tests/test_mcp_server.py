@@ -319,6 +319,44 @@ def test_adopt_via_mcp_writes_exactly_what_the_cli_adopt_writes(
     run(undo)
 
 
+def test_rollback_via_mcp_takes_ids_undoes_one_file_and_names_the_copies(env: Env) -> None:
+    """The same service call as the CLI: a proposal's or a copy's id, one file per rollback,
+    the copies still adopted named in the result, ``all_agents`` for every file."""
+    pid, copy = env.proposal_id, f"{env.proposal_id}-codex"
+    agents_md = env.home / ".codex" / "AGENTS.md"
+
+    async def body() -> None:
+        async with connect(env) as s:
+            for p in (pid, copy):
+                base = (await ok(s, "get_proposal", {"id": p}))["base_hash"]
+                await ok(s, "adopt_proposal", {"id": p, "base_hash": base})
+            adopted = agents_md.read_bytes()
+            assert b"pnpm" in adopted and env.target.read_bytes() != EXISTING.encode()
+
+            r = await ok(s, "rollback", {"target": pid})
+            assert (r["proposal_id"], r["target_path"]) == (pid, str(env.target))
+            assert r["still_adopted"] == [{"proposal_id": copy, "target_path": str(agents_md)}]
+            assert r["copies_rolled_back"] == [] and r["still_staged"] == []
+            assert env.target.read_bytes() == EXISTING.encode()
+            assert agents_md.read_bytes() == adopted  # the copy's own file stays adopted
+            statuses = {p["id"]: p["status"] for p in (await ok(s, "list_proposals"))["proposals"]}
+            assert (statuses[pid], statuses[copy]) == ("rolled_back", "adopted")
+            assert "not adopted: nothing to roll back" in await fails(
+                s, "rollback", {"target": pid}
+            )
+
+            # all_agents through the rules' id rolls back the copy they left adopted
+            r = await ok(s, "rollback", {"target": pid, "all_agents": True})
+            assert r["proposal_id"] == copy and r["target_path"] == str(agents_md)
+            assert r["restored_previous"] is False and not agents_md.exists()
+            assert r["still_adopted"] == []
+            assert "no proposal 'p999-codex'" in await fails(
+                s, "rollback", {"target": "p999-codex"}
+            )
+
+    run(body)
+
+
 # ---------------------------------------------------------------------------- errors
 def test_every_error_is_a_one_line_tool_error_and_the_server_keeps_serving(
     env: Env, monkeypatch: pytest.MonkeyPatch

@@ -10,7 +10,14 @@ from skillopt_sleep import paths
 from skillopt_sleep.errors import ProposalError
 from skillopt_sleep.night.document import BEGIN, END, Document, read_live, sha256_text
 from skillopt_sleep.night.stage import stage_proposal
-from skillopt_sleep.proposals import adopt, list_proposals, reject, report_markdown, rollback
+from skillopt_sleep.proposals import (
+    adopt,
+    lift_refusal,
+    list_proposals,
+    reject,
+    report_markdown,
+    rollback,
+)
 from skillopt_sleep.results import NightCost, NightSummary
 from skillopt_sleep.store import Store
 from tests.helpers.store import db_get, db_rows, ensure_night
@@ -425,3 +432,61 @@ def test_a_proposal_folder_left_by_an_earlier_database_is_kept_aside(store, tmp_
     [kept] = [p for p in paths.proposals_dir().iterdir() if p.name.startswith("p1.orphan-")]
     assert (kept / "report.md").read_text() == "the first night's evidence"
     assert (paths.proposals_dir() / "p1" / "report.md").read_text() != "the first night's evidence"
+
+
+def test_rollback_by_id_undoes_that_adoption_only_when_nothing_was_adopted_on_top(store, tmp_path):
+    """``rollback p1`` undoes p1's own adoption, not whatever was adopted last on its file:
+    with p2 adopted on top of it, p1 is refused (naming p2) and nothing is written."""
+    target = tmp_path / "proj" / "CLAUDE.md"
+    target.parent.mkdir()
+    target.write_bytes(ORIGINAL)
+    first = stage(store, target, ["Use `pnpm` instead of `npm`."])
+    adopt(store, first)
+    with_first = target.read_bytes()
+    second = stage(store, target, ["Use `pnpm` instead of `npm`.", "Run `pnpm test`."], 2)
+    adopt(store, second)
+    with_both = target.read_bytes()
+    with pytest.raises(ProposalError, match=f"adopted again since {first} .proposal {second}"):
+        rollback(store, first)
+    assert target.read_bytes() == with_both
+    assert db_get(store, "proposals", first)["status"] == "adopted"
+    assert rollback(store, second).proposal_id == second
+    assert target.read_bytes() == with_first
+    assert rollback(store, first).proposal_id == first
+    assert target.read_bytes() == ORIGINAL
+    assert [db_get(store, "proposals", p)["status"] for p in (first, second)] == [
+        "rolled_back",
+        "rolled_back",
+    ]
+    with pytest.raises(ProposalError, match=f"proposal {first} is rolled_back, not adopted"):
+        rollback(store, first)
+    with pytest.raises(ProposalError, match="no proposal 'p7'"):
+        rollback(store, "p7")
+
+
+def test_a_lifted_refusal_stages_the_proposal_again_or_marks_it_superseded(store, tmp_path):
+    target = tmp_path / "proj" / "CLAUDE.md"
+    target.parent.mkdir()
+    target.write_bytes(ORIGINAL)
+    first = stage(store, target, ["Use `pnpm` instead of `npm`."])
+    with pytest.raises(ProposalError, match=f"proposal {first} is staged: there is no refusal"):
+        lift_refusal(store, first)
+    reject(store, first, "not now")
+    assert store.proposals.refused(str(target), db_get(store, "proposals", first)["new_hash"])
+    lifted = lift_refusal(store, first)
+    assert (lifted.status, lifted.was) == ("staged", "rejected")
+    row = db_get(store, "proposals", first)
+    assert (
+        row["status"] == "staged" and store.proposals.refused(str(target), row["new_hash"]) is None
+    )
+    adopt(store, first)
+    rollback(store, first)
+    assert lift_refusal(store, first).was == "rolled_back"
+    # a newer proposal for the same file is staged meanwhile: the lifted one is superseded
+    reject(store, first)
+    second = stage(store, target, ["Run `pnpm test`."], 2)
+    lifted = lift_refusal(store, first)
+    assert lifted.status == "superseded"
+    assert db_get(store, "proposals", first)["reason"] == f"refusal lifted; superseded by {second}"
+    assert db_get(store, "proposals", second)["status"] == "staged"
+    assert target.read_bytes() == ORIGINAL

@@ -23,7 +23,7 @@ from skillopt_sleep.cli.console import (
 )
 from skillopt_sleep.cli.console import fmt_score as _fmt
 from skillopt_sleep.cli.console import state as _state
-from skillopt_sleep.errors import SkilloptError
+from skillopt_sleep.errors import BadArgument, SkilloptError
 
 app = typer.Typer(
     name="skillopt-sleep",
@@ -340,8 +340,9 @@ def adopt_cmd(
         if a.backup_path:
             out.print(f"  backup: {a.backup_path}", markup=False)
     out.print(
-        "  undo with: skillopt-sleep rollback"
-        + (" FILE (for each file above)" if len(done) > 1 else "")
+        f"  undo with: skillopt-sleep rollback {proposal_id}"
+        + (" --all-agents (every file above), or each by its id" if len(done) > 1 else ""),
+        markup=False,
     )
     if not all_agents:
         others = svc.agent_copies(proposal_id)
@@ -357,31 +358,81 @@ def adopt_cmd(
 def reject_cmd(
     proposal_id: str = typer.Argument(..., metavar="ID"),
     reason: str = typer.Option("", help="Why (kept with the proposal)."),
+    undo: bool = typer.Option(
+        False,
+        "--undo",
+        help="Take back a refusal: a proposal you rejected or rolled back is staged again, "
+        "and nights may propose its rules again.",
+    ),
 ) -> None:
-    """Discard a staged proposal."""
+    """Discard a staged proposal (a refusal: nights do not propose the same again)."""
+    if undo:
+        if reason:
+            raise BadArgument("--undo takes no --reason")
+        lifted = service().lift_refusal(proposal_id)
+        out.print(
+            f"lifted the refusal of {proposal_id} (it was {lifted.was.replace('_', ' ')}): "
+            f"now {lifted.status}",
+            markup=False,
+        )
+        for pid, now in lifted.copies.items():
+            out.print(f"  and of its copy {pid}: now {now}", markup=False)
+        return
     r = service().reject(proposal_id, reason)
     out.print(f"rejected {proposal_id}", markup=False)
     if r.withdrawn:
         out.print(f"  and its copies for other agents: {', '.join(r.withdrawn)}", markup=False)
+    out.print(f"  changed your mind? skillopt-sleep reject {proposal_id} --undo", markup=False)
 
 
 @app.command("rollback")
 def rollback_cmd(
-    target: str | None = typer.Argument(None, help="The live file (default: the latest adoption)."),
+    target: str | None = typer.Argument(
+        None,
+        metavar="[ID|FILE]",
+        help="A proposal's id (p3) or an agent's copy's id (p3-codex), or the live file "
+        "(default: the latest adoption).",
+    ),
+    all_agents: bool = typer.Option(
+        False,
+        "--all-agents",
+        help="Also roll back the adopted copies of its rules for the other agents (p3-codex, "
+        "…), each restoring its own file.",
+    ),
     force: bool = typer.Option(
         False, "--force", help="Restore even if the file changed since adoption."
     ),
 ) -> None:
-    """Restore the file as it was before the latest adoption, byte for byte."""
-    a = service().rollback(target, force=force)
-    out.print(f"rolled back {a.proposal_id}: {a.target_path} restored", markup=False)
-    if a.withdrawn:
+    """Restore the file as it was before the adoption, byte for byte (one file; the copies
+    for other agents stay adopted unless --all-agents)."""
+    a = service().rollback(target, force=force, all_agents=all_agents)
+    for line in a.outcome():
+        out.print(line if line.startswith("rolled back") else f"  {line}", markup=False)
+    if a.still_adopted:
+        ids = [c.proposal_id for c in a.still_adopted]
+        each = (
+            f"skillopt-sleep rollback {ids[0]}"
+            if len(ids) == 1
+            else f"skillopt-sleep rollback ID (each of {' '.join(ids)})"
+        )
         out.print(
-            f"  its copies for other agents, still staged, were withdrawn: {', '.join(a.withdrawn)}",
+            f"  they stay adopted until you roll them back: {each}, or all of them with "
+            f"skillopt-sleep rollback {a.proposal_id} --all-agents",
             markup=False,
         )
     if a.kept_copy:
-        out.print(f"  your edited version was kept at {a.kept_copy}")
+        out.print(f"  your edited version was kept at {a.kept_copy}", markup=False)
+    done = [a.proposal_id, *(c.proposal_id for c in a.copies_rolled_back)]
+    lift = (
+        f"skillopt-sleep reject {done[0]} --undo"
+        if len(done) == 1
+        else f"skillopt-sleep reject ID --undo (each of {' '.join(done)})"
+    )
+    out.print(
+        "  a rollback counts as a refusal: nights will not propose the same again (lift it "
+        f"with: {lift}; adopt {done[0]} re-applies it)",
+        markup=False,
+    )
 
 
 @app.command()

@@ -233,12 +233,23 @@ def build_server(service: Service | None = None, *, http_token: str | None = Non
     def rollback(
         target: Annotated[
             str | None,
-            Field(description="Live file path of a managed target (default: the latest adoption)"),
+            Field(
+                description="A proposal's id (p3), an agent's copy's id (p3-codex), or the live "
+                "file path of a managed target (default: the latest adoption)"
+            ),
         ] = None,
+        all_agents: Annotated[
+            bool,
+            Field(
+                description="Also roll back the adopted copies of its rules for other agents, "
+                "each restoring its own file"
+            ),
+        ] = False,
     ) -> m.RollbackResult:
-        """Restore a file as it was before its latest adoption, byte for byte. Refused if the
-        file changed since the adoption."""
-        return _guard(lambda: svc.rollback(target, managed_only=True))
+        """Restore a file as it was before its adoption, byte for byte. Refused if the file
+        changed since the adoption. One file only: the copies of the same rules for other
+        agents stay adopted (still_adopted names them) unless all_agents."""
+        return _guard(lambda: svc.rollback(target, all_agents=all_agents, managed_only=True))
 
     @tool(
         ToolAnnotations(

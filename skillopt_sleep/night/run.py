@@ -371,7 +371,7 @@ def _run(
     if night.rejected:
         say(f"remembering {len(night.rejected)} edit(s) rejected by earlier nights")
     night.section = section
-    night.refused = user_refusals(store, str(target_path))
+    night.refused = user_refusals(store, str(target_path), section)
     if night.refused:
         summary.user_refused = len(night.refused)
         say(f"remembering {len(night.refused)} edit(s) the user refused")

@@ -543,13 +543,16 @@ def _lost_spans(rules: list[str], merged: list[str]) -> list[str]:
     return sorted({x for r in rules for x in code_spans(r) if x.lower() not in kept})
 
 
-def user_refusals(store: Store, target_path: str) -> list[dict[str, str]]:
-    """Edits of proposals for ``target_path`` the user rejected or rolled back, as the
-    reflect prompt's ``user_refused_edits``: ``{"edit": Edit.describe(), "reason": …,
+def user_refusals(
+    store: Store, target_path: str, section: str | None = None
+) -> list[dict[str, str]]:
+    """Edits of proposals for ``target_path`` (its block for ``section``: a refusal made on
+    one project's block does not hold for another's) the user rejected or rolled back, as
+    the reflect prompt's ``user_refused_edits``: ``{"edit": Edit.describe(), "reason": …,
     "proposal": id}``, newest first, deduplicated, at most :data:`REMEMBERED_REJECTIONS`."""
     out: list[dict[str, str]] = []
     seen: set[str] = set()
-    for r in store.edits.refused_for(target_path):
+    for r in store.edits.refused_for(target_path, section):
         said = Edit(op=r.op, text=r.text, old=r.old).describe()
         if said in seen:
             continue

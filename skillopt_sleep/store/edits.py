@@ -52,16 +52,19 @@ class EditsRepo(Repository):
         ).fetchall()
         return [RejectedEdit(cast(Any, r[0]), r[1] or "", r[2] or "", r[3] or "") for r in rows]
 
-    def refused_for(self, target_path: str) -> list[RefusedEdit]:
+    def refused_for(self, target_path: str, section: str | None = None) -> list[RefusedEdit]:
         """Edits (not consolidations) applied in proposals for ``target_path`` that the user
-        rejected or rolled back, newest proposal first."""
+        rejected or rolled back, newest proposal first. Only the proposals for the block of
+        ``section`` (a project, in a memory file every project shares; None: the file's
+        block for every project, or a file of its own): a refusal is of that document."""
         rows = self.db.execute(
             "select e.op, e.text, e.old, p.id, p.status, p.reason from edits e "
             "join proposals p on p.night_id = e.night_id "
             "where p.target_path = ? and p.status in ('rejected', 'rolled_back') "
+            "and coalesce(json_extract(p.summary, '$.section'), '') = ? "
             "and e.status = 'applied' and e.origin != 'consolidate' "
             "order by p.created_at desc, p.id desc, e.id",
-            [target_path],
+            [target_path, section or ""],
         ).fetchall()
         return [
             RefusedEdit(cast(Any, r[0]), r[1] or "", r[2] or "", r[3], r[4], r[5] or "")

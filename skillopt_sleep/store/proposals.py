@@ -122,6 +122,18 @@ class AdoptionsRepo(Repository):
         rows = list(self.db.table("adoptions").rows_where(where, args, order_by="id desc", limit=1))
         return rows[0] if rows else None
 
+    def live_of(self, proposal_id: str) -> Row | None:
+        """The proposal's newest adoption not rolled back, or None."""
+        rows = list(
+            self.db.table("adoptions").rows_where(
+                "proposal_id = ? and rolled_back_at is null",
+                [proposal_id],
+                order_by="id desc",
+                limit=1,
+            )
+        )
+        return rows[0] if rows else None
+
     def set_rolled_back(self, adoption_id: int, at: str) -> None:
         """Record when the adoption was rolled back (ISO UTC)."""
         self.db.table("adoptions").update(adoption_id, {"rolled_back_at": at})

@@ -6,7 +6,7 @@
   (or an ``Authorization: Bearer`` header) carries it. Without it: ``401``.
 * The ``Host`` header must name this loopback address (``127.0.0.1:<port>`` or
   ``localhost:<port>``), so a DNS-rebinding page cannot reach the server: ``403``.
-* Writes (adopt, reject, rollback, start a night) are ``POST`` only, with the page's CSRF field (derived from
+* Writes (adopt, reject and take back a refusal, rollback, start a night) are ``POST`` only, with the page's CSRF field (derived from
   the token) and an ``Origin`` of this very address; otherwise ``403``. No CORS header is sent,
   a preflight gets ``405``.
 * Every response forbids framing and loads nothing from elsewhere (a strict
@@ -175,16 +175,23 @@ def build_app(service: Service, token: str, port: int) -> Starlette:
         return _back(pid, done=f"rejected {pid}" + (f": {reason}" if reason else ""))
 
     async def rollback(request: Request) -> Response:
+        """The same service call as ``skillopt-sleep rollback ID [--all-agents]``: this
+        proposal's adoption (not whatever was adopted last on its file), and what it says."""
         pid = request.path_params["pid"]
-        detail = await run_in_threadpool(service.proposal, pid)
-        if detail.status != "adopted":
-            return _back(pid, failed=f"{pid} is {detail.status}, not adopted")
-        done = await run_in_threadpool(
-            lambda: service.rollback(detail.target_path, managed_only=True)
-        )
-        text = f"rolled back {done.proposal_id}: {done.target_path} restored"
+        all_agents = bool(request.state.form.get("all_agents"))
+        done = await run_in_threadpool(lambda: service.rollback(pid, all_agents=all_agents))
+        text = "; ".join(done.outcome())
         if done.kept_copy:
             text += f" (your edited version kept at {done.kept_copy})"
+        return _back(pid, done=text)
+
+    async def unrefuse(request: Request) -> Response:
+        """``skillopt-sleep reject ID --undo``: a rejected or rolled-back proposal staged again."""
+        pid = request.path_params["pid"]
+        lifted = await run_in_threadpool(service.lift_refusal, pid)
+        text = f"lifted the refusal of {pid}: now {lifted.status}" + "".join(
+            f"; its copy {k}: now {v}" for k, v in lifted.copies.items()
+        )
         return _back(pid, done=text)
 
     async def start_night(_request: Request) -> Response:
@@ -239,6 +246,7 @@ def build_app(service: Service, token: str, port: int) -> Starlette:
         Route("/proposals/{pid}/adopt", guard(adopt, write=True), methods=["POST"]),
         Route("/proposals/{pid}/reject", guard(reject, write=True), methods=["POST"]),
         Route("/proposals/{pid}/rollback", guard(rollback, write=True), methods=["POST"]),
+        Route("/proposals/{pid}/unrefuse", guard(unrefuse, write=True), methods=["POST"]),
         Route("/nights/start", guard(start_night, write=True), methods=["POST"]),
         Route("/{rest:path}", guard(not_found), methods=["GET"]),  # the token first, even here
     ]

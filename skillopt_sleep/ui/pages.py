@@ -415,16 +415,46 @@ def proposal(svc: Service, proposal_id: str, csrf: str, flash: Flash = None) -> 
                 'proposed again)" aria-label="reason" size="40">',
             )
         )
-    elif d.status == "adopted":
+    others = svc.copy_statuses(pid)
+    if d.status == "adopted":
         actions.append(
             csrf_form(url("proposals", pid, "rollback"), csrf, "Roll back", cls="danger")
+        )
+        adopted = [k for k, v in others.items() if v == "adopted"]
+        if adopted:
+            actions.append(
+                csrf_form(
+                    url("proposals", pid, "rollback"),
+                    csrf,
+                    "Roll back with the copies for other agents",
+                    cls="danger",
+                    fields='<input type="hidden" name="all_agents" value="1">',
+                )
+            )
+            actions.append(
+                Html(
+                    f"<p class=muted>Also adopted for other agents: {esc(', '.join(adopted))}. "
+                    "“Roll back” restores this file only; each copy stays adopted in its own "
+                    "file until you roll it back.</p>"
+                )
+            )
+    elif d.status in ("rejected", "rolled_back"):
+        actions.append(
+            csrf_form(
+                url("proposals", pid, "unrefuse"),
+                csrf,
+                "Take back the refusal",
+            )
         )
     if actions:
         parts.append(_section("Actions", "".join(actions)))
     copies = [
         [
             c.agent,
-            status("staged-copy" if c.status == "staged" else c.status),
+            status(
+                others.get(c.proposal_id or "", "")
+                or ("staged-copy" if c.status == "staged" else c.status)
+            ),
             _proposal_link(c.proposal_id),
             _path(c.target),
             c.backend,

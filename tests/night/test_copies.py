@@ -21,8 +21,10 @@ from skillopt_sleep.results import NightSummary
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
+from tests.helpers.cli_run import skillopt
 from tests.helpers.clis import run_cli
 from tests.helpers.night import write_persona
+from tests.helpers.store import db_rows
 
 RULE = "Use `pnpm` instead of `npm`."
 CODEX_FRAME = "# AGENTS.md instructions"
@@ -247,16 +249,98 @@ def test_a_copy_a_later_night_makes_joins_its_group_and_no_means_no_covers_copie
     except ProposalError as exc:
         assert "rejected, not staged" in str(exc)
 
+    # the user takes the no back: the rules and the copy withdrawn with them are staged again
+    proc = skillopt("reject", pid, "--undo", "--reason", "x", cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stderr.strip() == "error: --undo takes no --reason"
+    proc = skillopt("reject", pid, "--undo", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"lifted the refusal of {pid} (it was rejected): now staged" in proc.stdout
+    assert f"and of its copy {copy.proposal_id}: now staged" in proc.stdout
+    assert agent_group(store, pid) == [pid, copy.proposal_id]
+    proc = skillopt("reject", pid, "--undo", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        f"error: proposal {pid} is staged: there is no refusal to lift (only a rejected or "
+        "rolled-back proposal has one)"
+    )
 
-def test_rolling_back_the_rules_withdraws_their_staged_copies(tmp_path, isolated_home):
+
+def test_a_rollback_undoes_one_file_and_says_which_copies_stay_adopted(tmp_path, isolated_home):
+    """Each copy is its own adoption in its own file: rolling back the rules restores their
+    file only, leaves the copies' statuses as they are and names them; a copy is rolled back
+    by its own id, and ``--all-agents`` rolls back every file (the real command line)."""
     project = _world(tmp_path, isolated_home)
     store = Store(paths.db_path())
     with serve(write_persona(tmp_path)) as sim:
         result = run_night(store, _settings(isolated_home, project, sim.url))
     pid = str(result.proposal_id)
-    _cli("adopt", pid, cwd=tmp_path)
-    proc = _cli("rollback", cwd=tmp_path)
-    assert f"were withdrawn: {pid}-codex" in proc.stdout
-    row = store.proposals.get(f"{pid}-codex")
-    assert row is not None and row["status"] == "rejected" and pid in row["reason"]
-    assert not (isolated_home / ".codex" / "AGENTS.md").exists()
+    copy = f"{pid}-codex"
+    claude_md, agents_md = (
+        isolated_home / ".claude" / "CLAUDE.md",
+        isolated_home / ".codex" / "AGENTS.md",
+    )
+
+    def status(proposal_id: str) -> str:
+        row = store.proposals.get(proposal_id)
+        assert row is not None
+        return row["status"]
+
+    # the rules alone adopted and rolled back: their staged copy stays staged, and is named
+    assert skillopt("adopt", pid, cwd=tmp_path).returncode == 0
+    proc = skillopt("rollback", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"rolled back {pid}: {claude_md} removed" in proc.stdout
+    assert f"still staged for other agents: {copy}" in proc.stdout
+    assert (status(pid), status(copy)) == ("rolled_back", "staged")
+    assert not claude_md.exists() and not agents_md.exists()
+
+    # both adopted; the copy rolled back by its id: only codex's file, the rules stay adopted
+    assert skillopt("adopt", pid, "--all-agents", cwd=tmp_path).returncode == 0
+    adopted = {claude_md: claude_md.read_bytes(), agents_md: agents_md.read_bytes()}
+    assert all(RULE.encode() in v for v in adopted.values())
+    proc = skillopt("rollback", copy, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"rolled back {copy}: {agents_md} removed" in proc.stdout
+    assert f"still adopted for other agents: {pid} ({claude_md})" in proc.stdout
+    assert (status(pid), status(copy)) == ("adopted", "rolled_back")
+    assert claude_md.read_bytes() == adopted[claude_md] and not agents_md.exists()
+    proc = skillopt("rollback", copy, cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.strip() == (
+        f"error: proposal {copy} is rolled_back, not adopted: nothing to roll back"
+    )
+
+    # the rules rolled back by their id: their file only; the copy (adopted again) stays
+    assert skillopt("adopt", copy, cwd=tmp_path).returncode == 0
+    proc = skillopt("rollback", pid, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"still adopted for other agents: {copy} ({agents_md})" in proc.stdout
+    assert f"skillopt-sleep rollback {pid} --all-agents" in proc.stdout
+    assert (status(pid), status(copy)) == ("rolled_back", "adopted")
+    assert not claude_md.exists() and agents_md.read_bytes() == adopted[agents_md]
+
+    # what that said: --all-agents on the rules rolls back the copy they left adopted
+    proc = skillopt("rollback", pid, "--all-agents", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"rolled back {copy}: {agents_md} removed" in proc.stdout
+    assert (status(pid), status(copy)) == ("rolled_back", "rolled_back")
+    assert not agents_md.exists()
+    proc = skillopt("rollback", pid, "--all-agents", cwd=tmp_path)
+    assert proc.returncode == 1 and f"neither {pid} nor its copies" in proc.stderr
+
+    # --all-agents, named by a path: every file restored, each its own rollback
+    assert skillopt("adopt", pid, cwd=tmp_path).returncode == 0
+    assert skillopt("adopt", copy, cwd=tmp_path).returncode == 0
+    proc = skillopt("rollback", str(claude_md), "--all-agents", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"rolled back {pid}: {claude_md} removed" in proc.stdout
+    assert f"rolled back {copy}: {agents_md} removed" in proc.stdout
+    assert "still adopted" not in proc.stdout
+    assert (status(pid), status(copy)) == ("rolled_back", "rolled_back")
+    assert not claude_md.exists() and not agents_md.exists()
+    live = [a for a in db_rows(store, "adoptions") if a["rolled_back_at"] is None]
+    assert live == []
+
+    # an unknown id is named as one
+    proc = skillopt("rollback", "p99-codex", cwd=tmp_path)
+    assert proc.returncode == 1 and "no proposal 'p99-codex'" in proc.stderr

@@ -5,12 +5,17 @@ user's reason, and the next night says so (real nights against the simulator on 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from skillopt_sleep import paths
+from skillopt_sleep.config import load_settings
+from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
 from skillopt_sleep.night.run import run_night
 from skillopt_sleep.proposals import adopt, reject, rollback
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
+from skillopt_sleep.testing.sessions import write_conversations
+from tests.helpers.cli_run import skillopt
 from tests.helpers.night import PERSONA, night_settings, night_world, write_persona
 from tests.helpers.store import db_rows
 
@@ -99,7 +104,7 @@ def test_the_same_document_as_a_refused_proposal_is_never_staged(
         first = run_night(store, settings)
         assert first.status == "succeeded" and first.proposal_id
         reject(store, first.proposal_id, "not now")
-        monkeypatch.setattr(night_run, "user_refusals", lambda _store, _target: [])
+        monkeypatch.setattr(night_run, "user_refusals", lambda *_args: [])
         again = run_night(store, settings)
     assert again.status == "no_change" and again.proposal_id is None
     assert again.summary.reason == (
@@ -107,6 +112,56 @@ def test_the_same_document_as_a_refused_proposal_is_never_staged(
         "(not now): not staged again"
     )
     assert len(db_rows(store, "proposals")) == 1
+
+
+def test_a_refusal_holds_for_the_block_it_was_made_on_not_another_projects(tmp_path, isolated_home):
+    """Claude Code's user memory file holds a block per project: the user's no to a rule in
+    webapp's block keeps it out of webapp's, not out of api's, where it is staged (and
+    lifting the refusal with ``reject --undo`` lets webapp's nights propose it again)."""
+    home = isolated_home
+    webapp, api = (tmp_path / "webapp").resolve(), (tmp_path / "api").resolve()
+    for project in (webapp, api):
+        project.mkdir()
+        write_conversations(home, project, DEMO_CONVERSATIONS)
+    memory = home / ".claude" / "CLAUDE.md"
+
+    def settings(project, url):
+        return load_settings(
+            Path("/nonexistent/config.toml"),
+            **{
+                **demo_settings(home, project, url),
+                "document": {"kind": "memory", "agent": "claude_code"},
+                "deliver": {"agents": "document"},
+            },
+        )
+
+    store = Store(paths.db_path())
+    with serve(write_persona(tmp_path)) as sim:
+        first = run_night(store, settings(webapp, sim.url))
+        assert first.status == "succeeded" and first.proposal_id
+        assert first.summary.section == str(webapp)
+        reject(store, first.proposal_id, "not in this project")
+        again = run_night(store, settings(webapp, sim.url))  # the no holds in webapp's block
+        other = run_night(store, settings(api, sim.url))
+        lifted = skillopt("reject", first.proposal_id, "--undo")
+        assert lifted.returncode == 0, lifted.stderr
+        assert f"lifted the refusal of {first.proposal_id}" in lifted.stdout
+        after = run_night(store, settings(webapp, sim.url))
+    assert again.status == "no_change" and again.summary.user_refused == 1
+    assert other.status == "succeeded" and other.proposal_id
+    assert other.summary.section == str(api) and other.summary.user_refused is None
+    staged = (paths.proposals_dir() / other.proposal_id / "document").read_text()
+    assert f"project={api}" in staged and RULE in staged and f"project={webapp}" not in staged
+    # the refusal lifted (api's proposal for the same file is staged meanwhile, so webapp's
+    # is superseded rather than staged): webapp's next night proposes the rule again
+    assert "now superseded" in lifted.stdout
+    row = store.proposals.get(first.proposal_id)
+    assert row is not None and row["status"] == "superseded"
+    assert after.status == "succeeded" and after.proposal_id
+    assert after.summary.user_refused is None
+    staged = (paths.proposals_dir() / after.proposal_id / "document").read_text()
+    assert f"project={webapp}" in staged and RULE in staged
+    assert not memory.exists()  # nothing live changed
 
 
 def _reflect_materials(prompts: list[str]) -> list[dict]:

@@ -339,12 +339,14 @@ def test_bad_requests_are_one_line_errors_and_need_the_token_too() -> None:
             assert anonymous.get(ui.base + "/no/such/page").status_code == 401
 
 
-def test_the_copies_for_other_agents_are_shown_and_adopted_together(
+def test_the_copies_for_other_agents_are_shown_adopted_and_rolled_back_together(
     tmp_path: Path, isolated_home: Path
 ) -> None:
     """A night that trains Claude Code's memory file stages a copy of its rules for Codex
     (``p<n>-codex``): the proposal page lists it, and the page's "Adopt with the copies" button
-    writes both live files."""
+    writes both live files; "Roll back" restores the proposal's own file and says the copy
+    stays adopted (the same service call and outcome as ``skillopt-sleep rollback ID``), and
+    "Roll back with the copies" restores both."""
     project, _ = night_world(tmp_path, isolated_home, USER_TEXT)
     memory = isolated_home / ".claude" / "CLAUDE.md"
     memory.parent.mkdir(parents=True, exist_ok=True)
@@ -394,8 +396,33 @@ def test_the_copies_for_other_agents_are_shown_and_adopted_together(
         nav(page, "button:text-is('Adopt with the copies for other agents')")
         flash = page.locator(".flash.ok").inner_text()
         assert f"adopted {pid}" in flash and f"adopted {copy.proposal_id}" in flash
-    assert {k: p.read_bytes() for k, p in live.items()} == staged
-    assert Service().proposal(copy.proposal_id).status == "adopted"
+        assert {k: p.read_bytes() for k, p in live.items()} == staged
+        assert Service().proposal(copy.proposal_id).status == "adopted"
+
+        # "Roll back" restores this proposal's file only, and says the copy stays adopted
+        assert f"Also adopted for other agents: {copy.proposal_id}" in page.inner_text("main")
+        nav(page, "button:text-is('Roll back')")
+        flash = page.locator(".flash.ok").inner_text()
+        assert f"rolled back {pid}: {memory} restored" in flash
+        assert f"still adopted for other agents: {copy.proposal_id} ({copy.target})" in flash
+        assert memory.read_bytes() == before[pid]
+        assert live[copy.proposal_id].read_bytes() == staged[copy.proposal_id]
+        assert Service().proposal(pid).status == "rolled_back"
+        assert Service().proposal(copy.proposal_id).status == "adopted"
+        row = page.locator("#sec-copies-for-other-agents tr", has_text=copy.agent)
+        assert "adopted" in row.inner_text()  # the copy's status now, not the night's
+
+        # the refusal taken back, adopted again, then rolled back with its copy: every file
+        nav(page, "button:text-is('Take back the refusal')")
+        assert f"lifted the refusal of {pid}: now staged" in page.locator(".flash.ok").inner_text()
+        nav(page, "button:text-is('Adopt')")
+        assert memory.read_bytes() == staged[pid]
+        nav(page, "button:text-is('Roll back with the copies for other agents')")
+        flash = page.locator(".flash.ok").inner_text()
+        assert f"rolled back {pid}" in flash and f"rolled back {copy.proposal_id}" in flash
+        assert "still adopted" not in flash
+    assert {k: p.read_bytes() if p.exists() else None for k, p in live.items()} == before
+    assert {Service().proposal(k).status for k in live} == {"rolled_back"}
 
 
 def test_a_port_in_use_is_a_one_line_error(isolated_home: Path) -> None:
