@@ -226,4 +226,6 @@ def run_demo(
         "sandbox": str(root) if keep or report else "",
         "proposal_id": result.proposal_id,
         "home": str(root / "skillopt-home"),
+        #: the sandbox's HOME (its agents' folders and the trained memory file)
+        "user_home": str(home),
     }

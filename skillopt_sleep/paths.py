@@ -103,5 +103,7 @@ def backups_dir() -> Path:
 
 
 def night_log_path(night_id: int) -> Path:
-    """A night's own log: ``<state>/nights/<id>/night.log``."""
-    return state_dir() / "nights" / str(int(night_id)) / "night.log"
+    """A night's own log: ``<state>/nights/<id>/night.log`` (a dry run's, whose id is
+    negative: ``nights/d1/night.log``)."""
+    n = int(night_id)
+    return state_dir() / "nights" / (f"d{-n}" if n < 0 else str(n)) / "night.log"

@@ -448,8 +448,27 @@ class RollbackResult(_Model):
 
 
 # ---------------------------------------------------------------------------- status
+def night_label(night_id: int) -> str:
+    """How a night's id is shown: ``3``; a dry run (a negative id: it takes no night number)
+    ``d1``, ``d2``, …"""
+    return f"d{-night_id}" if night_id < 0 else str(night_id)
+
+
+def parse_night(text: str) -> int | None:
+    """A night's id from how it is shown or given (``3``, ``d1``, ``-1``); None if neither."""
+    t = text.strip().lower()
+    if t.startswith("d") and t[1:].isdigit() and int(t[1:]) > 0:
+        return -int(t[1:])
+    try:
+        value = int(t)
+    except ValueError:
+        return None
+    return value or None
+
+
 class NightView(_Model):
-    """One night as ``status`` and the MCP tools show it (a ``nights`` row, typed)."""
+    """One night as ``status`` and the MCP tools show it (a ``nights`` row, typed). ``id``:
+    a dry run's is negative (:func:`night_label` shows it ``d1``)."""
 
     id: int
     status: NightStatus
@@ -725,6 +744,18 @@ class SessionView(_Model):
     model: str | None = None
     title: str | None = None
     messages: list[SessionMessage] = Field(default_factory=list)
+
+
+class NightLog(_Model):
+    """``logs``: the end of the daemon's night log, or of one night's own log."""
+
+    #: the night whose own log this is (None: the daemon's night log)
+    night_id: int | None = None
+    path: str
+    #: the log's last bytes ('' when there is no log yet)
+    text: str = ""
+    #: with no daemon log: the last night's id, whose own log ``logs --night`` shows
+    last_night_id: int | None = None
 
 
 class DoctorCheck(_Model):

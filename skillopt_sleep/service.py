@@ -53,6 +53,7 @@ from skillopt_sleep.results import (
     DaemonStatus,
     Dispatch,
     DoctorCheck,
+    NightLog,
     NightOutcome,
     NightResult,
     NightView,
@@ -74,6 +75,7 @@ from skillopt_sleep.results import (
     TaskList,
     Trigger,
     WildCheck,
+    night_label,
 )
 from skillopt_sleep.status import night_view
 from skillopt_sleep.store import Store, machine_failure
@@ -320,13 +322,22 @@ class Service:
         )
 
     def session(self, session_id: str) -> SessionView:
-        """A harvested session with its (redacted) messages in order. BadArgument when
-        unknown."""
+        """A harvested session with its (redacted) messages in order. ``session_id`` is its
+        id (``codex:KEY``), its key alone, a unique prefix of either, or the shortened
+        ``head…tail`` that ``search`` prints on a narrow terminal. BadArgument when no session
+        or more than one matches (naming them)."""
         with self._use() as store:
             row = store.sessions.get(session_id)
             if row is None:
+                head, _, tail = session_id.partition("…")
+                found = store.sessions.ids_matching(head, tail, limit=6) if head else []
+                if len(found) > 1:
+                    shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+                    raise BadArgument(f"session {session_id!r} is ambiguous: {shown}")
+                row = store.sessions.get(found[0]) if found else None
+            if row is None:
                 raise BadArgument(f"no session {session_id!r}")
-            messages = store.sessions.messages(session_id)
+            messages = store.sessions.messages(row["id"])
         return SessionView(
             id=row["id"],
             agent=row["source"],
@@ -657,8 +668,9 @@ class Service:
             row = store.nights.get(night_id)
             if row is None:
                 last = store.nights.recent(1)
-                hint = f"; the latest is {last[0]['id']}" if last else "; no night has run yet"
-                raise BadArgument(f"no night {night_id}{hint}")
+                latest = night_label(last[0]["id"]) if last else ""
+                hint = f"; the latest is {latest}" if last else "; no night has run yet"
+                raise BadArgument(f"no night {night_label(night_id)}{hint}")
             return night_view(lifecycle.seen_as([row])[0])
 
     def nights(self, limit: int = 5) -> list[NightView]:
@@ -688,6 +700,19 @@ class Service:
                 return fh.read().decode("utf-8", "replace")
         except OSError:
             return ""
+
+    def night_log_view(self, max_bytes: int = 64_000, night_id: int | None = None) -> NightLog:
+        """:meth:`night_log` with where it is read from and, when the daemon has no night log
+        yet, the last night (whose own log there is)."""
+        text = self.night_log(max_bytes, night_id=night_id)
+        where = paths.night_log_path(night_id) if night_id is not None else None
+        last = self.nights(limit=1) if night_id is None and not text else []
+        return NightLog(
+            night_id=night_id,
+            path=str(where or paths.state_dir() / "night.log"),
+            text=text,
+            last_night_id=last[0].id if last else None,
+        )
 
     # ------------------------------------------------------------------ doctor
     def doctor(self, *, backends: bool = True) -> list[DoctorCheck]:

@@ -24,7 +24,6 @@ from skillopt_sleep.cli.console import (
 from skillopt_sleep.cli.console import fmt_score as _fmt
 from skillopt_sleep.cli.console import state as _state
 from skillopt_sleep.errors import BadArgument, SkilloptError
-from skillopt_sleep.night.replay import context_state
 
 app = typer.Typer(
     name="skillopt-sleep",
@@ -127,6 +126,8 @@ def tasks(
             markup=False,
         )
         return
+    from skillopt_sleep.night.replay import context_state
+
     table_rows = []
     for t, task in zip(rows, report.tasks, strict=True):
         checks = ", ".join(check_line(c) for c in t["checks"])
@@ -263,7 +264,7 @@ def proposals_cmd(
             [
                 r["id"],
                 r["status"],
-                (r["created_at"] or "")[:16].replace("T", " "),
+                (r["created_at"] or "")[5:16].replace("T", " "),  # MM-DD HH:MM (UTC)
                 f"{_fmt(r['val_before'])}→{_fmt(r['val_after'])}",
                 f"{_fmt(r['test_before'])}→{_fmt(r['test_after'])}",
                 r["target_path"],
@@ -448,6 +449,7 @@ def status(as_json: bool = JsonOpt) -> None:
     data = st.model_dump(mode="json")
     _print_daemon(data.get("daemon") or {})
     from skillopt_sleep.cli.console import shorten_middle
+    from skillopt_sleep.results import night_label
 
     room = max(24, out.width // 2)
 
@@ -479,7 +481,7 @@ def status(as_json: bool = JsonOpt) -> None:
     n = data["last_night"]
     if n:
         say(
-            f"last night: #{n['id']} {n['status']} at {n['started_at']}"
+            f"last night: #{night_label(n['id'])} {n['status']} at {n['started_at']}"
             f" — val {_fmt(n['val_before'])} -> {_fmt(n['val_after'])},"
             f" test {_fmt(n['test_before'])} -> {_fmt(n['test_after'])}, calls {_fmt(n['calls'])}"
         )
@@ -640,8 +642,14 @@ def demo(
     if result.get("sandbox"):
         out.print(f"sandbox: {result['sandbox']}")
     if result.get("proposal_id"):
+        import shlex
+
+        # the environment the demo's night ran with: pasted, it works in the sandbox
         out.print(
-            f"look around: SKILLOPT_SLEEP_HOME={result['home']} skillopt-sleep show {result['proposal_id']}"
+            f"look around: HOME={shlex.quote(result['user_home'])} "
+            f"SKILLOPT_SLEEP_HOME={shlex.quote(result['home'])} "
+            f"skillopt-sleep show {result['proposal_id']}",
+            markup=False,
         )
     out.print(
         "your own sessions next: skillopt-sleep harvest; skillopt-sleep run --dry-run; "
@@ -684,7 +692,6 @@ def main() -> None:
     import sqlite3
 
     from skillopt_sleep import paths
-    from skillopt_sleep.store import machine_failure
 
     paths.make_private()  # the state folder and all in it: the user's alone (0700 / 0600)
     try:
@@ -698,6 +705,8 @@ def main() -> None:
     except (OSError, sqlite3.DatabaseError) as exc:
         # the machine, not a bug: a read-only or full disk, a damaged database, a lock file
         # that cannot be made — one line with the path, exit 1
+        from skillopt_sleep.store import machine_failure
+
         what = machine_failure(exc) if isinstance(exc, sqlite3.DatabaseError) else ""
         if what is None:  # SQLite says our code misused it: a bug
             _internal_error(exc)

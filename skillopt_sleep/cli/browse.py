@@ -23,6 +23,7 @@ def nights_cmd(
 ) -> None:
     """The nights so far, newest first: status, scores, model calls, time and proposal."""
     from skillopt_sleep.cli.console import fitted_table, out, print_json, service
+    from skillopt_sleep.results import night_label
 
     rows = service().nights(limit)
     if as_json:
@@ -33,7 +34,7 @@ def nights_cmd(
         return
     table = [
         [
-            str(n.id),
+            night_label(n.id),  # a dry run: d1, d2, … (it takes no night number)
             (n.started_at or "")[5:16].replace("T", " "),  # MM-DD HH:MM (UTC)
             "dry run" if n.dry_run else n.status.value,
             _arrow(n.val_before, n.val_after),
@@ -66,15 +67,39 @@ def search_cmd(
     if not result.hits:
         out.print(f"no message matches {query!r}", markup=False)
         return
-    rows = [[h.session_id, h.agent, h.role, " ".join(h.snippet.split())[:200]] for h in result.hits]
+    # narrow: the session's key (its source is the next column) cut in its middle; `session
+    # show` takes either form as it is printed
+    narrow = out.width < 120
+    rows = [
+        [
+            _shorten_id(h.session_id.partition(":")[2] or h.session_id, 20)
+            if narrow
+            else h.session_id,
+            h.agent,
+            h.role,
+            " ".join(h.snippet.split())[:200],
+        ]
+        for h in result.hits
+    ]
     out.print(fitted_table(["session", "source", "role", "match"], rows, wrap=[3]))
+
+
+def _shorten_id(session_id: str, width: int) -> str:
+    """``e14a81b3-bd…8994dcc8``: a session id cut in its middle to ``width`` characters, its
+    start and end kept (``session show`` resolves the shortened form)."""
+    if len(session_id) <= width:
+        return session_id
+    tail = session_id[-8:]
+    return session_id[: max(1, width - len(tail) - 1)] + "…" + tail
 
 
 @session_app.command("show")
 def session_show(
     session_id: str = typer.Argument(..., metavar="ID"), as_json: bool = JsonOpt
 ) -> None:
-    """A harvested session's (redacted) messages in order."""
+    """A harvested session's (redacted) messages in order. ID: as `search` shows it (on a
+    narrow terminal shortened, `e14a81b3-bd…8994dcc8`), without its `codex:`, or a unique
+    prefix."""
     from skillopt_sleep.cli.console import out, print_json, service
 
     view = service().session(session_id)
@@ -93,29 +118,38 @@ def session_show(
 
 def logs_cmd(
     max_bytes: int = typer.Option(64_000, "--bytes", min=1, help="At most this much, the end."),
-    night: int | None = typer.Option(
-        None, "--night", "-n", min=1, help="That night's own log (its id, from `nights`)."
+    night: str | None = typer.Option(
+        None,
+        "--night",
+        "-n",
+        metavar="ID",
+        help="That night's own log (its id, from `nights`; a dry run's: d1, …).",
     ),
+    as_json: bool = JsonOpt,
 ) -> None:
     """The end of the daemon's night log (the output of the nights it ran), or of one
     night's own log with --night."""
-    from skillopt_sleep import paths
-    from skillopt_sleep.cli.console import out, service
+    from skillopt_sleep.cli.console import out, print_json, service
+    from skillopt_sleep.errors import BadArgument
+    from skillopt_sleep.results import night_label, parse_night
 
-    text = service().night_log(max_bytes, night_id=night)
-    if not text:
-        where = (
-            paths.night_log_path(night) if night is not None else paths.state_dir() / "night.log"
-        )
-        last = service().nights(limit=1) if night is None else []
+    night_id = None if night is None else parse_night(night)
+    if night is not None and night_id is None:
+        raise BadArgument(f"--night takes a night's id (3, or d1 for a dry run), not {night!r}")
+    log = service().night_log_view(max_bytes, night_id=night_id)
+    if as_json:
+        print_json(log.model_dump(mode="json"))
+        return
+    if not log.text:
         hint = (
-            f"; the last night's own log: `skillopt-sleep logs --night {last[0].id}`"
-            if last
+            f"; the last night's own log: "
+            f"`skillopt-sleep logs --night {night_label(log.last_night_id)}`"
+            if log.last_night_id is not None
             else ""
         )
-        out.print(f"no night log yet ({where}){hint}", markup=False)
+        out.print(f"no night log yet ({log.path}){hint}", markup=False)
         return
-    out.print(text.rstrip("\n"), markup=False, highlight=False)
+    out.print(log.text.rstrip("\n"), markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -10,13 +10,14 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
 
-from skillopt_sleep.service import Service
+if TYPE_CHECKING:  # imported on use: `--version` and `--help` answer without the service
+    from skillopt_sleep.service import Service
 
 # piped output is not cut to 80 columns (rich's default without a terminal) unless COLUMNS
 # says how wide (rich reads COLUMNS itself when the width is left to it)
@@ -36,6 +37,8 @@ def config_path() -> Path | None:
 def service() -> Service:
     """The application service of this invocation (one store connection, opened on use)."""
     if state["service"] is None:
+        from skillopt_sleep.service import Service
+
         state["service"] = Service(config_path())
     svc: Service = state["service"]
     return svc
@@ -70,7 +73,8 @@ def fitted_table(
     ]
     used = sum(w for i, w in enumerate(fixed) if i != path and i not in wrap)
     used += sum(min(w, 12) for i, w in enumerate(fixed) if i in wrap)
-    room = max(16, out.width - used - 2 * (len(headers) - 1))
+    # the room left, never less than "/…/CLAUDE.md" (a path column that got less would wrap)
+    room = max(12, out.width - used - 2 * (len(headers) - 1))
     columns = [
         Column(h, no_wrap=i != path and i not in wrap, overflow="fold")
         for i, h in enumerate(headers)

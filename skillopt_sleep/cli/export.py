@@ -1,5 +1,6 @@
 """``skillopt-sleep export``: a proposal (its report, scores, edits and diff) or the history of
-nights as JSON or Markdown, to stdout or a file."""
+nights as JSON or Markdown, to stdout or a file (``-o x.json`` writes JSON unless ``--format``
+says otherwise)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ export_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-FormatOpt = typer.Option("md", "--format", "-f", help="md (Markdown) or json.")
+FormatOpt = typer.Option(
+    None,
+    "--format",
+    "-f",
+    help="md (Markdown) or json (default: from the -o file's extension, .json -> json; md).",
+)
 OutOpt = typer.Option(None, "--output", "-o", help="Write to this file (default: stdout).")
 
 
@@ -28,9 +34,12 @@ def _emit(text: str, output: Path | None) -> None:
     err.print(f"wrote {output}", markup=False)
 
 
-def _check(fmt: str) -> str:
+def _check(fmt: str | None, output: Path | None) -> str:
+    """The format asked for, or the output file's (``x.json``: json), or Markdown."""
     from skillopt_sleep.errors import BadArgument
 
+    if fmt is None:
+        return "json" if output is not None and output.suffix.lower() == ".json" else "md"
     if fmt not in ("md", "json"):
         raise BadArgument(f"--format must be md or json, not {fmt!r}")
     return fmt
@@ -39,13 +48,13 @@ def _check(fmt: str) -> str:
 @export_app.command("proposal")
 def export_proposal(
     proposal_id: str = typer.Argument(..., metavar="ID"),
-    fmt: str = FormatOpt,
+    fmt: str | None = FormatOpt,
     output: Path | None = OutOpt,
 ) -> None:
     """A proposal: its report (Markdown) or report, status and diff (JSON)."""
     from skillopt_sleep.cli.console import service
 
-    _check(fmt)
+    fmt = _check(fmt, output)
     svc = service()
     detail = svc.proposal(proposal_id)
     if fmt == "md":
@@ -61,13 +70,14 @@ def export_proposal(
 @export_app.command("history")
 def export_history(
     limit: int = typer.Option(1000, "--limit", min=1, help="How many nights, newest first."),
-    fmt: str = FormatOpt,
+    fmt: str | None = FormatOpt,
     output: Path | None = OutOpt,
 ) -> None:
     """Every night (newest first): status, scores, cost, proposal; Markdown is a table."""
     from skillopt_sleep.cli.console import fmt_score, service
+    from skillopt_sleep.results import night_label
 
-    _check(fmt)
+    fmt = _check(fmt, output)
     nights = service().nights(limit)
     if fmt == "json":
         rows: list[dict[str, Any]] = [n.model_dump(mode="json") for n in nights]
@@ -83,7 +93,7 @@ def export_history(
         tokens = (n.input_tokens or 0) + (n.output_tokens or 0)
         status = n.status.value + (" (dry run)" if n.dry_run else "")
         lines.append(
-            f"| {n.id} | {n.started_at or ''} | {status} "
+            f"| {night_label(n.id)} | {n.started_at or ''} | {status} "
             f"| {fmt_score(n.val_before)} → {fmt_score(n.val_after)} "
             f"| {fmt_score(n.test_before)} → {fmt_score(n.test_after)} "
             f"| {n.calls or 0} | {tokens} | {fmt_score(n.seconds)} | {n.proposal_id or ''} |"

@@ -16,7 +16,14 @@ AGENT_CHOICES = tuple(
 )
 #: The CLI's choice type (an Enum of :data:`AGENT_CHOICES`, member name = value).
 AgentName = Enum("AgentName", {n: n for n in AGENT_CHOICES}, type=str)  # type: ignore[misc]
-_AGENT_HELP = ", ".join(a.install for a in agents.installable_agents() if a.install) + "."
+#: what completion offers: each agent once, by its install key (the other spellings are
+#: accepted, never offered twice)
+INSTALL_KEYS = tuple(a.install for a in agents.installable_agents() if a.install)
+_AGENT_HELP = ", ".join(INSTALL_KEYS) + "."
+
+
+def _complete_agent(incomplete: str) -> list[str]:
+    return [n for n in INSTALL_KEYS if n.startswith(incomplete)]
 
 
 _SYMBOL = {
@@ -58,7 +65,9 @@ def _print(report, verb: str) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("install")
     def install_cmd(
-        agent: AgentName = typer.Argument(..., help=_AGENT_HELP),
+        agent: AgentName = typer.Argument(
+            ..., help=_AGENT_HELP, metavar="AGENT", autocompletion=_complete_agent
+        ),
         user: bool = typer.Option(
             False, "--user", help="Install for your user account (the default)."
         ),
@@ -87,7 +96,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("uninstall")
     def uninstall_cmd(
-        agent: AgentName = typer.Argument(..., help=_AGENT_HELP),
+        agent: AgentName = typer.Argument(
+            ..., help=_AGENT_HELP, metavar="AGENT", autocompletion=_complete_agent
+        ),
         user: bool = typer.Option(
             False, "--user", help="Uninstall from your user account (the default)."
         ),

@@ -11,7 +11,14 @@ import typer
 
 from skillopt_sleep.cli.console import err, out
 from skillopt_sleep.cli.console import fmt_score as _fmt
-from skillopt_sleep.results import Dispatch, NightOutcome, NightResult, NightStatus, Trigger
+from skillopt_sleep.results import (
+    Dispatch,
+    NightOutcome,
+    NightResult,
+    NightStatus,
+    Trigger,
+    night_label,
+)
 from skillopt_sleep.service import Service
 
 
@@ -116,7 +123,10 @@ def run_night(
 def print_night(r: NightResult, by: str = "") -> None:
     """A night's outcome (from this process or the daemon)."""
     summary, cost = r.summary, r.cost
-    out.print(f"night {r.night_id}{by}: {r.status}")
+    if r.night_id < 0:  # a dry run: no night number taken
+        out.print(f"dry run {night_label(r.night_id)}{by}: {r.status}")
+    else:
+        out.print(f"night {r.night_id}{by}: {r.status}")
     if summary.reason:
         out.print(f"  {summary.reason}", markup=False)
     if summary.warning:

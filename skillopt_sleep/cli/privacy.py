@@ -62,12 +62,13 @@ def register(app: typer.Typer) -> None:
             out.print("no outbound model calls recorded yet")
             return
         for r in rows:
-            out.print(
-                f"{r['at']}  {r['role']}/{r['purpose']}  {r['backend']} {r['model']}"
-                + (f" @{r['endpoint']}" if r["endpoint"] else "")
-                + f"  sent {r['chars']} chars, got {r['response_chars']}"
-                + f"  sha256 {r['sha256'][:12]}  {r['status']}",
-                markup=False,
-            )
+            at = str(r["at"] or "")[:19].replace("T", " ")  # UTC, to the second
+            call = f"{at}  {r['role']}/{r['purpose']}  {r['status']}"
+            where = f"{r['backend']} {r['model']}" + (f" @{r['endpoint']}" if r["endpoint"] else "")
+            sizes = f"sent {r['chars']} chars, got {r['response_chars']}"
+            line = f"{call}  {where}  {sizes}  sha256 {r['sha256'][:12]}"
+            if len(line) > out.width:  # a narrow terminal: the call, then where and what
+                line = f"{call}  {sizes}\n    {where}  sha256 {r['sha256'][:12]}"
+            out.print(line, markup=False)
             if prompts and r["prompt"]:
                 out.print("    " + r["prompt"].replace("\n", "\n    "), markup=False)

@@ -22,10 +22,14 @@ from rich.markup import escape
 from rich.progress import (
     BarColumn,
     Progress,
+    ProgressColumn,
     SpinnerColumn,
+    Task,
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.table import Column
+from rich.text import Text
 
 from skillopt_sleep.cli.console import err
 from skillopt_sleep.results import ProgressEvent
@@ -77,6 +81,17 @@ def describe(ev: ProgressEvent) -> tuple[str, str]:
     return label, details
 
 
+class _Details(ProgressColumn):
+    """The calls and tokens so far: the column that gives way on a narrow terminal (cut with
+    "…"), so the elapsed time after it stays whole at 80 columns."""
+
+    def __init__(self) -> None:
+        super().__init__(table_column=Column(no_wrap=False, overflow="ellipsis", ratio=1))
+
+    def render(self, task: Task) -> Text:
+        return Text(task.fields["details"], style="dim", no_wrap=True, overflow="ellipsis")
+
+
 class LiveProgress:
     """A :data:`~skillopt_sleep.results.OnProgress` callback for one command (a context
     manager: the terminal display lives while the command runs). Thread-safe."""
@@ -94,9 +109,9 @@ class LiveProgress:
             self._bar = Progress(
                 SpinnerColumn(),
                 TextColumn("{task.description}"),
-                BarColumn(),
+                BarColumn(bar_width=20),
                 TextColumn("{task.fields[count]}"),
-                TextColumn("[dim]{task.fields[details]}"),
+                _Details(),
                 TimeElapsedColumn(),
                 console=err,
                 transient=True,

@@ -286,7 +286,9 @@ def build_server(service: Service | None = None, *, http_token: str | None = Non
         return _guard(lambda: _start_night(svc, dry_run, project))
 
     @tool(READ)
-    def get_night(id: Annotated[int, Field(ge=1, description="Night id")]) -> m.NightInfo:
+    def get_night(
+        id: Annotated[int, Field(description="Night id (a dry run's is negative: -1 is d1)")],
+    ) -> m.NightInfo:
         """A night's status, progress lines, scores, cost and summary."""
         return _guard(lambda: _night(svc, svc.night(id)))
 

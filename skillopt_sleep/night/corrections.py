@@ -882,10 +882,18 @@ def settle(feedback: Feedback, accepted: str | None) -> Feedback:
     return feedback.model_copy(update={"accepted": accepted, "checks": kept, "demoted": demoted})
 
 
-def analyze(text: str, previous_answer: str = "", known_tools: Iterable[str] = ()) -> Feedback:
+def analyze(
+    text: str,
+    previous_answer: str = "",
+    known_tools: Iterable[str] = (),
+    *,
+    correction: bool = False,
+) -> Feedback:
     """Classify ``text`` and, for a correction, derive its checks (validated by the negative
-    and anti-gaming controls; :func:`settle` adds the positive one) and rubric line."""
-    label = classify(text)
+    and anti-gaming controls; :func:`settle` adds the positive one) and rubric line.
+    ``correction``: the caller knows it is one (mining's correction by its role: "no emojis
+    please"), whatever :func:`classify` says of its words."""
+    label: Label = "correction" if correction else classify(text)
     if label != "correction":
         return Feedback(label=label, text=text)
     d = _derive(text, previous_answer, known_tools)

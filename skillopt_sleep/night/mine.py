@@ -236,10 +236,11 @@ def _last_active(session: dict, messages: list[dict]) -> _dt.datetime | None:
 
 
 #: A short follow-up that amends the answer it follows ("use the imperative mood", "make it
-#: shorter", "it should mention the ticket", "without emojis", "in snake_case"): a
-#: correction by its role, whatever its first word.
+#: shorter", "it should mention the ticket", "without emojis", "no emojis please", "in
+#: snake_case"): a correction by its role, whatever its first word.
 _AMENDS = re.compile(
-    r"^\W*(?:(?:and|but|also|please|pls)\s+)*(?:use|make (?:it|that|this|them)"
+    r"^\W*(?:(?:and|but|also|please|pls)\W+)*(?:use|make (?:it|that|this|them)"
+    r"|no (?:more )?emojis?|emoji[\s-]*free"
     r"|keep (?:it|that|this|them)|(?:it|that|this|they|the \w+) (?:should|must|needs? to"
     r"|has to|have to)|should|must|needs? to|without|only|in (?:the )?[\w-]+(?: [\w-]+)? "
     r"(?:mood|style|case|format|tense|voice)|in (?:snake|camel|kebab|pascal)_?case"
@@ -310,7 +311,9 @@ def _walk(
                 elif label == "correction" and not fb.typed_by_user(text):
                     dropped["correction_in_injected_text"] += 1  # a file's words, not the user's
                 elif label == "correction":
-                    current.corrections.append(fb.analyze(text, current.answer, session_tools))
+                    current.corrections.append(
+                        fb.analyze(text, current.answer, session_tools, correction=True)
+                    )
                     current.answer = ""
                 else:
                     current.positives += 1

@@ -26,13 +26,29 @@ def _score(x: float | None) -> str:
 
 
 def message(
-    proposal_id: str, target: str, val_before: float | None, val_after: float | None
+    proposal_id: str,
+    target: str,
+    val_before: float | None,
+    val_after: float | None,
+    project: str | None = None,
 ) -> tuple[str, str]:
-    """The notification's title and body."""
+    """The notification's title and body: which document, of which project (a project's
+    own file: ``AGENTS.md of webapp (/src/webapp)``; a shared memory file: ``CLAUDE.md in
+    /home/u/.claude, the block for webapp``), and its scores."""
     name = os.path.basename(target) or target
+    folder = os.path.dirname(target)
+    what = f"{name} in {folder}" if folder else name
+    pname = ""
+    if project:
+        root = project.rstrip("/") or project
+        pname = os.path.basename(root) or root
+        inside = target.startswith(root + "/")
+        what = f"{name} of {pname} ({folder})" if inside else f"{what}, the block for {pname}"
     return (
-        f"skillopt-sleep: proposal {proposal_id} is ready",
-        f"{name}: val {_score(val_before)} → {_score(val_after)}. "
+        f"skillopt-sleep: proposal {proposal_id}"
+        + (f" for {pname}" if pname else "")
+        + " is ready",
+        f"{what}: val {_score(val_before)} → {_score(val_after)}. "
         f"Review: skillopt-sleep show {proposal_id}",
     )
 
@@ -68,7 +84,8 @@ def proposal_ready(
     (``sent with notify-send``, ``off (notify.desktop = false)``, ``not sent: …``)."""
     if not settings.notify.desktop:
         return "off (notify.desktop = false)"
-    title, body = message(proposal_id, target, val_before, val_after)
+    project = str(settings.project) if settings.project else None
+    title, body = message(proposal_id, target, val_before, val_after, project)
     argv, why = _command(title, body)
     if argv is None:
         return f"not sent: {why}"

@@ -15,8 +15,20 @@ class NightsRepo(Repository):
     ``val_after``, ``test_before``, ``test_after``, ``proposal_id``, ``summary`` (JSON text)."""
 
     def add(self, **fields: Any) -> int:
-        """Insert a night row; returns its id."""
-        return self._insert("nights", fields)
+        """Insert a night row; returns its id. A dry run takes no night number: its id is the
+        next negative one (-1, -2, …; shown ``d1``, ``d2``), so the next real night is
+        numbered as if it had not run."""
+        if "id" in fields:
+            return self._insert("nights", fields)
+        # SQLite's own next id is one more than the largest, which a dry run's -1 would make 0
+        sql = (
+            "select min(0, coalesce(min(id), 0)) - 1 from nights"
+            if fields.get("dry_run")
+            else "select max(0, coalesce(max(id), 0)) + 1 from nights"
+        )
+        with self.db.lock:  # the id and the insert under one lock: no other thread between
+            night_id = int(self.db.execute(sql).fetchone()[0])
+            return self._insert("nights", {**fields, "id": night_id})
 
     def set(self, night_id: int, **fields: Any) -> None:
         """Update columns of one night."""
@@ -43,8 +55,10 @@ class NightsRepo(Repository):
         )
 
     def recent(self, limit: int = 5) -> list[Row]:
-        """The last ``limit`` nights, newest first."""
-        return list(self.db.table("nights").rows_where(order_by="id desc", limit=limit))
+        """The last ``limit`` nights, newest first (by start: dry runs' ids are negative)."""
+        return list(
+            self.db.table("nights").rows_where(order_by="started_at desc, id desc", limit=limit)
+        )
 
     def last_real(self) -> Row | None:
         """The newest night that is not a dry run that only planned (or found no task)."""

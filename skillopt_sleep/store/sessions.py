@@ -197,6 +197,16 @@ class SessionsRepo(Repository):
         sql = " and ".join(where) or None
         return list(self.db.table("sessions").rows_where(sql, args, order_by="started_at"))
 
+    def ids_matching(self, head: str, tail: str = "", limit: int = 20) -> list[str]:
+        """Ids of the sessions whose id or key (the id without its ``source:``) starts with
+        ``head`` and whose id ends with ``tail``, at most ``limit``, sorted."""
+        rows = self.db.execute(
+            "select id from sessions where (substr(id, 1, ?) = ? or substr(key, 1, ?) = ?) "
+            "and (? = 0 or substr(id, length(id) - ? + 1) = ?) order by id limit ?",
+            [len(head), head, len(head), head, len(tail), len(tail), tail, limit],
+        ).fetchall()
+        return [r[0] for r in rows]
+
     def messages(self, session_id: str) -> list[Row]:
         """The session's messages in order, ``tool_names`` decoded to a list, ``context``
         (a tool message's capsule item) to a dict or None."""

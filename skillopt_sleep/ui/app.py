@@ -1,7 +1,8 @@
 """The dashboard's Starlette app: routes, the token, CSRF-safe writes.
 
 * Every request needs the per-install token: ``?token=…`` on a ``GET`` sets an ``HttpOnly``,
-  ``SameSite=Strict`` cookie and redirects to the same page without it; afterwards the cookie
+  ``SameSite=Strict`` cookie (kept 30 days: ``Max-Age``) and redirects to the same page
+  without it; afterwards the cookie
   (or an ``Authorization: Bearer`` header) carries it. Without it: ``401``.
 * The ``Host`` header must name this loopback address (``127.0.0.1:<port>`` or
   ``localhost:<port>``), so a DNS-rebinding page cannot reach the server: ``403``.
@@ -24,12 +25,13 @@ from urllib.parse import quote, urlencode
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from skillopt_sleep.errors import SkilloptError
-from skillopt_sleep.results import Trigger
+from skillopt_sleep.results import Trigger, night_label, parse_night
 from skillopt_sleep.ui import pages
 
 if TYPE_CHECKING:
@@ -37,6 +39,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 COOKIE = "skillopt_ui"
+#: how long the browser keeps the token's cookie (30 days: the token itself lasts until the
+#: state folder's ui-token file is deleted; a session cookie made the user paste it again
+#: after every browser restart)
+COOKIE_MAX_AGE = 30 * 24 * 3600
 HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
@@ -65,6 +71,21 @@ def _refuse(code: int, message: str) -> HTMLResponse:
     return _html(pages.error("Refused", message), code)
 
 
+class _NightConvertor(Convertor[int]):
+    """A night's id in a path as it is shown: ``3``, ``d1`` (a dry run: -1), ``-1``."""
+
+    regex = "d?[0-9]+|-[0-9]+"
+
+    def convert(self, value: str) -> int:
+        return parse_night(value) or 0  # 0: no night ("no night 0" on the page)
+
+    def to_string(self, value: int) -> str:
+        return night_label(value)
+
+
+register_url_convertor("night", _NightConvertor())
+
+
 def build_app(service: Service, token: str, port: int) -> Starlette:
     """The app for ``service``, answering on ``127.0.0.1:port`` with ``token``."""
     hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
@@ -88,7 +109,13 @@ def build_app(service: Service, token: str, port: int) -> Starlette:
                 target = quote(request.url.path) + ("?" + urlencode(rest) if rest else "")
                 response = RedirectResponse(target, status_code=303, headers=HEADERS)
                 response.set_cookie(
-                    COOKIE, token, httponly=True, samesite="strict", path="/", secure=False
+                    COOKIE,
+                    token,
+                    max_age=COOKIE_MAX_AGE,
+                    httponly=True,
+                    samesite="strict",
+                    path="/",
+                    secure=False,
                 )
                 return response
             if not authorised(request):
@@ -204,7 +231,8 @@ def build_app(service: Service, token: str, port: int) -> Starlette:
         "/search": lambda r: pages.search(service, q(r, "q"), q(r, "agent") or None),
         "/sessions/{sid}": lambda r: pages.session(service, r.path_params["sid"]),
         "/nights": lambda r: pages.nights(service, csrf, flash(r)),
-        "/nights/{nid:int}": lambda r: pages.night(service, r.path_params["nid"], flash(r)),
+        # a night by its id as shown: 3, or d1 for a dry run (whose id is negative)
+        "/nights/{nid:night}": lambda r: pages.night(service, r.path_params["nid"], flash(r)),
     }
     routes: list[Any] = [
         Route(path, guard(page(render)), methods=["GET"]) for path, render in views.items()

@@ -28,6 +28,15 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}" if isinstance(v, float) and not v.is_integer() else f"{int(v):,}"
 
 
+def _tick(v: float) -> str:
+    """A y-axis label short enough for the room left of the axis (``4.92k``, ``1.2M``; never
+    ``4.92e+03``, which the svg's edge clipped)."""
+    for unit, size in (("M", 1e6), ("k", 1e3)):
+        if abs(v) >= size:
+            return f"{v / size:.3g}{unit}"
+    return _fmt(v)
+
+
 def _ticks(y_max: float) -> list[float]:
     return [y_max * i / 4 for i in range(5)]
 
@@ -37,7 +46,7 @@ def _frame(y_max: float) -> list[str]:
     for t in _ticks(y_max):
         y = _y(t, y_max)
         parts.append(f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y}" y2="{y}"/>')
-        parts.append(f'<text x="{LEFT - 6}" y="{y + 4}" text-anchor="end">{esc(_fmt(t))}</text>')
+        parts.append(f'<text x="{LEFT - 6}" y="{y + 4}" text-anchor="end">{esc(_tick(t))}</text>')
     parts.append(
         f'<line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{HEIGHT - BOTTOM}"/>'
         f'<line class="axis" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{HEIGHT - BOTTOM}" '

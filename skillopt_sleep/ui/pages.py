@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from skillopt_sleep.errors import ConfigError
 from skillopt_sleep.night.split import HELD_OUT
+from skillopt_sleep.results import night_label
 from skillopt_sleep.ui.charts import Series, bar_chart, line_chart
 from skillopt_sleep.ui.html import (
     Html,
@@ -56,7 +57,11 @@ def start_night_form(svc: Service, csrf: str) -> Html:
     """The "Start a night" button, or which night runs now (one night at a time)."""
     if svc.night_running():
         running = [n for n in svc.nights(5) if n.status == "running"]
-        which = link(url("nights", str(running[0].id)), f"#{running[0].id}") if running else ""
+        which = (
+            link(url("nights", night_label(running[0].id)), f"#{night_label(running[0].id)}")
+            if running
+            else ""
+        )
         return Html(
             f'<p class="muted" id="night-running">A night is running {which}: the next can '
             "start when it has finished.</p>"
@@ -197,7 +202,7 @@ def overview(svc: Service, csrf: str = "", flash: Flash = None) -> str:
     if n is not None:
         last = kv(
             [
-                ("night", link(url("nights", str(n.id)), f"#{n.id}")),
+                ("night", link(url("nights", night_label(n.id)), f"#{night_label(n.id)}")),
                 ("status", status(n.status)),
                 ("started", n.started_at),
                 ("val", f"{score(n.val_before)} → {score(n.val_after)}"),
@@ -512,12 +517,27 @@ def proposal(svc: Service, proposal_id: str, csrf: str, flash: Flash = None) -> 
 
 
 # ---------------------------------------------------------------------------- tasks
+#: what each of a check's controls checked (see :class:`~skillopt_sleep.models.Check`)
+CONTROLS = {
+    "negative": "fails the corrected answer",
+    "positive": "passes the accepted answer",
+    "anti_gaming": "its own words alone do not pass",
+}
+
+
 def _check(c: dict[str, Any]) -> str:
-    text = f"{c.get('kind', '?')} {c.get('value', '')!r}"
-    extra = {k: v for k, v in c.items() if k not in ("kind", "value") and v not in (None, "", [])}
-    if extra:
-        text += " (" + ", ".join(f"{k}: {v}" for k, v in extra.items()) + ")"
-    return text
+    """A check as a sentence: ``contains 'pnpm' — from a correction: "no, use pnpm";
+    fails the corrected answer: pass; …`` (never a Python dict)."""
+    text = str(c.get("kind", "?")) + (f" {c['value']!r}" if c.get("value") else "")
+    parts = []
+    if c.get("origin"):
+        evidence = " ".join(str(c.get("evidence") or "").split())
+        parts.append(f"from a {c['origin']}" + (f': "{evidence}"' if evidence else ""))
+    for k, v in (c.get("controls") or {}).items():
+        parts.append(f"{CONTROLS.get(k, k.replace('_', ' '))}: {v}")
+    if c.get("context"):
+        parts.append("needs the occurrence's context")
+    return text + (" — " + "; ".join(parts) if parts else "")
 
 
 #: the occurrence roles in the order the tasks page counts them
@@ -710,7 +730,7 @@ def session(svc: Service, session_id: str) -> str:
 def nights(svc: Service, csrf: str = "", flash: Flash = None) -> str:
     rows = [
         [
-            link(url("nights", str(n.id)), f"#{n.id}"),
+            link(url("nights", night_label(n.id)), f"#{night_label(n.id)}"),
             status(n.status),
             n.trigger or "—",
             n.started_at or "—",
@@ -808,7 +828,7 @@ def night(svc: Service, night_id: int, flash: Flash = None) -> str:
         )
     )
     return page(
-        f"Night #{n.id}",
+        f"Night #{night_label(n.id)}",
         "".join(parts),
         active="/nights",
         flash=flash,

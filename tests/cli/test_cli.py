@@ -132,6 +132,33 @@ def test_demo_runs_with_no_agent_installed(tmp_path):
     assert "Use `pnpm` instead of `npm`." in (tmp_path / "demo/home/.claude/CLAUDE.md").read_text()
 
 
+def test_demo_look_around_line_works_pasted_and_proposals_all_fits_80_columns(tmp_path):
+    """The "look around" line carries the env the demo ran with (HOME too): pasted into a
+    shell it shows the proposal, and with its env the sandbox's proposals adopt and roll back.
+    `proposals --all` then fits 80 columns (a rolled_back copy beside it), the target
+    shortened in its middle, never wrapped."""
+    import shlex
+
+    res = skillopt("demo", "--keep", str(tmp_path / "a-demo-folder-named-at-length" / "demo"))
+    assert res.returncode == 0, res.stderr
+    [line] = [ln for ln in res.stdout.splitlines() if ln.startswith("look around: ")]
+    pasted = line.removeprefix("look around: ")
+    shown = subprocess.run(["sh", "-c", pasted], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and "skillopt-sleep proposal p1" in shown.stdout, shown.stderr
+    *assigns, _exe, _show, _pid = shlex.split(pasted)
+    sandbox = dict(a.split("=", 1) for a in assigns)
+    assert set(sandbox) == {"HOME", "SKILLOPT_SLEEP_HOME"}
+    env = dict(os.environ) | sandbox
+    adopted = skillopt("adopt", "p1-codex", env=env)
+    assert adopted.returncode == 0, adopted.stderr
+    assert skillopt("rollback", env=env).returncode == 0
+    listed = skillopt("proposals", "--all", env=env | {"COLUMNS": "80"}).stdout
+    assert max(len(ln) for ln in listed.splitlines()) <= 80, listed
+    rows = {ln.split()[0]: ln.split() for ln in listed.splitlines()[1:]}
+    assert rows["p1-codex"][1] == "rolled_back" and rows["p1"][1] == "staged", listed
+    assert rows["p1"][-1].endswith("…/CLAUDE.md") and rows["p1-codex"][-1].endswith("/AGENTS.md")
+
+
 def test_usage_mistakes_are_usage_errors_not_internal_ones(tmp_path):
     for args in (["status", "--bogus"], ["bogus"], ["show"]):
         res = skillopt(*args)
@@ -424,6 +451,26 @@ def test_version_and_config_path_show_edit(tmp_path):
     assert "epochz" in broken.stderr and "epochz = 2" in cfg.read_text()
 
 
+def test_version_answers_without_importing_the_heavy_modules():
+    """`--version` imports neither the service, the store, sqlite-utils nor pydantic (it took
+    1.5 s cold before): measured with `python -X importtime`."""
+    res = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "skillopt_sleep", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 0 and res.stdout.startswith("skillopt-sleep "), res.stderr
+    imported = {
+        line.split("|")[-1].strip()
+        for line in res.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "skillopt_sleep.cli" in imported  # the measurement saw the CLI's imports
+    heavy = {"skillopt_sleep.service", "skillopt_sleep.store", "sqlite_utils", "pydantic"}
+    assert not heavy & imported, heavy & imported
+
+
 def test_tables_fit_80_columns_keep_the_file_name_and_every_source_name(tmp_path, isolated_home):
     """Piped with COLUMNS=80: `harvest`, `proposals` and `tasks` lines fit in 80 columns; the
     target path is shortened in its middle (its file name whole), source names and ids whole."""
@@ -483,22 +530,26 @@ def test_nights_search_session_show_logs_and_status_says_what_is_adopted(session
     env = dict(os.environ, COLUMNS="80")
     with serve("demo") as sim:
         cfg = sim_config(tmp_path / "c.toml", home, project, sim.url + "/v1")
-        assert skillopt("--config", str(cfg), "run", "--dry-run").returncode == 0
+        dry = skillopt("--config", str(cfg), "run", "--dry-run")
+        assert dry.returncode == 0 and dry.stdout.startswith("dry run d1: planned"), dry.stdout
         night = json.loads(skillopt("--config", str(cfg), "run", "--json").stdout)
-    assert night["proposal_id"] == "p1"  # the dry run took no proposal number
+    # the dry run took neither a night number nor a proposal number
+    assert night["night_id"] == 1 and night["proposal_id"] == "p1"
     history = json.loads(skillopt("nights", "--json").stdout)
     assert [(n["id"], n["status"], n["dry_run"]) for n in history] == [
-        (night["night_id"], "succeeded", False),
-        (night["night_id"] - 1, "planned", True),
+        (1, "succeeded", False),
+        (-1, "planned", True),
     ]
     human = skillopt("nights", env=env).stdout
     assert max(len(line) for line in human.splitlines()) <= 80
-    [row] = [ln for ln in human.splitlines() if ln.split()[:1] == [str(night["night_id"])]]
+    [row] = [ln for ln in human.splitlines() if ln.split()[:1] == ["1"]]
     assert "succeeded" in row.split() and row.rstrip().endswith("p1")
-    assert any(
-        ln.split()[:1] == [str(night["night_id"] - 1)] and "dry run" in ln
-        for ln in human.splitlines()
-    )
+    assert any(ln.split()[:1] == ["d1"] and "dry run" in ln for ln in human.splitlines())
+    dry_log = skillopt("logs", "--night", "d1")
+    assert dry_log.returncode == 0 and "dry run" in dry_log.stdout, dry_log.stderr
+    assert skillopt("logs", "--night", "-1").stdout == dry_log.stdout
+    bad = skillopt("logs", "--night", "x1")
+    assert bad.returncode == 1 and bad.stderr.startswith("error: --night takes a night's id")
     assert str(night["cost"]["calls"]) in row.split()
 
     hits = json.loads(skillopt("search", "pnpm", "--json").stdout)["hits"]
@@ -511,11 +562,35 @@ def test_nights_search_session_show_logs_and_status_says_what_is_adopted(session
     session = skillopt("session", "show", sid)
     assert session.returncode == 0 and f"session {sid}" in session.stdout
     assert "pnpm" in session.stdout
+    # at 80 columns the session's key is cut in its middle (the source has its column) and
+    # `session show` takes it as printed, the bare key and a unique prefix too
+    narrow = skillopt("search", "pnpm", env=env).stdout
+    assert max(len(line) for line in narrow.splitlines()) <= 80, narrow
+    rows = [ln.split() for ln in narrow.splitlines()[1:]]
+    assert rows and all("…" in r[0] and len(r[0]) <= 20 for r in rows), narrow
+    assert all(r[1] in ("claude_code", "codex") and r[2] == "user" for r in rows), narrow
+    for r in rows:
+        assert "[pnpm]" in " ".join(r[3:])  # the match column keeps room for the words
+    printed = rows[0][0]
+    full = next(h["session_id"] for h in hits if h["session_id"].endswith(printed[-8:]))
+    for given in (printed, full.split(":", 1)[1], full.split(":", 1)[1][:13]):
+        got = skillopt("session", "show", given)
+        assert got.returncode == 0 and f"session {full} " in got.stdout, (given, got.stderr)
+    ambiguous = skillopt("session", "show", "codex:")
+    assert ambiguous.returncode == 1 and len(ambiguous.stderr.strip().splitlines()) == 1
+    assert ambiguous.stderr.startswith("error: session 'codex:' is ambiguous: codex:")
     bad = skillopt("session", "show", "nope")
     assert bad.returncode == 1 and bad.stderr.startswith("error: no session 'nope'")
     no_daemon_log = skillopt("logs").stdout  # a night run by the CLI: its own log, named
     assert "no night log yet" in no_daemon_log
     assert f"`skillopt-sleep logs --night {night['night_id']}`" in no_daemon_log
+    # `logs --json`, as every read command: the text, where it was read, the last night
+    log = json.loads(skillopt("logs", "--json").stdout)
+    assert log["text"] == "" and log["path"].endswith("night.log") and log["night_id"] is None
+    assert log["last_night_id"] == night["night_id"]
+    own = json.loads(skillopt("logs", "--night", str(night["night_id"]), "--json").stdout)
+    assert own["night_id"] == night["night_id"] and Path(own["path"]).is_file()
+    assert f"night {night['night_id']} started" in own["text"]
 
     # export: a proposal and the history, JSON or Markdown, stdout or a file
     md = skillopt("export", "proposal", "p1").stdout
@@ -527,8 +602,19 @@ def test_nights_search_session_show_logs_and_status_says_what_is_adopted(session
     assert res.returncode == 0 and res.stderr.strip() == f"wrote {out_file}"
     table = out_file.read_text()
     assert f"| {night['night_id']} |" in table and "| p1 |" in table and "(dry run)" in table
+    assert "| d1 |" in table
     hist = json.loads(skillopt("export", "history", "--format", "json").stdout)
     assert [n["id"] for n in hist] == [n["id"] for n in history]
+    # the format follows the file's extension (x.json: JSON), --format wins over it
+    as_json = tmp_path / "p1.json"
+    assert skillopt("export", "proposal", "p1", "-o", str(as_json)).returncode == 0
+    assert json.loads(as_json.read_text())["id"] == "p1"
+    hist_json = tmp_path / "history.JSON"
+    assert skillopt("export", "history", "-o", str(hist_json)).returncode == 0
+    assert [n["id"] for n in json.loads(hist_json.read_text())] == [n["id"] for n in history]
+    forced = tmp_path / "forced.json"
+    assert skillopt("export", "history", "-f", "md", "-o", str(forced)).returncode == 0
+    assert forced.read_text().startswith("# skillopt-sleep nights")
     wrong = skillopt("export", "history", "--format", "xml")
     assert wrong.returncode == 1 and wrong.stderr.startswith("error: --format must be md or json")
 
@@ -649,7 +735,17 @@ def test_shell_completion_script_and_completions(tmp_path):
         "skillopt-sleep pro": ("1", {"proposals"}),
         "skillopt-sleep config s": ("2", {"show"}),
         "skillopt-sleep ni": ("1", {"nights"}),
+        # an agent's other spelling (claude_code) is accepted, never offered beside claude-code
+        "skillopt-sleep install cl": ("2", {"claude-code"}),
+        "skillopt-sleep uninstall claude": ("2", {"claude-code"}),
     }
     for line, (cword, expected) in words.items():
         got = skillopt(env=ask | {"COMP_WORDS": line, "COMP_CWORD": cword})
         assert set(got.stdout.split()) == expected, (line, got.stdout, got.stderr)
+    every = skillopt(env=ask | {"COMP_WORDS": "skillopt-sleep install ", "COMP_CWORD": "2"})
+    offered = every.stdout.split()
+    assert {"claude-code", "codex", "copilot"} <= set(offered), every.stdout
+    assert len(offered) == len(set(offered)) and "claude_code" not in offered
+    # the other spelling still installs
+    res = skillopt("install", "claude_code", "--dry-run")
+    assert res.returncode == 0 and res.stdout.startswith("install claude-code"), res.stderr

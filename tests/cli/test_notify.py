@@ -71,8 +71,11 @@ def test_a_staged_proposal_notifies_and_status_says_so_until_it_is_seen(world, t
     [argv] = calls
     assert argv[0] == "--app-name=skillopt-sleep"
     title, body = argv[1:]
-    assert title == f"skillopt-sleep: proposal {pid} is ready"
-    assert body.startswith("AGENTS.md: val ") and f"skillopt-sleep show {pid}" in body
+    # it names the document and the project it is for
+    _home, project = world
+    assert title == f"skillopt-sleep: proposal {pid} for webapp is ready"
+    assert body.startswith(f"AGENTS.md of webapp ({project}): val ")
+    assert f"skillopt-sleep show {pid}" in body
     assert night["summary"]["notified"] == "sent with notify-send"
     # status: the notice, until someone looks at the proposal
     st = json.loads(skillopt("status", "--json", env=env).stdout)
@@ -111,3 +114,20 @@ def test_notify_desktop_false_sends_nothing(world, tmp_path):
     assert night["summary"]["notified"] == "off (notify.desktop = false)"
     assert not (tmp_path / "bin" / "calls.jsonl").exists()
     assert shutil.which("notify-send", path=env["PATH"])  # it was there to be called
+
+
+def test_the_notification_names_the_document_and_its_project():
+    """A project's own file, a shared memory file's block for a project, no project."""
+    from skillopt_sleep.night.notify import message
+
+    title, body = message("p2", "/src/webapp/AGENTS.md", 0.5, 1.0, "/src/webapp")
+    assert title == "skillopt-sleep: proposal p2 for webapp is ready"
+    assert (
+        body == "AGENTS.md of webapp (/src/webapp): val 0.50 → 1.00. Review: skillopt-sleep show p2"
+    )
+    title, body = message("p3", "/home/u/.claude/CLAUDE.md", None, 1.0, "/src/api/")
+    assert title == "skillopt-sleep: proposal p3 for api is ready"
+    assert body.startswith("CLAUDE.md in /home/u/.claude, the block for api: val — → 1.00.")
+    title, body = message("p4", "/src/webapp/AGENTS.md", 0.0, 1.0)
+    assert title == "skillopt-sleep: proposal p4 is ready"
+    assert body.startswith("AGENTS.md in /src/webapp: val 0.00 → 1.00.")

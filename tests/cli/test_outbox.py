@@ -66,6 +66,11 @@ def test_every_outbound_call_is_in_the_outbox(isolated_home: Path, tmp_path: Pat
         assert r["sha256"] == hashlib.sha256(r["prompt"].encode()).hexdigest()
     text = _cli(env, "--config", str(cfg), "outbox").stdout
     assert text.count("openai_compatible sim @127.0.0.1") == min(sent, 50)
+    # at 80 columns each call takes two lines that fit, nothing dropped
+    narrow = _cli(env | {"COLUMNS": "80"}, "--config", str(cfg), "outbox").stdout
+    assert max(len(line) for line in narrow.splitlines()) <= 80, narrow
+    assert narrow.count("openai_compatible sim @127.0.0.1") == min(sent, 50)
+    assert narrow.count("sha256 ") == min(sent, 50) and "optimizer/reflect  ok" in narrow
 
     # a shorter retention empties the kept texts; the calls stay recorded
     cfg = _config(tmp_path / "c.toml", isolated_home, project, "http://127.0.0.1:9/v1", 0)

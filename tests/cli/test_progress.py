@@ -195,6 +195,23 @@ def test_run_on_a_terminal_shows_rich_progress(world, tmp_path):
     assert "checking the backends" in plain
 
 
+def test_progress_on_an_80_column_terminal_keeps_the_elapsed_time_whole(world, tmp_path):
+    """At 80 columns the calls and tokens give way ("…"), never the elapsed time at the end."""
+    home, project = world
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="80", LINES="40")
+    env.pop("NO_COLOR", None)
+    with serve("demo", latency=0.05) as sim:
+        cfg = sim_config(tmp_path / "c.toml", home, project, sim.url + "/v1")
+        shown = _run_on_a_terminal(skillopt_argv("--config", str(cfg), "run"), env)
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)
+    # the display's frames: a spinner first, then the step and its count
+    frames = [f.rstrip() for f in re.split(r"[\r\n]", plain) if re.match(r"[\u2800-\u28ff] ", f)]
+    replays = [f for f in frames if re.search(r"(replay|epoch).* \d+/\d+ ", f)]
+    assert replays, plain[-3000:]
+    for frame in replays:
+        assert len(frame) <= 80 and re.search(r" \d+:\d\d:\d\d$", frame), frame
+
+
 def test_progress_events_count_every_rollout_in_process(tmp_path, isolated_home):
     """The domain's events without the CLI: run_night's on_progress counts each rollout the
     night records, replay by replay."""

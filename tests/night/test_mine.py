@@ -701,6 +701,53 @@ def test_a_follow_up_that_amends_the_answer_is_a_correction_not_a_task(store: St
     assert not [i for i in intents if "imperative" in i or "shorter" in i]
 
 
+def test_no_emojis_please_is_a_correction_with_its_check_not_a_task(store: Store) -> None:
+    """ "no emojis please" (and its other wordings) after an answer corrects it: the task's
+    correction, with the structured no_emoji check derived from it, never a task of its own;
+    "no thanks" and "no problem" stay what they are."""
+    for key, day, follow_up in (
+        ("a", 20, "no emojis please"),
+        ("b", 21, "please, no emojis"),
+        ("c", 22, "No more emojis."),
+    ):
+        add(
+            store,
+            key,
+            [
+                ("user", "write a commit message for the staged changes"),
+                ("assistant", "Add retry to the fetch client \U0001f389"),
+                ("user", follow_up),
+                ("assistant", "Add retry to the fetch client"),
+            ],
+            day=day,
+        )
+    add(
+        store,
+        "d",
+        [
+            ("user", "summarise the open issues"),
+            ("assistant", "Three are open."),
+            ("user", "no thanks"),
+            ("user", "no problem, now list the stale branches"),
+        ],
+        day=23,
+    )
+    report = mine(store, settings(min_sessions=1), now=NOW)
+    commit = by_intent(report, "commit message")
+    assert commit.corrections == ["no emojis please", "please, no emojis", "No more emojis."]
+    assert all(o.corrected for o in commit.occurrences)
+    # its check fails the answer it corrected (negative control) but the bare words pass it
+    # too (anti-gaming): demoted to the rubric, which says it in words for a judge
+    assert commit.checks == [] and {c.kind for c in commit.demoted} == {"no_emoji"}
+    assert all(c.controls["negative"] == "pass" for c in commit.demoted)
+    assert "use no emoji" in commit.rubric
+    assert report.dropped["correction_by_role"] == 3
+    intents = [t.intent for t in report.tasks]
+    assert not [i for i in intents if "emoji" in i.lower()], intents
+    assert any("stale branches" in i for i in intents), intents  # not taken for a correction
+    assert not by_intent(report, "open issues").corrections
+
+
 def test_why_similar_prompts_were_kept_apart_is_recorded(store: Store) -> None:
     add(
         store,

@@ -112,14 +112,16 @@ def test_dry_run_makes_no_model_calls_and_stages_nothing(world):
 
 
 def test_proposal_ids_are_their_own_a_dry_run_takes_no_number(world):
-    """After a dry run (night 1) the first staged proposal is p1, not p<night id>."""
+    """A dry run takes neither a night number (its id is negative, shown d1) nor a proposal
+    number: the next real night is night 1, its proposal p1."""
     home, project, persona, target = world
     store = Store(paths.db_path())
     with serve(persona) as sim:
         settings = settings_for(home, project, sim.url, target)
-        assert run_night(store, settings, dry_run=True).night_id == 1
+        assert run_night(store, settings, dry_run=True).night_id == -1
+        assert run_night(store, settings, dry_run=True).night_id == -2
         real = run_night(store, settings)
-    assert real.night_id == 2 and real.status == "succeeded" and real.proposal_id == "p1"
+    assert real.night_id == 1 and real.status == "succeeded" and real.proposal_id == "p1"
     assert [r["id"] for r in db_rows(store, "proposals")] == ["p1"]
     assert store.proposals.next_id() == "p2" and store.proposals.next_id(after="p7") == "p8"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.server
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,10 @@ def test_every_page_renders_and_the_charts_carry_the_nights_numbers(world: World
         first = page.goto(ui.login_url)
         assert first is not None and first.status == 200
         assert page.url == ui.base + "/"  # the token left the address bar for a cookie
+        # a cookie that outlives the browser session (Max-Age), still HttpOnly and Strict
+        [cookie] = [c for c in page.context.cookies() if c["name"] == "skillopt_ui"]
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict", cookie
+        assert cookie["expires"] > time.time() + 7 * 86400, cookie  # -1: a session cookie
         assert page.locator("h1").inner_text() == "Overview"
         harvest = page.locator("#sec-agents-and-harvest").inner_text()
         assert "claude_code" in harvest and "codex" in harvest
@@ -86,6 +91,32 @@ def test_every_page_renders_and_the_charts_carry_the_nights_numbers(world: World
         tests = chart_points(page, test_id)
         expected = {("test before", x): night.test_before, ("test after", x): night.test_after}
         assert tests == {k: v for k, v in expected.items() if v is not None}
+        # every axis label lies inside its chart's svg (none clipped at an edge)
+        texts = page.locator("svg.chart text").count()
+        outside = page.eval_on_selector_all(
+            "svg.chart",
+            """svgs => svgs.flatMap(svg => {
+                const b = svg.getBoundingClientRect();
+                return [...svg.querySelectorAll('text')].filter(t => {
+                    const r = t.getBoundingClientRect();
+                    return r.left < b.left - 0.5 || r.right > b.right + 0.5
+                        || r.top < b.top - 0.5 || r.bottom > b.bottom + 0.5;
+                }).map(t => svg.closest('figure').id + ': ' + t.textContent);
+            })""",
+        )
+        assert texts > 0 and outside == [], outside
+        # on a narrow window too, each chart scaled down whole inside its figure and the page
+        page.set_viewport_size({"width": 420, "height": 800})
+        cut = page.eval_on_selector_all(
+            "svg.chart",
+            """svgs => svgs.filter(svg => {
+                const b = svg.getBoundingClientRect();
+                const f = svg.closest('figure').getBoundingClientRect();
+                return b.left < f.left - 0.5 || b.right > f.right + 0.5 || b.right > 420.5;
+            }).map(svg => svg.closest('figure').id)""",
+        )
+        assert cut == [], cut
+        page.set_viewport_size({"width": 1280, "height": 800})
         calls = chart_points(page, "calls")
         assert calls[("calls", x)] == night.cost.calls and night.cost.calls
         tokens = chart_points(page, "tokens")
@@ -97,6 +128,10 @@ def test_every_page_renders_and_the_charts_carry_the_nights_numbers(world: World
         assert {t.split for t in stored.tasks} <= set(
             page.locator("#sec-tasks table").inner_text().split()
         )
+        # the checks read as text, never as Python dicts
+        listed = page.locator("#sec-tasks table").inner_text()
+        assert "{" not in listed and "'negative'" not in listed, listed
+        assert "fails the corrected answer: pass" in listed, listed
 
         nav(page, "header nav >> text=Search")
         page.fill("input[name=q]", "pnpm")
@@ -114,6 +149,29 @@ def test_every_page_renders_and_the_charts_carry_the_nights_numbers(world: World
         log = page.locator("#night-log").inner_text()  # the night's own log
         assert f"night {night.night_id} started" in log
         assert f"night {night.night_id} succeeded: proposal {night.proposal_id}" in log
+
+
+def test_a_dry_run_is_listed_as_d1_and_its_page_opens(world: World, isolated_home: Path) -> None:
+    """A dry run takes no night number: the nights page lists it as #d1 beside the real night
+    #1, and its link opens its page (a negative id in the store)."""
+    store = Store(paths.db_path())
+    try:
+        # a dry run makes no model call: no simulator needed
+        settings = night_settings(isolated_home, world.project, world.target, "http://127.0.0.1:9")
+        dry = run_night(store, settings, dry_run=True)
+    finally:
+        store.close()
+    assert dry.night_id == -1 and world.night.night_id == 1
+    with ui_process() as ui, chromium() as browser:
+        page = browser.new_page()
+        page.goto(ui.login_url)
+        nav(page, "header nav >> text=Nights")
+        listed = page.locator("main table").first.inner_text()
+        assert "#d1" in listed and "#1" in listed, listed
+        nav(page, "main table >> text=#d1")
+        assert page.url.endswith("/nights/d1")
+        assert page.locator("h1").inner_text() == "Night #d1"
+        assert "planned" in page.locator("main").inner_text()
 
 
 def test_adopt_through_the_page_changes_the_live_file_and_rollback_restores_it(
@@ -263,6 +321,8 @@ def test_bad_requests_are_one_line_errors_and_need_the_token_too() -> None:
             for path, code, words in [
                 ("/proposals/p42", 400, "p42"),
                 ("/nights/42", 400, "no night 42"),
+                ("/nights/d7", 400, "no night d7"),
+                ("/nights/-3", 400, "no night d3"),
                 ("/sessions/claude_code:nope", 400, "no session"),
                 ("/no/such/page", 404, "no page /no/such/page"),
             ]:
