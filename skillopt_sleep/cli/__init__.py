@@ -24,7 +24,6 @@ from skillopt_sleep.cli.console import (
 from skillopt_sleep.cli.console import fmt_score as _fmt
 from skillopt_sleep.cli.console import state as _state
 from skillopt_sleep.errors import SkilloptError
-from skillopt_sleep.night.replay import context_state
 
 app = typer.Typer(
     name="skillopt-sleep",
@@ -107,6 +106,8 @@ def tasks(
     as_json: bool = JsonOpt,
 ) -> None:
     """Mine and list recurring tasks with their split and checks."""
+    from skillopt_sleep.night.replay import context_state
+
     svc = service()
     from skillopt_sleep.cli.progress import LiveProgress
 
