@@ -16,19 +16,13 @@ import sys
 import threading
 import time
 from types import TracebackType
-from typing import Any
-
-from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from typing import TYPE_CHECKING, Any
 
 from skillopt_sleep.cli.console import err
 from skillopt_sleep.results import ProgressEvent
+
+if TYPE_CHECKING:  # rich's progress display is imported when a terminal shows it
+    from rich.progress import Progress
 
 #: the least time between two counting events of one step on ``--json`` (seconds)
 MIN_INTERVAL = 0.1
@@ -91,6 +85,14 @@ class LiveProgress:
 
     def __enter__(self) -> LiveProgress:
         if self.mode == "rich":
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
             self._bar = Progress(
                 SpinnerColumn(),
                 TextColumn("{task.description}"),
@@ -141,6 +143,8 @@ class LiveProgress:
 
     def _rich(self, ev: ProgressEvent, bar: Progress) -> None:
         if ev.message:
+            from rich.markup import escape
+
             bar.console.print(f"[dim]{escape(ev.message)}[/]")
         label, details = describe(ev)
         new_step = label != self._label

@@ -29,6 +29,8 @@ HEAVY = (
     "psutil",
     "filelock",
     "rapidfuzz",
+    "rich.progress",  # --json: no live display
+    "rich.table",  # --json: no table
     "httpx",
     "mcp",
     "starlette",
