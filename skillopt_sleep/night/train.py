@@ -14,7 +14,8 @@ rollout loaded the skill, and a ``describe`` edit that rewrites it is gated like
 (the certified document, description included, is :attr:`Trainer.doc`).
 
 With ``workers > 1`` the replays that do not wait on each other run together
-(:meth:`Trainer.ahead`): the val baseline with the first mini-batch, and the val replays of
+(:meth:`Trainer.ahead`): the val baseline with the first mini-batch, a mini-batch with the
+epoch's next ones under the same rules (:meth:`Trainer.ahead_batches`), and the val replays of
 a mini-batch's next edits (as many as the workers run at once), each edit applied alone to
 the rules as they stand when the first of them is gated (:meth:`Trainer.ahead_edits`). The
 gate still settles the edits one by one, in order, and takes a replay made ahead only for the
@@ -181,6 +182,22 @@ class Trainer:
             for tid, sc in scores.items():
                 self._ahead[(text, tid)] = sc
 
+    def ahead_batches(self, batches: list[list[Task]], text: str) -> None:
+        """Before ``batches[0]`` is replayed under ``text``: unless that replay was made
+        ahead, replay it together with the epoch's next mini-batches under the same text, as
+        many as the workers run at once (those are used when their batches pass without an
+        edit, so the rules stay as they are)."""
+        if all((text, t.id) in self._ahead for t in batches[0]):
+            return
+        jobs: list[tuple[list[Task], str]] = []
+        size = 0
+        for batch in batches:
+            if jobs and size + len(batch) > self.replayer.workers:
+                break
+            jobs.append((batch, text))
+            size += len(batch)
+        self.ahead(jobs)
+
     def ahead_edits(
         self, doc: Document, val: list[Task], rules: list[str], edits: list[Edit]
     ) -> None:
@@ -325,6 +342,7 @@ class Trainer:
                     "train", epoch=epoch, epochs=self.s.epochs, batch=b, batches=len(batches)
                 )
                 self.say(f"epoch {epoch}/{self.s.epochs} batch {b}/{len(batches)}: replay")
+                self.ahead_batches(batches[b - 1 :], self.doc.render(rules))
                 scores = self.replay(batch, self.doc, rules, "train", f"train e{epoch}b{b}")
                 if all(sc.score >= 1.0 for sc in scores.values()):
                     continue
