@@ -49,7 +49,7 @@ class Trigger(StrEnum):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 # ---------------------------------------------------------------------------- progress

@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillopt_sleep import daemon_client, paths, proposals
-from skillopt_sleep import status as status_view
+from skillopt_sleep import paths
 from skillopt_sleep.config import KNOWN_SOURCES, Settings, load_settings
 from skillopt_sleep.errors import (
     BadArgument,
@@ -45,9 +44,6 @@ from skillopt_sleep.errors import (
     StoreError,
     one_line,
 )
-from skillopt_sleep.night import lifecycle
-from skillopt_sleep.night.document import all_rules, read_live, sections, sha256_text
-from skillopt_sleep.night.replay import context_state
 from skillopt_sleep.results import (
     AdoptResult,
     DaemonStatus,
@@ -77,7 +73,6 @@ from skillopt_sleep.results import (
     WildCheck,
     night_label,
 )
-from skillopt_sleep.status import night_view
 from skillopt_sleep.store import Store, machine_failure
 
 Progress = Callable[[str], None]
@@ -258,6 +253,8 @@ class Service:
 
     def stored_tasks(self, project: str | None = None, limit: int = 50) -> TaskList:
         """The tasks as the last night or ``tasks`` stored them, newest mining first."""
+        from skillopt_sleep.night.replay import context_state
+
         root = _project_arg(project, must_exist=False)
         with self._use() as store:
             tasks = store.tasks.all()
@@ -428,6 +425,8 @@ class Service:
     ) -> Dispatch:
         """Where a night asked for now runs, and why (see the module docstring).
         ``overridden``: backend or model flags were given."""
+        from skillopt_sleep import daemon_client
+
         daemon = daemon_client.running_daemon()
         if dry_run:
             return Dispatch(
@@ -557,6 +556,8 @@ class Service:
             store.close()
 
     def _run_in_daemon(self, decision: Dispatch, trigger: Trigger, wait: bool) -> NightOutcome:
+        from skillopt_sleep import daemon_client
+
         try:
             reply = daemon_client.request(
                 "run-now", timeout=None if wait else 60, wait=wait, trigger=str(trigger)
@@ -596,6 +597,8 @@ class Service:
         decision: Dispatch,
     ) -> NightOutcome:
         """Start a night in a background thread; returns once its row exists."""
+        from skillopt_sleep.night import lifecycle
+
         with self.lock:
             if self._thread is not None and self._thread.is_alive():
                 raise NightError(
@@ -657,6 +660,8 @@ class Service:
 
     def night_running(self) -> bool:
         """Whether a night runs now, in this process or any other."""
+        from skillopt_sleep.night import lifecycle
+
         if self._thread is not None and self._thread.is_alive():
             return True
         return not lifecycle.lock_free()
@@ -664,6 +669,9 @@ class Service:
     def night(self, night_id: int) -> NightView:
         """One night (a stale ``running`` one shows ``interrupted``). BadArgument when
         unknown."""
+        from skillopt_sleep.night import lifecycle
+        from skillopt_sleep.status import night_view
+
         with self._use() as store:
             row = store.nights.get(night_id)
             if row is None:
@@ -674,6 +682,9 @@ class Service:
             return night_view(lifecycle.seen_as([row])[0])
 
     def nights(self, limit: int = 5) -> list[NightView]:
+        from skillopt_sleep.night import lifecycle
+        from skillopt_sleep.status import night_view
+
         with self._use() as store:
             return [night_view(r) for r in lifecycle.seen_as(store.nights.recent(limit))]
 
@@ -826,6 +837,8 @@ class Service:
     def status(self, *, nights: int = 5, daemon_timeout: float = 3.0) -> Status:
         """The daemon, the store, the last nights, pending proposals, harvest accounting, the
         last error and whether the config loads. A read: nothing is written."""
+        from skillopt_sleep import status as status_view
+
         with self._use() as store:
             status = status_view.collect_status(store, database=str(self.db_path()), nights=nights)
         status.in_the_wild = self.in_the_wild()
@@ -884,6 +897,8 @@ class Service:
     @staticmethod
     def daemon_status(timeout: float = 3.0) -> DaemonStatus:
         """The daemon's status (``running=False`` when none runs); never raises."""
+        from skillopt_sleep import daemon_client
+
         try:
             return daemon_client.daemon_status(timeout=timeout)
         except Exception as exc:  # the daemon is optional; its status never fails ours
@@ -894,6 +909,8 @@ class Service:
         self, status: str | None = None, limit: int | None = None
     ) -> list[ProposalSummary]:
         """Proposals, newest first (``status``: only those)."""
+        from skillopt_sleep import proposals
+
         with self._use() as store:
             rows = proposals.list_proposals(store, status)
         return [_summary(r) for r in rows[:limit]]
@@ -901,6 +918,8 @@ class Service:
     def proposal(self, proposal_id: str) -> ProposalDetail:
         """A proposal with its report and diff. ProposalError when unknown or unreadable.
         A staged one is marked seen (``status`` stops giving its ready notice)."""
+        from skillopt_sleep import proposals
+
         with self._use() as store:
             row = proposals.get_proposal(store, proposal_id)
         report = proposals.load_report(row)
@@ -925,6 +944,8 @@ class Service:
 
     def report(self, proposal_id: str) -> ProposalReport:
         """The proposal's ``report.json``, typed. ProposalError when unknown or unreadable."""
+        from skillopt_sleep import proposals
+
         with self._use() as store:
             row = proposals.get_proposal(store, proposal_id)
         return proposals.load_report(row)
@@ -933,6 +954,8 @@ class Service:
         """The proposal's ``report.md`` as it stands now (a proposal no longer staged says it
         can no longer be adopted); ``with_status`` adds a first comment line with its status
         and base hash (for agents). A staged one is marked seen, as by :meth:`proposal`."""
+        from skillopt_sleep import proposals
+
         with self._use() as store:
             row = proposals.get_proposal(store, proposal_id)
         report = proposals.report_markdown(row)
@@ -971,6 +994,8 @@ class Service:
         """Write a staged proposal to its live file (atomically, with a backup), only where
         the config and the agent registry allow; ``allow_flagged``: even when it adds rules
         the poisoning screen flags."""
+        from skillopt_sleep import proposals
+
         settings = self.settings()
         with self._use(check=True) as store:
             return proposals.adopt(
@@ -984,12 +1009,16 @@ class Service:
 
     def agent_copies(self, proposal_id: str) -> list[str]:
         """The other staged proposals carrying the same night's rules for other agents."""
+        from skillopt_sleep import proposals
+
         with self._use() as store:
             return proposals.agent_group(store, proposal_id)[1:]
 
     def copy_statuses(self, proposal_id: str) -> dict[str, str]:
         """The other proposals carrying the same night's rules for other agents (whatever
         their status), by id, with their status now."""
+        from skillopt_sleep import proposals
+
         with self._use() as store:
             return proposals.copy_statuses(store, proposal_id)
 
@@ -998,6 +1027,8 @@ class Service:
     ) -> list[AdoptResult]:
         """Adopt a proposal and the staged copies of its rules for other agents (see
         :func:`skillopt_sleep.proposals.adopt_group`); the adoptions, ``proposal_id``'s first."""
+        from skillopt_sleep import proposals
+
         settings = self.settings()
         with self._use(check=True) as store:
             return proposals.adopt_group(
@@ -1005,12 +1036,16 @@ class Service:
             )
 
     def reject(self, proposal_id: str, reason: str = "") -> RejectResult:
+        from skillopt_sleep import proposals
+
         with self._use(check=True) as store:
             return proposals.reject(store, proposal_id, reason)
 
     def lift_refusal(self, proposal_id: str) -> RefusalLifted:
         """Take back the refusal of a rejected or rolled-back proposal (staged again; see
         :func:`skillopt_sleep.proposals.lift_refusal`)."""
+        from skillopt_sleep import proposals
+
         with self._use(check=True) as store:
             return proposals.lift_refusal(store, proposal_id)
 
@@ -1027,6 +1062,8 @@ class Service:
         latest adoption); ``all_agents``: the adopted copies of the same rules for other
         agents too, each in its own file. ``managed_only``: a ``target`` path must be a file
         some proposal or adoption refers to (BadArgument otherwise)."""
+        from skillopt_sleep import proposals
+
         settings = self.settings()
         with self._use(check=True) as store:
             path = target
@@ -1038,6 +1075,9 @@ class Service:
 
     def skill(self, target: str | None = None) -> SkillInfo:
         """A managed document as it is now (default: the latest proposal's target)."""
+        from skillopt_sleep import proposals
+        from skillopt_sleep.night.document import all_rules, read_live, sections, sha256_text
+
         with self._use() as store:
             if target:
                 path = self._managed(store, target)
@@ -1129,6 +1169,8 @@ def session_end_hook(timeout: float = HOOK_TIMEOUT) -> str:
     Returns what happened (``"sent"``, ``"answered"``, ``"refused"``, ``"no daemon"``) for
     callers that want to log it; the hook discards it.
     """
+    from skillopt_sleep import daemon_client
+
     try:
         reply = daemon_client.request("ingest-now", timeout=timeout)
     except daemon_client.NoDaemon as exc:

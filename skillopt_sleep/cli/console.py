@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.table import Column, Table
-from rich.text import Text
 
 if TYPE_CHECKING:  # imported on use: `--version` and `--help` answer without the service
     from skillopt_sleep.service import Service
+
+if TYPE_CHECKING:  # imported by the commands that print a table
+    from rich.table import Table
 
 # piped output is not cut to 80 columns (rich's default without a terminal) unless COLUMNS
 # says how wide (rich reads COLUMNS itself when the width is left to it)
@@ -67,6 +68,9 @@ def fitted_table(
     """A table for ``out``'s width (80 columns too): every column whole on one line except
     ``path`` (file paths, shortened in the middle to the room left, the file name kept) and the
     ``wrap`` columns (free text, wrapped)."""
+    from rich.table import Column, Table
+    from rich.text import Text
+
     fixed = [
         max([len(h), *(len(line) for r in rows for line in str(r[i]).splitlines() or [""])])
         for i, h in enumerate(headers)

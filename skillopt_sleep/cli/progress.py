@@ -16,23 +16,13 @@ import sys
 import threading
 import time
 from types import TracebackType
-from typing import Any
-
-from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    Progress,
-    ProgressColumn,
-    SpinnerColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.table import Column
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from skillopt_sleep.cli.console import err
 from skillopt_sleep.results import ProgressEvent
+
+if TYPE_CHECKING:  # rich's progress display is imported when a terminal shows it
+    from rich.progress import Progress
 
 #: the least time between two counting events of one step on ``--json`` (seconds)
 MIN_INTERVAL = 0.1
@@ -81,15 +71,21 @@ def describe(ev: ProgressEvent) -> tuple[str, str]:
     return label, details
 
 
-class _Details(ProgressColumn):
+def _details_column() -> Any:
     """The calls and tokens so far: the column that gives way on a narrow terminal (cut with
-    "…"), so the elapsed time after it stays whole at 80 columns."""
+    "…"), so the elapsed time after it stays whole at 80 columns (rich imported on use)."""
+    from rich.progress import ProgressColumn, Task
+    from rich.table import Column
+    from rich.text import Text
 
-    def __init__(self) -> None:
-        super().__init__(table_column=Column(no_wrap=False, overflow="ellipsis", ratio=1))
+    class _Details(ProgressColumn):
+        def __init__(self) -> None:
+            super().__init__(table_column=Column(no_wrap=False, overflow="ellipsis", ratio=1))
 
-    def render(self, task: Task) -> Text:
-        return Text(task.fields["details"], style="dim", no_wrap=True, overflow="ellipsis")
+        def render(self, task: Task) -> Text:
+            return Text(task.fields["details"], style="dim", no_wrap=True, overflow="ellipsis")
+
+    return _Details()
 
 
 class LiveProgress:
@@ -106,12 +102,20 @@ class LiveProgress:
 
     def __enter__(self) -> LiveProgress:
         if self.mode == "rich":
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
             self._bar = Progress(
                 SpinnerColumn(),
                 TextColumn("{task.description}"),
                 BarColumn(bar_width=20),
                 TextColumn("{task.fields[count]}"),
-                _Details(),
+                _details_column(),
                 TimeElapsedColumn(),
                 console=err,
                 transient=True,
@@ -156,6 +160,8 @@ class LiveProgress:
 
     def _rich(self, ev: ProgressEvent, bar: Progress) -> None:
         if ev.message:
+            from rich.markup import escape
+
             bar.console.print(f"[dim]{escape(ev.message)}[/]")
         label, details = describe(ev)
         new_step = label != self._label

@@ -140,13 +140,16 @@ class CandidateIndex:
             self.compared += self._size
             return set(range(self._size))
         found: set[int] = set(self._bare)
+        update = found.update
+        double = size * 2
         for postings, classes in ((self._all, self.prefix(record)), (self._prefix, record)):
             for c in classes:
                 by_size = postings.get(c)
                 if by_size:
                     for other, hit in by_size.items():
-                        if min(other, size) * 2 >= max(other, size):
-                            found.update(hit)
+                        # min(other, size) * 2 >= max(other, size), without the calls
+                        if other * 2 >= size and other <= double:
+                            update(hit)
         self.compared += len(found)
         return found
 

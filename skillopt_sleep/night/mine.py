@@ -483,11 +483,14 @@ def _cluster_project(
     clusters: list[list[Intent]] = []
     heads: list[tuple[int, str]] = []  # (cluster, head norm) by position in the index
     head_texts: list[str] = []  # head contents, by position
+    bare_heads: list[int] = []  # positions of heads without content words
 
     def start_cluster(i: int) -> int:
         index.add(len(heads), records[i], _content(group[i].norm))
         heads.append((len(clusters), group[i].norm))
         head_texts.append(contents[i])
+        if not contents[i]:
+            bare_heads.append(len(heads) - 1)
         clusters.append([group[i]])
         return len(clusters) - 1
 
@@ -503,7 +506,7 @@ def _cluster_project(
                     content, texts, scorer=fuzz.token_set_ratio, score_cutoff=threshold, limit=None
                 )
                 if texts[j]
-            ] + [pos for pos in found if not head_texts[pos]]
+            ] + ([pos for pos in found if not head_texts[pos]] if bare_heads else [])
         best: int | None = None
         best_score = 0.0
         for pos in found:

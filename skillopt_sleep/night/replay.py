@@ -9,8 +9,10 @@
   worker is waited for and then served from the cache, never sent twice.
 * :class:`Replayer` scores (task, document) pairs on ``workers`` threads: the tasks of one
   replay, or the val replays of several candidate documents at once (:meth:`Replayer.run_many`);
-  each worker makes a task's target call and then its judge call. Results are assembled in
-  the order asked, whatever order the workers finish in.
+  a task's target call and its judge call are two jobs of the pool, the judge call queued
+  behind the target calls asked before it (no worker idles while a call could be made).
+  Results are assembled in the order asked, whatever order the workers finish in, and a
+  failure is raised as reading them in that order would.
 * :meth:`Replayer._one` runs a task's rule checks (hard score, 0..1; :func:`scored_checks`)
   and, when a rubric and a judge are available, the rubric (soft score, 0..1). The replay
   carries the task's context capsule (``CompletionRequest.context``: the files and outputs
@@ -25,7 +27,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -271,6 +273,10 @@ class Replayer:
         self.place = place
 
     def _one(self, task: Task, document: str) -> Scored:
+        return self._score(*self._answer(task, document))
+
+    def _answer(self, task: Task, document: str) -> tuple[Task, Placement | None, Completion, bool]:
+        """A task's target call (the first half of :meth:`_one`)."""
         placement = self.place(document) if self.place else None
         req = CompletionRequest(
             system="" if placement else document,
@@ -282,6 +288,13 @@ class Replayer:
             context=task.context if task.context and task.context.items else None,
         )
         comp, cached = self.target.complete(req)
+        return task, placement, comp, cached
+
+    def _score(
+        self, task: Task, placement: Placement | None, comp: Completion, cached: bool
+    ) -> Scored:
+        """A task's checks and judge call on its target's answer (the second half of
+        :meth:`_one`)."""
         results: list[dict[str, Any]] = [
             {
                 "kind": c.kind,
@@ -340,9 +353,41 @@ class Replayer:
             results = [self._one(t, doc) for t, doc in pairs]
         else:
             pool = ThreadPoolExecutor(max_workers=self.workers)
+            # each pair is two jobs of the pool, its target call then its checks and judge
+            # call: the judge call queues behind the target calls asked before it, so no
+            # worker waits while a call could be made (10 rubric tasks on 8 workers: three
+            # rounds of calls, not four)
+            stage: dict[Future[Any], tuple[int, bool]] = {}  # future -> (pair, answered)
+            futures: list[Future[Any]] = []
             try:
-                futures = [pool.submit(self._one, t, doc) for t, doc in pairs]
-                results = [f.result() for f in futures]
+                for i, (t, doc) in enumerate(pairs):
+                    asked: Future[Any] = pool.submit(self._answer, t, doc)
+                    stage[asked] = (i, False)
+                    futures.append(asked)
+                done_at: dict[int, Scored] = {}
+                failed: dict[int, BaseException] = {}
+                pending = set(futures)
+                while pending:
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for f in sorted(finished, key=lambda f: stage[f][0]):
+                        i, answered = stage[f]
+                        exc = f.exception()
+                        if exc is not None:
+                            failed[i] = exc
+                        elif answered:
+                            done_at[i] = f.result()
+                        else:
+                            nxt = pool.submit(self._score, *f.result())
+                            stage[nxt] = (i, True)
+                            futures.append(nxt)
+                            pending.add(nxt)
+                    if failed:
+                        # the first failure in the order asked, once every pair before it is
+                        # settled (as reading the results in order would raise it)
+                        first = min(failed)
+                        if all(j in done_at or j in failed for j in range(first)):
+                            raise failed[first]
+                results = [done_at[i] for i in range(len(pairs))]
             except BaseException:
                 # a failed rollout or an interrupt (Ctrl-C, SIGTERM): queued rollouts are
                 # dropped and the agent CLIs the other workers wait on are killed, so nothing

@@ -371,6 +371,7 @@ def _run(
     if night.rejected:
         say(f"remembering {len(night.rejected)} edit(s) rejected by earlier nights")
     night.section = section
+    night.test = test
     night.refused = user_refusals(store, str(target_path), section)
     if night.refused:
         summary.user_refused = len(night.refused)
@@ -386,7 +387,7 @@ def _run(
         val_before = night.val_baseline
         say.enter("test", "scoring the test split before and after", epoch=None)
         if test and rules != doc.rules:  # with workers > 1: both at once
-            night.ahead([(test, doc.render(r)) for r in (doc.rules, rules)])
+            night.ahead_test([doc.render(r) for r in (doc.rules, rules)])
         test_before = (
             mean(night.replay(test, doc, doc.rules, "test", "test before")) if test else None
         )

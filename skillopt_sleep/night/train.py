@@ -14,7 +14,8 @@ rollout loaded the skill, and a ``describe`` edit that rewrites it is gated like
 (the certified document, description included, is :attr:`Trainer.doc`).
 
 With ``workers > 1`` the replays that do not wait on each other run together
-(:meth:`Trainer.ahead`): the val baseline with the first mini-batch, and the val replays of
+(:meth:`Trainer.ahead`): the val baseline with the first mini-batch, a mini-batch with the
+epoch's next ones under the same rules (:meth:`Trainer.ahead_batches`), and the val replays of
 a mini-batch's next edits (as many as the workers run at once), each edit applied alone to
 the rules as they stand when the first of them is gated (:meth:`Trainer.ahead_edits`). The
 gate still settles the edits one by one, in order, and takes a replay made ahead only for the
@@ -111,6 +112,10 @@ class Trainer:
         self.val_baseline: float | None = None
         #: rollouts replayed ahead (:meth:`ahead`): (document text, task id) -> Scored
         self._ahead: dict[tuple[str, str], Scored] = {}
+        #: the night's test split (set by the night before :meth:`train`), and the text it is
+        #: scored "before" under (the document as the night found it)
+        self.test: list[Task] = []
+        self.test_texts: list[str] = []
 
     # ----------------------------------------------------------------- helpers
     def _counted(self, on_rollout: OnRollout | None) -> OnRollout:
@@ -180,6 +185,36 @@ class Trainer:
         for (_tasks, text), scores in zip(jobs, results, strict=True):
             for tid, sc in scores.items():
                 self._ahead[(text, tid)] = sc
+
+    def ahead_batches(self, batches: list[list[Task]], text: str, last: bool = False) -> None:
+        """Before ``batches[0]`` is replayed under ``text``: unless that replay was made
+        ahead, replay it together with the epoch's next mini-batches under the same text, as
+        many as the workers run at once (those are used when their batches pass without an
+        edit, so the rules stay as they are). ``last``: these are the last epoch's last
+        batches; when they all fit, the test split before (:attr:`test_texts`) and after
+        (``text``) is replayed with them too, for the night to take when the rules did not
+        change after them (:meth:`ahead_test`)."""
+        if all((text, t.id) in self._ahead for t in batches[0]):
+            return
+        jobs: list[tuple[list[Task], str]] = []
+        size = 0
+        for batch in batches:
+            if jobs and size + len(batch) > self.replayer.workers:
+                break
+            jobs.append((batch, text))
+            size += len(batch)
+        if last and len(jobs) == len(batches) and self.test:
+            tests = [(self.test, t) for t in dict.fromkeys([*self.test_texts, text])]
+            if size + sum(len(tasks) for tasks, _ in tests) <= self.replayer.workers:
+                jobs += tests
+        self.ahead(jobs)
+
+    def ahead_test(self, texts: list[str]) -> None:
+        """Before the test split is scored under ``texts`` (before, after): replay it under
+        them together, unless every one of those replays was made ahead."""
+        if all((text, t.id) in self._ahead for text in texts for t in self.test):
+            return
+        self.ahead([(self.test, text) for text in texts])
 
     def ahead_edits(
         self, doc: Document, val: list[Task], rules: list[str], edits: list[Edit]
@@ -313,6 +348,7 @@ class Trainer:
         self, doc: Document, train: list[Task], val: list[Task], verified: bool
     ) -> tuple[list[str], dict[str, Scored]]:
         rules = list(doc.rules)
+        self.test_texts = [doc.render(rules)]
         first = self._batches(train, 1)[:1]
         self.ahead([(val, doc.render(rules)), *((b, doc.render(rules)) for b in first)])
         val_scores = self.replay(val, doc, rules, "val", "val baseline")
@@ -325,6 +361,9 @@ class Trainer:
                     "train", epoch=epoch, epochs=self.s.epochs, batch=b, batches=len(batches)
                 )
                 self.say(f"epoch {epoch}/{self.s.epochs} batch {b}/{len(batches)}: replay")
+                self.ahead_batches(
+                    batches[b - 1 :], self.doc.render(rules), last=epoch == self.s.epochs
+                )
                 scores = self.replay(batch, self.doc, rules, "train", f"train e{epoch}b{b}")
                 if all(sc.score >= 1.0 for sc in scores.values()):
                     continue

@@ -207,7 +207,7 @@ class ClaudeCodeSource(Source):
             names = set(filenames) | {d for d in dirnames if d.endswith(".jsonl")}
             for name in sorted(names):
                 if name.endswith(".jsonl"):
-                    yield Path(dirpath) / name
+                    yield Path(os.path.join(dirpath, name))
 
     def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
         """Parse complete JSONL records of one transcript file.

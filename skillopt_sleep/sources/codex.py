@@ -176,7 +176,7 @@ class CodexSource(Source):
                 if name.endswith(".jsonl") or (
                     name.endswith(".jsonl.zst") and name[:-4] not in names
                 ):
-                    yield Path(dirpath) / name
+                    yield Path(os.path.join(dirpath, name))
 
     def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
         """Parse complete rollout lines; see the module doc for the formats and ``state``."""

@@ -610,13 +610,16 @@ def _run(
     Killed mid-batch, nothing of the batch is kept (the files' offsets and their messages are
     committed together), so the next pass reads those files again."""
     stamps = store.files.stamps(src.name)
+    # a source that reads every file one way needs no Path per file to be asked
+    one_mode = src.mode if type(src).read_mode is Source.read_mode else None
     tx: contextlib.AbstractContextManager[Any] | None = None
     n_files = n_bytes = 0
     started = 0.0
     try:
         for p in paths:
             # a snapshot unit (a database) may change in its sidecars: its signature decides
-            if src.read_mode(Path(p)) != "snapshot" and _unchanged(p, stamps.get(p)):
+            mode = one_mode or src.read_mode(Path(p))
+            if mode != "snapshot" and _unchanged(p, stamps.get(p)):
                 yield FileResult(path=p, source=src.name)
                 continue
             if tx is None:

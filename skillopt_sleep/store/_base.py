@@ -37,6 +37,11 @@ class StoreDatabase(Database):
     def __init__(self, conn: sqlite3.Connection):
         self.lock = threading.RLock()
         super().__init__(conn)
+        # SQLite has had upsert (ON CONFLICT … DO UPDATE) since 3.24: sqlite-utils need not
+        # find out on the first upsert with a table it creates and drops, a drop that fails
+        # ("database table is locked") while another thread's statement is under way
+        # (parallel workers' first response-cache writes into a store upserted nothing yet)
+        self._supports_on_conflict = sqlite3.sqlite_version_info >= (3, 24, 0)
 
     @contextlib.contextmanager
     def atomic(self) -> Iterator[Database]:

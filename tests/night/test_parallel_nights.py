@@ -145,3 +145,35 @@ def test_val_candidates_and_judge_calls_are_in_flight_together(world):
     assert eight["val_docs_together"] >= 1, eight
     assert eight["judges_together"] >= 1, eight
     assert eight["max_in_flight"] > 1, eight
+
+
+def test_a_judge_call_queues_behind_the_target_calls_asked_before_it(tmp_path, isolated_home):
+    """10 rubric tasks on 8 workers: the 9th and 10th tasks' target calls start as soon as a
+    first target call is answered, before any judge call is (a worker that ran a task's
+    target call and then its judge call would start them only after a judge call)."""
+    from skillopt_sleep.backends import get_backend
+    from skillopt_sleep.config import BackendConfig
+    from skillopt_sleep.models import Task
+    from skillopt_sleep.night.replay import Cost, Meter, Replayer
+    from skillopt_sleep.simulator.persona import persona_from_dict
+
+    store = Store(tmp_path / "t.db")
+    persona = persona_from_dict({"name": "queue", "default_answer": "Sure: {prompt}"})
+    tasks = [
+        Task(id=f"t{i}", intent=f"task number {i}", rubric="answers the task", split="val")
+        for i in range(10)
+    ]
+    with serve(persona, latency=0.3, full_log=True) as sim:
+        config = BackendConfig(**api_backend(sim.url, 8))
+        backend = get_backend(config)
+        meter = Meter(backend, store, Cost(), max_calls=100, max_tokens=10**9, role="target")
+        scored = Replayer(meter, meter, metric="mean", workers=8).run(tasks, "# rules\n")
+        calls = [r for r in sim.stats.snapshot()["requests"] if r.get("finished")]
+    store.close()
+    assert list(scored) == [t.id for t in tasks]  # in the order asked
+    target = {r["prompt"]: r for r in calls if r["role"] == "target"}
+    judges = [r for r in calls if r["role"] == "judge"]
+    assert len(target) == 10 and len(judges) == 10, [r["role"] for r in calls]
+    first_judge_answered = min(r["finished"] for r in judges)
+    late = [target[f"task number {i}"]["started"] for i in (8, 9)]
+    assert max(late) < first_judge_answered, (late, first_judge_answered)
