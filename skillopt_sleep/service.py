@@ -47,7 +47,7 @@ from skillopt_sleep.errors import (
 )
 from skillopt_sleep.night import lifecycle
 from skillopt_sleep.night.document import all_rules, read_live, sections, sha256_text
-from skillopt_sleep.night.replay import context_state
+from skillopt_sleep.night.replay import capsule_state, context_state
 from skillopt_sleep.results import (
     AdoptResult,
     DaemonStatus,
@@ -276,7 +276,11 @@ class Service:
                     corrections=t.corrections,
                     synthetic=t.synthetic,
                     occurrences=[
-                        _occurrence(o.model_dump(), places.get((o.session_id, o.seq)))
+                        _occurrence(
+                            o.model_dump(exclude={"context"})
+                            | {"context": capsule_state(o.context or t.context)},
+                            places.get((o.session_id, o.seq)),
+                        )
                         for o in t.occurrences
                     ],
                     apart=t.apart,

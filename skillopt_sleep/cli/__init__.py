@@ -25,6 +25,7 @@ from skillopt_sleep.cli.console import fmt_score as _fmt
 from skillopt_sleep.cli.console import state as _state
 from skillopt_sleep.errors import SkilloptError
 from skillopt_sleep.night.replay import context_state
+from skillopt_sleep.night.split import NOT_DISTINCT
 
 app = typer.Typer(
     name="skillopt-sleep",
@@ -176,6 +177,8 @@ def tasks(
             "recurrence (held out = the next time you ask)",
             markup=False,
         )
+    if report.tasks_undistinct:
+        out.print(f"{report.tasks_undistinct} task(s) {NOT_DISTINCT}", markup=False)
     if report.dropped:
         out.print(f"not mined: {_dropped(report.dropped)}", markup=False)
 
