@@ -481,7 +481,8 @@ def status(as_json: bool = JsonOpt) -> None:
 #: what each reason mining drops a session or prompt for means, for the user
 DROP_REASONS = {
     "headless_session": "headless or programmatic runs (claude -p, Agent SDK, codex exec, "
-    "copilot -p), not your own requests; set mine_headless = true to mine them",
+    "copilot -p, opencode run, openclaw agent), not your own requests; set mine_headless = "
+    "true to mine them",
     "self_generated_session": "this tool's own replays",
     "outside_lookback": "sessions older than lookback_days",
     "correction_by_role": "follow-ups that correct or amend the answer before them, kept as "
