@@ -165,20 +165,29 @@ def tasks(
                     ),
                     markup=False,
                 )
+    import textwrap
+
+    def fitted(line: str) -> str:  # a line of free text, wrapped to the terminal whole words
+        return textwrap.fill(
+            line, out.width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+        )
+
     for t in rows:
         for o in t["occurrences"]:
             if o["note"]:
-                out.print(f"{t['id']}: an occurrence {o['note']}", markup=False)
+                out.print(fitted(f"{t['id']}: an occurrence {o['note']}"), markup=False)
         for why in t["apart"]:
             out.print(f"{t['id']} kept apart from {why}", markup=False)
     if report.tasks_once:
         out.print(
-            f"{report.tasks_once} task(s) asked once: they train, not yet validated on a "
-            "recurrence (held out = the next time you ask)",
+            fitted(
+                f"{report.tasks_once} task(s) asked once: they train, not yet validated on a "
+                "recurrence (held out = the next time you ask)"
+            ),
             markup=False,
         )
     if report.tasks_undistinct:
-        out.print(f"{report.tasks_undistinct} task(s) {NOT_DISTINCT}", markup=False)
+        out.print(fitted(f"{report.tasks_undistinct} task(s) {NOT_DISTINCT}"), markup=False)
     if report.dropped:
         out.print(f"not mined: {_dropped(report.dropped)}", markup=False)
 
