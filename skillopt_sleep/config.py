@@ -270,7 +270,8 @@ class Settings(BaseSettings):
     similarity: float = Field(0.72, gt=0.0, le=1.0)
     max_tasks: int = Field(60, ge=1)
     #: Mining: also mine headless and programmatic sessions (``claude -p`` and Agent-SDK runs,
-    #: Claude Code ``entrypoint`` sdk-*; ``codex exec``; ``copilot -p``; CI bots). Off: only the
+    #: Claude Code ``entrypoint`` sdk-*; ``codex exec``; ``copilot -p``; ``opencode run``;
+    #: ``openclaw agent``; CI bots; ``pi -p`` leaves no mark and is mined). Off: only the
     #: user's own interactive requests are mined, and the others are counted as dropped
     #: (``headless_session``) in ``tasks`` and ``status``.
     mine_headless: bool = False

@@ -138,7 +138,10 @@ class Occurrence(BaseModel):
     ``split`` is its role in the night's splits (:mod:`skillopt_sleep.night.split`): the
     earlier occurrences ``train``, a later one ``val``, the latest ``test`` when there are
     enough; ``""`` when it has none (the task is not scorable, or ``note`` says why it was
-    withheld). ``corrected``: the user corrected the answer to this occurrence.
+    withheld). ``corrected``: the user corrected the answer to this occurrence. ``context``:
+    what this occurrence's agent saw before answering (its own capsule: a replay of it
+    carries this one, not another occurrence's; None when it was mined before occurrences
+    kept their own, then the task's ``context`` stands in).
     """
 
     session_id: str
@@ -148,6 +151,7 @@ class Occurrence(BaseModel):
     corrected: bool = False
     split: Literal["train", "val", "test", ""] = ""
     note: str = ""
+    context: ContextCapsule | None = None
 
     @property
     def key(self) -> str:
@@ -183,7 +187,9 @@ class Task(BaseModel):
     apart: list[str] = Field(default_factory=list)
     #: checks that failed a control: not scored, described in the rubric instead
     demoted: list[Check] = Field(default_factory=list)
-    #: what the replayed occurrence's agent saw before answering (None: not known)
+    #: what the replayed occurrence's agent saw before answering (None: not known); a task's
+    #: is its first occurrence's, a view's (:func:`~skillopt_sleep.night.split.views`) its
+    #: own occurrence's
     context: ContextCapsule | None = None
 
 

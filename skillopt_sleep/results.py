@@ -172,6 +172,10 @@ class NightSummary(_Model):
     held_out: str | None = None
     #: scorable tasks asked once: they train, and are not yet validated on a recurrence
     not_validated: int | None = None
+    #: scorable tasks asked again only in the same words with the same context: the
+    #: later asks would replay as cache hits of the train replay, so they are not held out
+    #: (not yet validated on a distinct recurrence)
+    not_distinct: int | None = None
     #: what mining left out, by reason (e.g. ``headless_session``: a ``claude -p`` /
     #: Agent-SDK / ``codex exec`` / ``copilot -p`` run, not the user's own request)
     dropped: dict[str, int] = Field(default_factory=dict)
@@ -675,7 +679,8 @@ class TaskInfo(_Model):
     synthetic: bool
     #: each time the user asked it, oldest first: ``session_id``, ``seq``, ``when``,
     #: ``prompt``, ``corrected``, ``split`` (its role: train / val / test, "" = none) and
-    #: ``note`` (why it was withheld), and where it is: ``agent`` (the session's source),
+    #: ``note`` (why it was withheld), ``context`` (how its replay gets its own context, as
+    #: the task's ``context`` says it), and where it is: ``agent`` (the session's source),
     #: ``project``, ``message_id`` (None when the session is no longer stored)
     occurrences: list[dict[str, Any]] = Field(default_factory=list)
     #: why similar prompts were kept out of this task, one line each

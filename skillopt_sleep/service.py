@@ -253,7 +253,7 @@ class Service:
 
     def stored_tasks(self, project: str | None = None, limit: int = 50) -> TaskList:
         """The tasks as the last night or ``tasks`` stored them, newest mining first."""
-        from skillopt_sleep.night.replay import context_state
+        from skillopt_sleep.night.replay import capsule_state, context_state
 
         root = _project_arg(project, must_exist=False)
         with self._use() as store:
@@ -276,7 +276,11 @@ class Service:
                     corrections=t.corrections,
                     synthetic=t.synthetic,
                     occurrences=[
-                        _occurrence(o.model_dump(), places.get((o.session_id, o.seq)))
+                        _occurrence(
+                            o.model_dump(exclude={"context"})
+                            | {"context": capsule_state(o.context or t.context)},
+                            places.get((o.session_id, o.seq)),
+                        )
                         for o in t.occurrences
                     ],
                     apart=t.apart,

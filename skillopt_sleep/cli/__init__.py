@@ -165,18 +165,31 @@ def tasks(
                     ),
                     markup=False,
                 )
+    import textwrap
+
+    def fitted(line: str) -> str:  # a line of free text, wrapped to the terminal whole words
+        return textwrap.fill(
+            line, out.width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+        )
+
     for t in rows:
         for o in t["occurrences"]:
             if o["note"]:
-                out.print(f"{t['id']}: an occurrence {o['note']}", markup=False)
+                out.print(fitted(f"{t['id']}: an occurrence {o['note']}"), markup=False)
         for why in t["apart"]:
             out.print(f"{t['id']} kept apart from {why}", markup=False)
     if report.tasks_once:
         out.print(
-            f"{report.tasks_once} task(s) asked once: they train, not yet validated on a "
-            "recurrence (held out = the next time you ask)",
+            fitted(
+                f"{report.tasks_once} task(s) asked once: they train, not yet validated on a "
+                "recurrence (held out = the next time you ask)"
+            ),
             markup=False,
         )
+    if report.tasks_undistinct:
+        from skillopt_sleep.night.split import NOT_DISTINCT
+
+        out.print(fitted(f"{report.tasks_undistinct} task(s) {NOT_DISTINCT}"), markup=False)
     if report.dropped:
         out.print(f"not mined: {_dropped(report.dropped)}", markup=False)
 
@@ -531,7 +544,8 @@ def status(as_json: bool = JsonOpt) -> None:
 #: what each reason mining drops a session or prompt for means, for the user
 DROP_REASONS = {
     "headless_session": "headless or programmatic runs (claude -p, Agent SDK, codex exec, "
-    "copilot -p), not your own requests; set mine_headless = true to mine them",
+    "copilot -p, opencode run, openclaw agent), not your own requests; set mine_headless = "
+    "true to mine them",
     "self_generated_session": "this tool's own replays",
     "outside_lookback": "sessions older than lookback_days",
     "correction_by_role": "follow-ups that correct or amend the answer before them, kept as "

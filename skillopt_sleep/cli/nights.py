@@ -143,6 +143,12 @@ def print_night(r: NightResult, by: str = "") -> None:
             "recurrence",
             markup=False,
         )
+    if summary.not_distinct:
+        out.print(
+            f"  {summary.not_distinct} task(s) asked again only in the same words with the same "
+            "context: not yet validated on a distinct recurrence",
+            markup=False,
+        )
     if summary.test_note:
         out.print(f"  test {summary.test_note}", markup=False)
     if r.status not in (NightStatus.PLANNED, NightStatus.NO_TASKS):

@@ -43,7 +43,7 @@ from skillopt_sleep.models import CapsuleItem, Check, ContextCapsule, Occurrence
 from skillopt_sleep.night import corrections as fb
 from skillopt_sleep.night.candidates import CandidateIndex, Vocabulary
 from skillopt_sleep.night.replay import scorable
-from skillopt_sleep.night.split import assign_splits, view_id
+from skillopt_sleep.night.split import assign_splits, undistinct, view_id
 from skillopt_sleep.results import OnProgress, ProgressEvent
 from skillopt_sleep.store import Store
 
@@ -115,6 +115,10 @@ class MineReport(BaseModel):
     tasks_scorable: int = 0  # with a split; the others are unassigned ("")
     #: scorable tasks asked once: they train, and are not yet validated on a recurrence
     tasks_once: int = 0
+    #: scorable tasks asked again only in the same words with the same context: the later
+    #: asks would replay as cache hits of a train replay, so not yet validated on a distinct
+    #: recurrence (:func:`~skillopt_sleep.night.split.undistinct`)
+    tasks_undistinct: int = 0
     #: pairs of intents scored, and intents whose cluster the last run's stays (only the
     #: others are compared)
     pairs_compared: int = 0
@@ -746,6 +750,9 @@ def _build(members: list[Intent], task_id: str) -> Task:
                 texts.append(f.text)
     sessions = list(dict.fromkeys(it.session_id for it in members))
     tools = list(dict.fromkeys(c.value for c in checks if c.kind == "tool_called"))
+    # each occurrence keeps its own capsule: its replay sees what its agent saw (the staged
+    # diff of that day), not the first occurrence's
+    capsules = {id(it): capsule(it) for it in members}
     occurrences = [
         Occurrence(
             session_id=it.session_id,
@@ -753,12 +760,16 @@ def _build(members: list[Intent], task_id: str) -> Task:
             when=it.when,
             prompt=it.text,
             corrected=bool(it.corrections),
+            context=capsules[id(it)],
         )
         for it in sorted(members, key=lambda i: (i.when, i.session_id, i.seq))
     ]
     demoted = [c for it in members for f in it.corrections for c in f.demoted]
-    context = capsule(members[0])
-    checks = _needs_context(checks, members[0].text, context)
+    context = capsules[id(members[0])]
+    # a check needs context when some occurrence's capsule alone held its value
+    for it in members:
+        marked = _needs_context(checks, it.text, capsules[id(it)])
+        checks = [m if m.context else c for c, m in zip(checks, marked, strict=True)]
     return Task(
         id=task_id,
         project=members[0].project or None,
@@ -947,5 +958,6 @@ def mine(
     report.tasks_corrected = sum(1 for t in tasks if t.corrections)
     report.tasks_scorable = sum(1 for t in tasks if t.split)
     report.tasks_once = sum(1 for t in tasks if t.split and len(t.occurrences) == 1)
+    report.tasks_undistinct = sum(1 for t in tasks if undistinct(t))
     report.dropped = dict(sorted(dropped.items()))
     return report

@@ -33,7 +33,15 @@ from typing import Any
 
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.errors import BudgetExceeded
-from skillopt_sleep.models import Check, Completion, CompletionRequest, Placement, Task, Usage
+from skillopt_sleep.models import (
+    Check,
+    Completion,
+    CompletionRequest,
+    ContextCapsule,
+    Placement,
+    Task,
+    Usage,
+)
 from skillopt_sleep.night import prompts
 from skillopt_sleep.night.judges import run_check
 from skillopt_sleep.redact import redact
@@ -237,7 +245,11 @@ def context_state(task: Task) -> str:
     """How a replay of ``task`` gets its occurrence's context: ``none needed`` (the agent
     used no tool before answering, or the task has no occurrence), ``rebuilt``, or ``not
     rebuilt: <why>`` (then checks needing it are not scored)."""
-    ctx = task.context
+    return capsule_state(task.context)
+
+
+def capsule_state(ctx: ContextCapsule | None) -> str:
+    """:func:`context_state` of one capsule."""
     if ctx is None or (not ctx.items and not ctx.missing):
         return "none needed"
     if ctx.missing:

@@ -41,7 +41,7 @@ from skillopt_sleep.night.log import NightLog
 from skillopt_sleep.night.notify import proposal_ready
 from skillopt_sleep.night.progress import NightProgress
 from skillopt_sleep.night.replay import mean, scorable
-from skillopt_sleep.night.split import HELD_OUT, views
+from skillopt_sleep.night.split import HELD_OUT, NOT_DISTINCT, undistinct, views
 from skillopt_sleep.night.train import (
     OnRollout,
     Progress,
@@ -286,6 +286,7 @@ def _run(
     train, val, test = _split(tasks)
     scored = train + val + test  # the views the night replays: what its reports name
     once = sum(1 for t in tasks if len(t.occurrences) == 1)
+    repeats = sum(1 for t in tasks if undistinct(t))
     summary = NightSummary(
         tasks=len(report.tasks),
         scorable=len(tasks),
@@ -299,6 +300,7 @@ def _run(
         section=section,
         held_out=HELD_OUT,
         not_validated=once,
+        not_distinct=repeats or None,
     )
     if section is not None:
         say(f"the rules go in the block for {section} of the shared memory file")
@@ -326,6 +328,8 @@ def _run(
     )
     if once:
         say(f"{once} task(s) asked once: they train, not yet validated on a recurrence")
+    if repeats:
+        say(f"{repeats} task(s) {NOT_DISTINCT}")
 
     def finish(status: NightStatus, seconds: float | None = None, **extra: Any) -> NightResult:
         """Record the night's end; ``seconds``: wall time of its model calls (cost)."""

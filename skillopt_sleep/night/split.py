@@ -22,6 +22,14 @@ occurrence a role, oldest first:
    val or test occurrence whose prompt is a near-duplicate (``near``) of another task's
    train occurrence is withheld (role ``""``, with a ``note`` saying which).
 6. Synthetic tasks (no occurrences) are ``train``.
+7. A held-out occurrence is a *distinct* recurrence: one with the same wording (:func:`wording`:
+   case and spacing aside)
+   and the same context (its capsule) as a train occurrence of its task would be replayed as
+   a cache hit of that train replay, so it is no held-out evidence. Val is then the latest
+   earlier occurrence that is distinct, else the test occurrence (which then is val, not
+   test); with none, the task has no val ("not yet validated on a distinct recurrence",
+   :func:`undistinct`). Such a twin of a train (or val) occurrence is withheld (role ``""``,
+   its ``note`` names the twin).
 
 No occurrence has two roles in one night, by construction: each has exactly one ``split``.
 :func:`views` turns the tasks into what a night replays: one task per occurrence with a
@@ -32,6 +40,7 @@ told apart across nights).
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Mapping
 from typing import Literal
 
@@ -42,6 +51,11 @@ Split = Literal["train", "val", "test"]
 UNASSIGNED = ""
 #: At most this many train occurrences of one task are replayed (the latest ones).
 MAX_TRAIN_VIEWS = 3
+#: What a task whose later asks repeat a train one (rule 7) is, as reports say it.
+NOT_DISTINCT = (
+    "asked again only in the same words with the same context: not yet validated on a "
+    "distinct recurrence (the repeat would replay as a cache hit of the train replay)"
+)
 #: What "held out" means, as the night's report says it.
 HELD_OUT = (
     "held out = the next time you asked: each task trains on its earlier occurrences, "
@@ -65,20 +79,87 @@ def _ordered(occurrences: list[Occurrence]) -> list[Occurrence]:
     return sorted(occurrences, key=lambda o: (o.when, o.session_id, o.seq))
 
 
+def wording(prompt: str) -> str:
+    """A prompt's wording, normalised: lowercase, whitespace collapsed ("Run  the tests" and
+    "run the tests" are worded alike; "run the tests?" is worded otherwise)."""
+    return " ".join(prompt.lower().split())
+
+
+def replay_key(task: Task, occurrence: Occurrence) -> str:
+    """What a replay of ``occurrence`` sends besides the document: its wording and the
+    context it carries (its own capsule, else the task's). Two occurrences with the same key
+    are replayed alike: the later one's replay is a cache hit of the earlier one's."""
+    ctx = occurrence.context if occurrence.context is not None else task.context
+    items = [i.model_dump() for i in ctx.items] if ctx is not None else []
+    return json.dumps([wording(occurrence.prompt or task.intent), items], ensure_ascii=False)
+
+
+#: the note of a held-out occurrence withheld as a twin of a train or val one (rule 7)
+_TWIN = (
+    "withheld from {role}: the same wording and context as {twin} occurrence {key} (its replay "
+    "would be a cache hit of that one's, no held-out evidence)"
+)
+
+
 def _roles(
     task: Task, replayed: Mapping[str, set[str]], val_on: bool, test_on: bool
 ) -> list[Occurrence]:
     occs = _ordered(task.occurrences)
     roles = ["train"] * len(occs)
+    notes = [""] * len(occs)
     n = len(occs)
+    keys = [replay_key(task, o) for o in occs]
     if n >= 3 and test_on:
         latest = view_id(task.id, occs[-1])
         if not replayed.get(latest, set()) & {"train", "val"}:
             roles[-1] = "test"
     if n >= 2 and val_on:
-        at = n - 2 if roles[-1] == "test" else n - 1
-        roles[at] = "val"
-    return [o.model_copy(update={"split": r, "note": ""}) for o, r in zip(occs, roles, strict=True)]
+        last = n - 2 if roles[-1] == "test" else n - 1
+        # rule 7: the latest occurrence (from the time-chosen one back) that no train
+        # occurrence shares a replay with; at least one train occurrence stays before it
+        at = next(
+            (
+                i
+                for i in range(last, 0, -1)
+                if keys[i] not in {k for j, k in enumerate(keys) if j != i and roles[j] == "train"}
+            ),
+            None,
+        )
+        if at is not None:
+            roles[at] = "val"
+        else:
+            first = next(j for j in range(last) if keys[j] == keys[last])
+            roles[last], notes[last] = (
+                "",
+                _TWIN.format(role="val", twin="train", key=occs[first].key),
+            )
+            if roles[-1] == "test":  # the one distinct later ask gates rather than reports
+                roles[-1] = "val"
+    if roles[-1] == "test":
+        twin = next(
+            (j for j in range(n - 1) if roles[j] in ("train", "val") and keys[j] == keys[-1]), None
+        )
+        if twin is not None:
+            roles[-1], notes[-1] = (
+                "",
+                _TWIN.format(role="test", twin=roles[twin], key=occs[twin].key),
+            )
+    return [
+        o.model_copy(update={"split": r, "note": why})
+        for o, r, why in zip(occs, roles, notes, strict=True)
+    ]
+
+
+def undistinct(task: Task) -> bool:
+    """A scorable task asked more than once whose val role rule 7 left empty: every later
+    occurrence is worded and seen like a train one, so it is not yet validated on a distinct
+    recurrence."""
+    return (
+        bool(task.split)
+        and len(task.occurrences) >= 2
+        and not any(o.split == "val" for o in task.occurrences)
+        and any(o.note.startswith("withheld from val: the same wording") for o in task.occurrences)
+    )
 
 
 def assign_splits(
@@ -132,7 +213,8 @@ def assign_splits(
 
 def views(tasks: list[Task]) -> list[Task]:
     """What a night replays: one task per occurrence with a role (at most
-    :data:`MAX_TRAIN_VIEWS` train occurrences per task, the latest, one per distinct prompt),
+    :data:`MAX_TRAIN_VIEWS` train occurrences per task, the latest, one per distinct replay:
+    wording and context, :func:`replay_key`), each with its occurrence's own context,
     in the order of ``tasks``; a task without occurrences (synthetic, or stored before
     occurrences were) is its own view. Unassigned tasks have none."""
     out: list[Task] = []
@@ -146,9 +228,9 @@ def views(tasks: list[Task]) -> list[Task]:
         train: list[Occurrence] = []
         seen: set[str] = set()
         for o in reversed(occs):
-            words = " ".join((o.prompt or t.intent).lower().split())
-            if o.split == "train" and words not in seen and len(train) < MAX_TRAIN_VIEWS:
-                seen.add(words)
+            key = replay_key(t, o)
+            if o.split == "train" and key not in seen and len(train) < MAX_TRAIN_VIEWS:
+                seen.add(key)
                 train.append(o)
         keep = {o.key for o in train} | {o.key for o in occs if o.split in ("val", "test")}
         for o in occs:
@@ -160,6 +242,9 @@ def views(tasks: list[Task]) -> list[Task]:
                             "intent": o.prompt or t.intent,
                             "split": o.split,
                             "occurrences": [o],
+                            # the occurrence's own context (the task's for one mined before
+                            # occurrences kept theirs)
+                            "context": o.context if o.context is not None else t.context,
                         }
                     )
                 )

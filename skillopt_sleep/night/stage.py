@@ -21,6 +21,7 @@ from skillopt_sleep.models import Task
 from skillopt_sleep.night.document import Edit, sha256_text
 from skillopt_sleep.night.replay import context_state
 from skillopt_sleep.night.screen import document_flags, visible
+from skillopt_sleep.night.split import NOT_DISTINCT
 from skillopt_sleep.results import (
     Delivery,
     EditRecord,
@@ -286,6 +287,11 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
                 "",
             ]
             if report.summary.not_validated
+            else []
+        ),
+        *(
+            [f"{report.summary.not_distinct} task(s) {NOT_DISTINCT}.", ""]
+            if report.summary.not_distinct
             else []
         ),
         *(_delivery_lines(report.summary.delivery) if report.summary.delivery else []),

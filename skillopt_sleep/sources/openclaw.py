@@ -20,6 +20,18 @@ version 4): a ``session`` header (``id``, ``cwd``: the agent's workspace), ``mod
 bookkeeping: ``model-snapshot``, ``openclaw:bootstrap-context:full`` …), counted as
 ``ignored_type:<type>``. uids are ``<session id>:<entry id>``. The project is the header's
 ``cwd``. A session whose first prompt carries :data:`SELF_MARKER` is ``self_generated``.
+
+``headless`` (checked against 2026.9.6, running ``openclaw agent --local`` and ``openclaw tui
+--local`` against the simulator and diffing what each stored): the transcript events of the
+two are alike (user content, ``custom`` entries; only ``__openclaw.senderIsOwner`` differs,
+which says who sent a message, not how), but the database's runtime trace
+(``trajectory_runtime_events``, on by default) starts each run with a ``trace.metadata``
+event whose ``data.harness.invocation`` is the command line that ran the turn. A session
+whose first traced run was ``openclaw agent`` (a one-shot turn from a script or a shell, the
+analogue of ``claude -p``) is ``headless``; ``tui`` / ``chat`` (interactive) and turns a
+running gateway made (channels, ``openclaw agent`` without ``--local``, whose trace names the
+gateway's command line) are not. A session without a trace (the trace switched off, or the
+JSONL files of older builds, which keep none) is not marked.
 """
 
 from __future__ import annotations
@@ -95,11 +107,53 @@ class _Session:
         self.sess.project = self.sess.project or self.st.get("cwd")
         self.sess.started_at = self.sess.started_at or self.st.get("started")
         self.sess.self_generated = self.st["self"]
+        self.sess.headless = bool(self.st.get("headless"))
         return self.sess
 
 
 def _fresh(key: str) -> dict[str, Any]:
     return {"key": key, "line": 0, "fp": False, "self": False}
+
+
+#: global options of ``openclaw`` that take a value (before the command)
+_VALUED = {"--container", "--log-level", "--profile"}
+
+
+def headless_invocation(argv: Any) -> bool:
+    """Whether a run's command line (``trace.metadata``'s ``data.harness.invocation``: node,
+    the CLI's script, its arguments) is ``openclaw agent`` (a one-shot turn)."""
+    if not isinstance(argv, list):
+        return False
+    args = [a for a in argv if isinstance(a, str)]
+    at = next((i for i, a in enumerate(args) if Path(a).name in ("openclaw.mjs", "openclaw")), None)
+    if at is None:
+        return False
+    rest = iter(args[at + 1 :])
+    for a in rest:
+        if a in _VALUED:
+            next(rest, None)
+        elif not a.startswith("-"):
+            return a == "agent"
+    return False
+
+
+def _first_invocation(con: sqlite3.Connection, sid: str) -> Any:
+    """The command line of the session's first traced run (None: no trace of it)."""
+    try:
+        row = con.execute(
+            "select json_extract(event_json, '$.data.harness.invocation') "
+            "from trajectory_runtime_events where session_id = ? "
+            "and json_extract(event_json, '$.type') = 'trace.metadata' order by seq limit 1",
+            (sid,),
+        ).fetchone()
+    except sqlite3.Error:  # no trace table (an older build), or an unreadable row
+        return None
+    if row is None or not isinstance(row[0], str):
+        return None
+    try:
+        return loads(row[0])
+    except BadRecord:
+        return None
 
 
 class OpenClawSource(Source):
@@ -219,6 +273,11 @@ class OpenClawSource(Source):
                     one.record(rec, result.skipped, seq == 0)
                 except (TypeError, ValueError, AttributeError) as exc:
                     result.skipped[f"malformed:{type(exc).__name__}"] += 1
+            for sid, one in passes.items():
+                if "headless" not in one.st:  # decided once, by the session's first run
+                    argv = _first_invocation(con, sid)
+                    if argv is not None:
+                        one.st["headless"] = headless_invocation(argv)
         except sqlite3.Error as exc:
             result.skipped[f"db_error:{type(exc).__name__}"] += 1
         finally:
@@ -226,7 +285,9 @@ class OpenClawSource(Source):
         for sid, one in passes.items():
             result.sessions.append(one.done())
             sessions[sid] = {
-                k: one.st[k] for k in ("key", "line", "fp", "self", "cwd", "started") if k in one.st
+                k: one.st[k]
+                for k in ("key", "line", "fp", "self", "cwd", "started", "headless")
+                if k in one.st
             }
         state["seq"], state["sessions"] = seqs, sessions
         result.bytes_read = n_bytes

@@ -30,6 +30,15 @@ excerpt (``is_error`` on status ``error`` or a non-zero ``metadata.exit``); ``re
 ``step-start``/``step-finish``, ``file``, ``patch``, ``snapshot``, … are counted as
 ``ignored_part:<type>``. Project = the session's ``directory``. A session with a
 ``parentID``/``parent_id`` is a sub-agent: its messages are ``is_sidechain``.
+
+``headless`` (checked against 1.18.33, running ``opencode run`` and the TUI against the
+simulator and diffing what each stored): ``opencode run`` creates its session with a
+``permission`` ruleset denying ``question``, ``plan_enter`` and ``plan_exit`` for every
+pattern (no one is there to answer a question or approve a plan); the TUI creates its
+sessions with none (``permission`` NULL). A session whose ``permission`` denies all three is
+``headless`` (:func:`headless_permission`). ``opencode run --mini`` (a TTY mode) adds no such
+rules, and ``opencode run --continue`` into a session the TUI made keeps the TUI's: neither
+is marked.
 """
 
 from __future__ import annotations
@@ -107,6 +116,29 @@ def _unquote(text: str) -> str:
     return text
 
 
+#: what ``opencode run`` denies in every session it creates (opencode 1.18.33)
+_RUN_DENIES = frozenset({"question", "plan_enter", "plan_exit"})
+
+
+def headless_permission(value: Any) -> bool:
+    """Whether a session's ``permission`` ruleset (a JSON list, or its text in the database)
+    is the one ``opencode run`` gives the sessions it creates: ``question``, ``plan_enter``
+    and ``plan_exit`` denied for ``*``."""
+    if isinstance(value, (str, bytes)):
+        try:
+            value = loads(value)
+        except BadRecord:
+            return False
+    if not isinstance(value, list):
+        return False
+    denied = {
+        r.get("permission")
+        for r in value
+        if isinstance(r, dict) and r.get("action") == "deny" and r.get("pattern") == "*"
+    }
+    return denied >= _RUN_DENIES
+
+
 class _Builder:
     """Turns OpenCode message infos + parts into harvested messages of one store pass."""
 
@@ -133,6 +165,7 @@ class _Builder:
                 t.get("created") or row.get("time_created")
             )
             self.side[sid] = bool(row.get("parentID") or row.get("parent_id"))
+            sess.headless = sess.headless or headless_permission(row.get("permission"))
         return sess
 
     def message(self, sid: str, info: dict, parts: list[dict]) -> None:

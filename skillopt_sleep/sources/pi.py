@@ -25,8 +25,11 @@ One append-only JSONL file per session (format version 3):
 
 uids are ``<session id>:<entry id>``. A session whose first prompt carries
 :data:`SELF_MARKER` is ``self_generated`` (a replay; the pi backend runs with
-``--no-session`` and writes none). Pi does not record whether a run was ``pi -p``: ``headless``
-stays False.
+``--no-session`` and writes none). ``headless`` stays False: pi 0.73.1 does not record
+whether a run was ``pi -p`` (checked by running ``pi -p`` and ``pi`` on a terminal against
+the simulator and diffing the files: the same entries with the same keys; only the gap
+between the header's and the first prompt's timestamps differs, which is no signal, since
+``pi "prompt"`` starts an interactive session just as fast).
 """
 
 from __future__ import annotations

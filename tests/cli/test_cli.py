@@ -344,6 +344,28 @@ def test_tasks_marks_a_task_with_nothing_to_score_it_by(tmp_path):
     assert task["split"] == "" and task["checks"] == []
 
 
+def test_tasks_says_a_task_asked_again_in_the_same_words_is_not_yet_validated(tmp_path):
+    """The same request in the same words, seen alike (no tool before answering): the repeat
+    would replay as a cache hit of the first, so it is no val; ``tasks`` says why."""
+    home = Path(os.environ["HOME"])
+    project = tmp_path / "webapp"
+    project.mkdir()
+    ask = ("install the dependencies", "Run `npm install`.", "no, use pnpm instead of npm")
+    write_conversations(home, project, [("claude_code", [ask]), ("codex", [ask])])
+    assert skillopt("harvest").returncode == 0
+    res = skillopt("tasks", env=dict(os.environ, COLUMNS="200"))
+    assert res.returncode == 0, res.stderr
+    text = " ".join(res.stdout.split())
+    assert (
+        "1 task(s) asked again only in the same words with the same context: not yet "
+        "validated on a distinct recurrence"
+    ) in text
+    assert "an occurrence withheld from val: the same wording and context as train" in text
+    [task] = json.loads(skillopt("tasks", "--json").stdout)
+    assert [o["split"] for o in task["occurrences"]] == ["train", ""]
+    assert task["split"] == "train"  # it still learns
+
+
 def test_tasks_shows_occurrences_by_role_why_similar_prompts_were_kept_apart_and_drops(
     tmp_path,
 ):
@@ -360,8 +382,11 @@ def test_tasks_shows_occurrences_by_role_why_similar_prompts_were_kept_apart_and
     webapp.mkdir()
     other.mkdir()
     ask = ("install the dependencies", "Run `npm install`.", "no, use pnpm instead of npm")
+    # asked again in other words (a repeat in the same words is no held-out copy at all)
+    again = ("install the dependencies please", *ask[1:])
+    later = ("please install the dependencies now", *ask[1:])
     write_conversations(
-        home, webapp, [("claude_code", [ask]), ("codex", [ask]), ("claude_code", [ask])]
+        home, webapp, [("claude_code", [ask]), ("codex", [again]), ("claude_code", [later])]
     )
     write_conversations(home, other, [("claude_code", [ask])])
     write_claude_session(

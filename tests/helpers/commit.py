@@ -41,9 +41,23 @@ def _ts(at: dt.datetime, s: int) -> str:
     return (at + dt.timedelta(seconds=s)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
-def write_commit_session(root: Path, sid: str, at: dt.datetime, *, tools: bool = True) -> Path:
+#: another day's staged change, for a second occurrence of the same request
+OTHER_DIFF = """diff --git a/retry_policy.py b/retry_policy.py
+index 1c2d3e4..5f6a7b8 100644
+--- a/retry_policy.py
++++ b/retry_policy.py
+@@ -1,2 +1,2 @@
+-BACKOFF = 1.0
++BACKOFF = 2.5
+"""
+
+
+def write_commit_session(
+    root: Path, sid: str, at: dt.datetime, *, tools: bool = True, diff: str = DIFF
+) -> Path:
     """Write the session under ``root`` (a Claude Code ``projects`` folder); ``tools=False``:
-    the agent's tool calls are logged without their input (a log the capsule cannot use)."""
+    the agent's tool calls are logged without their input (a log the capsule cannot use);
+    ``diff``: what ``git diff --staged`` printed in it."""
     numbered = "".join(f"{i:6d}→{line}\n" for i, line in enumerate(SOURCE.splitlines(), 1))
 
     def use(tid: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -61,7 +75,7 @@ def write_commit_session(root: Path, sid: str, at: dt.datetime, *, tools: bool =
             sid=sid,
             timestamp=_ts(at, 1),
         ),
-        cc_user(f"{sid}-r1", [result(f"{sid}-t1", DIFF)], sid=sid, ts=_ts(at, 2)),
+        cc_user(f"{sid}-r1", [result(f"{sid}-t1", diff)], sid=sid, ts=_ts(at, 2)),
         cc_assistant(
             f"{sid}-a2",
             f"{sid}-m2",

@@ -224,6 +224,9 @@ def test_a_task_corrected_in_opencode_and_in_pi_is_mined_as_one_task(
         **{
             **demo_settings(isolated_home, project, "http://127.0.0.1:9/v1"),
             "sources": {"opencode": {}, "pi": {}},
+            # `opencode run` sessions are headless (docs/sources.md): this test stands in for
+            # the user's own sessions
+            "mine_headless": True,
         },
     )
     report = harvest(store, settings)

@@ -28,6 +28,7 @@ from skillopt_sleep.models import (
 )
 from skillopt_sleep.night.mine import CAPSULE_CHARS, _needs_context, mine
 from skillopt_sleep.night.replay import Cost, Meter, Replayer, context_state, scored_checks
+from skillopt_sleep.night.split import views
 from skillopt_sleep.night.stage import render_markdown
 from skillopt_sleep.results import ProposalReport, TaskDelta
 from skillopt_sleep.simulator import serve
@@ -35,7 +36,7 @@ from skillopt_sleep.simulator.persona import persona_from_dict
 from skillopt_sleep.sources.ingest import harvest_file
 from skillopt_sleep.store import Store
 from tests.helpers.clis import require_cli
-from tests.helpers.commit import DIFF, PROMPT, SOURCE, write_commit_session
+from tests.helpers.commit import DIFF, OTHER_DIFF, PROMPT, SOURCE, write_commit_session
 from tests.helpers.sources import (
     cc_assistant,
     cc_user,
@@ -240,6 +241,75 @@ def test_a_replay_through_the_real_claude_cli_sees_the_staged_diff(
         assert "1\tRETRIES = 3" in after["context_full"]
     # the user's tree was never the working folder
     assert not (Path.cwd() / "fetch_client.py").exists()
+
+
+def mined_twice(store: Store, tmp_path: Path) -> Task:
+    """The commit-message request asked on two days, each time with another staged diff."""
+    for n, (day, diff) in enumerate(((2, DIFF), (1, OTHER_DIFF)), 1):
+        sid = f"c0ffee00-0000-4000-8000-0000000001{n:02d}"
+        at = NOW - dt.timedelta(days=day)
+        harvest_file(store, "claude_code", write_commit_session(tmp_path / "p", sid, at, diff=diff))
+    (task,) = mine(store, Settings(), now=NOW).tasks
+    return task
+
+
+def test_each_occurrence_keeps_its_own_capsule(store: Store, tmp_path: Path) -> None:
+    task = mined_twice(store, tmp_path)
+    older, newer = task.occurrences
+    assert (older.split, newer.split) == ("train", "val")  # the same words, another context
+    assert older.context is not None and newer.context is not None
+    assert older.context.items[0].text == DIFF and newer.context.items[0].text == OTHER_DIFF
+    assert task.context == older.context  # the task's: its first occurrence's
+    # stored and read back with each occurrence's own
+    (stored,) = store.tasks.all()
+    assert [o.context for o in stored.occurrences] == [older.context, newer.context]
+    # each view (what a night replays) carries its occurrence's capsule
+    train, val = views([task])
+    assert (train.split, val.split) == ("train", "val")
+    assert train.context == older.context and val.context == newer.context
+    # and the response cache tells them apart: the prompt is the same, the context is not
+    meter = Meter(
+        get_backend(BackendConfig(name="anthropic", base_url="http://127.0.0.1:9", api_key="k")),
+        store,
+        Cost(),
+        max_calls=1,
+        max_tokens=1,
+        role="target",
+    )
+    asks = [CompletionRequest(prompt=v.intent, context=v.context) for v in (train, val)]
+    assert asks[0].prompt == asks[1].prompt and meter.key(asks[0]) != meter.key(asks[1])
+
+
+@pytest.mark.cli
+@pytest.mark.usefixtures("cli_path")
+def test_each_replay_through_the_real_claude_cli_sees_its_own_occurrences_diff(
+    store: Store, tmp_path: Path, isolated_home: Path
+) -> None:
+    """A val occurrence is replayed with the staged diff of its own day, not the train
+    occurrence's (before, every occurrence carried the first one's capsule)."""
+    require_cli("claude")
+    task = mined_twice(store, tmp_path)
+    train, val = views([task])
+    with serve(PERSONA, api_key="sk-sim-test-key", full_log=True) as sim:
+        config = BackendConfig(
+            name="claude_code",
+            base_url=sim.url,
+            model="sim-demo",
+            api_key="sk-sim-test-key",
+            max_retries=0,
+            timeout=60,
+        )
+        r = replayer(config, store)
+        got = r.run([train, val], "")
+        asked = sim.stats.snapshot()["requests"]
+    assert r.target.cost.calls == 2 and r.target.cost.cached_calls == 0  # no cache hit
+    assert len(asked) == 2
+    first, second = (a["context_full"] for a in asked)
+    assert "diff --git a/fetch_client.py" in first and "retry_policy.py" not in first
+    assert "diff --git a/retry_policy.py" in second and "+BACKOFF = 2.5" in second
+    assert "fetch_client.py b/fetch_client.py" not in second
+    assert got[train.id].answer == "Update fetch_client.py"
+    assert got[val.id].answer == "Update retry_policy.py"
 
 
 def test_a_codex_shell_calls_output_joins_the_capsule(store: Store, tmp_path: Path) -> None:

@@ -330,12 +330,14 @@ def test_min_sessions_and_max_tasks(store: Store) -> None:
 
 
 def make_three_tasks(store: Store) -> None:
-    """Three recurring tasks, each corrected once (so each is scorable and gets a split)."""
+    """Three recurring tasks, each corrected once (so each is scorable and gets a split), each
+    asked again in other words (a repeat in the same words is no held-out evidence)."""
     for day, key in ((10, "a"), (11, "b")):
         add(
             store,
             key,
-            [("user", "update the changelog for the release"), ("assistant", "ok")]
+            [("user", "update the changelog for the release" + " please" * (key == "b"))]
+            + [("assistant", "ok")]
             + [("user", "no, use git-cliff")] * (key == "a"),
             day=day,
         )
@@ -343,7 +345,8 @@ def make_three_tasks(store: Store) -> None:
         add(
             store,
             key,
-            [("user", "regenerate the api client from the openapi spec"), ("assistant", "ok")]
+            [("user", "regenerate the api client from the openapi spec" + " now" * (key == "d"))]
+            + [("assistant", "ok")]
             + [("user", "no, use openapi-generator")] * (key == "c"),
             day=day,
         )
@@ -351,7 +354,8 @@ def make_three_tasks(store: Store) -> None:
         add(
             store,
             key,
-            [("user", "bump the version and publish to pypi"), ("assistant", "ok")]
+            [("user", "bump the version and publish to pypi" + " please" * (key == "f"))]
+            + [("assistant", "ok")]
             + [("user", "no, use twine")] * (key == "e"),
             day=day,
         )
@@ -467,7 +471,8 @@ def make_user_trial(store: Store) -> None:
         add(
             store,
             key,
-            [("user", "build the docs site"), ("assistant", "Run `make docs`.")],
+            [("user", "build the docs site" + " please" * (key == "d2"))]
+            + [("assistant", "Run `make docs`.")],
             day=day,
         )
     for day, key in ((23, "l1"), (24, "l2")):
@@ -512,7 +517,7 @@ def test_a_task_gets_a_split_the_night_it_becomes_scorable(store: Store) -> None
         store,
         "d3",
         [
-            ("user", "build the docs site"),
+            ("user", "build the docs site now"),
             ("assistant", "Run `make docs`."),
             ("user", "no, use mkdocs"),
         ],
@@ -556,7 +561,7 @@ def test_splits_stored_by_older_versions_do_not_lock_a_task_out_of_learning(stor
         store,
         "d3",
         [
-            ("user", "build the docs site"),
+            ("user", "build the docs site now"),
             ("assistant", "Run `make docs`."),
             ("user", "no, use mkdocs"),
         ],
@@ -859,3 +864,55 @@ def test_a_request_asked_of_openclaw_joins_the_one_project_it_is_asked_in(
     # the same store mined again gives the same tasks (ids too)
     again = mine(store, settings(), now=NOW)
     assert [(t.id, t.sessions) for t in again.tasks] == [(t.id, t.sessions) for t in report.tasks]
+
+
+def test_a_repeat_in_the_same_words_is_not_held_out_and_the_report_says_so(
+    store: Store,
+) -> None:
+    """Asked again in the same words and seen alike (no tool before answering): the repeat's
+    replay would be a cache hit of the train replay, so it is not held out; the next distinct
+    ask validates; a task with none is "not yet validated on a distinct recurrence"."""
+    from skillopt_sleep.night.split import NOT_DISTINCT, views
+    from skillopt_sleep.night.stage import render_markdown
+    from skillopt_sleep.results import NightSummary, ProposalReport
+
+    for day, key in ((20, "a"), (21, "b")):
+        add(
+            store,
+            key,
+            [("user", "install the dependencies"), ("assistant", "Run `npm install`.")]
+            + [("user", "no, use pnpm")] * (key == "a"),
+            day=day,
+        )
+    report = mine(store, settings(), now=NOW)
+    [task] = report.tasks
+    assert roles(task) == ["train", ""] and task.split == "train"
+    assert task.occurrences[1].note.startswith(
+        "withheld from val: the same wording and context as train occurrence claude_code:a#"
+    )
+    assert report.tasks_undistinct == 1
+    assert [v.split for v in views(report.tasks)] == ["train"]
+    # asked once more in other words: that one validates, and the task is validated
+    add(
+        store,
+        "c",
+        [("user", "install the dependencies with pnpm"), ("assistant", "Run `pnpm install`.")],
+        day=22,
+    )
+    report = mine(store, settings(), now=NOW)
+    [task] = report.tasks
+    assert roles(task) == ["train", "", "val"] and report.tasks_undistinct == 0
+    # the proposal's report says it when a night had such tasks
+    md = render_markdown(
+        ProposalReport(
+            id="p1",
+            night_id=1,
+            created_at="2026-01-06T00:00:00Z",
+            target="/t/CLAUDE.md",
+            base_hash="",
+            new_hash="h",
+            summary=NightSummary(not_distinct=1),
+        ),
+        "",
+    )
+    assert f"1 task(s) {NOT_DISTINCT}." in md

@@ -361,9 +361,9 @@ TRIAL = [
         ],
     ),
     ("claude_code", [("build the docs site", "Run `make docs`.", None)]),
-    ("codex", [("build the docs site", "Run `make docs`.", None)]),
+    ("codex", [("build the docs site please", "Run `make docs`.", None)]),
     ("claude_code", [("check the lint errors", "Run `npm run lint`.", None)]),
-    ("codex", [("check the lint errors", "Run `npm run lint`.", None)]),
+    ("codex", [("check the lint errors please", "Run `npm run lint`.", None)]),
 ]
 
 
@@ -446,7 +446,7 @@ def test_a_split_stored_by_an_older_version_for_an_unscorable_task_does_not_bloc
     write_conversations(
         isolated_home,
         project,
-        [("claude_code", [("build the docs site", "Run `make docs`.", "no, use mkdocs")])],
+        [("claude_code", [("build the docs site now", "Run `make docs`.", "no, use mkdocs")])],
     )
     with serve(persona) as sim:
         result = run_night(store, settings_for(isolated_home, project, sim.url, target))
@@ -458,7 +458,7 @@ def test_a_split_stored_by_an_older_version_for_an_unscorable_task_does_not_bloc
     assert result.status in ("no_change", "succeeded"), s
     assert {t.intent: t.split for t in store.tasks.all()} == {
         "install the dependencies": "train",
-        "build the docs site": "train",
+        "build the docs site now": "train",  # the ask the task is named by
         "check the lint errors": "",
     }
 

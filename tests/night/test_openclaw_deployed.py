@@ -81,6 +81,9 @@ def test_openclaw_sessions_train_its_workspace_agents_md_and_the_adopted_rule_re
                 # sessions' project is the workspace, and so is the night's
                 **demo_settings(isolated_home, live.parent, sim.url + "/v1"),
                 "sources": {"openclaw": {}},
+                # `openclaw agent` turns are headless (docs/sources.md): this test stands in
+                # for the user's own sessions
+                "mine_headless": True,
                 "document": {"kind": "memory", "agent": "openclaw"},
                 "target": {"name": "openclaw", "executable": agent_binary("openclaw"), **backend},
                 "optimizer": {"name": "openai_compatible", **backend},
@@ -93,6 +96,8 @@ def test_openclaw_sessions_train_its_workspace_agents_md_and_the_adopted_rule_re
         sessions = store.sessions.all()
         assert len(sessions) == len(USER_SESSIONS), [s["key"] for s in sessions]
         assert {s["source"] for s in sessions} == {"openclaw"}
+        # each an `openclaw agent` turn, as its runtime trace says: headless
+        assert all(s["headless"] for s in sessions)
         workspace = str(live.parent)
         assert {s["project"] for s in sessions} == {workspace}
         result = run_night(store, settings)

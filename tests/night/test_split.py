@@ -4,22 +4,36 @@ validates, the latest is test (when there are enough); the invariants of
 
 from __future__ import annotations
 
-from skillopt_sleep.models import Check, Occurrence, Task
+from skillopt_sleep.models import CapsuleItem, Check, ContextCapsule, Occurrence, Task
 from skillopt_sleep.night.gate import gate
 from skillopt_sleep.night.replay import Scored
-from skillopt_sleep.night.split import assign_splits, view_id, views
+from skillopt_sleep.night.split import assign_splits, undistinct, view_id, views, wording
 
 
-def occ(session: str, day: int, prompt: str = "run the tests") -> Occurrence:
-    return Occurrence(session_id=session, seq=0, when=f"2025-06-{day:02d}T10:00:00Z", prompt=prompt)
+def occ(session: str, day: int, prompt: str = "run the tests", seen: str = "") -> Occurrence:
+    """An occurrence asked on ``day``; ``seen``: the output its agent saw before answering."""
+    items = [CapsuleItem(kind="output", name="git status", text=seen)] if seen else []
+    return Occurrence(
+        session_id=session,
+        seq=0,
+        when=f"2025-06-{day:02d}T10:00:00Z",
+        prompt=prompt,
+        context=ContextCapsule(items=items),
+    )
 
 
-def task(tid: str, days: list[int], prompt: str = "run the tests", **kw) -> Task:
+def task(
+    tid: str, days: list[int], prompt: str = "run the tests", *, repeated: bool = False, **kw
+) -> Task:
+    """A task asked on ``days`` in the same words; each time its agent saw a different
+    ``git status`` (distinct recurrences) unless ``repeated`` (the same request seen alike)."""
     return Task(
         id=tid,
         intent=prompt,
         checks=[Check(kind="contains", value="pnpm")],
-        occurrences=[occ(f"{tid}-s{d}", d, prompt) for d in days],
+        occurrences=[
+            occ(f"{tid}-s{d}", d, prompt, "" if repeated else f"modified: day{d}.py") for d in days
+        ],
         **kw,
     )
 
@@ -131,14 +145,73 @@ def test_unscorable_and_synthetic_tasks() -> None:
 
 
 def test_views_replay_at_most_three_train_occurrences_one_per_prompt() -> None:
-    t = task("a", list(range(1, 9)))
+    t = task("a", list(range(1, 9)), repeated=True)
     t.occurrences[0] = occ("a-first", 1, "run the unit tests with pytest")
+    t.occurrences[-1] = occ("a-last", 8, "run the unit tests again")
     [t] = assign([t])
     train = [v for v in views([t]) if v.split == "train"]
-    # eight occurrences: six train; the same words asked again are replayed once
+    # eight occurrences: six train, the latest repeat withheld from val (no distinct earlier
+    # one to validate on), the last one test; the same words seen alike are replayed once
     assert [v.intent for v in train] == ["run the unit tests with pytest", "run the tests"]
     t = task("b", [1, 2, 3, 4, 5, 6])
     t.occurrences = [occ(f"b{d}", d, f"run test suite {d}") for d in range(1, 7)]
     [t] = assign([t])
     train = [v for v in views([t]) if v.split == "train"]
     assert [v.intent for v in train] == ["run test suite 2", "run test suite 3", "run test suite 4"]
+
+
+# ------------------------------------------------------------------ rule 7: distinct recurrences
+def test_a_repeat_in_the_same_words_and_context_is_not_held_out() -> None:
+    """Asked again in the same words (case and spacing aside) with the same context: its
+    replay would be a cache hit of the train replay, so it is no val; the task says it is not
+    yet validated on a distinct recurrence."""
+    t = task("a", [1, 2], repeated=True)
+    t.occurrences[1] = occ("a-s2", 2, "Run  the tests")
+    assert wording("Run  the tests") == wording("run the tests") != wording("run the tests?")
+    [got] = assign([t])
+    assert roles(got) == ["train", ""] and got.split == "train"
+    held = sorted(got.occurrences, key=lambda o: o.when)[1]
+    assert held.note.startswith("withheld from val: the same wording and context as train")
+    assert "a-s1#0" in held.note
+    assert undistinct(got)
+    assert [v.split for v in views([got])] == ["train"]  # nothing replayed as held out
+    # the same words with a different context (another staged diff): a distinct recurrence
+    [other] = assign([task("b", [1, 2])])
+    assert roles(other) == ["train", "val"] and not undistinct(other)
+    # other words, the same (empty) context: distinct too
+    c = task("c", [1, 2], repeated=True)
+    c.occurrences[1] = occ("c-s2", 2, "run the tests with coverage")
+    [other] = assign([c])
+    assert roles(other) == ["train", "val"] and not undistinct(other)
+
+
+def test_val_moves_to_the_latest_distinct_occurrence() -> None:
+    # days 1 and 3 are the same request seen alike; 2 and 4 differ
+    t = task("a", [1, 2, 3, 4], repeated=True)
+    t.occurrences[1] = occ("a-s2", 2, "run the tests in the api package")
+    t.occurrences[3] = occ("a-s4", 4, "run the tests and the linter")
+    [got] = assign([t])
+    # by time day 3 would be val, but it repeats day 1: day 2 validates, day 3 trains
+    assert roles(got) == ["train", "val", "train", "test"]
+    assert not any(o.note for o in got.occurrences) and not undistinct(got)
+    # no distinct earlier one: the latest, distinct, validates (a gate over a report)
+    t = task("b", [1, 2, 3], repeated=True)
+    t.occurrences[2] = occ("b-s3", 3, "run the tests and the linter")
+    [got] = assign([t])
+    assert roles(got) == ["train", "", "val"] and not undistinct(got)
+
+
+def test_a_test_occurrence_repeating_a_train_or_val_one_is_withheld() -> None:
+    t = task("a", [1, 2, 3], repeated=True)
+    t.occurrences[1] = occ("a-s2", 2, "run the tests in the api package")
+    [got] = assign([t])
+    assert roles(got) == ["train", "val", ""]
+    latest = sorted(got.occurrences, key=lambda o: o.when)[-1]
+    assert latest.note.startswith("withheld from test: the same wording and context as train")
+    # a test repeating the val occurrence is no distinct evidence either
+    t = task("b", [1, 2, 3], repeated=True)
+    t.occurrences[0] = occ("b-s1", 1, "run the tests in the api package")
+    [got] = assign([t])
+    assert roles(got) == ["train", "val", ""]
+    latest = sorted(got.occurrences, key=lambda o: o.when)[-1]
+    assert latest.note.startswith("withheld from test: the same wording and context as val")

@@ -5,6 +5,7 @@ tests/sources/test_real_cli_logs.py."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sqlite3
 from pathlib import Path
@@ -12,8 +13,9 @@ from pathlib import Path
 import zstandard
 
 from skillopt_sleep.config import Settings, SourceConfig
+from skillopt_sleep.night.mine import mine
 from skillopt_sleep.sources.ingest import harvest, harvest_file
-from skillopt_sleep.sources.openclaw import OpenClawSource
+from skillopt_sleep.sources.openclaw import OpenClawSource, headless_invocation
 from skillopt_sleep.store import Store
 from tests.helpers.store import db_get
 
@@ -235,3 +237,83 @@ def test_the_database_openclaw_wrote_is_harvested(isolated_home: Path, store: St
     assert [m["kind"] for m in msgs] == ["prompt", "answer", "prompt", "answer"]
     replay = db_get(store, "sessions", "openclaw:replay-1")
     assert replay["self_generated"] == 1
+
+
+#: what openclaw 2026.9.6 (Node 24.22.3) wrote in a sandbox state folder against the simulator
+#: for ``openclaw agent --local --agent main -m "how do I run the tests?" --json`` and for
+#: ``openclaw tui --local --session tuitest`` with "how do I run the linter?" typed in: both
+#: sessions' ``transcript_events`` rows, and the ``session.started`` and ``trace.metadata``
+#: rows of its runtime trace (``trajectory_runtime_events``, DDL as it created it)
+MODES = Path(__file__).parent / "data" / "openclaw-2026.9.6-modes"
+
+
+def _load(con: sqlite3.Connection, table: str, path: Path) -> None:
+    for line in path.read_text().splitlines():
+        row = json.loads(line)
+        cols = ", ".join(row)
+        con.execute(
+            f"insert into {table} ({cols}) values ({', '.join('?' * len(row))})",
+            list(row.values()),
+        )
+
+
+def test_an_openclaw_agent_turn_is_headless_and_a_tui_session_is_not(
+    isolated_home: Path, store: Store
+) -> None:
+    path = db_path(isolated_home / ".openclaw")
+    path.parent.mkdir(parents=True)
+    con = sqlite3.connect(path)
+    con.create_function(  # see test_the_database_openclaw_wrote_is_harvested
+        "octet_length",
+        1,
+        lambda v: len(v.encode()) if isinstance(v, str) else (None if v is None else len(v)),
+        deterministic=True,
+    )
+    con.executescript((REAL / "transcript_events.sql").read_text())
+    con.executescript((MODES / "trajectory_runtime_events.sql").read_text())
+    _load(con, "transcript_events", MODES / "transcript_events.jsonl")
+    _load(con, "trajectory_runtime_events", MODES / "trajectory_runtime_events.jsonl")
+    con.commit()
+    con.close()
+    # the transcripts alike: only the trace tells the one-shot turn from the terminal UI
+    report = harvest(store, Settings(sources={"openclaw": SourceConfig()}))
+    assert report.sources["openclaw"].sessions_new == 2
+    by_prompt = {store.sessions.messages(s["id"])[0]["text"]: s for s in store.sessions.all()}
+    agent, tui = by_prompt["how do I run the tests?"], by_prompt["how do I run the linter?"]
+    assert (agent["headless"], tui["headless"]) == (1, 0)
+    report = mine(
+        store,
+        Settings(sources={"openclaw": SourceConfig()}),
+        now=dt.datetime(2026, 12, 2, tzinfo=dt.UTC),
+    )
+    assert report.dropped.get("headless_session") == 1
+
+
+def test_a_database_without_the_runtime_trace_marks_nothing_headless(
+    isolated_home: Path, store: Store
+) -> None:
+    path = db_path(isolated_home / ".openclaw")
+    path.parent.mkdir(parents=True)
+    con = sqlite3.connect(path)
+    con.executescript(
+        "create table transcript_events (session_id text, seq integer, event_json text, "
+        "event_zstd blob, created_at integer, navigation_json text)"
+    )
+    _load(con, "transcript_events", MODES / "transcript_events.jsonl")
+    con.commit()
+    con.close()
+    harvest(store, Settings(sources={"openclaw": SourceConfig()}))
+    assert [s["headless"] for s in store.sessions.all()] == [0, 0]
+
+
+def test_the_command_line_of_a_run_says_whether_it_was_openclaw_agent() -> None:
+    node, cli = "/opt/node/bin/node", "/opt/openclaw/openclaw.mjs"
+    assert headless_invocation([node, cli, "agent", "--local", "-m", "hi"])
+    assert headless_invocation([node, cli, "--profile", "work", "--no-color", "agent"])
+    assert headless_invocation(["/usr/local/bin/openclaw", "agent", "-m", "hi"])
+    assert not headless_invocation([node, cli, "tui", "--local"])
+    assert not headless_invocation([node, cli, "chat"])
+    assert not headless_invocation([node, cli, "--profile", "agent", "tui"])  # a profile's name
+    assert not headless_invocation([node, cli, "gateway", "run"])  # a channel's turn
+    assert not headless_invocation([node, "/srv/other.mjs", "agent"])
+    assert not headless_invocation(None) and not headless_invocation("openclaw agent")

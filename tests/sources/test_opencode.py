@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import sqlite3
@@ -9,8 +10,9 @@ import time
 from pathlib import Path
 
 from skillopt_sleep.config import Settings, SourceConfig
+from skillopt_sleep.night.mine import mine
 from skillopt_sleep.sources.ingest import harvest, harvest_file
-from skillopt_sleep.sources.opencode import OpenCodeSource
+from skillopt_sleep.sources.opencode import OpenCodeSource, headless_permission
 from skillopt_sleep.store import Store
 from tests.helpers.sources import opencode_tree_session
 from tests.helpers.store import db_get
@@ -313,3 +315,50 @@ def test_a_prompt_opencode_run_quoted_reads_as_typed(tmp_path: Path, store: Stor
     assert r.status == "read"
     texts = [m["text"] for m in store.db.query("select text from messages order by timestamp")]
     assert texts == ["no, use pnpm not npm", 'say "hi" to "them"', '"a" and "b"']
+
+
+#: what opencode 1.18.33 wrote against the simulator (docs/sources.md): ``opencode run how do I
+#: run the tests?``, then the TUI (``opencode`` on a terminal) with "how do I run the linter?"
+#: typed in; the ``session``, ``message`` and ``part`` tables' DDL and rows, dumped from the
+#: ``opencode.db`` it wrote
+MODES = Path(__file__).parent / "data" / "opencode-1.18.33-modes"
+
+
+def test_an_opencode_run_session_is_headless_and_a_tui_one_is_not(
+    tmp_path: Path, store: Store
+) -> None:
+    db = tmp_path / "opencode" / "opencode.db"
+    db.parent.mkdir()
+    con = sqlite3.connect(db)
+    con.executescript((MODES / "schema.sql").read_text())
+    for table in ("session", "message", "part"):
+        for line in (MODES / f"{table}.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            cols = ", ".join(f"`{c}`" for c in row)
+            con.execute(
+                f"insert into `{table}` ({cols}) values ({', '.join('?' * len(row))})",
+                list(row.values()),
+            )
+    con.commit()
+    con.close()
+    assert harvest_file(store, "opencode", db).status == "read"
+    by_prompt = {store.sessions.messages(s["id"])[0]["text"]: s for s in store.sessions.all()}
+    run, tui = by_prompt["how do I run the tests?"], by_prompt["how do I run the linter?"]
+    assert (run["headless"], tui["headless"]) == (1, 0)
+    # the run is not mined by default, and is counted with the reason
+    report = mine(store, Settings(), now=dt.datetime(2026, 12, 2, tzinfo=dt.UTC))
+    assert report.dropped.get("headless_session") == 1
+
+
+def test_the_permission_ruleset_opencode_run_gives_its_sessions() -> None:
+    deny = [
+        {"permission": p, "pattern": "*", "action": "deny"}
+        for p in ("question", "plan_enter", "plan_exit")
+    ]
+    assert headless_permission(deny) and headless_permission(json.dumps(deny))
+    assert not headless_permission(None) and not headless_permission([])
+    assert not headless_permission(deny[:2])  # a user's own rules, not `opencode run`'s
+    allowed = [{**r, "action": "allow"} for r in deny]
+    assert not headless_permission(allowed) and not headless_permission("not json")
+    # the older JSON tree keeps the same ruleset in the session's info
+    assert headless_permission([*deny, {"permission": "bash", "pattern": "*", "action": "ask"}])

@@ -217,3 +217,35 @@ def test_harvest_finds_files_under_the_default_root(isolated_home: Path, store: 
     report = harvest(store, Settings(sources={"pi": SourceConfig()}))
     assert report.sources["pi"].sessions_new == 1
     assert os.path.isdir(root)
+
+
+#: what pi 0.73.1 wrote against the simulator (docs/sources.md): ``pi -p "how do I run the
+#: tests?"`` (print.jsonl) and ``pi`` on a terminal with "how do I run the linter?" typed in
+#: (interactive.jsonl), copied as written
+MODES = Path(__file__).parent / "data" / "pi-0.73.1-modes"
+
+
+def _shape(value: object) -> object:
+    """A JSON value's shape: its keys and types, not its values."""
+    if isinstance(value, dict):
+        return {k: _shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shape(v) for v in value]
+    return type(value).__name__
+
+
+def test_pi_records_nothing_that_tells_a_print_run_from_an_interactive_one(
+    tmp_path: Path, store: Store
+) -> None:
+    """pi 0.73.1 writes a ``-p`` run and an interactive session in the same shape (the same
+    entries with the same keys), so no session is marked headless (the source's docstring and
+    docs/sources.md say so)."""
+    printed, typed = (MODES / "print.jsonl", MODES / "interactive.jsonl")
+    shapes = [[_shape(json.loads(x)) for x in f.read_text().splitlines()] for f in (printed, typed)]
+    assert shapes[0] == shapes[1]
+    folder = tmp_path / "sessions" / "--home-dev-app--"
+    folder.mkdir(parents=True)
+    for f in (printed, typed):
+        (folder / f"2026-12-01T20-39-54-084Z_{f.stem}.jsonl").write_bytes(f.read_bytes())
+        harvest_file(store, "pi", folder / f"2026-12-01T20-39-54-084Z_{f.stem}.jsonl")
+    assert [s["headless"] for s in store.sessions.all()] == [0, 0]

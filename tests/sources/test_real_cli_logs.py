@@ -157,6 +157,8 @@ def test_opencode_run_database(isolated_home: Path, store: Store) -> None:
     assert all(m["text"] for m in msgs)
     assert own["project"] == str(work) and own["agent_version"] == "1.18.33"
     assert own["model"] == "sim-demo"
+    # `opencode run` made the session (its permission ruleset says so): headless
+    assert own["headless"] == 1
     assert store.sessions.messages(replay["id"])[0]["text"] == PROMPT
     again = harvest(store, Settings(), sources=["opencode"]).sources["opencode"]
     assert again.sessions_new == 0 and again.sessions_updated == 0
@@ -196,4 +198,6 @@ def test_pi_print_session(isolated_home: Path, store: Store) -> None:
     assert [m["kind"] for m in msgs] == ["prompt", "answer", "prompt", "answer"]
     assert all(m["text"] for m in msgs)
     assert own["project"] == str(work) and own["model"] == "sim-demo"
+    # pi 0.73.1 records nothing of `-p` (tests/sources/test_pi.py): not marked headless
+    assert own["headless"] == 0
     assert store.sessions.messages(replay["id"])[0]["text"] == PROMPT
