@@ -172,6 +172,8 @@ class NightSummary(_Model):
     held_out: str | None = None
     #: scorable tasks asked once: they train, and are not yet validated on a recurrence
     not_validated: int | None = None
+    #: similar past tasks replayed as extra train tasks (``dream_recall``; None: none)
+    recalled: int | None = None
     #: what mining left out, by reason (e.g. ``headless_session``: a ``claude -p`` /
     #: Agent-SDK / ``codex exec`` / ``copilot -p`` run, not the user's own request)
     dropped: dict[str, int] = Field(default_factory=dict)
