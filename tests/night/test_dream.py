@@ -61,6 +61,26 @@ def test_a_sample_index_keys_the_cache_apart_and_sample_0_keeps_todays_key(isola
     store.close()
 
 
+@pytest.mark.parametrize("name", ["anthropic", "openai_compatible"])
+def test_an_http_backend_sends_the_sample_index_and_the_simulator_answers_by_it(
+    isolated_home, tmp_path, name
+):
+    store = Store(paths.db_path())
+    with serve(write_persona(tmp_path, DREAM_PERSONA), api_key="sim-key") as sim:
+        url = sim.url if name == "anthropic" else sim.url + "/v1"
+        backend = get_backend(BackendConfig(name=name, base_url=url, model="m", api_key="sim-key"))
+        meter = Meter(backend, store, Cost(), max_calls=10, max_tokens=10**9, role="target")
+        answers = [
+            meter.complete(CompletionRequest(prompt="install the dependencies", sample=k))[0].text
+            for k in (0, 1, 2, 0)
+        ]
+        seen = [r.get("sample") for r in sim.stats.snapshot()["requests"]]
+    assert answers[0] == answers[3] == "Run `npm install` in the project root."
+    assert answers[1] == answers[2] == "Run `pnpm install` in the project root."
+    assert seen == [0, 1, 2]  # the fourth came from the cache: sample 0's key
+    store.close()
+
+
 def test_the_reflect_prompt_shows_best_and_worst_only_when_there_are_contrasts():
     base: dict[str, Any] = {
         "rules": [],
