@@ -13,6 +13,12 @@ For a skill the description is trained too: the reflect prompt shows it and whet
 rollout loaded the skill, and a ``describe`` edit that rewrites it is gated like any other
 (the certified document, description included, is :attr:`Trainer.doc`).
 
+With ``dream_samples = K`` > 1 (dream rollouts, :meth:`Trainer.dream`) each mini-batch's
+train tasks are replayed K times (sample indexes 0..K-1, each its own cache entry): a task
+counts by its worst attempt, and the reflect prompt also shows each task's best and worst
+attempt when they score apart (``contrasts``), asking what distinguishes them. The edit
+budget and the gate are the same.
+
 With ``workers > 1`` the replays that do not wait on each other run together
 (:meth:`Trainer.ahead`): the val baseline with the first mini-batch, and the val replays of
 a mini-batch's next edits (as many as the workers run at once), each edit applied alone to
