@@ -253,6 +253,14 @@ class Settings(BaseSettings):
     batch_size: int = Field(4, ge=1)
     #: The learning rate: at most this many edits are tried per mini-batch.
     edit_budget: int = Field(2, ge=1, le=20)
+    #: Dream rollouts: replay each train task this many times per mini-batch (samples 0..K-1,
+    #: each cached under its own index) and show the optimizer its best and worst attempt.
+    #: 1 = off (the learning benchmark measured no gain on the simulator: docs/benchmarks.md).
+    dream_samples: int = Field(1, ge=1, le=8)
+    #: Dream recall: add up to this many similar past tasks (stored by earlier nights, not
+    #: mined tonight, same project) as extra train tasks; their held-out occurrences never.
+    #: 0 = off.
+    dream_recall: int = Field(0, ge=0, le=20)
     val_fraction: float = Field(0.25, ge=0.0, lt=1.0)
     test_fraction: float = Field(0.25, ge=0.0, lt=1.0)
     gate_metric: Literal["hard", "soft", "mixed"] = "mixed"

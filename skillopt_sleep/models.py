@@ -238,6 +238,11 @@ class CompletionRequest(BaseModel):
     #: throw-away working folder and shows its outputs with the prompt; an HTTP backend
     #: sends both with the prompt (see :func:`skillopt_sleep.backends.base.with_context`)
     context: ContextCapsule | None = None
+    #: a dream rollout's sample index (``dream_samples``): 0 is the one sample a night
+    #: without dream rollouts makes; each index is cached apart, and an HTTP backend sends it
+    #: as the ``x-skillopt-sample`` header (the simulator answers by it; a real model just
+    #: samples again)
+    sample: int = Field(0, ge=0)
 
 
 class Completion(BaseModel):

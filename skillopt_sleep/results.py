@@ -176,6 +176,8 @@ class NightSummary(_Model):
     #: later asks would replay as cache hits of the train replay, so they are not held out
     #: (not yet validated on a distinct recurrence)
     not_distinct: int | None = None
+    #: similar past tasks replayed as extra train tasks (``dream_recall``; None: none)
+    recalled: int | None = None
     #: what mining left out, by reason (e.g. ``headless_session``: a ``claude -p`` /
     #: Agent-SDK / ``codex exec`` / ``copilot -p`` run, not the user's own request)
     dropped: dict[str, int] = Field(default_factory=dict)

@@ -35,6 +35,16 @@ MAX_DELAY = 30.0
 _RETRY_STATUS = {408, 409, 429}
 
 
+#: the header an HTTP backend sends a dream rollout's sample index in (past the first only):
+#: the simulator answers by it, a real API ignores it (its model samples again by itself)
+SAMPLE_HEADER = "x-skillopt-sample"
+
+
+def sample_headers(sample: int) -> dict[str, str]:
+    """The headers naming a dream rollout's sample index (none for sample 0)."""
+    return {SAMPLE_HEADER: str(sample)} if sample else {}
+
+
 def is_loopback(url: str) -> bool:
     host = (urlsplit(url).hostname or "").lower()
     if host == "localhost":

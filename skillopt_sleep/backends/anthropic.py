@@ -72,6 +72,7 @@ class AnthropicBackend(Backend):
         if skill is not None:
             payload["tools"] = [SKILL_TOOL_SPEC]
         headers = {"x-api-key": key, "anthropic-version": API_VERSION}
+        headers |= _http.sample_headers(request.sample)
         started = time.monotonic()
 
         def answer(data: dict[str, Any], results: list[tuple[ToolCall, str, bool]]) -> None:

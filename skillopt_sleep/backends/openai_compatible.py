@@ -62,6 +62,7 @@ class OpenAICompatibleBackend(Backend):
             messages.append({"role": "system", "content": system})
         messages.append({"role": "user", "content": prompt})
         headers = {"Authorization": f"Bearer {key}"}
+        headers |= _http.sample_headers(request.sample)
         started = time.monotonic()
         limit = request.max_tokens or self.config.max_tokens
         tools = [SKILL_TOOL_SPEC] if skill else None

@@ -33,6 +33,7 @@ def reflect_prompt(
     budget: int,
     user_refused: list[dict[str, str]] | None = None,
     skill: dict[str, Any] | None = None,
+    contrasts: list[dict[str, Any]] | None = None,
 ) -> str:
     """Build the reflect prompt.
 
@@ -46,6 +47,10 @@ def reflect_prompt(
     "max_chars": the longest description allowed}``; the rollouts then say whether the agent
     loaded the skill (``skill_loaded``: true / false / "unknown") and a ``describe`` edit may
     rewrite the description (left out for a memory document, whose prompts stay as they were).
+    ``contrasts``: dream rollouts (``dream_samples`` > 1) of tasks whose best and worst
+    attempts scored apart, ``{"task", "best": {"answer", "score"}, "worst": {"answer",
+    "score", "failed_checks"}}``; the prompt asks what distinguishes them (left out when
+    empty, so nights without dream rollouts keep their cached prompts).
     """
     material = {
         "rules": rules,
@@ -60,6 +65,15 @@ def reflect_prompt(
         refused = (
             "\nThe user reviewed and refused the edits under user_refused_edits (their reasons "
             "say why): never propose them, or rules that say the same, again.\n"
+        )
+    contrast = ""
+    if contrasts:
+        material["contrasts"] = contrasts
+        contrast = (
+            "\nThe same task was attempted several times under the same rules: contrasts "
+            "holds each task's best and worst attempt. Work out what distinguishes the best "
+            "attempt from the worst, and propose rules that make the agent do what the best "
+            "one did.\n"
         )
     describe = ""
     if skill is not None:
@@ -77,7 +91,7 @@ You improve a coding agent's skill document: a list of short rules the agent rea
 works. Below are the current rules, rollouts of the user's recurring tasks scored against
 checks derived from the user's own corrections, and edits that were already tried and
 rejected (do not propose them again).
-{refused}
+{refused}{contrast}
 Propose at most {budget} edits that would make the failing rollouts pass without breaking the
 passing ones. Each edit is one of:
   {{"op": "add", "text": "<new rule>", "rationale": "..."}}

@@ -111,6 +111,8 @@ class Meter:
                 ),
                 # the replayed occurrence's context, only when it has some
                 *([req.context.model_dump()] if req.context and req.context.items else []),
+                # a dream rollout's sample index, only past the first (K=1 keys unchanged)
+                *([f"sample:{req.sample}"] if req.sample else []),
             ],
             ensure_ascii=False,
         )
@@ -284,11 +286,14 @@ class Replayer:
         #: ``document -> Placement``: where a replay puts the candidate (None: as system text)
         self.place = place
 
-    def _one(self, task: Task, document: str) -> Scored:
-        return self._score(*self._answer(task, document))
+    def _one(self, task: Task, document: str, sample: int = 0) -> Scored:
+        return self._score(*self._answer(task, document, sample))
 
-    def _answer(self, task: Task, document: str) -> tuple[Task, Placement | None, Completion, bool]:
-        """A task's target call (the first half of :meth:`_one`)."""
+    def _answer(
+        self, task: Task, document: str, sample: int = 0
+    ) -> tuple[Task, Placement | None, Completion, bool]:
+        """A task's target call (the first half of :meth:`_one`); ``sample``: the dream
+        rollout's sample index."""
         placement = self.place(document) if self.place else None
         req = CompletionRequest(
             system="" if placement else document,
@@ -298,6 +303,7 @@ class Replayer:
             max_tokens=self.target.backend.config.max_tokens,
             placement=placement,
             context=task.context if task.context and task.context.items else None,
+            sample=sample,
         )
         comp, cached = self.target.complete(req)
         return task, placement, comp, cached
@@ -352,17 +358,24 @@ class Replayer:
             self.on_rollout(scored)
         return scored
 
-    def run(self, tasks: list[Task], document: str) -> dict[str, Scored]:
-        """Score every task against ``document``; returns ``{task_id: Scored}``."""
-        return self.run_many([(tasks, document)])[0]
+    def run(self, tasks: list[Task], document: str, sample: int = 0) -> dict[str, Scored]:
+        """Score every task against ``document``; returns ``{task_id: Scored}``. ``sample``:
+        the dream rollout's sample index (0: the night's one sample)."""
+        return self.run_many([(tasks, document)], samples=[sample])[0]
 
-    def run_many(self, jobs: list[tuple[list[Task], str]]) -> list[dict[str, Scored]]:
+    def run_many(
+        self, jobs: list[tuple[list[Task], str]], samples: list[int] | None = None
+    ) -> list[dict[str, Scored]]:
         """Score each job's tasks against its document, all pairs on the same ``workers``
         threads; returns one ``{task_id: Scored}`` per job, in the order of ``jobs`` and of
-        their tasks (never in the order the workers finished)."""
-        pairs = [(t, doc) for tasks, doc in jobs for t in tasks]
+        their tasks (never in the order the workers finished). ``samples``: each job's
+        sample index (default: 0 for all)."""
+        at_sample = samples or [0] * len(jobs)
+        pairs = [
+            (t, doc, k) for (tasks, doc), k in zip(jobs, at_sample, strict=True) for t in tasks
+        ]
         if self.workers == 1 or len(pairs) <= 1:
-            results = [self._one(t, doc) for t, doc in pairs]
+            results = [self._one(t, doc, k) for t, doc, k in pairs]
         else:
             pool = ThreadPoolExecutor(max_workers=self.workers)
             # each pair is two jobs of the pool, its target call then its checks and judge
@@ -372,8 +385,8 @@ class Replayer:
             stage: dict[Future[Any], tuple[int, bool]] = {}  # future -> (pair, answered)
             futures: list[Future[Any]] = []
             try:
-                for i, (t, doc) in enumerate(pairs):
-                    asked: Future[Any] = pool.submit(self._answer, t, doc)
+                for i, (t, doc, k) in enumerate(pairs):
+                    asked: Future[Any] = pool.submit(self._answer, t, doc, k)
                     stage[asked] = (i, False)
                     futures.append(asked)
                 done_at: dict[int, Scored] = {}

@@ -72,6 +72,12 @@ def _inputs_fingerprint(s: Settings, base_hash: str, tasks: list[Task]) -> str:
         "target": [s.target.name, s.target.model],
         "optimizer": [s.optimizer.name, s.optimizer.model],
         "train": [s.epochs, s.batch_size, s.edit_budget, s.gate_metric, s.no_regression, s.rubric],
+        # only when on, so nights without dream rollouts keep their fingerprints
+        **(
+            {"dream": [s.dream_samples, s.dream_recall]}
+            if s.dream_samples > 1 or s.dream_recall
+            else {}
+        ),
     }
     return sha256_text(json.dumps(data, sort_keys=True, default=str))
 
@@ -249,6 +255,7 @@ def _run(
     on_rollout: OnRollout | None = None,
 ) -> NightResult:
     from skillopt_sleep.night.mine import mine
+    from skillopt_sleep.night.recall import recall
     from skillopt_sleep.night.stage import stage_proposal
     from skillopt_sleep.sources.ingest import harvest
 
@@ -284,6 +291,21 @@ def _run(
         section=section,
     )
     train, val, test = _split(tasks)
+    recalled = (
+        recall(
+            store,
+            mined=report.tasks,
+            train=train,
+            held_out=val + test,
+            limit=s.dream_recall,
+            threshold=s.similarity,
+            scope=s.project,
+            is_scorable=lambda t: scorable(t, judge_ok),
+        )
+        if s.dream_recall
+        else []
+    )
+    train += recalled  # similar past tasks train too (never a held-out occurrence)
     scored = train + val + test  # the views the night replays: what its reports name
     once = sum(1 for t in tasks if len(t.occurrences) == 1)
     repeats = sum(1 for t in tasks if undistinct(t))
@@ -301,6 +323,7 @@ def _run(
         held_out=HELD_OUT,
         not_validated=once,
         not_distinct=repeats or None,
+        recalled=len(recalled) or None,
     )
     if section is not None:
         say(f"the rules go in the block for {section} of the shared memory file")
@@ -330,6 +353,8 @@ def _run(
         say(f"{once} task(s) asked once: they train, not yet validated on a recurrence")
     if repeats:
         say(f"{repeats} task(s) {NOT_DISTINCT}")
+    if recalled:
+        say(f"dream recall: {len(recalled)} similar past task(s) train too")
 
     def finish(status: NightStatus, seconds: float | None = None, **extra: Any) -> NightResult:
         """Record the night's end; ``seconds``: wall time of its model calls (cost)."""

@@ -13,6 +13,12 @@ For a skill the description is trained too: the reflect prompt shows it and whet
 rollout loaded the skill, and a ``describe`` edit that rewrites it is gated like any other
 (the certified document, description included, is :attr:`Trainer.doc`).
 
+With ``dream_samples = K`` > 1 (dream rollouts, :meth:`Trainer.dream`) each mini-batch's
+train tasks are replayed K times (sample indexes 0..K-1, each its own cache entry): a task
+counts by its worst attempt, and the reflect prompt also shows each task's best and worst
+attempt when they score apart (``contrasts``), asking what distinguishes them. The edit
+budget and the gate are the same.
+
 With ``workers > 1`` the replays that do not wait on each other run together
 (:meth:`Trainer.ahead`): the val baseline with the first mini-batch, a mini-batch with the
 epoch's next ones under the same rules (:meth:`Trainer.ahead_batches`), and the val replays of
@@ -253,17 +259,59 @@ class Trainer:
                 out.append(text)
         return out
 
+    def dream(
+        self,
+        batch: list[Task],
+        doc: Document,
+        rules: list[str],
+        scores: dict[str, Scored],
+        phase: str,
+    ) -> dict[str, list[Scored]]:
+        """Dream rollouts: every attempt of each task of ``batch`` under ``rules``, sample 0
+        (``scores``, replayed already) first, then samples 1..K-1 (``dream_samples``), each
+        cached under its own sample index and recorded as ``<phase> sample <k>``. With K = 1:
+        ``scores`` alone, no call."""
+        attempts = {t.id: [scores[t.id]] for t in batch}
+        k = self.s.dream_samples
+        if k <= 1 or not batch:
+            return attempts
+        text = doc.render(rules)
+        self.report.replaying(f"{phase} dream", len(batch) * (k - 1))
+        more = self.replayer.run_many([(batch, text)] * (k - 1), samples=list(range(1, k)))
+        dh = sha256_text(text)
+        with self.store.write():
+            for n, got in enumerate(more, 1):
+                for t in batch:
+                    self._record(t.id, t.split, f"{phase} sample {n}", dh, got[t.id])
+                    attempts[t.id].append(got[t.id])
+        return attempts
+
     def reflect(
         self,
         batch: list[Task],
         scores: dict[str, Scored],
         rules: list[str],
         doc: Document | None = None,
+        attempts: dict[str, list[Scored]] | None = None,
     ) -> list[Edit]:
+        """Ask the optimizer for edits. ``attempts``: each task's dream rollouts (sample 0
+        first); a task then counts by its worst attempt, and where its best and worst
+        attempts score apart the prompt shows both (``contrasts``) and asks what tells them
+        apart. Without them (or with one attempt each) the prompt is exactly as before."""
         skill = doc is not None and doc.skill and doc.description is not None
+        tried = attempts or {t.id: [scores[t.id]] for t in batch}
+        worst = {tid: min(scs, key=lambda sc: sc.score) for tid, scs in tried.items()}
+        best = {tid: max(scs, key=lambda sc: sc.score) for tid, scs in tried.items()}
+
+        def failed(sc: Scored) -> list[dict[str, Any]]:
+            return [
+                {k: c[k] for k in ("kind", "value", "evidence")}
+                for c in sc.checks
+                if not c["passed"]
+            ]
 
         def item(t: Task) -> dict[str, Any]:
-            sc = scores[t.id]
+            sc = worst[t.id]
             loaded: dict[str, Any] = {}
             if skill:
                 loaded["skill_loaded"] = "unknown" if sc.skill_loaded is None else sc.skill_loaded
@@ -271,18 +319,28 @@ class Trainer:
                 "task": t.intent[:1500],
                 "answer": sc.answer[:1500],
                 "score": round(sc.score, 3),
-                "failed_checks": [
-                    {k: c[k] for k in ("kind", "value", "evidence")}
-                    for c in sc.checks
-                    if not c["passed"]
-                ],
+                "failed_checks": failed(sc),
                 "corrections": t.corrections[:5],
                 **loaded,
             }
 
-        failures = [item(t) for t in batch if scores[t.id].score < 1.0]
-        successes = [item(t) for t in batch if scores[t.id].score >= 1.0]
+        failures = [item(t) for t in batch if worst[t.id].score < 1.0]
+        successes = [item(t) for t in batch if worst[t.id].score >= 1.0]
+        contrasts = [
+            {
+                "task": t.intent[:1500],
+                "best": {"answer": best[t.id].answer[:1500], "score": round(best[t.id].score, 3)},
+                "worst": {
+                    "answer": worst[t.id].answer[:1500],
+                    "score": round(worst[t.id].score, 3),
+                    "failed_checks": failed(worst[t.id]),
+                },
+            }
+            for t in batch
+            if best[t.id].score > worst[t.id].score
+        ]
         prompt = prompts.reflect_prompt(
+            contrasts=contrasts,
             rules=rules,
             failures=failures,
             successes=successes[:5],
@@ -364,11 +422,13 @@ class Trainer:
                 self.ahead_batches(
                     batches[b - 1 :], self.doc.render(rules), last=epoch == self.s.epochs
                 )
-                scores = self.replay(batch, self.doc, rules, "train", f"train e{epoch}b{b}")
-                if all(sc.score >= 1.0 for sc in scores.values()):
+                phase = f"train e{epoch}b{b}"
+                scores = self.replay(batch, self.doc, rules, "train", phase)
+                attempts = self.dream(batch, self.doc, rules, scores, phase)
+                if all(sc.score >= 1.0 for tried in attempts.values() for sc in tried):
                     continue
                 self.report.enter("reflect")
-                edits = self.reflect(batch, scores, rules, self.doc)
+                edits = self.reflect(batch, scores, rules, self.doc, attempts)
                 self.report.enter("gate")
                 for k, e in enumerate(edits):
                     e.epoch, e.batch = epoch, b

@@ -18,7 +18,9 @@ and every message, applied to a target answer in this order:
 * ``Keep answers under N characters.``  truncate the answer to N characters
 
 Any other sentence is ignored: without a matching rule the persona gives its canned answer
-(its "characteristic mistake").
+(its "characteristic mistake"). A dream rollout's later sample (``Turn.sample`` > 0, from the
+``x-skillopt-sample`` header) gives the answer's ``variants`` in turn instead, when it has
+some: still no randomness, the sample index is part of the input.
 
 Context: a replay's ``<session-context>`` preamble (the files and outputs the replayed
 occurrence's agent saw, see ``backends.base.context_block``) is not part of what was asked
@@ -49,7 +51,9 @@ rollouts did not load it (``skill_loaded`` false), the brain first proposes a ``
 (:func:`derive_description`: the content words of those tasks, so the ``words`` rule picks
 the skill for them), unless the persona says ``describe_skills = false`` or that description
 was already rejected (with ``describe_as`` set, that description instead, for any skill);
-then the add edits of ``optimizer.order``. A consolidation drops duplicate rules (and with
+then the add edits of ``optimizer.order`` (the ``derived`` group: first what tells each
+dream contrast's best attempt from its worst, :func:`contrast_edits`, then what the failed
+checks say). A consolidation drops duplicate rules (and with
 ``lossy_consolidate`` the last rule) and appends ``consolidate_adds``.
 """
 
@@ -133,6 +137,8 @@ class Turn:
     stream: bool = False
     skills: list[ListedSkill] = field(default_factory=list)
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    #: a dream rollout's sample index (``x-skillopt-sample``; 0 without the header)
+    sample: int = 0
 
     def all_text(self) -> str:
         return "\n".join([self.system, *(text for _, text in self.messages)])
@@ -332,6 +338,8 @@ class Brain:
         match = next((a for a in persona.answers if a.pattern.search(asked)), None)
         if match is not None:
             text = match.text
+            if turn.sample and match.variants:  # a dream rollout's other sample
+                text = match.variants[(turn.sample - 1) % len(match.variants)]
         else:
             text = persona.default_answer.replace("{prompt}", _CONTEXT.sub("", turn.prompt).strip())
         diff = _DIFF_FILE.search(seen)
@@ -401,7 +409,8 @@ class Brain:
                     }
                 )
         groups: dict[str, list[tuple[str, str]]] = {
-            "derived": derive_edits(material.get("failures", [])),
+            "derived": contrast_edits(material.get("contrasts", []))
+            + derive_edits(material.get("failures", [])),
             "useless": [(e, "generic advice") for e in self.persona.useless_edits],
             "harmful": [
                 (e, "shorter answers are easier to read") for e in self.persona.harmful_edits
@@ -447,6 +456,28 @@ def derive_description(rollouts: list[dict[str, Any]], max_chars: int) -> str:
             break
         text = longer
     return text + "." if text != "Rules for" else ""
+
+
+_SPAN = re.compile(r"`([^`]+)`")
+
+
+def contrast_edits(contrasts: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(rule text, rationale) pairs from dream rollouts' best and worst attempts (the reflect
+    material's ``contrasts``): the i-th backticked value only the best answer has, paired with
+    the i-th only the worst has, as "Use `X` instead of `Y`." (unpaired ones: "Always
+    mention" / "Never mention"). Values compared ignoring case."""
+    out: list[tuple[str, str]] = []
+    for c in contrasts:
+        best = [m.group(1) for m in _SPAN.finditer(str((c.get("best") or {}).get("answer", "")))]
+        worst = [m.group(1) for m in _SPAN.finditer(str((c.get("worst") or {}).get("answer", "")))]
+        low_b, low_w = {x.lower() for x in best}, {x.lower() for x in worst}
+        pos = [x for x in best if x.lower() not in low_w]
+        neg = [x for x in worst if x.lower() not in low_b]
+        why = f"the best attempt did it: {str(c.get('task', ''))[:80]}"
+        out += [(f"Use `{x}` instead of `{y}`.", why) for x, y in zip(pos, neg, strict=False)]
+        out += [(f"Always mention `{x}`.", why) for x in pos[len(neg) :]]
+        out += [(f"Never mention `{y}`.", why) for y in neg[len(pos) :]]
+    return out
 
 
 def derive_edits(failures: list[dict[str, Any]]) -> list[tuple[str, str]]:

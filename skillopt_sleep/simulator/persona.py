@@ -12,6 +12,8 @@ A persona is a TOML file (see ``personas/demo.toml``)::
     tool = ["Bash", "exec_command"]  # optional: call the first of these tools the request
                                      # offers (names case-insensitive), then answer `text`
     tool_input = { command = "ls" }  # optional: the tool call's input object
+    variants = ["Run `pnpm test`."]  # optional: a dream rollout's sample k > 0 answers
+                                     # variants[(k - 1) % len] instead of `text`
 
     [tool_inputs]                    # optional: per-tool inputs; override ``tool_input`` and
     exec_command = { cmd = "ls" }    # serve "Use the `T` tool." rules
@@ -84,6 +86,8 @@ class Answer:
     text: str
     tools: tuple[str, ...] = ()
     tool_input: dict[str, Any] = field(default_factory=dict)
+    #: what later samples of a dream rollout answer instead of ``text``, in turn
+    variants: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -123,7 +127,8 @@ def _answer(raw: dict[str, Any]) -> Answer:
         raise ValueError(f"persona answer has a bad regex {raw.get('match')!r}: {exc}") from None
     tool = raw.get("tool") or ()
     tools = (tool,) if isinstance(tool, str) else tuple(str(t) for t in tool)
-    return Answer(pattern, text, tools, dict(raw.get("tool_input", {})))
+    variants = tuple(str(v) for v in raw.get("variants", []))
+    return Answer(pattern, text, tools, dict(raw.get("tool_input", {})), variants)
 
 
 def persona_from_dict(data: dict[str, Any]) -> Persona:

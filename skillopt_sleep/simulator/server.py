@@ -258,6 +258,7 @@ class _Handler(BaseHTTPRequestHandler):
             sim.stats.record(**rec, status=400)
             return self._error(api, 400, f"invalid JSON body: {exc}", "invalid_request_error", None)
         turn = getattr(wire, f"parse_{api}")(body)
+        turn.sample = wire.sample_of(self.headers.get(wire.SAMPLE_HEADER))
         rec.update(
             model=turn.model,
             stream=turn.stream,
@@ -265,6 +266,7 @@ class _Handler(BaseHTTPRequestHandler):
             prompt_tail=turn.prompt[-200:],
             prompt_chars=len(turn.prompt),
             tools=turn.tools,
+            sample=turn.sample,
         )
         listed = [skill for skill in turn.skills if not skill.builtin]
         if listed:

@@ -43,6 +43,9 @@ from typing import Any
 from skillopt_sleep.simulator.brain import ListedSkill, Reply, Turn
 
 Usage = tuple[int, int]
+#: a dream rollout's sample index (the night's HTTP backends send it past sample 0; the
+#: brain answers a persona answer's ``variants`` by it)
+SAMPLE_HEADER = "x-skillopt-sample"
 _CHUNK = 24  # characters per streamed text delta
 _TAGGED = re.compile(r"^\s*<([\w-]+)>.*?</\1>\s*", re.S)  # <system-reminder>..</system-reminder>
 _AGENTS_MD = "# AGENTS.md instructions"
@@ -90,6 +93,14 @@ _COPILOT_ENTRY = re.compile(
     r"<location>(.*?)</location>\s*</skill>",
     re.S,
 )
+
+
+def sample_of(value: str | None) -> int:
+    """The sample index a :data:`SAMPLE_HEADER` value names (0 when absent or not a number)."""
+    try:
+        return max(0, int(value or 0))
+    except ValueError:
+        return 0
 
 
 def _claude_listing(text: str) -> list[ListedSkill]:

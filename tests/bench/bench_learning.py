@@ -12,12 +12,19 @@ failed checks, a harmful edit (one that breaks earlier habits) and a useless one
 persona's order. Per night: held-out (test) and val scores before and after, edits applied
 and rejected (and which rejected ones were the persona's harmful edits), model calls; after
 the last night, the same night again (what a repeat night costs with the response cache).
+
+Dream rollouts (``dream_samples``, ``dream_recall``): each persona runs twice, off (the
+defaults) and on (:data:`DREAM`), in fresh worlds. The simulator's target then answers a
+dream rollout's later samples with the habit's new tool (the persona answers' ``variants``:
+a target that sometimes gets it right), so the reflect prompt gets best/worst contrasts; the
+off run never asks for a later sample, so the same persona serves both.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -44,6 +51,9 @@ HABITS = [
     ),
 ]
 REPHRASE = ("{}", "please {}", "can you {} for me?")
+#: the dream settings of the "on" runs
+DREAM = {"dream_samples": 3, "dream_recall": 2}
+_INSTEAD = re.compile(r"use (\S+) instead of (\S+)")
 
 PERSONAS = {
     # the optimizer proposes what the failures suggest first, then a harmful and a useless edit
@@ -55,9 +65,17 @@ HARMFUL = ["Never mention `pnpm`.", "Keep answers under 12 characters."]
 USELESS = ["Be helpful and precise."]
 
 
+def variant(answer: str, correction: str) -> str:
+    """``answer`` as a dream rollout's later sample gives it: with the correction's new tool."""
+    m = _INSTEAD.search(correction)
+    return answer.replace(f"`{m.group(2)}", f"`{m.group(1)}") if m else answer
+
+
 def persona_toml(order: tuple[str, ...]) -> str:
     answers = "".join(
-        f'\n[[answers]]\nmatch = "{ask}"\ntext = "{answer}"\n' for ask, answer, _ in HABITS
+        f'\n[[answers]]\nmatch = "{ask}"\ntext = "{answer}"\n'
+        f'variants = ["{variant(answer, fix)}"]\n'
+        for ask, answer, fix in HABITS
     )
     return (
         f'name = "bench-learning"\nmodels = []\ndefault_answer = "Sure: {{prompt}}"\n{answers}\n'
@@ -81,7 +99,15 @@ def write_day(home: Path, project: Path, day: int, base: dt.datetime) -> int:
     return len(asks)
 
 
-def run_persona(root: Path, name: str, order: tuple[str, ...], nights: int, sim_serve: Any) -> dict:
+def run_persona(
+    root: Path,
+    name: str,
+    order: tuple[str, ...],
+    nights: int,
+    sim_serve: Any,
+    dream: dict[str, int] | None = None,
+) -> dict:
+    """One persona's nights; ``dream``: the dream settings (None: the defaults)."""
     from skillopt_sleep.night.run import run_night
     from skillopt_sleep.proposals import adopt
     from skillopt_sleep.store import Store
@@ -100,7 +126,9 @@ def run_persona(root: Path, name: str, order: tuple[str, ...], nights: int, sim_
     repeat: dict[str, Any] = {}
     with sim_serve(persona) as sim:
         backend = api_backend(sim.url, 1)
-        settings = night_settings(home, project, target, sim.url, target=backend, optimizer=backend)
+        settings = night_settings(
+            home, project, target, sim.url, target=backend, optimizer=backend, **(dream or {})
+        )
         for k in range(nights):
             sessions = write_day(home, project, k, base)
             t0 = time.perf_counter()
@@ -129,6 +157,12 @@ def run_persona(root: Path, name: str, order: tuple[str, ...], nights: int, sim_
                     "harmful_rejected": sum(1 for t in rejected if t in HARMFUL),
                     "harmful_applied": sum(1 for t in applied if t in HARMFUL),
                     "calls": result.cost.calls,
+                    "recalled": result.summary.recalled or 0,
+                    "dream_rollouts": sum(
+                        1
+                        for r in db_rows(store, "rollouts", "night_id = ?", [result.night_id])
+                        if " sample " in r["phase"]
+                    ),
                     "cached_calls": result.cost.cached_calls,
                     "seconds": wall,
                     "adopted": adopted,
@@ -161,20 +195,38 @@ def run_benchmark(
 
     out = {}
     for name in personas:
-        res = run_persona(root, name, PERSONAS[name], nights, serve)
-        first, last = res["nights"][0], res["nights"][-1]
-        res["held_out_first_before"] = first["test_before"]
-        res["held_out_last_after"] = last["test_after"]
-        res["harmful_proposed"] = sum(n["harmful_proposed"] for n in res["nights"])
-        res["harmful_rejected"] = sum(n["harmful_rejected"] for n in res["nights"])
-        res["harmful_applied"] = sum(n["harmful_applied"] for n in res["nights"])
+        res = _totals(run_persona(root, name, PERSONAS[name], nights, serve))
+        res["dream"] = _totals(
+            run_persona(root / "dream", name, PERSONAS[name], nights, serve, DREAM)
+        )
+        res["dream"]["settings"] = dict(DREAM)
         out[name] = res
         print(
-            f"{name}: held-out {first['test_before']} -> {last['test_after']} over "
+            f"{name}: held-out {res['held_out_first_before']} -> {res['held_out_last_after']} over "
             f"{len(res['nights'])} nights; harmful edits rejected {res['harmful_rejected']}/"
-            f"{res['harmful_proposed']}; repeat night calls {res['repeat_night']['calls']}"
+            f"{res['harmful_proposed']}; repeat night calls {res['repeat_night']['calls']}; "
+            f"calls {res['calls']}, with dream rollouts {res['dream']['calls']} (held-out "
+            f"{res['dream']['held_out_first_before']} -> {res['dream']['held_out_last_after']})"
         )
     return out
+
+
+def _totals(res: dict[str, Any]) -> dict[str, Any]:
+    """``res`` with its held-out scores before the first and after the last night, its
+    harmful edits and its model calls over all nights (the repeat night left out)."""
+    first, last = res["nights"][0], res["nights"][-1]
+    res["held_out_first_before"] = first["test_before"]
+    res["held_out_last_after"] = last["test_after"]
+    res["held_out_mean_after"] = _mean([n["test_after"] for n in res["nights"]])
+    for k in ("harmful_proposed", "harmful_rejected", "harmful_applied", "calls", "recalled"):
+        res[k] = sum(n[k] for n in res["nights"])
+    res["dream_rollouts"] = sum(n["dream_rollouts"] for n in res["nights"])
+    return res
+
+
+def _mean(values: list[float | None]) -> float | None:
+    got = [v for v in values if v is not None]
+    return sum(got) / len(got) if got else None
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ QUICK: dict[str, dict[str, Any]] = {
 #: a part is not started when less than this many seconds of the budget remain
 NEEDS = {"harvest": 240, "mining": 60, "daemon": 60, "workers": 150, "learning": 60}
 #: and is stopped after this many (a hung part must not eat the others' time)
-CAPS = {"harvest": 480, "mining": 240, "daemon": 180, "workers": 300, "learning": 180}
+CAPS = {"harvest": 480, "mining": 240, "daemon": 180, "workers": 300, "learning": 300}
 
 
 # ------------------------------------------------------------------------------ one part
@@ -836,6 +836,41 @@ def _learning_section(p: dict[str, Any] | None) -> list[str]:
             f"Rules in the document after the last night: {' '.join(res['document_rules']) or '(none)'}",
             "",
         ]
+        lines += _dream_lines(res)
+    return lines
+
+
+def _dream_lines(res: dict[str, Any]) -> list[str]:
+    """The persona's nights with dream rollouts on against the same nights off."""
+    on = res.get("dream")
+    if not on:
+        return []
+    cfg = on.get("settings", {})
+    lines = [
+        f"*Dream rollouts on* (`dream_samples = {cfg.get('dream_samples')}`, `dream_recall = "
+        f"{cfg.get('dream_recall')}`; the same days in a fresh world): held-out "
+        f"{f(on['held_out_first_before'])} before the first night, "
+        f"{f(on['held_out_last_after'])} after the last (off: "
+        f"{f(res['held_out_first_before'])}, {f(res['held_out_last_after'])}); mean held-out "
+        f"after a night {f(on['held_out_mean_after'])} (off: {f(res['held_out_mean_after'])}); "
+        f"model calls over the nights {on['calls']} (off: {res['calls']}); dream rollouts "
+        f"{on['dream_rollouts']}, past tasks recalled {on['recalled']}.",
+        "",
+    ]
+    rows = [
+        [
+            str(a["night"]),
+            f"{f(a['test_before'])} → {f(a['test_after'])}",
+            f"{f(b['test_before'])} → {f(b['test_after'])}",
+            "; ".join(b["applied"]) or "—",
+            f(a["calls"]),
+            f(b["calls"]),
+        ]
+        for a, b in zip(res["nights"], on["nights"], strict=False)
+    ]
+    lines += table(
+        ["night", "held-out off", "held-out on", "applied on", "calls off", "calls on"], rows
+    )
     return lines
 
 

@@ -249,3 +249,50 @@ def test_reflect_does_not_describe_when_the_persona_says_so(tmp_path) -> None:
     path.write_text("[optimizer]\ndescribe_skills = false\n")
     missed = [{**_failure("run the tests in the webapp"), "skill_loaded": False}]
     assert _skill_reflect(Brain(load_persona(path)), missed) == []
+
+
+def test_a_dream_sample_answers_the_variants_in_turn_and_rules_still_apply() -> None:
+    from skillopt_sleep.simulator.persona import persona_from_dict
+
+    persona = persona_from_dict(
+        {
+            "answers": [
+                {"match": "install", "text": "Run `npm i`.", "variants": ["A `x`.", "B `y`."]},
+                {"match": "test", "text": "Run `npm test`."},
+            ]
+        }
+    )
+    b = Brain(persona)
+
+    def ask(prompt: str, sample: int, system: str = "") -> str:
+        t = turn(prompt, system)
+        t.sample = sample
+        return b.respond(t).text
+
+    assert [ask("install", k) for k in range(4)] == ["Run `npm i`.", "A `x`.", "B `y`.", "A `x`."]
+    assert ask("test", 2) == "Run `npm test`."  # no variants: every sample the same
+    assert ask("install", 1, "Use `z` instead of `x`.") == "A `z`."
+
+
+def test_the_optimizer_reads_a_contrast_as_what_the_best_attempt_did(brain: Brain) -> None:
+    from skillopt_sleep.simulator.brain import contrast_edits
+
+    contrast = {
+        "task": "install",
+        "best": {"answer": "Run `pnpm install` then `make`.", "score": 1.0},
+        "worst": {"answer": "Run `npm install` then `make`.", "score": 0.0},
+    }
+    assert [t for t, _ in contrast_edits([contrast])] == [
+        "Use `pnpm install` instead of `npm install`."
+    ]
+    prompt = prompts.reflect_prompt(
+        rules=[], failures=[], successes=[], rejected=[], budget=1, contrasts=[contrast]
+    )
+    edits = json.loads(brain.respond(turn(prompt)).text)["edits"]
+    assert edits == [
+        {
+            "op": "add",
+            "text": "Use `pnpm install` instead of `npm install`.",
+            "rationale": "the best attempt did it: install",
+        }
+    ]
