@@ -54,15 +54,16 @@ def user_umask() -> int:
     return old
 
 
-def make_user_dirs(folder: Path) -> None:
+def make_user_dirs(folder: Path, *, private: bool = False) -> None:
     """Create ``folder`` and its missing parents in the user's own tree with the user's modes
-    (``0o777 & ~user_umask()``), not this process's private ones."""
+    (``0o777 & ~user_umask()``), not this process's private ones; ``private``: 0700 (this
+    tool's own folders)."""
     missing: list[Path] = []
     here = folder
     while not here.exists() and here != here.parent:
         missing.append(here)
         here = here.parent
-    mode = 0o777 & ~user_umask()
+    mode = 0o700 if private else 0o777 & ~user_umask()
     for d in reversed(missing):
         try:
             os.mkdir(d)
@@ -107,3 +108,10 @@ def night_log_path(night_id: int) -> Path:
     negative: ``nights/d1/night.log``)."""
     n = int(night_id)
     return state_dir() / "nights" / (f"d{-n}" if n < 0 else str(n)) / "night.log"
+
+
+def is_own(path: Path) -> bool:
+    """Whether ``path`` lies in this tool's own folders (:func:`state_dir`, :func:`config_dir`),
+    where every file is the user's alone (0600, folders 0700) whatever the umask."""
+    real = Path(os.path.realpath(path))
+    return any(real.is_relative_to(os.path.realpath(root)) for root in (state_dir(), config_dir()))

@@ -340,15 +340,20 @@ def atomic_write(path: Path, data: bytes, *, new_mode: int | None = None) -> Non
 
     Temp files a killed write of this same file left beside it (``.NAME.XXXXXXXX.tmp``) are
     removed first. An existing file keeps its mode; a new one gets ``new_mode``, by default what any program
-    creating it would give it (``0o666 & ~umask``), not the temp file's private 0600.
+    creating it would give it (``0o666 & ~umask``), not the temp file's private 0600 — except
+    in this tool's own folders (:func:`skillopt_sleep.paths.is_own`: records, backups,
+    install originals), where a new file is 0600 and a new folder 0700.
     A symlink is written through (its target is replaced), so a link such as
     ``AGENTS.md -> CLAUDE.md`` stays a link.
     """
     if path.is_symlink():
         path = Path(os.path.realpath(path))
-    paths.make_user_dirs(path.parent)
+    own = paths.is_own(path)  # this tool's own folders: the user's alone whatever the umask
+    paths.make_user_dirs(path.parent, private=own)
     if path.exists():
         mode = path.stat().st_mode & 0o7777
+    elif own:
+        mode = 0o600
     else:
         mode = new_mode if new_mode is not None else 0o666 & ~_umask()
     for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):

@@ -76,3 +76,41 @@ def test_the_service_units_set_a_private_umask() -> None:
     assert "\nUMask=0077\n" in units.render_systemd(argv)
     plist = units.render_launchd(argv)
     assert "<key>Umask</key>\n    <integer>63</integer>" in plist  # 63 == 0o077
+
+
+def test_what_adopt_rollback_and_install_keep_in_the_state_folder_is_private(
+    tmp_path: Path,
+) -> None:
+    """Adopt's records (``adoption.json``, the killed-adopt marker), rollback's backups and
+    install's originals and manifest are the user's alone under a permissive 022 umask; the
+    live files adopt writes keep the user's umask (0644)."""
+    demo = tmp_path / "demo"
+
+    def run(*args: str) -> None:
+        env = dict(
+            os.environ, HOME=str(demo / "home"), SKILLOPT_SLEEP_HOME=str(demo / "skillopt-home")
+        )
+        proc = subprocess.run(
+            [sys.executable, "-m", "skillopt_sleep", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=240,
+            preexec_fn=lambda: os.umask(0o022),
+        )
+        assert proc.returncode == 0, (args, proc.stderr[-2000:])
+
+    run("demo", "--keep", str(demo))
+    settings = demo / "home" / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text("{}\n")  # install keeps the original of a file it edits
+    run("adopt", "p1", "--all-agents")
+    live = demo / "home" / ".claude" / "CLAUDE.md"
+    assert stat.S_IMODE(live.stat().st_mode) == 0o644
+    run("install", "claude-code")
+    run("rollback", "p1")
+    state = demo / "skillopt-home"
+    kept = {p.name for p in state.rglob("*")}
+    assert {"adoption.json", "manifest.json"} <= kept, sorted(kept)
+    assert any(p.parent.name == "originals" for p in state.rglob("*")), sorted(kept)
+    assert _open_modes(state) == []
