@@ -26,6 +26,7 @@ from typing import Any
 
 from skillopt_sleep import paths
 from skillopt_sleep.errors import BadArgument
+from skillopt_sleep.night.document import sha256_text
 from skillopt_sleep.results import ForgetResult, load_report_json
 from skillopt_sleep.store import Store
 
@@ -131,7 +132,7 @@ def forget(
                 counts["derived"] += 1
             store.forget.rewrite(table, key, column, new)
     store.forget.purge()
-    changed = _scrub_reports(folder, set(tids), scrub)
+    changed = _scrub_reports(store, folder, set(tids), scrub)
     return ForgetResult(**counts, reports=changed)
 
 
@@ -147,9 +148,10 @@ def _reports(folder: Path) -> list[tuple[Path, str]]:
     return out
 
 
-def _scrub_reports(folder: Path, task_ids: set[str], scrub: Scrubber) -> list[str]:
+def _scrub_reports(store: Store, folder: Path, task_ids: set[str], scrub: Scrubber) -> list[str]:
     """Replace the forgotten tasks' intents (a task's occurrence is ``<task id>@<hash>``) and
-    every forgotten phrase or word in every proposal report; the reports changed."""
+    every forgotten phrase or word in every proposal report, and record each rewritten
+    report's new hash with its proposal; the reports changed."""
     from skillopt_sleep.night.stage import render_markdown
 
     changed: list[str] = []
@@ -169,7 +171,11 @@ def _scrub_reports(folder: Path, task_ids: set[str], scrub: Scrubber) -> list[st
             continue
         diff_path = report_json.with_name("diff.patch")
         diff = diff_path.read_text("utf-8") if diff_path.is_file() else ""
-        _replace(report_json, report.to_json())
+        text = report.to_json()
+        _replace(report_json, text)
+        if store.proposals.get(report.id) is not None:  # adopt checks the report's hash
+            with store.write():
+                store.proposals.set_report_hash(report.id, sha256_text(text))
         _replace(report_json.with_name("report.md"), render_markdown(report, diff))
         changed.append(report.id)
     return changed

@@ -310,13 +310,25 @@ def check_target(store: Store, target: str, settings: Settings | None = None) ->
 
 def _verify_staged(row: dict[str, Any], text: str) -> None:
     """ProposalError unless the staged document ``text`` and the proposal's report.json are
-    what the row recorded (its ``new_hash``, ``base_hash`` and ``target_path``)."""
+    what the row recorded: the document's ``new_hash``, the report's ``report_hash`` (rows
+    staged before m011 have none), and the report's target and hashes equal the row's."""
     pid = row["id"]
     if sha256_text(text) != (row.get("new_hash") or ""):
         raise ProposalError(
             f"proposal {pid}: the staged document does not match its recorded hash (it was "
             "changed after the night staged it); nothing was written"
         )
+    recorded = row.get("report_hash") or ""
+    if recorded:  # staged since m011: the report's whole text, not only three of its fields
+        try:
+            report_text = (Path(row["dir"]) / "report.json").read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            report_text = None
+        if report_text is None or sha256_text(report_text) != recorded:
+            raise ProposalError(
+                f"proposal {pid}: its report.json does not match its recorded hash (it was "
+                "changed or removed after the night staged it); nothing was written"
+            )
     report = _report_data(row)
     if report is None or (
         report.get("new_hash"),

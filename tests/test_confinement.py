@@ -131,7 +131,7 @@ def test_adopt_refuses_a_tampered_target_even_with_a_matching_report(tmp_path, w
     report_path = paths.proposals_dir() / pid / "report.json"
     report = json.loads(report_path.read_text())
     report.update(target=str(foreign), base_hash=sha256_text(foreign.read_text()))
-    report_path.write_text(json.dumps(report))
+    forge_report(store, pid, report)
     refused(tmp_path, store, lambda: adopt(store, pid, force=True), "not a location")
 
 
@@ -149,6 +149,31 @@ def test_adopt_refuses_a_document_swapped_with_its_row_but_not_its_report(tmp_pa
     (paths.proposals_dir() / pid / "document").write_text(swapped)
     tamper(store, "proposals", pid, new_hash=sha256_text(swapped))
     refused(tmp_path, store, lambda: adopt(store, pid), "disagree")
+
+
+def test_adopt_refuses_a_report_changed_after_the_night(tmp_path, world):
+    """report.json's whole text is hashed at staging: a report edited afterwards (here only
+    its summary's reason, which no other check compares) is refused, forced or not, and so
+    is a removed one; the report as staged adopts."""
+    store, home, _ = world
+    pid = stage(store, home / ".claude" / "CLAUDE.md", [RULE])
+    report_path = paths.proposals_dir() / pid / "report.json"
+    staged = report_path.read_text()
+    report = json.loads(staged)
+    report["summary"]["reason"] = "approved by the security team"
+    report_path.write_text(json.dumps(report))
+    for force in (False, True):
+        refused(
+            tmp_path,
+            store,
+            lambda f=force: adopt(store, pid, force=f),
+            "its report.json does not match its recorded hash",
+        )
+    report_path.unlink()
+    refused(tmp_path, store, lambda: adopt(store, pid), "report.json is missing or unreadable")
+    report_path.write_text(staged)
+    adopt(store, pid)
+    assert RULE in (home / ".claude" / "CLAUDE.md").read_text()
 
 
 def test_adopt_refuses_a_proposal_folder_outside_the_proposals_folder(tmp_path, world):
@@ -402,6 +427,14 @@ def project(tmp_path: Path, world) -> Path:
     return folder
 
 
+def forge_report(store: Store, pid: str, report: dict) -> None:
+    """Write a tampered ``report.json`` and, as someone who can also edit the database would,
+    its hash in the proposal's row, so only the checks after the report's hash can tell."""
+    text = json.dumps(report)
+    (paths.proposals_dir() / pid / "report.json").write_text(text)
+    tamper(store, "proposals", pid, report_hash=sha256_text(text))
+
+
 def retarget(store: Store, pid: str, target: Path, **more) -> None:
     """Point proposal ``pid`` at ``target`` in its row (a real sqlite edit) and its
     report.json alike, so only the confinement can tell."""
@@ -411,7 +444,7 @@ def retarget(store: Store, pid: str, target: Path, **more) -> None:
     report = json.loads(report_path.read_text())
     report.update(target=str(target), base_hash=base)
     report.update({k: v for k, v in more.items() if k in ("agent", "kind")})
-    report_path.write_text(json.dumps(report))
+    forge_report(store, pid, report)
 
 
 @pytest.mark.parametrize(("name", "kind", "scope"), DOCUMENTS)
@@ -519,7 +552,7 @@ def test_a_row_tampered_to_name_another_agent_is_refused(tmp_path, world):
     report_path = paths.proposals_dir() / pid / "report.json"
     report = json.loads(report_path.read_text())
     report.update(target=str(claude), base_hash=base)
-    report_path.write_text(json.dumps(report))
+    forge_report(store, pid, report)
     for force in (False, True):
         refused(
             tmp_path,
@@ -533,7 +566,7 @@ def test_a_row_tampered_to_name_another_agent_is_refused(tmp_path, world):
     report.update(
         target=str(home / ".codex" / "AGENTS.md"), base_hash=sha256_text("# codex rules\n")
     )
-    report_path.write_text(json.dumps(report))
+    forge_report(store, pid, report)
     tamper(
         store,
         "proposals",
@@ -549,7 +582,7 @@ def test_a_row_tampered_to_name_another_agent_is_refused(tmp_path, world):
     # the report changed too: the row and report agree on Claude Code, but the document is
     # Codex's copy of the night's rules
     report.update(agent="claude_code", summary={"copy_for": "codex"})
-    report_path.write_text(json.dumps(report))
+    forge_report(store, pid, report)
     refused(tmp_path, store, lambda: rollback(store, force=True), "it is codex's copy")
 
 
@@ -565,7 +598,7 @@ def test_a_row_staged_before_agents_and_kinds_were_recorded(tmp_path, world):
         report_path = paths.proposals_dir() / pid / "report.json"
         report = json.loads(report_path.read_text())
         report.pop("agent"), report.pop("kind")
-        report_path.write_text(json.dumps(report))
+        forge_report(store, pid, report)
         tamper(store, "proposals", pid, agent="", kind="")
 
     legacy()

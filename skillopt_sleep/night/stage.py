@@ -204,7 +204,8 @@ def stage_proposal(
             for f in document_flags(base_text, new_text)
         ],
     )
-    (folder / "report.json").write_text(report.to_json(), "utf-8")
+    report_text = report.to_json()
+    (folder / "report.json").write_text(report_text, "utf-8")
     (folder / "report.md").write_text(render_markdown(report, diff), encoding="utf-8")
     if final.exists():  # this night's own earlier staging (re-staged): replaced whole
         shutil.rmtree(final)
@@ -230,6 +231,7 @@ def stage_proposal(
             "reason": "",
             "agent": agent,
             "kind": kind,
+            "report_hash": sha256_text(report_text),
         },
     )
     return pid

@@ -480,3 +480,13 @@ def m010_proposal_agent_kind(db: Database) -> None:
     for column in ("agent", "kind"):
         if column not in db.table("proposals").columns_dict:
             db.table("proposals").add_column(column, str, not_null_default="")
+
+
+@migrations(name="m011_proposal_report_hash")
+def m011_proposal_report_hash(db: Database) -> None:
+    """``proposals.report_hash``: the sha256 of the staged ``report.json`` (its text as
+    written), so adopt refuses a report changed after the night as it refuses a changed
+    document. A row staged before stays "": adopt then compares the report's target and
+    hashes with the row, as before."""
+    if "report_hash" not in db.table("proposals").columns_dict:
+        db.table("proposals").add_column("report_hash", str, not_null_default="")

@@ -70,6 +70,10 @@ class ProposalsRepo(Repository):
                 self.set_status(old["id"], "superseded", f"superseded by {pid}")
             self.db.table("proposals").upsert(dict(row, status="staged"), pk="id")
 
+    def set_report_hash(self, proposal_id: str, report_hash: str) -> None:
+        """Record the sha256 of a proposal's ``report.json`` as rewritten (``forget``)."""
+        self.db.table("proposals").update(proposal_id, {"report_hash": report_hash})
+
     def set_status(self, proposal_id: str, status: str, reason: str | None = None) -> None:
         """Set a proposal's status (and its reason, when given)."""
         values: dict[str, Any] = {"status": status}

@@ -290,3 +290,12 @@ def test_forget_after_a_night_leaves_nothing_the_night_derived(
     assert any(OTHER_WORD[:8] in t for t in _fts_terms(db))
     report = json.loads((state / "state" / "proposals" / pid / "report.json").read_text())
     assert report["id"] == pid and "[forgotten]" in json.dumps(report)
+    # the scrubbed report's new hash is recorded with the proposal: it still adopts
+    adopted = subprocess.run(
+        [sys.executable, "-m", "skillopt_sleep", "adopt", pid],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert adopted.returncode == 0 and f"adopted {pid}" in adopted.stdout, adopted.stderr
