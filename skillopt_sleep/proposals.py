@@ -7,7 +7,9 @@ backup in ``<state>/backups/<n>/``. adopt records the folders it creates for a n
 not UTF-8 text is refused before anything is written.
 ``adopt`` refuses when the live file changed since the proposal's base; ``rollback`` refuses
 when the live file changed since the adoption. ``force=True`` overrides both (adopt then
-re-applies only the proposed managed block onto the current file).
+re-applies only the proposed managed block onto the current file). A live file changed only
+in *other* managed blocks (another project's block of a shared memory file, adopted since)
+is no stale base: adopt applies the proposal's own block onto it, the others kept.
 
 **Confinement.** Neither trusts a path the database or a proposal folder names: every target
 is checked against :class:`Roots`, the locations the agent registry allows
@@ -38,7 +40,14 @@ from typing import Any
 from skillopt_sleep import agents, paths
 from skillopt_sleep.config import Settings
 from skillopt_sleep.errors import DocumentError, ProposalError, SkilloptError
-from skillopt_sleep.night.document import SKILL_NAME, Document, decode_live, sha256_text
+from skillopt_sleep.night.document import (
+    SKILL_NAME,
+    Document,
+    block_hash,
+    decode_live,
+    outside_blocks,
+    sha256_text,
+)
 from skillopt_sleep.night.screen import document_flags
 from skillopt_sleep.results import (
     AdoptResult,
@@ -495,13 +504,21 @@ def adopt(
         raise ProposalError(str(exc)) from None
     live_hash = sha256_text(live_text)
     if live_hash != row["base_hash"]:
-        if not force:
+        summary = NightSummary.model_validate_json(row.get("summary") or "{}")
+        section = summary.section
+        # only other blocks changed (another project's proposal adopted since): this block
+        # and the user's own text are as the night saw them, so the block is applied as is
+        others_only = (
+            summary.block_hash is not None
+            and block_hash(live_text, section) == summary.block_hash
+            and outside_blocks(live_text) == outside_blocks(new_text)
+        )
+        if not force and not others_only:
             raise ProposalError(
                 f"{target} changed since proposal {proposal_id} was made; run "
                 "`skillopt-sleep run` for a fresh proposal, or `adopt --force` to apply only "
                 "its managed block onto the current file"
             )
-        section = NightSummary.model_validate_json(row.get("summary") or "{}").section
         skill = target.name == "SKILL.md"
         proposed = Document.parse(new_text, new_skill=skill, section=section)
         current = Document.parse(live_text, new_skill=live is None or skill, section=section)
