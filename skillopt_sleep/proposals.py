@@ -396,6 +396,25 @@ def _withdraw_copies(store: Store, proposal_id: str, why: str) -> list[str]:
     return copies
 
 
+def _other_blocks_only(row: dict[str, Any], live: str | None, new: str | None = None) -> bool:
+    """Whether the live text ``live`` differs from the proposal's base only in *other*
+    managed blocks (another project's proposal adopted since): its own block (the hash its
+    night recorded) and the user's own text (as in the staged document ``new``, read from the
+    proposal's folder when None) are as the night saw them, so its block applies as is."""
+    try:
+        summary = NightSummary.model_validate_json(row.get("summary") or "{}")
+    except ValueError:
+        return False
+    if summary.block_hash is None or block_hash(live, summary.section) != summary.block_hash:
+        return False
+    if new is None:
+        try:
+            new = (Path(row["dir"]) / "document").read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return False
+    return outside_blocks(live) == outside_blocks(new)
+
+
 def adopt_group(
     store: Store,
     proposal_id: str,
@@ -426,7 +445,7 @@ def adopt_group(
                 text = None if live is None else live.decode("utf-8")
             except UnicodeDecodeError:
                 text = ""  # adopt says why
-            if sha256_text(text) != row["base_hash"]:
+            if sha256_text(text) != row["base_hash"] and not _other_blocks_only(row, text):
                 raise ProposalError(
                     f"{row['target_path']} changed since proposal {pid} was made; nothing was "
                     "adopted (run a new night, or adopt the others one by one)"
@@ -504,16 +523,8 @@ def adopt(
         raise ProposalError(str(exc)) from None
     live_hash = sha256_text(live_text)
     if live_hash != row["base_hash"]:
-        summary = NightSummary.model_validate_json(row.get("summary") or "{}")
-        section = summary.section
-        # only other blocks changed (another project's proposal adopted since): this block
-        # and the user's own text are as the night saw them, so the block is applied as is
-        others_only = (
-            summary.block_hash is not None
-            and block_hash(live_text, section) == summary.block_hash
-            and outside_blocks(live_text) == outside_blocks(new_text)
-        )
-        if not force and not others_only:
+        section = NightSummary.model_validate_json(row.get("summary") or "{}").section
+        if not force and not _other_blocks_only(row, live_text, new_text):
             raise ProposalError(
                 f"{target} changed since proposal {proposal_id} was made; run "
                 "`skillopt-sleep run` for a fresh proposal, or `adopt --force` to apply only "

@@ -17,7 +17,14 @@ from skillopt_sleep.night.document import (
     sha256_text,
 )
 from skillopt_sleep.night.stage import stage_proposal
-from skillopt_sleep.proposals import adopt, list_proposals, reject, report_markdown, rollback
+from skillopt_sleep.proposals import (
+    adopt,
+    adopt_group,
+    list_proposals,
+    reject,
+    report_markdown,
+    rollback,
+)
 from skillopt_sleep.results import NightCost, NightSummary
 from skillopt_sleep.store import Store
 from tests.helpers.store import db_get, db_rows, ensure_night
@@ -208,7 +215,7 @@ def test_adopting_two_projects_blocks_keeps_both_and_the_users_text(store, tmp_p
         for pid in (web, api)
     }
     adopt(store, web)
-    adopt(store, api)
+    adopt_group(store, api)  # as `adopt --all-agents` does (its check first, then adopt)
     text = target.read_bytes().decode("utf-8")
     assert target.read_bytes().startswith(ORIGINAL)
     assert block(text, "/src/web") == block(staged[web], "/src/web")

@@ -10,16 +10,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from skillopt_sleep import paths
+from skillopt_sleep.cli.nights import print_night
 from skillopt_sleep.config import load_settings
 from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
 from skillopt_sleep.night.document import END, Document, sections
 from skillopt_sleep.night.run import run_night
 from skillopt_sleep.night.split import task_of
 from skillopt_sleep.proposals import adopt
+from skillopt_sleep.service import Service
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
+from skillopt_sleep.ui import pages
 from tests.helpers.night import PERSONA, write_persona
 
 USER_TEXT = "# My rules for every project\n\nWritten by hand \u2014 keep me exactly.\n"
@@ -47,7 +52,7 @@ def block_text(text: str, section: str | None) -> str:
 
 
 def test_the_default_night_trains_one_block_per_project_and_stages_each(
-    tmp_path: Path, isolated_home: Path
+    tmp_path: Path, isolated_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     web, api = (tmp_path / "src" / "web").resolve(), (tmp_path / "src" / "api").resolve()
     for project, conversations in ((web, DEMO_CONVERSATIONS), (api, YARN_CONVERSATIONS)):
@@ -75,6 +80,13 @@ def test_the_default_night_trains_one_block_per_project_and_stages_each(
     staged = {p["id"]: p for p in store.proposals.staged(str(live))}
     assert set(staged) == set(pids.values())  # none superseded another project's proposal
 
+    # what `skillopt-sleep run` prints: each block with its proposal
+    print_night(result)
+    printed = " ".join(capsys.readouterr().out.split())
+    for sec, pid in pids.items():
+        where = f"the block for {sec}" if sec else "the block every project reads"
+        assert f"{where}: succeeded, proposal {pid}" in printed, printed
+
     tasks = {t.id: t for t in store.tasks.all()}
     rules_of = {"web": "pnpm", "api": "yarn", None: "bun"}
     names = {str(web): "web", str(api): "api", None: None}
@@ -98,11 +110,10 @@ def test_the_default_night_trains_one_block_per_project_and_stages_each(
         projects = {names.get(tasks[task_of(v)].project or "") for v in val}
         assert val and projects == {names[sec]}, (sec, projects)
         assert blocks[sec].val_after > blocks[sec].val_before
-        assert (
-            f"block: the rules for project `{sec}`" in (folder / "report.md").read_text()
-            if sec
-            else "block: the rules for every project" in (folder / "report.md").read_text()
-        )
+        said = f"the rules for project {sec}" if sec else "the rules for every project"
+        in_md = f"the rules for project `{sec}`" if sec else said
+        assert f"- block: {in_md}" in (folder / "report.md").read_text()
+        assert said in pages.proposal(Service(), pid, "csrf")  # the dashboard's proposal page
 
     # another project's identical request withheld no held-out occurrence: every note of a
     # withheld occurrence names a task of the same project
