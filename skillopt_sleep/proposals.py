@@ -7,7 +7,9 @@ backup in ``<state>/backups/<n>/``. adopt records the folders it creates for a n
 not UTF-8 text is refused before anything is written.
 ``adopt`` refuses when the live file changed since the proposal's base; ``rollback`` refuses
 when the live file changed since the adoption. ``force=True`` overrides both (adopt then
-re-applies only the proposed managed block onto the current file).
+re-applies only the proposed managed block onto the current file). A live file changed only
+in *other* managed blocks (another project's block of a shared memory file, adopted since)
+is no stale base: adopt applies the proposal's own block onto it, the others kept.
 
 **Confinement.** Neither trusts a path the database or a proposal folder names. A proposal
 records whose document it writes and which kind (its row's ``agent`` and ``kind``: an agent's
@@ -55,7 +57,14 @@ from typing import Any
 from skillopt_sleep import agents, paths
 from skillopt_sleep.config import Settings
 from skillopt_sleep.errors import DocumentError, ProposalError, SkilloptError
-from skillopt_sleep.night.document import SKILL_NAME, Document, decode_live, sha256_text
+from skillopt_sleep.night.document import (
+    SKILL_NAME,
+    Document,
+    block_hash,
+    decode_live,
+    outside_blocks,
+    sha256_text,
+)
 from skillopt_sleep.night.screen import document_flags
 from skillopt_sleep.results import (
     AdoptedCopy,
@@ -541,6 +550,25 @@ def _withdraw_copies(store: Store, proposal_id: str, why: str) -> list[str]:
     return copies
 
 
+def _other_blocks_only(row: dict[str, Any], live: str | None, new: str | None = None) -> bool:
+    """Whether the live text ``live`` differs from the proposal's base only in *other*
+    managed blocks (another project's proposal adopted since): its own block (the hash its
+    night recorded) and the user's own text (as in the staged document ``new``, read from the
+    proposal's folder when None) are as the night saw them, so its block applies as is."""
+    try:
+        summary = NightSummary.model_validate_json(row.get("summary") or "{}")
+    except ValueError:
+        return False
+    if summary.block_hash is None or block_hash(live, summary.section) != summary.block_hash:
+        return False
+    if new is None:
+        try:
+            new = (Path(row["dir"]) / "document").read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return False
+    return outside_blocks(live) == outside_blocks(new)
+
+
 def adopt_group(
     store: Store,
     proposal_id: str,
@@ -569,7 +597,7 @@ def adopt_group(
                 text = None if live is None else live.decode("utf-8")
             except UnicodeDecodeError:
                 text = ""  # adopt says why
-            if sha256_text(text) != row["base_hash"]:
+            if sha256_text(text) != row["base_hash"] and not _other_blocks_only(row, text):
                 raise ProposalError(
                     f"{row['target_path']} changed since proposal {pid} was made; nothing was "
                     "adopted (run a new night, or adopt the others one by one)"
@@ -648,13 +676,13 @@ def adopt(
         raise ProposalError(str(exc)) from None
     live_hash = sha256_text(live_text)
     if live_hash != row["base_hash"]:
-        if not force:
+        section = NightSummary.model_validate_json(row.get("summary") or "{}").section
+        if not force and not _other_blocks_only(row, live_text, new_text):
             raise ProposalError(
                 f"{target} changed since proposal {proposal_id} was made; run "
                 "`skillopt-sleep run` for a fresh proposal, or `adopt --force` to apply only "
                 "its managed block onto the current file"
             )
-        section = NightSummary.model_validate_json(row.get("summary") or "{}").section
         skill = target.name == "SKILL.md"
         proposed = Document.parse(new_text, new_skill=skill, section=section)
         current = Document.parse(live_text, new_skill=live is None or skill, section=section)

@@ -157,6 +157,26 @@ class AgentCopy(_Model):
     delivery: Delivery | None = None
 
 
+class BlockResult(_Model):
+    """One block of a night that trained several (the default night over a shared memory
+    file: one block per project, the project-less requests in the block every project reads):
+    the ``section`` it trained (None: that global block), its tasks and occurrences, how it
+    ended (a night status) and the proposal it staged (None when it staged none)."""
+
+    section: str | None = None
+    status: NightStatus
+    proposal_id: str | None = None
+    scorable: int = 0
+    train: int = 0
+    val: int = 0
+    test: int = 0
+    val_before: float | None = None
+    val_after: float | None = None
+    test_before: float | None = None
+    test_after: float | None = None
+    reason: str | None = None
+
+
 class NightSummary(_Model):
     """What a night saw and decided, stored with its ``nights`` row and its proposal.
 
@@ -198,6 +218,11 @@ class NightSummary(_Model):
     user_refused: int | None = None
     #: the project whose block of a shared memory file the night trained (None: every project)
     section: str | None = None
+    #: :func:`~skillopt_sleep.night.document.block_hash` of that block in the live file the
+    #: night started from (adopt applies the block onto a file changed only in other blocks)
+    block_hash: str | None = None
+    #: a night that trained several blocks (one per project): each block's outcome
+    blocks: list[BlockResult] = Field(default_factory=list)
     #: what delivering the trained document costs (estimated tokens; see :class:`Delivery`)
     delivery: Delivery | None = None
     #: the other agents the night's rules were certified for (config ``deliver``)

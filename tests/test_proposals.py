@@ -8,10 +8,18 @@ import pytest
 
 from skillopt_sleep import paths
 from skillopt_sleep.errors import ProposalError
-from skillopt_sleep.night.document import BEGIN, END, Document, read_live, sha256_text
+from skillopt_sleep.night.document import (
+    BEGIN,
+    END,
+    Document,
+    block_hash,
+    read_live,
+    sha256_text,
+)
 from skillopt_sleep.night.stage import stage_proposal
 from skillopt_sleep.proposals import (
     adopt,
+    adopt_group,
     lift_refusal,
     list_proposals,
     reject,
@@ -23,9 +31,13 @@ from skillopt_sleep.store import Store
 from tests.helpers.store import db_get, db_rows, ensure_night
 
 
-def stage(store: Store, target: Path, rules: list[str], night_id: int = 1) -> str:
+def stage(
+    store: Store, target: Path, rules: list[str], night_id: int = 1, section: str | None = None
+) -> str:
+    """Stage ``rules`` as the block of ``section`` (None: the global block) of ``target``;
+    with a section, as a night over a shared memory file records it (with its block's hash)."""
     live = read_live(target)
-    new = Document.parse(live, new_skill=live is None).render(rules)
+    new = Document.parse(live, new_skill=live is None, section=section).render(rules)
     ensure_night(store, night_id)
     return stage_proposal(
         store,
@@ -37,7 +49,10 @@ def stage(store: Store, target: Path, rules: list[str], night_id: int = 1) -> st
         edits=[],
         tasks=[],
         cost=NightCost(calls=1),
-        summary=NightSummary(),
+        summary=NightSummary(
+            section=section,
+            block_hash=block_hash(live, section) if section is not None else None,
+        ),
         val_before=0.0,
         val_after=1.0,
         test_before=0.0,
@@ -164,6 +179,70 @@ def test_newer_proposal_supersedes_older(store, tmp_path):
     second = stage(store, target, ["B."], night_id=2)
     assert [p["id"] for p in list_proposals(store, "staged")] == [second]
     assert db_get(store, "proposals", first)["status"] == "superseded"
+
+
+def test_a_proposal_supersedes_only_the_same_block_of_a_shared_file(store, tmp_path):
+    """A memory file every project shares holds a block per project: p(web) is not
+    superseded by p(api); a newer proposal for web's block supersedes p(web) only."""
+    target = tmp_path / "AGENTS.md"
+    target.write_bytes(b"# mine\n")
+    web = stage(store, target, ["Use `pnpm` instead of `npm`."], night_id=1, section="/src/web")
+    api = stage(store, target, ["Use `yarn` instead of `npm`."], night_id=2, section="/src/api")
+    glob = stage(store, target, ["Answer briefly."], night_id=3)
+    assert {p["id"] for p in list_proposals(store, "staged")} == {web, api, glob}
+    newer = stage(store, target, ["Use `pnpm`, never `npm`."], night_id=4, section="/src/web")
+    assert db_get(store, "proposals", web)["status"] == "superseded"
+    assert db_get(store, "proposals", web)["reason"] == f"superseded by {newer}"
+    assert {p["id"] for p in list_proposals(store, "staged")} == {api, glob, newer}
+
+
+def test_adopting_two_projects_blocks_keeps_both_and_the_users_text(store, tmp_path):
+    """Two proposals staged from the same base for two projects' blocks: adopting one, then
+    the other (no --force: only another block changed) leaves both blocks, byte for byte as
+    staged, and the user's own text; a change to the user's text or to the proposal's own
+    block is still a stale base."""
+    target = tmp_path / "AGENTS.md"
+    target.write_bytes(ORIGINAL)
+    web = stage(store, target, ["Use `pnpm` instead of `npm`."], night_id=1, section="/src/web")
+    api = stage(store, target, ["Use `yarn` instead of `npm`."], night_id=2, section="/src/api")
+
+    def block(text: str, section: str) -> str:
+        begin = text.index(f"project={section} ")
+        begin = text.rindex("<!--", 0, begin)
+        return text[begin : text.index(END, begin) + len(END)]
+
+    staged = {
+        pid: (Path(db_get(store, "proposals", pid)["dir"]) / "document").read_bytes().decode()
+        for pid in (web, api)
+    }
+    adopt(store, web)
+    adopt_group(store, api)  # as `adopt --all-agents` does (its check first, then adopt)
+    text = target.read_bytes().decode("utf-8")
+    assert target.read_bytes().startswith(ORIGINAL)
+    assert block(text, "/src/web") == block(staged[web], "/src/web")
+    assert block(text, "/src/api") == block(staged[api], "/src/api")
+    assert Document.parse(text, section="/src/web").rules == ["Use `pnpm` instead of `npm`."]
+    assert Document.parse(text, section="/src/api").rules == ["Use `yarn` instead of `npm`."]
+    assert Document.parse(text).rules == []  # no rule landed in the block every project reads
+
+    # the user edits their own text: another block's proposal is stale again
+    other = stage(store, target, ["Use `bun`."], night_id=3, section="/src/cli")
+    target.write_bytes(target.read_bytes().replace(b"keep me", b"keep me too"))
+    with pytest.raises(ProposalError, match="changed since proposal"):
+        adopt(store, other)
+    # the proposal's own block changed since its base: stale too
+    target.write_bytes(ORIGINAL)
+    again = stage(store, target, ["Use `pnpm` instead of `npm`."], night_id=4, section="/src/web")
+    adopt(store, stage(store, target, ["Use `deno`."], night_id=5, section="/src/api"))
+    assert db_get(store, "proposals", again)["status"] == "staged"
+    adopt(store, again)  # api's block changed, web's did not: applied
+    assert Document.parse(target.read_text("utf-8"), section="/src/api").rules == ["Use `deno`."]
+    web_next = stage(store, target, ["Use `pnpm` always."], night_id=6, section="/src/web")
+    edited = target.read_bytes().replace(b"- Use `pnpm` instead of `npm`.", b"- Use npm.")
+    target.write_bytes(edited)
+    with pytest.raises(ProposalError, match="changed since proposal"):
+        adopt(store, web_next)
+    assert target.read_bytes() == edited
 
 
 def test_adopt_writes_through_a_symlink_and_rollback_keeps_it(store, tmp_path):

@@ -163,8 +163,24 @@ def print_night(r: NightResult, by: str = "") -> None:
             f"{tokens} tokens, {cost.seconds or 0.0:.1f} s in model calls"
             + (f"; the night took {r.seconds:.1f} s" if r.seconds is not None else "")
         )
-    if r.proposal_id:
+    for b in summary.blocks:  # a night that trained one block per project
+        where = f"the block for {b.section}" if b.section else "the block every project reads"
+        out.print(
+            f"  {where}: {b.status}"
+            + (f", proposal {b.proposal_id}" if b.proposal_id else "")
+            + f" (val {_fmt(b.val_before)} -> {_fmt(b.val_after)})",
+            markup=False,
+        )
+    staged = [b.proposal_id for b in summary.blocks if b.proposal_id][1:]
+    if r.proposal_id and staged:
+        out.print(
+            f"  proposals {', '.join([r.proposal_id, *staged])} staged for {r.target_path} "
+            "(one block each)",
+            markup=False,
+        )
+    elif r.proposal_id:
         out.print(f"  proposal {r.proposal_id} staged for {r.target_path}", markup=False)
+    if r.proposal_id:
         if summary.notified:
             out.print(f"  desktop notification: {summary.notified}", markup=False)
         out.print(

@@ -338,6 +338,31 @@ def all_rules(text: str | None) -> list[str]:
     return [r for sec in ordered for r in Document.parse(text, section=sec).rules]
 
 
+def block_hash(text: str | None, section: str | None) -> str:
+    """What the block of ``section`` in ``text`` holds (whether there is one, and its rules),
+    as a sha256 hex: a proposal records it of its base, so adopt can tell that the live file
+    changed only outside that block (:func:`outside_blocks`)."""
+    doc = Document.parse(text, section=section)
+    return sha256_text(json.dumps([doc.had_block, doc.rules]))
+
+
+def outside_blocks(text: str | None) -> str:
+    """``text`` without any managed block (every project's and the global one), whitespace
+    folded: the user's own text, which two proposals for different blocks of one file share."""
+    out, at = [], 0
+    src = text or ""
+    for found in _BEGIN_RE.finditer(src):
+        if found.start() < at:
+            continue
+        end = _END_RE.search(src, found.end())
+        if end is None:
+            break
+        out.append(src[at : found.start()])
+        at = end.end()
+    out.append(src[at:])
+    return " ".join("".join(out).split())
+
+
 def _separator(before: str, nl: str) -> str:
     """What goes between ``before`` and an appended block so that exactly one blank line
     separates them: ends the last line if it is unterminated, then adds the blank line unless

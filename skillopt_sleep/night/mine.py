@@ -801,6 +801,14 @@ def _own_folder(project: str, folders: list[str]) -> bool:
     return not project or any(project == f or project.startswith(f + "/") for f in folders)
 
 
+def block_key(project: str | None) -> str | None:
+    """The block of a memory file every project shares that a task asked in ``project``
+    trains on a night without a project (night/run.py): that project's, None (the block
+    every project reads) for a request asked in no project of the user's (no folder, or an
+    agent's own folder)."""
+    return None if _own_folder(project or "", _agent_folders()) else project
+
+
 def rehome_projectless(intents: list[Intent], threshold: float, folders: list[str]) -> int:
     """Give a request asked where no project of the user's is known (no folder, or an
     agent's own folder: ``folders``) the project of the same request asked in a project,
@@ -951,6 +959,8 @@ def mine(
         settings.test_fraction,
         is_scorable=lambda t: scorable(t, judge_ok),
         near=lambda a, b: bool(near_duplicate(normalise_intent(a), normalise_intent(b), threshold)),
+        # a night without a project trains one block per project (night/run.py)
+        block_of=(lambda t: block_key(t.project)) if settings.project is None else None,
     )
     store.tasks.save(tasks)
     report.tasks = tasks

@@ -79,12 +79,14 @@ def proposal_ready(
     target: str,
     val_before: float | None,
     val_after: float | None,
+    project: str | None = None,
 ) -> str:
     """Tell the desktop that ``proposal_id`` is staged; returns what happened, one line
-    (``sent with notify-send``, ``off (notify.desktop = false)``, ``not sent: …``)."""
+    (``sent with notify-send``, ``off (notify.desktop = false)``, ``not sent: …``).
+    ``project``: the project whose block it trained (default: the night's project)."""
     if not settings.notify.desktop:
         return "off (notify.desktop = false)"
-    project = str(settings.project) if settings.project else None
+    project = project or (str(settings.project) if settings.project else None)
     title, body = message(proposal_id, target, val_before, val_after, project)
     argv, why = _command(title, body)
     if argv is None:

@@ -8,6 +8,12 @@ staged), ``no_change`` (nothing certified), ``no_tasks``, ``planned`` (dry run),
 
 The training loop (epochs × mini-batches, reflect, edits, the val gate, consolidation) is
 :class:`.train.Trainer`; this module orchestrates the night around it and stages the result.
+
+A memory file every project shares holds a block per project: a night with a ``project``
+trains that project's block; the default night (no project) trains one block per project its
+tasks come from (:func:`_blocks`; the requests asked in no project: the block every project
+reads), each on its own tasks with its own gate, each staged as a proposal of its own (the
+night's summary lists them, ``blocks``; its row names the first proposal staged).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from skillopt_sleep.night.delivery import where_loaded
 from skillopt_sleep.night.document import (
     Document,
     Edit,
+    block_hash,
     delivery_cost,
     read_live,
     resolve_target,
@@ -40,8 +47,8 @@ from skillopt_sleep.night.lifecycle import NightStatus, Trigger, night_lock
 from skillopt_sleep.night.log import NightLog
 from skillopt_sleep.night.notify import proposal_ready
 from skillopt_sleep.night.progress import NightProgress
-from skillopt_sleep.night.replay import mean, scorable
-from skillopt_sleep.night.split import HELD_OUT, NOT_DISTINCT, undistinct, views
+from skillopt_sleep.night.replay import Cost, mean, scorable
+from skillopt_sleep.night.split import HELD_OUT, NOT_DISTINCT, undistinct, views, withhold
 from skillopt_sleep.night.train import (
     OnRollout,
     Progress,
@@ -51,6 +58,7 @@ from skillopt_sleep.night.train import (
 )
 from skillopt_sleep.night.wild import record_reach
 from skillopt_sleep.results import (
+    BlockResult,
     Delivery,
     EditCounts,
     NightCost,
@@ -61,9 +69,12 @@ from skillopt_sleep.results import (
 from skillopt_sleep.store import Store
 
 
-def _inputs_fingerprint(s: Settings, base_hash: str, tasks: list[Task]) -> str:
+def _inputs_fingerprint(
+    s: Settings, base_hash: str, tasks: list[Task], block: str | None = None
+) -> str:
     """What makes two nights the same night: the document, the scorable tasks (id, split,
-    intent, checks, rubric), the backends and the training settings. sha256 hex."""
+    intent, checks, rubric), the backends and the training settings (and ``block``, the
+    project block of a night that trained several). sha256 hex."""
     data = {
         "base": base_hash,
         "tasks": sorted(
@@ -79,6 +90,8 @@ def _inputs_fingerprint(s: Settings, base_hash: str, tasks: list[Task]) -> str:
             else {}
         ),
     }
+    if block is not None:
+        data["block"] = block
     return sha256_text(json.dumps(data, sort_keys=True, default=str))
 
 
@@ -254,7 +267,7 @@ def _run(
     home: Path | None,
     on_rollout: OnRollout | None = None,
 ) -> NightResult:
-    from skillopt_sleep.night.mine import mine
+    from skillopt_sleep.night.mine import block_key, mine
     from skillopt_sleep.night.recall import recall
     from skillopt_sleep.night.stage import stage_proposal
     from skillopt_sleep.sources.ingest import harvest
@@ -282,81 +295,52 @@ def _run(
     where = where_loaded(
         target_path, agent=replayed_on or s.document.agent, project=s.project, env=env, home=home
     )
-    section = (
-        _section(s, tasks) if where and where.scope == "user" and where.mode == "memory" else None
-    )
-    doc = Document.parse(
-        live,
-        new_skill=s.document.kind == "managed_skill" or target_path.name == "SKILL.md",
-        section=section,
-    )
-    train, val, test = _split(tasks)
-    recalled = (
-        recall(
-            store,
-            mined=report.tasks,
-            train=train,
-            held_out=val + test,
-            limit=s.dream_recall,
-            threshold=s.similarity,
-            scope=s.project,
-            is_scorable=lambda t: scorable(t, judge_ok),
+    shared = bool(where and where.scope == "user" and where.mode == "memory")
+    blocks = _blocks(s, tasks, block_key) if shared else {None: tasks}
+    if not shared and s.project is None and len({t.project for t in tasks}) > 1:
+        # one block for every project (a skill, a file no agent loads): rule 5 across them
+        # all, as mining applied it within each project (night/split.py)
+        from skillopt_sleep.night.mine import near_duplicate, normalise_intent
+
+        threshold = s.similarity * 100
+        tasks = withhold(
+            tasks,
+            lambda a, b: bool(near_duplicate(normalise_intent(a), normalise_intent(b), threshold)),
         )
-        if s.dream_recall
-        else []
-    )
-    train += recalled  # similar past tasks train too (never a held-out occurrence)
-    scored = train + val + test  # the views the night replays: what its reports name
-    once = sum(1 for t in tasks if len(t.occurrences) == 1)
-    repeats = sum(1 for t in tasks if undistinct(t))
-    summary = NightSummary(
-        tasks=len(report.tasks),
-        scorable=len(tasks),
-        dropped=report.dropped,
-        train=len(train),
-        val=len(val),
-        test=len(test),
-        rules_before=len(doc.rules),
-        base_hash=base_hash,
-        inputs=_inputs_fingerprint(s, base_hash, scored),
-        section=section,
-        held_out=HELD_OUT,
-        not_validated=once,
-        not_distinct=repeats or None,
-        recalled=len(recalled) or None,
-    )
-    if section is not None:
-        say(f"the rules go in the block for {section} of the shared memory file")
+        blocks = {None: tasks}
     if where is None:
-        summary.warning = (
+        warning: str | None = (
             f"{target_path} is not a file the agent loads by itself: the night gives it to "
             "the model as system text, so its scores say nothing about daily use"
         )
-        say(f"warning: {summary.warning}")
     elif replayed_on and where.agent != replayed_on:
-        summary.warning = (
+        warning = (
             f"the document is {where.agent}'s ({where.describe()}) but the night replays "
             f'through {s.target.name}; set document.agent = "{replayed_on}" or replay through '
             f"{where.agent}"
         )
-        say(f"warning: {summary.warning}")
     else:
+        warning = None
         say(f"replays put each candidate where the agent finds it: {where.describe()}")
-    lifecycle.record(
-        store, night_id, target_path=str(target_path), summary=json.dumps(summary.dump())
-    )
-    say(
-        f"tasks: {len(tasks)} scorable of {len(report.tasks)} mined — occurrences: "
-        f"{len(train)} train, {len(val)} val, {len(test)} test; training {target_path}"
-    )
-    if once:
-        say(f"{once} task(s) asked once: they train, not yet validated on a recurrence")
-    if repeats:
-        say(f"{repeats} task(s) {NOT_DISTINCT}")
-    if recalled:
-        say(f"dream recall: {len(recalled)} similar past task(s) train too")
+    if warning:
+        say(f"warning: {warning}")
+    opened: list[Backend] = []
+    cost = Cost()  # the night's, every block's trainer adds to it (one budget)
 
-    def finish(status: NightStatus, seconds: float | None = None, **extra: Any) -> NightResult:
+    def backends() -> tuple[Backend, Backend]:
+        """The night's target and optimizer, opened and checked once."""
+        if not opened:
+            target, optimizer = _open_backends(s)
+            say.enter("check", "checking the backends")
+            target.check()  # loud even when every rollout would come from the cache
+            if optimizer is not target:
+                optimizer.check()
+            opened.extend([target, optimizer])
+        return opened[0], opened[1]
+
+    def finish(
+        status: NightStatus, summary: NightSummary, seconds: float | None = None, **extra: Any
+    ) -> NightResult:
         """Record the night's end; ``seconds``: wall time of its model calls (cost)."""
         wall = time.monotonic() - t0
         lifecycle.finish(
@@ -381,216 +365,407 @@ def _run(
             seconds=round(wall, 3),
         )
 
-    if not train:
-        summary.reason = _no_tasks_reason(report.tasks, tasks, val, test, s, report.dropped)
-        return finish(NightStatus.NO_TASKS)
-    if dry_run:
-        summary.reason = "dry run: nothing replayed"
-        return finish(NightStatus.PLANNED)
-
-    target, optimizer = _open_backends(s)
-    say.enter("check", "checking the backends")
-    target.check()  # loud even when every rollout would come from the cache
-    if optimizer is not target:
-        optimizer.check()
-    night = Trainer(
-        store, s, night_id, target, optimizer, say, on_rollout, place=where.place if where else None
-    )
-    night.rejected = remembered_rejections(store, str(target_path), summary.inputs)
-    if night.rejected:
-        say(f"remembering {len(night.rejected)} edit(s) rejected by earlier nights")
-    night.section = section
-    night.test = test
-    night.refused = user_refusals(store, str(target_path), section)
-    if night.refused:
-        summary.user_refused = len(night.refused)
-        say(f"remembering {len(night.refused)} edit(s) the user refused")
-    verified = bool(val)
-    if not verified:
-        val = train
-        summary.unverified = "the val split is empty; train was used, which cannot certify"
-    budget_note = ""
-    try:
-        rules, val_scores = night.train(doc, train, val, verified)
-        trained = night.doc or doc  # a skill's certified description with the rules
-        val_before = night.val_baseline
-        say.enter("test", "scoring the test split before and after", epoch=None)
-        if test and rules != doc.rules:  # with workers > 1: both at once
-            night.ahead_test([doc.render(r) for r in (doc.rules, rules)])
-        test_before = (
-            mean(night.replay(test, doc, doc.rules, "test", "test before")) if test else None
+    def block(section: str | None, btasks: list[Task], alone: bool) -> Ended:
+        """Train, gate and stage the block of ``section`` on its tasks ``btasks`` (``alone``:
+        the night's only block, whose summary is the night's)."""
+        doc = Document.parse(
+            live,
+            new_skill=s.document.kind == "managed_skill" or target_path.name == "SKILL.md",
+            section=section,
         )
-        test_after = (
-            mean(night.replay(test, trained, rules, "test", "test after"))
-            if test and trained.render(rules) != doc.render()
-            else test_before
+        train, val, test = _split(btasks)
+        recalled = (
+            recall(
+                store,
+                mined=report.tasks,
+                train=train,
+                held_out=val + test,
+                limit=s.dream_recall,
+                threshold=s.similarity,
+                scope=Path(section) if section is not None else s.project,
+                is_scorable=lambda t: scorable(t, judge_ok),
+            )
+            if s.dream_recall
+            else []
         )
-    except BudgetExceeded as exc:
-        # a clean stop: what the gate certified before the cap is kept (and staged below);
-        # the test split is not scored
-        budget_note = str(exc)
-        rules = night.rules if night.rules is not None else list(doc.rules)
-        trained = night.doc or doc
-        val_scores, val_before = night.val_scores, night.val_baseline
-        test_before = test_after = None
-        summary.test_note = "not scored: " + budget_note
-    costs = night.cost.as_dict()
-    summary.edits = EditCounts(
-        **{
-            st: sum(e.status == st for e in night.edits)
-            for st in ("applied", "rejected", "unmatched", "unverified", "flagged")
-        }
-    )
-    summary.rules_after = len(rules)
-    val_after = mean(val_scores) if val_scores else None
-    extra: dict[str, Any] = {
-        "val_before": val_before,
-        "val_after": val_after,
-        "test_before": test_before,
-        "test_after": test_after,
-        "calls": costs["calls"],
-        "cached_calls": costs["cached_calls"],
-        "input_tokens": costs["input_tokens"],
-        "output_tokens": costs["output_tokens"],
-    }
-    if budget_note:
-        summary.stopped = budget_note
-    # a consolidation alone (a merge that kept the score) is no reason to propose a change
-    changed = trained.render(rules) != doc.render()  # the rules or a skill's description
-    certified = (
-        verified
-        and changed
-        and any(e.status == "applied" and e.origin != "consolidate" for e in night.edits)
-    )
+        train += recalled  # similar past tasks train too (never a held-out occurrence)
+        scored = train + val + test  # the views the night replays: what its reports name
+        once = sum(1 for t in btasks if len(t.occurrences) == 1)
+        repeats = sum(1 for t in btasks if undistinct(t))
+        summary = NightSummary(
+            tasks=len(report.tasks) if alone else len(btasks),
+            scorable=len(btasks),
+            dropped=report.dropped if alone else {},
+            train=len(train),
+            val=len(val),
+            test=len(test),
+            rules_before=len(doc.rules),
+            base_hash=base_hash,
+            inputs=_inputs_fingerprint(s, base_hash, scored, section if not alone else None),
+            section=section,
+            block_hash=block_hash(live, section) if shared else None,
+            held_out=HELD_OUT,
+            not_validated=once,
+            not_distinct=repeats or None,
+            recalled=len(recalled) or None,
+            warning=warning,
+        )
+        if section is not None:
+            say(f"the rules go in the block for {section} of the shared memory file")
+        elif not alone:
+            say("the rules of requests asked in no project go in the block every project reads")
+        if alone:
+            lifecycle.record(
+                store, night_id, target_path=str(target_path), summary=json.dumps(summary.dump())
+            )
+        say(
+            f"tasks: {len(btasks)} scorable of {len(report.tasks)} mined — occurrences: "
+            f"{len(train)} train, {len(val)} val, {len(test)} test; training {target_path}"
+        )
+        if once:
+            say(f"{once} task(s) asked once: they train, not yet validated on a recurrence")
+        if repeats:
+            say(f"{repeats} task(s) {NOT_DISTINCT}")
+        if recalled:
+            say(f"dream recall: {len(recalled)} similar past task(s) train too")
 
-    def copies(copy_of: str | None, rules: list[str], edits: list[Any]) -> dict[str, Any]:
-        """Certify and stage the other agents' copies of ``rules`` (:mod:`.copies`); the
-        night's cost so far ({} when there was nothing to copy)."""
-        held_out, held_split = (test, "test") if test else (val, "val")
-        kind = _copy_kind(s, where) if where is not None else ""
-        if not (kind and held_out and rules and verified) or budget_note:
-            return {}
-        say.enter("copies")
-        summary.copies = certify_copies(
+        if not train:
+            summary.reason = _no_tasks_reason(report.tasks, btasks, val, test, s, report.dropped)
+            return Ended(NightStatus.NO_TASKS, summary)
+        if dry_run:
+            summary.reason = "dry run: nothing replayed"
+            return Ended(NightStatus.PLANNED, summary)
+
+        target, optimizer = backends()
+        spent = cost.as_dict()  # what earlier blocks cost: this block's proposal counts its own
+        night = Trainer(
             store,
             s,
             night_id,
-            primary_agent=where.agent if where else "",
-            proposal_id=copy_of,
-            kind=kind,
-            section=section,
-            base_rules=list(doc.rules),
-            rules=rules,
-            edits=edits,
+            target,
+            optimizer,
+            say,
+            on_rollout,
+            place=where.place if where else None,
+            cost=cost,
+        )
+        night.rejected = remembered_rejections(store, str(target_path), summary.inputs)
+        if night.rejected:
+            say(f"remembering {len(night.rejected)} edit(s) rejected by earlier nights")
+        night.section = section
+        night.test = test
+        night.refused = user_refusals(store, str(target_path), section)
+        if night.refused:
+            summary.user_refused = len(night.refused)
+            say(f"remembering {len(night.refused)} edit(s) the user refused")
+        verified = bool(val)
+        if not verified:
+            val = train
+            summary.unverified = "the val split is empty; train was used, which cannot certify"
+        budget_note = ""
+        try:
+            rules, val_scores = night.train(doc, train, val, verified)
+            trained = night.doc or doc  # a skill's certified description with the rules
+            val_before = night.val_baseline
+            say.enter("test", "scoring the test split before and after", epoch=None)
+            if test and rules != doc.rules:  # with workers > 1: both at once
+                night.ahead_test([doc.render(r) for r in (doc.rules, rules)])
+            test_before = (
+                mean(night.replay(test, doc, doc.rules, "test", "test before")) if test else None
+            )
+            test_after = (
+                mean(night.replay(test, trained, rules, "test", "test after"))
+                if test and trained.render(rules) != doc.render()
+                else test_before
+            )
+        except BudgetExceeded as exc:
+            # a clean stop: what the gate certified before the cap is kept (and staged below);
+            # the test split is not scored
+            budget_note = str(exc)
+            rules = night.rules if night.rules is not None else list(doc.rules)
+            trained = night.doc or doc
+            val_scores, val_before = night.val_scores, night.val_baseline
+            test_before = test_after = None
+            summary.test_note = "not scored: " + budget_note
+        summary.edits = EditCounts(
+            **{
+                st: sum(e.status == st for e in night.edits)
+                for st in ("applied", "rejected", "unmatched", "unverified", "flagged")
+            }
+        )
+        summary.rules_after = len(rules)
+        val_after = mean(val_scores) if val_scores else None
+        extra: dict[str, Any] = {
+            "val_before": val_before,
+            "val_after": val_after,
+            "test_before": test_before,
+            "test_after": test_after,
+        }
+        if budget_note:
+            summary.stopped = budget_note
+        # a consolidation alone (a merge that kept the score) is no reason to propose a change
+        changed = trained.render(rules) != doc.render()  # the rules or a skill's description
+        certified = (
+            verified
+            and changed
+            and any(e.status == "applied" and e.origin != "consolidate" for e in night.edits)
+        )
+
+        def copies(copy_of: str | None, rules: list[str], edits: list[Any]) -> None:
+            """Certify and stage the other agents' copies of ``rules`` (:mod:`.copies`)."""
+            held_out, held_split = (test, "test") if test else (val, "val")
+            kind = _copy_kind(s, where) if where is not None else ""
+            if not (kind and held_out and rules and verified) or budget_note:
+                return
+            say.enter("copies")
+            summary.copies = certify_copies(
+                store,
+                s,
+                night_id,
+                primary_agent=where.agent if where else "",
+                proposal_id=copy_of,
+                kind=kind,
+                section=section,
+                base_rules=list(doc.rules),
+                rules=rules,
+                edits=edits,
+                tasks=scored,
+                held_out=held_out,
+                certified_on=held_split,
+                optimizer=optimizer,
+                cost=night.cost,
+                say=say,
+                env=env,
+                home=home,
+            )
+
+        if not certified:
+            summary.reason = (
+                "edits improved train only (unverified)"
+                if changed
+                else "no edit passed the val gate"
+            )
+            if budget_note:
+                summary.reason = f"stopped: {budget_note}; {summary.reason} before that"
+            if night.refused:
+                summary.reason += (
+                    f"; {len(night.refused)} edit(s) the user refused were not tried again "
+                    f"({', '.join(sorted({r['proposal'] for r in night.refused}))})"
+                )
+            # the rules the agent already has may still be missing from another agent's file
+            live_rules = list(doc.rules)
+            if live_rules and rules == doc.rules:
+                adopted = store.adoptions.latest_live([str(target_path)])
+                as_adds = [
+                    Edit(
+                        op="add",
+                        text=r,
+                        status="applied",
+                        origin="live",
+                        rationale="in the live file",
+                    )
+                    for r in live_rules
+                ]
+                if doc.skill and doc.description:  # a skill's copy takes its description too
+                    as_adds.append(Edit(op="describe", text=doc.description, status="applied"))
+                copies(adopted["proposal_id"] if adopted else None, live_rules, as_adds)
+                staged = [c.proposal_id for c in summary.copies if c.status == "staged"]
+                if staged:
+                    summary.reason += (
+                        f"; the rules {target_path.name} already has were staged for other "
+                        f"agents: {', '.join(str(p) for p in staged)}"
+                    )
+            return Ended(NightStatus.NO_CHANGE, summary, extra)
+        if budget_note:
+            summary.reason = f"stopped: {budget_note}; staging what the gate certified before that"
+        new_text = trained.render(rules)
+        summary.delivery = Delivery.model_validate(
+            delivery_cost(target_path, new_text, rules, s.document.max_tokens, section)
+            | {"agent": where.agent if where else None}
+        )
+        refused = store.proposals.refused(str(target_path), sha256_text(new_text))
+        if refused is not None:  # the user said no to this very document: never staged again
+            how = "rejected" if refused["status"] == "rejected" else "rolled back"
+            why = f" ({refused['reason']})" if refused.get("reason") else ""
+            summary.reason = (
+                f"the same document as proposal {refused['id']}, which the user {how}{why}: "
+                "not staged again"
+            )
+            return Ended(NightStatus.NO_CHANGE, summary, extra)
+        same = [
+            p
+            for p in store.proposals.staged(str(target_path))
+            if p["base_hash"] == base_hash
+            and p["new_hash"] == sha256_text(new_text)
+            and NightSummary.model_validate_json(p["summary"] or "{}").inputs == summary.inputs
+        ]
+        # its own number, reserved before the copies (they are named after it, p<n>-<agent>)
+        proposal_id = same[0]["id"] if same else store.proposals.next_id()
+        copies(proposal_id, rules, night.edits)
+        if same:  # an unchanged re-run: the staged proposal already says this
+            summary.reason = f"same result as the staged proposal {same[0]['id']}"
+            new_copies = [c.proposal_id for c in summary.copies if c.status == "staged"]
+            if new_copies:
+                summary.reason += (
+                    "; its rules now staged for other agents too: "
+                    f"{', '.join(map(str, new_copies))}"
+                )
+            return Ended(NightStatus.SUCCEEDED, summary, extra | {"proposal_id": same[0]["id"]})
+        own = {k: v - spent[k] for k, v in cost.as_dict().items()}
+        proposal_id = stage_proposal(
+            store,
+            proposal_id=proposal_id,
+            delivered=where.describe() if where else None,
+            night_id=night_id,
+            target_path=target_path,
+            base_text=live,
+            new_text=new_text,
+            base_hash=base_hash,
+            edits=night.edits,
             tasks=scored,
-            held_out=held_out,
-            certified_on=held_split,
-            optimizer=optimizer,
-            cost=night.cost,
-            say=say,
+            cost=NightCost.model_validate(own),
+            summary=summary,
+            val_before=val_before,
+            val_after=val_after,
+            test_before=test_before,
+            test_after=test_after,
+            agent=where.agent if where else replayed_on or s.document.agent,
             env=env,
             home=home,
         )
-        return night.cost.as_dict()
+        say.enter("notify")
+        summary.notified = proposal_ready(
+            s, proposal_id, str(target_path), val_before, val_after, project=section
+        )
+        say(f"proposal {proposal_id} staged; desktop notification: {summary.notified}")
+        return Ended(NightStatus.SUCCEEDED, summary, extra | {"proposal_id": proposal_id})
 
-    if not certified:
-        summary.reason = (
-            "edits improved train only (unverified)" if changed else "no edit passed the val gate"
-        )
-        if budget_note:
-            summary.reason = f"stopped: {budget_note}; {summary.reason} before that"
-        if night.refused:
-            summary.reason += (
-                f"; {len(night.refused)} edit(s) the user refused were not tried again "
-                f"({', '.join(sorted({r['proposal'] for r in night.refused}))})"
-            )
-        # the rules the agent already has may still be missing from another agent's file
-        live_rules = list(doc.rules)
-        if live_rules and rules == doc.rules:
-            adopted = store.adoptions.latest_live([str(target_path)])
-            as_adds = [
-                Edit(
-                    op="add", text=r, status="applied", origin="live", rationale="in the live file"
-                )
-                for r in live_rules
-            ]
-            if doc.skill and doc.description:  # a skill's copy takes its description too
-                as_adds.append(Edit(op="describe", text=doc.description, status="applied"))
-            costs = (
-                copies(adopted["proposal_id"] if adopted else None, live_rules, as_adds) or costs
-            )
-            extra.update(
-                {k: costs[k] for k in ("calls", "cached_calls", "input_tokens", "output_tokens")}
-            )
-            staged = [c.proposal_id for c in summary.copies if c.status == "staged"]
-            if staged:
-                summary.reason += (
-                    f"; the rules {target_path.name} already has were staged for other "
-                    f"agents: {', '.join(str(p) for p in staged)}"
-                )
-        return finish(NightStatus.NO_CHANGE, costs.get("seconds"), **extra)
-    if budget_note:
-        summary.reason = f"stopped: {budget_note}; staging what the gate certified before that"
-    new_text = trained.render(rules)
-    summary.delivery = Delivery.model_validate(
-        delivery_cost(target_path, new_text, rules, s.document.max_tokens, section)
-        | {"agent": where.agent if where else None}
+    def costs() -> dict[str, Any]:
+        spent = cost.as_dict()
+        return {k: spent[k] for k in ("calls", "cached_calls", "input_tokens", "output_tokens")}
+
+    if len(blocks) == 1:
+        ((section, btasks),) = blocks.items()
+        end = block(section, btasks, alone=True)
+        if end.status in (NightStatus.NO_TASKS, NightStatus.PLANNED):
+            return finish(end.status, end.summary)
+        return finish(end.status, end.summary, cost.seconds, **(end.extra | costs()))
+
+    # several projects' tasks for a shared memory file: one block each (and the block every
+    # project reads for the requests asked in none); each block's tasks train, gate and
+    # certify that block only, and each staged block is a proposal of its own
+    say(
+        f"{len(blocks)} blocks: "
+        + ", ".join(sec or "the requests asked in no project" for sec in blocks)
     )
-    refused = store.proposals.refused(str(target_path), sha256_text(new_text))
-    if refused is not None:  # the user said no to this very document: never staged again
-        how = "rejected" if refused["status"] == "rejected" else "rolled back"
-        why = f" ({refused['reason']})" if refused.get("reason") else ""
-        summary.reason = (
-            f"the same document as proposal {refused['id']}, which the user {how}{why}: "
-            "not staged again"
-        )
-        return finish(NightStatus.NO_CHANGE, costs.get("seconds"), **extra)
-    same = [
-        p
-        for p in store.proposals.staged(str(target_path))
-        if p["base_hash"] == base_hash
-        and p["new_hash"] == sha256_text(new_text)
-        and NightSummary.model_validate_json(p["summary"] or "{}").inputs == summary.inputs
-    ]
-    # its own number, reserved before the copies (they are named after it, p<n>-<agent>)
-    proposal_id = same[0]["id"] if same else store.proposals.next_id()
-    costs = copies(proposal_id, rules, night.edits) or costs
-    extra.update({k: costs[k] for k in ("calls", "cached_calls", "input_tokens", "output_tokens")})
-    if same:  # an unchanged re-run: the staged proposal already says this
-        summary.reason = f"same result as the staged proposal {same[0]['id']}"
-        new_copies = [c.proposal_id for c in summary.copies if c.status == "staged"]
-        if new_copies:
-            summary.reason += (
-                f"; its rules now staged for other agents too: {', '.join(map(str, new_copies))}"
-            )
-        return finish(
-            NightStatus.SUCCEEDED, costs.get("seconds"), proposal_id=same[0]["id"], **extra
-        )
-    proposal_id = stage_proposal(
+    lifecycle.record(
         store,
-        proposal_id=proposal_id,
-        delivered=where.describe() if where else None,
-        night_id=night_id,
-        target_path=target_path,
-        base_text=live,
-        new_text=new_text,
-        base_hash=base_hash,
-        edits=night.edits,
-        tasks=scored,
-        cost=NightCost.model_validate(costs),
-        summary=summary,
-        val_before=val_before,
-        val_after=val_after,
-        test_before=test_before,
-        test_after=test_after,
-        agent=where.agent if where else replayed_on or s.document.agent,
-        env=env,
-        home=home,
+        night_id,
+        target_path=str(target_path),
+        summary=json.dumps(_night_of_blocks(report, tasks, [], base_hash, warning).dump()),
     )
-    say.enter("notify")
-    summary.notified = proposal_ready(s, proposal_id, str(target_path), val_before, val_after)
-    say(f"proposal {proposal_id} staged; desktop notification: {summary.notified}")
-    return finish(NightStatus.SUCCEEDED, costs.get("seconds"), proposal_id=proposal_id, **extra)
+    ended: list[Ended] = []
+    for section, btasks in blocks.items():
+        stopped = next((e.summary.stopped for e in ended if e.summary.stopped), None)
+        if stopped:  # the night's budget is spent
+            skipped = NightSummary(section=section, scorable=len(btasks))
+            skipped.reason = f"not trained: {stopped}"
+            ended.append(Ended(NightStatus.NO_CHANGE, skipped))
+            continue
+        ended.append(block(section, btasks, alone=False))
+    summary = _night_of_blocks(report, tasks, ended, base_hash, warning)
+    statuses = [e.status for e in ended]
+    status = next(
+        (
+            st
+            for st in (NightStatus.SUCCEEDED, NightStatus.NO_CHANGE, NightStatus.PLANNED)
+            if st in statuses
+        ),
+        NightStatus.NO_TASKS,
+    )
+    if status in (NightStatus.NO_TASKS, NightStatus.PLANNED):
+        return finish(status, summary)
+    first = next((e for e in ended if e.extra.get("proposal_id")), None)
+    return finish(status, summary, cost.seconds, **((first.extra if first else {}) | costs()))
+
+
+class Ended:
+    """How one block of a night ended: its status, summary and the night's row values
+    (scores, proposal id)."""
+
+    def __init__(
+        self, status: NightStatus, summary: NightSummary, extra: dict[str, Any] | None = None
+    ):
+        self.status, self.summary, self.extra = status, summary, extra or {}
+
+
+def _blocks(
+    s: Settings, tasks: list[Task], key: Callable[[str | None], str | None]
+) -> dict[str | None, list[Task]]:
+    """The blocks of a memory file every project shares that a night trains, each with its
+    tasks: the night's ``project``'s block; without one, a block per project the tasks come
+    from (``key``: :func:`~skillopt_sleep.night.mine.block_key`; the requests asked in no
+    project: the block every project reads, None), first that global block, then by path."""
+    if s.project is not None:
+        return {str(s.project): tasks}
+    out: dict[str | None, list[Task]] = {}
+    for t in tasks:
+        out.setdefault(key(str(t.project) if t.project else None), []).append(t)
+    if not out:
+        return {None: []}
+    return dict(sorted(out.items(), key=lambda kv: (kv[0] is not None, kv[0] or "")))
+
+
+def _night_of_blocks(
+    report: Any, tasks: list[Task], ended: list[Ended], base_hash: str, warning: str | None
+) -> NightSummary:
+    """The summary of a night that trained several blocks: the sums, and each block's
+    outcome (:class:`~skillopt_sleep.results.BlockResult`)."""
+    summaries = [e.summary for e in ended]
+    out = NightSummary(
+        tasks=len(report.tasks),
+        scorable=len(tasks),
+        dropped=report.dropped,
+        train=sum(x.train for x in summaries),
+        val=sum(x.val for x in summaries),
+        test=sum(x.test for x in summaries),
+        rules_before=sum(x.rules_before for x in summaries),
+        base_hash=base_hash,
+        held_out=HELD_OUT,
+        not_validated=sum(x.not_validated or 0 for x in summaries),
+        warning=warning,
+        notified="; ".join(
+            f"{e.extra['proposal_id']}: {e.summary.notified}" for e in ended if e.summary.notified
+        )
+        or None,
+        copies=[c for x in summaries for c in x.copies],
+    )
+    out.stopped = next((x.stopped for x in summaries if x.stopped), None)
+    for e in ended:
+        x = e.summary
+        out.blocks.append(
+            BlockResult(
+                section=x.section,
+                status=e.status,
+                proposal_id=e.extra.get("proposal_id"),
+                scorable=x.scorable,
+                train=x.train,
+                val=x.val,
+                test=x.test,
+                val_before=e.extra.get("val_before"),
+                val_after=e.extra.get("val_after"),
+                test_before=e.extra.get("test_before"),
+                test_after=e.extra.get("test_after"),
+                reason=x.reason,
+            )
+        )
+    out.reason = "; ".join(
+        f"{b.section or 'the requests asked in no project'}: "
+        + (f"proposal {b.proposal_id}" if b.proposal_id else str(b.status))
+        + (f" ({b.reason})" if b.reason and not b.proposal_id else "")
+        for b in out.blocks
+    )
+    return out
 
 
 def _copy_kind(s: Settings, where: Any) -> str:
@@ -600,15 +775,3 @@ def _copy_kind(s: Settings, where: Any) -> str:
     if s.document.kind in ("memory", "managed_skill"):
         return s.document.kind
     return "memory" if where.scope == "user" and where.mode == "memory" else ""
-
-
-def _section(s: Settings, tasks: list[Task]) -> str | None:
-    """The project a night's rules belong to in a memory file every project shares: the
-    night's ``project``, or the one project all its scorable tasks come from; None when they
-    come from several (the rules then apply everywhere)."""
-    if s.project is not None:
-        return str(s.project)
-    projects = {t.project for t in tasks}
-    if len(projects) == 1 and None not in projects:
-        return str(next(iter(projects)))
-    return None

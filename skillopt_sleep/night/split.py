@@ -20,7 +20,9 @@ occurrence a role, oldest first:
    train); any other value leaves the rule above as it is.
 5. Near-duplicates never serve as each other's held-out copy across *different* tasks: a
    val or test occurrence whose prompt is a near-duplicate (``near``) of another task's
-   train occurrence is withheld (role ``""``, with a ``note`` saying which).
+   train occurrence is withheld (role ``""``, with a ``note`` saying which) — when both
+   train the same block: the default night trains one block per project
+   (:func:`withhold`), so another project's task never withholds or validates it.
 6. Synthetic tasks (no occurrences) are ``train``.
 7. A held-out occurrence is a *distinct* recurrence: one with the same wording (:func:`wording`:
    case and spacing aside)
@@ -169,13 +171,15 @@ def assign_splits(
     test_fraction: float,
     is_scorable: Callable[[Task], bool] | None = None,
     near: Callable[[str, str], bool] | None = None,
+    block_of: Callable[[Task], object] | None = None,
 ) -> list[Task]:
     """Return copies of ``tasks`` (same order) with ``split`` and every occurrence's role set
     by the module's rule.
 
     ``replayed`` maps view ids (:func:`view_id`) to the splits earlier nights replayed them
     in. ``is_scorable`` says which tasks the night can score (default: all). ``near(a, b)``
-    says whether two prompts are near-duplicates (default: never)."""
+    says whether two prompts are near-duplicates (default: never); ``block_of`` which block
+    a task trains (see :func:`withhold`)."""
     out: list[Task] = []
     for t in tasks:
         if is_scorable is not None and not is_scorable(t):
@@ -188,15 +192,37 @@ def assign_splits(
             out.append(t.model_copy(update={"split": "train", "occurrences": occs}))
     if near is None:
         return out
-    # rule 5: a held-out occurrence is never a near-copy of another task's train occurrence
-    trained = [(t.id, o.prompt) for t in out for o in t.occurrences if o.split == "train"]
+    return withhold(out, near, block_of)
+
+
+def withhold(
+    tasks: list[Task],
+    near: Callable[[str, str], bool],
+    block_of: Callable[[Task], object] | None = None,
+) -> list[Task]:
+    """Rule 5 on ``tasks`` (roles assigned): copies with every val or test occurrence that
+    is a near-copy (``near``) of another task's train occurrence *training the same block*
+    withheld. ``block_of(task)`` names the block a task trains (the default night trains one
+    block per project: another project's task neither withholds nor validates this one's
+    held-out occurrence); None: one block for all."""
+    out = list(tasks)
+    trained = [
+        (t.id, block_of(t) if block_of else None, o.prompt)
+        for t in out
+        for o in t.occurrences
+        if o.split == "train"
+    ]
     for i, t in enumerate(out):
         occs = list(t.occurrences)
         changed = False
+        block = block_of(t) if block_of else None
         for j, o in enumerate(occs):
             if o.split not in ("val", "test"):
                 continue
-            twin = next((tid for tid, p in trained if tid != t.id and near(o.prompt, p)), None)
+            twin = next(
+                (tid for tid, b, p in trained if tid != t.id and b == block and near(o.prompt, p)),
+                None,
+            )
             if twin is not None:
                 occs[j] = o.model_copy(
                     update={

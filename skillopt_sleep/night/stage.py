@@ -143,6 +143,10 @@ def stage_proposal(
     # val deltas: baseline vs the last val replay of the accepted document
     val_rows = store.rollouts.of_night(night_id, "val")
     new_hash_doc = sha256_text(new_text)
+    # the night's rollouts of this proposal's tasks only (a night that trained several
+    # blocks replayed each block's tasks for that block); no tasks named: all of them
+    mine = (lambda tid: tid in intents) if intents else (lambda tid: True)
+    val_rows = [r for r in val_rows if mine(r["task_id"])]
     val_base = {r["task_id"]: r["score"] for r in val_rows if r["phase"] == "val baseline"}
     val_new = {r["task_id"]: r["score"] for r in val_rows if r["doc_hash"] == new_hash_doc}
     val_tasks = [
@@ -159,6 +163,8 @@ def stage_proposal(
         split, before_phase, after_phase = held_out
         certified = per_task_deltas(store, night_id, split, before_phase, after_phase)
         val_tasks, test_tasks = (certified, []) if split == "val" else ([], certified)
+    val_tasks = [t for t in val_tasks if mine(t["task_id"])]
+    test_tasks = [t for t in test_tasks if mine(t["task_id"])]
     contexts = {t.id: context_state(t) for t in tasks}
     for row in val_tasks + test_tasks:
         row["intent"] = intents.get(row["task_id"], "")[:200]
@@ -271,6 +277,7 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
         f"# skillopt-sleep proposal {report.id}",
         "",
         f"- target: `{report.target}`",
+        *_block_line(report.summary),
         f"- night: {report.night_id} ({report.created_at})",
         f"- val score: {_fmt(sc.val_before)} → {_fmt(sc.val_after)}",
         f"- test score: {_fmt(sc.test_before)} → {_fmt(sc.test_after)} (held out; report only)",
@@ -333,6 +340,19 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
             lines.append(f"| {intent} | {_fmt(t.before)} | {_fmt(t.after)} |")
     lines += ["", "## Diff", "", "```diff", diff.rstrip("\n"), "```", ""]
     return "\n".join(lines)
+
+
+def _block_line(sm: NightSummary) -> list[str]:
+    """For report.md: which block of a memory file every project shares the proposal is for
+    (none for a document of its own)."""
+    if sm.section is not None:
+        return [
+            f"- block: the rules for project `{sm.section}` (this project's block of the shared "
+            "file; the other projects' blocks and your own text are kept as they are)"
+        ]
+    if sm.block_hash is not None:
+        return ["- block: the rules for every project (requests asked in no project)"]
+    return []
 
 
 def _item(text: str) -> str:

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from skillopt_sleep.store._base import Repository, Row, write_transaction
+
+
+def block_of(row: Row) -> str | None:
+    """The block of its target a proposal's row trains: the ``section`` (a project path) of
+    its ``summary``, None for the block every project reads (or an unreadable summary)."""
+    try:
+        summary = json.loads(row.get("summary") or "{}")
+    except ValueError:
+        return None
+    section = summary.get("section") if isinstance(summary, dict) else None
+    return section if isinstance(section, str) else None
 
 
 class ProposalsRepo(Repository):
@@ -63,11 +75,15 @@ class ProposalsRepo(Repository):
 
     def stage(self, row: dict[str, Any]) -> None:
         """Stage ``row`` (its ``status`` set to staged) and mark the other staged proposals
-        for the same target superseded, in one transaction."""
+        for the same target *and the same block* superseded, in one transaction: a shared
+        memory file holds a block per project (its ``summary``'s ``section``), and a proposal
+        for one project's block leaves the proposals for the others staged."""
         pid = row["id"]
+        block = block_of(row)
         with write_transaction(self.db):
             for old in self.staged(row["target_path"]):
-                self.set_status(old["id"], "superseded", f"superseded by {pid}")
+                if block_of(old) == block:
+                    self.set_status(old["id"], "superseded", f"superseded by {pid}")
             self.db.table("proposals").upsert(dict(row, status="staged"), pk="id")
 
     def set_report_hash(self, proposal_id: str, report_hash: str) -> None:

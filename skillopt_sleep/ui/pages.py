@@ -374,6 +374,10 @@ def proposal(svc: Service, proposal_id: str, csrf: str, flash: Flash = None) -> 
         info.append(("copy for", f"{s.copy_for} (rules of {s.copy_of or 'the document'})"))
     if d.reason:
         info.append(("reason", d.reason))
+    if s.section is not None:  # one project's block of a memory file every project shares
+        info.append(("block", f"the rules for project {s.section}"))
+    elif s.block_hash is not None:
+        info.append(("block", "the rules for every project"))
     for label, text in (
         ("why", s.reason),
         ("warning", s.warning),

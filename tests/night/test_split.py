@@ -112,6 +112,24 @@ def test_near_duplicates_never_serve_as_each_others_held_out_copy_across_tasks()
     assert roles(same) == ["train", "val"]
 
 
+def test_another_projects_task_neither_withholds_nor_validates_a_held_out_occurrence() -> None:
+    """The default night trains one block per project: rule 5 applies within a block only.
+    The same request in two projects keeps each its own val occurrence; a near-copy in the
+    same project is still withheld."""
+    near = lambda a, b: a.split()[:4] == b.split()[:4]
+    web = task("web", [1, 2], prompt="install the dependencies please", project="/src/web")
+    api = task("api", [3, 4], prompt="install the dependencies please", project="/src/api")
+    twin = task("twin", [5, 6], prompt="install the dependencies please now", project="/src/api")
+    got = {t.id: t for t in assign([web, api, twin], near=near, block_of=lambda t: t.project)}
+    assert roles(got["web"]) == ["train", "val"]  # api's train occurrences do not withhold it
+    assert roles(got["api"]) == ["train", ""] and roles(got["twin"]) == ["train", ""]
+    held = [o.note for o in got["api"].occurrences if o.note]
+    assert held and "near-duplicate of task twin" in held[0]
+    # one block for all (a night with a project, or a skill): withheld across projects too
+    one = {t.id: t for t in assign([web, api], near=near)}
+    assert roles(one["web"]) == ["train", ""] and roles(one["api"]) == ["train", ""]
+
+
 def test_the_gate_still_refuses_an_edit_that_makes_any_other_val_task_worse() -> None:
     tasks = assign([task("a", [1, 2]), task("b", [1, 2], prompt="lint"), task("c", [1, 2, 3])])
     val = [v for v in views(tasks) if v.split == "val"]

@@ -1,0 +1,135 @@
+"""The default night (no ``--project``) over several projects' sessions and a memory file
+every project shares: one block per project (and the block every project reads for the
+requests asked in no project), each trained, gated and certified on its own tasks, each
+staged as a proposal of its own that supersedes none of the others; adopting them all keeps
+every block as staged and the user's own text. Claude Code + Codex format sessions in a
+temporary HOME, the ``openai_compatible`` backend against the simulator on loopback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from skillopt_sleep import paths
+from skillopt_sleep.cli.nights import print_night
+from skillopt_sleep.config import load_settings
+from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
+from skillopt_sleep.night.document import END, Document, sections
+from skillopt_sleep.night.run import run_night
+from skillopt_sleep.night.split import task_of
+from skillopt_sleep.proposals import adopt
+from skillopt_sleep.service import Service
+from skillopt_sleep.simulator import serve
+from skillopt_sleep.store import Store
+from skillopt_sleep.testing.sessions import write_conversations
+from skillopt_sleep.ui import pages
+from tests.helpers.night import PERSONA, write_persona
+
+USER_TEXT = "# My rules for every project\n\nWritten by hand \u2014 keep me exactly.\n"
+
+#: the same requests in a second project, corrected to yarn there
+YARN_CONVERSATIONS = [
+    (agent, [(ask, answer, fix.replace("pnpm", "yarn") if fix else None) for ask, answer, fix in t])
+    for agent, t in DEMO_CONVERSATIONS
+]
+#: a request asked in no project (in Claude Code's own folder), corrected to bun
+DOCS = "build the documentation site"
+NO_PROJECT = [
+    ("claude_code", [(DOCS, "Run `npm run docs`.", "no, use bun instead of npm")]),
+    ("claude_code", [(DOCS, "Run `npm run docs`.", "no, use bun instead of npm")]),
+    ("claude_code", [(DOCS + " please", "Run `npm run docs`.", None)]),
+]
+DOCS_PERSONA = PERSONA + f'\n[[answers]]\nmatch = "{DOCS}"\ntext = "Run `npm run docs`."\n'
+
+
+def block_text(text: str, section: str | None) -> str:
+    """The managed block of ``section`` in ``text``, begin marker to end marker."""
+    marker = f"skillopt-sleep:begin project={section} " if section else "skillopt-sleep:begin —"
+    begin = text.rindex("<!--", 0, text.index(marker))
+    return text[begin : text.index(END, begin) + len(END)]
+
+
+def test_the_default_night_trains_one_block_per_project_and_stages_each(
+    tmp_path: Path, isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    web, api = (tmp_path / "src" / "web").resolve(), (tmp_path / "src" / "api").resolve()
+    for project, conversations in ((web, DEMO_CONVERSATIONS), (api, YARN_CONVERSATIONS)):
+        project.mkdir(parents=True)
+        write_conversations(isolated_home, project, conversations)
+    write_conversations(isolated_home, isolated_home / ".claude", NO_PROJECT)
+    live = isolated_home / ".claude" / "CLAUDE.md"
+    live.write_text(USER_TEXT, encoding="utf-8")
+    store = Store(paths.db_path())
+    with serve(write_persona(tmp_path, DOCS_PERSONA)) as sim:
+        overrides = demo_settings(isolated_home, web, sim.url)
+        del overrides["project"]  # the default night: every project's sessions
+        overrides["document"] = {"kind": "memory", "agent": "claude_code"}
+        settings = load_settings(Path("/nonexistent/config.toml"), **overrides)
+        assert settings.project is None
+        result = run_night(store, settings)
+    assert result.status == "succeeded", result.summary
+
+    # one block per project, and the block every project reads for the project-less request
+    blocks = {b.section: b for b in result.summary.blocks}
+    assert set(blocks) == {None, str(web), str(api)}, result.summary.blocks
+    assert all(b.status == "succeeded" and b.proposal_id for b in blocks.values()), blocks
+    pids = {sec: b.proposal_id for sec, b in blocks.items()}
+    assert len(set(pids.values())) == 3 and result.proposal_id in pids.values()
+    staged = {p["id"]: p for p in store.proposals.staged(str(live))}
+    assert set(staged) == set(pids.values())  # none superseded another project's proposal
+
+    # what `skillopt-sleep run` prints: each block with its proposal
+    print_night(result)
+    printed = " ".join(capsys.readouterr().out.split())
+    for sec, pid in pids.items():
+        where = f"the block for {sec}" if sec else "the block every project reads"
+        assert f"{where}: succeeded, proposal {pid}" in printed, printed
+
+    tasks = {t.id: t for t in store.tasks.all()}
+    rules_of = {"web": "pnpm", "api": "yarn", None: "bun"}
+    names = {str(web): "web", str(api): "api", None: None}
+    documents: dict[str | None, str] = {}
+    for sec, pid in pids.items():
+        folder = Path(staged[pid]["dir"])
+        text = (folder / "document").read_bytes().decode("utf-8")
+        documents[sec] = text
+        report = json.loads((folder / "report.json").read_text("utf-8"))
+        assert report["summary"]["section"] == sec
+        # the proposal's document holds its own block only (besides the user's text): the
+        # other blocks are other proposals'
+        assert sections(text) == [sec] and text.startswith(USER_TEXT)
+        rules = Document.parse(text, section=sec).rules
+        own = rules_of[names[sec]]
+        assert rules and any(own in r for r in rules), (sec, rules)
+        others = set(rules_of.values()) - {own}
+        assert not any(o in r for r in rules for o in others), (sec, rules)
+        # its val tasks are its own project's, and its val score rose on them alone
+        val = [t["task_id"] for t in report["val_tasks"]]
+        projects = {names.get(tasks[task_of(v)].project or "") for v in val}
+        assert val and projects == {names[sec]}, (sec, projects)
+        assert blocks[sec].val_after > blocks[sec].val_before
+        said = f"the rules for project {sec}" if sec else "the rules for every project"
+        in_md = f"the rules for project `{sec}`" if sec else said
+        assert f"- block: {in_md}" in (folder / "report.md").read_text()
+        assert said in pages.proposal(Service(), pid, "csrf")  # the dashboard's proposal page
+
+    # another project's identical request withheld no held-out occurrence: every note of a
+    # near-duplicate withheld occurrence names a task of the same project (a repeat in the
+    # same words is withheld within its own task)
+    for t in tasks.values():
+        for o in t.occurrences:
+            if o.note.startswith("withheld") and "near-duplicate of task" in o.note:
+                twin = o.note.split("task ", 1)[1].split("'", 1)[0]
+                assert tasks[twin].project == t.project, (t.project, o.note)
+
+    # adopting every proposal (no --force: each changes only its own block) keeps every
+    # block byte for byte as staged, and the user's text
+    for pid in sorted(pids.values()):
+        adopt(store, pid)
+    final = live.read_bytes().decode("utf-8")
+    assert final.startswith(USER_TEXT)
+    assert sorted(sections(final), key=str) == sorted(pids, key=str)
+    for sec, text in documents.items():
+        assert block_text(final, sec) == block_text(text, sec)
