@@ -449,7 +449,7 @@ def _run(
             place=where.place if where else None,
             cost=cost,
         )
-        night.rejected = remembered_rejections(store, str(target_path), summary.inputs)
+        night.rejected = remembered_rejections(store, str(target_path), summary.inputs, section)
         if night.rejected:
             say(f"remembering {len(night.rejected)} edit(s) rejected by earlier nights")
         night.section = section

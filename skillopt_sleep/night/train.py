@@ -398,6 +398,7 @@ class Trainer:
             reason=e.reason,
             val_before=e.val_before,
             val_after=e.val_after,
+            section=self.section or "",
             created_at=now_iso(),
         )
 
@@ -577,13 +578,17 @@ class Trainer:
         return candidate, cand_scores
 
 
-def remembered_rejections(store: Store, target_path: str, inputs: str) -> list[str]:
-    """Edits the gate rejected in earlier nights on the same document, for the optimizer's
-    rejected-edit buffer (``Edit.describe()`` texts, most recent first, deduplicated, at most
-    :data:`REMEMBERED_REJECTIONS`). Nights with the very same inputs are left out: a re-run
-    of an unchanged night must send the same prompts (and so be served from the cache)."""
+def remembered_rejections(
+    store: Store, target_path: str, inputs: str, section: str | None = None
+) -> list[str]:
+    """Edits the gate rejected in earlier nights on the same document and block (``section``:
+    a project's block of a shared memory file; what was wrong for one project may be right
+    for another), for the optimizer's rejected-edit buffer (``Edit.describe()`` texts, most
+    recent first, deduplicated, at most :data:`REMEMBERED_REJECTIONS`). Nights with the very
+    same inputs are left out: a re-run of an unchanged night must send the same prompts (and
+    so be served from the cache)."""
     out: list[str] = []
-    for r in store.edits.rejected_for(target_path):
+    for r in store.edits.rejected_for(target_path, section):
         try:
             if json.loads(r.night_summary or "{}").get("inputs") == inputs:
                 continue

@@ -41,14 +41,18 @@ class EditsRepo(Repository):
         """Record one edit; returns its id."""
         return self._insert("edits", fields)
 
-    def rejected_for(self, target_path: str) -> list[RejectedEdit]:
+    def rejected_for(self, target_path: str, section: str | None = None) -> list[RejectedEdit]:
         """Reflect edits the gate rejected (or the poisoning screen flagged) in nights on
-        ``target_path``, newest first."""
+        ``target_path``, for the block of ``section`` only (a project's block of a shared
+        memory file; None: the file's block for every project, or a file of its own), newest
+        first. An edit recorded before m012 counts as its night's block."""
         rows = self.db.execute(
             "select e.op, e.text, e.old, n.summary from edits e join nights n "
             "on n.id = e.night_id where e.status in ('rejected', 'flagged') and e.origin != 'consolidate' "
-            "and n.target_path = ? order by e.id desc",
-            [target_path],
+            "and n.target_path = ? "
+            "and coalesce(e.section, json_extract(n.summary, '$.section'), '') = ? "
+            "order by e.id desc",
+            [target_path, section or ""],
         ).fetchall()
         return [RejectedEdit(cast(Any, r[0]), r[1] or "", r[2] or "", r[3] or "") for r in rows]
 
@@ -62,6 +66,8 @@ class EditsRepo(Repository):
             "join proposals p on p.night_id = e.night_id "
             "where p.target_path = ? and p.status in ('rejected', 'rolled_back') "
             "and coalesce(json_extract(p.summary, '$.section'), '') = ? "
+            "and coalesce(e.section, json_extract(p.summary, '$.section'), '') "
+            "= coalesce(json_extract(p.summary, '$.section'), '') "
             "and e.status = 'applied' and e.origin != 'consolidate' "
             "order by p.created_at desc, p.id desc, e.id",
             [target_path, section or ""],

@@ -490,3 +490,13 @@ def m011_proposal_report_hash(db: Database) -> None:
     hashes with the row, as before."""
     if "report_hash" not in db.table("proposals").columns_dict:
         db.table("proposals").add_column("report_hash", str, not_null_default="")
+
+
+@migrations(name="m012_edit_section")
+def m012_edit_section(db: Database) -> None:
+    """``edits.section``: the block an edit was proposed for (the project of a shared memory
+    file's block; "" the file's block for every project, or a file of its own), so what the
+    gate rejected or the user refused on one project's block is remembered for that block
+    only. An older row stays NULL: its night's ``summary.section`` stands in."""
+    if "section" not in db.table("edits").columns_dict:
+        db.table("edits").add_column("section", str)

@@ -543,6 +543,8 @@ def test_edits_rejected_by_an_earlier_night_are_remembered_by_the_next(world):
     assert "add: Never mention `pnpm`." in remembered_rejections(
         store, str(target), "another night"
     )
+    # rejected on this document's block: not remembered for another project's block of it
+    assert remembered_rejections(store, str(target), "another night", "/elsewhere/api") == []
     later = [e["text"] for e in db_rows(store, "edits", "night_id = ?", [third.night_id])]
     assert "Never mention `pnpm`." not in later  # not proposed again
     assert third.status in ("succeeded", "no_change"), third.summary

@@ -28,6 +28,7 @@ def test_migrations_apply_once_and_wal(tmp_path):
         "m009_mining_state",
         "m010_proposal_agent_kind",
         "m011_proposal_report_hash",
+        "m012_edit_section",
     ]
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
