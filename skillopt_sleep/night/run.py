@@ -544,6 +544,8 @@ def _run(
                 "edits improved train only (unverified)"
                 if changed
                 else "no edit passed the val gate"
+                if night.edits
+                else "the optimizer proposed no edit"
             )
             if budget_note:
                 summary.reason = f"stopped: {budget_note}; {summary.reason} before that"

@@ -577,3 +577,18 @@ def test_a_night_with_other_inputs_stages_its_own_proposal_even_for_the_same_doc
     )
     mine = json.loads(db_get(store, "proposals", other.proposal_id)["summary"])
     assert mine["inputs"] == other.summary.inputs != first.summary.inputs
+
+
+def test_a_night_whose_optimizer_proposes_nothing_says_so(tmp_path, isolated_home):
+    """An optimizer that answers ``{"edits": []}`` (here a persona with no edit group) ends
+    the night with no change, and the reason says no edit was proposed, not that the gate
+    refused one."""
+    project, target = night_world(tmp_path, isolated_home, USER_TEXT)
+    silent = PERSONA.replace('order = ["derived", "harmful", "useless"]', "order = []")
+    assert silent != PERSONA
+    store = Store(paths.db_path())
+    with serve(write_persona(tmp_path, silent)) as sim:
+        result = run_night(store, night_settings(isolated_home, project, target, sim.url))
+    assert result.status == "no_change", result.summary
+    assert result.summary.reason == "the optimizer proposed no edit"
+    assert db_rows(store, "edits", "night_id = ?", [result.night_id]) == []
