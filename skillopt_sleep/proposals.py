@@ -1075,7 +1075,11 @@ def rollback(
         try:
             backup = Path(bpath).read_bytes()
         except OSError as exc:
-            raise ProposalError(f"backup {bpath} unreadable ({exc})") from None
+            raise ProposalError(
+                f"backup {bpath} unreadable ({exc.strerror or exc}): the file as it was before "
+                f"adopt cannot be restored; nothing was written (put the backup back, or edit "
+                f"{path} by hand: the rules are between its skillopt-sleep markers)"
+            ) from None
         if _hash_bytes(backup) != a["before_hash"]:
             raise ProposalError(
                 f"backup {bpath} is not the file adopt saved (its hash differs); nothing was "
@@ -1083,10 +1087,14 @@ def rollback(
             )
     live = _read_bytes(path)
     kept = ""
-    if _hash_bytes(live) != a["after_hash"]:
+    gone = live is None and not a["existed_before"]  # what rollback would do is done already
+    if _hash_bytes(live) != a["after_hash"] and not gone:
         if not force:
             raise ProposalError(
-                f"{path} changed since it was adopted; `rollback --force` restores the old "
+                f"{path} was removed since it was adopted; `rollback --force` restores the "
+                "version before adopt"
+                if live is None
+                else f"{path} changed since it was adopted; `rollback --force` restores the old "
                 "version anyway (your current file is kept in the backups folder)"
             )
         if live is not None:  # never lose what the user wrote after adopting
@@ -1121,5 +1129,6 @@ def rollback(
             restored_previous=bool(a["existed_before"]),
             kept_copy=kept,
             removed_dirs=removed,
+            already_gone=gone,
         ),
     )

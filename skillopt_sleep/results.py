@@ -452,6 +452,8 @@ class RollbackResult(_Model):
     restored_previous: bool
     kept_copy: str = ""
     removed_dirs: list[str] = Field(default_factory=list)  # folders adopt had created
+    #: the file adopt had created was already gone (nothing to remove: the rollback is recorded)
+    already_gone: bool = False
     #: the same rules for other agents rolled back with it (``--all-agents``), each in its file
     copies_rolled_back: list[RollbackResult] = Field(default_factory=list)
     #: the same rules for other agents still adopted, each in its own file
@@ -464,7 +466,13 @@ class RollbackResult(_Model):
         adopted or staged for other agents (the CLI, the dashboard and the MCP say the same)."""
 
         def line(r: RollbackResult) -> str:
-            done = "restored" if r.restored_previous else "removed (adopt had created it)"
+            done = (
+                "restored"
+                if r.restored_previous
+                else "was already gone (adopt had created it)"
+                if r.already_gone
+                else "removed (adopt had created it)"
+            )
             return f"rolled back {r.proposal_id}: {r.target_path} {done}"
 
         lines = [line(r) for r in (self, *self.copies_rolled_back)]

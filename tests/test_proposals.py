@@ -134,6 +134,29 @@ def test_adopt_creates_a_new_skill_and_rollback_removes_it(store, tmp_path):
     assert not target.exists()
 
 
+def test_rollback_of_a_created_file_the_user_removed_says_it_was_already_gone(store, tmp_path):
+    target = tmp_path / "h" / ".claude" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
+    adopt(store, stage(store, target, ["Rule."]))
+    target.unlink()  # the user removed the file adopt created: nothing is left to undo
+    done = rollback(store)
+    assert done.already_gone and not done.restored_previous
+    assert done.outcome()[0].endswith("was already gone (adopt had created it)")
+    assert not target.parent.exists()  # the folders adopt created are removed all the same
+
+
+def test_rollback_of_a_removed_file_and_of_a_lost_backup_say_what_to_do(store, tmp_path):
+    target = tmp_path / "AGENTS.md"
+    target.write_bytes(b"v1\n")
+    a = adopt(store, stage(store, target, ["Rule."]))
+    target.unlink()
+    with pytest.raises(ProposalError, match="was removed since it was adopted; `rollback --force`"):
+        rollback(store)
+    Path(a.backup_path).unlink()
+    with pytest.raises(ProposalError, match=r"cannot be restored; nothing was written \(put the"):
+        rollback(store, force=True)
+    assert not target.exists()
+
+
 def test_adopt_refuses_a_changed_live_file(store, tmp_path):
     target = tmp_path / "AGENTS.md"
     target.write_bytes(b"v1\n")

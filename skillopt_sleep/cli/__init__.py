@@ -441,9 +441,15 @@ def rollback_cmd(
         if len(done) == 1
         else f"skillopt-sleep reject ID --undo (each of {' '.join(done)})"
     )
+    head = a.proposal_id.split("-", 1)[0]  # a copy (p3-codex) belongs to its night's p3
+    again = (
+        f"adopt {head} --all-agents re-applies them"
+        if all_agents or len(done) > 1
+        else f"adopt {done[0]} re-applies it"
+    )
     out.print(
         "  a rollback counts as a refusal: nights will not propose the same again (lift it "
-        f"with: {lift}; adopt {done[0]} re-applies it)",
+        f"with: {lift}; {again})",
         markup=False,
     )
 

@@ -323,6 +323,7 @@ def test_a_rollback_undoes_one_file_and_says_which_copies_stay_adopted(tmp_path,
     proc = skillopt("rollback", pid, "--all-agents", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert f"rolled back {copy}: {agents_md} removed" in proc.stdout
+    assert f"adopt {pid} --all-agents re-applies them" in proc.stdout
     assert (status(pid), status(copy)) == ("rolled_back", "rolled_back")
     assert not agents_md.exists()
     proc = skillopt("rollback", pid, "--all-agents", cwd=tmp_path)
