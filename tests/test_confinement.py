@@ -760,3 +760,23 @@ def test_get_skill_reads_no_file_a_tampered_row_names(tmp_path, world):
     for ask in (str(foreign), None):
         with pytest.raises(ProposalError, match="refusing the document"):
             Service().skill(ask)
+
+
+def test_an_agent_folder_that_is_itself_a_link_is_where_the_agent_reads(tmp_path, world):
+    """``~/.claude -> <dotfiles>/claude`` (as dotfile managers make): Claude Code reads its
+    memory file through the link, so adopt writes it there and rollback restores it; a memory
+    file linked out of the linked folder is still refused."""
+    store, home, outside = world
+    dotfiles = outside / "dotfiles-claude"
+    (home / ".claude").rename(dotfiles)
+    (home / ".claude").symlink_to(dotfiles, target_is_directory=True)
+    memory = home / ".claude" / "CLAUDE.md"
+    pid = stage(store, memory, [RULE])
+    adopt(store, pid)
+    assert RULE in (dotfiles / "CLAUDE.md").read_text()
+    rollback(store, pid)
+    assert (dotfiles / "CLAUDE.md").read_text() == "# mine\n"
+    (dotfiles / "CLAUDE.md").unlink()
+    (dotfiles / "CLAUDE.md").symlink_to(outside / "precious.txt")
+    pid2 = stage(store, memory, [RULE], night_id=2)
+    refused(tmp_path, store, lambda: adopt(store, pid2, force=True), "a symlink leaves")
