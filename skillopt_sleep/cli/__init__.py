@@ -177,7 +177,7 @@ def tasks(
             if o["note"]:
                 out.print(fitted(f"{t['id']}: an occurrence {o['note']}"), markup=False)
         for why in t["apart"]:
-            out.print(f"{t['id']} kept apart from {why}", markup=False)
+            out.print(fitted(f"{t['id']} kept apart from {why}"), markup=False)
     if report.tasks_once:
         out.print(
             fitted(
@@ -191,7 +191,7 @@ def tasks(
 
         out.print(fitted(f"{report.tasks_undistinct} task(s) {NOT_DISTINCT}"), markup=False)
     if report.dropped:
-        out.print(f"not mined: {_dropped(report.dropped)}", markup=False)
+        out.print(fitted(f"not mined: {_dropped(report.dropped)}"), markup=False)
 
 
 def _occurrences(task: dict[str, Any]) -> str:

@@ -405,6 +405,10 @@ def test_tasks_shows_occurrences_by_role_why_similar_prompts_were_kept_apart_and
     assert "kept apart from" in text and "a different project" in text
     assert "not mined: headless_session 1 (headless or programmatic runs" in text
     assert "bump the version" not in text
+    narrow = skillopt("tasks", env=dict(os.environ, COLUMNS="80")).stdout
+    assert max(len(ln) for ln in narrow.splitlines()) <= 80, narrow  # the notes wrap too
+    flat = " ".join(narrow.split())
+    assert "kept apart from" in flat and "not mined: headless_session 1" in flat
     tasks = {t["project"]: t for t in json.loads(skillopt("tasks", "--json").stdout)}
     # the other project's task trains on the very same words, but for its own project's
     # block: webapp's later occurrences stay webapp's held-out ones (issue 12: another
