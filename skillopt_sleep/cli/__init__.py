@@ -128,6 +128,9 @@ def tasks(
         return
     from skillopt_sleep.night.replay import context_state
 
+    # several projects: each intent says its project's folder (the same words asked in two
+    # projects are two tasks)
+    several = len({t["project"] for t in rows}) > 1
     table_rows = []
     for t, task in zip(rows, report.tasks, strict=True):
         checks = ", ".join(check_line(c) for c in t["checks"])
@@ -142,7 +145,12 @@ def tasks(
                 _occurrences(t),
                 checks,
                 context_state(task),
-                t["intent"].replace("\n", " ")[:70],
+                (
+                    f"[{Path(t['project']).name if t['project'] else 'no project'}] "
+                    if several
+                    else ""
+                )
+                + t["intent"].replace("\n", " ")[:70],
             ]
         )
     headers = ["id", "occurrences", "checks (controls)", "context", "intent"]

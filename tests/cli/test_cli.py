@@ -409,6 +409,9 @@ def test_tasks_shows_occurrences_by_role_why_similar_prompts_were_kept_apart_and
     assert max(len(ln) for ln in narrow.splitlines()) <= 80, narrow  # the notes wrap too
     flat = " ".join(narrow.split())
     assert "kept apart from" in flat and "not mined: headless_session 1" in flat
+    # two projects' tasks: each intent names its project's folder
+    assert "intent: [webapp] install the dependencies" in flat
+    assert "intent: [other] install the dependencies" in flat
     tasks = {t["project"]: t for t in json.loads(skillopt("tasks", "--json").stdout)}
     # the other project's task trains on the very same words, but for its own project's
     # block: webapp's later occurrences stay webapp's held-out ones (issue 12: another
