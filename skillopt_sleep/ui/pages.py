@@ -816,6 +816,27 @@ def night(svc: Service, night_id: int, flash: Flash = None) -> str:
         if text:
             info.append((label, text))
     parts = [_section("Night", kv(info))]
+    if s.blocks:  # the default night over a shared memory file: a block (a proposal) each
+        parts.append(
+            _section(
+                "Blocks",
+                table(
+                    ["block", "status", "proposal", "occurrences", "val", "test", "why"],
+                    [
+                        [
+                            _path(b.section) if b.section else "every project",
+                            status(b.status),
+                            _proposal_link(b.proposal_id),
+                            f"{b.scorable} tasks: train {b.train}, val {b.val}, test {b.test}",
+                            f"{score(b.val_before)} → {score(b.val_after)}",
+                            f"{score(b.test_before)} → {score(b.test_after)}",
+                            b.reason or "",
+                        ]
+                        for b in s.blocks
+                    ],
+                ),
+            )
+        )
     progress = svc.progress(night_id)
     if progress:
         parts.append(

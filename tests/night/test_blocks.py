@@ -87,6 +87,12 @@ def test_the_default_night_trains_one_block_per_project_and_stages_each(
         where = f"the block for {sec}" if sec else "the block every project reads"
         assert f"{where}: succeeded, proposal {pid}" in printed, printed
 
+    # the dashboard's night page lists every block with its proposal
+    night_page = pages.night(Service(), result.night_id)
+    assert 'id="sec-blocks"' in night_page and "every project" in night_page
+    for pid in pids.values():
+        assert f'href="/proposals/{pid}"' in night_page, pid
+
     tasks = {t.id: t for t in store.tasks.all()}
     rules_of = {"web": "pnpm", "api": "yarn", None: "bun"}
     names = {str(web): "web", str(api): "api", None: None}
