@@ -201,14 +201,8 @@ class NightRunner:
             log.exception("could not check the night's final status")
         result["trigger"] = self.trigger
         self.last = result
-        r = result.get("result") or {}
         if result.get("ok"):
-            log.info(
-                "night %s finished: %s%s",
-                r.get("night_id"),
-                r.get("status"),
-                f", proposal {r['proposal_id']}" if r.get("proposal_id") else "",
-            )
+            log.info("%s", finished_line(result.get("result") or {}))
             err = self.daemon.last_error
             if err and str(err.get("message", "")).startswith("night:"):
                 self.daemon.last_error = None  # a later good night clears a night's error
@@ -252,3 +246,15 @@ class NightRunner:
             except psutil.NoSuchProcess:
                 pass
         psutil.wait_procs(procs, timeout=5)
+
+
+def finished_line(r: dict[str, Any]) -> str:
+    """The daemon log's line for a finished night ``r`` (a ``NightResult`` as JSON): its id,
+    status and every proposal it staged (a night that trained a block per project staged one
+    per block), e.g. ``night 4 finished: succeeded, proposals p4, p5``."""
+    blocks = (r.get("summary") or {}).get("blocks") or []
+    staged = [b["proposal_id"] for b in blocks if b.get("proposal_id")]
+    if not staged and r.get("proposal_id"):
+        staged = [r["proposal_id"]]
+    said = f", proposal{'s' if len(staged) > 1 else ''} {', '.join(staged)}" if staged else ""
+    return f"night {r.get('night_id')} finished: {r.get('status')}{said}"

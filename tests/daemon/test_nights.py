@@ -286,3 +286,31 @@ def test_a_daemon_night_harvests_once(harness: DaemonHarness, sim_proxy: GatedPr
     own = paths.night_log_path(reply.result.night_id).read_text("utf-8")
     assert f"night {reply.result.night_id} started (cli)" in own
     assert "harvest: skipped (harvested before the night)" in own
+
+
+def test_the_log_line_of_a_finished_night_names_every_proposal_it_staged():
+    from skillopt_sleep.daemon.nights import finished_line
+    from skillopt_sleep.results import BlockResult, NightCost, NightResult, NightSummary
+
+    def line(summary: NightSummary, proposal_id: str | None) -> str:
+        result = NightResult(
+            night_id=4,
+            status="succeeded",
+            target_path="/h/.claude/CLAUDE.md",
+            summary=summary,
+            proposal_id=proposal_id,
+            cost=NightCost(),
+            seconds=1.0,
+        )
+        return finished_line(result.model_dump(mode="json"))
+
+    blocks = [
+        BlockResult(section="/src/web", status="succeeded", proposal_id="p4"),
+        BlockResult(section="/src/api", status="no_change"),
+        BlockResult(section=None, status="succeeded", proposal_id="p5"),
+    ]
+    assert (
+        line(NightSummary(blocks=blocks), "p4") == "night 4 finished: succeeded, proposals p4, p5"
+    )
+    assert line(NightSummary(), "p4") == "night 4 finished: succeeded, proposal p4"
+    assert line(NightSummary(), None) == "night 4 finished: succeeded"
