@@ -77,6 +77,7 @@ from skillopt_sleep.results import (
     load_report_json,
 )
 from skillopt_sleep.store import Store, now_iso
+from skillopt_sleep.store.proposals import block_of
 
 ADOPTION_RECORD = "adoption.json"  # in the proposal's folder: what adopt created (folders)
 #: in the proposal's folder from the moment adopt records the adoption until the live file is
@@ -525,7 +526,11 @@ def agent_group(
     :mod:`skillopt_sleep.night.copies`, including copies a later night made of it),
     ``proposal_id``'s own first. ProposalError for an unknown proposal."""
     row = get_proposal(store, proposal_id)
-    head = NightSummary.model_validate_json(row.get("summary") or "{}").copy_of or proposal_id
+    summary = NightSummary.model_validate_json(row.get("summary") or "{}")
+    head = summary.copy_of or proposal_id
+    # a copy an earlier night staged and this night found unchanged ("same document as the
+    # staged proposal p6-codex") is listed in this proposal's copies: it is one of the group
+    listed = {c.proposal_id for c in summary.copies if c.proposal_id}
     staged = [
         r for status in statuses for r in store.proposals.all(status) if r["id"] != proposal_id
     ]
@@ -533,6 +538,7 @@ def agent_group(
         r["id"]
         for r in staged
         if r["id"] == head
+        or r["id"] in listed
         or NightSummary.model_validate_json(r.get("summary") or "{}").copy_of == head
     ]
     return [proposal_id, *members]
@@ -875,9 +881,19 @@ def lift_refusal(store: Store, proposal_id: str) -> RefusalLifted:
     done: dict[str, str] = {}
     with store.write():
         for r in members:
-            newer = [
-                p["id"] for p in store.proposals.staged(r["target_path"]) if p["id"] != r["id"]
+            # a proposal staged since for the same file's same block replaces it (another
+            # project's block of a shared memory file does not); one staged before it is
+            # the one replaced
+            rivals = [
+                p
+                for p in store.proposals.staged(r["target_path"])
+                if p["id"] != r["id"] and block_of(p) == block_of(r)
             ]
+            when = (r["created_at"] or "", r["night_id"] or 0)
+            newer = [p["id"] for p in rivals if (p["created_at"] or "", p["night_id"] or 0) > when]
+            for p in rivals:
+                if p["id"] not in newer:
+                    store.proposals.set_status(p["id"], "superseded", f"superseded by {r['id']}")
             if newer:
                 store.proposals.set_status(
                     r["id"], "superseded", f"refusal lifted; superseded by {newer[0]}"

@@ -219,6 +219,76 @@ def test_a_proposal_supersedes_only_the_same_block_of_a_shared_file(store, tmp_p
     assert {p["id"] for p in list_proposals(store, "staged")} == {api, glob, newer}
 
 
+def test_a_lifted_refusal_is_superseded_only_by_its_own_blocks_newer_proposal(store, tmp_path):
+    """A memory file every project shares: lifting the refusal of p(web) while p(api) is
+    staged stages p(web) again (another project's block replaces nothing of it); an older
+    staged proposal for web's own block is the one superseded."""
+    target = tmp_path / "AGENTS.md"
+    target.write_bytes(b"# mine\n")
+    old_web = stage(store, target, ["Use `npm ci`."], night_id=1, section="/src/web")
+    web = stage(store, target, ["Use `pnpm` instead of `npm`."], night_id=2, section="/src/web")
+    reject(store, web, "not now")
+    old_web_row = db_get(store, "proposals", old_web)
+    store.proposals.set_status(old_web, "staged", old_web_row["reason"])  # staged again meanwhile
+    api = stage(store, target, ["Use `yarn` instead of `npm`."], night_id=3, section="/src/api")
+    lifted = lift_refusal(store, web)
+    assert lifted.status == "staged", lifted
+    assert db_get(store, "proposals", api)["status"] == "staged"
+    assert db_get(store, "proposals", old_web)["status"] == "superseded"
+    assert db_get(store, "proposals", old_web)["reason"] == f"superseded by {web}"
+
+
+def test_adopt_all_agents_takes_the_copy_an_earlier_night_staged_and_this_one_kept(store, tmp_path):
+    """Night 2 re-stages Claude Code's rules as p2 and finds Codex's copy unchanged (``same``
+    as p1-codex, which night 1 staged): ``adopt p2 --all-agents`` adopts p1-codex too."""
+    from skillopt_sleep.results import AgentCopy
+
+    claude = tmp_path / "h" / ".claude" / "CLAUDE.md"
+    codex = tmp_path / "AGENTS.md"
+
+    def staged(night: int, target: Path, rules: list[str], summary: NightSummary, **kw) -> str:
+        ensure_night(store, night)
+        live = read_live(target)
+        return stage_proposal(
+            store,
+            night_id=night,
+            target_path=target,
+            base_text=live,
+            new_text=Document.parse(live).render(rules),
+            base_hash=sha256_text(live),
+            edits=[],
+            tasks=[],
+            cost=NightCost(calls=1),
+            summary=summary,
+            val_before=0.0,
+            val_after=1.0,
+            test_before=0.0,
+            test_after=1.0,
+            **kw,
+        )
+
+    rules = ["Use `pnpm` instead of `npm`."]
+    p1 = staged(1, claude, rules, NightSummary(), agent="claude_code")
+    copy = staged(
+        1,
+        codex,
+        rules,
+        NightSummary(copy_for="codex", copy_of=p1),
+        proposal_id=f"{p1}-codex",
+        agent="codex",
+    )
+    p2 = staged(
+        2,
+        claude,
+        [*rules, "Run `pnpm test`."],
+        NightSummary(copies=[AgentCopy(agent="codex", status="same", proposal_id=copy)]),
+        agent="claude_code",
+    )
+    assert db_get(store, "proposals", p1)["status"] == "superseded"
+    assert [a.proposal_id for a in adopt_group(store, p2)] == [p2, copy]
+    assert "Run `pnpm test`." in claude.read_text() and rules[0] in codex.read_text()
+
+
 def test_adopting_two_projects_blocks_keeps_both_and_the_users_text(store, tmp_path):
     """Two proposals staged from the same base for two projects' blocks: adopting one, then
     the other (no --force: only another block changed) leaves both blocks, byte for byte as
