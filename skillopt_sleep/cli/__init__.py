@@ -126,10 +126,11 @@ def tasks(
             markup=False,
         )
         return
+    from skillopt_sleep.night.mine import block_key
     from skillopt_sleep.night.replay import context_state
 
     # several projects: each intent says its project's folder (the same words asked in two
-    # projects are two tasks)
+    # projects are two tasks), or "no project" (no folder, or an agent's own folder)
     several = len({t["project"] for t in rows}) > 1
     table_rows = []
     for t, task in zip(rows, report.tasks, strict=True):
@@ -146,7 +147,7 @@ def tasks(
                 checks,
                 context_state(task),
                 (
-                    f"[{Path(t['project']).name if t['project'] else 'no project'}] "
+                    f"[{Path(t['project']).name if block_key(t['project']) else 'no project'}] "
                     if several
                     else ""
                 )

@@ -149,6 +149,15 @@ class Intent:
     #: keeps no input of (see :func:`capsule`)
     seen: list[CapsuleItem] = field(default_factory=list)
     unseen: int = 0
+    #: what it is clustered with: its project, or "" for a request asked in no project of the
+    #: user's (no folder, or an agent's own folder: one block of a shared memory file, so
+    #: ``~/.claude`` and ``~/.codex`` are not two projects); None: its project
+    scope: str | None = None
+
+
+def _group(it: Intent) -> str:
+    """The project an intent is clustered in (:attr:`Intent.scope`, else its project)."""
+    return it.project if it.scope is None else it.scope
 
 
 # ---------------------------------------------------------------------------- normalise
@@ -448,16 +457,16 @@ def _cluster(
     whose stored clustering still holds (:func:`_reusable`) keep their clusters and only
     the intents after them are compared. ``states`` is updated in place
     with every clustered project's new state."""
-    ordered = sorted(intents, key=lambda i: (i.project, i.when, i.session_id, i.seq))
+    ordered = sorted(intents, key=lambda i: (_group(i), i.when, i.session_id, i.seq))
     clusters: list[list[Intent]] = []
     start = 0
     while start < len(ordered):
         end = start
-        while end < len(ordered) and ordered[end].project == ordered[start].project:
+        while end < len(ordered) and _group(ordered[end]) == _group(ordered[start]):
             end += 1
         group = ordered[start:end]
         start = end
-        project = group[0].project
+        project = _group(group[0])
         prior = states.get(project) if states is not None else None
         done, state = _cluster_project(group, threshold, counts, prior)
         clusters += done
@@ -591,8 +600,8 @@ def cluster_all_pairs(
     kept as the reference the candidate index is tested and benchmarked against)."""
     clusters: list[list[Intent]] = []
     heads: dict[str, list[tuple[int, str]]] = {}  # project -> [(cluster index, head norm)]
-    for it in sorted(intents, key=lambda i: (i.project, i.when, i.session_id, i.seq)):
-        mine_heads = heads.setdefault(it.project, [])
+    for it in sorted(intents, key=lambda i: (_group(i), i.when, i.session_id, i.seq)):
+        mine_heads = heads.setdefault(_group(it), [])
         choices = [h for _, h in mine_heads]
         if counts is not None:
             counts["compared"] += len(choices)
@@ -622,7 +631,7 @@ def _apart(a: list[Intent], b: list[Intent], threshold: float) -> str:
     ha, hb = a[0].norm, b[0].norm
     if not near_duplicate(ha, hb, threshold):
         return ""
-    if a[0].project != b[0].project:
+    if _group(a[0]) != _group(b[0]):
         return "a different project"
     value = contradiction(a, b)
     if value:
@@ -909,9 +918,12 @@ def mine(
             )
         )
     threshold = settings.similarity * 100
-    report.rehomed = rehome_projectless(intents, threshold, _agent_folders())
+    folders = _agent_folders()
+    report.rehomed = rehome_projectless(intents, threshold, folders)
+    for it in intents:  # the requests asked in no project of the user's are one group
+        it.scope = "" if _own_folder(it.project, folders) else it.project
     # each project's clustering of the last run: only the prompts new since are compared
-    states = store.mining.states(sorted({it.project for it in intents}))
+    states = store.mining.states(sorted({_group(it) for it in intents}))
     counts: Counter = Counter()
     clusters = _cluster(intents, threshold, counts, states)
     report.pairs_compared, report.prompts_reused = counts["compared"], counts["reused"]

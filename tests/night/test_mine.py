@@ -866,6 +866,25 @@ def test_a_request_asked_of_openclaw_joins_the_one_project_it_is_asked_in(
     assert [(t.id, t.sessions) for t in again.tasks] == [(t.id, t.sessions) for t in report.tasks]
 
 
+def test_a_request_asked_in_two_agents_own_folders_is_one_task(
+    store: Store, isolated_home: Path
+) -> None:
+    """Asked in no project of the user's, in Claude Code's folder and in Codex's (both train
+    the block every project reads of a shared memory file): one task whose later asks are
+    held out, not two tasks withholding each other's held-out occurrences."""
+    claude, codex = str(isolated_home / ".claude"), str(isolated_home / ".codex")
+    ask = [("user", "run the linter on the repo"), ("assistant", "Run `npx eslint .`.")]
+    fix = [*ask, ("user", "no, use bun instead of npx"), ("assistant", "Run `bun x eslint .`.")]
+    add(store, "c1", fix, project=claude, day=20)
+    add(store, "x1", [("user", "please run the linter on the repo"), ask[1]], project=codex, day=22)
+    add(store, "c2", [("user", "run the linter on the repo now"), ask[1]], project=claude, day=24)
+    report = mine(store, settings(), now=NOW)
+    [lint] = [t for t in report.tasks if "linter" in t.intent]
+    assert sorted(lint.sessions) == [f"claude_code:{k}" for k in ("c1", "c2", "x1")]
+    assert [o.split for o in lint.occurrences] == ["train", "val", "test"]
+    assert not lint.apart
+
+
 def test_a_repeat_in_the_same_words_is_not_held_out_and_the_report_says_so(
     store: Store,
 ) -> None:
