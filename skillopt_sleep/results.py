@@ -239,6 +239,12 @@ class NightSummary(_Model):
         """The stored JSON form: absent texts are left out."""
         return self.model_dump(mode="json", exclude_none=True)
 
+    def staged_proposals(self, first: str | None) -> list[str]:
+        """Every proposal the night staged for its document: one per block of a night that
+        trained several (:attr:`blocks`), else ``first`` (the night's proposal), if any."""
+        staged = [b.proposal_id for b in self.blocks if b.proposal_id]
+        return staged or ([first] if first else [])
+
 
 class NightResult(_Model):
     """One finished night, as :func:`skillopt_sleep.night.run.run_night` returns it."""

@@ -41,7 +41,7 @@ def nights_cmd(
             _arrow(n.test_before, n.test_after),
             str(n.calls or 0),
             f"{n.seconds:.0f}s" if n.seconds is not None else "—",
-            n.proposal_id or "—",
+            ", ".join(n.summary.staged_proposals(n.proposal_id)) or "—",  # one per block
         ]
         for n in rows
     ]

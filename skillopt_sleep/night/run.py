@@ -164,9 +164,14 @@ def run_night(
                 home=home,
                 on_rollout=on_rollout,
             )
+            staged = result.summary.staged_proposals(result.proposal_id)
             night_log.line(
                 f"night {night_id} {result.status}"
-                + (f": proposal {result.proposal_id}" if result.proposal_id else "")
+                + (
+                    f": proposal{'s' if len(staged) > 1 else ''} {', '.join(staged)}"
+                    if staged
+                    else ""
+                )
             )
         except (SkilloptError, KeyboardInterrupt) as exc:
             if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or a signal turned into one

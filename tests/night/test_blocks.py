@@ -87,6 +87,13 @@ def test_the_default_night_trains_one_block_per_project_and_stages_each(
         where = f"the block for {sec}" if sec else "the block every project reads"
         assert f"{where}: succeeded, proposal {pid}" in printed, printed
 
+    # the night's log and `nights` name every proposal it staged, not only the first
+    every = ", ".join(b.proposal_id for b in result.summary.blocks if b.proposal_id)
+    log_text = paths.night_log_path(result.night_id).read_text("utf-8")
+    assert f"night {result.night_id} succeeded: proposals {every}" in log_text, log_text
+    [listed] = [n for n in Service().nights(5) if n.id == result.night_id]
+    assert set(listed.summary.staged_proposals(listed.proposal_id)) == set(pids.values())
+
     # the dashboard's night page lists every block with its proposal
     night_page = pages.night(Service(), result.night_id)
     assert 'id="sec-blocks"' in night_page and "every project" in night_page
