@@ -168,7 +168,13 @@ def print_night(r: NightResult, by: str = "") -> None:
         out.print(
             f"  {where}: {b.status}"
             + (f", proposal {b.proposal_id}" if b.proposal_id else "")
-            + f" (val {_fmt(b.val_before)} -> {_fmt(b.val_after)})",
+            + (
+                f" (val {_fmt(b.val_before)} -> {_fmt(b.val_after)})"
+                if b.val
+                # nothing held out: the gate ran on train, which certifies nothing
+                else f" (no val occurrence: train {_fmt(b.val_before)} -> {_fmt(b.val_after)}, "
+                "unverified)"
+            ),
             markup=False,
         )
     staged = [b.proposal_id for b in summary.blocks if b.proposal_id][1:]

@@ -20,6 +20,7 @@ from skillopt_sleep.night.document import END, Document, sections
 from skillopt_sleep.night.run import run_night
 from skillopt_sleep.night.split import task_of
 from skillopt_sleep.proposals import adopt
+from skillopt_sleep.results import BlockResult, NightSummary
 from skillopt_sleep.service import Service
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
@@ -99,6 +100,15 @@ def test_the_default_night_trains_one_block_per_project_and_stages_each(
     assert 'id="sec-blocks"' in night_page and "every project" in night_page
     for pid in pids.values():
         assert f'href="/proposals/{pid}"' in night_page, pid
+
+    # a block with nothing held out shows its train scores as such, never as val
+    lone = BlockResult(section=None, status="no_change", train=2, val_before=0.0, val_after=1.0)
+    print_night(result.model_copy(update={"summary": NightSummary(blocks=[lone])}))
+    said = " ".join(capsys.readouterr().out.split())
+    assert (
+        "the block every project reads: no_change (no val occurrence: train 0.000 -> 1.000, "
+        "unverified)"
+    ) in said, said
 
     tasks = {t.id: t for t in store.tasks.all()}
     rules_of = {"web": "pnpm", "api": "yarn", None: "bun"}
