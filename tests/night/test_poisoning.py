@@ -170,7 +170,10 @@ def test_adopt_refuses_a_document_that_adds_a_flagged_rule_unless_allowed(tmp_pa
     tamper(store, "proposals", pid, new_hash=sha256_text(poisoned))
     report = json.loads((folder / "report.json").read_text("utf-8"))
     report["new_hash"] = sha256_text(poisoned)
-    (folder / "report.json").write_text(json.dumps(report), "utf-8")
+    report_text = json.dumps(report)
+    (folder / "report.json").write_text(report_text, "utf-8")
+    # as the night would have recorded it: only the poisoning screen is left to refuse it
+    tamper(store, "proposals", pid, report_hash=sha256_text(report_text))
     with pytest.raises(ProposalError, match="poisoning screen: downloads and runs code"):
         adopt(store, pid)
     assert target.read_text("utf-8") == USER_TEXT

@@ -88,9 +88,11 @@ def test_a_whole_night_over_four_agents_sessions(
         ("run the linter", "Run `npm run lint`."),
         ("add the zod package as a dependency", "Run `npm install zod`."),
     ]
-    for i, (ask, answer) in enumerate(asks):  # each task in two agents' sessions, one corrected
+    # each task in two agents' sessions, one corrected; asked again in other words (a repeat
+    # in the same words would replay as a cache hit of the train replay: no held-out copy)
+    for i, (ask, answer) in enumerate(asks):
         writers[i % 4](isolated_home, project, [(ask, answer, fix)])
-        writers[(i + 1) % 4](isolated_home, project, [(ask, answer, None)])
+        writers[(i + 1) % 4](isolated_home, project, [(f"please, {ask}", answer, None)])
     skill = project / "SKILL.md"
     with serve("demo") as sim:
         backend = {
