@@ -447,6 +447,19 @@ def retarget(store: Store, pid: str, target: Path, **more) -> None:
     forge_report(store, pid, report)
 
 
+def point_adoption(store: Store, pid: str, adoption: dict, target: Path) -> None:
+    """Point proposal ``pid`` (row and report, :func:`retarget`) and its ``adoption`` at
+    ``target``, as if adopt had written it there."""
+    retarget(store, pid, target)
+    tamper(
+        store,
+        "adoptions",
+        adoption["id"],
+        target_path=str(target),
+        after_hash=sha256_text(read_live(target)),
+    )
+
+
 @pytest.mark.parametrize(("name", "kind", "scope"), DOCUMENTS)
 def test_each_agent_writes_only_its_own_locations_of_its_kind(
     tmp_path, world, project, name, kind, scope
@@ -480,14 +493,7 @@ def test_each_agent_writes_only_its_own_locations_of_its_kind(
     assert RULE in own.read_text()
     adoption = db_rows(store, "adoptions")[0]
     for other in (foreign[0], foreign[-1]):
-        retarget(store, pid, other)
-        tamper(
-            store,
-            "adoptions",
-            adoption["id"],
-            target_path=str(other),
-            after_hash=sha256_text(read_live(other)),
-        )
+        point_adoption(store, pid, adoption, other)
         for force in (False, True):
             refused(
                 tmp_path,
@@ -521,14 +527,7 @@ def test_rollback_of_every_agents_copy_confines_each_copy_to_its_agent(tmp_path,
     adopt_group(store, head)
     claude = home / ".claude" / "skills" / "skillopt-sleep-learned" / "SKILL.md"
     adoption = next(a for a in db_rows(store, "adoptions") if a["proposal_id"] == copy)
-    retarget(store, copy, claude)
-    tamper(
-        store,
-        "adoptions",
-        adoption["id"],
-        target_path=str(claude),
-        after_hash=sha256_text(read_live(claude)),
-    )
+    point_adoption(store, copy, adoption, claude)
     for force in (False, True):
         refused(
             tmp_path,
