@@ -59,9 +59,9 @@ with the secret word, so ``max_tokens = 1024`` or ``"input_tokens": 5`` are neve
 
 Speed: each pattern runs only when one of its literal triggers occurs in the text, and every
 regex is compiled once at import; ``redact`` is linear in the text. The triggers are found in
-one prefilter pass per text (:func:`_present`): a trigger is searched for (a cheap ``in``)
-only when all its characters occur in the text and the shorter triggers inside it were found,
-and the patterns to run follow from the triggers found (no test per pattern).
+one prefilter pass per text (:func:`_present`): an Aho–Corasick automaton (pyahocorasick) over
+all of them, lower-cased, walks the lower-cased text once, and the patterns to run follow from
+the triggers found (no test per pattern).
 
 :func:`sanitize` makes text safe to store: NULs removed, lone surrogates and undecodable bytes
 replaced with U+FFFD.
@@ -119,6 +119,12 @@ _GENERIC = _assignment(
     r"|session[_-]?token|token|secret|account[_-]?key|shared[_-]?access[_-]?key"
     r"|master[_-]?key|signing[_-]?key|encryption[_-]?key|webhook[_-]?url|key[_-]?data"
     r"|private[_-]?key[_-]?id|auth[_-]?key"
+)
+#: the end of every :data:`_GENERIC` key and its separator, lower-cased (each key ends with
+#: ``key``, ``key_id``, ``key_data``, ``token``, ``secret`` or ``webhook_url``): the
+#: assignment pattern runs only on a text this is found in (see :func:`_lowered`)
+_GENERIC_HINT = re.compile(
+    r"(?:key(?:[_-]?(?:id|data))?|token|secret|webhook[_-]?url)(?:" + _Q + r")?\s{0,3}[=:]"
 )
 
 #: escape sequences written as text (``\n`` inside JSON kept as a string): while redacting,
@@ -188,6 +194,8 @@ def _continues(tok: str) -> bool:
 #: patterns that gitleaks and detect-secrets publish).
 Check = Callable[[str], bool] | None
 _PATTERNS: list[tuple[str, tuple[str, ...], bool, re.Pattern[str], Check]] = []
+#: the index in :data:`_PATTERNS` -> its hint (see :func:`_add`)
+_HINTS: dict[int, re.Pattern[str]] = {}
 
 
 def _add(
@@ -198,8 +206,15 @@ def _add(
     *,
     lower: bool = False,
     wrap: bool = True,
+    hint: str | None = None,
 ) -> None:
-    _PATTERNS.append((kind, triggers, lower, re.compile(pattern + (_WRAP if wrap else "")), check))
+    """Add a token shape. ``hint``: a pattern every match contains that starts with a literal
+    (the pattern itself starts with a character class, so a search for it tries every
+    position of that class): the pattern runs only on a text the hint is found in."""
+    compiled = re.compile(pattern + (_WRAP if wrap else ""))
+    if hint is not None:
+        _HINTS[len(_PATTERNS)] = re.compile(hint)
+    _PATTERNS.append((kind, triggers, lower, compiled, check))
 
 
 _add(
@@ -256,6 +271,7 @@ _add(
     (".",),
     r"[MNO][A-Za-z0-9_\-]{23,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}",
     _random,
+    hint=r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27}",
 )
 _add("shopify_token", ("shp",), r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}")
 _add("digitalocean_token", ("_v1_",), r"do[opr]_v1_[a-f0-9]{64}")
@@ -265,6 +281,7 @@ _add(
     r"[0-9]{8,10}:[A-Za-z0-9_\-]{35}(?![A-Za-z0-9\-])",
     _random,
     wrap=False,
+    hint=r":[A-Za-z0-9_\-]{35}",
 )
 _add("atlassian_token", ("ATATT", "ATCTT"), r"AT[AC]TT[A-Za-z0-9_\-=]{20,}")
 _add("age_secret_key", ("AGE-SECRET-KEY-",), r"AGE-SECRET-KEY-1[0-9A-Z]{20,}")
@@ -571,19 +588,31 @@ def _near_word(text: str) -> str:
     return "".join(out) + text[at:] if out else text
 
 
-def _regex(pattern: re.Pattern[str], repl: Callable[[re.Match[str]], str]) -> Callable[[str], str]:
-    return lambda text: pattern.sub(repl, text)
+def _regex(
+    pattern: re.Pattern[str],
+    repl: Callable[[re.Match[str]], str],
+    hint: re.Pattern[str] | None = None,
+) -> Callable[[str], str]:
+    if hint is None:
+        return lambda text: pattern.sub(repl, text)
+    return lambda text: pattern.sub(repl, text) if hint.search(text) else text
 
 
 def _lowered(
-    pattern: re.Pattern[str], repl: Callable[[re.Match[str]], str]
+    pattern: re.Pattern[str],
+    repl: Callable[[re.Match[str]], str],
+    hint: re.Pattern[str] | None = None,
 ) -> Callable[[str], str]:
     """``pattern.sub(repl, text)`` for a ``(?i)`` pattern, found in the lower-cased text (a
-    case-insensitive scan is several times slower) and matched again on the text itself."""
+    case-insensitive scan is several times slower) and matched again on the text itself.
+    ``hint``: a pattern every match's lower case contains (see :func:`_add`), searched for
+    first in the lower-cased text."""
     fast = re.compile(pattern.pattern.removeprefix("(?i)"))
 
     def run(text: str) -> str:
         low = text.lower()
+        if hint is not None and hint.search(low) is None:
+            return text
         if len(low) != len(text):
             return pattern.sub(repl, text)
         out: list[str] = []
@@ -601,62 +630,63 @@ def _lowered(
 
 #: (substrings one of which must occur, whether in the lower-cased text, the replacement)
 _REPLACERS: list[tuple[tuple[str, ...], bool, Callable[[str], str]]] = [
-    (trig, low, _regex(p, _sub_token(kind, check))) for kind, trig, low, p, check in _PATTERNS
+    (trig, low, _regex(p, _sub_token(kind, check), _HINTS.get(i)))
+    for i, (kind, trig, low, p, check) in enumerate(_PATTERNS)
 ] + [
     (("pass",), True, _lowered(_PASSWORD, _sub_assignment("password", 3, True))),
     (("pass", "pwd"), True, _regex(_PASSWORD_PROSE, _sub_token("password", None))),
     (
         ("key", "token", "secret", "webhook"),
         True,
-        _lowered(_GENERIC, _sub_assignment("secret", 8, False)),
+        _lowered(_GENERIC, _sub_assignment("secret", 8, False), _GENERIC_HINT),
     ),
     (("pass", "pwd", "key", "token", "secret", "credential"), True, _near_word),
 ]
 
-#: the literal prefilter: every trigger looked for once per text (``L`` ones in the
-#: lower-cased text), each replacer run only when one of its triggers is there. A trigger is
-#: only searched for when every character of it occurs in the text (one pass builds the set of
-#: the text's characters): most triggers are ruled out without a scan.
+#: the literal prefilter: every trigger looked for in one pass per text. ``L`` triggers are
+#: looked for in the lower-cased text, ``C`` ones (cased) in the text itself.
 _CASED = tuple(sorted({t for trig, low, _ in _REPLACERS if not low for t in trig}))
 _LOWER = tuple(sorted({t for trig, low, _ in _REPLACERS if low for t in trig}))
 _KEYS = [frozenset(("L" if low else "C") + t for t in trig) for trig, low, _ in _REPLACERS]
+#: single characters, found with ``in`` (a match at nearly every line would cost more in the
+#: automaton than one ``in`` each)
+_CHAR_TRIGGERS = tuple(("C" + t, t) for t in _CASED if len(t) == 1)
 
 
-def _plan() -> list[tuple[str, str, bool, frozenset[str], tuple[str, ...]]]:
-    """The order triggers are looked for in: (key, trigger, in the lower-cased text, its
-    characters, the keys of shorter triggers it contains). Lower-case ones first, shortest
-    first, so a trigger is skipped once one it contains is known absent (no ``key`` → no
-    ``secret access key``; no ``sk-`` → no ``sk-ant-``; a cased ``key-`` needs a ``key``
-    in the lower-cased text)."""
-    plan = []
-    done: list[tuple[str, str, bool]] = []
-    for low, trigs in ((True, _LOWER), (False, _CASED)):
-        for t in sorted(trigs, key=lambda x: (len(x), x)):
-            key = ("L" if low else "C") + t
-            inner = tuple(
-                k
-                for k, u, u_low in done
-                if (u_low and u in t.lower()) or (not u_low and not low and u in t)
-            )
-            plan.append((key, t, low, frozenset(t), inner))
-            done.append((key, t, low))
-    return plan
+def _automaton() -> Any:
+    """One Aho–Corasick automaton (pyahocorasick) over every trigger of two or more
+    characters, lower-cased: a value per lower-cased trigger, the (key, trigger, cased) of the
+    triggers it stands for. A cased trigger found in the lower-cased text is checked again in
+    the text (``in``), which is rare: most texts hold none."""
+    import ahocorasick
+
+    by_lower: dict[str, list[tuple[str, str, bool]]] = {}
+    for t in _LOWER:
+        by_lower.setdefault(t, []).append(("L" + t, t, False))
+    for t in _CASED:
+        if len(t) > 1:
+            by_lower.setdefault(t.lower(), []).append(("C" + t, t, True))
+    automaton = ahocorasick.Automaton()
+    for word, keys in by_lower.items():
+        automaton.add_word(word, tuple(keys))
+    automaton.make_automaton()
+    return automaton
 
 
-_PLAN = _plan()
+_TRIGGERS = _automaton()
 
 
 def _present(text: str) -> set[str]:
-    """The keys (``C``/``L`` + trigger) of the triggers in ``text``: those whose characters all
-    occur in it and whose shorter triggers inside them were found (see :func:`_plan`)."""
-    lower = text.lower()
-    chars, lchars = set(text), set(lower)
+    """The keys (``C``/``L`` + trigger) of the triggers in ``text``, found in one pass of
+    :data:`_TRIGGERS` over the lower-cased text (a cased trigger's lower case is in the
+    lower-cased text whenever the trigger is in the text)."""
     found: set[str] = set()
-    for key, t, low, need, inner in _PLAN:
-        if low:
-            if need <= lchars and found.issuperset(inner) and t in lower:
+    for _end, keys in _TRIGGERS.iter(text.lower()):
+        for key, t, cased in keys:
+            if key not in found and (not cased or t in text):
                 found.add(key)
-        elif need <= chars and found.issuperset(inner) and t in text:
+    for key, t in _CHAR_TRIGGERS:
+        if t in text:
             found.add(key)
     return found
 

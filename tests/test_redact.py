@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -361,9 +362,9 @@ def test_redaction_is_idempotent_on_every_canary() -> None:
 
 
 def test_the_prefilter_finds_exactly_the_triggers_a_search_for_each_finds() -> None:
-    """The one-pass prefilter (characters first, shorter triggers inside longer ones) skips
-    searches, never a trigger: on texts made of trigger pieces, cased and not, it finds the
-    same triggers as an ``in`` test of every trigger."""
+    """The one-pass prefilter (one automaton over the lower-cased text, cased triggers checked
+    again in the text) never misses or invents a trigger: on texts made of trigger pieces,
+    cased and not, it finds the same triggers as an ``in`` test of every trigger."""
     import random
 
     from skillopt_sleep.redact import _CASED, _LOWER, _present
@@ -377,3 +378,35 @@ def test_the_prefilter_finds_exactly_the_triggers_a_search_for_each_finds() -> N
         low = text.lower()
         naive = {"C" + t for t in _CASED if t in text} | {"L" + t for t in _LOWER if t in low}
         assert _present(text) == naive, text
+
+
+def test_a_patterns_hint_is_found_in_every_text_the_pattern_matches() -> None:
+    """A pattern with a hint (a shorter pattern starting with a literal, searched for first)
+    runs only where the hint is found, so the hint must be in every match: on random texts
+    made of the pieces these shapes are built from, whenever the pattern matches (the generic
+    assignment in the lower-cased text), its hint is found too. And the hints do skip: most
+    texts that hold a trigger hold no hint."""
+    import random
+
+    from skillopt_sleep.redact import _GENERIC, _GENERIC_HINT, _HINTS, _PATTERNS
+
+    hinted = [(_PATTERNS[i][3], hint, False) for i, hint in _HINTS.items()]
+    generic = re.compile(_GENERIC.pattern.removeprefix("(?i)"))
+    hinted.append((generic, _GENERIC_HINT, True))
+    assert len(hinted) >= 3
+    rng = random.Random(14)
+    token = "MTk4NjIyNDgzNDcxOTI1MjQ4"
+    pieces = [
+        "123456789", "12345678", ":", ".", "-", "_", token, "Gd3Ix8", token + ".Gd3Ix8.", "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw",
+        "key", "KEY", "api_key", "private_key_id", "key_data", "webhook-url", "token", "secret",
+        "=", ": ", '"', "\\\"", "'", "`", " ", "  ", "\n", "x", "Q", "9", "abcdefghijklmnop",
+    ]  # fmt: skip
+    matched = {id(p): 0 for p, _, _ in hinted}
+    for _ in range(20000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 14)))
+        for pattern, hint, lower in hinted:
+            seen = text.lower() if lower else text
+            if pattern.search(seen):
+                matched[id(pattern)] += 1
+                assert hint.search(seen), (pattern.pattern[:40], text)
+    assert all(matched.values()), "every hinted pattern matched some random text"
