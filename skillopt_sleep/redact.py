@@ -724,9 +724,24 @@ def _tokens(text: str) -> str:
     return text
 
 
+#: the first line break of every :data:`_WRAPPED` match whose first continuation line could
+#: go on with the token (:func:`_continues` needs a digit, or a capital after its first
+#: character): 8 token characters before the break (a lookbehind after the break's first
+#: character, so the search runs from line break to line break), then the piece. A text
+#: without one has nothing for :func:`_join_wrapped` to join.
+_WRAPPED_HINT = re.compile(
+    rf"(?:\n(?<=[{_TOKEN_CHARS}]{{8}}\n)|\r\n(?<=[{_TOKEN_CHARS}]{{8}}\r\n)"
+    rf"|\ue010\ue00a(?<=[{_TOKEN_CHARS}]{{8}}\ue010\ue00a))[ \t]{{0,16}}"
+    rf"(?=[{_TOKEN_CHARS}]{{2}})(?:[{_TOKEN_CHARS}]*?[0-9]|[{_TOKEN_CHARS}]+?[A-Z])"
+)
+
+
 def _join_wrapped(m: re.Match[str]) -> str:
     whole = m.group(0)
-    pieces = list(_WRAPPED_PIECE.finditer(whole))
+    first = _WRAPPED_PIECE.search(whole)
+    if first is None or not _continues(first.group("tok")):
+        return whole
+    pieces = list(_WRAPPED_PIECE.finditer(whole, first.start()))
     joined, at = whole[: pieces[0].start()], pieces[0].start()
     for piece in pieces:
         if not _continues(piece.group("tok")):
@@ -766,7 +781,7 @@ def _redact(text: str) -> str:
     masked = "\\" in text and _ESCAPE.search(text) is not None and not _MASKED.search(text)
     if masked:
         text = _ESCAPE.sub(lambda m: _MASK[m.group(1)], text)
-    if "\n" in text or masked:
+    if ("\n" in text or masked) and _WRAPPED_HINT.search(text):
         text = _WRAPPED.sub(_join_wrapped, text)
     # the triggers found before any replacement (may go stale as values are replaced: only a
     # superset matters)

@@ -410,3 +410,30 @@ def test_a_patterns_hint_is_found_in_every_text_the_pattern_matches() -> None:
                 matched[id(pattern)] += 1
                 assert hint.search(seen), (pattern.pattern[:40], text)
     assert all(matched.values()), "every hinted pattern matched some random text"
+
+
+def test_a_hard_wrapped_token_is_joined_only_where_the_wrap_hint_is_found() -> None:
+    """The wrapped-token pass runs only on a text where :data:`_WRAPPED_HINT` is found (a line
+    break after 8 token characters, then a line that could go on with a token). On random
+    texts of token pieces, line breaks (real, ``\\r\\n`` and written ``\\n``) and indents, every
+    text the pass changes holds the hint; and tokens wrapped over lines are still redacted."""
+    import random
+
+    from skillopt_sleep.redact import _WRAPPED, _WRAPPED_HINT, _join_wrapped, redact
+
+    rng = random.Random(14)
+    pieces = [
+        "ghp_", "sk-ant-api03-", "AKIA", "ABCDEFGH12", "IOSFODNN7EXAMPLE", "wJalrXUtnFEMI", "abcdefgh",
+        "Done", "x9", "Zq", "\n", "\r\n", "\ue010\ue00a", "  ", "\t", " ", "=", "-", "_", ".",
+    ]  # fmt: skip
+    changed = 0
+    for _ in range(20000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(2, 16)))
+        if _WRAPPED.sub(_join_wrapped, text) != text:
+            changed += 1
+            assert _WRAPPED_HINT.search(text), repr(text)
+    assert changed > 50
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    for brk in ("\n", "\r\n", "\\n"):
+        wrapped = f"token:\n{token[:20]}{brk}    {token[20:]}\ndone"
+        assert token[20:] not in redact(wrapped) and token[:20] not in redact(wrapped), brk
