@@ -136,6 +136,25 @@ class Repository:
         return pk
 
     def _one(self, table: str, where: str, args: list[Any]) -> Row | None:
+        """The first row of ``table`` matching ``where`` (one statement: no look at the
+        table's schema first, as a sqlite-utils ``rows_where`` takes), or None."""
         with self.db.lock:  # fetched under the lock: safe from a worker thread
-            rows = list(self.db[table].rows_where(where, args, limit=1))
-        return rows[0] if rows else None
+            cur = self.db.execute(f"select * from [{table}] where {where} limit 1", args)
+            row = cur.fetchone()
+            if row is None:
+                return None
+            return {d[0]: v for d, v in zip(cur.description, row, strict=True)}
+
+    def _upsert(self, table: str, row: dict[str, Any], pk: str) -> None:
+        """Insert ``row`` into ``table``, or update the given columns of the row whose
+        ``pk`` is ``row[pk]`` (the others are kept): one statement, as sqlite-utils'
+        ``upsert(row, pk=pk, alter=False)`` does once it has read the table's schema."""
+        cols = list(row)
+        names = ", ".join(f"[{c}]" for c in cols)
+        marks = ", ".join("?" * len(cols))
+        sets = ", ".join(f"[{c}] = excluded.[{c}]" for c in cols if c != pk)
+        action = f"do update set {sets}" if sets else "do nothing"
+        self.db.execute(
+            f"insert into [{table}] ({names}) values ({marks}) on conflict([{pk}]) {action}",
+            list(row.values()),
+        )

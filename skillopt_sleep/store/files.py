@@ -48,7 +48,7 @@ class FilesRepo(Repository):
             row["state"] = redact_state(row["state"])
         if row.get("last_error"):
             row["last_error"] = redact(row["last_error"])
-        self.db.table("source_files").upsert(row, pk="path", alter=False)
+        self._upsert("source_files", row, "path")
 
     def all(self, source: str | None = None) -> list[Row]:
         """Every file row, or those of one source."""
