@@ -50,6 +50,11 @@ def test_a_quick_run_writes_the_page_from_what_it_measured(tmp_path: Path) -> No
         ours = parts["harvest"]["result"]["initial"]["ours"]
         assert ours["sessions_seen"] == 6 and ours["failed_runs"] == 0
         assert f"| wall time (s) | {ours['wall_s']:.2f} | — | — |" in page
+        stages = parts["harvest"]["result"]["initial"]["stages"]
+        assert 0 < stages["decode"] and 0 < stages["parse_unredacted"] <= stages["parse"] * 1.5
+        assert (
+            f"reading every file and decoding each JSON line takes {stages['decode']:.2f} s" in page
+        )
         inc = parts["harvest"]["result"]["incremental"]
         assert inc["ours_cli_one_new_sessions"] == 1
         assert "The reference was not run (`--no-reference`)." in page

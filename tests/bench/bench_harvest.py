@@ -257,6 +257,50 @@ def ours_daemon_path(home: Path, state: Path, path: Path, scratch: Path) -> dict
     return {**data, "rc": run["rc"]}
 
 
+_STAGES = """
+import json, sys, time
+from pathlib import Path
+from skillopt_sleep.sources import get_source
+import skillopt_sleep.redact as redact
+
+home, stage = Path(sys.argv[1]), sys.argv[2]
+files = [("claude_code", p) for p in sorted((home / ".claude" / "projects").rglob("*.jsonl"))]
+files += [("codex", p) for p in sorted((home / ".codex" / "sessions").rglob("*.jsonl"))]
+if stage == "parse_unredacted":
+    redact._redact = lambda text: text
+sources = {name: get_source(name) for name in ("claude_code", "codex")}
+t0 = time.process_time()
+for name, path in files:
+    lines = path.read_bytes().splitlines(keepends=True)
+    if stage == "decode":
+        for line in lines:
+            if line.strip():
+                try:
+                    json.loads(line)
+                except ValueError:
+                    pass
+    else:
+        sources[name].parse(path, lines, {})
+print(json.dumps({"cpu_s": time.process_time() - t0, "files": len(files)}))
+"""
+
+
+def stage_costs(home: Path, scratch: Path) -> dict[str, float]:
+    """CPU seconds (in-process, start-up excluded) of the stages of a harvest over the whole
+    corpus, each in a process of its own: ``decode`` (read every file and ``json.loads``
+    each line: the least any harvest of these logs does), ``parse`` (our parsers, with
+    redaction: everything but the store) and ``parse_unredacted`` (the same with redaction
+    switched off)."""
+    env = _clean_env(home, PYTHONPATH=str(REPO))
+    out = {}
+    for stage in ("decode", "parse", "parse_unredacted"):
+        run = measure([sys.executable, "-c", _STAGES, str(home), stage], env, scratch)
+        if run["rc"] != 0:
+            raise RuntimeError(f"stage {stage} failed: {run['stderr_tail']}")
+        out[stage] = json.loads(run["stdout"].strip().splitlines()[-1])["cpu_s"]
+    return out
+
+
 def append_session(gen: Callable[..., dict], home: Path, side: Path, seed: int) -> Path:
     """Write one new Claude Code session (from the generator, seeded apart from the corpus)
     into the corpus; return its file."""
@@ -376,6 +420,9 @@ def run_benchmark(
         out["initial"]["cpu_ratio"] = _median(
             [r["cpu"] / o["cpu"] for r, o in zip(ref_runs, ours_runs, strict=True)]
         )
+
+    out["initial"]["stages"] = stage_costs(home, scratch)
+    say(f"  stages: {out['initial']['stages']}")
 
     # incremental: one new session at a time
     daemon_s: list[float] = []

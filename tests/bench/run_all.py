@@ -543,6 +543,20 @@ def _harvest_section(p: dict[str, Any] | None) -> list[str]:
     if ref and h["initial"].get("speed_ratios"):
         pairs = ", ".join(f"{x:.2f}" for x in h["initial"]["speed_ratios"])
         lines += [f"Reference wall / ours wall, pair by pair: {pairs}.", ""]
+    stages = h["initial"].get("stages")
+    if stages:
+        parse, bare = stages["parse"], stages["parse_unredacted"]
+        lines += [
+            "**Where our initial harvest's CPU goes** (each stage over the whole corpus in a "
+            "process of its own, start-up excluded; the store's share is our whole run's CPU "
+            "minus the parsers'): reading every file and decoding each JSON line takes "
+            f"{stages['decode']:.2f} s, the least any harvest of these logs does"
+            + (f" (the reference's whole run: {ref['cpu_s']:.2f} s)" if ref else "")
+            + f"; our parsers take {parse:.2f} s, of which redaction "
+            f"{max(parse - bare, 0):.2f} s; storing the messages with their full-text index "
+            f"about {max(ours['cpu_s'] - parse, 0):.2f} s (start-up included).",
+            "",
+        ]
     inc = h["incremental"]
     lines += [
         "**Incremental harvest** (after the initial one; a new Claude Code session file appears "
