@@ -140,10 +140,10 @@ class Repository:
         table's schema first, as a sqlite-utils ``rows_where`` takes), or None."""
         with self.db.lock:  # fetched under the lock: safe from a worker thread
             cur = self.db.execute(f"select * from [{table}] where {where} limit 1", args)
-            row = cur.fetchone()
-            if row is None:
-                return None
-            return {d[0]: v for d, v in zip(cur.description, row, strict=True)}
+            rows = cur.fetchall()  # to the end: no statement is left running on the connection
+        if not rows:
+            return None
+        return {d[0]: v for d, v in zip(cur.description, rows[0], strict=True)}
 
     def _upsert(self, table: str, row: dict[str, Any], pk: str) -> None:
         """Insert ``row`` into ``table``, or update the given columns of the row whose
