@@ -51,7 +51,7 @@ def test_a_quick_run_writes_the_page_from_what_it_measured(tmp_path: Path) -> No
         assert ours["sessions_seen"] == 6 and ours["failed_runs"] == 0
         assert f"| wall time (s) | {ours['wall_s']:.2f} | — | — |" in page
         stages = parts["harvest"]["result"]["initial"]["stages"]
-        assert 0 < stages["decode"] and 0 < stages["parse_unredacted"] <= stages["parse"] * 1.5
+        assert stages["decode"] > 0 and 0 < stages["parse_unredacted"] <= stages["parse"] * 1.5
         assert (
             f"reading every file and decoding each JSON line takes {stages['decode']:.2f} s" in page
         )

@@ -36,8 +36,9 @@ from skillopt_sleep.errors import DocumentError, NightError, UnknownNameError
 BEGIN = "<!-- skillopt-sleep:begin — managed by skillopt-sleep; edit with care -->"
 END = "<!-- skillopt-sleep:end -->"
 _BEGIN_RE = re.compile(r"^<!-- skillopt-sleep:begin\b[^\n]*?-->[ \t]*(?=\r?$)", re.M)
-#: ``project=<path>`` in a begin marker: the block holds one project's rules (a section)
-_SECTION_RE = re.compile(r"^<!-- skillopt-sleep:begin project=(\S+) ")
+#: ``project=<path>`` in a begin marker: the block holds one project's rules (a section); the
+#: path runs to the `` — `` before "managed by" (a path may hold spaces)
+_SECTION_RE = re.compile(r"^<!-- skillopt-sleep:begin project=(.+?) — managed by skillopt-sleep")
 
 
 def begin_marker(section: str | None) -> str:

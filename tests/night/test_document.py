@@ -321,6 +321,29 @@ def test_a_project_section_is_its_own_block_and_keeps_the_others():
     )
 
 
+def test_a_projects_block_whose_path_holds_spaces_is_found_again_not_added_twice():
+    """A project folder with spaces (``~/My Projects/web app``): its block is found again by
+    its whole path, so a second night replaces it instead of adding another, and a project
+    whose path only starts the same is another block."""
+    from skillopt_sleep.night.document import sections
+
+    spaced, prefix = "/home/u/My Projects/web app", "/home/u/My Projects/web"
+    once = Document.parse("# mine\n", section=spaced).render(["Use `pnpm` instead of `npm`."])
+    assert sections(once) == [spaced]
+    again = Document.parse(once, section=spaced)
+    assert again.had_block and again.rules == ["Use `pnpm` instead of `npm`."]
+    twice = again.render(["Use `pnpm` instead of `npm`.", "Run `pytest -q`."])
+    assert sections(twice) == [spaced] and twice.startswith("# mine\n")
+    other = Document.parse(twice, section=prefix)
+    assert not other.had_block
+    both = other.render(["Use `yarn` instead of `npm`."])
+    assert sections(both) == [spaced, prefix]
+    assert Document.parse(both, section=spaced).rules == [
+        "Use `pnpm` instead of `npm`.",
+        "Run `pytest -q`.",
+    ]
+
+
 # ------------------------------------------------------------------ a skill's description
 SKILL_TEXT = (
     "---\r\nname: my-skill\r\ndescription: >\r\n  Folded over\r\n  two lines.\r\n"
