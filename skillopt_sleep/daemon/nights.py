@@ -252,9 +252,11 @@ def finished_line(r: dict[str, Any]) -> str:
     """The daemon log's line for a finished night ``r`` (a ``NightResult`` as JSON): its id,
     status and every proposal it staged (a night that trained a block per project staged one
     per block), e.g. ``night 4 finished: succeeded, proposals p4, p5``."""
-    from skillopt_sleep.results import NightSummary
+    from skillopt_sleep.results import NightSummary, night_label
 
     summary = NightSummary.model_validate(r.get("summary") or {})
     staged = summary.staged_proposals(r.get("proposal_id"))
     said = f", proposal{'s' if len(staged) > 1 else ''} {', '.join(staged)}" if staged else ""
-    return f"night {r.get('night_id')} finished: {r.get('status')}{said}"
+    nid = r.get("night_id")
+    label = night_label(nid) if isinstance(nid, int) else nid
+    return f"night {label} finished: {r.get('status')}{said}"

@@ -21,7 +21,7 @@ from filelock import FileLock, Timeout
 from skillopt_sleep import paths
 from skillopt_sleep.config import Settings
 from skillopt_sleep.night.log import NightLog
-from skillopt_sleep.results import NightStatus, Trigger
+from skillopt_sleep.results import NightStatus, Trigger, night_label
 from skillopt_sleep.store import Row, Store, now_iso
 
 #: ``error`` of a night whose process stopped without finishing it
@@ -126,7 +126,7 @@ def _interrupt(store: Store, rows: list[Row]) -> int:
     for night_id in marked:  # the night's own log (when it kept one) says how it ended
         if paths.night_log_path(night_id).is_file():
             log = NightLog(night_id)
-            log.line(f"night {night_id} {NightStatus.INTERRUPTED}: {STOPPED}")
+            log.line(f"night {night_label(night_id)} {NightStatus.INTERRUPTED}: {STOPPED}")
             log.close()
     return len(marked)
 

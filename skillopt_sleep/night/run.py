@@ -65,6 +65,7 @@ from skillopt_sleep.results import (
     NightResult,
     NightSummary,
     OnProgress,
+    night_label,
 )
 from skillopt_sleep.store import Store
 
@@ -139,7 +140,9 @@ def run_night(
         say.night_id = night_id
         started = time.monotonic()
         night_log = NightLog(night_id)  # the night's own log: every progress line
-        night_log.line(f"night {night_id} started ({trigger}{', dry run' if dry_run else ''})")
+        night_log.line(
+            f"night {night_label(night_id)} started ({trigger}{', dry run' if dry_run else ''})"
+        )
 
         caller_text = say.text
 
@@ -166,7 +169,7 @@ def run_night(
             )
             staged = result.summary.staged_proposals(result.proposal_id)
             night_log.line(
-                f"night {night_id} {result.status}"
+                f"night {night_label(night_id)} {result.status}"
                 + (
                     f": proposal{'s' if len(staged) > 1 else ''} {', '.join(staged)}"
                     if staged
@@ -182,7 +185,7 @@ def run_night(
             lifecycle.finish(
                 store, night_id, status, error=error, seconds=time.monotonic() - started
             )
-            night_log.line(f"night {night_id} {status}: {error}")
+            night_log.line(f"night {night_label(night_id)} {status}: {error}")
             raise
         except Exception as exc:  # a bug: still never leave the night "running"
             error = f"internal error: {type(exc).__name__}: {exc}"
@@ -193,7 +196,7 @@ def run_night(
                 error=error,
                 seconds=time.monotonic() - started,
             )
-            night_log.line(f"night {night_id} {NightStatus.FAILED}: {error}")
+            night_log.line(f"night {night_label(night_id)} {NightStatus.FAILED}: {error}")
             raise
         finally:
             night_log.close()

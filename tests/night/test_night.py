@@ -124,6 +124,12 @@ def test_proposal_ids_are_their_own_a_dry_run_takes_no_number(world):
     assert real.night_id == 1 and real.status == "succeeded" and real.proposal_id == "p1"
     assert [r["id"] for r in db_rows(store, "proposals")] == ["p1"]
     assert store.proposals.next_id() == "p2" and store.proposals.next_id(after="p7") == "p8"
+    # a dry run's own log names it as everywhere else (d1), never by its negative id
+    from skillopt_sleep.night.log import read_night_log
+
+    log = read_night_log(-1).splitlines()
+    assert log[0].endswith("night d1 started (cli, dry run)") and "night -1" not in "\n".join(log)
+    assert log[-1].split(" ", 1)[1].startswith("night d1 planned")
 
 
 def test_no_backend_configured_opens_no_connection_to_the_default_host(world, monkeypatch):
