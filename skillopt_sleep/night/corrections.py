@@ -183,6 +183,10 @@ _LIMIT = re.compile(
     r"|or fewer|at most)\b",
     _F,
 )
+#: "shorter" derives a size check only from an answer of at least this many characters: after
+#: a one-line reply ("Done.") the user means something else (the change, a file), and 60 % of
+#: a few characters is no answer at all
+MIN_SHORTENED = 40
 _SHORTER = re.compile(
     r"\bshorter\b|\btoo\s+(?:long|verbose|wordy)\b|\bmore concise\b"
     r"|\bless verbose\b",
@@ -736,8 +740,8 @@ def _derive(text: str, previous_answer: str, known_tools: Iterable[str]) -> _Der
         n = int(limit.group(1) or limit.group(3))
         unit = (limit.group(2) or limit.group(4)).lower()
         d.max_chars = n * 6 if unit.startswith("word") else n
-    elif _SHORTER.search(t) and previous_answer.strip():
-        d.max_chars = max(1, int(len(previous_answer.strip()) * 0.6))
+    elif _SHORTER.search(t) and len(previous_answer.strip()) >= MIN_SHORTENED:
+        d.max_chars = int(len(previous_answer.strip()) * 0.6)
     return d
 
 

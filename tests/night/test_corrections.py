@@ -138,6 +138,8 @@ def kv(checks) -> list[tuple[str, str]]:
         ("under 20 words please", "", [("max_chars", "120")]),
         ("shorter please", "y" * 200, [("max_chars", "120")]),
         ("shorter please", "", []),
+        ("also, make it shorter", "Done. ✓", []),  # a short reply: "it" is something else
+        ("shorter please", "z" * 40, [("max_chars", "24")]),
         ("still failing", NPM_ANSWER, []),
         ("that's wrong", NPM_ANSWER, []),
         ("you forgot the tests", "", []),
