@@ -310,6 +310,9 @@ def test_the_cli_accepts_both_spellings(isolated_home: Path) -> None:
         assert "install claude-code (user) — dry run" in p.stdout
     p = run("install", "cursor")
     assert p.returncode == 2 and "'cursor' is not one of" in p.stderr
+    # help names each agent once, by its install key
+    shown = run("install", "--help").stdout
+    assert "claude-code" in shown and "claude_code" not in shown
 
 
 # ------------------------------------------------------------------ service units, discovery

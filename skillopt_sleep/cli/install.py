@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 
 import typer
@@ -14,12 +13,18 @@ from skillopt_sleep import agents
 AGENT_CHOICES = tuple(
     dict.fromkeys(n for a in agents.installable_agents() for n in (a.install, *a.names) if n)
 )
-#: The CLI's choice type (an Enum of :data:`AGENT_CHOICES`, member name = value).
-AgentName = Enum("AgentName", {n: n for n in AGENT_CHOICES}, type=str)  # type: ignore[misc]
-#: what completion offers: each agent once, by its install key (the other spellings are
-#: accepted, never offered twice)
+#: what help and completion offer: each agent once, by its install key (the other spellings
+#: are accepted, never offered twice)
 INSTALL_KEYS = tuple(a.install for a in agents.installable_agents() if a.install)
 _AGENT_HELP = ", ".join(INSTALL_KEYS) + "."
+
+
+def _agent_name(value: str) -> str:
+    """The agent named (any spelling in :data:`AGENT_CHOICES`); a usage error (exit 2)
+    naming the install keys otherwise."""
+    if value not in AGENT_CHOICES:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(INSTALL_KEYS)}")
+    return value
 
 
 def _complete_agent(incomplete: str) -> list[str]:
@@ -65,8 +70,12 @@ def _print(report, verb: str) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("install")
     def install_cmd(
-        agent: AgentName = typer.Argument(
-            ..., help=_AGENT_HELP, metavar="AGENT", autocompletion=_complete_agent
+        agent: str = typer.Argument(
+            ...,
+            help=_AGENT_HELP,
+            metavar="AGENT",
+            callback=_agent_name,
+            autocompletion=_complete_agent,
         ),
         user: bool = typer.Option(
             False, "--user", help="Install for your user account (the default)."
@@ -88,7 +97,7 @@ def register(app: typer.Typer) -> None:
 
         if user and project:
             raise BadArgument("--user and --project are mutually exclusive")
-        report = service().install(agent.value, project, dry_run=dry_run)
+        report = service().install(agent, project, dry_run=dry_run)
         if as_json:
             _print_json(report.as_dict())
         else:
@@ -96,8 +105,12 @@ def register(app: typer.Typer) -> None:
 
     @app.command("uninstall")
     def uninstall_cmd(
-        agent: AgentName = typer.Argument(
-            ..., help=_AGENT_HELP, metavar="AGENT", autocompletion=_complete_agent
+        agent: str = typer.Argument(
+            ...,
+            help=_AGENT_HELP,
+            metavar="AGENT",
+            callback=_agent_name,
+            autocompletion=_complete_agent,
         ),
         user: bool = typer.Option(
             False, "--user", help="Uninstall from your user account (the default)."
@@ -118,7 +131,7 @@ def register(app: typer.Typer) -> None:
 
         if user and project:
             raise BadArgument("--user and --project are mutually exclusive")
-        report = service().uninstall(agent.value, project, dry_run=dry_run)
+        report = service().uninstall(agent, project, dry_run=dry_run)
         if as_json:
             _print_json(report.as_dict())
         else:
