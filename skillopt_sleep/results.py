@@ -690,6 +690,11 @@ class ProposalSummary(_Model):
     test_before: float | None = None
     test_after: float | None = None
     reason: str | None = None
+    block: str | None = Field(
+        default=None,
+        description="the project folder whose block of the target it writes "
+        "(None: the block every project reads, or the whole document)",
+    )
 
 
 class ProposalDetail(ProposalSummary):

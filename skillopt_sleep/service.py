@@ -1130,9 +1130,11 @@ def _occurrence(occ: dict[str, Any], place: dict[str, Any] | None) -> dict[str, 
 
 
 def _summary(row: dict[str, Any]) -> ProposalSummary:
+    from skillopt_sleep.store.proposals import block_of
+
     return ProposalSummary.model_validate(
         {k: row.get(k) for k in ProposalSummary.model_fields}
-        | {"base_hash": row.get("base_hash") or ""}
+        | {"base_hash": row.get("base_hash") or "", "block": block_of(row)}
     )
 
 

@@ -265,6 +265,11 @@ def run(
     print_night(outcome.result, by=" (run by the daemon)" if outcome.via == "daemon" else "")
 
 
+def _short(score: float | None) -> str:
+    """A score in a list: two decimals (`show` gives three), "—" when there is none."""
+    return "—" if score is None else f"{score:.2f}"
+
+
 @app.command("proposals")
 def proposals_cmd(
     all_: bool = typer.Option(
@@ -280,22 +285,25 @@ def proposals_cmd(
     if not rows:
         out.print("no proposals" + ("" if all_ else " staged (see --all)"))
         return
-    table = fitted_table(
-        ["id", "status", "created", "val", "test", "target"],
+    headers = ["id", "status", "created", "val", "test", "target"]
+    cells = [
         [
-            [
-                r["id"],
-                r["status"],
-                (r["created_at"] or "")[5:16].replace("T", " "),  # MM-DD HH:MM (UTC)
-                f"{_fmt(r['val_before'])}→{_fmt(r['val_after'])}",
-                f"{_fmt(r['test_before'])}→{_fmt(r['test_after'])}",
-                r["target_path"],
-            ]
-            for r in rows
-        ],
-        path=5,
-    )
-    out.print(table)
+            r["id"],
+            r["status"],
+            (r["created_at"] or "")[5:16].replace("T", " "),  # MM-DD HH:MM (UTC)
+            f"{_short(r['val_before'])}→{_short(r['val_after'])}",
+            f"{_short(r['test_before'])}→{_short(r['test_after'])}",
+            r["target_path"],
+        ]
+        for r in rows
+    ]
+    if any(r["block"] for r in rows):  # a shared memory file: which project's block each writes
+        from pathlib import PurePath
+
+        headers.insert(5, "block")
+        for row, r in zip(cells, rows, strict=True):
+            row.insert(5, PurePath(r["block"]).name if r["block"] else "(all)")
+    out.print(fitted_table(headers, cells, path=len(headers) - 1))
 
 
 @app.command()

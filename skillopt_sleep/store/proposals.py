@@ -11,11 +11,13 @@ from skillopt_sleep.store._base import Repository, Row, write_transaction
 
 def block_of(row: Row) -> str | None:
     """The block of its target a proposal's row trains: the ``section`` (a project path) of
-    its ``summary``, None for the block every project reads (or an unreadable summary)."""
-    try:
-        summary = json.loads(row.get("summary") or "{}")
-    except ValueError:
-        return None
+    its ``summary`` (JSON text, or decoded), None for the block every project reads (or an unreadable summary)."""
+    summary = row.get("summary") or "{}"
+    if isinstance(summary, str):
+        try:
+            summary = json.loads(summary)
+        except ValueError:
+            return None
     section = summary.get("section") if isinstance(summary, dict) else None
     return section if isinstance(section, str) else None
 

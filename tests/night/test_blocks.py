@@ -95,6 +95,18 @@ def test_the_default_night_trains_one_block_per_project_and_stages_each(
     [listed] = [n for n in Service().nights(5) if n.id == result.night_id]
     assert set(listed.summary.staged_proposals(listed.proposal_id)) == set(pids.values())
 
+    # `proposals` (and its JSON, the MCP tool's rows) name each proposal's block
+    listed_rows = {p.id: p for p in Service().proposals("staged")}
+    assert {sec: listed_rows[pid].block for sec, pid in pids.items()} == {sec: sec for sec in pids}
+    from skillopt_sleep.cli import proposals_cmd
+
+    proposals_cmd(all_=False, as_json=False)
+    table = capsys.readouterr().out
+    assert "block" in table.splitlines()[0]
+    for sec, pid in pids.items():
+        line = next(ln for ln in table.splitlines() if ln.split()[:1] == [pid])
+        assert (Path(sec).name if sec else "(all)") in line.split(), line
+
     # the dashboard's night page lists every block with its proposal
     night_page = pages.night(Service(), result.night_id)
     assert 'id="sec-blocks"' in night_page and "every project" in night_page
