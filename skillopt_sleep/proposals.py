@@ -738,7 +738,7 @@ def adopt(
                 backup_path=backup_path,
                 rolled_back_at=None,
             )
-            store.proposals.set_status(proposal_id, "adopted")
+            store.proposals.set_status(proposal_id, "adopted", "")  # no stale reason
             # written before the commit: a kill between the commit and the live write
             # leaves it, and the next adopt or rollback undoes the record
             marker = {"adoption_id": adoption_id, "previous_status": row["status"]}
@@ -749,7 +749,7 @@ def adopt(
         if adoption_id is not None:
             with store.write():
                 store.adoptions.delete(adoption_id)
-                store.proposals.set_status(proposal_id, row["status"])
+                store.proposals.set_status(proposal_id, row["status"], row.get("reason") or "")
         _remove_empty_dirs(created)
         record.unlink(missing_ok=True)
         (folder / ADOPTING).unlink(missing_ok=True)

@@ -113,7 +113,8 @@ def test_a_rolled_back_proposal_can_be_adopted_again(store, tmp_path):
     assert "can no longer be adopted" not in report_markdown(db_get(store, "proposals", pid))
     again = adopt(store, pid)
     assert target.read_bytes() == adopted and again.proposal_id == pid
-    assert db_get(store, "proposals", pid)["status"] == "adopted"
+    row = db_get(store, "proposals", pid)
+    assert row["status"] == "adopted" and not row["reason"]  # no stale "rolled back by …"
     assert len(db_rows(store, "adoptions")) == 2
     rollback(store, str(target))
     assert target.read_bytes() == ORIGINAL
