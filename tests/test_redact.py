@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -377,3 +378,29 @@ def test_the_prefilter_finds_exactly_the_triggers_a_search_for_each_finds() -> N
         low = text.lower()
         naive = {"C" + t for t in _CASED if t in text} | {"L" + t for t in _LOWER if t in low}
         assert _present(text) == naive, text
+
+
+def test_every_pattern_compiles_and_none_is_compiled_at_import() -> None:
+    """The patterns are compiled on first use (a harvest with nothing new redacts nothing):
+    a fresh interpreter that imports the module has compiled none of them, and each one
+    compiles (a bad pattern would otherwise only fail when a text first needs it)."""
+    import re
+    import subprocess
+    import sys
+
+    import skillopt_sleep.redact as module
+
+    probe = (
+        "import skillopt_sleep.redact as r\n"
+        "lazy = [v for v in vars(r).values() if isinstance(v, r._Lazy)]\n"
+        "lazy += [p for _, _, _, p, _ in r._PATTERNS]\n"
+        "print(len(lazy), sum('compiled' in vars(p) for p in lazy))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    total, compiled = map(int, done.stdout.split())
+    assert total > 50 and compiled == 0, done.stdout
+    lazy: list[Any] = [v for v in vars(module).values() if isinstance(v, module._Lazy)]
+    lazy += [p for _, _, _, p, _ in module._PATTERNS]
+    for p in lazy:
+        assert isinstance(p.search(""), re.Match | None)
+        assert isinstance(vars(p)["compiled"], re.Pattern), p.pattern
