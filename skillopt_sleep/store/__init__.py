@@ -42,9 +42,8 @@ import contextlib
 import os
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
-
-from sqlite_utils import Database
 
 from skillopt_sleep import paths
 from skillopt_sleep.errors import StoreError
@@ -70,6 +69,9 @@ from skillopt_sleep.store.rollouts import RolloutsRepo
 from skillopt_sleep.store.sessions import SearchHit, SessionsRepo
 from skillopt_sleep.store.tasks import TasksRepo
 from skillopt_sleep.store.wild import WildRepo
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 __all__ = [
     "CachedResponse",
@@ -155,7 +157,7 @@ class Store:
 
     def __init__(
         self,
-        db: Database | str | Path,
+        db: Database | StoreDatabase | str | Path,
         *,
         read_only: bool | None = None,
         check: bool | None = True,
@@ -167,9 +169,10 @@ class Store:
             except (OSError, TypeError):
                 check = True
         self._check = check
+        self.db: StoreDatabase
         if isinstance(db, StoreDatabase):
             self.db = db
-        elif isinstance(db, Database):
+        elif not isinstance(db, (str, Path)):  # a sqlite_utils.Database (tests)
             self.db = StoreDatabase(db.conn)
         elif read_only or (read_only is None and not _writable(Path(db))):
             path = Path(db)
@@ -212,7 +215,7 @@ class Store:
                 self.check()
             else:
                 self.db.execute("select count(*) from sqlite_master").fetchone()
-            pending = [m.name for m in migrations.pending(self.db)]
+            pending = migrations.pending_names(self.db)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"database is unusable: {exc}") from None
         if pending:
@@ -231,7 +234,7 @@ class Store:
                 "to it (read commands work: status, proposals, show, tasks, search, nights)"
             )
 
-    def _open_writable(self, db_given: Database | str | Path, new: bool) -> None:
+    def _open_writable(self, db_given: Database | StoreDatabase | str | Path, new: bool) -> None:
         try:
             self.db.execute("PRAGMA busy_timeout = 30000")
             if isinstance(db_given, (str, Path)) and not new:
@@ -240,7 +243,7 @@ class Store:
                     self.check()
                 else:  # the header and the schema page only: a file that is no database
                     self.db.execute("select count(*) from sqlite_master").fetchone()
-            if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "memory":
+            if self.db.execute("PRAGMA journal_mode").fetchone()[0] not in ("memory", "wal"):
                 self.db.enable_wal()
             if self.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
                 # WAL + NORMAL: a commit is not fsynced (the WAL is, at each checkpoint). A
@@ -250,14 +253,15 @@ class Store:
             self.db.execute("PRAGMA foreign_keys = ON")
             # deleted and overwritten text (re-redaction, forget) is zeroed, not left in pages
             self.db.execute("PRAGMA secure_delete = ON")
-            before = self._migrations()
-            migrations.apply(self.db)
-            if (
-                self._migrations() != before
-                and self.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-            ):
-                # a migration rewrote rows (m004 re-redacts): the old pages leave the file now
-                self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            if not migrations.up_to_date(self.db):  # one query when there is nothing to do
+                before = self._migrations()
+                migrations.apply(self.db)
+                if (
+                    self._migrations() != before
+                    and self.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+                ):
+                    # a migration rewrote rows (m004 re-redacts): the old pages leave the file
+                    self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"database is unusable: {exc}") from None
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from skillopt_sleep.testing.corpus_gen import generate_corpus
 
-#: never needed by a harvest that finds nothing new (nor by one that reads new files)
+#: never needed by a harvest that finds nothing new (most not by one that reads new files)
 HEAVY = (
     "skillopt_sleep.daemon_client",
     "skillopt_sleep.night.lifecycle",
@@ -29,6 +29,7 @@ HEAVY = (
     "psutil",
     "filelock",
     "rapidfuzz",
+    "sqlite_utils",  # the store reads and records the pass without it (issue 14)
     "rich.progress",  # --json: no live display
     "rich.table",  # --json: no table
     "httpx",
