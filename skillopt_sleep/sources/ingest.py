@@ -546,8 +546,8 @@ def harvest(
                 _bump(sr.lines_skipped, fr.lines_skipped)
                 _bump(sr.warnings, fr.warnings)
             if on_progress is not None:
-                on_progress(  # plain values: validating them once per file is all overhead
-                    ProgressEvent.model_construct(
+                on_progress(
+                    ProgressEvent(
                         step="harvest",
                         source=name,
                         done=done,
