@@ -30,6 +30,7 @@ HEAVY = (
     "filelock",
     "rapidfuzz",
     "sqlite_utils",  # the store reads and records the pass without it (issue 14)
+    "rich.console",  # --json: the JSON is written plain (cli/console.py print_json)
     "rich.progress",  # --json: no live display
     "rich.table",  # --json: no table
     "httpx",
