@@ -560,6 +560,7 @@ def harvest(
         sr.bytes_read, sr.messages = bytes_read, messages
         sr.sessions_new, sr.sessions_updated = len(new), len(updated - new)
         sr.finished_at = now_iso()
+        store.check_table("harvest_runs")  # the whole file was checked if a file was read
         store.harvests.record(
             sr.model_dump(
                 include={
@@ -631,6 +632,7 @@ def _run(
                 yield None
                 continue
             if tx is None:
+                store.check()  # a damaged store is never written on (once per connection)
                 tx = store.write()
                 tx.__enter__()
                 n_files = n_bytes = 0

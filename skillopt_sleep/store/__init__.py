@@ -85,14 +85,15 @@ __all__ = [
 ]
 
 
-def _check_intact(db: StoreDatabase, path: Path) -> None:
+def _check_intact(db: StoreDatabase, path: Path, table: str | None = None) -> None:
     """Refuse a damaged database file before anything reads or writes it (``PRAGMA
     quick_check``: page structure, milliseconds for a store of this size): a damaged store is
-    never written on, and the command fails with the way out instead of exiting 0."""
+    never written on, and the command fails with the way out instead of exiting 0. ``table``:
+    only that table's pages and its indexes'."""
     from skillopt_sleep.store._base import _MACHINE_FAILURES
 
     try:
-        rows = db.execute("PRAGMA quick_check(1)").fetchall()
+        rows = db.execute(f"PRAGMA quick_check({table or 1})").fetchall()
         problem = "" if rows and rows[0][0] == "ok" else str(rows[0][0] if rows else "no answer")
     except sqlite3.DatabaseError as exc:
         if machine_failure(exc) is None or getattr(exc, "sqlite_errorcode", 0) & 0xFF not in (
@@ -254,6 +255,7 @@ class Store:
             # deleted and overwritten text (re-redaction, forget) is zeroed, not left in pages
             self.db.execute("PRAGMA secure_delete = ON")
             if not migrations.up_to_date(self.db):  # one query when there is nothing to do
+                self.check()  # a migration writes: never on a damaged file
                 before = self._migrations()
                 migrations.apply(self.db)
                 if (
@@ -292,11 +294,21 @@ class Store:
         out); once per connection. It reads every page (seconds for a store of a GB,
         ``tests/bench/bench_store_open.py``): ``Store(path)`` runs it on open (daemon start,
         a night, tests); the service's shared store (``check=None``) only when the file is
-        at most :data:`CHECK_ON_OPEN_BYTES`, else before its first write (harvest, adopt,
-        reject, rollback, forget, tasks) — and doctor runs the full ``quick_check``."""
+        at most :data:`CHECK_ON_OPEN_BYTES`, else before its first write (adopt, reject,
+        rollback, forget, tasks; a migration); ``harvest`` opens it unchecked and runs it
+        before it writes what it read (a pass that read nothing checks only the table its
+        record goes to: :meth:`check_table`) — and doctor runs the full ``quick_check``."""
         if not self.checked and getattr(self, "path", None) is not None:
             _check_intact(self.db, self.path)
         self.checked = True
+
+    def check_table(self, table: str) -> None:
+        """Refuse a damaged ``table`` (``PRAGMA quick_check(table)``: its pages and its
+        indexes', milliseconds) before a write to that table alone, unless :meth:`check`
+        ran: a harvest that read nothing new records its pass so (issue 14), and the whole
+        file is checked before any other write."""
+        if not self.checked and getattr(self, "path", None) is not None:
+            _check_intact(self.db, self.path, table)
 
     def integrity(self) -> list[str]:
         """SQLite's ``quick_check`` of the database and its ``foreign_key_check`` (a row that
