@@ -30,6 +30,7 @@ HEAVY = (
     "filelock",
     "rapidfuzz",
     "sqlite_utils",  # the store reads and records the pass without it (issue 14)
+    "platformdirs",  # SKILLOPT_SLEEP_HOME is set (isolated_home): the folders are its
     "rich.console",  # --json: the JSON is written plain (cli/console.py print_json)
     "rich.progress",  # --json: no live display
     "rich.table",  # --json: no table
