@@ -7,12 +7,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 Role = Literal["user", "assistant"]
 
 
-class CapsuleItem(BaseModel):
+class _Model(BaseModel):
+    # validators built on first use: a harvest that finds nothing new builds none
+    model_config = ConfigDict(defer_build=True)
+
+
+class CapsuleItem(_Model):
     """One thing the agent saw before answering: a ``file`` it read (``name`` its path,
     relative to the project when inside it) or a command's ``output`` (``name`` the command
     line or the tool and its input). ``text`` is redacted and bounded; ``truncated`` says it
@@ -25,7 +30,7 @@ class CapsuleItem(BaseModel):
     truncated: bool = False
 
 
-class ContextCapsule(BaseModel):
+class ContextCapsule(_Model):
     """What one occurrence's agent saw before answering, to replay it with the same context.
 
     ``items``: the files read and command outputs, in order (bounded, redacted). ``missing``:
@@ -42,7 +47,7 @@ class ContextCapsule(BaseModel):
         return not self.missing
 
 
-class HarvestedMessage(BaseModel):
+class HarvestedMessage(_Model):
     """One message of a session as a harvester yields it (already redacted).
 
     ``uid`` is unique per source: the record uuid (Claude Code), the API ``message.id`` for
@@ -67,7 +72,7 @@ class HarvestedMessage(BaseModel):
     context: CapsuleItem | None = None
 
 
-class HarvestedSession(BaseModel):
+class HarvestedSession(_Model):
     """What a harvester knows about one session after reading some lines of a file.
 
     ``key`` is the agent's own session id. ``project`` is the cwd read from the log itself.
@@ -87,7 +92,7 @@ class HarvestedSession(BaseModel):
     messages: list[HarvestedMessage] = Field(default_factory=list)
 
 
-class Check(BaseModel):
+class Check(_Model):
     """A deterministic rule check on an answer.
 
     kinds: ``contains`` / ``not_contains`` (case-insensitive, matched as a whole token: ``npm``
@@ -132,7 +137,7 @@ class Check(BaseModel):
     context: bool = False
 
 
-class Occurrence(BaseModel):
+class Occurrence(_Model):
     """One time the user asked a task: the prompt of session ``session_id`` at ``seq``.
 
     ``split`` is its role in the night's splits (:mod:`skillopt_sleep.night.split`): the
@@ -159,7 +164,7 @@ class Occurrence(BaseModel):
         return f"{self.session_id}#{self.seq}"
 
 
-class Task(BaseModel):
+class Task(_Model):
     """A recurring, replayable task mined from sessions.
 
     ``id`` is a stable hash of the project and the normalised representative intent, so the
@@ -193,12 +198,12 @@ class Task(BaseModel):
     context: ContextCapsule | None = None
 
 
-class Usage(BaseModel):
+class Usage(_Model):
     input_tokens: int = 0
     output_tokens: int = 0
 
 
-class Placement(BaseModel):
+class Placement(_Model):
     """Where a target call's candidate document goes: exactly where, and as, the live agent
     finds it once the document is adopted (see docs/agents.md for what each CLI loads).
 
@@ -216,7 +221,7 @@ class Placement(BaseModel):
     text: str
 
 
-class CompletionRequest(BaseModel):
+class CompletionRequest(_Model):
     """One model call.
 
     A target call carries the candidate document either as ``placement`` (the replay puts the
@@ -245,7 +250,7 @@ class CompletionRequest(BaseModel):
     sample: int = Field(0, ge=0)
 
 
-class Completion(BaseModel):
+class Completion(_Model):
     """A backend's answer. ``seconds`` is wall time of the call."""
 
     text: str

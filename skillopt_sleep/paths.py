@@ -16,8 +16,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import platformdirs
-
 APP = "skillopt-sleep"
 
 
@@ -79,12 +77,20 @@ def _home_override() -> Path | None:
 
 def config_dir() -> Path:
     base = _home_override()
-    return (base / "config") if base else Path(platformdirs.user_config_dir(APP))
+    if base:
+        return base / "config"
+    import platformdirs  # only without SKILLOPT_SLEEP_HOME
+
+    return Path(platformdirs.user_config_dir(APP))
 
 
 def state_dir() -> Path:
     base = _home_override()
-    return (base / "state") if base else Path(platformdirs.user_state_dir(APP))
+    if base:
+        return base / "state"
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir(APP))
 
 
 def config_file() -> Path:

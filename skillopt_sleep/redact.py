@@ -58,10 +58,10 @@ lower-case key — a bare or dotted identifier (``password: str``, ``key: rsa.RS
 with the secret word, so ``max_tokens = 1024`` or ``"input_tokens": 5`` are never touched.
 
 Speed: each pattern runs only when one of its literal triggers occurs in the text, and every
-regex is compiled once at import; ``redact`` is linear in the text. The triggers are found in
-one prefilter pass per text (:func:`_present`): an Aho–Corasick automaton (pyahocorasick) over
-all of them, lower-cased, walks the lower-cased text once, and the patterns to run follow from
-the triggers found (no test per pattern).
+regex is compiled once on first use; ``redact`` is linear in the text. The triggers are found
+in one prefilter pass per text (:func:`_present`): an Aho–Corasick automaton (pyahocorasick,
+built on first use) over all of them, lower-cased, walks the lower-cased text once, and the
+patterns to run follow from the triggers found (no test per pattern).
 
 :func:`sanitize` makes text safe to store: NULs removed, lone surrogates and undecodable bytes
 replaced with U+FFFD.
@@ -72,7 +72,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "REDACTION_KINDS",
@@ -84,7 +84,31 @@ __all__ = [
     "sanitize",
 ]
 
-_PLACEHOLDER = re.compile(
+
+class _Lazy:
+    """A regex compiled on first use: importing this module compiles nothing (a harvest
+    that finds nothing new redacts nothing). ``pattern`` is the source; the first other
+    attribute asked for compiles it and keeps its methods, so later calls cost what the
+    compiled pattern's do."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+
+    def __getattr__(self, name: str) -> Any:
+        compiled = self.__dict__.get("compiled")
+        if compiled is None:
+            compiled = self.__dict__["compiled"] = re.compile(self.pattern)
+            for method in ("sub", "search", "match", "fullmatch", "finditer", "findall", "split"):
+                self.__dict__[method] = getattr(compiled, method)
+        return getattr(compiled, name)
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    """``re.compile(pattern)``, done when the pattern is first used (:class:`_Lazy`)."""
+    return cast("re.Pattern[str]", _Lazy(pattern))
+
+
+_PLACEHOLDER = _compile(
     r"""(?ix)^(?:
         \[REDACTED.* | x{3,} | \*{3,} | \.{3,} | <[^>]*>? | \$.* | \{\{.* | %\(.* | %[A-Za-z_]+%?
         | your[_\- ]?\S* | null | none | nil | true | false | undefined | required | optional
@@ -92,8 +116,8 @@ _PLACEHOLDER = re.compile(
     )$"""
 )
 #: unquoted values that are code, not secrets: calls/subscripts, or (lower-case keys) identifiers
-_CODE_EXPR = re.compile(r"[A-Za-z_][\w.]*[(\[].*")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_.]*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_CODE_EXPR = _compile(r"[A-Za-z_][\w.]*[(\[].*")
+_IDENTIFIER = _compile(r"[A-Za-z_][A-Za-z_.]*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
 _Q = r"""\\?["'`]"""  # an optional backslash-escaped quote (JSON inside text)
 _VALUE = (
@@ -107,7 +131,7 @@ _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123
 def _assignment(words: str) -> re.Pattern[str]:
     # anchored on the secret word (the key must end with it); the key's prefix is read back
     # from the text by the replacer, which is much faster than matching it here
-    return re.compile(
+    return _compile(
         r"(?i)(?:" + words + r")(?P<sep>(?:" + _Q + r")?\s{0,3}(?:=|:)\s{0,3})" + _VALUE
     )
 
@@ -123,20 +147,20 @@ _GENERIC = _assignment(
 #: the end of every :data:`_GENERIC` key and its separator, lower-cased (each key ends with
 #: ``key``, ``key_id``, ``key_data``, ``token``, ``secret`` or ``webhook_url``): the
 #: assignment pattern runs only on a text this is found in (see :func:`_lowered`)
-_GENERIC_HINT = re.compile(
+_GENERIC_HINT = _compile(
     r"(?:key(?:[_-]?(?:id|data))?|token|secret|webhook[_-]?url)(?:" + _Q + r")?\s{0,3}[=:]"
 )
 
 #: escape sequences written as text (``\n`` inside JSON kept as a string): while redacting,
 #: the two characters become two private-use characters, so a secret right after ``\n`` starts
 #: a token like one after a real line break, and a value never runs on into the next line
-_ESCAPE = re.compile(r"\\([ntr])")
+_ESCAPE = _compile(r"\\([ntr])")
 _MASK = {"n": "\ue010\ue00a", "t": "\ue010\ue009", "r": "\ue010\ue00d"}
 _UNMASK = str.maketrans({"\ue010": "\\", "\ue00a": "n", "\ue009": "t", "\ue00d": "r"})
-_MASKED = re.compile("[\ue000-\ue01f]")
+_MASKED = _compile("[\ue000-\ue01f]")
 #: a hard-wrapped token: its tail on the next line(s) (checked by :func:`_continues`)
 _WRAP = r"(?P<wrap>(?:(?:\r?\n|\ue010\ue00a|\\n)[ \t]{0,16}[A-Za-z0-9+/=_\-]{1,200}(?![A-Za-z0-9+/=_\-]))*)"
-_WRAP_PIECE = re.compile(
+_WRAP_PIECE = _compile(
     r"(?:\r?\n|\ue010\ue00a|\\n)[ \t]{0,16}(?P<tok>[A-Za-z0-9+/=_\-]{1,200})(?![A-Za-z0-9+/=_\-])"
 )
 
@@ -155,7 +179,7 @@ def _classes(s: str) -> tuple[bool, bool, bool]:
     )
 
 
-_ALNUM_RUN = re.compile(r"[A-Za-z0-9]{12,}")
+_ALNUM_RUN = _compile(r"[A-Za-z0-9]{12,}")
 
 
 def _random(s: str) -> bool:
@@ -211,9 +235,9 @@ def _add(
     """Add a token shape. ``hint``: a pattern every match contains that starts with a literal
     (the pattern itself starts with a character class, so a search for it tries every
     position of that class): the pattern runs only on a text the hint is found in."""
-    compiled = re.compile(pattern + (_WRAP if wrap else ""))
+    compiled = _compile(pattern + (_WRAP if wrap else ""))
     if hint is not None:
-        _HINTS[len(_PATTERNS)] = re.compile(hint)
+        _HINTS[len(_PATTERNS)] = _compile(hint)
     _PATTERNS.append((kind, triggers, lower, compiled, check))
 
 
@@ -476,7 +500,7 @@ _add(
     wrap=False,
 )
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = _compile("[\ud800-\udfff]")
 
 
 def _sub_token(kind: str, check: Check):
@@ -505,7 +529,7 @@ def _unwrapped(wrap: str) -> str:
 
 #: any redacted value (an assignment's, a short token's …) whose tail was wrapped onto the
 #: next line(s)
-_TAG_WRAP = re.compile(r"(?P<tag>\[REDACTED:[a-z_]+\])" + _WRAP)
+_TAG_WRAP = _compile(r"(?P<tag>\[REDACTED:[a-z_]+\])" + _WRAP)
 
 
 def _key_before(m: re.Match[str]) -> str:
@@ -541,7 +565,7 @@ def _sub_assignment(kind: str, min_len: int, allow_spaces: bool):
 #: "my password is hunter2", "password hunter2secret": prose, no ``=``/``:``. Only values
 #: that look like a password (6+ chars with a digit or a symbol) so "password is required"
 #: stays readable.
-_PASSWORD_PROSE = re.compile(
+_PASSWORD_PROSE = _compile(
     r"(?P<keep>(?i:\b(?:password|passwd|passphrase|pwd))(?:\s+(?i:for|of|to)\s+[\w.@-]{1,60})?"
     r"(?:\s+(?i:is|was))?\s+)"
     r"(?=\S*[\d!@#$%^&*_+?~])(?![\[(=])[^\s`'\"]{6,}"
@@ -550,14 +574,14 @@ _PASSWORD_PROSE = re.compile(
 #: a high-entropy value shortly after a secret word, whatever stands between them ("the
 #: deploy token for prod → Xq7…", "key: Xq7…", "secret Xq7…"): see :func:`_high_entropy`.
 #: Matched in the lower-cased text (much faster than ``(?i)``), the value read from the text.
-_NEAR_WORD = re.compile(
+_NEAR_WORD = _compile(
     r"(?:password|passwd|passphrase|pwd|token|secret|credential|api[ _-]?key|key)"
     r"[^\n\ue000-\ue01f]{0,32}?[\s:=\"'`>(,]"
     r"(?P<val>[a-z0-9+/_\-.~!@#$%^&*]{16,256}=*)(?![a-z0-9+/=_\-.~!@#$%^&*])"
 )
-_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
-_SEPARATORS = re.compile(r"[_\-./:]")
-_DOTTED = re.compile(r"[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)+\.?")
+_UUID = _compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+_SEPARATORS = _compile(r"[_\-./:]")
+_DOTTED = _compile(r"[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)+\.?")
 
 
 def _high_entropy(value: str) -> bool:
@@ -607,7 +631,7 @@ def _lowered(
     case-insensitive scan is several times slower) and matched again on the text itself.
     ``hint``: a pattern every match's lower case contains (see :func:`_add`), searched for
     first in the lower-cased text."""
-    fast = re.compile(pattern.pattern.removeprefix("(?i)"))
+    fast = _compile(pattern.pattern.removeprefix("(?i)"))
 
     def run(text: str) -> str:
         low = text.lower()
@@ -673,15 +697,18 @@ def _automaton() -> Any:
     return automaton
 
 
-_TRIGGERS = _automaton()
+#: the automaton, built on first use (:func:`_present`)
+_TRIGGERS: list[Any] = []
 
 
 def _present(text: str) -> set[str]:
     """The keys (``C``/``L`` + trigger) of the triggers in ``text``, found in one pass of
-    :data:`_TRIGGERS` over the lower-cased text (a cased trigger's lower case is in the
+    :func:`_automaton` over the lower-cased text (a cased trigger's lower case is in the
     lower-cased text whenever the trigger is in the text)."""
+    if not _TRIGGERS:
+        _TRIGGERS.append(_automaton())
     found: set[str] = set()
-    for _end, keys in _TRIGGERS.iter(text.lower()):
+    for _end, keys in _TRIGGERS[0].iter(text.lower()):
         for key, t, cased in keys:
             if key not in found and (not cased or t in text):
                 found.add(key)
@@ -706,11 +733,11 @@ def _to_run(present: set[str]) -> list[int]:
 #: the lines are joined (while they look like its continuation) and the token shapes tried on
 #: the joined text
 _TOKEN_CHARS = r"A-Za-z0-9+/=_\-.:~"
-_WRAPPED = re.compile(
+_WRAPPED = _compile(
     rf"(?<![{_TOKEN_CHARS}])[{_TOKEN_CHARS}]{{8,}}"
     rf"(?:(?:\r?\n|\ue010\ue00a)[ \t]{{0,16}}[{_TOKEN_CHARS}]{{2,}}(?![{_TOKEN_CHARS}]))+"
 )
-_WRAPPED_PIECE = re.compile(
+_WRAPPED_PIECE = _compile(
     rf"(?:\r?\n|\ue010\ue00a)[ \t]{{0,16}}(?P<tok>[{_TOKEN_CHARS}]{{2,}})(?![{_TOKEN_CHARS}])"
 )
 _N_TOKEN_REPLACERS = len(_PATTERNS)
@@ -729,7 +756,7 @@ def _tokens(text: str) -> str:
 #: character): 8 token characters before the break (a lookbehind after the break's first
 #: character, so the search runs from line break to line break), then the piece. A text
 #: without one has nothing for :func:`_join_wrapped` to join.
-_WRAPPED_HINT = re.compile(
+_WRAPPED_HINT = _compile(
     rf"(?:\n(?<=[{_TOKEN_CHARS}]{{8}}\n)|\r\n(?<=[{_TOKEN_CHARS}]{{8}}\r\n)"
     rf"|\ue010\ue00a(?<=[{_TOKEN_CHARS}]{{8}}\ue010\ue00a))[ \t]{{0,16}}"
     rf"(?=[{_TOKEN_CHARS}]{{2}})(?:[{_TOKEN_CHARS}]*?[0-9]|[{_TOKEN_CHARS}]+?[A-Z])"

@@ -162,13 +162,14 @@ class Service:
     def db_path(self) -> Path:
         return self.store_path or paths.db_path()
 
-    def open(self) -> Store:
+    def open(self, *, check: bool | None = None) -> Store:
         """The shared store connection (opened, created and migrated on first use). Its
         page-by-page check (:meth:`Store.check`, seconds on a large store) runs on open for a
-        small store, else before the first write through :meth:`_use` (``check=True``)."""
+        small store, else before the first write through :meth:`_use` (``check=True``);
+        ``check=False``: not on open (the caller checks before it writes)."""
         with self.lock:
             if self._store is None:
-                self._store = Store(self.db_path(), check=None)
+                self._store = Store(self.db_path(), check=check)
             return self._store
 
     def close(self) -> None:
@@ -178,12 +179,13 @@ class Service:
                 self._store = None
 
     @contextmanager
-    def _use(self, *, check: bool = False) -> Iterator[Store]:
+    def _use(self, *, check: bool = False, on_open: bool | None = None) -> Iterator[Store]:
         """The store under the lock; an SQLite failure is a StoreError (one line): a write
         to a read-only store names its folder (:meth:`Store.refuse_write`). ``check``: the
-        caller writes, so a damaged file is refused first (:meth:`Store.check`)."""
+        caller writes, so a damaged file is refused first (:meth:`Store.check`).
+        ``on_open``: whether opening checks it (see :meth:`open`)."""
         with self.lock:
-            store = self.open()
+            store = self.open(check=on_open)
             if check:
                 store.check()
             try:
@@ -203,11 +205,15 @@ class Service:
         from skillopt_sleep.sources.ingest import harvest
 
         settings = self.settings()
-        with self._use(check=True) as store:
+        # the harvest checks the file before it writes what it read, and a pass that read
+        # nothing only the table its record goes to (Store.check_table): a no-change harvest
+        # of a large store does not read every page of it (issue 14)
+        with self._use(on_open=False) as store:
             report = harvest(store, settings, on_progress=on_progress)
             if store.adoptions.in_place():  # else there is no reach to judge (nothing imported)
                 from skillopt_sleep.night.wild import record_reach
 
+                store.check()
                 record_reach(store, similarity=settings.similarity)
             return report
 

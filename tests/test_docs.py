@@ -111,11 +111,13 @@ def options(cmd: typing.Any) -> dict[str, typing.Any]:
 
 
 def choices(param: typing.Any) -> set[str]:
-    """The values a positional argument accepts when they are a fixed set (an Enum)."""
+    """The values a positional argument accepts when they are a fixed set (an Enum, or the
+    ``choices`` its validating callback names)."""
     annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
         return {str(m.value) for m in annotation}
-    return set(getattr(getattr(param, "type", None), "choices", None) or ())
+    said = getattr(getattr(param, "callback", None), "choices", None)  # a validating callback's
+    return set(said or getattr(getattr(param, "type", None), "choices", None) or ())
 
 
 def check_invocation(words: list[str], cmd: typing.Any, said: str) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from typing import Any
 
 import pytest
 
@@ -437,3 +438,31 @@ def test_a_hard_wrapped_token_is_joined_only_where_the_wrap_hint_is_found() -> N
     for brk in ("\n", "\r\n", "\\n"):
         wrapped = f"token:\n{token[:20]}{brk}    {token[20:]}\ndone"
         assert token[20:] not in redact(wrapped) and token[:20] not in redact(wrapped), brk
+
+
+def test_every_pattern_compiles_and_none_is_compiled_at_import() -> None:
+    """The patterns are compiled on first use (a harvest with nothing new redacts nothing):
+    a fresh interpreter that imports the module has compiled none of them, and each one
+    compiles (a bad pattern would otherwise only fail when a text first needs it)."""
+    import re
+    import subprocess
+    import sys
+
+    import skillopt_sleep.redact as module
+
+    probe = (
+        "import skillopt_sleep.redact as r\n"
+        "lazy = [v for v in vars(r).values() if isinstance(v, r._Lazy)]\n"
+        "lazy += [p for _, _, _, p, _ in r._PATTERNS] + list(r._HINTS.values())\n"
+        "import sys\n"
+        "assert not r._TRIGGERS and 'ahocorasick' not in sys.modules\n"
+        "print(len(lazy), sum('compiled' in vars(p) for p in lazy))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    total, compiled = map(int, done.stdout.split())
+    assert total > 50 and compiled == 0, done.stdout
+    lazy: list[Any] = [v for v in vars(module).values() if isinstance(v, module._Lazy)]
+    lazy += [p for _, _, _, p, _ in module._PATTERNS] + list(module._HINTS.values())
+    for p in lazy:
+        assert isinstance(p.search(""), re.Match | None)
+        assert isinstance(vars(p)["compiled"], re.Pattern), p.pattern

@@ -12,19 +12,42 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
 if TYPE_CHECKING:  # imported on use: `--version` and `--help` answer without the service
+    from rich.console import Console
+
     from skillopt_sleep.service import Service
 
 if TYPE_CHECKING:  # imported by the commands that print a table
     from rich.table import Table
 
+
+class LazyConsole:
+    """A rich ``Console`` made on first use (a command that prints only JSON, ``harvest
+    --json``, never imports rich): its attributes are the console's, :meth:`real` is the
+    console itself (what rich's own classes are given)."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    def real(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_options", "_console"):
+            raise AttributeError(name)
+        return getattr(self.real(), name)
+
+
 # piped output is not cut to 80 columns (rich's default without a terminal) unless COLUMNS
 # says how wide (rich reads COLUMNS itself when the width is left to it)
 _SIZED = sys.stdout.isatty() or os.environ.get("COLUMNS", "").strip().isdigit()
-out = Console(highlight=False, soft_wrap=True, width=None if _SIZED else 160)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = LazyConsole(highlight=False, soft_wrap=True, width=None if _SIZED else 160)
+err = LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 
 #: set by the root callback: ``config`` is the ``--config`` file (None: the default one)
 state: dict[str, Any] = {"config": None, "service": None}
@@ -92,8 +115,32 @@ def fitted_table(
     return table
 
 
+def _plain_stdout() -> bool:
+    """Whether ``out`` would write no terminal codes: stdout is no terminal by rich's own rule
+    (``TTY_COMPATIBLE``, ``FORCE_COLOR``, ``isatty``), outside Jupyter and Windows."""
+    if sys.platform == "win32" or "IPython" in sys.modules:
+        return False
+    compatible = os.environ.get("TTY_COMPATIBLE", "")
+    if compatible in ("0", "1"):
+        return compatible == "0"
+    force = os.environ.get("FORCE_COLOR")
+    if force is not None:
+        return force == ""
+    try:
+        return not sys.stdout.isatty()
+    except ValueError:  # closed
+        return True
+
+
 def print_json(data: Any) -> None:
-    out.print_json(json.dumps(data, default=str, ensure_ascii=False))
+    """``data`` as indented JSON on stdout (coloured on a terminal). Piped, it is the very
+    text rich's ``print_json`` writes there, written without importing rich."""
+    text = json.dumps(data, default=str, ensure_ascii=False)
+    if out._console is not None or not _plain_stdout():
+        out.print_json(text)
+        return
+    sys.stdout.write(json.dumps(json.loads(text), indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
 
 
 def fmt_score(x: Any) -> str:

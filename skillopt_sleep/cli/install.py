@@ -27,6 +27,10 @@ def _agent_name(value: str) -> str:
     return value
 
 
+#: what the argument accepts, for whoever checks commands written in the docs
+_agent_name.choices = AGENT_CHOICES  # type: ignore[attr-defined]
+
+
 def _complete_agent(incomplete: str) -> list[str]:
     return [n for n in INSTALL_KEYS if n.startswith(incomplete)]
 

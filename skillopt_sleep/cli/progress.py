@@ -117,7 +117,7 @@ class LiveProgress:
                 TextColumn("{task.fields[count]}"),
                 _details_column(),
                 TimeElapsedColumn(),
-                console=err,
+                console=err.real(),
                 transient=True,
             )
             self._bar.start()

@@ -10,9 +10,10 @@ sources live in :mod:`skillopt_sleep.sources.common` (a source never imports ano
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -88,6 +89,12 @@ class Source(ABC):
         ``root`` may not exist: yield nothing. An unreadable ``root`` may raise ``OSError``
         (counted as ``root_unreadable``); unreadable entries below it are skipped."""
 
+    def discover_paths(self, root: Path) -> Iterator[str]:
+        """:meth:`discover` as absolute paths (strings: the ingester's keys), in its order. A
+        source may list them without a ``Path`` per file (:func:`walk_paths`)."""
+        for p in self.discover(root):
+            yield os.path.abspath(p)
+
     @abstractmethod
     def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
         """Parse complete lines (bytes, without their ``\\n``) appended to ``path``.
@@ -118,3 +125,15 @@ class Source(ABC):
         """Sessions held by one discovered file, for discovery's count (a file is one session
         unless it is e.g. a database). Never raises: an unreadable file counts 0."""
         return 1
+
+
+def walk_paths(root: Path, names: Callable[[list[str], list[str]], Iterable[str]]) -> Iterator[str]:
+    """The absolute path of every name ``names(dirnames, filenames)`` picks in each folder of
+    ``os.walk(root)`` (which it may prune and order through ``dirnames``), as strings: what
+    ``os.path.abspath`` of each ``Path`` would give, without making one per file."""
+    top = str(root)
+    plain = os.path.isabs(top) and os.path.normpath(top) == top  # joins need no normalizing
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in names(dirnames, filenames):
+            p = os.path.join(dirpath, name)
+            yield p if plain else os.path.abspath(p)

@@ -51,7 +51,7 @@ from typing import Any
 
 from skillopt_sleep.models import CapsuleItem, HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, walk_paths
 from skillopt_sleep.sources.common import cap, json_records
 
 #: characters kept of a prompt / answer, and of a tool result excerpt
@@ -187,6 +187,13 @@ def _capsule_item(seen: list[Any], body: str) -> CapsuleItem:
     return CapsuleItem(kind=kind, name=name, text=text, truncated=bool(cut))
 
 
+def _transcripts(dirnames: list[str], filenames: list[str]) -> list[str]:
+    """The transcripts of one folder, sorted (its subfolders pruned and sorted in place)."""
+    dirnames[:] = sorted(d for d in dirnames if d != "tool-results")
+    names = set(filenames) | {d for d in dirnames if d.endswith(".jsonl")}
+    return [name for name in sorted(names) if name.endswith(".jsonl")]
+
+
 class ClaudeCodeSource(Source):
     """Harvester for Claude Code's ``projects/**/*.jsonl`` transcripts (see module doc)."""
 
@@ -203,11 +210,11 @@ class ClaudeCodeSource(Source):
         transcript comes before its ``<session>/subagents/`` files). Entries are yielded by
         name; the ingester decides whether they are readable files."""
         for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if d != "tool-results")
-            names = set(filenames) | {d for d in dirnames if d.endswith(".jsonl")}
-            for name in sorted(names):
-                if name.endswith(".jsonl"):
-                    yield Path(os.path.join(dirpath, name))
+            for name in _transcripts(dirnames, filenames):
+                yield Path(os.path.join(dirpath, name))
+
+    def discover_paths(self, root: Path) -> Iterator[str]:
+        return walk_paths(root, _transcripts)
 
     def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
         """Parse complete JSONL records of one transcript file.

@@ -50,7 +50,7 @@ from typing import Any
 
 from skillopt_sleep.models import CapsuleItem, HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, walk_paths
 from skillopt_sleep.sources.common import as_dict, cap, json_records
 
 MAX_TEXT = 20_000
@@ -152,6 +152,18 @@ def _tool_output(payload: dict) -> tuple[str, bool]:
     return out, error
 
 
+def _rollouts(dirnames: list[str], filenames: list[str]) -> list[str]:
+    """The rollouts of one folder, sorted (its subfolders sorted in place)."""
+    dirnames.sort()
+    names = set(filenames)
+    return [
+        name
+        for name in sorted(names)
+        if name.startswith("rollout-")
+        and (name.endswith(".jsonl") or (name.endswith(".jsonl.zst") and name[:-4] not in names))
+    ]
+
+
 class CodexSource(Source):
     """Harvester for Codex CLI/IDE/Desktop rollout files (see module doc)."""
 
@@ -168,15 +180,11 @@ class CodexSource(Source):
         """``rollout-*.jsonl`` and ``rollout-*.jsonl.zst`` below ``root``, sorted; a ``.zst``
         is skipped when the plain file is there too."""
         for dirpath, dirnames, filenames in os.walk(root):
-            dirnames.sort()
-            names = set(filenames)
-            for name in sorted(names):
-                if not name.startswith("rollout-"):
-                    continue
-                if name.endswith(".jsonl") or (
-                    name.endswith(".jsonl.zst") and name[:-4] not in names
-                ):
-                    yield Path(os.path.join(dirpath, name))
+            for name in _rollouts(dirnames, filenames):
+                yield Path(os.path.join(dirpath, name))
+
+    def discover_paths(self, root: Path) -> Iterator[str]:
+        return walk_paths(root, _rollouts)
 
     def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
         """Parse complete rollout lines; see the module doc for the formats and ``state``."""

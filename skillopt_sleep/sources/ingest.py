@@ -487,8 +487,8 @@ def _paths(src: Source, roots: list[Path], report: SourceReport) -> list[str]:
     seen: dict[str, None] = {}
     for root in roots:
         try:
-            for p in src.discover(Path(root).expanduser()):
-                seen.setdefault(os.path.abspath(p), None)
+            for p in src.discover_paths(Path(root).expanduser()):
+                seen.setdefault(p, None)
         except OSError:
             report.files_skipped["root_unreadable"] = (
                 report.files_skipped.get("root_unreadable", 0) + 1
@@ -525,20 +525,26 @@ def harvest(
         sr.files_seen = len(paths)
         new: set[str] = set()
         updated: set[str] = set()
+        # counted here and set on the report once (a pydantic attribute set costs more than
+        # the stat of an unchanged file)
+        files_read = files_unchanged = bytes_read = messages = 0
         for done, fr in enumerate(_run(store, src, paths, projects), 1):
-            if fr.status == "skipped":
-                sr.files_skipped[fr.reason] = sr.files_skipped.get(fr.reason, 0) + 1
-            elif fr.status == "read":
-                sr.files_read += 1
+            if fr is None:
+                files_unchanged += 1
             else:
-                sr.files_unchanged += 1
-            sr.bytes_read += fr.bytes_read
-            sr.messages += fr.messages
-            new |= fr.sessions_new
-            updated |= fr.sessions_updated
-            _bump(sr.sessions_filtered, fr.sessions_filtered)
-            _bump(sr.lines_skipped, fr.lines_skipped)
-            _bump(sr.warnings, fr.warnings)
+                if fr.status == "skipped":
+                    sr.files_skipped[fr.reason] = sr.files_skipped.get(fr.reason, 0) + 1
+                elif fr.status == "read":
+                    files_read += 1
+                else:
+                    files_unchanged += 1
+                bytes_read += fr.bytes_read
+                messages += fr.messages
+                new |= fr.sessions_new
+                updated |= fr.sessions_updated
+                _bump(sr.sessions_filtered, fr.sessions_filtered)
+                _bump(sr.lines_skipped, fr.lines_skipped)
+                _bump(sr.warnings, fr.warnings)
             if on_progress is not None:
                 on_progress(
                     ProgressEvent(
@@ -547,11 +553,14 @@ def harvest(
                         done=done,
                         total=len(paths),
                         unit="files",
-                        bytes=sr.bytes_read,
+                        bytes=bytes_read,
                     )
                 )
+        sr.files_read, sr.files_unchanged = files_read, files_unchanged
+        sr.bytes_read, sr.messages = bytes_read, messages
         sr.sessions_new, sr.sessions_updated = len(new), len(updated - new)
         sr.finished_at = now_iso()
+        store.check_table("harvest_runs")  # the whole file was checked if a file was read
         store.harvests.record(
             sr.model_dump(
                 include={
@@ -600,12 +609,12 @@ def _unchanged(path: str, stamp: FileStamp | None) -> bool:
 
 def _run(
     store: Store, src: Source, paths: list[str], projects: ProjectFilter
-) -> Iterator[FileResult]:
+) -> Iterator[FileResult | None]:
     """:func:`harvest_file` of every path that changed, the files read grouped in one write
     transaction per batch (:data:`BATCH_FILES`, :data:`BATCH_BYTES`, :data:`BATCH_SECONDS`),
     each file in its own savepoint inside it. A file (not a ``snapshot`` unit) whose stat
-    matches the store's row (one query for the whole source) is ``unchanged`` without being
-    opened.
+    matches the store's row (one query for the whole source) is unchanged without being
+    opened: None is yielded for it.
 
     Killed mid-batch, nothing of the batch is kept (the files' offsets and their messages are
     committed together), so the next pass reads those files again."""
@@ -620,9 +629,10 @@ def _run(
             # a snapshot unit (a database) may change in its sidecars: its signature decides
             mode = one_mode or src.read_mode(Path(p))
             if mode != "snapshot" and _unchanged(p, stamps.get(p)):
-                yield FileResult(path=p, source=src.name)
+                yield None
                 continue
             if tx is None:
+                store.check()  # a damaged store is never written on (once per connection)
                 tx = store.write()
                 tx.__enter__()
                 n_files = n_bytes = 0

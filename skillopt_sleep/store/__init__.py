@@ -42,9 +42,8 @@ import contextlib
 import os
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
-
-from sqlite_utils import Database
 
 from skillopt_sleep import paths
 from skillopt_sleep.errors import StoreError
@@ -71,6 +70,9 @@ from skillopt_sleep.store.sessions import SearchHit, SessionsRepo
 from skillopt_sleep.store.tasks import TasksRepo
 from skillopt_sleep.store.wild import WildRepo
 
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
 __all__ = [
     "CachedResponse",
     "Row",
@@ -83,14 +85,15 @@ __all__ = [
 ]
 
 
-def _check_intact(db: StoreDatabase, path: Path) -> None:
+def _check_intact(db: StoreDatabase, path: Path, table: str | None = None) -> None:
     """Refuse a damaged database file before anything reads or writes it (``PRAGMA
     quick_check``: page structure, milliseconds for a store of this size): a damaged store is
-    never written on, and the command fails with the way out instead of exiting 0."""
+    never written on, and the command fails with the way out instead of exiting 0. ``table``:
+    only that table's pages and its indexes'."""
     from skillopt_sleep.store._base import _MACHINE_FAILURES
 
     try:
-        rows = db.execute("PRAGMA quick_check(1)").fetchall()
+        rows = db.execute(f"PRAGMA quick_check({table or 1})").fetchall()
         problem = "" if rows and rows[0][0] == "ok" else str(rows[0][0] if rows else "no answer")
     except sqlite3.DatabaseError as exc:
         if machine_failure(exc) is None or getattr(exc, "sqlite_errorcode", 0) & 0xFF not in (
@@ -155,7 +158,7 @@ class Store:
 
     def __init__(
         self,
-        db: Database | str | Path,
+        db: Database | StoreDatabase | str | Path,
         *,
         read_only: bool | None = None,
         check: bool | None = True,
@@ -167,9 +170,10 @@ class Store:
             except (OSError, TypeError):
                 check = True
         self._check = check
+        self.db: StoreDatabase
         if isinstance(db, StoreDatabase):
             self.db = db
-        elif isinstance(db, Database):
+        elif not isinstance(db, (str, Path)):  # a sqlite_utils.Database (tests)
             self.db = StoreDatabase(db.conn)
         elif read_only or (read_only is None and not _writable(Path(db))):
             path = Path(db)
@@ -212,7 +216,7 @@ class Store:
                 self.check()
             else:
                 self.db.execute("select count(*) from sqlite_master").fetchone()
-            pending = [m.name for m in migrations.pending(self.db)]
+            pending = migrations.pending_names(self.db)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"database is unusable: {exc}") from None
         if pending:
@@ -231,7 +235,7 @@ class Store:
                 "to it (read commands work: status, proposals, show, tasks, search, nights)"
             )
 
-    def _open_writable(self, db_given: Database | str | Path, new: bool) -> None:
+    def _open_writable(self, db_given: Database | StoreDatabase | str | Path, new: bool) -> None:
         try:
             self.db.execute("PRAGMA busy_timeout = 30000")
             if isinstance(db_given, (str, Path)) and not new:
@@ -240,7 +244,7 @@ class Store:
                     self.check()
                 else:  # the header and the schema page only: a file that is no database
                     self.db.execute("select count(*) from sqlite_master").fetchone()
-            if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "memory":
+            if self.db.execute("PRAGMA journal_mode").fetchone()[0] not in ("memory", "wal"):
                 self.db.enable_wal()
             if self.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
                 # WAL + NORMAL: a commit is not fsynced (the WAL is, at each checkpoint). A
@@ -250,14 +254,16 @@ class Store:
             self.db.execute("PRAGMA foreign_keys = ON")
             # deleted and overwritten text (re-redaction, forget) is zeroed, not left in pages
             self.db.execute("PRAGMA secure_delete = ON")
-            before = self._migrations()
-            migrations.apply(self.db)
-            if (
-                self._migrations() != before
-                and self.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-            ):
-                # a migration rewrote rows (m004 re-redacts): the old pages leave the file now
-                self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            if not migrations.up_to_date(self.db):  # one query when there is nothing to do
+                self.check()  # a migration writes: never on a damaged file
+                before = self._migrations()
+                migrations.apply(self.db)
+                if (
+                    self._migrations() != before
+                    and self.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+                ):
+                    # a migration rewrote rows (m004 re-redacts): the old pages leave the file
+                    self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"database is unusable: {exc}") from None
 
@@ -288,11 +294,21 @@ class Store:
         out); once per connection. It reads every page (seconds for a store of a GB,
         ``tests/bench/bench_store_open.py``): ``Store(path)`` runs it on open (daemon start,
         a night, tests); the service's shared store (``check=None``) only when the file is
-        at most :data:`CHECK_ON_OPEN_BYTES`, else before its first write (harvest, adopt,
-        reject, rollback, forget, tasks) — and doctor runs the full ``quick_check``."""
+        at most :data:`CHECK_ON_OPEN_BYTES`, else before its first write (adopt, reject,
+        rollback, forget, tasks; a migration); ``harvest`` opens it unchecked and runs it
+        before it writes what it read (a pass that read nothing checks only the table its
+        record goes to: :meth:`check_table`) — and doctor runs the full ``quick_check``."""
         if not self.checked and getattr(self, "path", None) is not None:
             _check_intact(self.db, self.path)
         self.checked = True
+
+    def check_table(self, table: str) -> None:
+        """Refuse a damaged ``table`` (``PRAGMA quick_check(table)``: its pages and its
+        indexes', milliseconds) before a write to that table alone, unless :meth:`check`
+        ran: a harvest that read nothing new records its pass so (issue 14), and the whole
+        file is checked before any other write."""
+        if not self.checked and getattr(self, "path", None) is not None:
+            _check_intact(self.db, self.path, table)
 
     def integrity(self) -> list[str]:
         """SQLite's ``quick_check`` of the database and its ``foreign_key_check`` (a row that

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
+import secrets
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlite_utils import Database
+if TYPE_CHECKING:  # imported on first use (a harvest with nothing new needs none of it)
+    from sqlite_utils import Database
 
 #: A stored row: column name → value, as SQLite returns it (JSON columns still encoded
 #: unless a method says otherwise).
@@ -21,7 +24,37 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
-class StoreDatabase(Database):
+#: statements that begin or end a transaction themselves (sqlite-utils' list)
+_TRANSACTION_CONTROL = {"BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"}
+
+
+def _first_keyword(sql: str) -> str:
+    """The first keyword of ``sql``, upper-cased, after whitespace, comments, bare ``;`` and a
+    byte order mark ("" when there is none): sqlite-utils' rule, so :meth:`StoreDatabase.execute`
+    commits exactly what ``sqlite_utils.Database.execute`` commits."""
+    i, n = 0, len(sql)
+    while i < n:
+        if sql[i].isspace() or sql[i] in (";", "\ufeff"):
+            i += 1
+        elif sql.startswith("--", i):
+            newline = sql.find("\n", i)
+            if newline == -1:
+                return ""
+            i = newline + 1
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            if end == -1:
+                return ""
+            i = end + 2
+        else:
+            break
+    j = i
+    while j < n and (sql[j].isalpha() or sql[j] == "_"):
+        j += 1
+    return sql[i:j].upper()
+
+
+class StoreDatabase:
     """The store's connection, shareable by threads (a night's replay workers write the
     response cache while its own thread reads and writes the rest): one reentrant ``lock``
     serializes every write. A write transaction (``store.write()``, and every
@@ -29,34 +62,137 @@ class StoreDatabase(Database):
     so no other thread's statement lands inside it or interleaves its savepoints; every
     statement (:meth:`execute`) takes it too, so a read waits for a transaction another
     thread has open instead of seeing its uncommitted rows. A read that may run on a worker
-    thread fetches its rows under the lock (:meth:`Repository._one` does)."""
+    thread fetches its rows under the lock (:meth:`Repository._one` does).
+
+    :meth:`execute` and :meth:`atomic` behave as ``sqlite_utils.Database``'s; every other
+    attribute (``table``, ``db[name]``, ``query``, ``enable_wal`` …) is a
+    ``sqlite_utils.Database`` on the same connection, made on first use (its statements go
+    through :meth:`execute` and :meth:`atomic`): a command that only reads, or a harvest that
+    finds nothing new, never imports sqlite-utils."""
 
     #: opened read-only (see :attr:`skillopt_sleep.store.Store.read_only`)
     read_only: bool = False
 
     def __init__(self, conn: sqlite3.Connection):
         self.lock = threading.RLock()
-        super().__init__(conn)
-        # SQLite has had upsert (ON CONFLICT … DO UPDATE) since 3.24: sqlite-utils need not
-        # find out on the first upsert with a table it creates and drops, a drop that fails
-        # ("database table is locked") while another thread's statement is under way
-        # (parallel workers' first response-cache writes into a store upserted nothing yet)
-        self._supports_on_conflict = sqlite3.sqlite_version_info >= (3, 24, 0)
+        self.conn = conn
+        self._utils: Database | None = None
+        self.execute("PRAGMA recursive_triggers=on;")  # as sqlite-utils' Database does
+
+    def utils(self) -> Database:
+        """The ``sqlite_utils.Database`` on this connection (made on first use)."""
+        if self._utils is None:
+            with self.lock:
+                if self._utils is None:
+                    self._utils = _shared_database()(self)
+        return self._utils
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_utils":
+            raise AttributeError(name)
+        return getattr(self.utils(), name)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.utils()[name]
 
     @contextlib.contextmanager
-    def atomic(self) -> Iterator[Database]:
-        with self.lock, super().atomic():
-            yield self
+    def atomic(self) -> Iterator[StoreDatabase]:
+        """One transaction (``BEGIN`` … ``COMMIT``), nested: a savepoint; under the lock."""
+        with self.lock:
+            conn = self.conn
+            if conn.in_transaction:
+                savepoint = f"sqlite_utils_{secrets.token_hex(16)}"
+                conn.execute(f"SAVEPOINT {savepoint};")
+                try:
+                    yield self
+                except BaseException:
+                    # a RAISE(ROLLBACK) trigger may have ended the whole transaction
+                    if conn.in_transaction:
+                        conn.execute(f"ROLLBACK TO SAVEPOINT {savepoint};")
+                        conn.execute(f"RELEASE SAVEPOINT {savepoint};")
+                    raise
+                else:
+                    conn.execute(f"RELEASE SAVEPOINT {savepoint};")
+                return
+            conn.execute("BEGIN")
+            try:
+                yield self
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            else:
+                try:
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
 
     def execute(
         self, sql: str, parameters: Sequence[Any] | dict[str, Any] | None = None
     ) -> sqlite3.Cursor:
+        """Run one statement under the lock; a write outside a transaction is committed at
+        once (an implicit transaction a failed statement opened is rolled back)."""
         with self.lock:
-            return super().execute(sql, parameters)
+            conn = self.conn
+            was_in_transaction = conn.in_transaction
+            try:
+                if parameters is not None:
+                    cursor = conn.execute(sql, parameters)
+                else:
+                    cursor = conn.execute(sql)
+            except Exception:
+                if not was_in_transaction and conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            if (
+                not was_in_transaction
+                and conn.in_transaction
+                and cursor.description is None
+                and _first_keyword(sql) not in _TRANSACTION_CONTROL
+            ):
+                conn.execute("COMMIT")
+            return cursor
 
     def executescript(self, sql: str) -> sqlite3.Cursor:
         with self.lock:
-            return super().executescript(sql)
+            return self.utils().executescript(sql)
+
+
+@functools.cache
+def _shared_database() -> Any:
+    """The ``sqlite_utils.Database`` subclass behind :meth:`StoreDatabase.utils`: its
+    statements and transactions are the store's (:meth:`StoreDatabase.execute`,
+    :meth:`StoreDatabase.atomic`), under the store's lock."""
+    from sqlite_utils import Database
+
+    class SharedDatabase(Database):
+        def __init__(self, store_db: StoreDatabase):
+            self.store_db = store_db
+            super().__init__(store_db.conn)
+            # SQLite has had upsert (ON CONFLICT … DO UPDATE) since 3.24: sqlite-utils need
+            # not find out on the first upsert with a table it creates and drops, a drop that
+            # fails ("database table is locked") while another thread's statement is under
+            # way (parallel workers' first response-cache writes into a store upserted
+            # nothing yet)
+            self._supports_on_conflict = sqlite3.sqlite_version_info >= (3, 24, 0)
+
+        def execute(
+            self, sql: str, parameters: Sequence[Any] | dict[str, Any] | None = None
+        ) -> sqlite3.Cursor:
+            return self.store_db.execute(sql, parameters)
+
+        @contextlib.contextmanager
+        def atomic(self) -> Iterator[Database]:
+            with self.store_db.atomic():
+                yield self
+
+        def executescript(self, sql: str) -> sqlite3.Cursor:
+            with self.store_db.lock:
+                return super().executescript(sql)
+
+    return SharedDatabase
 
 
 @contextlib.contextmanager
@@ -134,6 +270,24 @@ class Repository:
             pk = self.db.table(table).insert(row).last_pk
         assert isinstance(pk, int), pk
         return pk
+
+    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Row]:
+        """The rows of one query as dicts (fetched under the lock), without sqlite-utils."""
+        with self.db.lock:
+            cursor = self.db.execute(sql, args)
+            columns = [c[0] for c in cursor.description]
+            return [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
+
+    def _insert_plain(self, table: str, row: dict[str, Any]) -> None:
+        """Insert ``row`` (plain values) into ``table`` in one transaction, the statement
+        sqlite-utils' ``insert`` runs, without importing it."""
+        columns = list(row)
+        with self.db.atomic():
+            self.db.execute(
+                f"INSERT INTO [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
+                f"VALUES ({', '.join('?' for _ in columns)});",
+                [row[c] for c in columns],
+            )
 
     def _one(self, table: str, where: str, args: list[Any]) -> Row | None:
         """The first row of ``table`` matching ``where`` (one statement: no look at the

@@ -21,7 +21,7 @@ class HarvestsRepo(Repository):
         for key in _JSON:
             if not isinstance(row.get(key), str):
                 row[key] = json.dumps(row.get(key) or {})
-        self.db.table("harvest_runs").insert(row)
+        self._insert_plain("harvest_runs", row)
 
     def recent(self, limit: int = 50) -> list[Row]:
         """The last ``limit`` passes, newest first, the three maps decoded to dicts."""

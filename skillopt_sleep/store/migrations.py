@@ -1,15 +1,88 @@
 """Numbered schema migrations, applied on open, one transaction per step (sqlite-utils
-``Migrations``). Never edit a released step: add a new one."""
+``Migrations``). Never edit a released step: add a new one.
+
+Whether one is pending is one query (:meth:`Steps.up_to_date`): sqlite-utils is imported
+only when one is (or when a test applies them)."""
 
 from __future__ import annotations
 
 import json
-
-from sqlite_utils import Database, Migrations
+import sqlite3
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from skillopt_sleep.redact import redact, redact_json
 
-migrations = Migrations("skillopt_sleep")
+if TYPE_CHECKING:
+    from sqlite_utils import Database, Migrations
+
+    from skillopt_sleep.store._base import StoreDatabase
+
+Step = Callable[["Database"], None]
+
+
+class Steps:
+    """The numbered steps of one migration set, in order, and sqlite-utils' ``Migrations``
+    of them (made on first use: :meth:`pending` and :meth:`apply` are its)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.steps: list[tuple[str, Step]] = []
+        self._migrations: Migrations | None = None
+
+    def __call__(self, *, name: str) -> Callable[[Step], Step]:
+        def register(fn: Step) -> Step:
+            assert name not in self.names(), name
+            self.steps.append((name, fn))
+            return fn
+
+        return register
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.steps]
+
+    def migrations(self) -> Migrations:
+        """sqlite-utils' ``Migrations`` of these steps."""
+        if self._migrations is None:
+            from sqlite_utils import Migrations
+
+            made = Migrations(self.name)
+            for name, fn in self.steps:
+                made(name=name)(fn)
+            self._migrations = made
+        return self._migrations
+
+    def pending(self, db: Database | StoreDatabase) -> list[Any]:
+        return self.migrations().pending(db)  # type: ignore[arg-type]
+
+    def apply(self, db: Database | StoreDatabase, **kwargs: Any) -> None:
+        self.migrations().apply(db, **kwargs)  # type: ignore[arg-type]
+
+    def pending_names(self, db: StoreDatabase) -> list[str]:
+        """The steps not applied to ``db`` yet (what :meth:`pending` names), by one query."""
+        try:
+            rows = db.execute(
+                "select name from _sqlite_migrations where migration_set = ?", [self.name]
+            ).fetchall()
+        except sqlite3.OperationalError:
+            if db.execute(
+                "select 1 from sqlite_master where name = '_sqlite_migrations'"
+            ).fetchone():
+                raise
+            rows = []  # no step was ever applied
+        applied = {r[0] for r in rows}
+        return [name for name in self.names() if name not in applied]
+
+    def up_to_date(self, db: StoreDatabase) -> bool:
+        """Whether :meth:`apply` would do nothing: every step applied, and the steps' table
+        as sqlite-utils makes it (primary key ``id``)."""
+        if self.pending_names(db):
+            return False
+        keys = [r[1] for r in db.execute("PRAGMA table_info(_sqlite_migrations)") if r[5]]
+        return keys == ["id"]
+
+
+migrations = Steps("skillopt_sleep")
 
 
 @migrations(name="m001_initial")

@@ -164,7 +164,7 @@ class AdoptionsRepo(Repository):
 
     def in_place(self) -> list[Row]:
         """The adoptions not rolled back, the newest of each target, newest first."""
-        rows = self.db.table("adoptions").rows_where("rolled_back_at is null", order_by="id desc")
+        rows = self._rows("select * from adoptions where rolled_back_at is null order by id desc")
         seen: set[str] = set()
         out = []
         for r in rows:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from skillopt_sleep.testing.corpus_gen import generate_corpus
 
-#: never needed by a harvest that finds nothing new (nor by one that reads new files)
+#: never needed by a harvest that finds nothing new (most not by one that reads new files)
 HEAVY = (
     "skillopt_sleep.daemon_client",
     "skillopt_sleep.night.lifecycle",
@@ -29,6 +29,9 @@ HEAVY = (
     "psutil",
     "filelock",
     "rapidfuzz",
+    "sqlite_utils",  # the store reads and records the pass without it (issue 14)
+    "platformdirs",  # SKILLOPT_SLEEP_HOME is set (isolated_home): the folders are its
+    "rich.console",  # --json: the JSON is written plain (cli/console.py print_json)
     "rich.progress",  # --json: no live display
     "rich.table",  # --json: no table
     "httpx",

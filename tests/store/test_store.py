@@ -224,6 +224,44 @@ def test_a_large_store_is_checked_before_the_first_write_not_for_reads(
         Service(store_path=db).proposals()  # a small store is checked on open
 
 
+def test_a_harvest_checks_the_whole_file_before_it_writes_what_it_read(
+    tmp_path, isolated_home, monkeypatch
+):
+    """``harvest`` opens the store unchecked (issue 14: a no-change pass reads no page it
+    does not need); it runs the page-by-page check before its first write of what it read,
+    so damage anywhere in the file (here: in a table no harvest reads or writes) is refused
+    before a byte is written, small store or large."""
+    import pytest
+
+    from skillopt_sleep import store as store_mod
+    from skillopt_sleep.errors import StoreError
+    from skillopt_sleep.service import Service
+    from skillopt_sleep.testing.corpus_gen import generate_corpus
+
+    db = tmp_path / "skillopt-home" / "state" / "skillopt.db"
+    store = Store(db)
+    with store.write():
+        store.db.execute("create table filler (text)")
+        store.db.table("filler").insert_all({"text": " " * 3000} for _ in range(300))
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+    data = bytearray(db.read_bytes())
+    for off in range(len(data) // 3, len(data) // 3 + 20000, 7):
+        data[off] = 0xAA
+    db.write_bytes(bytes(data))
+    before = db.read_bytes()
+    generate_corpus(isolated_home, 3, seed=14, size_scale=0.05)
+    wal = db.with_name(db.name + "-wal")
+    for limit in (0, 10**12):  # a large store (checked before a write), a small one (on open)
+        monkeypatch.setattr(store_mod, "CHECK_ON_OPEN_BYTES", limit)
+        svc = Service(store_path=db)
+        with pytest.raises(StoreError, match="database file is damaged"):
+            svc.harvest()
+        svc.close()
+        assert db.read_bytes() == before
+        assert not wal.exists() or wal.stat().st_size == 0  # nothing committed either
+
+
 def test_proposals_staged_before_m010_have_no_agent_or_kind(tmp_path):
     """m010 adds ``agent`` and ``kind`` to proposals; an older row keeps "" in both (adopt
     and rollback derive them from its target)."""
