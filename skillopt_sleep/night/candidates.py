@@ -308,8 +308,9 @@ class Screen:
             )
         ]
 
-    def screen(self, key: Key, found: list[int]) -> list[int]:
-        """The positions of ``found`` whose pair with ``key``'s intent passes the tests."""
+    def screen(self, key: Key, proposed: set[int]) -> list[int]:
+        """The positions of ``proposed`` whose pair with ``key``'s intent passes the tests."""
+        found = list(proposed)
         if not self.active or not found:
             return found
         t, x = self._t, key.weight
@@ -330,7 +331,7 @@ class Screen:
             (mine, LCSseq.similarity, math.floor(self._share * x + 1)),
             (theirs, Indel.distance, x if self._share >= 0.5 else -1),
         ):
-            sharing.intersection_update(found)
+            sharing.intersection_update(proposed)
             sharing.difference_update(passed)
             if self._coding and cutoff >= 0:
                 passed.update(self._passing(key.coded, list(sharing), self._coded, scorer, cutoff))

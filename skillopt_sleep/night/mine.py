@@ -515,10 +515,11 @@ def _cluster_project(
     def decide(i: int) -> int | None:
         """The position of the head ``group[i]`` joins (None: it starts a cluster)."""
         it, content = group[i], contents[i]
-        found = list(index.candidates(records[i], _content(it.norm)))
+        proposed = index.candidates(records[i], _content(it.norm))
+        found = list(proposed)
         if content and found:  # similar() compares content words: a cheap necessary test first
             bare = [pos for pos in found if not head_texts[pos]] if bare_heads else []
-            found = screen.screen(keys[i], found)  # drops only pairs scoring below threshold
+            found = screen.screen(keys[i], proposed)  # drops only pairs scoring below threshold
             texts = (
                 itemgetter(*found)(head_texts)
                 if len(found) > 1

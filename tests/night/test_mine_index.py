@@ -103,8 +103,8 @@ def _screened(texts: list[str], threshold: float) -> tuple[int, int, int]:
     keys = [screen.key(c) for c in contents]
     pairs = kept = passing = 0
     for i, key in enumerate(keys):
-        found = list(range(i))
-        survivors = set(screen.screen(key, found))
+        found = range(i)
+        survivors = set(screen.screen(key, set(found)))
         for j in found:
             score = fuzz.token_set_ratio(contents[i], contents[j], score_cutoff=threshold)
             assert not score or j in survivors, (threshold, contents[i], contents[j], score)
