@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz import fuzz
 
+from skillopt_sleep.night import candidates
 from skillopt_sleep.night.candidates import CandidateIndex, Screen, Vocabulary, stem
 from skillopt_sleep.night.mine import (
     Intent,
@@ -132,6 +133,15 @@ def test_screen_keeps_every_pair_token_set_ratio_passes(threshold: float) -> Non
     assert passing > 100
     if threshold >= 60:  # the screen is no formality: it drops most pairs
         assert kept * 4 < pairs, (kept, pairs)
+
+
+def test_screen_without_codes_keeps_every_passing_pair(monkeypatch: pytest.MonkeyPatch) -> None:
+    # more distinct words than codes: the tests reading codes are left out, shared words
+    # are counted word by word
+    monkeypatch.setattr(candidates, "_CODES", 40)
+    for threshold in (60.0, 72.0):
+        pairs, kept, passing = _screened(prompts(200, 9, names=30), threshold)
+        assert passing > 20 and kept < pairs
 
 
 _SYLLABLE = st.sampled_from(["ab", "ba", "abc", "ca", "b", "a", "cab", "bc", "aab", "ac"])
