@@ -516,10 +516,10 @@ def _cluster_project(
         """The position of the head ``group[i]`` joins (None: it starts a cluster)."""
         it, content = group[i], contents[i]
         proposed = index.candidates(records[i], _content(it.norm))
-        found = list(proposed)
-        if content and found:  # similar() compares content words: a cheap necessary test first
-            bare = [pos for pos in found if not head_texts[pos]] if bare_heads else []
-            found = screen.screen(keys[i], proposed)  # drops only pairs scoring below threshold
+        if content and proposed:  # similar() compares content words: a cheap necessary test first
+            bare = [pos for pos in proposed if not head_texts[pos]] if bare_heads else []
+            # the screen drops only pairs scoring below threshold (a few are scored at once)
+            found = screen.screen(keys[i], proposed) if len(proposed) > 8 else list(proposed)
             texts = (
                 itemgetter(*found)(head_texts)
                 if len(found) > 1
@@ -532,6 +532,8 @@ def _cluster_project(
                 )
                 if texts[j]
             ] + bare
+        else:
+            found = list(proposed)
         best: int | None = None
         best_score = 0.0
         for pos in found:
