@@ -22,13 +22,24 @@ Token-set ratio at mining's 0.72 needs far more than :data:`SHARE` of the words 
 near-subset of the content words, or words that differ by a typo or a suffix); a pair it
 scores that this index does not propose would share no stem or near-typo at all, only
 letters (tests/night/test_mine_index.py checks thousands of generated prompts against the
-all-pairs comparison). :class:`CandidateIndex.compared` counts the pairs scored.
+all-pairs comparison). :class:`CandidateIndex.compared` counts the candidate pairs.
+
+A candidate pair is then *screened* (:class:`Screen`) before token-set ratio scores it:
+a comparison of the characters (sorted) and an exact count of the words in common drop
+only pairs whose token-set ratio is provably below the threshold, so the clusters are
+those without the screen (see the class for the argument).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from operator import itemgetter
+from typing import NamedTuple
+
+from rapidfuzz import fuzz, process
+from rapidfuzz.distance import Indel, LCSseq
 
 #: The share of an intent's content weight (characters) the prefix filter never misses.
 SHARE = 0.3
@@ -161,3 +172,176 @@ class CandidateIndex:
         for postings, classes in ((self._all, record), (self._prefix, self.prefix(record))):
             for c in classes:
                 postings.setdefault(c, {}).setdefault(size, []).append(position)
+
+
+#: Distinct words a :class:`Screen` codes as one character each (code points, surrogates
+#: skipped); with more, the tests that read codes are left out.
+_CODES = 0x110000 - 0x800
+
+
+def _code(n: int) -> str:
+    return chr(n if n < 0xD800 else n + 0x800)
+
+
+class Key(NamedTuple):
+    """What :class:`Screen` reads of an intent's content text."""
+
+    bag: str  # its words joined (sorted, each once), characters sorted
+    words: frozenset[str]
+    weight: int  # the length of its words joined
+    coded: str  # each word's code repeated (its length + 1) times, sorted ("": uncoded)
+    mixed: str  # its words joined, then ``coded``
+
+
+class Screen:
+    """Cheap tests a candidate pair passes whenever rapidfuzz's token-set ratio of the two
+    content texts reaches ``threshold`` (0..100): only the pairs passing one are scored
+    (docs/mining.md, "How prompts are compared").
+
+    Token-set ratio of word sets X and Y, with S = X ∩ Y, A = X − S, B = Y − S, each joined
+    in sorted order (lengths s, a, b; x and y for X and Y joined, L = x + y; t is
+    ``threshold / 100``), is 100 when S is not empty and A or B is, else the best of:
+
+    - ``1 - indel(A, B) / L``. Two bounds, both needed:
+
+      * **bag**: an insertion or deletion changes one character's count, so ``indel(A,
+        B)`` is at least the sum over characters of ``|count in A - count in B|``, where
+        S's characters cancel out: the same sum for X and Y. ``fuzz.ratio`` of X's and Y's
+        characters *sorted* (their longest common subsequence is the shared counts) is
+        that bound, ``>= t`` when the ratio is.
+      * **order**: deleting S's words (and a space each, ``s + 1`` characters) from X
+        joined leaves A joined, so ``indel(X, Y) <= indel(A, B) + 2(s + 1)``. Each word
+        coded as one character repeated (its length + 1) times, sorted, has ``indel =
+        L + 2 - 2(s + 1)`` between X's and Y's codes; X joined then its codes against Y's
+        likewise is at most the sum of the two, ``<= (2 - t)L + 2`` when the ratio is
+        ``>= t``: its ``fuzz.ratio`` is at least ``t·L / (2L + 2) >= t(x + 1) / (2x + 4)``.
+
+    - ``2s / (x + s)`` (S against S + A), ``>= t`` only when ``s >= share * x``, ``share =
+      t / (2 - t)``; ``2s / (y + s)`` likewise with y (the 100 case is one of them). Then
+      one of X's *prefix* words (its rarest words until less than ``share`` of its weight,
+      length + 1 each, is left) is in Y or one of Y's is in X: an inverted index of words
+      proposes those pairs and the **words** test checks ``s``: ``LCSseq.similarity`` of
+      the codes is ``s + 1``, and for ``share >= 1/2`` Y's share implies ``Indel.distance``
+      of the codes ``<= x`` (else ``s`` is counted word by word).
+
+    A pair is kept when it passes bag and order, or words (with a margin for float
+    rounding), so the pairs dropped are pairs token-set ratio scores below the threshold.
+    The tests read the words as ``str.split`` does; rapidfuzz splits on no character
+    ``str.split`` keeps in a word (tests/night/test_mine_index.py checks it). ``screened``
+    counts the pairs dropped."""
+
+    def __init__(self, threshold: float) -> None:
+        t = threshold / 100
+        self._t = t
+        self.active = 0 < t <= 1
+        self._share = max(t / (2 - t) - 1e-6, 0.0) if self.active else 0.0
+        self._frequency: Counter[str] = Counter()
+        self._codes: dict[str, str] = {}
+        self._coding = True  # every word has a code
+        self._keys: list[Key] = []  # by position
+        self._bags: list[str] = []
+        self._coded: list[str] = []
+        self._mixed: list[str] = []
+        self._all: dict[str, list[int]] = {}  # word -> positions
+        self._prefix: dict[str, list[int]] = {}  # word -> positions with it in their prefix
+        self.screened = 0
+
+    def count(self, content: str) -> None:
+        """Count ``content``'s words in the frequency that orders prefixes rarest first
+        (every intent's, before the first :meth:`add`)."""
+        self._frequency.update(set(content.split()))
+
+    def key(self, content: str) -> Key:
+        """What the tests read of a content text (the text token-set ratio compares)."""
+        words = frozenset(content.split())
+        joined = " ".join(sorted(words))
+        codes = self._codes
+        if len(codes) + len(words) >= _CODES:
+            self._coding = False  # more distinct words than characters to code them
+        coded = ""
+        if self._coding:
+            coded = "".join(
+                sorted(codes.setdefault(w, _code(len(codes))) * (len(w) + 1) for w in words)
+            )
+        return Key("".join(sorted(joined)), words, len(joined), coded, joined + coded)
+
+    def _prefix_of(self, key: Key) -> list[str]:
+        total = key.weight + 1  # each word weighs its length + 1
+        rest = total
+        out: list[str] = []
+        freq = self._frequency
+        for w in sorted(key.words, key=lambda w: (freq[w], w)):
+            if rest < self._share * total:
+                break
+            out.append(w)
+            rest -= len(w) + 1
+        return out
+
+    def add(self, key: Key) -> None:
+        """Screen against the intent with ``key`` too (positions are 0, 1, 2 … in order)."""
+        position = len(self._keys)
+        self._keys.append(key)
+        self._bags.append(key.bag)
+        self._coded.append(key.coded)
+        self._mixed.append(key.mixed)
+        for w in key.words:
+            self._all.setdefault(w, []).append(position)
+        for w in self._prefix_of(key):
+            self._prefix.setdefault(w, []).append(position)
+
+    def _passing(
+        self,
+        query: str,
+        found: list[int],
+        among: list[str],
+        scorer: Callable[..., float],
+        cutoff: float,
+    ) -> list[int]:
+        """The positions of ``found`` whose string in ``among`` ``scorer`` passes."""
+        if not found:
+            return []
+        texts = itemgetter(*found)(among) if len(found) > 1 else (among[found[0]],)
+        return [
+            found[j]
+            for _, _, j in process.extract(
+                query, texts, scorer=scorer, score_cutoff=cutoff, limit=None
+            )
+        ]
+
+    def screen(self, key: Key, proposed: set[int]) -> list[int]:
+        """The positions of ``proposed`` whose pair with ``key``'s intent passes the tests."""
+        found = list(proposed)
+        if not self.active or not found:
+            return found
+        t, x = self._t, key.weight
+        kept = self._passing(key.bag, found, self._bags, fuzz.ratio, 100 * t - 0.01)
+        if self._coding:  # order
+            cutoff = 100 * t * (x + 1) / (2 * x + 4) - 0.01
+            kept = self._passing(key.mixed, kept, self._mixed, fuzz.ratio, cutoff)
+        passed = set(kept)
+        # words: X's prefix words in Y (X's share), Y's prefix words in X (Y's share)
+        mine: set[int] = set()
+        for w in self._prefix_of(key):
+            mine.update(self._all.get(w, ()))
+        theirs: set[int] = set()
+        for w in key.words:
+            theirs.update(self._prefix.get(w, ()))
+        rest: set[int] = set()
+        for sharing, scorer, cutoff in (
+            (mine, LCSseq.similarity, math.floor(self._share * x + 1)),
+            (theirs, Indel.distance, x if self._share >= 0.5 else -1),
+        ):
+            sharing.intersection_update(proposed)
+            sharing.difference_update(passed)
+            if self._coding and cutoff >= 0:
+                passed.update(self._passing(key.coded, list(sharing), self._coded, scorer, cutoff))
+            else:
+                rest |= sharing
+        for pos in rest - passed:  # counted word by word
+            other = self._keys[pos]
+            common = key.words & other.words
+            s = sum(map(len, common)) + len(common) - 1
+            if s >= self._share * x or s >= self._share * other.weight:
+                passed.add(pos)
+        self.screened += len(found) - len(passed)
+        return list(passed)

@@ -41,7 +41,7 @@ from skillopt_sleep import agents
 from skillopt_sleep.config import Settings
 from skillopt_sleep.models import CapsuleItem, Check, ContextCapsule, Occurrence, Task
 from skillopt_sleep.night import corrections as fb
-from skillopt_sleep.night.candidates import CandidateIndex, Vocabulary
+from skillopt_sleep.night.candidates import CandidateIndex, Screen, Vocabulary
 from skillopt_sleep.night.replay import scorable
 from skillopt_sleep.night.split import assign_splits, undistinct, view_id
 from skillopt_sleep.results import OnProgress, ProgressEvent
@@ -493,6 +493,10 @@ def _cluster_project(
     index = CandidateIndex(frequency)
     promoted = CandidateIndex(frequency)  # heads now that were not heads then
     promoted_at: list[int] = []  # their positions in ``index``
+    screen = Screen(threshold)  # cheap tests before token-set ratio scores a candidate
+    for text in contents:
+        screen.count(text)
+    keys = [screen.key(text) for text in contents]
     clusters: list[list[Intent]] = []
     heads: list[tuple[int, str]] = []  # (cluster, head norm) by position in the index
     head_texts: list[str] = []  # head contents, by position
@@ -500,6 +504,7 @@ def _cluster_project(
 
     def start_cluster(i: int) -> int:
         index.add(len(heads), records[i], _content(group[i].norm))
+        screen.add(keys[i])
         heads.append((len(clusters), group[i].norm))
         head_texts.append(contents[i])
         if not contents[i]:
@@ -510,16 +515,25 @@ def _cluster_project(
     def decide(i: int) -> int | None:
         """The position of the head ``group[i]`` joins (None: it starts a cluster)."""
         it, content = group[i], contents[i]
-        found = list(index.candidates(records[i], _content(it.norm)))
-        if content and found:  # similar() compares content words: a cheap necessary test first
-            texts = itemgetter(*found)(head_texts) if len(found) > 1 else (head_texts[found[0]],)
+        proposed = index.candidates(records[i], _content(it.norm))
+        if content and proposed:  # similar() compares content words: a cheap necessary test first
+            bare = [pos for pos in proposed if not head_texts[pos]] if bare_heads else []
+            # the screen drops only pairs scoring below threshold (a few are scored at once)
+            found = screen.screen(keys[i], proposed) if len(proposed) > 8 else list(proposed)
+            texts = (
+                itemgetter(*found)(head_texts)
+                if len(found) > 1
+                else tuple(map(head_texts.__getitem__, found))
+            )
             found = [
                 found[j]
                 for _, _, j in process.extract(
                     content, texts, scorer=fuzz.token_set_ratio, score_cutoff=threshold, limit=None
                 )
                 if texts[j]
-            ] + ([pos for pos in found if not head_texts[pos]] if bare_heads else [])
+            ] + bare
+        else:
+            found = list(proposed)
         best: int | None = None
         best_score = 0.0
         for pos in found:

@@ -3,12 +3,23 @@ comparison clusters: the same clusters, from far fewer comparisons."""
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rapidfuzz import fuzz
 
-from skillopt_sleep.night.candidates import CandidateIndex, Vocabulary, stem
-from skillopt_sleep.night.mine import Intent, _cluster, cluster_all_pairs
+from skillopt_sleep.night import candidates
+from skillopt_sleep.night.candidates import CandidateIndex, Screen, Vocabulary, stem
+from skillopt_sleep.night.mine import (
+    Intent,
+    _cluster,
+    _content_text,
+    cluster_all_pairs,
+    normalise_intent,
+)
 from tests.helpers.mining import intents, prompts
 
 
@@ -70,3 +81,88 @@ def test_prefix_filter_and_length_rule() -> None:
     second = index.candidates(records[1], 4)
     assert 1 not in second and 2 not in second  # nothing shared with "x y z w v" either
     assert index.compared == len(first) + len(second)
+
+
+@pytest.mark.parametrize("seed", [3, 17, 29, 41, 53, 101])
+def test_index_and_screen_find_the_clusters_of_all_pairs_on_small_sets(seed: int) -> None:
+    # a few hundred prompts, several seeds and thresholds: the screen (night/candidates.py)
+    # drops only pairs token-set ratio scores below the threshold
+    r = random.Random(seed)
+    texts = prompts(r.choice([200, 300, 400]), seed, names=r.choice([0, 40, 300]))
+    group = intents(texts)
+    for threshold in (60.0, 66.0, 72.0, 80.0, 90.0):
+        assert _ids(_cluster(group, threshold)) == _ids(cluster_all_pairs(group, threshold))
+
+
+def _screened(texts: list[str], threshold: float) -> tuple[int, int, int]:
+    """Every pair of ``texts`` through a screen: (pairs, pairs kept, pairs token-set ratio
+    scores at the threshold); fails on a pair scoring at the threshold that was dropped."""
+    contents = [_content_text(normalise_intent(t))[:1000] or t for t in texts]
+    screen = Screen(threshold)
+    for c in contents:
+        screen.count(c)
+    keys = [screen.key(c) for c in contents]
+    pairs = kept = passing = 0
+    for i, key in enumerate(keys):
+        found = range(i)
+        survivors = set(screen.screen(key, set(found)))
+        for j in found:
+            score = fuzz.token_set_ratio(contents[i], contents[j], score_cutoff=threshold)
+            assert not score or j in survivors, (threshold, contents[i], contents[j], score)
+            passing += bool(score)
+        pairs += len(found)
+        kept += len(survivors)
+        screen.add(key)
+    return pairs, kept, passing
+
+
+@pytest.mark.parametrize("threshold", [50.0, 60.0, 66.7, 72.0, 85.0, 95.0, 100.0])
+def test_screen_keeps_every_pair_token_set_ratio_passes(threshold: float) -> None:
+    # generated requests: reworded, reordered, pluralised, mistyped; subsets with qualifiers
+    texts = prompts(350, 5, names=60) + [
+        "fix parser",
+        "fix parser tokenizer lexer router",  # a subset of a longer request: 100
+        "fix parsers_x",
+        "fix parsre",  # a typo: no word in common
+        "aaaa_bbbb_cccc refactor",
+        "aaab_bbbc_cccd refactor",  # shares a few letters' order, not a word
+        "deploy the parser service",
+        "delpoy the parsre service",
+    ]
+    pairs, kept, passing = _screened(texts, threshold)
+    assert passing > 100
+    if threshold >= 60:  # the screen is no formality: it drops most pairs
+        assert kept * 4 < pairs, (kept, pairs)
+
+
+def test_screen_without_codes_keeps_every_passing_pair(monkeypatch: pytest.MonkeyPatch) -> None:
+    # more distinct words than codes: the tests reading codes are left out, shared words
+    # are counted word by word
+    monkeypatch.setattr(candidates, "_CODES", 40)
+    for threshold in (60.0, 72.0):
+        pairs, kept, passing = _screened(prompts(200, 9, names=30), threshold)
+        assert passing > 20 and kept < pairs
+
+
+_SYLLABLE = st.sampled_from(["ab", "ba", "abc", "ca", "b", "a", "cab", "bc", "aab", "ac"])
+_WORD = st.lists(_SYLLABLE, min_size=1, max_size=4).map("".join)
+_TEXT = st.lists(_WORD, min_size=1, max_size=7).map(" ".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_TEXT, min_size=2, max_size=12), st.sampled_from([60.0, 72.0, 85.0]))
+def test_screen_keeps_every_passing_pair_of_look_alike_words(
+    texts: list[str], threshold: float
+) -> None:
+    # words from three letters: many pairs alike by their letters, not their words
+    _screened(texts, threshold)
+
+
+def test_rapidfuzz_splits_no_word_str_split_keeps() -> None:
+    # the screen reads words as str.split does; rapidfuzz must not split one of them
+    for code in range(0x10000):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        text = f"ab{chr(code)}cd"
+        if len(text.split()) == 1:
+            assert fuzz.token_set_ratio(text, "ab cd") < 100, hex(code)
