@@ -28,6 +28,7 @@ still holds compares only the intents new since (:func:`_reusable`).
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import re
 from collections import Counter
@@ -181,9 +182,12 @@ _FILE = re.compile(
 PLACEHOLDERS = frozenset({"<url>", "<path>", "<hash>", "<n>", "<redacted>", "<block>"})
 
 
+@functools.lru_cache(maxsize=1024)
 def normalise_intent(text: str) -> str:
     """Lowercase, mask redactions, pasted blocks, urls, paths and file names, hashes and
-    numbers, drop punctuation, collapse whitespace."""
+    numbers, drop punctuation, collapse whitespace. The latest 1,024 texts are remembered:
+    walking a session normalises each prompt again as the request its follow-up may
+    restate (at most 20,000 characters each, so at most ~20 MB kept)."""
     t = _REDACTED.sub(" <redacted> ", text)
     t = _FENCED.sub(" <block> ", t)
     t = _INDENTED.sub(" <block> ", t)

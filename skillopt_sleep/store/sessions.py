@@ -210,9 +210,7 @@ class SessionsRepo(Repository):
     def messages(self, session_id: str) -> list[Row]:
         """The session's messages in order, ``tool_names`` decoded to a list, ``context``
         (a tool message's capsule item) to a dict or None."""
-        rows = list(
-            self.db.table("messages").rows_where("session_id = ?", [session_id], order_by="seq")
-        )
+        rows = self._rows("select * from messages where session_id = ? order by seq", [session_id])
         for r in rows:
             r["tool_names"] = json.loads(r["tool_names"] or "[]")
             r["context"] = json.loads(r["context"]) if r.get("context") else None
