@@ -14,7 +14,8 @@ byte ``offset`` consumed (always just after a ``\\n``), the sha256 ``head_hash``
 * ``*.zst`` → decompressed as a stream and re-read whole whenever size or mtime changes.
 
 Bad input never raises: unreadable files, vanished files and directories, binary files (NUL in
-the first 4 KiB), lines over :data:`.lines.MAX_LINE` bytes (read in :data:`.lines.CHUNK` pieces, so memory stays
+the first 4 KiB and no JSON start: :func:`.lines.looks_binary`; NUL runs inside a text file
+end a line), lines over :data:`.lines.MAX_LINE` bytes (read in :data:`.lines.CHUNK` pieces, so memory stays
 bounded), malformed JSON and non-UTF-8 bytes (decoded with U+FFFD) are counted by reason.
 Each file's pass runs in one ``store.write()`` transaction (in :func:`harvest`, a savepoint of
 the batch's transaction: files are committed in batches), so offsets never get ahead of the
@@ -44,7 +45,7 @@ from skillopt_sleep.config import Settings, SourceConfig
 from skillopt_sleep.results import OnProgress, ProgressEvent
 from skillopt_sleep.sources import get_source
 from skillopt_sleep.sources.base import ParseResult, Source
-from skillopt_sleep.sources.lines import HEAD, LineReader, SkipFile, batches
+from skillopt_sleep.sources.lines import HEAD, LineReader, SkipFile, batches, looks_binary
 from skillopt_sleep.store import Store, now_iso
 from skillopt_sleep.store.files import FileStamp
 
@@ -331,7 +332,7 @@ def _ingest(
             stream: IO[bytes] = zstandard.ZstdDecompressor().stream_reader(fh)
             reader = LineReader(stream, 0, final=True, check_binary=True)
         else:
-            if b"\x00" in head:
+            if looks_binary(head):
                 raise SkipFile("binary")
             if usable:
                 prev = min(HEAD, usable["size"] or 0)

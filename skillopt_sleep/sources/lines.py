@@ -3,12 +3,16 @@
 :class:`LineReader` yields complete lines from a file object read in :data:`CHUNK` pieces
 and tracks the byte offset just after the last consumed ``\\n`` (an unterminated last line
 waits for the next pass). Lines over :data:`MAX_LINE` bytes are skipped and counted, never
-held whole; a NUL byte in the first :data:`HEAD` bytes marks the file binary (``SkipFile``).
+held whole. A file is binary (``SkipFile``) when its first :data:`HEAD` bytes hold a NUL and
+it does not start like JSON Lines (:func:`looks_binary`); in a text file a run of NUL bytes
+(the zero-filled tail a crash leaves, before the next record is appended) ends a line like
+``\\n``: what is before it and what follows are parsed (or skipped) each on its own.
 :func:`batches` groups lines into :data:`BATCH_BYTES` batches for ``Source.parse``.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 from typing import IO
@@ -21,6 +25,18 @@ CHUNK = 1024 * 1024
 BATCH_BYTES = 4 * 1024 * 1024
 #: bytes hashed to recognise a replaced file
 HEAD = 4096
+
+
+#: a run of NUL bytes inside a line of a text file: a line break
+_NULS = re.compile(rb"\x00+")
+
+
+def looks_binary(head: bytes) -> bool:
+    """Whether a file whose first bytes are ``head`` is binary: a NUL in them and, leading
+    NULs, whitespace and a byte order mark aside, no ``{`` or ``[`` to start JSON with."""
+    if b"\x00" not in head:
+        return False
+    return head.lstrip(b"\x00\xef\xbb\xbf \t\r\n")[:1] not in (b"{", b"[")
 
 
 class SkipFile(Exception):
@@ -58,6 +74,16 @@ class LineReader:
                 self.warnings["non_utf8"] += 1
         return line
 
+    def _pieces(self, line: bytes) -> Iterator[bytes]:
+        """``line``, or its pieces between runs of NUL bytes (counted as ``nul_bytes``)."""
+        if b"\x00" not in line:
+            yield line
+            return
+        self.warnings["nul_bytes"] += 1
+        for piece in _NULS.split(line):
+            if piece.strip():
+                yield piece
+
     def __iter__(self) -> Iterator[bytes]:
         buf, discarding = bytearray(), False
         while True:
@@ -66,7 +92,7 @@ class LineReader:
                 break
             if self.check_binary:
                 self.check_binary = False
-                if b"\x00" in chunk[:HEAD]:
+                if looks_binary(chunk[:HEAD]):
                     raise SkipFile("binary")
             base = self.pos
             self.pos += len(chunk)
@@ -90,7 +116,7 @@ class LineReader:
                 self.offset = base + nl + 1
                 i = nl + 1
                 if line is not None:
-                    yield line
+                    yield from self._pieces(line)
         if self.final and (buf or discarding):
             if discarding:
                 self.skipped["line_too_long"] += 1
@@ -99,7 +125,7 @@ class LineReader:
                 line = self._emit(buf)
             self.offset = self.pos
             if line is not None:
-                yield line
+                yield from self._pieces(line)
 
 
 def batches(lines: Iterator[bytes]) -> Iterator[list[bytes]]:

@@ -97,6 +97,34 @@ def test_truncated_and_replaced_files_are_reread(store: Store, claude_root: Path
     assert _prompts(store, "claude_code:99999999-2222-4333-8444-555555555555") == ["a fresh start"]
 
 
+def test_nul_bytes_in_a_text_log_cost_only_their_own_bytes(store: Store, claude_root: Path) -> None:
+    """A log whose first 4 KiB hold NUL bytes is still a log when it starts like JSON Lines:
+    a line holding NULs is cut at them (each piece parsed or skipped on its own), and a
+    zero-filled tail a crash left before the next record is appended loses nothing. A file
+    that does not start like JSON is binary, as before."""
+    src = ClaudeCodeSource()
+    path = _session_file(claude_root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    first = jsonl([cc_user("u1", "use pnpm for installs")])
+    path.write_bytes(first + b"\xff\xfe\x00\x00garbage\n" + jsonl([cc_user("u2", "no, use pnpm")]))
+    res = harvest_file(store, src, path)
+    assert res.status == "read" and res.warnings["nul_bytes"] == 1, res
+    assert _prompts(store) == ["use pnpm for installs", "no, use pnpm"]
+    assert res.lines_skipped  # the garbage piece is counted, not stored
+
+    # a crash left a zero-filled tail; the agent then appended its next record after it
+    with open(path, "ab") as fh:
+        fh.write(b"\x00" * 512 + jsonl([cc_user("u3", "after the zeros")]))
+    again = harvest_file(store, src, path)
+    assert again.status == "read" and again.warnings["nul_bytes"] == 1, again
+    assert _prompts(store)[-1] == "after the zeros"
+    assert store.files.get(str(path))["status"] == "ok"
+
+    blob = claude_root / "-home-dev-proj" / "blob.jsonl"
+    blob.write_bytes(b"\x7fELF\x02\x01\x00\x00" + b"\x00\x01" * 100)
+    assert harvest_file(store, src, blob).reason == "binary"
+
+
 def test_bad_files_are_counted_and_others_still_harvested(store: Store, claude_root: Path) -> None:
     proj = claude_root / "-home-dev-proj"
     write(_session_file(claude_root), [cc_user("u1", "the good session")])
