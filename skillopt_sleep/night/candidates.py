@@ -130,7 +130,7 @@ class CandidateIndex:
         self._prefix: dict[int, dict[int, list[int]]] = {}
         self._bare: list[int] = []  # intents without content words: always candidates
         self._size = 0
-        self.compared = 0  # candidate pairs handed out (each is scored)
+        self.compared = 0  # candidate pairs handed out (each is screened, then perhaps scored)
 
     def prefix(self, record: dict[int, int]) -> list[int]:
         total = sum(record.values())

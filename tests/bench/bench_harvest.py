@@ -440,6 +440,11 @@ def run_benchmark(
     new = append_session(gen, home, root / "side", seed + 2000)
     one_new = ours_harvest(home, last_state, scratch)
     nochange = [ours_harvest(home, last_state, scratch) for _ in range(max(1, incremental))]
+    # what a user types (the table, not --json), and the CLI's start-up alone (--version)
+    env = _clean_env(home, SKILLOPT_SLEEP_HOME=str(last_state), PYTHONPATH=str(REPO))
+    cli = [sys.executable, "-m", "skillopt_sleep"]
+    table_runs = [measure([*cli, "harvest"], env, scratch) for _ in range(max(1, incremental))]
+    version = [measure([*cli, "--version"], env, scratch) for _ in range(max(1, incremental))]
     files_now, _ = corpus_files(home)
     inc: dict[str, Any] = {
         "files": files_now,
@@ -453,6 +458,11 @@ def run_benchmark(
         "ours_cli_nochange_cpu_s": _median([r["cpu"] for r in nochange]),
         "ours_cli_nochange_written_mb": _median([r["written"] / 1e6 for r in nochange]),
         "ours_cli_nochange_rss_mb": _median([r["rss_mb"] for r in nochange]),
+        "ours_cli_nochange_table_s": _median([r["wall"] for r in table_runs]),
+        "ours_cli_nochange_table_runs_s": [r["wall"] for r in table_runs],
+        "ours_cli_nochange_table_cpu_s": _median([r["cpu"] for r in table_runs]),
+        "ours_cli_version_s": _median([r["wall"] for r in version]),
+        "ours_cli_version_cpu_s": _median([r["cpu"] for r in version]),
     }
     if ref_reread:
         rw = _median([r["wall"] for r in ref_reread])
