@@ -3,6 +3,8 @@ with ``session show ID``, and ``logs`` (the daemon's night log)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 session_app = typer.Typer(
@@ -15,6 +17,10 @@ def _arrow(before: float | None, after: float | None) -> str:
     from skillopt_sleep.cli.console import fmt_score
 
     return f"{fmt_score(before)}→{fmt_score(after)}"
+
+
+def _per_block(n: Any) -> bool:
+    return len(n.summary.blocks) > 1
 
 
 def nights_cmd(
@@ -37,8 +43,9 @@ def nights_cmd(
             night_label(n.id),  # a dry run: d1, d2, … (it takes no night number)
             (n.started_at or "")[5:16].replace("T", " "),  # MM-DD HH:MM (UTC)
             "dry run" if n.dry_run else n.status.value,
-            _arrow(n.val_before, n.val_after),
-            _arrow(n.test_before, n.test_after),
+            # a night of several blocks has no one score: each block has its own
+            "per block" if _per_block(n) else _arrow(n.val_before, n.val_after),
+            "per block" if _per_block(n) else _arrow(n.test_before, n.test_after),
             str(n.calls or 0),
             f"{n.seconds:.0f}s" if n.seconds is not None else "—",
             ", ".join(n.summary.staged_proposals(n.proposal_id)) or "—",  # one per block

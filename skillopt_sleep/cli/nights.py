@@ -152,10 +152,13 @@ def print_night(r: NightResult, by: str = "") -> None:
     if summary.test_note:
         out.print(f"  test {summary.test_note}", markup=False)
     if r.status not in (NightStatus.PLANNED, NightStatus.NO_TASKS):
-        out.print(
-            f"  val {_fmt(r.val_before)} -> {_fmt(r.val_after)}, "
-            f"test {_fmt(r.test_before)} -> {_fmt(r.test_after)}"
-        )
+        if len(summary.blocks) > 1:  # no one score: each block has its own
+            out.print("  val and test: scored per block (below)")
+        else:
+            out.print(
+                f"  val {_fmt(r.val_before)} -> {_fmt(r.val_after)}, "
+                f"test {_fmt(r.test_before)} -> {_fmt(r.test_after)}"
+            )
         tokens = (cost.input_tokens or 0) + (cost.output_tokens or 0)
         # the same numbers the proposal's report gives (its "cost" line), then the night's time
         out.print(

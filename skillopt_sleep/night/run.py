@@ -769,13 +769,23 @@ def _night_of_blocks(
                 reason=x.reason,
             )
         )
-    out.reason = "; ".join(
-        f"{b.section or 'the requests asked in no project'}: "
-        + (f"proposal {b.proposal_id}" if b.proposal_id else str(b.status))
-        + (f" ({b.reason})" if b.reason and not b.proposal_id else "")
-        for b in out.blocks
-    )
+    out.reason = _blocks_reason(out.blocks)
     return out
+
+
+def _blocks_reason(blocks: list[BlockResult]) -> str:
+    """One short line for a night of several blocks (each block is listed on its own
+    elsewhere): the proposals staged, then the other blocks counted by outcome, e.g.
+    ``3 blocks: proposals p4, p5; 1 no_change (the optimizer proposed no edit)``."""
+    staged = [b.proposal_id for b in blocks if b.proposal_id]
+    outcomes: dict[str, int] = {}
+    for b in blocks:
+        if not b.proposal_id:
+            what = str(b.status) + (f" ({b.reason})" if b.reason else "")
+            outcomes[what] = outcomes.get(what, 0) + 1
+    said = [f"proposal{'s' if len(staged) > 1 else ''} {', '.join(staged)}"] if staged else []
+    said += [f"{n} {what}" for what, n in outcomes.items()]
+    return f"{len(blocks)} block{'s' if len(blocks) != 1 else ''}: " + "; ".join(said)
 
 
 def _copy_kind(s: Settings, where: Any) -> str:

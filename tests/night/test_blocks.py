@@ -81,9 +81,13 @@ def test_the_default_night_trains_one_block_per_project_and_stages_each(
     staged = {p["id"]: p for p in store.proposals.staged(str(live))}
     assert set(staged) == set(pids.values())  # none superseded another project's proposal
 
-    # what `skillopt-sleep run` prints: each block with its proposal
+    # what `skillopt-sleep run` prints: one short line for the night, each block with its
+    # proposal, and no night-wide score where each block has its own
+    every_pid = ", ".join(b.proposal_id for b in result.summary.blocks if b.proposal_id)
+    assert result.summary.reason == f"3 blocks: proposals {every_pid}", result.summary.reason
     print_night(result)
     printed = " ".join(capsys.readouterr().out.split())
+    assert "val and test: scored per block (below)" in printed and "val — ->" not in printed
     for sec, pid in pids.items():
         where = f"the block for {sec}" if sec else "the block every project reads"
         assert f"{where}: succeeded, proposal {pid}" in printed, printed
@@ -93,6 +97,15 @@ def test_the_default_night_trains_one_block_per_project_and_stages_each(
     log_text = paths.night_log_path(result.night_id).read_text("utf-8")
     assert f"night {result.night_id} succeeded: proposals {every}" in log_text, log_text
     [listed] = [n for n in Service().nights(5) if n.id == result.night_id]
+    from skillopt_sleep.cli.browse import nights_cmd
+
+    nights_cmd(limit=5, as_json=False)
+    [row] = [
+        ln
+        for ln in capsys.readouterr().out.splitlines()
+        if ln.split()[:1] == [str(result.night_id)]
+    ]
+    assert row.count("per block") == 2 and "—→—" not in row, row
     assert set(listed.summary.staged_proposals(listed.proposal_id)) == set(pids.values())
 
     # `proposals` (and its JSON, the MCP tool's rows) name each proposal's block
