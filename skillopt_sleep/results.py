@@ -550,6 +550,30 @@ class PendingProposal(_Model):
     seen: bool = False
 
 
+#: the skip reasons (``lines_skipped`` keys, or their prefix before ``:``) of a log line that
+#: could not be read: a broken line, not a record a parser leaves out by design (an ignored
+#: record type, injected context, an empty message …)
+UNREADABLE_LINES = frozenset(
+    {
+        "bad_json",
+        "line_too_long",
+        "not_an_object",
+        "too_deep",
+        "lone_surrogate",
+        "malformed",
+        "bad_record",
+        "bad_zstd",
+        "db_error",
+        "bad_step",
+    }
+)
+
+
+def unreadable_lines(lines_skipped: dict[str, int]) -> dict[str, int]:
+    """The ``lines_skipped`` counts of lines that could not be read (:data:`UNREADABLE_LINES`)."""
+    return {k: n for k, n in lines_skipped.items() if k.split(":", 1)[0] in UNREADABLE_LINES}
+
+
 class HarvestView(_Model):
     """The latest harvest pass of one source: files and bytes read, sessions new / updated,
     and what was skipped or filtered, by reason."""

@@ -770,7 +770,10 @@ class Service:
             if not src.found:
                 out.append(DoctorCheck(name=f"logs {src.name}", status="skip", detail="not found"))
                 continue
-            detail = f"{src.sessions} session{'' if src.sessions == 1 else 's'}, {src.bytes} bytes"
+            # session files: a subagent's own file counts, a database counts its sessions
+            detail = (
+                f"{src.sessions} session file{'' if src.sessions == 1 else 's'}, {src.bytes} bytes"
+            )
             out.append(
                 DoctorCheck(name=f"logs {src.name}", status="ok", detail=detail)
                 if src.enabled

@@ -485,7 +485,7 @@ def status(as_json: bool = JsonOpt) -> None:
     data = st.model_dump(mode="json")
     _print_daemon(data.get("daemon") or {})
     from skillopt_sleep.cli.console import shorten_middle
-    from skillopt_sleep.results import night_label
+    from skillopt_sleep.results import night_label, unreadable_lines
 
     room = max(24, out.width // 2)
 
@@ -553,15 +553,32 @@ def status(as_json: bool = JsonOpt) -> None:
         if w.flag:
             say(f"  warning: {w.flag}")
     for name, h in data["harvest"].items():
+        # what a parser leaves out by design is no problem: only unreadable lines are said
+        bad = unreadable_lines(h["lines_skipped"])
         say(
             f"harvest {name}: {h['files_seen']} files, {h['sessions_new']} new / "
             f"{h['sessions_updated']} updated sessions at {h['at']}"
-            # a total, not the parsers' own counters (`harvest --json` has those)
-            + (f"; {_total(h['lines_skipped'])} log lines skipped" if h["lines_skipped"] else "")
+            + (
+                f"; {_count(h['files_skipped'], 'file')} skipped ({_by_reason(h['files_skipped'])})"
+                if h["files_skipped"]
+                else ""
+            )
+            + (f"; {_count(bad, 'unreadable log line')} skipped ({_by_reason(bad)})" if bad else "")
         )
     if config_error:
         err.print(f"error: {config_error}", markup=False)
         raise typer.Exit(1)
+
+
+def _count(counts: dict[str, int], what: str) -> str:
+    """``3 files``: the total of ``counts`` with ``what``, plural when it is not one."""
+    n = sum(counts.values())
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _by_reason(counts: dict[str, int]) -> str:
+    """``binary 2, not_a_file 1``: counts by reason, most first."""
+    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 #: what each reason mining drops a session or prompt for means, for the user

@@ -277,11 +277,18 @@ def test_status_reports_a_config_that_does_not_load_and_exits_1(tmp_path):
     project = tmp_path / "webapp"
     project.mkdir()
     write_conversations(home, project, DEMO_CONVERSATIONS)
+    # a broken line and a file that is no log, beside the demo's sessions
+    logs = next((home / ".claude" / "projects").iterdir())
+    (logs / "broken.jsonl").write_bytes(b'{"type": "user", "cut off\n')
+    (logs / "blob.jsonl").write_bytes(b"\x7fELF\x00\x01" * 100)
     assert skillopt("harvest").returncode == 0
     good = skillopt("status")
     assert good.returncode == 0, good.stderr
-    # a total, not the parsers' internal counters (those are in `harvest --json`)
-    assert " log lines skipped" in good.stdout and "{" not in good.stdout
+    # skipped files and unreadable lines by reason; what parsers leave out by design is no
+    # problem and not said (`harvest --json` has every counter)
+    said = " ".join(good.stdout.split())
+    assert "1 file skipped (binary 1)" in said and "{" not in good.stdout
+    assert "1 unreadable log line skipped (bad_json 1)" in said, said
     assert "injected" not in good.stdout and "ignored_type" not in good.stdout
     bad = tmp_path / "bad.toml"
     bad.write_text('projet = "/tmp/x"\n', encoding="utf-8")
