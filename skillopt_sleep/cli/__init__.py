@@ -559,11 +559,11 @@ def status(as_json: bool = JsonOpt) -> None:
             f"harvest {name}: {h['files_seen']} files, {h['sessions_new']} new / "
             f"{h['sessions_updated']} updated sessions at {h['at']}"
             + (
-                f"; {_count(h['files_skipped'], 'file')} skipped ({_by_reason(h['files_skipped'])})"
+                f"; {_count(h['files_skipped'], 'file')} skipped ({_counts(h['files_skipped'])})"
                 if h["files_skipped"]
                 else ""
             )
-            + (f"; {_count(bad, 'unreadable log line')} skipped ({_by_reason(bad)})" if bad else "")
+            + (f"; {_count(bad, 'unreadable log line')} skipped ({_counts(bad)})" if bad else "")
         )
     if config_error:
         err.print(f"error: {config_error}", markup=False)
@@ -574,11 +574,6 @@ def _count(counts: dict[str, int], what: str) -> str:
     """``3 files``: the total of ``counts`` with ``what``, plural when it is not one."""
     n = sum(counts.values())
     return f"{n} {what}{'' if n == 1 else 's'}"
-
-
-def _by_reason(counts: dict[str, int]) -> str:
-    """``binary 2, not_a_file 1``: counts by reason, most first."""
-    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 #: what each reason mining drops a session or prompt for means, for the user
@@ -606,11 +601,6 @@ def _counts(counts: Any) -> str:
     if not isinstance(counts, dict):
         return str(counts)
     return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
-def _total(counts: Any) -> int:
-    """The sum of a ``{"reason": n}`` counter (0 for anything else)."""
-    return sum(v for v in counts.values() if isinstance(v, int)) if isinstance(counts, dict) else 0
 
 
 def _print_daemon(d: dict[str, Any]) -> None:
