@@ -161,7 +161,16 @@ def tasks(
         import textwrap
 
         for tid, occurrences, checks, context, intent in table_rows:
-            out.print(f"{tid}  {occurrences}  context: {context}", markup=False)
+            out.print(
+                textwrap.fill(
+                    f"{tid}  {occurrences}  context: {context}",
+                    out.width,
+                    subsequent_indent="    ",
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                ),
+                markup=False,
+            )
             for label, text in (("intent", intent), ("checks", checks)):
                 out.print(
                     textwrap.fill(
@@ -185,8 +194,21 @@ def tasks(
         for o in t["occurrences"]:
             if o["note"]:
                 out.print(fitted(f"{t['id']}: an occurrence {o['note']}"), markup=False)
+        # a request asked in many projects: one line for the other projects' tasks, by id
+        elsewhere = [w for w in t["apart"] if w.endswith(_OTHER_PROJECT)]
+        grouped = len(elsewhere) >= 3
         for why in t["apart"]:
-            out.print(fitted(f"{t['id']} kept apart from {why}"), markup=False)
+            if not (grouped and why.endswith(_OTHER_PROJECT)):
+                out.print(fitted(f"{t['id']} kept apart from {why}"), markup=False)
+        if grouped:
+            ids = ", ".join(w.split(" ", 1)[0] for w in elsewhere)
+            out.print(
+                fitted(
+                    f"{t['id']} kept apart from {len(elsewhere)} like tasks of other projects "
+                    f"({ids}){_OTHER_PROJECT} each"
+                ),
+                markup=False,
+            )
     if report.tasks_once:
         out.print(
             fitted(
@@ -568,6 +590,10 @@ def status(as_json: bool = JsonOpt) -> None:
     if config_error:
         err.print(f"error: {config_error}", markup=False)
         raise typer.Exit(1)
+
+
+#: how mining words a task kept apart from a like one of another project
+_OTHER_PROJECT = ": a different project"
 
 
 def _count(counts: dict[str, int], what: str) -> str:

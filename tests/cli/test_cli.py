@@ -431,6 +431,21 @@ def test_tasks_shows_occurrences_by_role_why_similar_prompts_were_kept_apart_and
     assert "1 task(s) asked once" in text
     assert json.loads(skillopt("status", "--json").stdout)["counts"]["headless"] == 1
 
+    # asked in three more projects: one line names the other projects' tasks by id
+    for name in ("api", "docs", "cli"):
+        (tmp_path / name).mkdir()
+        write_conversations(home, tmp_path / name, [("claude_code", [ask])])
+    assert skillopt("harvest").returncode == 0
+    narrow = skillopt("tasks", env=dict(os.environ, COLUMNS="80")).stdout
+    assert max(len(ln) for ln in narrow.splitlines()) <= 80, narrow
+    flat = " ".join(narrow.split())
+    mine = json.loads(skillopt("tasks", "--json").stdout)
+    web_id = next(t["id"] for t in mine if t["project"] == str(webapp))
+    others = [t["id"] for t in mine if t["project"] != str(webapp)]
+    assert f"{web_id} kept apart from 4 like tasks of other projects (" in flat, flat
+    assert all(o in flat.split(f"{web_id} kept apart from 4", 1)[1] for o in others)
+    assert flat.count(f"{web_id} kept apart from") == 1
+
 
 def test_a_broken_state_folder_or_database_is_one_line_and_exit_1(tmp_path):
     """The machine, not a bug: a state folder that cannot be made, a damaged database."""
