@@ -81,7 +81,9 @@ def harvest(as_json: bool = JsonOpt) -> None:
     if as_json:
         print_json(data)
         return
-    rows = []
+    import textwrap
+
+    rows, notes = [], []
     for name, acc in (data.get("sources") or {}).items():
         skipped = {**acc.get("files_skipped", {}), **acc.get("sessions_filtered", {})}
         rows.append(
@@ -92,12 +94,25 @@ def harvest(as_json: bool = JsonOpt) -> None:
                 str(acc["bytes_read"]),
                 str(acc["sessions_new"]),
                 str(acc["sessions_updated"]),
-                ", ".join(f"{k} {v}" for k, v in skipped.items()) or "—",
+                str(sum(skipped.values())) if skipped else "—",
                 "\n".join(acc.get("roots", [])),
             ]
         )
+        if skipped:  # the reasons below the table, whole words (a column broke them)
+            notes.append(f"{name} skipped: {_counts(skipped)}")
     headers = ["source", "files", "read", "bytes", "new", "updated", "skipped", "roots"]
-    out.print(fitted_table(headers, rows, path=7, wrap=[6]))
+    out.print(fitted_table(headers, rows, path=7))
+    for note in notes:
+        out.print(
+            textwrap.fill(
+                note,
+                out.width,
+                subsequent_indent="  ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            ),
+            markup=False,
+        )
 
 
 @app.command()

@@ -281,7 +281,11 @@ def test_status_reports_a_config_that_does_not_load_and_exits_1(tmp_path):
     logs = next((home / ".claude" / "projects").iterdir())
     (logs / "broken.jsonl").write_bytes(b'{"type": "user", "cut off\n')
     (logs / "blob.jsonl").write_bytes(b"\x7fELF\x00\x01" * 100)
-    assert skillopt("harvest").returncode == 0
+    harvested = skillopt("harvest", env=dict(os.environ, COLUMNS="80"))
+    assert harvested.returncode == 0, harvested.stderr
+    # the table fits 80 columns; the skip reasons follow it in whole words
+    assert max(len(ln) for ln in harvested.stdout.splitlines()) <= 80, harvested.stdout
+    assert "claude_code skipped: binary 1" in harvested.stdout, harvested.stdout
     good = skillopt("status")
     assert good.returncode == 0, good.stderr
     # skipped files and unreadable lines by reason; what parsers leave out by design is no
