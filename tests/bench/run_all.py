@@ -635,7 +635,7 @@ def _harvest_section(p: dict[str, Any] | None) -> list[str]:
 
     irows = [
         [
-            "ours, daemon path (`harvest_file` on the new file, store open)",
+            "ours, daemon path (`harvest_file` on the new file; store open, warm)",
             ms(inc["ours_daemon_path_s"]),
             "—",
             f(inc.get("daemon_path_ratio"), 0, "×"),
