@@ -147,6 +147,25 @@ def test_the_full_disk_advice_keeps_the_database():
     assert "keep it" in (machine_failure(damaged) or "")
 
 
+def _damaged(db, table: str) -> bytes:
+    """A store at ``db`` whose table ``table`` (made if missing: a table no harvest touches)
+    holds ~1 MB of rows, its middle third then overwritten in 20 KB of the file; returns the
+    damaged bytes."""
+    store = Store(db)
+    with store.write():
+        store.db.execute(f"create table if not exists {table} (source, files_skipped)")
+        store.db.table(table).insert_all(
+            {"source": "x", "files_skipped": "{}" + " " * 3000} for _ in range(300)
+        )
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+    data = bytearray(db.read_bytes())
+    for off in range(len(data) // 3, len(data) // 3 + 20000, 7):
+        data[off] = 0xAA
+    db.write_bytes(bytes(data))
+    return db.read_bytes()
+
+
 def test_a_damaged_database_is_refused_before_any_write(tmp_path):
     import os
     import subprocess
@@ -157,18 +176,7 @@ def test_a_damaged_database_is_refused_before_any_write(tmp_path):
     from skillopt_sleep.errors import StoreError
 
     db = tmp_path / "skillopt-home" / "state" / "skillopt.db"
-    store = Store(db)
-    with store.write():
-        store.db.table("harvest_runs").insert_all(
-            {"source": "x", "files_skipped": "{}" + " " * 3000} for _ in range(300)
-        )
-    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    store.close()
-    data = bytearray(db.read_bytes())
-    for off in range(len(data) // 3, len(data) // 3 + 20000, 7):
-        data[off] = 0xAA
-    db.write_bytes(bytes(data))
-    before = db.read_bytes()
+    before = _damaged(db, "harvest_runs")
     with pytest.raises(StoreError, match="damaged"):
         Store(db)
     env = dict(os.environ, SKILLOPT_SLEEP_HOME=str(tmp_path / "skillopt-home"))
@@ -197,18 +205,7 @@ def test_a_large_store_is_checked_before_the_first_write_not_for_reads(
     from skillopt_sleep.service import Service
 
     db = tmp_path / "skillopt-home" / "state" / "skillopt.db"
-    store = Store(db)
-    with store.write():
-        store.db.table("harvest_runs").insert_all(
-            {"source": "x", "files_skipped": "{}" + " " * 3000} for _ in range(300)
-        )
-    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    store.close()
-    data = bytearray(db.read_bytes())
-    for off in range(len(data) // 3, len(data) // 3 + 20000, 7):
-        data[off] = 0xAA
-    db.write_bytes(bytes(data))
-    before = db.read_bytes()
+    before = _damaged(db, "harvest_runs")
 
     monkeypatch.setattr(store_mod, "CHECK_ON_OPEN_BYTES", 0)
     svc = Service(store_path=db)
@@ -239,17 +236,7 @@ def test_a_harvest_checks_the_whole_file_before_it_writes_what_it_read(
     from skillopt_sleep.testing.corpus_gen import generate_corpus
 
     db = tmp_path / "skillopt-home" / "state" / "skillopt.db"
-    store = Store(db)
-    with store.write():
-        store.db.execute("create table filler (text)")
-        store.db.table("filler").insert_all({"text": " " * 3000} for _ in range(300))
-    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    store.close()
-    data = bytearray(db.read_bytes())
-    for off in range(len(data) // 3, len(data) // 3 + 20000, 7):
-        data[off] = 0xAA
-    db.write_bytes(bytes(data))
-    before = db.read_bytes()
+    before = _damaged(db, "filler")
     generate_corpus(isolated_home, 3, seed=14, size_scale=0.05)
     wal = db.with_name(db.name + "-wal")
     for limit in (0, 10**12):  # a large store (checked before a write), a small one (on open)
