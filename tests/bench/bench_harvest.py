@@ -240,10 +240,11 @@ from skillopt_sleep.sources.ingest import harvest_file
 from skillopt_sleep.store import Store
 store = Store(sys.argv[1])
 src = get_source("claude_code")
-# a running daemon has ingested sessions before this one: its redaction patterns are compiled
-# and its models built (both happen on first use). Parse (not store) a session it already has.
-warm = Path(sys.argv[3])
-src.parse(warm, warm.read_bytes().splitlines(), {})
+# a running daemon has ingested sessions before this one: the redaction patterns they needed
+# are compiled and its models built (both happen once, on first use). Parse (not store) some
+# sessions it already has.
+for warm in json.loads(sys.argv[3]):
+    src.parse(Path(warm), Path(warm).read_bytes().splitlines(), {})
 t0 = time.perf_counter()
 res = harvest_file(store, src, sys.argv[2])
 seconds = time.perf_counter() - t0
@@ -254,12 +255,13 @@ print(json.dumps({"seconds": seconds, "status": res.status, "bytes": res.bytes_r
 
 def ours_daemon_path(home: Path, state: Path, path: Path, scratch: Path) -> dict:
     """What the daemon spends on one new file: ``harvest_file`` timed inside a process that
-    has the store open and has parsed one session of the corpus before (start-up, imports
-    and what is done once on first use excluded, as in the running daemon)."""
+    has the store open and has parsed 20 sessions of the corpus before (start-up, imports
+    and what is done once on first use excluded, as in a daemon that has run a while)."""
     env = _clean_env(home, SKILLOPT_SLEEP_HOME=str(state), PYTHONPATH=str(REPO))
     db = state / "state" / "skillopt.db"
-    warm = next(p for p in sorted((home / ".claude" / "projects").rglob("*.jsonl")) if p != path)
-    cmd = [sys.executable, "-c", _DAEMON_PATH, str(db), str(path), str(warm)]
+    seen = [p for p in sorted((home / ".claude" / "projects").rglob("*.jsonl")) if p != path]
+    warm = json.dumps([str(p) for p in seen[:: max(1, len(seen) // 20)][:20]])
+    cmd = [sys.executable, "-c", _DAEMON_PATH, str(db), str(path), warm]
     run = measure(cmd, env, scratch)
     data = json.loads(run["stdout"].strip().splitlines()[-1])
     return {**data, "rc": run["rc"]}
