@@ -52,6 +52,12 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
     monkeypatch.setattr(paths, "_USER_UMASK", None)
     os.umask(_START_UMASK)
+    # an in-process command keeps its service (and store) for the process: a test's CLI
+    # calls never reach an earlier test's store
+    from skillopt_sleep.cli import console
+
+    monkeypatch.setitem(console.state, "service", None)
+    monkeypatch.setitem(console.state, "config", None)
     return home
 
 
