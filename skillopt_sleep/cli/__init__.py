@@ -20,6 +20,7 @@ from skillopt_sleep.cli.console import (
     out,
     print_json,
     service,
+    wrap_words,
 )
 from skillopt_sleep.cli.console import fmt_score as _fmt
 from skillopt_sleep.cli.console import state as _state
@@ -81,8 +82,6 @@ def harvest(as_json: bool = JsonOpt) -> None:
     if as_json:
         print_json(data)
         return
-    import textwrap
-
     rows, notes = [], []
     for name, acc in (data.get("sources") or {}).items():
         skipped = {**acc.get("files_skipped", {}), **acc.get("sessions_filtered", {})}
@@ -104,13 +103,7 @@ def harvest(as_json: bool = JsonOpt) -> None:
     out.print(fitted_table(headers, rows, path=7))
     for note in notes:
         out.print(
-            textwrap.fill(
-                note,
-                out.width,
-                subsequent_indent="  ",
-                break_long_words=False,
-                break_on_hyphens=False,
-            ),
+            wrap_words(note),
             markup=False,
         )
 
@@ -173,37 +166,17 @@ def tasks(
     if out.width >= 120:
         out.print(fitted_table(headers, table_rows, wrap=[2, 4]))
     else:  # a narrow terminal: a block per task, its free text wrapped whole words
-        import textwrap
-
         for tid, occurrences, checks, context, intent in table_rows:
             out.print(
-                textwrap.fill(
-                    f"{tid}  {occurrences}  context: {context}",
-                    out.width,
-                    subsequent_indent="    ",
-                    break_long_words=False,
-                    break_on_hyphens=False,
-                ),
+                wrap_words(f"{tid}  {occurrences}  context: {context}", "    "),
                 markup=False,
             )
             for label, text in (("intent", intent), ("checks", checks)):
                 out.print(
-                    textwrap.fill(
-                        f"{label}: {text}",
-                        out.width,
-                        initial_indent="  ",
-                        subsequent_indent="    ",
-                        break_long_words=False,
-                        break_on_hyphens=False,
-                    ),
+                    wrap_words(f"{label}: {text}", "    ", first="  "),
                     markup=False,
                 )
-    import textwrap
-
-    def fitted(line: str) -> str:  # a line of free text, wrapped to the terminal whole words
-        return textwrap.fill(
-            line, out.width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
-        )
+    fitted = wrap_words  # a line of free text, wrapped to the terminal in whole words
 
     for t in rows:
         for o in t["occurrences"]:
@@ -530,16 +503,7 @@ def status(as_json: bool = JsonOpt) -> None:
         return shorten_middle(str(p), room)
 
     def say(line: str) -> None:  # wrapped at the terminal's width, paths never broken
-        import textwrap
-
-        wrapped = textwrap.fill(
-            line,
-            out.width,
-            subsequent_indent="  " if not line.startswith("  ") else "    ",
-            break_long_words=False,
-            break_on_hyphens=False,
-        )
-        out.print(wrapped, markup=False)
+        out.print(wrap_words(line, "  " if not line.startswith("  ") else "    "), markup=False)
 
     c = data["counts"]
     say(

@@ -143,6 +143,21 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+def wrap_words(text: str, indent: str = "  ", first: str = "") -> str:
+    """``text`` wrapped to ``out``'s width in whole words (a path or a reason is never broken
+    inside), its first line starting with ``first``, the others with ``indent``."""
+    import textwrap
+
+    return textwrap.fill(
+        text,
+        out.width,
+        initial_indent=first,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
 def fmt_score(x: Any) -> str:
     return "—" if x is None else (f"{x:.3f}" if isinstance(x, float) else str(x))
 
