@@ -129,7 +129,7 @@ class DocumentConfig(_Strict):
 
     Only the managed block (between the skillopt-sleep markers) is ever edited. Replays put
     each candidate exactly where the agent finds the document after adopt
-    (:mod:`skillopt_sleep.night.delivery`).
+    (:mod:`skillopt_sleep.delivery.where`).
     """
 
     kind: Literal["memory", "managed_skill", "claude_md", "agents_md", "path"] = "memory"

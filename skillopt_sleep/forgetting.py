@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_sleep import paths
+from skillopt_sleep.delivery.document import sha256_text
 from skillopt_sleep.errors import BadArgument
-from skillopt_sleep.night.document import sha256_text
 from skillopt_sleep.results import ForgetResult, load_report_json
 from skillopt_sleep.store import Store
 

@@ -103,11 +103,11 @@ class Check(_Model):
     word of the answer's first line is a base-form verb: "Add", not "Added" / "Adds" /
     "This"), ``no_emoji``, ``snake_case`` (every name the answer's code defines is
     snake_case) and ``type_hints`` (every function the answer's Python code defines is fully
-    annotated). See :func:`skillopt_sleep.night.judges.run_check`.
+    annotated). See :func:`skillopt_sleep.mining.judges.run_check`.
 
     ``origin`` says where it came from (``correction``, ``feedback``, ``answer``).
     ``controls``: the transcript's own controls the check was validated by (see
-    :mod:`skillopt_sleep.night.corrections`): ``negative`` (fails the corrected answer),
+    :mod:`skillopt_sleep.mining.corrections`): ``negative`` (fails the corrected answer),
     ``positive`` (passes the accepted answer), ``anti_gaming`` (an answer made only of the
     check's own words does not pass the task); each ``pass`` / ``fail`` / ``n/a`` (no such
     answer in the transcript) / ``attested`` (anti-gaming: the bare words pass, but they are
@@ -140,7 +140,7 @@ class Check(_Model):
 class Occurrence(_Model):
     """One time the user asked a task: the prompt of session ``session_id`` at ``seq``.
 
-    ``split`` is its role in the night's splits (:mod:`skillopt_sleep.night.split`): the
+    ``split`` is its role in the night's splits (:mod:`skillopt_sleep.mining.split`): the
     earlier occurrences ``train``, a later one ``val``, the latest ``test`` when there are
     enough; ``""`` when it has none (the task is not scorable, or ``note`` says why it was
     withheld). ``corrected``: the user corrected the answer to this occurrence. ``context``:
@@ -172,8 +172,8 @@ class Task(_Model):
     oldest first, each with its role in the splits. ``split`` is ``""`` (unassigned) while
     the task is not scorable — no rule check, and no rubric a judge scores — since a night
     cannot replay it; else ``train`` (every scorable task learns from its earlier
-    occurrences; see :mod:`skillopt_sleep.night.split`). A task the night replays (a *view*
-    of one occurrence, :func:`~skillopt_sleep.night.split.views`) has that occurrence's
+    occurrences; see :mod:`skillopt_sleep.mining.split`). A task the night replays (a *view*
+    of one occurrence, :func:`~skillopt_sleep.mining.split.views`) has that occurrence's
     prompt as ``intent``, its role as ``split`` and ``occurrences == [it]``. ``apart``: why
     similar prompts were kept out of this task (one line each).
     """
@@ -193,7 +193,7 @@ class Task(_Model):
     #: checks that failed a control: not scored, described in the rubric instead
     demoted: list[Check] = Field(default_factory=list)
     #: what the replayed occurrence's agent saw before answering (None: not known); a task's
-    #: is its first occurrence's, a view's (:func:`~skillopt_sleep.night.split.views`) its
+    #: is its first occurrence's, a view's (:func:`~skillopt_sleep.mining.split.views`) its
     #: own occurrence's
     context: ContextCapsule | None = None
 

@@ -56,8 +56,7 @@ from typing import Any
 
 from skillopt_sleep import agents, paths
 from skillopt_sleep.config import Settings
-from skillopt_sleep.errors import DocumentError, ProposalError, SkilloptError
-from skillopt_sleep.night.document import (
+from skillopt_sleep.delivery.document import (
     SKILL_NAME,
     Document,
     block_hash,
@@ -65,6 +64,7 @@ from skillopt_sleep.night.document import (
     outside_blocks,
     sha256_text,
 )
+from skillopt_sleep.errors import DocumentError, ProposalError, SkilloptError
 from skillopt_sleep.night.screen import document_flags
 from skillopt_sleep.results import (
     AdoptedCopy,

@@ -218,7 +218,7 @@ class NightSummary(_Model):
     user_refused: int | None = None
     #: the project whose block of a shared memory file the night trained (None: every project)
     section: str | None = None
-    #: :func:`~skillopt_sleep.night.document.block_hash` of that block in the live file the
+    #: :func:`~skillopt_sleep.delivery.document.block_hash` of that block in the live file the
     #: night started from (adopt applies the block onto a file changed only in other blocks)
     block_hash: str | None = None
     #: a night that trained several blocks (one per project): each block's outcome
@@ -639,7 +639,7 @@ class DaemonStatus(_Model):
 
 class WildCheck(_Model):
     """An adopted document in the user's real sessions since adopt (see
-    :mod:`skillopt_sleep.night.wild`): ``sessions`` that asked one of its tasks again, how many the
+    :mod:`skillopt_sleep.delivery.wild`): ``sessions`` that asked one of its tasks again, how many the
     document ``reached`` (only those are evidence), how many of those the agent's first answer
     ``passed`` (the task's checks), and ``corrected`` (the user corrected it); the same for the
     sessions ``before`` adopt. ``flag``: why the document is not reaching the agent, and the

@@ -211,7 +211,7 @@ class Service:
         with self._use(on_open=False) as store:
             report = harvest(store, settings, on_progress=on_progress)
             if store.adoptions.in_place():  # else there is no reach to judge (nothing imported)
-                from skillopt_sleep.night.wild import record_reach
+                from skillopt_sleep.delivery.wild import record_reach
 
                 store.check()
                 record_reach(store, similarity=settings.similarity)
@@ -247,7 +247,7 @@ class Service:
 
     def mine(self, project: Path | None = None, *, on_progress: OnProgress | None = None) -> Any:
         """Mine tasks from the store now (and save them); returns the ``MineReport``."""
-        from skillopt_sleep.night.mine import mine
+        from skillopt_sleep.mining.mine import mine
 
         settings = self.settings(project=project)
         with self._use(check=True) as store:
@@ -259,7 +259,7 @@ class Service:
 
     def stored_tasks(self, project: str | None = None, limit: int = 50) -> TaskList:
         """The tasks as the last night or ``tasks`` stored them, newest mining first."""
-        from skillopt_sleep.night.replay import capsule_state, context_state
+        from skillopt_sleep.mining.judges import capsule_state, context_state
 
         root = _project_arg(project, must_exist=False)
         with self._use() as store:
@@ -898,7 +898,7 @@ class Service:
 
     def in_the_wild(self) -> list[WildCheck]:
         """Each adoption in place against the sessions harvested since (:mod:`.night.wild`)."""
-        from skillopt_sleep.night.wild import in_the_wild
+        from skillopt_sleep.delivery.wild import in_the_wild
 
         try:
             similarity = self.settings().similarity
@@ -1089,7 +1089,7 @@ class Service:
     def skill(self, target: str | None = None) -> SkillInfo:
         """A managed document as it is now (default: the latest proposal's target)."""
         from skillopt_sleep import proposals
-        from skillopt_sleep.night.document import all_rules, read_live, sections, sha256_text
+        from skillopt_sleep.delivery.document import all_rules, read_live, sections, sha256_text
 
         with self._use() as store:
             if target:

@@ -29,8 +29,8 @@ from skillopt_sleep.config import (
     Settings,
     TrainableAgent,
 )
+from skillopt_sleep.delivery.document import SKILL_NAME, managed_skill_path, resolve_target
 from skillopt_sleep.errors import NightError, SkilloptError, UnknownNameError
-from skillopt_sleep.night.document import SKILL_NAME, managed_skill_path, resolve_target
 from skillopt_sleep.sources import get_source
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,7 +202,7 @@ def test_a_home_variable_with_tilde_is_one_folder_for_logs_and_skill(
 def test_codex_home_with_tilde_is_the_same_folder_for_rollouts_skill_and_install(
     isolated_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The reported bug: sources/codex.py expanded ~ in CODEX_HOME, night/document.py did not
+    """The reported bug: sources/codex.py expanded ~ in CODEX_HOME, delivery/document.py did not
     (a literal `~` folder in the current directory)."""
     from skillopt_sleep.install import agent_home
 
@@ -389,7 +389,7 @@ def test_openclaw_memory_follows_its_workspace_as_openclaw_resolves_it(tmp_path:
 def test_a_moved_openclaw_workspace_is_where_the_night_trains_and_openclaw_loads(
     tmp_path: Path,
 ) -> None:
-    from skillopt_sleep.night.delivery import where_loaded
+    from skillopt_sleep.delivery.where import where_loaded
 
     home = tmp_path / "home"
     (home / ".openclaw").mkdir(parents=True)

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from skillopt_sleep import agents, paths
+from skillopt_sleep.delivery.document import Document, read_live, sha256_text
 from skillopt_sleep.errors import ProposalError
 from skillopt_sleep.install import InstallError, install, plan, state_folder, uninstall
-from skillopt_sleep.night.document import Document, read_live, sha256_text
 from skillopt_sleep.night.stage import stage_proposal
 from skillopt_sleep.proposals import ADOPTING, adopt, adopt_group, reject, rollback
 from skillopt_sleep.results import AgentCopy, NightCost, NightSummary

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from skillopt_sleep import paths
-from skillopt_sleep.errors import ProposalError
-from skillopt_sleep.night.document import (
+from skillopt_sleep.delivery.document import (
     BEGIN,
     END,
     Document,
@@ -16,6 +15,7 @@ from skillopt_sleep.night.document import (
     read_live,
     sha256_text,
 )
+from skillopt_sleep.errors import ProposalError
 from skillopt_sleep.night.stage import stage_proposal
 from skillopt_sleep.proposals import (
     adopt,

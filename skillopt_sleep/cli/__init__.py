@@ -134,8 +134,8 @@ def tasks(
             markup=False,
         )
         return
-    from skillopt_sleep.night.mine import block_key
-    from skillopt_sleep.night.replay import context_state
+    from skillopt_sleep.mining.judges import context_state
+    from skillopt_sleep.mining.mine import block_key
 
     # several projects: each intent says its project's folder (the same words asked in two
     # projects are two tasks), or "no project" (no folder, or an agent's own folder)
@@ -206,7 +206,7 @@ def tasks(
             markup=False,
         )
     if report.tasks_undistinct:
-        from skillopt_sleep.night.split import NOT_DISTINCT
+        from skillopt_sleep.mining.split import NOT_DISTINCT
 
         out.print(fitted(f"{report.tasks_undistinct} task(s) {NOT_DISTINCT}"), markup=False)
     if report.dropped:

@@ -118,7 +118,7 @@ class LiveIngest:
         return list(found)
 
     def _ingest_loop(self) -> None:
-        from skillopt_sleep.night.wild import record_reach
+        from skillopt_sleep.delivery.wild import record_reach
         from skillopt_sleep.sources.ingest import ProjectFilter, harvest, harvest_file
 
         projects = ProjectFilter.of(self.settings)

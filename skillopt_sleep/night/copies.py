@@ -25,10 +25,7 @@ from skillopt_sleep import agents
 from skillopt_sleep.backends import get_backend
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.config import BackendConfig, DocumentConfig, Settings
-from skillopt_sleep.errors import BudgetExceeded, NightError, SkilloptError, one_line
-from skillopt_sleep.models import Task
-from skillopt_sleep.night.delivery import where_loaded
-from skillopt_sleep.night.document import (
+from skillopt_sleep.delivery.document import (
     Document,
     Edit,
     apply_describe,
@@ -38,6 +35,9 @@ from skillopt_sleep.night.document import (
     resolve_target,
     sha256_text,
 )
+from skillopt_sleep.delivery.where import where_loaded
+from skillopt_sleep.errors import BudgetExceeded, NightError, SkilloptError, one_line
+from skillopt_sleep.models import Task
 from skillopt_sleep.night.replay import Cost, mean
 from skillopt_sleep.night.stage import stage_proposal
 from skillopt_sleep.night.train import Trainer

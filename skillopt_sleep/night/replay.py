@@ -33,17 +33,15 @@ from typing import Any
 
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.errors import BudgetExceeded
+from skillopt_sleep.mining.judges import run_check, scored_checks
 from skillopt_sleep.models import (
-    Check,
     Completion,
     CompletionRequest,
-    ContextCapsule,
     Placement,
     Task,
     Usage,
 )
 from skillopt_sleep.night import prompts
-from skillopt_sleep.night.judges import run_check
 from skillopt_sleep.redact import redact
 from skillopt_sleep.store import CachedResponse, Store, now_iso
 
@@ -237,34 +235,6 @@ def combine(hard: float | None, soft: float | None, metric: str) -> float:
         return soft if soft is not None else (hard if hard is not None else 0.0)
     parts = [x for x in (hard, soft) if x is not None]
     return sum(parts) / len(parts) if parts else 0.0
-
-
-def scorable(task: Task, judge_available: bool) -> bool:
-    return bool(task.checks) or (judge_available and bool(task.rubric))
-
-
-def context_state(task: Task) -> str:
-    """How a replay of ``task`` gets its occurrence's context: ``none needed`` (the agent
-    used no tool before answering, or the task has no occurrence), ``rebuilt``, or ``not
-    rebuilt: <why>`` (then checks needing it are not scored)."""
-    return capsule_state(task.context)
-
-
-def capsule_state(ctx: ContextCapsule | None) -> str:
-    """:func:`context_state` of one capsule."""
-    if ctx is None or (not ctx.items and not ctx.missing):
-        return "none needed"
-    if ctx.missing:
-        return "not rebuilt: " + "; ".join(ctx.missing)
-    return "rebuilt"
-
-
-def scored_checks(task: Task) -> list[Check]:
-    """The checks a replay scores: all of them, except (when the task's context cannot be
-    rebuilt) those whose value only the context held (``Check.context``)."""
-    if context_state(task).startswith("not rebuilt"):
-        return [c for c in task.checks if not c.context]
-    return list(task.checks)
 
 
 class Replayer:

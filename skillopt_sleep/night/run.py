@@ -29,12 +29,7 @@ from filelock import Timeout
 from skillopt_sleep.backends import get_backend
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.config import Settings
-from skillopt_sleep.errors import BudgetExceeded, NightError, SkilloptError
-from skillopt_sleep.models import Task
-from skillopt_sleep.night import lifecycle
-from skillopt_sleep.night.copies import certify_copies
-from skillopt_sleep.night.delivery import where_loaded
-from skillopt_sleep.night.document import (
+from skillopt_sleep.delivery.document import (
     Document,
     Edit,
     block_hash,
@@ -43,12 +38,19 @@ from skillopt_sleep.night.document import (
     resolve_target,
     sha256_text,
 )
+from skillopt_sleep.delivery.where import where_loaded
+from skillopt_sleep.delivery.wild import record_reach
+from skillopt_sleep.errors import BudgetExceeded, NightError, SkilloptError
+from skillopt_sleep.mining.judges import scorable
+from skillopt_sleep.mining.split import HELD_OUT, NOT_DISTINCT, undistinct, views, withhold
+from skillopt_sleep.models import Task
+from skillopt_sleep.night import lifecycle
+from skillopt_sleep.night.copies import certify_copies
 from skillopt_sleep.night.lifecycle import NightStatus, Trigger, night_lock
 from skillopt_sleep.night.log import NightLog
 from skillopt_sleep.night.notify import proposal_ready
 from skillopt_sleep.night.progress import NightProgress
-from skillopt_sleep.night.replay import Cost, mean, scorable
-from skillopt_sleep.night.split import HELD_OUT, NOT_DISTINCT, undistinct, views, withhold
+from skillopt_sleep.night.replay import Cost, mean
 from skillopt_sleep.night.train import (
     OnRollout,
     Progress,
@@ -56,7 +58,6 @@ from skillopt_sleep.night.train import (
     remembered_rejections,
     user_refusals,
 )
-from skillopt_sleep.night.wild import record_reach
 from skillopt_sleep.results import (
     BlockResult,
     Delivery,
@@ -214,7 +215,7 @@ def _harvest_line(report: Any) -> str:
 
 def _split(tasks: list[Task]) -> tuple[list[Task], list[Task], list[Task]]:
     """The night's train / val / test: one view per occurrence with that role
-    (:func:`~skillopt_sleep.night.split.views`)."""
+    (:func:`~skillopt_sleep.mining.split.views`)."""
     replayed = views(tasks)
     return (
         [t for t in replayed if t.split == "train"],
@@ -275,8 +276,8 @@ def _run(
     home: Path | None,
     on_rollout: OnRollout | None = None,
 ) -> NightResult:
-    from skillopt_sleep.night.mine import block_key, mine
-    from skillopt_sleep.night.recall import recall
+    from skillopt_sleep.mining.mine import block_key, mine
+    from skillopt_sleep.mining.recall import recall
     from skillopt_sleep.night.stage import stage_proposal
     from skillopt_sleep.sources.ingest import harvest
 
@@ -307,8 +308,8 @@ def _run(
     blocks = _blocks(s, tasks, block_key) if shared else {None: tasks}
     if not shared and s.project is None and len({t.project for t in tasks}) > 1:
         # one block for every project (a skill, a file no agent loads): rule 5 across them
-        # all, as mining applied it within each project (night/split.py)
-        from skillopt_sleep.night.mine import near_duplicate, normalise_intent
+        # all, as mining applied it within each project (mining/split.py)
+        from skillopt_sleep.mining.mine import near_duplicate, normalise_intent
 
         threshold = s.similarity * 100
         tasks = withhold(
@@ -714,7 +715,7 @@ def _blocks(
 ) -> dict[str | None, list[Task]]:
     """The blocks of a memory file every project shares that a night trains, each with its
     tasks: the night's ``project``'s block; without one, a block per project the tasks come
-    from (``key``: :func:`~skillopt_sleep.night.mine.block_key`; the requests asked in no
+    from (``key``: :func:`~skillopt_sleep.mining.mine.block_key`; the requests asked in no
     project: the block every project reads, None), first that global block, then by path."""
     if s.project is not None:
         return {str(s.project): tasks}

@@ -256,7 +256,7 @@ def document_flags(base_text: str | None, new_text: str) -> list[Flag]:
     """The flags of what ``new_text`` (a whole staged document) adds over ``base_text`` (the
     live file it was made from; None: absent): the rules of its managed blocks that the base
     does not have, and a skill's front matter description when it changed."""
-    from skillopt_sleep.night.document import all_rules, front_matter_description
+    from skillopt_sleep.delivery.document import all_rules, front_matter_description
 
     def described(text: str | None) -> str | None:
         found = front_matter_description(text or "")

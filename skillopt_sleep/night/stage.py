@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_sleep import agents, paths
+from skillopt_sleep.delivery.document import Edit, sha256_text
+from skillopt_sleep.mining.judges import context_state
+from skillopt_sleep.mining.split import NOT_DISTINCT
 from skillopt_sleep.models import Task
-from skillopt_sleep.night.document import Edit, sha256_text
-from skillopt_sleep.night.replay import context_state
 from skillopt_sleep.night.screen import document_flags, visible
-from skillopt_sleep.night.split import NOT_DISTINCT
 from skillopt_sleep.results import (
     Delivery,
     EditRecord,

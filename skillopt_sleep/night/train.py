@@ -42,10 +42,7 @@ from typing import Any
 
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.config import Settings
-from skillopt_sleep.errors import BudgetExceeded
-from skillopt_sleep.models import CompletionRequest, Placement, Task
-from skillopt_sleep.night import prompts, screen
-from skillopt_sleep.night.document import (
+from skillopt_sleep.delivery.document import (
     MAX_DESCRIPTION_CHARS,
     Document,
     Edit,
@@ -57,6 +54,9 @@ from skillopt_sleep.night.document import (
     same_rule,
     sha256_text,
 )
+from skillopt_sleep.errors import BudgetExceeded
+from skillopt_sleep.models import CompletionRequest, Placement, Task
+from skillopt_sleep.night import prompts, screen
 from skillopt_sleep.night.gate import gate
 from skillopt_sleep.night.progress import NightProgress
 from skillopt_sleep.night.replay import Cost, Meter, Replayer, Scored, mean

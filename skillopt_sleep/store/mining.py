@@ -1,4 +1,4 @@
-"""What mining keeps between runs: each project's clustering (``night/mine.py``), so a night
+"""What mining keeps between runs: each project's clustering (``mining/mine.py``), so a night
 compares only the prompts that are new since the last one."""
 
 from __future__ import annotations

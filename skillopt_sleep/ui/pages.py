@@ -12,7 +12,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from skillopt_sleep.errors import ConfigError
-from skillopt_sleep.night.split import HELD_OUT
+from skillopt_sleep.mining.split import HELD_OUT
 from skillopt_sleep.results import night_label
 from skillopt_sleep.ui.charts import Series, bar_chart, line_chart
 from skillopt_sleep.ui.html import (

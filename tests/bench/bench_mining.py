@@ -1,5 +1,5 @@
 """Benchmark of mining: ``mine()`` over one project of 1k, 2k, 4k, 8k and 16k distinct
-prompts, with the candidate index (night/candidates.py) and with the all-pairs comparison it
+prompts, with the candidate index (mining/candidates.py) and with the all-pairs comparison it
 replaced (``cluster_all_pairs``). Not a timed test: it prints numbers.
 
 Run with ``pytest tests/bench/bench_mining.py -m bench -s`` (or ``python
@@ -51,7 +51,7 @@ def _store(tmp: Path, n: int) -> Any:
 
 def _mine(store: Any, all_pairs: bool) -> tuple[float, int, int, list[tuple[str, int]]]:
     from skillopt_sleep.config import Settings
-    from skillopt_sleep.night import mine as mining
+    from skillopt_sleep.mining import mine as mining
 
     counts: Counter = Counter()
     original = mining._cluster

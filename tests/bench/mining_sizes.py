@@ -90,7 +90,7 @@ def prompts(n: int, seed: int = 7) -> list[str]:
 
 def one_size(root: Path, n: int) -> dict[str, Any]:
     from skillopt_sleep.config import load_settings
-    from skillopt_sleep.night.mine import mine
+    from skillopt_sleep.mining.mine import mine
     from skillopt_sleep.sources.ingest import harvest
     from skillopt_sleep.store import Store
     from skillopt_sleep.testing.sessions import write_claude_session
@@ -139,4 +139,4 @@ def run_benchmark(
                     projected *= 4
                 break
         rows.append(one_size(root, n))
-    return {"miner": "skillopt_sleep.night.mine.mine", "rows": rows}
+    return {"miner": "skillopt_sleep.mining.mine.mine", "rows": rows}

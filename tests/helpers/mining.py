@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import random
 
+from skillopt_sleep.mining.mine import Intent, normalise_intent
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.night.mine import Intent, normalise_intent
 from skillopt_sleep.store import Store
 
 VERBS = [

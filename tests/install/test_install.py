@@ -15,6 +15,7 @@ import pytest
 import tomlkit
 
 from skillopt_sleep.config import DocumentConfig
+from skillopt_sleep.delivery.document import SKILL_NAME, resolve_target
 from skillopt_sleep.install import (
     AGENTS,
     InstallError,
@@ -24,7 +25,6 @@ from skillopt_sleep.install import (
     state_folder,
     uninstall,
 )
-from skillopt_sleep.night.document import SKILL_NAME, resolve_target
 from skillopt_sleep.service import session_end_hook
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,10 +15,10 @@ import pytest
 from skillopt_sleep import paths
 from skillopt_sleep.cli.nights import print_night
 from skillopt_sleep.config import load_settings
+from skillopt_sleep.delivery.document import END, Document, sections
 from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
-from skillopt_sleep.night.document import END, Document, sections
+from skillopt_sleep.mining.split import task_of
 from skillopt_sleep.night.run import run_night
-from skillopt_sleep.night.split import task_of
 from skillopt_sleep.proposals import adopt
 from skillopt_sleep.results import BlockResult, NightSummary
 from skillopt_sleep.service import Service

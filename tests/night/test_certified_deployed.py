@@ -22,8 +22,8 @@ import pytest
 
 from skillopt_sleep import agents, paths
 from skillopt_sleep.config import load_settings
+from skillopt_sleep.delivery.document import Document
 from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
-from skillopt_sleep.night.document import Document
 from skillopt_sleep.night.run import run_night
 from skillopt_sleep.proposals import adopt
 from skillopt_sleep.simulator import serve
@@ -208,7 +208,7 @@ def test_a_task_corrected_in_opencode_and_in_pi_is_mined_as_one_task(
     """The same request asked once with the real opencode and once with the real pi, each
     corrected in its own session: both harvesters read them and the miner makes one recurring
     task of the two sessions, with both corrections."""
-    from skillopt_sleep.night.mine import mine
+    from skillopt_sleep.mining.mine import mine
     from skillopt_sleep.sources.ingest import harvest
 
     project = (tmp_path / "webapp").resolve()

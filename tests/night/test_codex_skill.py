@@ -14,8 +14,8 @@ import pytest
 
 from skillopt_sleep import paths
 from skillopt_sleep.config import load_settings
+from skillopt_sleep.delivery.document import SKILL_NAME
 from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
-from skillopt_sleep.night.document import SKILL_NAME
 from skillopt_sleep.night.replay import Scored
 from skillopt_sleep.night.run import run_night
 from skillopt_sleep.simulator import serve

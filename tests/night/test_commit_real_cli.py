@@ -17,9 +17,9 @@ import pytest
 
 from skillopt_sleep.backends import get_backend
 from skillopt_sleep.config import BackendConfig, Settings
-from skillopt_sleep.night.judges import run_check
-from skillopt_sleep.night.mine import mine
-from skillopt_sleep.night.replay import Cost, Meter, Replayer, context_state
+from skillopt_sleep.mining.judges import context_state, run_check
+from skillopt_sleep.mining.mine import mine
+from skillopt_sleep.night.replay import Cost, Meter, Replayer
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.simulator.persona import persona_from_dict
 from skillopt_sleep.sources.ingest import harvest_file

@@ -17,6 +17,9 @@ import pytest
 from skillopt_sleep.backends import get_backend
 from skillopt_sleep.backends.base import context_block, workspace_files
 from skillopt_sleep.config import BackendConfig, Settings
+from skillopt_sleep.mining.judges import context_state, scored_checks
+from skillopt_sleep.mining.mine import CAPSULE_CHARS, _needs_context, mine
+from skillopt_sleep.mining.split import views
 from skillopt_sleep.models import (
     CapsuleItem,
     Check,
@@ -26,9 +29,7 @@ from skillopt_sleep.models import (
     HarvestedSession,
     Task,
 )
-from skillopt_sleep.night.mine import CAPSULE_CHARS, _needs_context, mine
-from skillopt_sleep.night.replay import Cost, Meter, Replayer, context_state, scored_checks
-from skillopt_sleep.night.split import views
+from skillopt_sleep.night.replay import Cost, Meter, Replayer
 from skillopt_sleep.night.stage import render_markdown
 from skillopt_sleep.results import ProposalReport, TaskDelta
 from skillopt_sleep.simulator import serve

@@ -14,13 +14,13 @@ import pytest
 from skillopt_sleep import paths
 from skillopt_sleep.backends import get_backend
 from skillopt_sleep.config import BackendConfig
+from skillopt_sleep.mining.mine import near_duplicate, normalise_intent, similar
+from skillopt_sleep.mining.recall import RECALL_SIMILARITY, recall
+from skillopt_sleep.mining.split import view_id
 from skillopt_sleep.models import Check, CompletionRequest, Occurrence, Task
 from skillopt_sleep.night import lifecycle, prompts
-from skillopt_sleep.night.mine import near_duplicate, normalise_intent, similar
-from skillopt_sleep.night.recall import RECALL_SIMILARITY, recall
 from skillopt_sleep.night.replay import Cost, Meter
 from skillopt_sleep.night.run import run_night
-from skillopt_sleep.night.split import view_id
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store, now_iso
 from tests.helpers.night import PERSONA, night_settings, night_world, write_persona

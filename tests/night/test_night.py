@@ -474,7 +474,7 @@ def test_a_rule_with_other_code_spans_is_learned_and_a_duplicate_says_what_it_du
     apply to the current rules") because `Use `yarn lint` instead of `npm`.` existed; the task
     was never learned. Here the existing rule is `Use `pnpm` instead of `npx`.` (similarity
     96.4 with the rule the night needs)."""
-    from skillopt_sleep.night.document import Document
+    from skillopt_sleep.delivery.document import Document
 
     home, project, persona, target = world
     existing = ["Use `pnpm` instead of `npx`.", "Be helpful and precise!"]

@@ -21,8 +21,8 @@ import pytest
 
 from skillopt_sleep import agents, paths
 from skillopt_sleep.config import load_settings
+from skillopt_sleep.delivery.document import Document
 from skillopt_sleep.demo import demo_settings
-from skillopt_sleep.night.document import Document
 from skillopt_sleep.night.run import run_night
 from skillopt_sleep.proposals import adopt
 from skillopt_sleep.simulator import serve

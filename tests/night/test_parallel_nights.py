@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from skillopt_sleep import paths
+from skillopt_sleep.mining.split import views
 from skillopt_sleep.night.run import run_night
-from skillopt_sleep.night.split import views
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
 from tests.helpers.night import (

@@ -11,9 +11,9 @@ import tomllib
 import pytest
 
 from skillopt_sleep import paths
+from skillopt_sleep.delivery.document import BEGIN, END, all_rules, sha256_text
 from skillopt_sleep.demo import DEMO_CONVERSATIONS
 from skillopt_sleep.errors import ProposalError
-from skillopt_sleep.night.document import BEGIN, END, all_rules, sha256_text
 from skillopt_sleep.night.run import run_night
 from skillopt_sleep.night.screen import document_flags, screen
 from skillopt_sleep.proposals import adopt, load_report
@@ -226,8 +226,8 @@ def test_a_correction_is_mined_only_from_text_the_user_typed(tmp_path, injected)
     import datetime as dt
 
     from skillopt_sleep.config import Settings
-    from skillopt_sleep.night.corrections import typed_by_user
-    from skillopt_sleep.night.mine import mine
+    from skillopt_sleep.mining.corrections import typed_by_user
+    from skillopt_sleep.mining.mine import mine
 
     assert not typed_by_user(injected) and typed_by_user("no, use pnpm instead of npm")
     store = Store(tmp_path / "t.db")
@@ -278,7 +278,7 @@ def test_a_poisoned_skill_description_is_flagged_and_never_staged(tmp_path, isol
 
 
 def settings_target(settings):
-    from skillopt_sleep.night.document import resolve_target
+    from skillopt_sleep.delivery.document import resolve_target
 
     return resolve_target(settings.document, settings.project)
 
@@ -292,7 +292,7 @@ def test_the_cli_refuses_a_flagged_proposal_and_allow_flagged_says_what_it_write
     import subprocess
     import sys
 
-    from skillopt_sleep.night.document import Document
+    from skillopt_sleep.delivery.document import Document
     from skillopt_sleep.night.stage import stage_proposal
     from skillopt_sleep.results import NightCost, NightSummary
 

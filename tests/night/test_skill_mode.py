@@ -16,17 +16,17 @@ import pytest
 
 from skillopt_sleep import paths
 from skillopt_sleep.config import load_settings
-from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
-from skillopt_sleep.night import prompts
-from skillopt_sleep.night.document import (
+from skillopt_sleep.delivery.document import (
     MAX_DESCRIPTION_CHARS,
     SKILL_NAME,
     Document,
     estimate_tokens,
     managed_skill_path,
 )
+from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
+from skillopt_sleep.mining.split import views
+from skillopt_sleep.night import prompts
 from skillopt_sleep.night.run import run_night
-from skillopt_sleep.night.split import views
 from skillopt_sleep.proposals import adopt, reject
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store

@@ -13,8 +13,8 @@ import pytest
 
 from skillopt_sleep import paths
 from skillopt_sleep.config import Settings
-from skillopt_sleep.night.mine import mine
-from skillopt_sleep.night.split import views
+from skillopt_sleep.mining.mine import mine
+from skillopt_sleep.mining.split import views
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.simulator.persona import persona_from_dict
 from skillopt_sleep.sources.ingest import harvest

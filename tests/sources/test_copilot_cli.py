@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from skillopt_sleep.config import Settings, SourceConfig
-from skillopt_sleep.night.mine import mine
+from skillopt_sleep.mining.mine import mine
 from skillopt_sleep.sources.copilot_cli import CopilotCliSource
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.store import Store

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from skillopt_sleep.config import KNOWN_SOURCES, Settings, SourceConfig, load_settings
-from skillopt_sleep.night.mine import mine
+from skillopt_sleep.mining.mine import mine
 from skillopt_sleep.sources.discovery import (
     STATUS_EMPTY,
     STATUS_NOT_FOUND,

@@ -13,7 +13,7 @@ from pathlib import Path
 import zstandard
 
 from skillopt_sleep.config import Settings, SourceConfig
-from skillopt_sleep.night.mine import mine
+from skillopt_sleep.mining.mine import mine
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.sources.openclaw import OpenClawSource, headless_invocation
 from skillopt_sleep.store import Store

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from skillopt_sleep.config import Settings, SourceConfig
-from skillopt_sleep.night.mine import mine
+from skillopt_sleep.mining.mine import mine
 from skillopt_sleep.sources.ingest import harvest, harvest_file
 from skillopt_sleep.sources.opencode import OpenCodeSource, headless_permission
 from skillopt_sleep.store import Store

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from skillopt_sleep import paths
 from skillopt_sleep.config import load_settings
+from skillopt_sleep.delivery.wild import in_the_wild, record_reach
 from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
 from skillopt_sleep.night.run import run_night
-from skillopt_sleep.night.wild import in_the_wild, record_reach
 from skillopt_sleep.proposals import adopt
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.sources.ingest import harvest

@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import re
 
-from skillopt_sleep.models import Check
+from skillopt_sleep.models import Check, ContextCapsule, Task
 
 #: a conventional commit's header (``feat(api)!: add x``)
 CONVENTIONAL_COMMIT = (
@@ -177,3 +177,34 @@ def describe(check: Check) -> str:
         "snake_case": "name things in snake_case",
         "type_hints": "give every function full type hints",
     }[check.kind]
+
+
+# --- which checks score a task's answer
+
+
+def scorable(task: Task, judge_available: bool) -> bool:
+    return bool(task.checks) or (judge_available and bool(task.rubric))
+
+
+def context_state(task: Task) -> str:
+    """How a replay of ``task`` gets its occurrence's context: ``none needed`` (the agent
+    used no tool before answering, or the task has no occurrence), ``rebuilt``, or ``not
+    rebuilt: <why>`` (then checks needing it are not scored)."""
+    return capsule_state(task.context)
+
+
+def capsule_state(ctx: ContextCapsule | None) -> str:
+    """:func:`context_state` of one capsule."""
+    if ctx is None or (not ctx.items and not ctx.missing):
+        return "none needed"
+    if ctx.missing:
+        return "not rebuilt: " + "; ".join(ctx.missing)
+    return "rebuilt"
+
+
+def scored_checks(task: Task) -> list[Check]:
+    """The checks a replay scores: all of them, except (when the task's context cannot be
+    rebuilt) those whose value only the context held (``Check.context``)."""
+    if context_state(task).startswith("not rebuilt"):
+        return [c for c in task.checks if not c.context]
+    return list(task.checks)

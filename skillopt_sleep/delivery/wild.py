@@ -19,7 +19,7 @@ Whether the document reached a session is judged once, when the session is harve
 (:func:`record_reach`, called after every harvest: the file's state then, not at a later
 ``status``); a session not judged yet is judged on the file's state now, without writing.
 A session's correction is any later prompt of it that
-:func:`skillopt_sleep.night.corrections.classify` labels a correction.
+:func:`skillopt_sleep.mining.corrections.classify` labels a correction.
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from skillopt_sleep import agents
+from skillopt_sleep.delivery.document import SKILL_NAME, Document, read_live
+from skillopt_sleep.delivery.where import where_loaded
+from skillopt_sleep.mining.corrections import classify
+from skillopt_sleep.mining.split import task_of
 from skillopt_sleep.models import Task
-from skillopt_sleep.night.corrections import classify
-from skillopt_sleep.night.delivery import where_loaded
-from skillopt_sleep.night.document import SKILL_NAME, Document, read_live
 from skillopt_sleep.night.replay import run_check
-from skillopt_sleep.night.split import task_of
 from skillopt_sleep.results import NightSummary, WildCheck
 from skillopt_sleep.store import Store
 

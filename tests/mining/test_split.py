@@ -1,13 +1,13 @@
 """Splits by occurrence in time: each task trains on its earlier occurrences, a later one
 validates, the latest is test (when there are enough); the invariants of
-``night/split.py``, each tested."""
+``mining/split.py``, each tested."""
 
 from __future__ import annotations
 
+from skillopt_sleep.mining.split import assign_splits, undistinct, view_id, views, wording
 from skillopt_sleep.models import CapsuleItem, Check, ContextCapsule, Occurrence, Task
 from skillopt_sleep.night.gate import gate
 from skillopt_sleep.night.replay import Scored
-from skillopt_sleep.night.split import assign_splits, undistinct, view_id, views, wording
 
 
 def occ(session: str, day: int, prompt: str = "run the tests", seen: str = "") -> Occurrence:

@@ -1,7 +1,7 @@
 """Which pairs of intents mining scores: an inverted index instead of all pairs
 (docs/mining.md, "How prompts are compared").
 
-Mining's similarity (:func:`skillopt_sleep.night.mine.similar`, rapidfuzz token-set ratio on
+Mining's similarity (:func:`skillopt_sleep.mining.mine.similar`, rapidfuzz token-set ratio on
 content words) is scored only for *candidate* pairs. Two intents are candidates when one of
 them has a share of its content weight in the other (:data:`SHARE`, by characters) that a
 *prefix filter* cannot miss:
@@ -21,7 +21,7 @@ them has a share of its content weight in the other (:data:`SHARE`, by character
 Token-set ratio at mining's 0.72 needs far more than :data:`SHARE` of the words in common (a
 near-subset of the content words, or words that differ by a typo or a suffix); a pair it
 scores that this index does not propose would share no stem or near-typo at all, only
-letters (tests/night/test_mine_index.py checks thousands of generated prompts against the
+letters (tests/mining/test_mine_index.py checks thousands of generated prompts against the
 all-pairs comparison). :class:`CandidateIndex.compared` counts the candidate pairs.
 
 A candidate pair is then *screened* (:class:`Screen`) before token-set ratio scores it:
@@ -227,7 +227,7 @@ class Screen:
     A pair is kept when it passes bag and order, or words (with a margin for float
     rounding), so the pairs dropped are pairs token-set ratio scores below the threshold.
     The tests read the words as ``str.split`` does; rapidfuzz splits on no character
-    ``str.split`` keeps in a word (tests/night/test_mine_index.py checks it). ``screened``
+    ``str.split`` keeps in a word (tests/mining/test_mine_index.py checks it). ``screened``
     counts the pairs dropped."""
 
     def __init__(self, threshold: float) -> None:

@@ -4,13 +4,13 @@ A night trains on the tasks it mined. With ``dream_recall = N`` it also replays,
 tasks, up to N tasks an earlier night stored and tonight's mining did not find (asked before
 the lookback window, or left out by ``max_tasks``), from the projects of tonight's train
 tasks (within ``project`` when set), ranked by the mining similarity of their intent to
-tonight's train prompts (:func:`~skillopt_sleep.night.mine.similar`, at least
+tonight's train prompts (:func:`~skillopt_sleep.mining.mine.similar`, at least
 :data:`RECALL_SIMILARITY`).
 
 No leak: a recalled task brings one view of its latest *train* occurrence only. An occurrence
 that was ever held out (its stored role ``val`` or ``test``, or replayed as val or test by an
 earlier night) is never recalled, nor one whose prompt is a near-duplicate
-(:func:`~skillopt_sleep.night.mine.near_duplicate` at the mining threshold) of one of
+(:func:`~skillopt_sleep.mining.mine.near_duplicate` at the mining threshold) of one of
 tonight's val or test prompts.
 """
 
@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from skillopt_sleep.mining.mine import near_duplicate, normalise_intent, similar
+from skillopt_sleep.mining.split import view_id
 from skillopt_sleep.models import Occurrence, Task
-from skillopt_sleep.night.mine import near_duplicate, normalise_intent, similar
-from skillopt_sleep.night.split import view_id
 from skillopt_sleep.store import Store
 
 #: the least mining similarity (0..1) of a recalled task's intent to a train prompt of tonight

@@ -5,8 +5,7 @@ import sys
 import pytest
 
 from skillopt_sleep.config import DocumentConfig
-from skillopt_sleep.errors import DocumentError, NightError, SkilloptError
-from skillopt_sleep.night.document import (
+from skillopt_sleep.delivery.document import (
     BEGIN,
     END,
     MAX_DESCRIPTION_CHARS,
@@ -20,6 +19,7 @@ from skillopt_sleep.night.document import (
     resolve_target,
     same_rule,
 )
+from skillopt_sleep.errors import DocumentError, NightError, SkilloptError
 
 
 def test_block_is_appended_and_outside_bytes_kept():
@@ -295,7 +295,7 @@ def test_an_edit_that_does_not_apply_says_why():
 
 
 def test_a_project_section_is_its_own_block_and_keeps_the_others():
-    from skillopt_sleep.night.document import begin_marker, section_heading
+    from skillopt_sleep.delivery.document import begin_marker, section_heading
 
     other = (
         begin_marker("/src/other") + "\n" + section_heading("/src/other") + "\n- Other rule.\nEND\n"
@@ -325,7 +325,7 @@ def test_a_projects_block_whose_path_holds_spaces_is_found_again_not_added_twice
     """A project folder with spaces (``~/My Projects/web app``): its block is found again by
     its whole path, so a second night replaces it instead of adding another, and a project
     whose path only starts the same is another block."""
-    from skillopt_sleep.night.document import sections
+    from skillopt_sleep.delivery.document import sections
 
     spaced, prefix = "/home/u/My Projects/web app", "/home/u/My Projects/web"
     once = Document.parse("# mine\n", section=spaced).render(["Use `pnpm` instead of `npm`."])

@@ -6,7 +6,7 @@ asked it is an :class:`~skillopt_sleep.models.Occurrence`. :func:`assign_splits`
 occurrence a role, oldest first:
 
 0. Only *scorable* tasks get roles (a rule check, or a rubric the night's judge will score:
-   see :func:`~skillopt_sleep.night.replay.scorable`). An unscorable task's split and its
+   see :func:`~skillopt_sleep.mining.judges.scorable`). An unscorable task's split and its
    occurrences' roles are ``""`` (unassigned): the night cannot replay it.
 1. Every scorable task trains: its split is ``train`` and its earlier occurrences are
    ``train``. No recurring corrected task is ever locked out of learning.

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from skillopt_sleep.config import Settings
+from skillopt_sleep.mining.mine import mine, normalise_intent, similar
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession, Task
-from skillopt_sleep.night.mine import mine, normalise_intent, similar
 from skillopt_sleep.store import Store
 from tests.helpers.store import ensure_night
 
@@ -435,7 +435,7 @@ def test_synthetic_stored_tasks_never_lend_ids_or_get_val(store: Store) -> None:
 
 
 def test_shared_filler_words_do_not_merge_different_tasks():
-    from skillopt_sleep.night.mine import normalise_intent, similar
+    from skillopt_sleep.mining.mine import normalise_intent, similar
 
     assert (
         similar(
@@ -579,7 +579,7 @@ def test_splits_stored_by_older_versions_do_not_lock_a_task_out_of_learning(stor
 
 
 def test_an_occurrence_replayed_for_training_or_gating_is_never_test(store: Store) -> None:
-    from skillopt_sleep.night.split import view_id
+    from skillopt_sleep.mining.split import view_id
 
     make_three_tasks(store)
     add(
@@ -891,7 +891,7 @@ def test_a_repeat_in_the_same_words_is_not_held_out_and_the_report_says_so(
     """Asked again in the same words and seen alike (no tool before answering): the repeat's
     replay would be a cache hit of the train replay, so it is not held out; the next distinct
     ask validates; a task with none is "not yet validated on a distinct recurrence"."""
-    from skillopt_sleep.night.split import NOT_DISTINCT, views
+    from skillopt_sleep.mining.split import NOT_DISTINCT, views
     from skillopt_sleep.night.stage import render_markdown
     from skillopt_sleep.results import NightSummary, ProposalReport
 

@@ -1,4 +1,4 @@
-"""Mining's candidate index (night/candidates.py) proposes every pair the all-pairs
+"""Mining's candidate index (mining/candidates.py) proposes every pair the all-pairs
 comparison clusters: the same clusters, from far fewer comparisons."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz import fuzz
 
-from skillopt_sleep.night import candidates
-from skillopt_sleep.night.candidates import CandidateIndex, Screen, Vocabulary, stem
-from skillopt_sleep.night.mine import (
+from skillopt_sleep.mining import candidates
+from skillopt_sleep.mining.candidates import CandidateIndex, Screen, Vocabulary, stem
+from skillopt_sleep.mining.mine import (
     Intent,
     _cluster,
     _content_text,
@@ -85,7 +85,7 @@ def test_prefix_filter_and_length_rule() -> None:
 
 @pytest.mark.parametrize("seed", [3, 17, 29, 41, 53, 101])
 def test_index_and_screen_find_the_clusters_of_all_pairs_on_small_sets(seed: int) -> None:
-    # a few hundred prompts, several seeds and thresholds: the screen (night/candidates.py)
+    # a few hundred prompts, several seeds and thresholds: the screen (mining/candidates.py)
     # drops only pairs token-set ratio scores below the threshold
     r = random.Random(seed)
     texts = prompts(r.choice([200, 300, 400]), seed, names=r.choice([0, 40, 300]))

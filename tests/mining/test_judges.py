@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 
 from skillopt_sleep.cli import app, check_line
 from skillopt_sleep.config import Settings
+from skillopt_sleep.mining import corrections as fb
+from skillopt_sleep.mining.judges import first_word, run_check
+from skillopt_sleep.mining.mine import mine
 from skillopt_sleep.models import Check, Task
-from skillopt_sleep.night import corrections as fb
-from skillopt_sleep.night.judges import first_word, run_check
-from skillopt_sleep.night.mine import mine
 from skillopt_sleep.sources.ingest import harvest_file
 from skillopt_sleep.store import Store
 from tests.helpers.commit import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from skillopt_sleep.night.corrections import (
+from skillopt_sleep.mining.corrections import (
     analyze,
     classify,
     derive_checks,

@@ -46,8 +46,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from skillopt_sleep.mining.judges import CONVENTIONAL_COMMIT, describe, run_check
 from skillopt_sleep.models import Check
-from skillopt_sleep.night.judges import CONVENTIONAL_COMMIT, describe, run_check
 
 Label = Literal["correction", "positive", "neutral"]
 

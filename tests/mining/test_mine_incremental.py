@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from skillopt_sleep.config import Settings
+from skillopt_sleep.mining.corrections import Feedback
+from skillopt_sleep.mining.mine import Intent, MineReport, _cluster, cluster_all_pairs, mine
 from skillopt_sleep.models import Check
-from skillopt_sleep.night.corrections import Feedback
-from skillopt_sleep.night.mine import Intent, MineReport, _cluster, cluster_all_pairs, mine
 from skillopt_sleep.store import Store
 from tests.helpers.mining import intents, prompts, save_sessions
 

@@ -7,7 +7,7 @@ approval attach to it; a follow-up that corrects or amends the answer, by its wo
 role — :func:`amends` — is a correction, never an intent), clusters intents that are the same
 request in the same project (compatible corrections), and saves the qualifying clusters as
 :class:`~skillopt_sleep.models.Task` objects with stable ids, their *occurrences* (one per
-intent) and the occurrences' roles by time (:mod:`skillopt_sleep.night.split`). A task the
+intent) and the occurrences' roles by time (:mod:`skillopt_sleep.mining.split`). A task the
 night cannot score — no rule check, no rubric it judges — gets no roles (split ``""``).
 
 Similarity is rapidfuzz ``fuzz.token_set_ratio`` on the content words of normalised text
@@ -19,7 +19,7 @@ blind spot — a short intent whose words are a subset of a long one scores 100 
 the login bug") — is closed by also requiring the shorter intent to have at least half as many
 content words as the longer one.
 
-Only the pairs a candidate index proposes are scored (:mod:`skillopt_sleep.night.candidates`;
+Only the pairs a candidate index proposes are scored (:mod:`skillopt_sleep.mining.candidates`;
 :func:`cluster_all_pairs` is the quadratic reference it is tested against), and each
 project's clustering is kept in the store (``store.mining``): a run whose stored clustering
 still holds compares only the intents new since (:func:`_reusable`).
@@ -40,11 +40,11 @@ from rapidfuzz import fuzz, process
 
 from skillopt_sleep import agents
 from skillopt_sleep.config import Settings
+from skillopt_sleep.mining import corrections as fb
+from skillopt_sleep.mining.candidates import CandidateIndex, Screen, Vocabulary
+from skillopt_sleep.mining.judges import scorable
+from skillopt_sleep.mining.split import assign_splits, undistinct, view_id
 from skillopt_sleep.models import CapsuleItem, Check, ContextCapsule, Occurrence, Task
-from skillopt_sleep.night import corrections as fb
-from skillopt_sleep.night.candidates import CandidateIndex, Screen, Vocabulary
-from skillopt_sleep.night.replay import scorable
-from skillopt_sleep.night.split import assign_splits, undistinct, view_id
 from skillopt_sleep.results import OnProgress, ProgressEvent
 from skillopt_sleep.store import Store
 
@@ -118,7 +118,7 @@ class MineReport(BaseModel):
     tasks_once: int = 0
     #: scorable tasks asked again only in the same words with the same context: the later
     #: asks would replay as cache hits of a train replay, so not yet validated on a distinct
-    #: recurrence (:func:`~skillopt_sleep.night.split.undistinct`)
+    #: recurrence (:func:`~skillopt_sleep.mining.split.undistinct`)
     tasks_undistinct: int = 0
     #: pairs of intents scored, and intents whose cluster the last run's stays (only the
     #: others are compared)
@@ -218,7 +218,7 @@ def similar(a: str, b: str, threshold: float) -> float:
 def near_duplicate(a: str, b: str, threshold: float) -> float:
     """:func:`similar` without the length rule: whether one's content words are (nearly) a
     subset of the other's. What keeps a held-out prompt from being a near-copy of another
-    task's train prompt (:mod:`skillopt_sleep.night.split`, rule 5)."""
+    task's train prompt (:mod:`skillopt_sleep.mining.split`, rule 5)."""
     # compare content words only: shared filler ("how do I … the") must not make
     # "how do I lint the project" look like "how do I run the tests"
     wa, wb = _content_text(a), _content_text(b)
@@ -364,7 +364,7 @@ def _walk(
 def _settle(current: Intent | None, label: str) -> None:
     """The user's next prompt tells the fate of the answer that followed their latest
     correction: accepted (approval, or a new request) or corrected again. Its checks get
-    their positive control then (:func:`~skillopt_sleep.night.corrections.settle`)."""
+    their positive control then (:func:`~skillopt_sleep.mining.corrections.settle`)."""
     if current is None or len(current.corrections) <= current.settled:
         return
     accepted = current.answer if label != "correction" and current.answer.strip() else None
@@ -455,7 +455,7 @@ def _cluster(
     """Greedy, deterministic: intents in (project, time, session, seq) order join the best
     matching cluster of their project (compared with its first member) whose corrections they
     do not contradict, else start one. Only the clusters the candidate index proposes are
-    scored (:mod:`skillopt_sleep.night.candidates`); ``counts["compared"]`` counts them.
+    scored (:mod:`skillopt_sleep.mining.candidates`); ``counts["compared"]`` counts them.
 
     ``states`` (project -> what an earlier run stored) makes it incremental: the intents
     whose stored clustering still holds (:func:`_reusable`) keep their clusters and only

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from skillopt_sleep import paths
-from skillopt_sleep.night.document import (
+from skillopt_sleep.delivery.document import (
     BEGIN,
     END,
     block_tokens,
