@@ -897,7 +897,7 @@ class Service:
             pass
 
     def in_the_wild(self) -> list[WildCheck]:
-        """Each adoption in place against the sessions harvested since (:mod:`.night.wild`)."""
+        """Each adoption in place against the sessions harvested since (:mod:`.delivery.wild`)."""
         from skillopt_sleep.delivery.wild import in_the_wild
 
         try:

@@ -15,7 +15,7 @@ doubt no check is made: a false check poisons the training signal, while a missi
 leaves the work to the rubric line every correction gets.
 
 Negative checks are ``not_contains`` and rely on the replay's whole-token matching
-(``night.judges.run_check``: ``npm`` is not found in ``pnpm``); a negative that would also
+(``mining.judges.run_check``: ``npm`` is not found in ``pnpm``); a negative that would also
 reject the wanted value (``pytest`` when ``uv run pytest`` is wanted) is dropped.
 
 **Style words are never literal.** "use the imperative mood", "conventional commits", "no

@@ -3,7 +3,7 @@ when ``tests/bench/bench_mining.py`` (the mining benchmark proper) is not in the
 
 For each size N (1k, 2k, 4k, … 16k): N distinct requests (generated from word lists with a
 fixed seed) in Claude Code sessions of 50 requests each, harvested into a fresh store, then
-``night.mine.mine`` timed (wall and CPU of this process). Sizes stop growing once one took more
+``mining.mine.mine`` timed (wall and CPU of this process). Sizes stop growing once one took more
 than ``cap`` seconds or the next would overrun ``budget`` (a quadratic miner takes about four
 times as long at twice the size); the sizes not run are listed as such.
 """
