@@ -17,9 +17,9 @@ from skillopt_sleep import agents, paths
 from skillopt_sleep.delivery.document import Document, read_live, sha256_text
 from skillopt_sleep.errors import ProposalError
 from skillopt_sleep.install import InstallError, install, plan, state_folder, uninstall
-from skillopt_sleep.night.stage import stage_proposal
+from skillopt_sleep.night.stage import Staging, stage_proposal
 from skillopt_sleep.proposals import ADOPTING, adopt, adopt_group, reject, rollback
-from skillopt_sleep.results import AgentCopy, NightCost, NightSummary
+from skillopt_sleep.results import AgentCopy, NightCost, NightSummary, Scores
 from skillopt_sleep.store import Store
 from tests.helpers.store import db_get, db_rows, ensure_night, tamper
 
@@ -47,20 +47,19 @@ def stage(store: Store, target: Path, rules: list[str], night_id: int = 1, **kw)
     ensure_night(store, night_id)
     return stage_proposal(
         store,
-        night_id=night_id,
-        target_path=target,
-        base_text=live,
-        new_text=new,
-        base_hash=sha256_text(live),
-        edits=[],
-        tasks=[],
-        cost=NightCost(calls=1),
-        summary=kw.pop("summary", NightSummary()),
-        val_before=0.0,
-        val_after=1.0,
-        test_before=0.0,
-        test_after=1.0,
-        **kw,
+        Staging(
+            night_id=night_id,
+            target_path=target,
+            base_text=live,
+            new_text=new,
+            base_hash=sha256_text(live),
+            edits=[],
+            tasks=[],
+            cost=NightCost(calls=1),
+            summary=kw.pop("summary", NightSummary()),
+            scores=Scores(val_before=0.0, val_after=1.0, test_before=0.0, test_after=1.0),
+            **kw,
+        ),
     )
 
 

@@ -16,7 +16,7 @@ from skillopt_sleep.delivery.document import (
     sha256_text,
 )
 from skillopt_sleep.errors import ProposalError
-from skillopt_sleep.night.stage import stage_proposal
+from skillopt_sleep.night.stage import Staging, stage_proposal
 from skillopt_sleep.proposals import (
     adopt,
     adopt_group,
@@ -26,7 +26,7 @@ from skillopt_sleep.proposals import (
     report_markdown,
     rollback,
 )
-from skillopt_sleep.results import NightCost, NightSummary
+from skillopt_sleep.results import NightCost, NightSummary, Scores
 from skillopt_sleep.store import Store
 from tests.helpers.store import db_get, db_rows, ensure_night
 
@@ -41,22 +41,21 @@ def stage(
     ensure_night(store, night_id)
     return stage_proposal(
         store,
-        night_id=night_id,
-        target_path=target,
-        base_text=live,
-        new_text=new,
-        base_hash=sha256_text(live),
-        edits=[],
-        tasks=[],
-        cost=NightCost(calls=1),
-        summary=NightSummary(
-            section=section,
-            block_hash=block_hash(live, section) if section is not None else None,
+        Staging(
+            night_id=night_id,
+            target_path=target,
+            base_text=live,
+            new_text=new,
+            base_hash=sha256_text(live),
+            edits=[],
+            tasks=[],
+            cost=NightCost(calls=1),
+            summary=NightSummary(
+                section=section,
+                block_hash=block_hash(live, section) if section is not None else None,
+            ),
+            scores=Scores(val_before=0.0, val_after=1.0, test_before=0.0, test_after=1.0),
         ),
-        val_before=0.0,
-        val_after=1.0,
-        test_before=0.0,
-        test_after=1.0,
     )
 
 
@@ -252,20 +251,19 @@ def test_adopt_all_agents_takes_the_copy_an_earlier_night_staged_and_this_one_ke
         live = read_live(target)
         return stage_proposal(
             store,
-            night_id=night,
-            target_path=target,
-            base_text=live,
-            new_text=Document.parse(live).render(rules),
-            base_hash=sha256_text(live),
-            edits=[],
-            tasks=[],
-            cost=NightCost(calls=1),
-            summary=summary,
-            val_before=0.0,
-            val_after=1.0,
-            test_before=0.0,
-            test_after=1.0,
-            **kw,
+            Staging(
+                night_id=night,
+                target_path=target,
+                base_text=live,
+                new_text=Document.parse(live).render(rules),
+                base_hash=sha256_text(live),
+                edits=[],
+                tasks=[],
+                cost=NightCost(calls=1),
+                summary=summary,
+                scores=Scores(val_before=0.0, val_after=1.0, test_before=0.0, test_after=1.0),
+                **kw,
+            ),
         )
 
     rules = ["Use `pnpm` instead of `npm`."]

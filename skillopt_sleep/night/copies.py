@@ -19,7 +19,9 @@ the reason says why (never staged uncertified).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from skillopt_sleep import agents
 from skillopt_sleep.backends import get_backend
@@ -35,13 +37,14 @@ from skillopt_sleep.delivery.document import (
     resolve_target,
     sha256_text,
 )
-from skillopt_sleep.delivery.where import where_loaded
+from skillopt_sleep.delivery.where import Where, where_loaded
 from skillopt_sleep.errors import BudgetExceeded, NightError, SkilloptError, one_line
 from skillopt_sleep.models import Task
-from skillopt_sleep.night.replay import Cost, mean
-from skillopt_sleep.night.stage import stage_proposal
+from skillopt_sleep.night.context import NightContext
+from skillopt_sleep.night.replay import mean
+from skillopt_sleep.night.stage import Staging, stage_proposal
 from skillopt_sleep.night.train import Trainer
-from skillopt_sleep.results import AgentCopy, Delivery, NightCost, NightSummary
+from skillopt_sleep.results import AgentCopy, Delivery, NightCost, NightSummary, Scores
 from skillopt_sleep.store import Store
 
 Say = Callable[[str], None]
@@ -117,71 +120,68 @@ def backend_for(
     return cfg, ""
 
 
-def certify_copies(
-    store: Store,
-    s: Settings,
-    night_id: int,
-    *,
-    primary_agent: str,
-    proposal_id: str | None,
-    kind: str,
-    section: str | None,
-    base_rules: list[str],
-    rules: list[str],
-    edits: list[Edit],
-    tasks: list[Task],
-    held_out: list[Task],
-    certified_on: str,
-    optimizer: Backend,
-    cost: Cost,
-    say: Say,
-    env: Mapping[str, str] | None,
-    home: Path | None,
-) -> list[AgentCopy]:
-    """Certify and stage a copy of the night's ``rules`` for every other agent whose sessions
-    ``tasks`` came from (config ``deliver``); returns what was done per agent, in registry
-    order. ``kind``: ``memory`` or ``managed_skill`` (other kinds have no per-agent copy).
-    ``held_out``: the tasks the copies are certified on (``certified_on``: ``test`` or
-    ``val``). ``optimizer``: the night's optimizer backend (judges rubric items). Replays and
-    their model calls count toward the night's ``cost`` and its budget. Raises nothing for a
-    copy that cannot be certified (its :class:`AgentCopy` says why); BudgetExceeded ends the
-    remaining copies, each saying so."""
-    if s.deliver.agents != "sessions" or kind not in ("memory", "managed_skill"):
+@dataclass(frozen=True)
+class CopyJob:
+    """What the other agents' copies of one block's rules are made from: the night's document
+    belongs to ``primary_agent``; its proposal is ``proposal_id`` (None: the rules are the live
+    document's, no proposal staged tonight); ``kind``: ``memory`` or ``managed_skill``;
+    ``section``: the project block (None: the global block); ``base_rules``: the block's rules
+    as the night found them, ``rules`` as certified, ``edits`` the night's; ``tasks``: the
+    block's tasks (whose sessions name the agents); ``held_out``: the tasks each copy is
+    certified on (``certified_on``: ``test`` or ``val``)."""
+
+    primary_agent: str
+    proposal_id: str | None
+    kind: str
+    section: str | None
+    base_rules: list[str]
+    rules: list[str]
+    edits: list[Edit]
+    tasks: list[Task]
+    held_out: list[Task]
+    certified_on: str
+
+
+@dataclass
+class _Draft:
+    """An agent's copy as built, before it is certified: its target, where the agent loads
+    it, the live text and document, and the copy's rules and document."""
+
+    agent: agents.Agent
+    target: Path
+    where: Where
+    live: str | None
+    doc: Document
+    rules: list[str]
+    trained: Document
+
+    @property
+    def new_text(self) -> str:
+        return self.trained.render(self.rules)
+
+
+def certify_copies(ctx: NightContext, job: CopyJob, optimizer: Backend) -> list[AgentCopy]:
+    """Certify and stage a copy of ``job``'s rules for every other agent whose sessions its
+    tasks came from (config ``deliver``); returns what was done per agent, in registry order.
+    ``optimizer``: the night's optimizer backend (judges rubric items). Replays and their
+    model calls count toward the night's cost and its budget. Raises nothing for a copy that
+    cannot be certified (its :class:`AgentCopy` says why); BudgetExceeded ends the remaining
+    copies, each saying so."""
+    s = ctx.settings
+    if s.deliver.agents != "sessions" or job.kind not in ("memory", "managed_skill"):
         return []
-    others = [a for a in session_agents(store, tasks) if a != primary_agent]
+    others = [a for a in session_agents(ctx.store, job.tasks) if a != job.primary_agent]
     out: list[AgentCopy] = []
     budget_note = ""
     for name in others:
-        agent = agents.get_agent(name)
         if budget_note:
             out.append(AgentCopy(agent=name, status="not_staged", reason=budget_note))
             continue
-        copy = _one_copy(
-            store,
-            s,
-            night_id,
-            agent,
-            proposal_id=proposal_id,
-            kind=kind,
-            section=section,
-            base_rules=base_rules,
-            rules=rules,
-            edits=edits,
-            tasks=tasks,
-            held_out=held_out,
-            certified_on=certified_on,
-            optimizer=optimizer,
-            cost=cost,
-            say=say,
-            env=env,
-            home=home,
-            stage=stage_proposal,
-            primary_agent=primary_agent,
-        )
+        copy = _one_copy(ctx, job, agents.get_agent(name), optimizer)
         if copy.reason.startswith("stopped: "):
             budget_note = copy.reason
         out.append(copy)
-        say(
+        ctx.say(
             f"{name}: {copy.status.replace('_', ' ')}"
             + (f" ({copy.reason})" if copy.reason else "")
         )
@@ -189,59 +189,85 @@ def certify_copies(
 
 
 def _one_copy(
-    store: Store,
-    s: Settings,
-    night_id: int,
-    agent: agents.Agent,
-    *,
-    proposal_id: str | None,
-    kind: str,
-    section: str | None,
-    base_rules: list[str],
-    rules: list[str],
-    edits: list[Edit],
-    tasks: list[Task],
-    held_out: list[Task],
-    certified_on: str,
-    optimizer: Backend,
-    cost: Cost,
-    say: Say,
-    env: Mapping[str, str] | None,
-    home: Path | None,
-    stage: Callable[..., str],
-    primary_agent: str,
+    ctx: NightContext, job: CopyJob, agent: agents.Agent, optimizer: Backend
 ) -> AgentCopy:
-    name = agent.name
+    """One agent's copy: built, certified through that agent's backend, staged."""
+    draft = _draft(ctx, job, agent)
+    if isinstance(draft, AgentCopy):
+        return draft
+    cfg, why = backend_for(ctx.settings, agent, ctx.env, ctx.home)
+    if cfg is None:
+        return AgentCopy(
+            agent=agent.name, status="not_staged", target=str(draft.target), reason=why
+        )
+    delivery = Delivery.model_validate(
+        delivery_cost(
+            draft.target, draft.new_text, draft.rules, ctx.settings.document.max_tokens, job.section
+        )
+        | {"agent": agent.name}
+    )
+    base = {
+        "agent": agent.name,
+        "target": str(draft.target),
+        "backend": cfg.name,
+        "certified_on": job.certified_on,
+        "tasks": len(job.held_out),
+        "delivery": delivery,
+    }
+    spent = ctx.cost.as_dict()
+    scored = _certify(ctx, job, draft, cfg, optimizer)
+    if isinstance(scored, str):
+        return AgentCopy(**base, status="not_staged", reason=scored)
+    mb, ma, worse = scored
+    base |= {"before": mb, "after": ma}
+    if worse:
+        return AgentCopy(
+            **base, status="not_staged", reason=f"{worse} {job.certified_on} task(s) got worse"
+        )
+    if not (ma is not None and mb is not None and ma > mb):
+        return AgentCopy(
+            **base,
+            status="not_staged",
+            reason=f"no gain through {cfg.name} ({_fmt(mb)} → {_fmt(ma)})",
+        )
+    return _stage_copy(ctx, job, draft, cfg.name, base, spent)
+
+
+def _draft(ctx: NightContext, job: CopyJob, agent: agents.Agent) -> _Draft | AgentCopy:
+    """``agent``'s copy of ``job``'s rules, or why there is none (an :class:`AgentCopy` not
+    staged): no such document for the agent, a file it does not load, a file that cannot be
+    read, a copy that changes nothing, or a document the user refused before."""
+    name, kind = agent.name, job.kind
     nope = {"agent": name, "status": "not_staged"}
+    s = ctx.settings
     try:
         target = resolve_target(
             DocumentConfig(kind=kind, agent=name, max_tokens=s.document.max_tokens),
             s.project,
-            env=env,
-            home=home,
+            env=ctx.env,
+            home=ctx.home,
         )
     except (NightError, ValueError) as exc:
         return AgentCopy(**nope, reason=f"no {kind} document for {name}: {one_line(str(exc))}")
-    where = where_loaded(target, agent=name, project=s.project, env=env, home=home)
+    where = where_loaded(target, agent=name, project=s.project, env=ctx.env, home=ctx.home)
     if where is None:
         return AgentCopy(**nope, target=str(target), reason=f"{name} does not load {target}")
     try:
         live = read_live(target)
-        doc = Document.parse(live, new_skill=kind == "managed_skill", section=section)
+        doc = Document.parse(live, new_skill=kind == "managed_skill", section=job.section)
     except SkilloptError as exc:
         return AgentCopy(**nope, target=str(target), reason=one_line(str(exc)))
-    theirs = copy_rules(base_rules, rules, doc.rules, edits)
+    theirs = copy_rules(job.base_rules, job.rules, doc.rules, job.edits)
     trained = doc  # a skill copy also takes the night's trained description
-    for e in edits:
+    for e in job.edits:
         if e.status == "applied" and e.op == "describe":
             trained = apply_describe(trained, Edit(op="describe", text=e.text)) or trained
-    new_text = trained.render(theirs)
-    if new_text == doc.render() or new_text == (live or ""):
+    draft = _Draft(agent, target, where, live, doc, theirs, trained)
+    if draft.new_text == doc.render() or draft.new_text == (live or ""):
         return AgentCopy(
             **nope, target=str(target), reason=f"{name}'s document already has these rules"
         )
-    new_hash = sha256_text(new_text)
-    refused = store.proposals.refused(str(target), new_hash)
+    refused = ctx.store.proposals.refused(str(target), sha256_text(draft.new_text))
     if refused is not None:
         how = "rejected" if refused["status"] == "rejected" else "rolled back"
         return AgentCopy(
@@ -249,114 +275,115 @@ def _one_copy(
             target=str(target),
             reason=f"the same document as proposal {refused['id']}, which the user {how}",
         )
-    cfg, why = backend_for(s, agent, env, home)
-    if cfg is None:
-        return AgentCopy(**nope, target=str(target), reason=why)
-    delivery = Delivery.model_validate(
-        delivery_cost(target, new_text, theirs, s.document.max_tokens, section) | {"agent": name}
-    )
-    base = {
-        "agent": name,
-        "target": str(target),
-        "backend": cfg.name,
-        "certified_on": certified_on,
-        "tasks": len(held_out),
-        "delivery": delivery,
-    }
+    return draft
+
+
+def _certify(
+    ctx: NightContext, job: CopyJob, draft: _Draft, cfg: BackendConfig, optimizer: Backend
+) -> tuple[float | None, float | None, int] | str:
+    """Replay ``job``'s held-out tasks through ``cfg`` with the agent's document as it is and
+    with the copy: (mean before, mean after, tasks made worse), or why it could not."""
+    name = draft.agent.name
     try:
         backend = get_backend(cfg)
         backend.check()
     except SkilloptError as exc:
-        return AgentCopy(**base, status="not_staged", reason=f"{cfg.name}: {one_line(str(exc))}")
-    say(f"certifying {name}'s copy through {cfg.name} on {len(held_out)} {certified_on} task(s)")
-    spent = cost.as_dict()
-    trainer = Trainer(
-        store,
-        s,
-        night_id,
-        backend,
-        optimizer,
-        say,
-        place=where.place,
-        cost=cost,
+        return f"{cfg.name}: {one_line(str(exc))}"
+    ctx.say(
+        f"certifying {name}'s copy through {cfg.name} on {len(job.held_out)} "
+        f"{job.certified_on} task(s)"
     )
-    trainer.section = section
+    trainer = Trainer(ctx, backend, optimizer, place=draft.where.place, section=job.section)
+    split = job.certified_on
     try:
-        before = trainer.replay(held_out, doc, doc.rules, certified_on, BEFORE.format(agent=name))
-        after = trainer.replay(held_out, trained, theirs, certified_on, AFTER.format(agent=name))
+        before = trainer.replay(
+            job.held_out, draft.doc, draft.doc.rules, split, BEFORE.format(agent=name)
+        )
+        after = trainer.replay(
+            job.held_out, draft.trained, draft.rules, split, AFTER.format(agent=name)
+        )
     except BudgetExceeded as exc:
-        return AgentCopy(**base, status="not_staged", reason=f"stopped: {exc}")
+        return f"stopped: {exc}"
     except SkilloptError as exc:
-        return AgentCopy(**base, status="not_staged", reason=f"{cfg.name}: {one_line(str(exc))}")
-    mb, ma = mean(before), mean(after)
-    scored = {**base, "before": mb, "after": ma}
-    worse = [tid for tid in before if after[tid].score < before[tid].score]
-    if worse:
-        return AgentCopy(
-            **scored, status="not_staged", reason=f"{len(worse)} {certified_on} task(s) got worse"
-        )
-    if not (ma is not None and mb is not None and ma > mb):
-        return AgentCopy(
-            **scored,
-            status="not_staged",
-            reason=f"no gain through {cfg.name} ({_fmt(mb)} → {_fmt(ma)})",
-        )
-    base_hash = sha256_text(live)
+        return f"{cfg.name}: {one_line(str(exc))}"
+    worse = sum(1 for tid in before if after[tid].score < before[tid].score)
+    return mean(before), mean(after), worse
+
+
+def _stage_copy(
+    ctx: NightContext,
+    job: CopyJob,
+    draft: _Draft,
+    backend: str,
+    base: dict[str, Any],
+    spent: dict[str, Any],
+) -> AgentCopy:
+    """Stage a certified copy (``base``: its :class:`AgentCopy` fields so far; ``spent``: the
+    night's cost before its certification), or name the staged proposal that already says
+    the same."""
+    store, name, pid_of = ctx.store, draft.agent.name, job.proposal_id
+    base_hash, new_hash = sha256_text(draft.live), sha256_text(draft.new_text)
     # named after the night's own proposal while it is reserved but not staged yet (p4 and
     # p4-codex); a night that stages only copies gives each the next number (p5-codex)
-    own = proposal_id is not None and store.proposals.get(proposal_id) is None
-    pid = f"{proposal_id}-{name}" if own else f"{store.proposals.next_id(after=proposal_id)}-{name}"
+    own = pid_of is not None and store.proposals.get(pid_of) is None
+    pid = f"{pid_of}-{name}" if own else f"{store.proposals.next_id(after=pid_of)}-{name}"
     same = [
         p
-        for p in store.proposals.staged(str(target))
+        for p in store.proposals.staged(str(draft.target))
         if p["base_hash"] == base_hash and p["new_hash"] == new_hash
     ]
     if same:
         return AgentCopy(
-            **scored,
+            **base,
             status="same",
             proposal_id=same[0]["id"],
             reason=f"same document as the staged proposal {same[0]['id']}",
         )
+    split, n = job.certified_on, len(job.held_out)
     summary = NightSummary(
-        tasks=len(tasks),
-        scorable=len(tasks),
-        test=len(held_out) if certified_on == "test" else 0,
-        val=len(held_out) if certified_on == "val" else 0,
-        rules_before=len(doc.rules),
-        rules_after=len(theirs),
+        tasks=len(job.tasks),
+        scorable=len(job.tasks),
+        test=n if split == "test" else 0,
+        val=n if split == "val" else 0,
+        rules_before=len(draft.doc.rules),
+        rules_after=len(draft.rules),
         base_hash=base_hash,
-        section=section,
-        delivery=delivery,
+        section=job.section,
+        delivery=base["delivery"],
         copy_for=name,
-        copy_of=proposal_id,
+        copy_of=pid_of,
         reason=(
-            f"the rules of {proposal_id or 'the live ' + primary_agent + ' document'}, "
-            f"certified through {cfg.name} on {len(held_out)} held-out {certified_on} task(s)"
+            f"the rules of {pid_of or 'the live ' + job.primary_agent + ' document'}, "
+            f"certified through {backend} on {n} held-out {split} task(s)"
         ),
     )
-    stage(
+    mb, ma = base["before"], base["after"]
+    stage_proposal(
         store,
-        proposal_id=pid,
-        delivered=where.describe(),
-        night_id=night_id,
-        target_path=target,
-        base_text=live,
-        new_text=new_text,
-        base_hash=base_hash,
-        edits=[e for e in edits if e.status == "applied"],
-        tasks=tasks,
-        cost=NightCost.model_validate({k: v - spent[k] for k, v in cost.as_dict().items()}),
-        summary=summary,
-        val_before=mb if certified_on == "val" else None,
-        val_after=ma if certified_on == "val" else None,
-        test_before=mb if certified_on == "test" else None,
-        test_after=ma if certified_on == "test" else None,
-        held_out=(certified_on, BEFORE.format(agent=name), AFTER.format(agent=name)),
-        agent=name,
-        kind=kind,
+        Staging(
+            proposal_id=pid,
+            delivered=draft.where.describe(),
+            night_id=ctx.night_id,
+            target_path=draft.target,
+            base_text=draft.live,
+            new_text=draft.new_text,
+            base_hash=base_hash,
+            edits=[e for e in job.edits if e.status == "applied"],
+            tasks=job.tasks,
+            cost=NightCost.model_validate({k: v - spent[k] for k, v in ctx.cost.as_dict().items()}),
+            summary=summary,
+            scores=Scores(
+                val_before=mb if split == "val" else None,
+                val_after=ma if split == "val" else None,
+                test_before=mb if split == "test" else None,
+                test_after=ma if split == "test" else None,
+            ),
+            held_out=(split, BEFORE.format(agent=name), AFTER.format(agent=name)),
+            agent=name,
+            kind=job.kind,
+        ),
     )
-    return AgentCopy(**scored, status="staged", proposal_id=pid)
+    return AgentCopy(**base, status="staged", proposal_id=pid)
 
 
 def _fmt(x: float | None) -> str:

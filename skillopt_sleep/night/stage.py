@@ -13,6 +13,7 @@ import re
 import shutil
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -78,136 +79,83 @@ def per_task_deltas(
     ]
 
 
+@dataclass
+class Staging:
+    """What a proposal is staged from. ``target_path``: the live file it would write;
+    ``base_text`` (None: absent) and ``base_hash``: that file as the night found it;
+    ``new_text``: the proposed file; ``edits``: the night's (or, for an agent's copy, the
+    applied ones); ``tasks``: the block's (the report's task tables name them; none: all of
+    the night's rollouts); ``delivered``: where the replays put the candidates (see
+    :func:`scoring_note`); ``proposal_id``: by default the next free one
+    (:meth:`~skillopt_sleep.store.proposals.ProposalsRepo.next_id`); ``held_out``: for an
+    agent's copy (:mod:`.copies`), the split it was certified on and the before / after
+    phases of those replays (the report's task table is that split's: no val gate ran on the
+    copy); ``agent`` / ``kind``: whose document it is and which kind, recorded with the
+    proposal (adopt and rollback write only where the registry allows that agent's document
+    of that kind); ``kind`` None: found from the target's place
+    (:func:`skillopt_sleep.agents.document_of`, ``agent`` asked first), a file that is no
+    agent's document being ``path``."""
+
+    night_id: int
+    target_path: Path
+    base_text: str | None
+    new_text: str
+    base_hash: str
+    edits: list[Edit]
+    tasks: list[Task]
+    cost: NightCost
+    summary: NightSummary
+    scores: Scores
+    delivered: str | None = None
+    proposal_id: str | None = None
+    held_out: tuple[str, str, str] | None = None
+    agent: str | None = None
+    kind: str | None = None
+
+
 def stage_proposal(
     store: Store,
+    staging: Staging,
     *,
-    night_id: int,
-    target_path: Path,
-    base_text: str | None,
-    new_text: str,
-    base_hash: str,
-    edits: list[Edit],
-    tasks: list[Task],
-    cost: NightCost,
-    summary: NightSummary,
-    val_before: float | None,
-    val_after: float | None,
-    test_before: float | None,
-    test_after: float | None,
-    delivered: str | None = None,
-    proposal_id: str | None = None,
-    held_out: tuple[str, str, str] | None = None,
-    agent: str | None = None,
-    kind: str | None = None,
     env: Mapping[str, str] | None = None,
     home: Path | None = None,
 ) -> str:
-    """Write the proposal folder and row; returns the proposal id (``proposal_id``, by
-    default the next free one, :meth:`~skillopt_sleep.store.proposals.ProposalsRepo.next_id`).
-    ``delivered``: where the replays put the candidates (see :func:`scoring_note`). ``held_out``: for an agent's copy (:mod:`.copies`), the split it
-    was certified on and the before / after phases of those replays; the report's task table
-    is that split's (no val gate ran on the copy). ``agent`` / ``kind``: whose document it
-    is and which kind, recorded with the proposal (adopt and rollback write only where the
-    registry allows that agent's document of that kind); ``kind`` None: found from the
-    target's place (:func:`skillopt_sleep.agents.document_of`, ``agent`` asked first), a
-    file that is no agent's document being ``path``."""
+    """Write the proposal folder and row; returns the proposal id. ``env`` / ``home``: where
+    the agents' homes are, to find whose document the target is when ``staging.kind`` is
+    None."""
+    st = staging
+    agent, kind = st.agent, st.kind
     if kind is None:
-        found = agents.document_of(target_path, prefer=agent, env=env, home=home)
+        found = agents.document_of(st.target_path, prefer=agent, env=env, home=home)
         agent, kind = found if found is not None else (agent or "", "path")
     agent = agents.get_agent(agent).name if agent else ""
-    pid = proposal_id or store.proposals.next_id()
-    folder = paths.proposals_dir() / pid
-    if folder.exists() and store.proposals.get(pid) is None:
-        # left by an earlier database (deleted or reset): kept aside, never overwritten
-        folder.rename(folder.with_name(f"{pid}.orphan-{time.strftime('%Y%m%dT%H%M%S')}"))
-    # written in a staging folder and moved into place whole just before its row is stored:
-    # a night killed while staging leaves no half-written proposal folder (the next night
-    # removes what a killed one left in ``.staging-*``)
-    final = folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    for stale in folder.parent.glob(".staging-*"):
-        try:  # this proposal's own, or a killed night's (an hour old: no night stages that long)
-            old = time.time() - stale.stat().st_mtime > 3600
-        except OSError:
-            continue
-        if stale.name == f".staging-{pid}" or old:
-            shutil.rmtree(stale, ignore_errors=True)
-    folder = folder.with_name(f".staging-{pid}")
-    folder.mkdir()
+    pid = st.proposal_id or store.proposals.next_id()
+    final = paths.proposals_dir() / pid
+    folder = _staging_folder(store, pid, final)
     with open(folder / "document", "w", encoding="utf-8", newline="") as fh:
-        fh.write(new_text)
-    diff = unified_diff(base_text, new_text, target_path)
+        fh.write(st.new_text)
+    diff = unified_diff(st.base_text, st.new_text, st.target_path)
     (folder / "diff.patch").write_text(diff, encoding="utf-8", newline="")
-
-    intents = {t.id: t.intent for t in tasks}
-    # val deltas: baseline vs the last val replay of the accepted document
-    val_rows = store.rollouts.of_night(night_id, "val")
-    new_hash_doc = sha256_text(new_text)
-    # the night's rollouts of this proposal's tasks only (a night that trained several
-    # blocks replayed each block's tasks for that block); no tasks named: all of them
-    mine = (lambda tid: tid in intents) if intents else (lambda tid: True)
-    val_rows = [r for r in val_rows if mine(r["task_id"])]
-    val_base = {r["task_id"]: r["score"] for r in val_rows if r["phase"] == "val baseline"}
-    val_new = {r["task_id"]: r["score"] for r in val_rows if r["doc_hash"] == new_hash_doc}
-    val_tasks = [
-        {
-            "task_id": tid,
-            "intent": intents.get(tid, "")[:200],
-            "before": val_base.get(tid),
-            "after": val_new.get(tid, val_base.get(tid)),
-        }
-        for tid in sorted(val_base)
-    ]
-    test_tasks = per_task_deltas(store, night_id, "test", "test before", "test after")
-    if held_out is not None:  # an agent's copy: certified on one split, through its backend
-        split, before_phase, after_phase = held_out
-        certified = per_task_deltas(store, night_id, split, before_phase, after_phase)
-        val_tasks, test_tasks = (certified, []) if split == "val" else ([], certified)
-    val_tasks = [t for t in val_tasks if mine(t["task_id"])]
-    test_tasks = [t for t in test_tasks if mine(t["task_id"])]
-    contexts = {t.id: context_state(t) for t in tasks}
-    for row in val_tasks + test_tasks:
-        row["intent"] = intents.get(row["task_id"], "")[:200]
-        row["context"] = contexts.get(row["task_id"], "")
+    val_tasks, test_tasks = _task_tables(store, st)
     report = ProposalReport(
         id=pid,
-        night_id=night_id,
+        night_id=st.night_id,
         created_at=now_iso(),
-        target=str(target_path),
-        base_hash=base_hash,
-        new_hash=new_hash_doc,
+        target=str(st.target_path),
+        base_hash=st.base_hash,
+        new_hash=sha256_text(st.new_text),
         agent=agent,
         kind=kind,
-        scores=Scores(
-            val_before=val_before,
-            val_after=val_after,
-            test_before=test_before,
-            test_after=test_after,
-        ),
-        val_tasks=[TaskDelta.model_validate(t) for t in val_tasks],
-        test_tasks=[TaskDelta.model_validate(t) for t in test_tasks],
-        edits=[
-            EditRecord(
-                op=e.op,
-                text=e.text,
-                old=e.old,
-                status=e.status,
-                reason=e.reason,
-                rationale=e.rationale,
-                origin=e.origin,
-                epoch=e.epoch,
-                batch=e.batch,
-                val_before=e.val_before,
-                val_after=e.val_after,
-            )
-            for e in edits
-        ],
-        cost=cost,
-        summary=summary,
-        scored_as=scoring_note(target_path, delivered),
+        scores=st.scores,
+        val_tasks=val_tasks,
+        test_tasks=test_tasks,
+        edits=[_edit_record(e) for e in st.edits],
+        cost=st.cost,
+        summary=st.summary,
+        scored_as=scoring_note(st.target_path, st.delivered),
         flagged=[
             FlaggedRule(text=f.text, reason=f.reason, where=f.where)
-            for f in document_flags(base_text, new_text)
+            for f in document_flags(st.base_text, st.new_text)
         ],
     )
     report_text = report.to_json()
@@ -216,24 +164,19 @@ def stage_proposal(
     if final.exists():  # this night's own earlier staging (re-staged): replaced whole
         shutil.rmtree(final)
     folder.rename(final)
-    folder = final
-
     # superseding the old and staging the new: one step, never half
     store.proposals.stage(
         {
             "id": pid,
-            "night_id": night_id,
+            "night_id": st.night_id,
             "created_at": report.created_at,
             "status": "staged",
-            "target_path": str(target_path),
-            "base_hash": base_hash,
-            "new_hash": new_hash_doc,
-            "dir": str(folder),
-            "val_before": val_before,
-            "val_after": val_after,
-            "test_before": test_before,
-            "test_after": test_after,
-            "summary": json.dumps(summary.dump()),
+            "target_path": str(st.target_path),
+            "base_hash": st.base_hash,
+            "new_hash": report.new_hash,
+            "dir": str(final),
+            **st.scores.model_dump(),
+            "summary": json.dumps(st.summary.dump()),
             "reason": "",
             "agent": agent,
             "kind": kind,
@@ -241,6 +184,81 @@ def stage_proposal(
         },
     )
     return pid
+
+
+def _staging_folder(store: Store, pid: str, final: Path) -> Path:
+    """A new, empty folder to write proposal ``pid`` in before it is moved to ``final`` whole,
+    just before its row is stored: a night killed while staging leaves no half-written
+    proposal folder (what a killed night left in ``.staging-*`` is removed here). A folder
+    ``final`` that an earlier database left (deleted or reset) is kept aside, never
+    overwritten."""
+    if final.exists() and store.proposals.get(pid) is None:
+        final.rename(final.with_name(f"{pid}.orphan-{time.strftime('%Y%m%dT%H%M%S')}"))
+    final.parent.mkdir(parents=True, exist_ok=True)
+    for stale in final.parent.glob(".staging-*"):
+        try:  # this proposal's own, or a killed night's (an hour old: no night stages that long)
+            old = time.time() - stale.stat().st_mtime > 3600
+        except OSError:
+            continue
+        if stale.name == f".staging-{pid}" or old:
+            shutil.rmtree(stale, ignore_errors=True)
+    folder = final.with_name(f".staging-{pid}")
+    folder.mkdir()
+    return folder
+
+
+def _task_tables(store: Store, st: Staging) -> tuple[list[TaskDelta], list[TaskDelta]]:
+    """The report's val and test task tables: each task's score before and after, from the
+    night's recorded rollouts of the proposal's own tasks (a night that trained several blocks
+    replayed each block's tasks for that block). Val: the baseline against the last val
+    replay of the proposed document; an agent's copy: the split it was certified on."""
+    intents = {t.id: t.intent for t in st.tasks}
+    mine = (lambda tid: tid in intents) if intents else (lambda tid: True)
+    new_hash = sha256_text(st.new_text)
+    val_rows = [r for r in store.rollouts.of_night(st.night_id, "val") if mine(r["task_id"])]
+    val_base = {r["task_id"]: r["score"] for r in val_rows if r["phase"] == "val baseline"}
+    val_new = {r["task_id"]: r["score"] for r in val_rows if r["doc_hash"] == new_hash}
+    val_tasks = [
+        {"task_id": tid, "before": val_base.get(tid), "after": val_new.get(tid, val_base.get(tid))}
+        for tid in sorted(val_base)
+    ]
+    test_tasks = per_task_deltas(store, st.night_id, "test", "test before", "test after")
+    if st.held_out is not None:  # an agent's copy: certified on one split, through its backend
+        split, before_phase, after_phase = st.held_out
+        certified = per_task_deltas(store, st.night_id, split, before_phase, after_phase)
+        val_tasks, test_tasks = (certified, []) if split == "val" else ([], certified)
+    contexts = {t.id: context_state(t) for t in st.tasks}
+
+    def table(rows: list[dict[str, Any]]) -> list[TaskDelta]:
+        return [
+            TaskDelta.model_validate(
+                row
+                | {
+                    "intent": intents.get(row["task_id"], "")[:200],
+                    "context": contexts.get(row["task_id"], ""),
+                }
+            )
+            for row in rows
+            if mine(row["task_id"])
+        ]
+
+    return table(val_tasks), table(test_tasks)
+
+
+def _edit_record(e: Edit) -> EditRecord:
+    return EditRecord(
+        op=e.op,
+        text=e.text,
+        old=e.old,
+        status=e.status,
+        reason=e.reason,
+        rationale=e.rationale,
+        origin=e.origin,
+        epoch=e.epoch,
+        batch=e.batch,
+        val_before=e.val_before,
+        val_after=e.val_after,
+    )
 
 
 def scoring_note(target_path: Path | str, delivered: str | None = None) -> str:

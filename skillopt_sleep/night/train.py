@@ -41,7 +41,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from skillopt_sleep.backends.base import Backend
-from skillopt_sleep.config import Settings
 from skillopt_sleep.delivery.document import (
     MAX_DESCRIPTION_CHARS,
     Document,
@@ -57,59 +56,68 @@ from skillopt_sleep.delivery.document import (
 from skillopt_sleep.errors import BudgetExceeded
 from skillopt_sleep.models import CompletionRequest, Placement, Task
 from skillopt_sleep.night import prompts, screen
+from skillopt_sleep.night.context import NightContext, OnRollout
 from skillopt_sleep.night.gate import gate
-from skillopt_sleep.night.progress import NightProgress
-from skillopt_sleep.night.replay import Cost, Meter, Replayer, Scored, mean
+from skillopt_sleep.night.replay import Meter, Replayer, Scored, mean
 from skillopt_sleep.store import Store, now_iso
 
 Progress = Callable[[str], None]
-#: Called once per scored rollout (for progress bars).
-OnRollout = Callable[[Scored], None]
 #: how many edits rejected by earlier nights the optimizer is shown (most recent first)
 REMEMBERED_REJECTIONS = 20
 
 
 class Trainer:
+    """The training loop of one block of a night (see the module docstring)."""
+
     def __init__(
         self,
-        store: Store,
-        settings: Settings,
-        night_id: int,
+        ctx: NightContext,
         target: Backend,
         optimizer: Backend,
-        say: Progress,
-        on_rollout: OnRollout | None = None,
+        *,
         place: Callable[[str], Placement | None] | None = None,
-        cost: Cost | None = None,
+        section: str | None = None,
+        test: Sequence[Task] = (),
+        rejected: Sequence[str] = (),
+        refused: Sequence[dict[str, str]] = (),
     ):
-        """``cost``: the night's running cost to add to (shared budget); a new one if None."""
-        self.store, self.s, self.night_id, self.say = store, settings, night_id, say
-        self.cost = cost if cost is not None else Cost()
+        """``ctx``: the night's (its cost is the night's one budget). ``place``: where a
+        candidate text goes for the agent to find it (None: given as system text).
+        ``section``: the project block of a shared memory file the loop trains (None: the
+        global block). ``test``: the block's test split (scored ahead with the last batches
+        when the workers allow). ``rejected``: edits earlier nights rejected (the optimizer is
+        shown them); ``refused``: edits of proposals the user rejected or rolled back
+        (:func:`user_refusals`: never tried again)."""
+        self.ctx = ctx
+        self.store, self.s, self.night_id = ctx.store, ctx.settings, ctx.night_id
+        self.say: Progress = ctx.say
+        self.cost = ctx.cost
         #: the night's progress events (rollouts counted, with the calls and tokens so far)
-        self.report = say if isinstance(say, NightProgress) else NightProgress(say)
+        self.report = ctx.say
         if self.report.cost is None:
             self.report.cost = self.cost
+        settings = ctx.settings
         caps = {
             "max_calls": settings.max_calls_per_night,
             "max_tokens": settings.max_tokens_per_night,
             "outbox_days": settings.privacy.outbox_days,
         }
-        self.target = Meter(target, store, self.cost, role="target", **caps)
-        self.optimizer = Meter(optimizer, store, self.cost, role="optimizer", **caps)
+        self.target = Meter(target, ctx.store, self.cost, role="target", **caps)
+        self.optimizer = Meter(optimizer, ctx.store, self.cost, role="optimizer", **caps)
         self.replayer = Replayer(
             self.target,
             self.optimizer if settings.rubric else None,
             metric=settings.gate_metric,
             workers=target.config.workers,
-            on_rollout=self._counted(on_rollout),
+            on_rollout=self._counted(ctx.on_rollout),
             place=place,
         )
         self.edits: list[Edit] = []
-        self.rejected: list[str] = []
-        #: edits of proposals the user rejected or rolled back: {"edit", "reason"}
-        self.refused: list[dict[str, str]] = []
+        self.rejected: list[str] = list(rejected)
+        #: edits of proposals the user rejected or rolled back: {"edit", "reason", "proposal"}
+        self.refused: list[dict[str, str]] = list(refused)
         #: the project section of a shared memory file the night trains (None: global block)
-        self.section: str | None = None
+        self.section = section
         # the last gate-certified state, kept so a budget stop can still stage it (``doc``:
         # the document with its certified description; its rules are ``rules``)
         self.doc: Document | None = None
@@ -118,9 +126,9 @@ class Trainer:
         self.val_baseline: float | None = None
         #: rollouts replayed ahead (:meth:`ahead`): (document text, task id) -> Scored
         self._ahead: dict[tuple[str, str], Scored] = {}
-        #: the night's test split (set by the night before :meth:`train`), and the text it is
-        #: scored "before" under (the document as the night found it)
-        self.test: list[Task] = []
+        #: the block's test split, and the text it is scored "before" under (the document as
+        #: the night found it; set by :meth:`train`)
+        self.test: list[Task] = list(test)
         self.test_texts: list[str] = []
 
     # ----------------------------------------------------------------- helpers

@@ -293,8 +293,8 @@ def test_the_cli_refuses_a_flagged_proposal_and_allow_flagged_says_what_it_write
     import sys
 
     from skillopt_sleep.delivery.document import Document
-    from skillopt_sleep.night.stage import stage_proposal
-    from skillopt_sleep.results import NightCost, NightSummary
+    from skillopt_sleep.night.stage import Staging, stage_proposal
+    from skillopt_sleep.results import NightCost, NightSummary, Scores
 
     memory = isolated_home / ".claude" / "CLAUDE.md"
     memory.parent.mkdir()
@@ -304,19 +304,18 @@ def test_the_cli_refuses_a_flagged_proposal_and_allow_flagged_says_what_it_write
     ensure_night(store, 1)
     pid = stage_proposal(
         store,
-        night_id=1,
-        target_path=memory,
-        base_text="# mine\n",
-        new_text=Document.parse("# mine\n").render([GOOD, bad]),
-        base_hash=sha256_text("# mine\n"),
-        edits=[],
-        tasks=[],
-        cost=NightCost(),
-        summary=NightSummary(),
-        val_before=0.0,
-        val_after=1.0,
-        test_before=None,
-        test_after=None,
+        Staging(
+            night_id=1,
+            target_path=memory,
+            base_text="# mine\n",
+            new_text=Document.parse("# mine\n").render([GOOD, bad]),
+            base_hash=sha256_text("# mine\n"),
+            edits=[],
+            tasks=[],
+            cost=NightCost(),
+            summary=NightSummary(),
+            scores=Scores(val_before=0.0, val_after=1.0, test_before=None, test_after=None),
+        ),
     )
     store.close()
     report = (paths.proposals_dir() / pid / "report.md").read_text("utf-8")

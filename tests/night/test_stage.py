@@ -118,7 +118,7 @@ def test_a_staging_killed_midway_leaves_no_proposal_folder(tmp_path, monkeypatch
 
     from skillopt_sleep import paths
     from skillopt_sleep.night import stage
-    from skillopt_sleep.results import NightCost, NightSummary
+    from skillopt_sleep.results import NightCost, NightSummary, Scores
     from skillopt_sleep.store import Store
 
     store = Store(tmp_path / "s.db")
@@ -133,10 +133,7 @@ def test_a_staging_killed_midway_leaves_no_proposal_folder(tmp_path, monkeypatch
         "tasks": [],
         "cost": NightCost(),
         "summary": NightSummary(),
-        "val_before": 0.0,
-        "val_after": 1.0,
-        "test_before": None,
-        "test_after": None,
+        "scores": Scores(val_before=0.0, val_after=1.0),
     }
     folder = paths.proposals_dir()
     folder.mkdir(parents=True)
@@ -149,9 +146,9 @@ def test_a_staging_killed_midway_leaves_no_proposal_folder(tmp_path, monkeypatch
 
     with monkeypatch.context() as m, pytest.raises(KeyboardInterrupt):
         m.setattr(stage, "render_markdown", killed)
-        stage.stage_proposal(store, **args)
+        stage.stage_proposal(store, stage.Staging(**args))
     assert not (folder / "p1").exists() and store.proposals.get("p1") is None
-    assert stage.stage_proposal(store, **args) == "p1"  # the first staged proposal
+    assert stage.stage_proposal(store, stage.Staging(**args)) == "p1"  # the first staged proposal
     assert sorted(p.name for p in folder.iterdir()) == ["p1"]  # the leftovers are gone
     assert (folder / "p1" / "report.md").is_file() and store.proposals.get("p1") is not None
     store.close()
@@ -163,8 +160,8 @@ def test_a_proposal_records_its_agent_and_kind(tmp_path, isolated_home) -> None:
     document is ``path``."""
     import json
 
-    from skillopt_sleep.night.stage import stage_proposal
-    from skillopt_sleep.results import NightCost, NightSummary
+    from skillopt_sleep.night.stage import Staging, stage_proposal
+    from skillopt_sleep.results import NightCost, NightSummary, Scores
     from skillopt_sleep.store import Store
 
     store = Store(tmp_path / "s.db")
@@ -173,21 +170,20 @@ def test_a_proposal_records_its_agent_and_kind(tmp_path, isolated_home) -> None:
     def staged(target: Path, agent: str | None = None, kind: str | None = None) -> list[str]:
         pid = stage_proposal(
             store,
-            night_id=1,
-            target_path=target,
-            base_text=None,
-            new_text=f"- a rule for {target}\n",
-            base_hash="",
-            edits=[],
-            tasks=[],
-            cost=NightCost(),
-            summary=NightSummary(),
-            val_before=0.0,
-            val_after=1.0,
-            test_before=None,
-            test_after=None,
-            agent=agent,
-            kind=kind,
+            Staging(
+                night_id=1,
+                target_path=target,
+                base_text=None,
+                new_text=f"- a rule for {target}\n",
+                base_hash="",
+                edits=[],
+                tasks=[],
+                cost=NightCost(),
+                summary=NightSummary(),
+                scores=Scores(val_before=0.0, val_after=1.0),
+                agent=agent,
+                kind=kind,
+            ),
         )
         row = store.proposals.get(pid) or {}
         report = json.loads((Path(row["dir"]) / "report.json").read_text())

@@ -94,7 +94,7 @@ def test_the_same_document_as_a_refused_proposal_is_never_staged(
     """The last line of defence: whatever path leads a night back to a document the user
     refused (here: the edit memory is unavailable, as for an adoption recorded by an older
     version), it is not staged, and the night says which proposal it was."""
-    import skillopt_sleep.night.run as night_run
+    import skillopt_sleep.night.block as night_block
 
     project, target = night_world(tmp_path, isolated_home, USER_TEXT)
     persona = write_persona(tmp_path)
@@ -104,7 +104,7 @@ def test_the_same_document_as_a_refused_proposal_is_never_staged(
         first = run_night(store, settings)
         assert first.status == "succeeded" and first.proposal_id
         reject(store, first.proposal_id, "not now")
-        monkeypatch.setattr(night_run, "user_refusals", lambda *_args: [])
+        monkeypatch.setattr(night_block, "user_refusals", lambda *_args: [])
         again = run_night(store, settings)
     assert again.status == "no_change" and again.proposal_id is None
     assert again.summary.reason == (

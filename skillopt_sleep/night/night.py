@@ -1,0 +1,316 @@
+"""One night as an object: :class:`Night`, one method per stage.
+
+``harvest`` → ``mine`` → ``plan`` (the target document, where the agent loads it, the blocks
+to train) → each block's training (:class:`~skillopt_sleep.night.block.Block`: split, train,
+gate, consolidate, test, copies, stage, notify) → ``finish`` (the night's row and result).
+
+A memory file every project shares holds a block per project: a night with a ``project``
+trains that project's block; the default night (no project) trains one block per project its
+tasks come from (:meth:`Night.plan`; the requests asked in no project: the block every project
+reads), each on its own tasks with its own gate, each staged as a proposal of its own (the
+night's summary lists them, ``blocks``; its row names the first proposal staged).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from skillopt_sleep import agents
+from skillopt_sleep.backends import get_backend
+from skillopt_sleep.backends.base import Backend
+from skillopt_sleep.delivery.document import read_live, resolve_target, sha256_text
+from skillopt_sleep.delivery.where import Where, where_loaded
+from skillopt_sleep.delivery.wild import record_reach
+from skillopt_sleep.mining.judges import scorable
+from skillopt_sleep.mining.mine import MineReport, block_key, mine, near_duplicate, normalise_intent
+from skillopt_sleep.mining.split import HELD_OUT, withhold
+from skillopt_sleep.models import Task
+from skillopt_sleep.night import lifecycle
+from skillopt_sleep.night.block import Block
+from skillopt_sleep.night.context import Ended, NightContext
+from skillopt_sleep.night.lifecycle import NightStatus
+from skillopt_sleep.results import BlockResult, NightCost, NightResult, NightSummary
+from skillopt_sleep.sources.ingest import harvest
+
+
+class Night:
+    """One night (``ctx``: its shared state; ``dry_run``: plan, replay nothing;
+    ``harvest_first=False``: the caller has just harvested). :meth:`run` goes through the
+    stages; each leaves its state on the object."""
+
+    def __init__(self, ctx: NightContext, *, dry_run: bool = False, harvest_first: bool = True):
+        self.ctx = ctx
+        self.dry_run, self.harvest_first = dry_run, harvest_first
+        self.started = time.monotonic()
+        s = ctx.settings
+        #: the agent whose CLI the night replays through (None: a model API), looked up once
+        self.agent = agents.agent_of_backend(s.target.name)
+        #: whose document the night trains
+        self.document_agent = self.agent.name if self.agent else s.document.agent
+        self.is_skill = s.document.kind == "managed_skill"
+        # set by the stages
+        self.report = MineReport(tasks=[], dropped={})
+        self.tasks: list[Task] = []  # the scorable ones
+        self.target_path = Path()
+        self.live: str | None = None
+        self.base_hash = ""
+        self.where: Where | None = None
+        self.shared = False  # a user-level memory file every project shares (a block each)
+        self.blocks: dict[str | None, list[Task]] = {}
+        self.warning: str | None = None
+        self._backends: tuple[Backend, Backend] | None = None
+
+    def run(self) -> NightResult:
+        if self.harvest_first:
+            self.harvest()
+        else:  # the caller harvested just before (the daemon's worker, under its ingest lock)
+            self.ctx.say("harvest: skipped (harvested before the night)")
+        self.mine()
+        self.plan()
+        if len(self.blocks) == 1:
+            ((section, tasks),) = self.blocks.items()
+            end = Block(self, section, tasks, alone=True).run()
+            return self.finish(end.status, end.summary, end)
+        return self.train_blocks()
+
+    # ------------------------------------------------------------------ the stages
+    def harvest(self) -> None:
+        """Index the sessions written since the last harvest (and what adoptions reached)."""
+        ctx, say = self.ctx, self.ctx.say
+        say.enter("harvest", "harvesting sessions")
+        got = harvest(ctx.store, ctx.settings, on_progress=say.relay)
+        record_reach(ctx.store, similarity=ctx.settings.similarity)
+        say(
+            f"harvest: {got.total('sessions_new')} new and {got.total('sessions_updated')} "
+            f"updated sessions from {got.total('files_read')} changed files"
+        )
+
+    def mine(self) -> None:
+        """The recurring tasks of the stored sessions; the scorable ones train."""
+        ctx, say = self.ctx, self.ctx.say
+        say.enter("mine", "mining recurring tasks")
+        self.report = mine(ctx.store, ctx.settings, on_progress=say.relay)
+        self.tasks = [t for t in self.report.tasks if scorable(t, ctx.settings.rubric)]
+
+    def plan(self) -> None:
+        """The document the night trains, where its agent loads it (replays put each candidate
+        there) and the blocks it trains, each with its tasks."""
+        ctx, s, say = self.ctx, self.ctx.settings, self.ctx.say
+        say.enter("night")
+        self.target_path = resolve_target(s.document, s.project, env=ctx.env, home=ctx.home)
+        self.is_skill = self.is_skill or self.target_path.name == "SKILL.md"
+        self.live = read_live(self.target_path)
+        self.base_hash = sha256_text(self.live)
+        self.where = where_loaded(
+            self.target_path,
+            agent=self.document_agent,
+            project=s.project,
+            env=ctx.env,
+            home=ctx.home,
+        )
+        where = self.where
+        self.shared = bool(where and where.scope == "user" and where.mode == "memory")
+        self.blocks = self._blocks() if self.shared else {None: self.tasks}
+        if not self.shared and s.project is None and len({t.project for t in self.tasks}) > 1:
+            # one block for every project (a skill, a file no agent loads): rule 5 across them
+            # all, as mining applied it within each project (mining/split.py)
+            threshold = s.similarity * 100
+            self.tasks = withhold(
+                self.tasks,
+                lambda a, b: bool(
+                    near_duplicate(normalise_intent(a), normalise_intent(b), threshold)
+                ),
+            )
+            self.blocks = {None: self.tasks}
+        self.warning = self._warning()
+        if self.warning:
+            say(f"warning: {self.warning}")
+        elif where is not None:
+            say(f"replays put each candidate where the agent finds it: {where.describe()}")
+
+    def _blocks(self) -> dict[str | None, list[Task]]:
+        """The blocks of a memory file every project shares that the night trains, each with
+        its tasks: the night's ``project``'s block; without one, a block per project the tasks
+        come from (:func:`~skillopt_sleep.mining.mine.block_key`; the requests asked in no
+        project: the block every project reads, None), first that global block, then by
+        path."""
+        project = self.ctx.settings.project
+        if project is not None:
+            return {str(project): self.tasks}
+        out: dict[str | None, list[Task]] = {}
+        for t in self.tasks:
+            out.setdefault(block_key(str(t.project) if t.project else None), []).append(t)
+        if not out:
+            return {None: []}
+        return dict(sorted(out.items(), key=lambda kv: (kv[0] is not None, kv[0] or "")))
+
+    def _warning(self) -> str | None:
+        """Why the night's scores may say little about daily use (None: they say what the
+        agent does with the document)."""
+        where, s = self.where, self.ctx.settings
+        if where is None:
+            return (
+                f"{self.target_path} is not a file the agent loads by itself: the night gives "
+                "it to the model as system text, so its scores say nothing about daily use"
+            )
+        if self.agent and where.agent != self.agent.name:
+            return (
+                f"the document is {where.agent}'s ({where.describe()}) but the night replays "
+                f'through {s.target.name}; set document.agent = "{self.agent.name}" or replay '
+                f"through {where.agent}"
+            )
+        return None
+
+    def backends(self) -> tuple[Backend, Backend]:
+        """The night's target and optimizer, opened and checked once (loud even when every
+        rollout would come from the cache)."""
+        if self._backends is None:
+            s = self.ctx.settings
+            target, optimizer = get_backend(s.target), get_backend(s.optimizer)
+            self.ctx.say.enter("check", "checking the backends")
+            target.check()
+            if optimizer is not target:
+                optimizer.check()
+            self._backends = (target, optimizer)
+        return self._backends
+
+    def copy_kind(self) -> str:
+        """The document kind other agents' copies take (:mod:`.copies`): the configured kind,
+        or ``memory`` for a ``path`` that is an agent's user-level memory file; "" (no copies)
+        for a project's file, any other path, or a file no agent loads."""
+        kind, where = self.ctx.settings.document.kind, self.where
+        if where is None:
+            return ""
+        if kind in ("memory", "managed_skill"):
+            return kind
+        return "memory" if where.scope == "user" and where.mode == "memory" else ""
+
+    def train_blocks(self) -> NightResult:
+        """Several projects' tasks for a shared memory file: one block each (and the block
+        every project reads for the requests asked in none); each block's tasks train, gate
+        and certify that block only, and each staged block is a proposal of its own."""
+        ctx = self.ctx
+        ctx.say(
+            f"{len(self.blocks)} blocks: "
+            + ", ".join(sec or "the requests asked in no project" for sec in self.blocks)
+        )
+        lifecycle.record(
+            ctx.store,
+            ctx.night_id,
+            target_path=str(self.target_path),
+            summary=json.dumps(self.summary_of_blocks([]).dump()),
+        )
+        ended: list[Ended] = []
+        for section, tasks in self.blocks.items():
+            stopped = next((e.summary.stopped for e in ended if e.summary.stopped), None)
+            if stopped:  # the night's budget is spent
+                skipped = NightSummary(section=section, scorable=len(tasks))
+                skipped.reason = f"not trained: {stopped}"
+                ended.append(Ended(NightStatus.NO_CHANGE, skipped))
+                continue
+            ended.append(Block(self, section, tasks, alone=False).run())
+        statuses = [e.status for e in ended]
+        status = next(
+            (
+                st
+                for st in (NightStatus.SUCCEEDED, NightStatus.NO_CHANGE, NightStatus.PLANNED)
+                if st in statuses
+            ),
+            NightStatus.NO_TASKS,
+        )
+        first = next((e for e in ended if e.proposal_id), None)
+        return self.finish(status, self.summary_of_blocks(ended), first)
+
+    def summary_of_blocks(self, ended: list[Ended]) -> NightSummary:
+        """The summary of a night that trained several blocks: the sums, and each block's
+        outcome (:class:`~skillopt_sleep.results.BlockResult`)."""
+        summaries = [e.summary for e in ended]
+        out = NightSummary(
+            tasks=len(self.report.tasks),
+            scorable=len(self.tasks),
+            dropped=self.report.dropped,
+            train=sum(x.train for x in summaries),
+            val=sum(x.val for x in summaries),
+            test=sum(x.test for x in summaries),
+            rules_before=sum(x.rules_before for x in summaries),
+            base_hash=self.base_hash,
+            held_out=HELD_OUT,
+            not_validated=sum(x.not_validated or 0 for x in summaries),
+            warning=self.warning,
+            notified="; ".join(
+                f"{e.proposal_id}: {e.summary.notified}" for e in ended if e.summary.notified
+            )
+            or None,
+            copies=[c for x in summaries for c in x.copies],
+        )
+        out.stopped = next((x.stopped for x in summaries if x.stopped), None)
+        for e in ended:
+            x, sc = e.summary, e.scores
+            out.blocks.append(
+                BlockResult(
+                    section=x.section,
+                    status=e.status,
+                    proposal_id=e.proposal_id,
+                    scorable=x.scorable,
+                    train=x.train,
+                    val=x.val,
+                    test=x.test,
+                    **(sc.model_dump() if sc is not None else {}),
+                    reason=x.reason,
+                )
+            )
+        out.reason = blocks_reason(out.blocks)
+        return out
+
+    def finish(self, status: NightStatus, summary: NightSummary, end: Ended | None) -> NightResult:
+        """Record the night's end and return its result. ``end``: the block whose scores and
+        proposal the night's row records (a night that replayed nothing records no cost)."""
+        ctx = self.ctx
+        wall = time.monotonic() - self.started
+        extra: dict[str, Any] = {}
+        seconds: float | None = None
+        if status not in (NightStatus.NO_TASKS, NightStatus.PLANNED):
+            spent = ctx.cost.as_dict()
+            extra = (end.row() if end is not None else {}) | {
+                k: spent[k] for k in ("calls", "cached_calls", "input_tokens", "output_tokens")
+            }
+            seconds = ctx.cost.seconds
+        lifecycle.finish(
+            ctx.store,
+            ctx.night_id,
+            status,
+            seconds=wall,
+            summary=json.dumps(summary.dump()),
+            **extra,
+        )
+        return NightResult(
+            night_id=ctx.night_id,
+            status=status,
+            target_path=str(self.target_path),
+            summary=summary,
+            proposal_id=extra.get("proposal_id"),
+            val_before=extra.get("val_before"),
+            val_after=extra.get("val_after"),
+            test_before=extra.get("test_before"),
+            test_after=extra.get("test_after"),
+            cost=NightCost.model_validate(extra | {"seconds": seconds}),
+            seconds=round(wall, 3),
+        )
+
+
+def blocks_reason(blocks: list[BlockResult]) -> str:
+    """One short line for a night of several blocks (each block is listed on its own
+    elsewhere): the proposals staged, then the other blocks counted by outcome, e.g.
+    ``3 blocks: proposals p4, p5; 1 no_change (the optimizer proposed no edit)``."""
+    staged = [b.proposal_id for b in blocks if b.proposal_id]
+    outcomes: dict[str, int] = {}
+    for b in blocks:
+        if not b.proposal_id:
+            what = str(b.status) + (f" ({b.reason})" if b.reason else "")
+            outcomes[what] = outcomes.get(what, 0) + 1
+    said = [f"proposal{'s' if len(staged) > 1 else ''} {', '.join(staged)}"] if staged else []
+    said += [f"{n} {what}" for what, n in outcomes.items()]
+    return f"{len(blocks)} block{'s' if len(blocks) != 1 else ''}: " + "; ".join(said)
