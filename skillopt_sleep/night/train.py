@@ -414,6 +414,9 @@ class Trainer:
     def train(
         self, doc: Document, train: list[Task], val: list[Task], verified: bool
     ) -> tuple[list[str], dict[str, Scored]]:
+        """Train ``doc``'s rules on ``train`` against the val gate on ``val`` (``verified``:
+        val is held out; else it is train, and nothing applied is certified). Returns the
+        rules and their val scores."""
         rules = list(doc.rules)
         self.test_texts = [doc.render(rules)]
         first = self._batches(train, 1)[:1]
@@ -423,73 +426,109 @@ class Trainer:
         self.doc, self.rules, self.val_scores = doc, rules, val_scores
         for epoch in range(1, self.s.epochs + 1):
             batches = self._batches(train, epoch)
-            for b, batch in enumerate(batches, 1):
-                self.report.enter(
-                    "train", epoch=epoch, epochs=self.s.epochs, batch=b, batches=len(batches)
-                )
-                self.say(f"epoch {epoch}/{self.s.epochs} batch {b}/{len(batches)}: replay")
-                self.ahead_batches(
-                    batches[b - 1 :], self.doc.render(rules), last=epoch == self.s.epochs
-                )
-                phase = f"train e{epoch}b{b}"
-                scores = self.replay(batch, self.doc, rules, "train", phase)
-                attempts = self.dream(batch, self.doc, rules, scores, phase)
-                if all(sc.score >= 1.0 for tried in attempts.values() for sc in tried):
-                    continue
-                self.report.enter("reflect")
-                edits = self.reflect(batch, scores, rules, self.doc, attempts)
-                self.report.enter("gate")
-                for k, e in enumerate(edits):
-                    e.epoch, e.batch = epoch, b
-                    flagged = _screened(e)
-                    if flagged:  # a poisoned rule: no val replay, never applied
-                        e.status, e.reason = "flagged", flagged
-                        self.rejected.append(e.describe())  # the optimizer is told so
-                        self.say(f"  flagged: {e.describe()} ({flagged})")
-                        self.record_edit(e)
-                        continue
-                    refused = self.refused_as(e)
-                    if refused:  # the user said no to it: no val replay, never applied
-                        e.status, e.reason = "rejected", refused
-                        self.say(f"  rejected: {e.describe()} ({refused})")
-                        self.record_edit(e)
-                        continue
-                    cand_doc: Document | None = self.doc
-                    candidate: list[str] | None
-                    if e.op == "describe":  # the rules stay; the description changes
-                        cand_doc, candidate = apply_describe(self.doc, e), list(rules)
-                    else:
-                        candidate = apply_edit(rules, e)
-                    if candidate is None or cand_doc is None:
-                        e.status = "unmatched"  # apply_edit / apply_describe said why
-                        self.record_edit(e)
-                        continue
-                    over = self.over_budget(rules, candidate)
-                    if over:  # never replayed: the document must stay affordable
-                        e.status, e.reason = "rejected", over
-                        self.say(f"  rejected: {e.describe()} ({over})")
-                        self.record_edit(e)
-                        continue
-                    self.ahead_edits(self.doc, val, rules, edits[k:])
-                    cand_scores = self.replay(
-                        val, cand_doc, candidate, "val", f"val e{epoch}b{b} candidate"
-                    )
-                    v = gate(
-                        val_scores,
-                        cand_scores,
-                        no_regression=self.s.no_regression,
-                        # a new description: only a strictly better score counts
-                        shorter=None if e.op == "describe" else _shorter(candidate, rules),
-                    )
-                    rules, val_scores = self._settle(
-                        e, v, rules, val_scores, candidate, cand_scores, verified, cand_doc
-                    )
-                    if e.status == "rejected":
-                        self.rejected.append(e.describe())
-                    self.say(f"  {e.status}: {e.describe()} ({v.reason})")
-                    self.record_edit(e)
+            for b in range(1, len(batches) + 1):
+                rules, val_scores = self._batch(epoch, b, batches, val, rules, val_scores, verified)
             self.report.enter("consolidate", epoch=epoch, epochs=self.s.epochs)
             rules, val_scores = self.consolidate(self.doc, rules, val, val_scores, epoch, verified)
+        return rules, val_scores
+
+    def _batch(
+        self,
+        epoch: int,
+        b: int,
+        batches: list[list[Task]],
+        val: list[Task],
+        rules: list[str],
+        val_scores: dict[str, Scored],
+        verified: bool,
+    ) -> tuple[list[str], dict[str, Scored]]:
+        """Mini-batch ``b`` of ``epoch``: replay it, reflect on it, gate each edit proposed.
+        Returns the rules and val scores to go on with."""
+        assert self.doc is not None
+        batch = batches[b - 1]
+        self.report.enter("train", epoch=epoch, epochs=self.s.epochs, batch=b, batches=len(batches))
+        self.say(f"epoch {epoch}/{self.s.epochs} batch {b}/{len(batches)}: replay")
+        self.ahead_batches(batches[b - 1 :], self.doc.render(rules), last=epoch == self.s.epochs)
+        phase = f"train e{epoch}b{b}"
+        scores = self.replay(batch, self.doc, rules, "train", phase)
+        attempts = self.dream(batch, self.doc, rules, scores, phase)
+        if all(sc.score >= 1.0 for tried in attempts.values() for sc in tried):
+            return rules, val_scores
+        self.report.enter("reflect")
+        edits = self.reflect(batch, scores, rules, self.doc, attempts)
+        self.report.enter("gate")
+        for k, e in enumerate(edits):
+            e.epoch, e.batch = epoch, b
+            rules, val_scores = self._gate_edit(e, edits[k:], val, rules, val_scores, verified)
+        return rules, val_scores
+
+    def _refused_before_replay(self, e: Edit) -> bool:
+        """Settle ``e`` without a val replay when the poisoning screen flags it or the user
+        refused it (recorded; True), else False."""
+        flagged = _screened(e)
+        if flagged:  # a poisoned rule: no val replay, never applied
+            e.status, e.reason = "flagged", flagged
+            self.rejected.append(e.describe())  # the optimizer is told so
+            self.say(f"  flagged: {e.describe()} ({flagged})")
+            self.record_edit(e)
+            return True
+        refused = self.refused_as(e)
+        if refused:  # the user said no to it: no val replay, never applied
+            e.status, e.reason = "rejected", refused
+            self.say(f"  rejected: {e.describe()} ({refused})")
+            self.record_edit(e)
+            return True
+        return False
+
+    def _gate_edit(
+        self,
+        e: Edit,
+        upcoming: list[Edit],
+        val: list[Task],
+        rules: list[str],
+        val_scores: dict[str, Scored],
+        verified: bool,
+    ) -> tuple[list[str], dict[str, Scored]]:
+        """Try edit ``e`` (``upcoming``: it and the mini-batch's edits after it, replayed
+        ahead together when the workers allow) on ``rules`` against the val gate, record the
+        verdict, and return the rules and val scores to go on with."""
+        assert self.doc is not None
+        if self._refused_before_replay(e):
+            return rules, val_scores
+        cand_doc: Document | None = self.doc
+        candidate: list[str] | None
+        if e.op == "describe":  # the rules stay; the description changes
+            cand_doc, candidate = apply_describe(self.doc, e), list(rules)
+        else:
+            candidate = apply_edit(rules, e)
+        if candidate is None or cand_doc is None:
+            e.status = "unmatched"  # apply_edit / apply_describe said why
+            self.record_edit(e)
+            return rules, val_scores
+        over = self.over_budget(rules, candidate)
+        if over:  # never replayed: the document must stay affordable
+            e.status, e.reason = "rejected", over
+            self.say(f"  rejected: {e.describe()} ({over})")
+            self.record_edit(e)
+            return rules, val_scores
+        self.ahead_edits(self.doc, val, rules, upcoming)
+        cand_scores = self.replay(
+            val, cand_doc, candidate, "val", f"val e{e.epoch}b{e.batch} candidate"
+        )
+        v = gate(
+            val_scores,
+            cand_scores,
+            no_regression=self.s.no_regression,
+            # a new description: only a strictly better score counts
+            shorter=None if e.op == "describe" else _shorter(candidate, rules),
+        )
+        rules, val_scores = self._settle(
+            e, v, rules, val_scores, candidate, cand_scores, verified, cand_doc
+        )
+        if e.status == "rejected":
+            self.rejected.append(e.describe())
+        self.say(f"  {e.status}: {e.describe()} ({v.reason})")
+        self.record_edit(e)
         return rules, val_scores
 
     def _batches(self, train: list[Task], epoch: int) -> list[list[Task]]:
