@@ -488,118 +488,12 @@ def _cluster_project(
     intent that is a cluster's first now and was not then (*promoted*) is similar to it. Those
     are decided again; when one moves an intent with correction stances to another cluster,
     every later intent is decided again."""
-    contents = [_content_text(it.norm)[:_COMPARE_CHARS] for it in group]
-    vocab = Vocabulary()
-    for text in contents:
-        vocab.add(text.split())
-    records = [vocab.classes(text) for text in contents]
-    frequency = Counter(c for r in records for c in r)
-    index = CandidateIndex(frequency)
-    promoted = CandidateIndex(frequency)  # heads now that were not heads then
-    promoted_at: list[int] = []  # their positions in ``index``
-    screen = Screen(threshold)  # cheap tests before token-set ratio scores a candidate
-    for text in contents:
-        screen.count(text)
-    keys = [screen.key(text) for text in contents]
-    clusters: list[list[Intent]] = []
-    heads: list[tuple[int, str]] = []  # (cluster, head norm) by position in the index
-    head_texts: list[str] = []  # head contents, by position
-    bare_heads: list[int] = []  # positions of heads without content words
-
-    def start_cluster(i: int) -> int:
-        index.add(len(heads), records[i], _content(group[i].norm))
-        screen.add(keys[i])
-        heads.append((len(clusters), group[i].norm))
-        head_texts.append(contents[i])
-        if not contents[i]:
-            bare_heads.append(len(heads) - 1)
-        clusters.append([group[i]])
-        return len(clusters) - 1
-
-    def decide(i: int) -> int | None:
-        """The position of the head ``group[i]`` joins (None: it starts a cluster)."""
-        it, content = group[i], contents[i]
-        proposed = index.candidates(records[i], _content(it.norm))
-        if content and proposed:  # similar() compares content words: a cheap necessary test first
-            bare = [pos for pos in proposed if not head_texts[pos]] if bare_heads else []
-            # the screen drops only pairs scoring below threshold (a few are scored at once)
-            found = screen.screen(keys[i], proposed) if len(proposed) > 8 else list(proposed)
-            texts = (
-                itemgetter(*found)(head_texts)
-                if len(found) > 1
-                else tuple(map(head_texts.__getitem__, found))
-            )
-            found = [
-                found[j]
-                for _, _, j in process.extract(
-                    content, texts, scorer=fuzz.token_set_ratio, score_cutoff=threshold, limit=None
-                )
-                if texts[j]
-            ] + bare
-        else:
-            found = list(proposed)
-        best: int | None = None
-        best_score = 0.0
-        for pos in found:
-            head = heads[pos][1]
-            if not fuzz.token_set_ratio(it.norm, head, score_cutoff=threshold):
-                continue
-            score = similar(it.norm, head, threshold)
-            if score and contradiction([it], clusters[heads[pos][0]]):
-                continue  # "use npm" and "use pnpm" are not one task
-            if score > best_score or (
-                score and best is not None and score == best_score and pos < best
-            ):
-                best, best_score = pos, score
-        return best
-
-    def near_promoted(i: int) -> bool:
-        it = group[i]
-        for p in promoted.candidates(records[i], _content(it.norm)):
-            head = heads[promoted_at[p]][1]
-            if fuzz.token_set_ratio(it.norm, head, score_cutoff=threshold) and similar(
-                it.norm, head, threshold
-            ):
-                return True
-        return False
-
-    kept = _reusable(prior, group, threshold)
-    now_of: dict[int, int] = {}  # stored cluster -> its cluster now, while its head is one
-    goes_on: dict[int, int] = {}  # stored cluster -> the cluster now that holds its intents
-    reused = 0
-    for i, it in enumerate(group):
-        if i < len(kept):
-            stored, was_head = kept[i]
-            if (was_head or stored in now_of) and not near_promoted(i):
-                reused += 1
-                if was_head:
-                    now_of[stored] = goes_on[stored] = start_cluster(i)
-                else:
-                    clusters[now_of[stored]].append(it)
-                continue
-            best = decide(i)
-            if best is None:
-                target = start_cluster(i)
-                if not was_head:
-                    promoted.add(len(promoted_at), records[i], _content(it.norm))
-                    promoted_at.append(len(heads) - 1)
-                else:
-                    now_of[stored] = target
-                goes_on.setdefault(stored, target)
-            else:
-                target = heads[best][0]
-                clusters[target].append(it)
-            if target != goes_on.get(stored) and _stance_key(it):
-                kept = kept[: i + 1]  # correction stances moved: decide every later one again
-            continue
-        best = decide(i)
-        if best is None:
-            start_cluster(i)
-        else:
-            clusters[heads[best][0]].append(it)
+    clustering = _ProjectClustering(group, threshold)
+    reused = clustering.run(_reusable(prior, group, threshold))
     if counts is not None:
-        counts["compared"] += index.compared + promoted.compared
+        counts["compared"] += clustering.index.compared + clustering.promoted.compared
         counts["reused"] += reused
+    clusters = clustering.clusters
     of = {id(it): n for n, members in enumerate(clusters) for it in members}
     state = {
         "version": CLUSTER_STATE_VERSION,
@@ -609,6 +503,136 @@ def _cluster_project(
         ],
     }
     return clusters, state
+
+
+class _ProjectClustering:
+    """One project's intents joined into clusters, in order: each intent joins the most
+    similar cluster head (:meth:`decide`) or starts a cluster. Candidate heads come from an
+    inverted index over typo classes and a screen drops pairs provably below the threshold
+    before token-set ratio scores them (docs/mining.md)."""
+
+    def __init__(self, group: list[Intent], threshold: float):
+        self.group, self.threshold = group, threshold
+        self.contents = contents = [_content_text(it.norm)[:_COMPARE_CHARS] for it in group]
+        vocab = Vocabulary()
+        for text in contents:
+            vocab.add(text.split())
+        self.records = [vocab.classes(text) for text in contents]
+        frequency = Counter(c for r in self.records for c in r)
+        self.index = CandidateIndex(frequency)
+        self.promoted = CandidateIndex(frequency)  # heads now that were not heads then
+        self.promoted_at: list[int] = []  # their positions in ``index``
+        self.screen = Screen(threshold)  # cheap tests before token-set ratio scores a candidate
+        for text in contents:
+            self.screen.count(text)
+        self.keys = [self.screen.key(text) for text in contents]
+        self.clusters: list[list[Intent]] = []
+        self.heads: list[tuple[int, str]] = []  # (cluster, head norm) by position in the index
+        self.head_texts: list[str] = []  # head contents, by position
+        self.bare_heads: list[int] = []  # positions of heads without content words
+
+    def run(self, kept: list[tuple[int, bool]]) -> int:
+        """Cluster every intent, reusing the stored decisions ``kept`` (by position: the
+        stored cluster and whether the intent was its head) where they still hold; returns
+        how many were reused."""
+        now_of: dict[int, int] = {}  # stored cluster -> its cluster now, while its head is one
+        goes_on: dict[int, int] = {}  # stored cluster -> the cluster now that holds its intents
+        reused = 0
+        for i, it in enumerate(self.group):
+            if i >= len(kept):
+                best = self.decide(i)
+                if best is None:
+                    self.start_cluster(i)
+                else:
+                    self.clusters[self.heads[best][0]].append(it)
+                continue
+            stored, was_head = kept[i]
+            if (was_head or stored in now_of) and not self.near_promoted(i):
+                reused += 1
+                if was_head:
+                    now_of[stored] = goes_on[stored] = self.start_cluster(i)
+                else:
+                    self.clusters[now_of[stored]].append(it)
+                continue
+            best = self.decide(i)
+            if best is None:
+                target = self.start_cluster(i)
+                if not was_head:
+                    self.promoted.add(len(self.promoted_at), self.records[i], _content(it.norm))
+                    self.promoted_at.append(len(self.heads) - 1)
+                else:
+                    now_of[stored] = target
+                goes_on.setdefault(stored, target)
+            else:
+                target = self.heads[best][0]
+                self.clusters[target].append(it)
+            if target != goes_on.get(stored) and _stance_key(it):
+                kept = kept[: i + 1]  # correction stances moved: decide every later one again
+        return reused
+
+    def start_cluster(self, i: int) -> int:
+        """A new cluster headed by ``group[i]``; its number."""
+        self.index.add(len(self.heads), self.records[i], _content(self.group[i].norm))
+        self.screen.add(self.keys[i])
+        self.heads.append((len(self.clusters), self.group[i].norm))
+        self.head_texts.append(self.contents[i])
+        if not self.contents[i]:
+            self.bare_heads.append(len(self.heads) - 1)
+        self.clusters.append([self.group[i]])
+        return len(self.clusters) - 1
+
+    def _scored(self, i: int) -> list[int]:
+        """The head positions ``group[i]`` may join: the index's candidates, screened and
+        scored on content words (heads without content words always kept)."""
+        it, content, head_texts = self.group[i], self.contents[i], self.head_texts
+        proposed = self.index.candidates(self.records[i], _content(it.norm))
+        if not (content and proposed):  # similar() compares content words: a cheap test first
+            return list(proposed)
+        bare = [pos for pos in proposed if not head_texts[pos]] if self.bare_heads else []
+        # the screen drops only pairs scoring below threshold (a few are scored at once)
+        found = self.screen.screen(self.keys[i], proposed) if len(proposed) > 8 else list(proposed)
+        texts = (
+            itemgetter(*found)(head_texts)
+            if len(found) > 1
+            else tuple(map(head_texts.__getitem__, found))
+        )
+        return [
+            found[j]
+            for _, _, j in process.extract(
+                content, texts, scorer=fuzz.token_set_ratio, score_cutoff=self.threshold, limit=None
+            )
+            if texts[j]
+        ] + bare
+
+    def decide(self, i: int) -> int | None:
+        """The position of the head ``group[i]`` joins (None: it starts a cluster)."""
+        it, threshold = self.group[i], self.threshold
+        best: int | None = None
+        best_score = 0.0
+        for pos in self._scored(i):
+            head = self.heads[pos][1]
+            if not fuzz.token_set_ratio(it.norm, head, score_cutoff=threshold):
+                continue
+            score = similar(it.norm, head, threshold)
+            if score and contradiction([it], self.clusters[self.heads[pos][0]]):
+                continue  # "use npm" and "use pnpm" are not one task
+            if score > best_score or (
+                score and best is not None and score == best_score and pos < best
+            ):
+                best, best_score = pos, score
+        return best
+
+    def near_promoted(self, i: int) -> bool:
+        """Whether ``group[i]`` is similar to a head promoted this run (then its stored
+        decision is taken again)."""
+        it = self.group[i]
+        for p in self.promoted.candidates(self.records[i], _content(it.norm)):
+            head = self.heads[self.promoted_at[p]][1]
+            if fuzz.token_set_ratio(it.norm, head, score_cutoff=self.threshold) and similar(
+                it.norm, head, self.threshold
+            ):
+                return True
+        return False
 
 
 def cluster_all_pairs(
@@ -886,23 +910,79 @@ def mine(
     now = now or _dt.datetime.now(_dt.UTC)
     if now.tzinfo is None:
         now = now.replace(tzinfo=_dt.UTC)
-    cutoff = now - _dt.timedelta(days=settings.lookback_days)
-    scope = str(settings.project).rstrip("/") if settings.project else None
     dropped: Counter = Counter()
     report = MineReport()
+    intents = _intents(store, settings, now, report, dropped, on_progress)
+    threshold = settings.similarity * 100
+    folders = _agent_folders()
+    report.rehomed = rehome_projectless(intents, threshold, folders)
+    for it in intents:  # the requests asked in no project of the user's are one group
+        it.scope = "" if _own_folder(it.project, folders) else it.project
+    # each project's clustering of the last run: only the prompts new since are compared
+    states = store.mining.states(sorted({_group(it) for it in intents}))
+    counts: Counter = Counter()
+    clusters = _cluster(intents, threshold, counts, states)
+    report.pairs_compared, report.prompts_reused = counts["compared"], counts["reused"]
+    store.mining.save(states)
+    report.clusters = len(clusters)
+    kept = _recurring(clusters, settings, dropped)
+    tasks = _tasks_of(kept, store, threshold)
+    # each task's occurrences get roles by time (held out = the next time the user asked);
+    # an occurrence replayed for training or gating by an earlier night is never test
+    judge_ok = settings.rubric
+    replayed = store.rollouts.splits_of([view_id(t.id, o) for t in tasks for o in t.occurrences])
+    tasks = assign_splits(
+        tasks,
+        replayed,
+        settings.val_fraction,
+        settings.test_fraction,
+        is_scorable=lambda t: scorable(t, judge_ok),
+        near=lambda a, b: bool(near_duplicate(normalise_intent(a), normalise_intent(b), threshold)),
+        # a night without a project trains one block per project (night/night.py)
+        block_of=(lambda t: block_key(t.project)) if settings.project is None else None,
+    )
+    store.tasks.save(tasks)
+    report.tasks = tasks
+    report.tasks_recurring = sum(1 for t in tasks if len(t.sessions) >= settings.min_sessions)
+    report.tasks_corrected = sum(1 for t in tasks if t.corrections)
+    report.tasks_scorable = sum(1 for t in tasks if t.split)
+    report.tasks_once = sum(1 for t in tasks if t.split and len(t.occurrences) == 1)
+    report.tasks_undistinct = sum(1 for t in tasks if undistinct(t))
+    report.dropped = dict(sorted(dropped.items()))
+    return report
+
+
+def _intents(
+    store: Store,
+    settings: Settings,
+    now: _dt.datetime,
+    report: MineReport,
+    dropped: Counter,
+    on_progress: OnProgress | None,
+) -> list[Intent]:
+    """The requests of the stored sessions in scope (not self-generated, not headless unless
+    ``mine_headless``, active within the lookback), with what each session's walk dropped
+    counted in ``dropped`` and the sessions and prompts in ``report``."""
+    cutoff = now - _dt.timedelta(days=settings.lookback_days)
+    scope = str(settings.project).rstrip("/") if settings.project else None
     intents: list[Intent] = []
     sessions = store.sessions.all(scope, include_self=True)
-    for n, s in enumerate(sessions, 1):
+
+    def progress(done: int, message: str | None = None) -> None:
         if on_progress is not None:
             on_progress(
                 ProgressEvent(
                     step="mine",
-                    done=n - 1,
+                    done=done,
                     total=len(sessions),
                     unit="sessions",
                     prompts=report.prompts,
+                    message=message,
                 )
             )
+
+    for n, s in enumerate(sessions, 1):
+        progress(n - 1)
         project = s.get("project") or ""
         if scope and not (project == scope or project.startswith(scope + "/")):
             continue  # the store's LIKE treats "_" as a wildcard
@@ -923,30 +1003,15 @@ def mine(
         found, n_prompts = _walk(s, messages, dropped, settings.similarity * 100)
         report.prompts += n_prompts
         intents.extend(found)
+    progress(len(sessions), f"clustering {len(intents)} requests")
+    return intents
 
-    if on_progress is not None:
-        on_progress(
-            ProgressEvent(
-                step="mine",
-                done=len(sessions),
-                total=len(sessions),
-                unit="sessions",
-                prompts=report.prompts,
-                message=f"clustering {len(intents)} requests",
-            )
-        )
-    threshold = settings.similarity * 100
-    folders = _agent_folders()
-    report.rehomed = rehome_projectless(intents, threshold, folders)
-    for it in intents:  # the requests asked in no project of the user's are one group
-        it.scope = "" if _own_folder(it.project, folders) else it.project
-    # each project's clustering of the last run: only the prompts new since are compared
-    states = store.mining.states(sorted({_group(it) for it in intents}))
-    counts: Counter = Counter()
-    clusters = _cluster(intents, threshold, counts, states)
-    report.pairs_compared, report.prompts_reused = counts["compared"], counts["reused"]
-    store.mining.save(states)
-    report.clusters = len(clusters)
+
+def _recurring(
+    clusters: list[list[Intent]], settings: Settings, dropped: Counter
+) -> list[tuple[bool, int, str, list[Intent]]]:
+    """The clusters that are tasks: recurring in ``min_sessions`` sessions or corrected,
+    corrected first, then by sessions and age, at most ``max_tasks``."""
     kept = []
     for members in clusters:
         n_sessions = len({it.session_id for it in members})
@@ -959,8 +1024,15 @@ def mine(
     if len(kept) > settings.max_tasks:
         dropped["over_max_tasks"] += len(kept) - settings.max_tasks
         kept = kept[: settings.max_tasks]
+    return kept
 
-    # Ids are matched oldest cluster first, so an old task keeps its stored id.
+
+def _tasks_of(
+    kept: list[tuple[bool, int, str, list[Intent]]], store: Store, threshold: float
+) -> list[Task]:
+    """A task per kept cluster, with its id (a stored task's when it is the same request:
+    clusters are matched oldest first, so an old task keeps its stored id) and why it was
+    kept apart from each similar task."""
     stored = [t for t in store.tasks.all() if not t.synthetic]
     used: set[str] = set()
     ids: dict[int, str] = {}
@@ -978,26 +1050,4 @@ def mine(
             if reason:
                 why.append(f"{other.id} ({other.intent[:60]!r}): {reason}")
         t.apart = why
-    # each task's occurrences get roles by time (held out = the next time the user asked);
-    # an occurrence replayed for training or gating by an earlier night is never test
-    judge_ok = settings.rubric
-    replayed = store.rollouts.splits_of([view_id(t.id, o) for t in tasks for o in t.occurrences])
-    tasks = assign_splits(
-        tasks,
-        replayed,
-        settings.val_fraction,
-        settings.test_fraction,
-        is_scorable=lambda t: scorable(t, judge_ok),
-        near=lambda a, b: bool(near_duplicate(normalise_intent(a), normalise_intent(b), threshold)),
-        # a night without a project trains one block per project (night/run.py)
-        block_of=(lambda t: block_key(t.project)) if settings.project is None else None,
-    )
-    store.tasks.save(tasks)
-    report.tasks = tasks
-    report.tasks_recurring = sum(1 for t in tasks if len(t.sessions) >= settings.min_sessions)
-    report.tasks_corrected = sum(1 for t in tasks if t.corrections)
-    report.tasks_scorable = sum(1 for t in tasks if t.split)
-    report.tasks_once = sum(1 for t in tasks if t.split and len(t.occurrences) == 1)
-    report.tasks_undistinct = sum(1 for t in tasks if undistinct(t))
-    report.dropped = dict(sorted(dropped.items()))
-    return report
+    return tasks
