@@ -55,10 +55,11 @@ class NightsRepo(Repository):
         )
 
     def recent(self, limit: int = 5) -> list[Row]:
-        """The last ``limit`` nights, newest first (by start: dry runs' ids are negative)."""
-        return list(
-            self.db.table("nights").rows_where(order_by="started_at desc, id desc", limit=limit)
-        )
+        """The last ``limit`` nights, newest first: by start, then (nights started in the same
+        second: one night runs at a time) by end, a running night first, then by number (dry
+        runs' ids count down: d2 is newer than d1)."""
+        order = "started_at desc, coalesce(finished_at, '9999') desc, abs(id) desc"
+        return list(self.db.table("nights").rows_where(order_by=order, limit=limit))
 
     def last_real(self) -> Row | None:
         """The newest night that is not a dry run that only planned (or found no task)."""

@@ -268,3 +268,19 @@ def test_proposals_staged_before_m010_have_no_agent_or_kind(tmp_path):
         "agent": "codex",
         "kind": "memory",
     }
+
+
+def test_recent_nights_started_in_the_same_second_are_newest_first(tmp_path):
+    # nights are numbered by kind (real 1, 2…; dry runs d1 = -1, d2 = -2…) and started_at is to
+    # the second: two nights begun in one second are ordered by their end, then by number
+    store = Store(tmp_path / "s.db")
+    before, second = "2026-12-07T02:59:59+00:00", "2026-12-07T03:00:00+00:00"
+    real = store.nights.add(started_at=before, status="failed", dry_run=0)
+    store.nights.set(real, finished_at=second)
+    d1 = store.nights.add(started_at=second, status="planned", dry_run=1)
+    store.nights.set(d1, finished_at=second)
+    d2 = store.nights.add(started_at=second, status="no_tasks", dry_run=1)
+    store.nights.set(d2, finished_at=second)
+    running = store.nights.add(started_at=second, status="running", dry_run=0)
+    assert (real, d1, d2, running) == (1, -1, -2, 2)
+    assert [n["id"] for n in store.nights.recent()] == [running, d2, d1, real]
