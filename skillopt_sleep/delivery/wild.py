@@ -35,9 +35,9 @@ from skillopt_sleep import agents
 from skillopt_sleep.delivery.document import SKILL_NAME, Document, read_live
 from skillopt_sleep.delivery.where import where_loaded
 from skillopt_sleep.mining.corrections import classify
+from skillopt_sleep.mining.judges import run_check
 from skillopt_sleep.mining.split import task_of
 from skillopt_sleep.models import Task
-from skillopt_sleep.night.replay import run_check
 from skillopt_sleep.results import NightSummary, WildCheck
 from skillopt_sleep.store import Store
 

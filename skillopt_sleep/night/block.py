@@ -1,7 +1,8 @@
 """One managed block's training in a night: :class:`Block`.
 
 A memory file every project shares holds a block per project; a night trains each block its
-tasks call for (:class:`~skillopt_sleep.night.night.Night`), and each block goes through the
+tasks call for (:class:`~skillopt_sleep.night.night.Night`, seen as a
+:class:`~skillopt_sleep.night.context.PlannedNight`), and each block goes through the
 same stages with its own tasks: split its tasks' occurrences, train (epochs × mini-batches,
 reflect, edit, the val gate, consolidation: :class:`~skillopt_sleep.night.train.Trainer`),
 score the test split before and after, then either stage a proposal (certified: an edit
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from skillopt_sleep.delivery.document import Document, Edit, block_hash, delivery_cost, sha256_text
 from skillopt_sleep.errors import BudgetExceeded
@@ -21,7 +22,7 @@ from skillopt_sleep.mining.recall import recall
 from skillopt_sleep.mining.split import HELD_OUT, NOT_DISTINCT, undistinct, views
 from skillopt_sleep.models import Task
 from skillopt_sleep.night import lifecycle
-from skillopt_sleep.night.context import Ended
+from skillopt_sleep.night.context import Ended, PlannedNight
 from skillopt_sleep.night.copies import CopyJob, certify_copies
 from skillopt_sleep.night.lifecycle import NightStatus
 from skillopt_sleep.night.notify import proposal_ready
@@ -30,11 +31,8 @@ from skillopt_sleep.night.stage import Staging, stage_proposal
 from skillopt_sleep.night.train import Trainer, remembered_rejections, user_refusals
 from skillopt_sleep.results import Delivery, EditCounts, NightCost, NightSummary, Scores
 
-if TYPE_CHECKING:
-    from skillopt_sleep.night.night import Night
 
-
-def inputs_fingerprint(night: Night, tasks: list[Task], block: str | None = None) -> str:
+def inputs_fingerprint(night: PlannedNight, tasks: list[Task], block: str | None = None) -> str:
     """What makes two nights the same night: the document, the scorable tasks (id, split,
     intent, checks, rubric), the backends and the training settings (and ``block``, the
     project block of a night that trained several). sha256 hex."""
@@ -65,7 +63,7 @@ class Block:
     ``alone``: the night's only block, whose summary is the night's. :meth:`run` goes through
     the stages; the state each stage leaves is on the object."""
 
-    def __init__(self, night: Night, section: str | None, tasks: list[Task], alone: bool):
+    def __init__(self, night: PlannedNight, section: str | None, tasks: list[Task], alone: bool):
         self.night, self.ctx = night, night.ctx
         self.section, self.tasks, self.alone = section, tasks, alone
         self.doc = Document.parse(
@@ -437,7 +435,7 @@ def _no_tasks_reason(
     scored: list[Task],
     val: list[Task],
     test: list[Task],
-    night: Night,
+    night: PlannedNight,
     dropped: dict[str, int],
 ) -> str:
     """Why a night has nothing to train on, worded so the user knows what would help."""

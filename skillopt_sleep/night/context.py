@@ -1,18 +1,23 @@
-"""What every stage of one night shares (:class:`NightContext`), and how a block of a night
-ends (:class:`Ended`)."""
+"""What every stage of one night shares (:class:`NightContext`), what a block needs of the
+planned night (:class:`PlannedNight`), and how a block of a night ends (:class:`Ended`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from skillopt_sleep.config import Settings
 from skillopt_sleep.night.progress import NightProgress
 from skillopt_sleep.night.replay import Cost, Scored
 from skillopt_sleep.results import NightStatus, NightSummary, Scores
 from skillopt_sleep.store import Store
+
+if TYPE_CHECKING:
+    from skillopt_sleep.backends.base import Backend
+    from skillopt_sleep.delivery.where import Where
+    from skillopt_sleep.mining.mine import MineReport
 
 #: Called once per scored rollout (for progress bars).
 OnRollout = Callable[[Scored], None]
@@ -53,3 +58,25 @@ class Ended:
         if self.proposal_id is not None:
             out["proposal_id"] = self.proposal_id
         return out
+
+
+class PlannedNight(Protocol):
+    """What a block (:class:`~skillopt_sleep.night.block.Block`) reads of its night once
+    :meth:`~skillopt_sleep.night.night.Night.plan` has run: the shared context, what mining
+    found, the document as the night found it and where its agent loads it."""
+
+    ctx: NightContext
+    dry_run: bool
+    report: MineReport
+    target_path: Path
+    live: str | None
+    base_hash: str
+    is_skill: bool
+    where: Where | None
+    shared: bool
+    warning: str | None
+    document_agent: str
+
+    def backends(self) -> tuple[Backend, Backend]: ...
+
+    def copy_kind(self) -> str: ...
