@@ -226,7 +226,8 @@ class PrivacyConfig(_Strict):
 
 
 class Settings(BaseSettings):
-    """All settings of one run. See ``docs/config.md`` for every key with its unit."""
+    """All settings of one run. The README's "Configuration" section lists every key
+    with its default and unit."""
 
     model_config = SettingsConfigDict(
         env_prefix="SKILLOPT_SLEEP_",

@@ -5,7 +5,7 @@ as a one-line reason with a non-zero exit; anything else is a bug.
     ├── ConfigError            bad or unknown config key / value
     ├── UnknownNameError       unknown backend, source or agent name
     ├── StoreError             the database cannot be opened or migrated
-    ├── BackendError           a model/agent backend failed (see backends.errors)
+    ├── BackendError           a model/agent backend failed (raised in backends/)
     │   ├── BackendUnreachable     connection refused, DNS, closed port
     │   ├── BackendAuthError       401/403, missing or invalid key, not logged in
     │   ├── BackendModelError      unknown model
@@ -15,7 +15,10 @@ as a one-line reason with a non-zero exit; anything else is a bug.
     ├── NightError             the night cannot run (no document, lock held, …)
     │   └── DocumentError          the trained document cannot be read (not UTF-8, unreadable)
     ├── ProposalError          unknown id, stale base, nothing to roll back, …
-    └── ServiceManagerError    systemctl / launchctl / schtasks refused (``service --now``)
+    ├── ServiceManagerError    systemctl / launchctl / schtasks refused (``service --now``)
+    ├── BadArgument            a caller's argument is invalid (relative project, unknown agent)
+    ├── DaemonError            the daemon did not come up (daemon/process.py)
+    └── InstallError           install / uninstall cannot proceed (install/steps.py)
 """
 
 from __future__ import annotations
