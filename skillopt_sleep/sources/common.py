@@ -145,6 +145,73 @@ def json_records(
         yield rec
 
 
+#: the longest prompt or answer text kept, and the longest tool-result excerpt
+MAX_TEXT = 20_000
+TOOL_EXCERPT = 400
+
+
+def prompt_message(
+    uid: str, ts: str | None, text: str, *, side: bool = False, limit: int = MAX_TEXT
+) -> HarvestedMessage:
+    """A user's prompt, cleaned and capped."""
+    return HarvestedMessage(
+        uid=uid,
+        role="user",
+        kind="prompt",
+        timestamp=ts,
+        is_sidechain=side,
+        text=cap(clean(text), limit),
+    )
+
+
+def answer_message(
+    uid: str,
+    ts: str | None,
+    text: str,
+    tools: list[str],
+    *,
+    side: bool = False,
+    limit: int = MAX_TEXT,
+) -> HarvestedMessage:
+    """An assistant's answer, cleaned and capped, with the names of the tools it called."""
+    return HarvestedMessage(
+        uid=uid,
+        role="assistant",
+        kind="answer",
+        timestamp=ts,
+        is_sidechain=side,
+        text=cap(clean(text), limit),
+        tool_names=tools,
+    )
+
+
+def tool_message(
+    uid: str,
+    ts: str | None,
+    excerpt: str,
+    *,
+    is_error: bool,
+    side: bool = False,
+    limit: int = TOOL_EXCERPT,
+) -> HarvestedMessage:
+    """A tool's result, as a redacted excerpt."""
+    return HarvestedMessage(
+        uid=uid,
+        role="user",
+        kind="tool",
+        timestamp=ts,
+        is_sidechain=side,
+        is_error=is_error,
+        text=clean_excerpt(excerpt, limit),
+    )
+
+
+def add_tool_name(tools: list[str], name: Any) -> None:
+    """Append a tool's ``name`` to ``tools`` once (a non-empty string only)."""
+    if isinstance(name, str) and name and name not in tools:
+        tools.append(name)
+
+
 #: ``message`` roles of Pi's session format that are injected context, not the conversation
 PI_INJECTED_ROLES = ("custom", "branchSummary", "compactionSummary")
 
@@ -170,8 +237,8 @@ def pi_message(
     ts: str | None,
     skipped: Counter,
     *,
-    max_text: int = 20_000,
-    tool_excerpt: int = 400,
+    max_text: int = MAX_TEXT,
+    tool_excerpt: int = TOOL_EXCERPT,
 ) -> HarvestedMessage | None:
     """One ``message`` entry of the session format Pi writes (and OpenClaw, whose embedded agent
     runtime is Pi's): ``user`` → prompt, ``assistant`` → answer with its ``toolCall`` names,
@@ -184,51 +251,29 @@ def pi_message(
         if not text:
             skipped["empty"] += 1
             return None
-        return HarvestedMessage(
-            uid=uid, role="user", kind="prompt", timestamp=ts, text=cap(clean(text), max_text)
-        )
+        return prompt_message(uid, ts, text, limit=max_text)
     if role == "assistant":
         raw = msg.get("content")
         content: list[Any] = raw if isinstance(raw, list) else []
         tools: list[str] = []
         for block in content:
             if isinstance(block, dict) and block.get("type") == "toolCall":
-                name = block.get("name")
-                if isinstance(name, str) and name and name not in tools:
-                    tools.append(name)
+                add_tool_name(tools, block.get("name"))
         text = pi_text(content).strip()
         if not text and not tools:
             failed = msg.get("stopReason") in ("error", "aborted")
             skipped["failed_answer" if failed else "empty"] += 1
             return None
-        return HarvestedMessage(
-            uid=uid,
-            role="assistant",
-            kind="answer",
-            timestamp=ts,
-            text=cap(clean(text), max_text),
-            tool_names=tools,
-        )
+        return answer_message(uid, ts, text, tools, limit=max_text)
     if role == "toolResult":
-        return HarvestedMessage(
-            uid=uid,
-            role="user",
-            kind="tool",
-            timestamp=ts,
-            is_error=bool(msg.get("isError")),
-            text=clean_excerpt(pi_text(msg.get("content")), tool_excerpt),
-        )
+        excerpt = pi_text(msg.get("content"))
+        return tool_message(uid, ts, excerpt, is_error=bool(msg.get("isError")), limit=tool_excerpt)
     if role == "bashExecution":
         code = msg.get("exitCode")
         output = msg.get("output")
-        return HarvestedMessage(
-            uid=uid,
-            role="user",
-            kind="tool",
-            timestamp=ts,
-            is_error=isinstance(code, int) and code != 0,
-            text=clean_excerpt(output if isinstance(output, str) else "", tool_excerpt),
-        )
+        failed = isinstance(code, int) and code != 0
+        text = output if isinstance(output, str) else ""
+        return tool_message(uid, ts, text, is_error=failed, limit=tool_excerpt)
     if role in PI_INJECTED_ROLES:
         skipped["injected"] += 1
     else:
