@@ -11,8 +11,9 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from skillopt_sleep.models import HarvestedMessage
+from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt, decode
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult
 
 
 def as_dict(value: Any) -> dict[str, Any]:
@@ -279,3 +280,69 @@ def pi_message(
     else:
         skipped[f"unknown_role:{role}"] += 1
     return None
+
+
+class PiSession:
+    """One session of Pi's session format (also OpenClaw's) in one pass: its ``session``,
+    ``model_change`` and ``message`` entries; what must survive a pass lives in ``st``
+    (``key``, ``line``, ``fp``, ``self``, ``cwd``, ``started``, ``headless``)."""
+
+    def __init__(self, source: str, st: dict):
+        self.st = st
+        self.sess = HarvestedSession(source=source, key=st["key"])
+
+    def record(self, rec: dict, skipped: Counter, first: bool) -> None:
+        st, sess = self.st, self.sess
+        rtype = rec.get("type")
+        ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
+        if rtype == "session":
+            if isinstance(rec.get("id"), str) and rec["id"] and first:
+                st["key"] = rec["id"]
+            if isinstance(rec.get("cwd"), str) and rec["cwd"]:
+                st["cwd"] = rec["cwd"]
+            if ts:
+                st["started"] = ts
+            return
+        if rtype == "model_change":
+            if isinstance(rec.get("modelId"), str) and rec["modelId"]:
+                sess.model = rec["modelId"]
+            return
+        if rtype != "message":
+            skipped[f"ignored_type:{rtype}"] += 1
+            return
+        msg = as_dict(rec.get("message"))
+        eid = rec.get("id")
+        if not isinstance(eid, str) or not eid:
+            skipped["no_id"] += 1
+            return
+        if msg.get("role") == "assistant" and isinstance(msg.get("model"), str) and msg["model"]:
+            sess.model = msg["model"]
+        out = pi_message(msg, f"{st['key']}:{eid}", ts, skipped)
+        if out is None:
+            return
+        if out.kind == "prompt" and not st["fp"]:
+            st["fp"], st["self"] = True, SELF_MARKER in out.text
+        sess.messages.append(out)
+
+    def done(self) -> HarvestedSession:
+        self.sess.key = self.st["key"]
+        self.sess.project = self.sess.project or self.st.get("cwd")
+        self.sess.started_at = self.sess.started_at or self.st.get("started")
+        self.sess.self_generated = self.st["self"]
+        self.sess.headless = bool(self.st.get("headless"))
+        return self.sess
+
+
+def parse_pi_lines(source: str, lines: Iterable[bytes], st: dict[str, Any]) -> ParseResult:
+    """A pass over lines of Pi's session format: one session; a record with a field of an
+    odd type is counted as ``malformed:<error>``."""
+    result = ParseResult(skipped=Counter())
+    one = PiSession(source, st)
+    for rec in json_records(lines, result.skipped, st):
+        try:
+            one.record(rec, result.skipped, st["line"] <= 1)
+        except (TypeError, ValueError, AttributeError) as exc:
+            result.skipped[f"malformed:{type(exc).__name__}"] += 1
+    result.sessions = [one.done()]
+    result.state = st
+    return result
