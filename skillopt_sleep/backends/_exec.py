@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -400,17 +400,8 @@ class ExecBackend(Backend):
         home = scratch / f"{self.agent}-home"
         home.mkdir(exist_ok=True)
         if copy_auth:
-            real = agent.home()
-            for name in agent.auth_files:
-                src = real / name
-                if src.is_file():
-                    dst = home / name
-                    dst.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(src, dst)
-                    os.chmod(dst, 0o600)
-        target = home / placement.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(placement.text, encoding="utf-8")
+            copy_private(agent.home(), home, agent.auth_files)
+        write_placed(home, placement)
         return home
 
     def home_copy(self, scratch: Path) -> Path:
@@ -420,15 +411,38 @@ class ExecBackend(Backend):
         agent = agents.get_agent(self.agent)
         home = scratch / f"{self.agent}-home"
         home.mkdir(exist_ok=True)
-        real = agent.home()
-        for name in (*agent.auth_files, *agent.user_memory):
-            src = real / name
-            if src.is_file():
-                dst = home / name
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src, dst)
-                os.chmod(dst, 0o600)
+        copy_private(agent.home(), home, (*agent.auth_files, *agent.user_memory))
         return home
+
+    def documents(
+        self,
+        request: CompletionRequest,
+        placed: Placement | None,
+        *,
+        user_root: Path | None = None,
+        system_file: str | None = "AGENTS.md",
+    ) -> dict[str, str]:
+        """The files of the call's working directory, and the one placement rule of the exec
+        backends: a user-level document is written under ``user_root`` (the call's throw-away
+        home; ``None``: the caller placed it already), a project document goes into the
+        working directory, and a request's system text without a placement is written there
+        as ``system_file`` (``None``: the backend passes it some other way)."""
+        if placed is not None and placed.scope == "user":
+            if user_root is not None:
+                write_placed(user_root, placed)
+            return {}
+        if placed is not None:
+            return {placed.path: placed.text}
+        if system_file and request.system:
+            return {system_file: request.system}
+        return {}
+
+    def pass_key(self, env: dict[str, str], variable: str) -> None:
+        """Hand the configured API key (if any) to the CLI through ``variable`` only."""
+        env.pop(variable, None)
+        key = api_key(self.config)
+        if key:
+            env[variable] = key
 
     def base_env(self) -> dict[str, str]:
         """The child's environment: ours, without our own settings variables."""
@@ -572,6 +586,51 @@ def remove_empty_tree(path: Path) -> None:
         path.rmdir()
     except OSError:
         pass
+
+
+def openai_base(url: str) -> str:
+    """An OpenAI-compatible base URL: ``url`` as given when it has a path, else ``…/v1``."""
+    url = url.rstrip("/")
+    return url if urlsplit(url).path not in ("", "/") else url + "/v1"
+
+
+def copy_private(src_dir: Path, dst_dir: Path, names: Iterable[str]) -> None:
+    """Copy the files ``names`` of ``src_dir`` that exist into ``dst_dir``, readable by the
+    user only (login files, private configuration). The source is only read."""
+    for name in names:
+        src = src_dir / name
+        if src.is_file():
+            dst = dst_dir / name
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+            os.chmod(dst, 0o600)
+
+
+def write_placed(root: Path, placed: Placement) -> None:
+    """Write the placed document at ``placed.path`` under ``root``."""
+    target = root / placed.path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(placed.text, encoding="utf-8")
+
+
+def native_tools(
+    requested: list[str], aliases: dict[str, tuple[str, ...]], lower: bool
+) -> list[str]:
+    """The CLI's own names of the ``requested`` task tools, each once, in order; a tool
+    without an alias keeps its name (lower-cased when ``lower``)."""
+    out: list[str] = []
+    for tool in requested:
+        for name in aliases.get(tool, (tool.lower() if lower else tool,)):
+            if name not in out:
+                out.append(name)
+    return out
+
+
+def no_answer(result: ProcessResult, what: str) -> Failure:
+    """A Failure for a run that exited cleanly without an answer."""
+    return classify(
+        f"{what} finished without an answer: " + (result.stderr.strip()[-200:] or "no output")
+    )
 
 
 def stderr_failure(result: ProcessResult, what: str) -> Failure:

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from skillopt_sleep.backends.base import SKILL_TOOL, Backend
 from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.errors import (
     BackendAuthError,
@@ -28,6 +29,7 @@ from skillopt_sleep.errors import (
     BackendTimeout,
     BackendUnreachable,
 )
+from skillopt_sleep.models import Completion, Usage
 
 #: Placeholder key sent to loopback servers (local models, the simulator) when none is set.
 LOCAL_PLACEHOLDER_KEY = "sk-local-no-key"
@@ -167,77 +169,93 @@ class HttpCaller:
         attempts = self.config.max_retries + 1
         for attempt in range(attempts):
             last = attempt == attempts - 1
-            try:
-                response = self.client.request(method, url, json=payload, headers=headers)
-            except httpx.TimeoutException as exc:
-                if last:
-                    raise BackendTimeout(
-                        f"no answer from {url} within {self.config.timeout:g}s "
-                        f"({type(exc).__name__})",
-                        backend=self.backend,
-                        fix="raise `timeout` in the backend config",
-                    ) from None
+            response = self._send(method, url, payload, headers, last=last)
+            if response is None:  # a transport failure worth another attempt
                 self.sleep(self._delay(attempt))
                 continue
-            except (
-                httpx.ConnectError,
-                httpx.RemoteProtocolError,
-                httpx.ReadError,
-                httpx.WriteError,
-            ) as exc:
-                if last:
-                    if isinstance(exc, httpx.ConnectError):
-                        raise BackendUnreachable(
-                            f"cannot reach {self.base_url}",
-                            backend=self.backend,
-                            fix="is the server running?",
-                        ) from None
-                    raise BackendResponseError(
-                        f"connection to {url} failed: {exc}", backend=self.backend
-                    ) from None
-                self.sleep(self._delay(attempt))
-                continue
-            except httpx.HTTPError as exc:
-                raise BackendResponseError(
-                    f"request to {url} failed: {exc}", backend=self.backend
-                ) from None
-            status = response.status_code
-            if status < 300:
+            if response.status_code < 300:
                 return self._parse(response, url)
-            if status in (401, 403):
-                where = "`api_key` in the backend config" + (
-                    f" or ${self.key_env}" if self.key_env else ""
-                )
-                raise BackendAuthError(
-                    f"HTTP {status} from {url}: {_message(response)}",
-                    backend=self.backend,
-                    fix=f"check the API key in {where}",
-                )
-            if status in (400, 404) and model and _is_model_error(response):
-                raise BackendModelError(
-                    f"unknown model {model!r}: {_message(response)}",
-                    backend=self.backend,
-                    fix="check `model` in the backend config",
-                )
-            if (status in _RETRY_STATUS or status >= 500) and not last:
-                self.sleep(self._delay(attempt, response))
-                continue
-            if status == 404:
-                raise BackendResponseError(
-                    f"HTTP 404 from {url}: {_message(response)}",
-                    backend=self.backend,
-                    fix="check `base_url` in the backend config",
-                )
-            raise BackendResponseError(
-                f"HTTP {status} from {url}: {_message(response)}"
-                + (
-                    f" (after {attempts} attempts)"
-                    if status in _RETRY_STATUS or status >= 500
-                    else ""
-                ),
-                backend=self.backend,
-            )
+            self._refuse(response, url, model, last=last, attempts=attempts)
+            self.sleep(self._delay(attempt, response))
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        payload: dict[str, Any] | None,
+        headers: dict[str, str],
+        *,
+        last: bool,
+    ) -> httpx.Response | None:
+        """One attempt: the response, ``None`` for a transport failure to retry, or (on the
+        last attempt, or for a failure never retried) the BackendError."""
+        try:
+            return self.client.request(method, url, json=payload, headers=headers)
+        except httpx.TimeoutException as exc:
+            if last:
+                raise BackendTimeout(
+                    f"no answer from {url} within {self.config.timeout:g}s ({type(exc).__name__})",
+                    backend=self.backend,
+                    fix="raise `timeout` in the backend config",
+                ) from None
+            return None
+        except (
+            httpx.ConnectError,
+            httpx.RemoteProtocolError,
+            httpx.ReadError,
+            httpx.WriteError,
+        ) as exc:
+            if last:
+                if isinstance(exc, httpx.ConnectError):
+                    raise BackendUnreachable(
+                        f"cannot reach {self.base_url}",
+                        backend=self.backend,
+                        fix="is the server running?",
+                    ) from None
+                raise BackendResponseError(
+                    f"connection to {url} failed: {exc}", backend=self.backend
+                ) from None
+            return None
+        except httpx.HTTPError as exc:
+            raise BackendResponseError(
+                f"request to {url} failed: {exc}", backend=self.backend
+            ) from None
+
+    def _refuse(
+        self, response: httpx.Response, url: str, model: str, *, last: bool, attempts: int
+    ) -> None:
+        """Raise the BackendError of a non-2xx answer; return when it is worth a retry."""
+        status = response.status_code
+        if status in (401, 403):
+            where = "`api_key` in the backend config" + (
+                f" or ${self.key_env}" if self.key_env else ""
+            )
+            raise BackendAuthError(
+                f"HTTP {status} from {url}: {_message(response)}",
+                backend=self.backend,
+                fix=f"check the API key in {where}",
+            )
+        if status in (400, 404) and model and _is_model_error(response):
+            raise BackendModelError(
+                f"unknown model {model!r}: {_message(response)}",
+                backend=self.backend,
+                fix="check `model` in the backend config",
+            )
+        retryable = status in _RETRY_STATUS or status >= 500
+        if retryable and not last:
+            return
+        if status == 404:
+            raise BackendResponseError(
+                f"HTTP 404 from {url}: {_message(response)}",
+                backend=self.backend,
+                fix="check `base_url` in the backend config",
+            )
+        raise BackendResponseError(
+            f"HTTP {status} from {url}: {_message(response)}"
+            + (f" (after {attempts} attempts)" if retryable else ""),
+            backend=self.backend,
+        )
 
     def _parse(self, response: httpx.Response, url: str) -> dict[str, Any]:
         try:
@@ -269,4 +287,54 @@ def pick_model(request_model: str, config: BackendConfig, base_url: str, backend
         return "sim"
     raise BackendModelError(
         "no model configured", backend=backend, fix="set `model` in the backend config"
+    )
+
+
+class HttpBackend(Backend):
+    """What the HTTP backends share: the base URL, the caller with its retries, the key and
+    model lookups, and the one shape of a Completion from an answer."""
+
+    skill_tools = (SKILL_TOOL,)
+    #: First retry delay in seconds (doubles each retry); tests set it small.
+    base_delay = 0.5
+    #: the variable the key is read from when the config names none
+    key_env = ""
+    default_base_url = ""
+
+    def __init__(self, config: BackendConfig, *, base_delay: float | None = None):
+        super().__init__(config)
+        self.base_url = self.base_url_of(config)
+        delay = self.base_delay if base_delay is None else base_delay
+        self._http = HttpCaller(
+            config, self.name, self.base_url, key_env=self.key_env, base_delay=delay
+        )
+
+    def base_url_of(self, config: BackendConfig) -> str:
+        return (config.base_url or self.default_base_url).rstrip("/")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r})"
+
+    def key(self) -> str:
+        return resolve_key(self.config, self.key_env, self.base_url, self.name)
+
+    def pick_model(self, request_model: str) -> str:
+        return pick_model(request_model, self.config, self.base_url, self.name)
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def completion_of(
+    data: dict[str, Any], text: str, calls: list[str], tokens: tuple[Any, Any], model: str
+) -> Completion:
+    """The Completion of one HTTP answer ``data``: its text, the names of the tools it called,
+    its (input, output) token counts; ``model`` when the answer names none."""
+    return Completion(
+        text=text,
+        tool_calls=[c for c in calls if c],
+        usage=Usage(input_tokens=int(tokens[0] or 0), output_tokens=int(tokens[1] or 0)),
+        seconds=0.0,
+        model=str(data.get("model") or model),
+        raw=data,
     )

@@ -25,7 +25,6 @@ from skillopt_sleep.backends.base import (
     SKILL_TOOL,
     SKILL_TOOL_DESCRIPTION,
     SKILL_TOOL_SCHEMA,
-    Backend,
     ToolCall,
     framed,
     merged,
@@ -33,33 +32,23 @@ from skillopt_sleep.backends.base import (
 )
 from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.errors import BackendResponseError
-from skillopt_sleep.models import Completion, CompletionRequest, Usage
+from skillopt_sleep.models import Completion, CompletionRequest
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 
 
-class AnthropicBackend(Backend):
+class AnthropicBackend(_http.HttpBackend):
     name = "anthropic"
-    skill_tools = (SKILL_TOOL,)
-    #: First retry delay in seconds (doubles each retry); tests set it small.
-    base_delay = 0.5
+    key_env = "ANTHROPIC_API_KEY"
+    default_base_url = DEFAULT_BASE_URL
 
-    def __init__(self, config: BackendConfig, *, base_delay: float | None = None):
-        super().__init__(config)
-        base = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
-        self.base_url = base.removesuffix("/v1")
-        delay = self.base_delay if base_delay is None else base_delay
-        self._http = _http.HttpCaller(
-            config, self.name, self.base_url, key_env="ANTHROPIC_API_KEY", base_delay=delay
-        )
-
-    def __repr__(self) -> str:
-        return f"AnthropicBackend(base_url={self.base_url!r}, model={self.model!r})"
+    def base_url_of(self, config: BackendConfig) -> str:
+        return super().base_url_of(config).removesuffix("/v1")
 
     def complete(self, request: CompletionRequest) -> Completion:
-        key = _http.resolve_key(self.config, "ANTHROPIC_API_KEY", self.base_url, self.name)
-        model = _http.pick_model(request.model, self.config, self.base_url, self.name)
+        key = self.key()
+        model = self.pick_model(request.model)
         system, prompt, skill = framed(request)
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         payload: dict[str, Any] = {
@@ -99,19 +88,15 @@ class AnthropicBackend(Backend):
             _calls,
             answer,
         )
-        parts = [_completion(data, model, 0.0, self.name) for data in answers]
+        parts = [_completion(data, model, self.name) for data in answers]
         return merged(parts, time.monotonic() - started)
 
     def check(self) -> None:
-        _http.pick_model("", self.config, self.base_url, self.name)  # before any connection
-        key = _http.resolve_key(self.config, "ANTHROPIC_API_KEY", self.base_url, self.name)
-        self._http.check("/v1/models", {"x-api-key": key, "anthropic-version": API_VERSION})
-
-    def close(self) -> None:
-        self._http.close()
+        self.pick_model("")  # before any connection
+        self._http.check("/v1/models", {"x-api-key": self.key(), "anthropic-version": API_VERSION})
 
 
-def _completion(data: dict[str, Any], model: str, seconds: float, backend: str) -> Completion:
+def _completion(data: dict[str, Any], model: str, backend: str) -> Completion:
     blocks = data.get("content")
     if not isinstance(blocks, list):
         raise BackendResponseError(
@@ -126,17 +111,8 @@ def _completion(data: dict[str, Any], model: str, seconds: float, backend: str) 
         if isinstance(b, dict) and b.get("type") == "tool_use"
     ]
     usage = data.get("usage") or {}
-    return Completion(
-        text=text,
-        tool_calls=[c for c in calls if c],
-        usage=Usage(
-            input_tokens=int(usage.get("input_tokens") or 0),
-            output_tokens=int(usage.get("output_tokens") or 0),
-        ),
-        seconds=seconds,
-        model=str(data.get("model") or model),
-        raw=data,
-    )
+    tokens = (usage.get("input_tokens"), usage.get("output_tokens"))
+    return _http.completion_of(data, text, calls, tokens, model)
 
 
 #: the skill-loading tool offered when a call lists a skill (Messages API tool format)

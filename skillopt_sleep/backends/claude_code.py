@@ -114,11 +114,9 @@ class ClaudeCodeBackend(ExecBackend):
             argv += ["--append-system-prompt", request.system]
         env = self.base_env()
         env.update(QUIET_ENV)
-        files: dict[str, str] = {}
         if placed is not None and placed.scope == "user":
             env["CLAUDE_CONFIG_DIR"] = str(self.overlay_home(placed, scratch))
-        elif placed is not None:
-            files[placed.path] = placed.text
+        files = self.documents(request, placed, system_file=None)
         if self.config.base_url:
             env["ANTHROPIC_BASE_URL"] = self.config.base_url.rstrip("/").removesuffix("/v1")
         key = api_key(self.config)

@@ -55,7 +55,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from skillopt_sleep.backends._exec import (
     CallSetup,
@@ -66,6 +65,7 @@ from skillopt_sleep.backends._exec import (
     classify,
     json_lines,
     map_tool_names,
+    openai_base,
     prompt_for,
     stderr_failure,
     usage_of,
@@ -119,11 +119,6 @@ ALIASES = {
 
 def _toml(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
-
-
-def _openai_base(url: str) -> str:
-    url = url.rstrip("/")
-    return url if urlsplit(url).path not in ("", "/") else url + "/v1"
 
 
 def _binary_roots(executable: str) -> list[str]:
@@ -217,15 +212,13 @@ class CodexBackend(ExecBackend):
         if placed is None and request.system:
             argv += ["-c", f"developer_instructions={_toml(request.system)}"]
         env = self.base_env()
-        files: dict[str, str] = {}
         if placed is not None and placed.scope == "user":
             env["CODEX_HOME"] = str(self.overlay_home(placed, scratch))
-        elif placed is not None:
-            files[placed.path] = placed.text
+        files = self.documents(request, placed, system_file=None)
         env["NO_COLOR"] = "1"
         if self.config.base_url:
             provider = (
-                f'{{name="skillopt-sleep", base_url={_toml(_openai_base(self.config.base_url))}, '
+                f'{{name="skillopt-sleep", base_url={_toml(openai_base(self.config.base_url))}, '
                 f'wire_api="responses", request_max_retries=0, stream_max_retries=0'
             )
             key = api_key(self.config)

@@ -35,17 +35,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from skillopt_sleep.backends._exec import (
     CallSetup,
     ExecBackend,
     Failure,
     ProcessResult,
-    api_key,
     classify,
     json_lines,
     map_tool_names,
+    native_tools,
+    openai_base,
     prompt_for,
     stderr_failure,
     usage_of,
@@ -83,11 +83,6 @@ SKILL_TOOL = "skill"
 PERMISSIONS = {"bash": "shell", "edit": "write", "create": "write", "web_fetch": "url"}
 
 
-def _openai_base(url: str) -> str:
-    url = url.rstrip("/")
-    return url if urlsplit(url).path not in ("", "/") else url + "/v1"
-
-
 class CopilotBackend(ExecBackend):
     name = "copilot"
     skill_tools = (SKILL_TOOL,)
@@ -114,11 +109,7 @@ class CopilotBackend(ExecBackend):
             "--no-ask-user",
             "--no-color",
         ]
-        native: list[str] = []
-        for tool in request.tools:
-            for name in ALIASES.get(tool, (tool,)):
-                if name not in native:
-                    native.append(name)
+        native = native_tools(request.tools, ALIASES, lower=False)
         placed = self.placed(request)
         if placed is not None and placed.mode == "skill" and SKILL_TOOL not in native:
             native.append(SKILL_TOOL)  # the trained skill is loaded as the live agent loads it
@@ -149,20 +140,13 @@ class CopilotBackend(ExecBackend):
                 {
                     "COPILOT_OFFLINE": "true",
                     "COPILOT_HOME": str(home),
-                    "COPILOT_PROVIDER_BASE_URL": _openai_base(self.config.base_url),
+                    "COPILOT_PROVIDER_BASE_URL": openai_base(self.config.base_url),
                 }
             )
-            key = api_key(self.config)
-            if key:
-                env["COPILOT_PROVIDER_API_KEY"] = key
+            self.pass_key(env, "COPILOT_PROVIDER_API_KEY")
             if model:
                 env["COPILOT_MODEL"] = model
-        if placed is not None and placed.scope == "project":
-            files = {placed.path: placed.text}
-        elif placed is None and request.system:
-            files = {"AGENTS.md": request.system}
-        else:
-            files = {}
+        files = self.documents(request, placed)
         return CallSetup(argv=argv, env=env, stdin=prompt_for(request, placed), files=files)
 
     def parse(

@@ -22,7 +22,6 @@ from skillopt_sleep.backends.base import (
     SKILL_TOOL,
     SKILL_TOOL_DESCRIPTION,
     SKILL_TOOL_SCHEMA,
-    Backend,
     ToolCall,
     framed,
     merged,
@@ -30,32 +29,23 @@ from skillopt_sleep.backends.base import (
 )
 from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.errors import BackendResponseError
-from skillopt_sleep.models import Completion, CompletionRequest, Usage
+from skillopt_sleep.models import Completion, CompletionRequest
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-class OpenAICompatibleBackend(Backend):
+class OpenAICompatibleBackend(_http.HttpBackend):
     name = "openai_compatible"
-    skill_tools = (SKILL_TOOL,)
-    #: First retry delay in seconds (doubles each retry); tests set it small.
-    base_delay = 0.5
+    key_env = "OPENAI_API_KEY"
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(self, config: BackendConfig, *, base_delay: float | None = None):
-        super().__init__(config)
-        self.base_url = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
-        delay = self.base_delay if base_delay is None else base_delay
-        self._http = _http.HttpCaller(
-            config, self.name, self.base_url, key_env="OPENAI_API_KEY", base_delay=delay
-        )
+        super().__init__(config, base_delay=base_delay)
         self._token_field = "max_tokens"
 
-    def __repr__(self) -> str:
-        return f"OpenAICompatibleBackend(base_url={self.base_url!r}, model={self.model!r})"
-
     def complete(self, request: CompletionRequest) -> Completion:
-        key = _http.resolve_key(self.config, "OPENAI_API_KEY", self.base_url, self.name)
-        model = _http.pick_model(request.model, self.config, self.base_url, self.name)
+        key = self.key()
+        model = self.pick_model(request.model)
         system, prompt, skill = framed(request)
         messages: list[dict[str, Any]] = []
         if system:
@@ -78,13 +68,12 @@ class OpenAICompatibleBackend(Backend):
         answers = skill_loop(
             skill, lambda: self._post(model, messages, limit, headers, tools), _calls, answer
         )
-        parts = [_completion(data, model, 0.0, self.name) for data in answers]
+        parts = [_completion(data, model, self.name) for data in answers]
         return merged(parts, time.monotonic() - started)
 
     def check(self) -> None:
-        _http.pick_model("", self.config, self.base_url, self.name)  # before any connection
-        key = _http.resolve_key(self.config, "OPENAI_API_KEY", self.base_url, self.name)
-        self._http.check("/models", {"Authorization": f"Bearer {key}"})
+        self.pick_model("")  # before any connection
+        self._http.check("/models", {"Authorization": f"Bearer {self.key()}"})
 
     def _post(
         self,
@@ -110,11 +99,8 @@ class OpenAICompatibleBackend(Backend):
                 return self._post(model, messages, max_tokens, headers, tools)
             raise
 
-    def close(self) -> None:
-        self._http.close()
 
-
-def _completion(data: dict[str, Any], model: str, seconds: float, backend: str) -> Completion:
+def _completion(data: dict[str, Any], model: str, backend: str) -> Completion:
     try:
         message = data["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
@@ -130,17 +116,8 @@ def _completion(data: dict[str, Any], model: str, seconds: float, backend: str) 
         if isinstance(c, dict)
     ]
     usage = data.get("usage") or {}
-    return Completion(
-        text=str(content or ""),
-        tool_calls=[c for c in calls if c],
-        usage=Usage(
-            input_tokens=int(usage.get("prompt_tokens") or 0),
-            output_tokens=int(usage.get("completion_tokens") or 0),
-        ),
-        seconds=seconds,
-        model=str(data.get("model") or model),
-        raw=data,
-    )
+    tokens = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
+    return _http.completion_of(data, str(content or ""), calls, tokens, model)
 
 
 #: the skill-loading tool offered when a call lists a skill (OpenAI function format)

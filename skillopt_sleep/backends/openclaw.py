@@ -39,7 +39,6 @@ import json
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import json5
 
@@ -49,9 +48,10 @@ from skillopt_sleep.backends._exec import (
     ExecBackend,
     Failure,
     ProcessResult,
-    api_key,
     classify,
     map_tool_names,
+    no_answer,
+    openai_base,
     prompt_for,
     stderr_failure,
     usage_of,
@@ -76,11 +76,6 @@ QUIET_ENV = {"OPENCLAW_DISABLE_BUNDLED_PLUGIN_POSTINSTALL": "1", "NO_COLOR": "1"
 _STATUS = re.compile(r"\b([45]\d\d)\b")
 
 
-def _openai_base(url: str) -> str:
-    url = url.rstrip("/")
-    return url if urlsplit(url).path not in ("", "/") else url + "/v1"
-
-
 class OpenClawBackend(ExecBackend):
     name = "openclaw"
     agent = "openclaw"
@@ -100,7 +95,7 @@ class OpenClawBackend(ExecBackend):
                 "models": {
                     "providers": {
                         PROVIDER: {
-                            "baseUrl": _openai_base(self.config.base_url),
+                            "baseUrl": openai_base(self.config.base_url),
                             "apiKey": "${" + KEY_ENV + "}",
                             "api": "openai-completions",
                             "models": [{"id": model_id, "name": model_id}],
@@ -153,24 +148,14 @@ class OpenClawBackend(ExecBackend):
         argv += ["--cwd", str(cwd), "--config", str(config_path)]
         if self.config.base_url:
             argv += ["--model", f"{PROVIDER}/{model or 'default'}"]
-            env.pop(KEY_ENV, None)
-            key = api_key(self.config)
-            if key:
-                env[KEY_ENV] = key
+            self.pass_key(env, KEY_ENV)
         elif model:
             argv += ["--model", model]
         placed = self.placed(request)
-        files: dict[str, str] = {}
         if placed is not None and placed.scope == "user" and placed.path.startswith(WORKSPACE):
-            files[placed.path.removeprefix(WORKSPACE)] = placed.text  # the call's workspace
-        elif placed is not None and placed.scope == "user":
-            target = state / placed.path  # managed skills: <state>/skills/<name>/SKILL.md
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(placed.text, encoding="utf-8")
-        elif placed is not None:
-            files[placed.path] = placed.text
-        elif request.system:
-            files["AGENTS.md"] = request.system
+            files = {placed.path.removeprefix(WORKSPACE): placed.text}  # the call's workspace
+        else:  # a user file under the state folder: <state>/skills/<name>/SKILL.md
+            files = self.documents(request, placed, user_root=state)
         return CallSetup(argv=argv, env=env, stdin=prompt_for(request, placed), files=files)
 
     def parse(
@@ -200,10 +185,7 @@ class OpenClawBackend(ExecBackend):
         tools = [str(t) for t in summary.get("tools") or []] if isinstance(summary, dict) else []
         text = str(envelope.get("final") or "")
         if not text.strip() and not tools:
-            return classify(
-                "openclaw agent exec finished without an answer: "
-                + (result.stderr.strip()[-200:] or "no output")
-            )
+            return no_answer(result, "openclaw agent exec")
         usage = envelope.get("usage") or {}
         return Completion(
             text=text,

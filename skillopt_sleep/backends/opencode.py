@@ -36,10 +36,8 @@ with ``statusCode``) a failure.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from skillopt_sleep import agents
 from skillopt_sleep.backends._exec import (
@@ -47,10 +45,13 @@ from skillopt_sleep.backends._exec import (
     ExecBackend,
     Failure,
     ProcessResult,
-    api_key,
     classify,
+    copy_private,
     json_lines,
     map_tool_names,
+    native_tools,
+    no_answer,
+    openai_base,
     prompt_for,
     stderr_failure,
     usage_of,
@@ -82,11 +83,6 @@ QUIET_ENV = {
 }
 
 
-def _openai_base(url: str) -> str:
-    url = url.rstrip("/")
-    return url if urlsplit(url).path not in ("", "/") else url + "/v1"
-
-
 class OpenCodeBackend(ExecBackend):
     name = "opencode"
     agent = "opencode"
@@ -106,12 +102,8 @@ class OpenCodeBackend(ExecBackend):
         config.mkdir(parents=True, exist_ok=True)
         data.mkdir(parents=True, exist_ok=True)
         if copy_auth:
-            pairs = [(agent.home() / n, config / n) for n in agent.auth_files]
-            pairs.append((agent.data_dir() / "auth.json", data / "auth.json"))
-            for src, dst in pairs:
-                if src.is_file():
-                    shutil.copyfile(src, dst)
-                    dst.chmod(0o600)
+            copy_private(agent.home(), config, agent.auth_files)
+            copy_private(agent.data_dir(), data, ("auth.json",))
         return config, data
 
     def build(
@@ -125,9 +117,7 @@ class OpenCodeBackend(ExecBackend):
             "agent": {"title": {"disable": True}},  # no second model call for a title
         }
         tools: dict[str, bool] = {"*": False}
-        for tool in request.tools:
-            for native in ALIASES.get(tool, (tool.lower(),)):
-                tools[native] = True
+        tools.update(dict.fromkeys(native_tools(request.tools, ALIASES, lower=True), True))
         placed = self.placed(request)
         if placed is not None and placed.mode == "skill":
             tools["skill"] = True  # a trained skill is loaded the way OpenCode loads skills
@@ -142,7 +132,7 @@ class OpenCodeBackend(ExecBackend):
                     "npm": "@ai-sdk/openai-compatible",
                     "name": "skillopt-sleep",
                     "options": {
-                        "baseURL": _openai_base(self.config.base_url),
+                        "baseURL": openai_base(self.config.base_url),
                         "apiKey": "{env:" + KEY_ENV + "}",
                     },
                     "models": {model_id: {"name": model_id}},
@@ -150,10 +140,7 @@ class OpenCodeBackend(ExecBackend):
             }
             inline["model"] = f"{PROVIDER}/{model_id}"
             argv += ["--model", f"{PROVIDER}/{model_id}"]
-            key = api_key(self.config)
-            env.pop(KEY_ENV, None)
-            if key:
-                env[KEY_ENV] = key
+            self.pass_key(env, KEY_ENV)
         elif model:
             argv += ["--model", model]
         config_home, _data = self._sandbox(scratch, copy_auth=not self.config.base_url)
@@ -163,15 +150,7 @@ class OpenCodeBackend(ExecBackend):
         for var in ("OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_DB"):
             env.pop(var, None)  # the user's overrides would lead out of the sandbox
         env["OPENCODE_CONFIG_CONTENT"] = json.dumps(inline)
-        files: dict[str, str] = {}
-        if placed is not None and placed.scope == "user":
-            target = config_home / placed.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(placed.text, encoding="utf-8")
-        elif placed is not None:
-            files[placed.path] = placed.text
-        elif request.system:
-            files["AGENTS.md"] = request.system
+        files = self.documents(request, placed, user_root=config_home)
         return CallSetup(argv=argv, env=env, stdin=prompt_for(request, placed), files=files)
 
     def parse(
@@ -205,10 +184,7 @@ class OpenCodeBackend(ExecBackend):
                 inp += int(tokens.get("input") or 0)
                 out += int(tokens.get("output") or 0)
         if not texts and not tools:
-            return classify(
-                "opencode run finished without an answer: "
-                + (result.stderr.strip()[-200:] or "no output")
-            )
+            return no_answer(result, "opencode run")
         return Completion(
             text=texts[-1] if texts else "",
             tool_calls=map_tool_names(tools, request.tools, ALIASES),

@@ -32,10 +32,8 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from skillopt_sleep import agents
 from skillopt_sleep.backends._exec import (
@@ -43,10 +41,13 @@ from skillopt_sleep.backends._exec import (
     ExecBackend,
     Failure,
     ProcessResult,
-    api_key,
     classify,
+    copy_private,
     json_lines,
     map_tool_names,
+    native_tools,
+    no_answer,
+    openai_base,
     prompt_for,
     stderr_failure,
     usage_of,
@@ -78,11 +79,6 @@ ALIASES: dict[str, tuple[str, ...]] = {
 _STATUS = re.compile(r"^\s*(\d{3})\b")
 
 
-def _openai_base(url: str) -> str:
-    url = url.rstrip("/")
-    return url if urlsplit(url).path not in ("", "/") else url + "/v1"
-
-
 class PiBackend(ExecBackend):
     name = "pi"
     agent = "pi"
@@ -97,11 +93,7 @@ class PiBackend(ExecBackend):
         self, request: CompletionRequest, executable: str, cwd: Path, scratch: Path
     ) -> CallSetup:
         argv = [executable, "-p", "--mode", "json", "--no-session", "--offline"]
-        native: list[str] = []
-        for tool in request.tools:
-            for name in ALIASES.get(tool, (tool.lower(),)):
-                if name not in native:
-                    native.append(name)
+        native = native_tools(request.tools, ALIASES, lower=True)
         placed = self.placed(request)
         if placed is not None and placed.mode == "skill" and "read" not in native:
             native.append("read")  # Pi loads a skill by reading its file
@@ -120,7 +112,7 @@ class PiBackend(ExecBackend):
             model_id = model or "default"
             providers = {
                 PROVIDER: {
-                    "baseUrl": _openai_base(self.config.base_url),
+                    "baseUrl": openai_base(self.config.base_url),
                     "api": "openai-completions",
                     "apiKey": KEY_ENV,
                     "models": [{"id": model_id}],
@@ -130,28 +122,13 @@ class PiBackend(ExecBackend):
                 json.dumps({"providers": providers}), encoding="utf-8"
             )
             argv += ["--provider", PROVIDER, "--model", model_id]
-            env.pop(KEY_ENV, None)
-            key = api_key(self.config)
-            if key:
-                env[KEY_ENV] = key
+            self.pass_key(env, KEY_ENV)
         else:
-            real = agent.home()
-            for name in agent.auth_files:
-                if (real / name).is_file():
-                    shutil.copyfile(real / name, home / name)
-                    (home / name).chmod(0o600)
+            copy_private(agent.home(), home, agent.auth_files)
             if model:
                 argv += ["--model", model]
         env["PI_CODING_AGENT_DIR"] = str(home)
-        files: dict[str, str] = {}
-        if placed is not None and placed.scope == "user":
-            target = home / placed.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(placed.text, encoding="utf-8")
-        elif placed is not None:
-            files[placed.path] = placed.text
-        elif request.system:
-            files["AGENTS.md"] = request.system
+        files = self.documents(request, placed, user_root=home)
         return CallSetup(argv=argv, env=env, stdin=prompt_for(request, placed), files=files)
 
     def parse(
@@ -175,9 +152,7 @@ class PiBackend(ExecBackend):
         if result.returncode != 0:
             return stderr_failure(result, "pi")
         if not answers:
-            return classify(
-                "pi -p finished without an answer: " + (result.stderr.strip()[-200:] or "no output")
-            )
+            return no_answer(result, "pi -p")
         texts: list[str] = []
         tools: list[str] = []
         inp = out = 0

@@ -160,179 +160,175 @@ def plan(
 ) -> list[Step]:
     """The files ``install <agent>`` touches, for the user (``project`` None) or a project."""
     agent = install_key(agent)
-    root = plugins_root()
-    shell = root / agent
     env = os.environ if env is None else env
-    user_dir = agent_home(agent, env, home)  # used only when project is None
-    skill_src = shell / "skills" / SKILL_DIR
+    shell = plugins_root() / agent
+    where = _Where(shell, agent_home(agent, env, home), project)
+    return _PLANS.get(agent, _plan_devin)(where)
 
-    if agent == "claude-code":
-        settings = (project / ".claude" if project else user_dir) / "settings.json"
-        market = {"source": {"source": "directory", "path": str(shell)}}
-        return [
-            Step(
-                settings,
-                "json",
-                "plugin marketplace (directory: plugins/claude-code)",
-                ["extraKnownMarketplaces", SERVER],
-                market,
-                strict="Claude Code",
-            ),
-            Step(
-                settings,
-                "json",
-                f"enable plugin {PLUGIN_ID}",
-                ["enabledPlugins", PLUGIN_ID],
-                True,
-                strict="Claude Code",
-            ),
-        ]
-    if agent == "codex":
-        import tomlkit
 
-        snippet = tomlkit.parse((shell / "config.toml").read_text("utf-8"))
-        server = snippet["mcp_servers"][SERVER].unwrap()
-        cfg = (project / ".codex" if project else user_dir) / "config.toml"
-        skills = (project / ".agents" / "skills" if project else user_dir / "skills") / SKILL_DIR
-        agents_md = (project if project else user_dir) / "AGENTS.md"
-        return [
-            Step(
-                cfg, "toml", f"MCP server [mcp_servers.{SERVER}]", ["mcp_servers", SERVER], server
-            ),
-            *_skill_steps(skill_src, skills, "skill skillopt-sleep"),
-            Step(
-                agents_md,
-                "block",
-                "AGENTS.md snippet",
-                value=(shell / "AGENTS.md").read_text("utf-8"),
-                tag="codex",
-            ),
-        ]
-    if agent == "copilot":
-        body = (shell / "copilot-instructions.md").read_text("utf-8")
-        if project:
-            vs = _read_json(shell / "vscode-mcp.json")["servers"][SERVER]
-            return [
-                Step(
-                    project / ".vscode" / "mcp.json",
-                    "json",
-                    "VS Code MCP server",
-                    ["servers", SERVER],
-                    vs,
-                ),
-                *_skill_steps(
-                    skill_src, project / ".github" / "skills" / SKILL_DIR, "skill skillopt-sleep"
-                ),
-                Step(
-                    project / ".github" / "copilot-instructions.md",
-                    "block",
-                    "copilot-instructions snippet",
-                    value=body,
-                    tag="copilot",
-                ),
-            ]
-        cli = _read_json(shell / "mcp-config.json")["mcpServers"][SERVER]
-        return [
-            Step(
-                user_dir / "mcp-config.json",
-                "json",
-                "Copilot CLI MCP server",
-                ["mcpServers", SERVER],
-                cli,
-            ),
-            *_skill_steps(skill_src, user_dir / "skills" / SKILL_DIR, "skill skillopt-sleep"),
-            Step(
-                user_dir / "copilot-instructions.md",
-                "block",
-                "copilot-instructions snippet",
-                value=body,
-                tag="copilot",
-            ),
-        ]
-    if agent == "opencode":
-        server = _read_json(shell / "opencode.json")["mcp"][SERVER]
-        return [
-            Step(
-                project / "opencode.json" if project else user_dir / "opencode.json",
-                "json",
-                "MCP server",
-                ["mcp", SERVER],
-                server,
-            ),
-            *_skill_steps(
-                skill_src,
-                (project / ".opencode" / "skills" if project else user_dir / "skills") / SKILL_DIR,
-                "skill skillopt-sleep",
-            ),
-            Step(
-                (project if project else user_dir) / "AGENTS.md",
-                "block",
-                "rules snippet (AGENTS.md)",
-                value=(shell / "AGENTS.md").read_text("utf-8"),
-                tag="opencode",
-            ),
-        ]
-    if agent == "pi":  # no MCP client in Pi: a skill and a snippet naming the command line
-        return [
-            *_skill_steps(
-                skill_src,
-                (project / ".pi" / "skills" if project else user_dir / "skills") / SKILL_DIR,
-                "skill skillopt-sleep",
-            ),
-            Step(
-                (project if project else user_dir) / "AGENTS.md",
-                "block",
-                "rules snippet (AGENTS.md)",
-                value=(shell / "AGENTS.md").read_text("utf-8"),
-                tag="pi",
-            ),
-        ]
-    if agent == "openclaw":
-        # MCP servers live only in the state folder's openclaw.json (mcp.servers, what
-        # `openclaw mcp set` writes); a project is an OpenClaw workspace: skills/ and AGENTS.md
-        skill = _skill_steps(
-            skill_src,
-            (project if project else user_dir) / "skills" / SKILL_DIR,
-            "skill skillopt-sleep",
-        )
-        workspace_md = Step(
-            (project if project else user_dir / "workspace") / "AGENTS.md",
-            "block",
-            "workspace AGENTS.md snippet",
-            value=(shell / "AGENTS.md").read_text("utf-8"),
-            tag="openclaw",
-        )
-        if project:
-            return [*skill, workspace_md]
-        # OpenClaw writes its template AGENTS.md (and SOUL.md …) into a workspace lacking them
-        # on first run: the snippet joins that file, never pre-empts it (a note says so)
-        server = _read_json(shell / "openclaw.json")["mcp"]["servers"][SERVER]
-        return [
-            Step(
-                user_dir / "openclaw.json",
-                "json",
-                "MCP server (mcp.servers)",
-                ["mcp", "servers", SERVER],
-                server,
-                json5=True,
-            ),
-            *skill,
-            *([workspace_md] if workspace_md.path.is_file() else []),
-        ]
-    # devin
-    server = _read_json(shell / "config.json")["mcpServers"][SERVER]
-    base = project / ".devin" if project else user_dir
+@dataclass
+class _Where:
+    """Where one agent's install goes: the plugin shell it copies from, the agent's user
+    folder (used only when ``project`` is None) and the project."""
+
+    shell: Path
+    user_dir: Path
+    project: Path | None
+
+    @property
+    def base(self) -> Path:
+        """The project, else the user folder."""
+        return self.project if self.project else self.user_dir
+
+    def skill(self, dest_root: Path) -> list[Step]:
+        """The steps that copy the skill into ``dest_root``/skillopt-sleep."""
+        src = self.shell / "skills" / SKILL_DIR
+        return _skill_steps(src, dest_root / SKILL_DIR, "skill skillopt-sleep")
+
+    def snippet(self, path: Path, what: str, tag: str, source: str = "AGENTS.md") -> Step:
+        """The step that puts the shell's ``source`` text as a block into ``path``."""
+        return Step(path, "block", what, value=(self.shell / source).read_text("utf-8"), tag=tag)
+
+    def server(self, file: str, *keys: str) -> Any:
+        """The MCP server entry of the shell's JSON ``file`` under ``keys``."""
+        value = _read_json(self.shell / file)
+        for key in keys:
+            value = value[key]
+        return value
+
+
+def _plan_claude(w: _Where) -> list[Step]:
+    settings = (w.project / ".claude" if w.project else w.user_dir) / "settings.json"
+    market = {"source": {"source": "directory", "path": str(w.shell)}}
     return [
-        Step(base / "config.json", "json", "MCP server", ["mcpServers", SERVER], server),
-        *_skill_steps(skill_src, base / "skills" / SKILL_DIR, "skill skillopt-sleep"),
         Step(
-            (project if project else user_dir) / "AGENTS.md",
-            "block",
-            "rules snippet (AGENTS.md)",
-            value=(shell / "AGENTS.md").read_text("utf-8"),
-            tag="devin",
+            settings,
+            "json",
+            "plugin marketplace (directory: plugins/claude-code)",
+            ["extraKnownMarketplaces", SERVER],
+            market,
+            strict="Claude Code",
+        ),
+        Step(
+            settings,
+            "json",
+            f"enable plugin {PLUGIN_ID}",
+            ["enabledPlugins", PLUGIN_ID],
+            True,
+            strict="Claude Code",
         ),
     ]
+
+
+def _plan_codex(w: _Where) -> list[Step]:
+    import tomlkit
+
+    snippet = tomlkit.parse((w.shell / "config.toml").read_text("utf-8"))
+    server = snippet["mcp_servers"][SERVER].unwrap()
+    cfg = (w.project / ".codex" if w.project else w.user_dir) / "config.toml"
+    skills = w.project / ".agents" / "skills" if w.project else w.user_dir / "skills"
+    return [
+        Step(cfg, "toml", f"MCP server [mcp_servers.{SERVER}]", ["mcp_servers", SERVER], server),
+        *w.skill(skills),
+        w.snippet(w.base / "AGENTS.md", "AGENTS.md snippet", "codex"),
+    ]
+
+
+def _plan_copilot(w: _Where) -> list[Step]:
+    instructions = "copilot-instructions.md"
+    if w.project:
+        vs = w.server("vscode-mcp.json", "servers", SERVER)
+        github = w.project / ".github"
+        return [
+            Step(
+                w.project / ".vscode" / "mcp.json",
+                "json",
+                "VS Code MCP server",
+                ["servers", SERVER],
+                vs,
+            ),
+            *w.skill(github / "skills"),
+            w.snippet(
+                github / instructions, "copilot-instructions snippet", "copilot", instructions
+            ),
+        ]
+    cli = w.server("mcp-config.json", "mcpServers", SERVER)
+    return [
+        Step(
+            w.user_dir / "mcp-config.json",
+            "json",
+            "Copilot CLI MCP server",
+            ["mcpServers", SERVER],
+            cli,
+        ),
+        *w.skill(w.user_dir / "skills"),
+        w.snippet(
+            w.user_dir / instructions, "copilot-instructions snippet", "copilot", instructions
+        ),
+    ]
+
+
+def _plan_opencode(w: _Where) -> list[Step]:
+    server = w.server("opencode.json", "mcp", SERVER)
+    return [
+        Step(w.base / "opencode.json", "json", "MCP server", ["mcp", SERVER], server),
+        *w.skill(w.project / ".opencode" / "skills" if w.project else w.user_dir / "skills"),
+        w.snippet(w.base / "AGENTS.md", "rules snippet (AGENTS.md)", "opencode"),
+    ]
+
+
+def _plan_pi(w: _Where) -> list[Step]:
+    # no MCP client in Pi: a skill and a snippet naming the command line
+    return [
+        *w.skill(w.project / ".pi" / "skills" if w.project else w.user_dir / "skills"),
+        w.snippet(w.base / "AGENTS.md", "rules snippet (AGENTS.md)", "pi"),
+    ]
+
+
+def _plan_openclaw(w: _Where) -> list[Step]:
+    # MCP servers live only in the state folder's openclaw.json (mcp.servers, what
+    # `openclaw mcp set` writes); a project is an OpenClaw workspace: skills/ and AGENTS.md
+    skill = w.skill(w.base / "skills")
+    workspace = w.project if w.project else w.user_dir / "workspace"
+    workspace_md = w.snippet(workspace / "AGENTS.md", "workspace AGENTS.md snippet", "openclaw")
+    if w.project:
+        return [*skill, workspace_md]
+    # OpenClaw writes its template AGENTS.md (and SOUL.md …) into a workspace lacking them
+    # on first run: the snippet joins that file, never pre-empts it (a note says so)
+    server = w.server("openclaw.json", "mcp", "servers", SERVER)
+    return [
+        Step(
+            w.user_dir / "openclaw.json",
+            "json",
+            "MCP server (mcp.servers)",
+            ["mcp", "servers", SERVER],
+            server,
+            json5=True,
+        ),
+        *skill,
+        *([workspace_md] if workspace_md.path.is_file() else []),
+    ]
+
+
+def _plan_devin(w: _Where) -> list[Step]:
+    server = w.server("config.json", "mcpServers", SERVER)
+    base = w.project / ".devin" if w.project else w.user_dir
+    return [
+        Step(base / "config.json", "json", "MCP server", ["mcpServers", SERVER], server),
+        *w.skill(base / "skills"),
+        w.snippet(w.base / "AGENTS.md", "rules snippet (AGENTS.md)", "devin"),
+    ]
+
+
+#: the plan of each agent (any other: Devin's)
+_PLANS = {
+    "claude-code": _plan_claude,
+    "codex": _plan_codex,
+    "copilot": _plan_copilot,
+    "opencode": _plan_opencode,
+    "pi": _plan_pi,
+    "openclaw": _plan_openclaw,
+}
 
 
 # ----------------------------------------------------------------------------- engine
@@ -582,11 +578,25 @@ def install(
         {str(s.path): _STEP_KIND.get(s.kind, "config") for s in steps},
     )
     report = Report(agent, _scope(project)[0], dry_run)
-    # several steps may edit one file: fold them in order
+    pending = _fold(steps, report)
+    report.notes += _install_notes(agent, project, env, home)
+    if dry_run or not pending:
+        return report
+    _apply(agent, project, pending)
+    return report
+
+
+#: a file install changes: its path, its bytes before (None: absent), after, and its steps
+_Pending = tuple[Path, bytes | None, bytes, list[Step]]
+
+
+def _fold(steps: list[Step], report: Report) -> list[_Pending]:
+    """Apply the steps to the files' current bytes (several steps may edit one file: in
+    order); the changes go to ``report``, the files that change are returned."""
     by_path: dict[Path, list[Step]] = {}
     for s in steps:
         by_path.setdefault(s.path, []).append(s)
-    pending: list[tuple[Path, bytes | None, bytes, list[Step]]] = []
+    pending: list[_Pending] = []
     for path, group in by_path.items():
         cur = _read(path)
         new: bytes | None = cur
@@ -599,6 +609,15 @@ def install(
             continue
         report.changes.append(Change(path, "create" if cur is None else "update", what))
         pending.append((path, cur, new, group))
+    return pending
+
+
+def _install_notes(
+    agent: str, project: Path | None, env: Mapping[str, str] | None, home: Path | None
+) -> list[str]:
+    """What the user should know after an install: the command missing from PATH, the
+    project trust the agent asks for, OpenClaw's limits."""
+    notes = []
     if agent != "claude-code" and not shutil.which(
         "skillopt-sleep", path=(env or os.environ).get("PATH")
     ):
@@ -607,18 +626,22 @@ def install(
             if agent == "pi"
             else "the agent starts the MCP server as `skillopt-sleep mcp`"
         )
-        report.notes.append(
+        notes.append(
             f"`skillopt-sleep` is not on PATH: {how}, so put it on PATH "
             "(e.g. pipx install skillopt-sleep)"
         )
     if project is not None:
         note = trust_note(agent, project, env=env, home=home)
         if note:
-            report.notes.append(note)
+            notes.append(note)
     if agent == "openclaw":
-        report.notes += _openclaw_notes(project, env, home)
-    if dry_run or not pending:
-        return report
+        notes += _openclaw_notes(project, env, home)
+    return notes
+
+
+def _apply(agent: str, project: Path | None, pending: list[_Pending]) -> None:
+    """Write the changed files, recording in the manifest (once per file) what each was
+    before: its original bytes, the folders and keys install created."""
     folder = state_folder(agent, project)
     manifest = _load_manifest(folder) or {
         "agent": agent,
@@ -648,7 +671,6 @@ def install(
         _write(path, new)
         entry["installed_sha"] = _sha(new)
         _write(folder / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))
-    return report
 
 
 def uninstall(
@@ -677,6 +699,17 @@ def uninstall(
         groups = {}
     planned = {p: _STEP_KIND.get(g[0].kind, "config") for p, g in groups.items()}
     _confine([Path(p) for p in manifest["files"]], agent, project, env, home, planned)
+    _check_record(folder, manifest)
+    for path_s, entry in reversed(list(manifest["files"].items())):
+        _undo(Path(path_s), entry, groups.get(path_s), folder, report)
+    if not dry_run:
+        shutil.rmtree(folder)
+    return report
+
+
+def _check_record(folder: Path, manifest: dict[str, Any]) -> None:
+    """Refuse an install record naming an original outside its folder, or a created folder
+    that is not above its file."""
     for path_s, entry in manifest["files"].items():
         original = entry.get("original")
         if original and not _inside(os.path.realpath(folder / original), os.path.realpath(folder)):
@@ -694,63 +727,64 @@ def uninstall(
                 f"install record {folder / 'manifest.json'} names a folder {stray[0]} that "
                 f"is not above {path_s}; nothing was written"
             )
-    for path_s, entry in reversed(list(manifest["files"].items())):
-        path = Path(path_s)
-        cur = _read(path)
-        if cur is None:
-            report.changes.append(Change(path, "missing", "already removed"))
-            continue
-        if _sha(cur) == entry.get("installed_sha"):
-            if entry["existed"]:
-                report.changes.append(Change(path, "restore", "original bytes"))
-                if not dry_run:
-                    _write(path, (folder / entry["original"]).read_bytes())
-            else:
-                report.changes.append(Change(path, "delete", "created by install"))
-                if not dry_run:
-                    path.unlink()
-                    for d in entry.get("created_dirs", []):
-                        try:
-                            Path(d).rmdir()
-                        except OSError:
-                            break
-            continue
-        group = groups.get(path_s)
-        if not group:
-            report.changes.append(
-                Change(path, "keep", "changed since install; not in the current plan")
-            )
-            continue
-        new: bytes = cur
-        for s, created in zip(
-            reversed(group),
-            reversed(entry.get("created_keys") or [None] * len(group)),
-            strict=False,
-        ):
-            new = s.unapply(new, created)
-        if new == cur:
-            report.changes.append(Change(path, "keep", "changed since install; kept as is"))
-            continue
-        original = (folder / entry["original"]).read_bytes() if entry.get("original") else b""
-        made_by_installs = not entry["existed"] or (
-            original.strip() != b"" and only_plugin_blocks(original)
-        )
-        if not new.strip() and made_by_installs:
-            # another agent's install made the file (e.g. AGENTS.md shared by OpenCode and Pi)
-            # and its uninstall ran first: with the last snippet gone, nothing of the user's is
-            # left, so the file goes as it came
-            report.changes.append(Change(path, "delete", "only install's snippets were left"))
+
+
+def _undo(
+    path: Path, entry: dict[str, Any], group: list[Step] | None, folder: Path, report: Report
+) -> None:
+    """Undo install's change of one file (reported; written unless a dry run)."""
+    dry_run = report.dry_run
+    cur = _read(path)
+    if cur is None:
+        report.changes.append(Change(path, "missing", "already removed"))
+        return
+    if _sha(cur) == entry.get("installed_sha"):
+        if entry["existed"]:
+            report.changes.append(Change(path, "restore", "original bytes"))
+            if not dry_run:
+                _write(path, (folder / entry["original"]).read_bytes())
+        else:
+            report.changes.append(Change(path, "delete", "created by install"))
             if not dry_run:
                 path.unlink()
-            continue
+                for d in entry.get("created_dirs", []):
+                    try:
+                        Path(d).rmdir()
+                    except OSError:
+                        break
+        return
+    if not group:
         report.changes.append(
-            Change(path, "edit", "changed since install: removed only install's part")
+            Change(path, "keep", "changed since install; not in the current plan")
         )
+        return
+    new: bytes = cur
+    for s, created in zip(
+        reversed(group),
+        reversed(entry.get("created_keys") or [None] * len(group)),
+        strict=False,
+    ):
+        new = s.unapply(new, created)
+    if new == cur:
+        report.changes.append(Change(path, "keep", "changed since install; kept as is"))
+        return
+    original = (folder / entry["original"]).read_bytes() if entry.get("original") else b""
+    made_by_installs = not entry["existed"] or (
+        original.strip() != b"" and only_plugin_blocks(original)
+    )
+    if not new.strip() and made_by_installs:
+        # another agent's install made the file (e.g. AGENTS.md shared by OpenCode and Pi)
+        # and its uninstall ran first: with the last snippet gone, nothing of the user's is
+        # left, so the file goes as it came
+        report.changes.append(Change(path, "delete", "only install's snippets were left"))
         if not dry_run:
-            _write(path, new)
+            path.unlink()
+        return
+    report.changes.append(
+        Change(path, "edit", "changed since install: removed only install's part")
+    )
     if not dry_run:
-        shutil.rmtree(folder)
-    return report
+        _write(path, new)
 
 
 __all__ = [

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_sleep.simulator import wire
-from skillopt_sleep.simulator.brain import Brain, skill_loaded, tokens
+from skillopt_sleep.simulator.brain import Brain, Turn, skill_loaded, tokens
 from skillopt_sleep.simulator.persona import Persona, load_persona
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -259,55 +259,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(api, 400, f"invalid JSON body: {exc}", "invalid_request_error", None)
         turn = getattr(wire, f"parse_{api}")(body)
         turn.sample = wire.sample_of(self.headers.get(wire.SAMPLE_HEADER))
-        rec.update(
-            model=turn.model,
-            stream=turn.stream,
-            prompt=turn.prompt[:200],
-            prompt_tail=turn.prompt[-200:],
-            prompt_chars=len(turn.prompt),
-            tools=turn.tools,
-            sample=turn.sample,
-        )
-        listed = [skill for skill in turn.skills if not skill.builtin]
-        if listed:
-            rec["skills"] = [skill.name for skill in listed]
-            rec["skills_loaded"] = [skill.name for skill in listed if skill_loaded(turn, skill)]
-        if sim.stats.full:
-            rec["prompt_full"] = turn.prompt
-            rec["context_full"] = turn.all_text()
-            rec["body"] = body
-        stall = sim.take_stall()
-        if stall is not None:
-            # hang: no status line, no byte; then drop the connection (bounded, so this
-            # handler thread always ends by itself, and at once when the simulator closes)
-            sim.stats.record(**rec, status=0, stalled=True)
-            sim.closing.wait(stall)
-            self.close_connection = True
+        self._describe(rec, turn, body)
+        if self._refused(api, turn, rec):
             return None
-        if not self._authorized():
-            sim.stats.record(**rec, status=401)
-            return self._unauthorized(api)
-        if not sim.persona.accepts(turn.model):
-            sim.stats.record(**rec, status=404)
-            if api == "anthropic":
-                return self._error(api, 404, f"model: {turn.model}", "not_found_error", None)
-            return self._error(
-                api,
-                404,
-                f"The model `{turn.model}` does not exist or you do not have access to it.",
-                "invalid_request_error",
-                "model_not_found",
-            )
-        failure = sim.take_failure()
-        if failure:
-            sim.stats.record(**rec, status=failure)
-            return self._error(
-                api,
-                failure,
-                "simulated server error",
-                "api_error" if api == "anthropic" else "server_error",
-                None,
-            )
         delay = sim.delay(body)
         if delay:
             sim.closing.wait(delay)
@@ -337,6 +291,64 @@ class _Handler(BaseHTTPRequestHandler):
             include = bool((body.get("stream_options") or {}).get("include_usage"))
             return self._stream(wire.chat_sse(reply, turn, rid, usage, include))
         self._stream(getattr(wire, f"{api}_sse")(reply, turn, rid, usage))
+
+    def _describe(self, rec: dict[str, Any], turn: Turn, body: dict[str, Any]) -> None:
+        """What the request log keeps of a call: its model, prompt, tools, skills (the
+        whole prompt and body too in a full log)."""
+        rec.update(
+            model=turn.model,
+            stream=turn.stream,
+            prompt=turn.prompt[:200],
+            prompt_tail=turn.prompt[-200:],
+            prompt_chars=len(turn.prompt),
+            tools=turn.tools,
+            sample=turn.sample,
+        )
+        listed = [skill for skill in turn.skills if not skill.builtin]
+        if listed:
+            rec["skills"] = [skill.name for skill in listed]
+            rec["skills_loaded"] = [skill.name for skill in listed if skill_loaded(turn, skill)]
+        if self.server.sim.stats.full:
+            rec["prompt_full"] = turn.prompt
+            rec["context_full"] = turn.all_text()
+            rec["body"] = body
+
+    def _refused(self, api: str, turn: Turn, rec: dict[str, Any]) -> bool:
+        """Answer (and log) a call that gets no model answer: a stall, a missing key, an
+        unknown model or a scheduled failure. True when the call is done."""
+        sim = self.server.sim
+        stall = sim.take_stall()
+        if stall is not None:
+            # hang: no status line, no byte; then drop the connection (bounded, so this
+            # handler thread always ends by itself, and at once when the simulator closes)
+            sim.stats.record(**rec, status=0, stalled=True)
+            sim.closing.wait(stall)
+            self.close_connection = True
+            return True
+        if not self._authorized():
+            sim.stats.record(**rec, status=401)
+            self._unauthorized(api)
+            return True
+        if not sim.persona.accepts(turn.model):
+            sim.stats.record(**rec, status=404)
+            if api == "anthropic":
+                self._error(api, 404, f"model: {turn.model}", "not_found_error", None)
+            else:
+                self._error(
+                    api,
+                    404,
+                    f"The model `{turn.model}` does not exist or you do not have access to it.",
+                    "invalid_request_error",
+                    "model_not_found",
+                )
+            return True
+        failure = sim.take_failure()
+        if failure:
+            sim.stats.record(**rec, status=failure)
+            server_error = "api_error" if api == "anthropic" else "server_error"
+            self._error(api, failure, "simulated server error", server_error, None)
+            return True
+        return False
 
 
 class _Server(ThreadingHTTPServer):

@@ -11,8 +11,9 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from skillopt_sleep.models import HarvestedMessage
+from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt, decode
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult
 
 
 def as_dict(value: Any) -> dict[str, Any]:
@@ -145,6 +146,73 @@ def json_records(
         yield rec
 
 
+#: the longest prompt or answer text kept, and the longest tool-result excerpt
+MAX_TEXT = 20_000
+TOOL_EXCERPT = 400
+
+
+def prompt_message(
+    uid: str, ts: str | None, text: str, *, side: bool = False, limit: int = MAX_TEXT
+) -> HarvestedMessage:
+    """A user's prompt, cleaned and capped."""
+    return HarvestedMessage(
+        uid=uid,
+        role="user",
+        kind="prompt",
+        timestamp=ts,
+        is_sidechain=side,
+        text=cap(clean(text), limit),
+    )
+
+
+def answer_message(
+    uid: str,
+    ts: str | None,
+    text: str,
+    tools: list[str],
+    *,
+    side: bool = False,
+    limit: int = MAX_TEXT,
+) -> HarvestedMessage:
+    """An assistant's answer, cleaned and capped, with the names of the tools it called."""
+    return HarvestedMessage(
+        uid=uid,
+        role="assistant",
+        kind="answer",
+        timestamp=ts,
+        is_sidechain=side,
+        text=cap(clean(text), limit),
+        tool_names=tools,
+    )
+
+
+def tool_message(
+    uid: str,
+    ts: str | None,
+    excerpt: str,
+    *,
+    is_error: bool,
+    side: bool = False,
+    limit: int = TOOL_EXCERPT,
+) -> HarvestedMessage:
+    """A tool's result, as a redacted excerpt."""
+    return HarvestedMessage(
+        uid=uid,
+        role="user",
+        kind="tool",
+        timestamp=ts,
+        is_sidechain=side,
+        is_error=is_error,
+        text=clean_excerpt(excerpt, limit),
+    )
+
+
+def add_tool_name(tools: list[str], name: Any) -> None:
+    """Append a tool's ``name`` to ``tools`` once (a non-empty string only)."""
+    if isinstance(name, str) and name and name not in tools:
+        tools.append(name)
+
+
 #: ``message`` roles of Pi's session format that are injected context, not the conversation
 PI_INJECTED_ROLES = ("custom", "branchSummary", "compactionSummary")
 
@@ -170,8 +238,8 @@ def pi_message(
     ts: str | None,
     skipped: Counter,
     *,
-    max_text: int = 20_000,
-    tool_excerpt: int = 400,
+    max_text: int = MAX_TEXT,
+    tool_excerpt: int = TOOL_EXCERPT,
 ) -> HarvestedMessage | None:
     """One ``message`` entry of the session format Pi writes (and OpenClaw, whose embedded agent
     runtime is Pi's): ``user`` → prompt, ``assistant`` → answer with its ``toolCall`` names,
@@ -184,53 +252,97 @@ def pi_message(
         if not text:
             skipped["empty"] += 1
             return None
-        return HarvestedMessage(
-            uid=uid, role="user", kind="prompt", timestamp=ts, text=cap(clean(text), max_text)
-        )
+        return prompt_message(uid, ts, text, limit=max_text)
     if role == "assistant":
         raw = msg.get("content")
         content: list[Any] = raw if isinstance(raw, list) else []
         tools: list[str] = []
         for block in content:
             if isinstance(block, dict) and block.get("type") == "toolCall":
-                name = block.get("name")
-                if isinstance(name, str) and name and name not in tools:
-                    tools.append(name)
+                add_tool_name(tools, block.get("name"))
         text = pi_text(content).strip()
         if not text and not tools:
             failed = msg.get("stopReason") in ("error", "aborted")
             skipped["failed_answer" if failed else "empty"] += 1
             return None
-        return HarvestedMessage(
-            uid=uid,
-            role="assistant",
-            kind="answer",
-            timestamp=ts,
-            text=cap(clean(text), max_text),
-            tool_names=tools,
-        )
+        return answer_message(uid, ts, text, tools, limit=max_text)
     if role == "toolResult":
-        return HarvestedMessage(
-            uid=uid,
-            role="user",
-            kind="tool",
-            timestamp=ts,
-            is_error=bool(msg.get("isError")),
-            text=clean_excerpt(pi_text(msg.get("content")), tool_excerpt),
-        )
+        excerpt = pi_text(msg.get("content"))
+        return tool_message(uid, ts, excerpt, is_error=bool(msg.get("isError")), limit=tool_excerpt)
     if role == "bashExecution":
         code = msg.get("exitCode")
         output = msg.get("output")
-        return HarvestedMessage(
-            uid=uid,
-            role="user",
-            kind="tool",
-            timestamp=ts,
-            is_error=isinstance(code, int) and code != 0,
-            text=clean_excerpt(output if isinstance(output, str) else "", tool_excerpt),
-        )
+        failed = isinstance(code, int) and code != 0
+        text = output if isinstance(output, str) else ""
+        return tool_message(uid, ts, text, is_error=failed, limit=tool_excerpt)
     if role in PI_INJECTED_ROLES:
         skipped["injected"] += 1
     else:
         skipped[f"unknown_role:{role}"] += 1
     return None
+
+
+class PiSession:
+    """One session of Pi's session format (also OpenClaw's) in one pass: its ``session``,
+    ``model_change`` and ``message`` entries; what must survive a pass lives in ``st``
+    (``key``, ``line``, ``fp``, ``self``, ``cwd``, ``started``, ``headless``)."""
+
+    def __init__(self, source: str, st: dict):
+        self.st = st
+        self.sess = HarvestedSession(source=source, key=st["key"])
+
+    def record(self, rec: dict, skipped: Counter, first: bool) -> None:
+        st, sess = self.st, self.sess
+        rtype = rec.get("type")
+        ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
+        if rtype == "session":
+            if isinstance(rec.get("id"), str) and rec["id"] and first:
+                st["key"] = rec["id"]
+            if isinstance(rec.get("cwd"), str) and rec["cwd"]:
+                st["cwd"] = rec["cwd"]
+            if ts:
+                st["started"] = ts
+            return
+        if rtype == "model_change":
+            if isinstance(rec.get("modelId"), str) and rec["modelId"]:
+                sess.model = rec["modelId"]
+            return
+        if rtype != "message":
+            skipped[f"ignored_type:{rtype}"] += 1
+            return
+        msg = as_dict(rec.get("message"))
+        eid = rec.get("id")
+        if not isinstance(eid, str) or not eid:
+            skipped["no_id"] += 1
+            return
+        if msg.get("role") == "assistant" and isinstance(msg.get("model"), str) and msg["model"]:
+            sess.model = msg["model"]
+        out = pi_message(msg, f"{st['key']}:{eid}", ts, skipped)
+        if out is None:
+            return
+        if out.kind == "prompt" and not st["fp"]:
+            st["fp"], st["self"] = True, SELF_MARKER in out.text
+        sess.messages.append(out)
+
+    def done(self) -> HarvestedSession:
+        self.sess.key = self.st["key"]
+        self.sess.project = self.sess.project or self.st.get("cwd")
+        self.sess.started_at = self.sess.started_at or self.st.get("started")
+        self.sess.self_generated = self.st["self"]
+        self.sess.headless = bool(self.st.get("headless"))
+        return self.sess
+
+
+def parse_pi_lines(source: str, lines: Iterable[bytes], st: dict[str, Any]) -> ParseResult:
+    """A pass over lines of Pi's session format: one session; a record with a field of an
+    odd type is counted as ``malformed:<error>``."""
+    result = ParseResult(skipped=Counter())
+    one = PiSession(source, st)
+    for rec in json_records(lines, result.skipped, st):
+        try:
+            one.record(rec, result.skipped, st["line"] <= 1)
+        except (TypeError, ValueError, AttributeError) as exc:
+            result.skipped[f"malformed:{type(exc).__name__}"] += 1
+    result.sessions = [one.done()]
+    result.state = st
+    return result

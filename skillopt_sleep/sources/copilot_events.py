@@ -114,149 +114,166 @@ def parse_events(
     source: str, path: Path, lines: Iterable[bytes], state: dict, default_key: str
 ) -> ParseResult:
     """Parse ``copilot-agent`` event lines (see the module doc) into one session."""
-    st = dict(state) if state else new_state(default_key)
-    result = ParseResult(skipped=Counter())
-    skipped = result.skipped
-    sess = HarvestedSession(source=source, key=st["key"])
-    out: dict[str, HarvestedMessage] = {}
+    return _EventParser(source, state, default_key).run(path, lines)
 
-    def add(msg: HarvestedMessage) -> HarvestedMessage:
-        if not sess.started_at and msg.timestamp:
-            sess.started_at = msg.timestamp
-        st["n"] += 1
-        out[msg.uid] = msg
-        return msg
 
-    for rec in json_records(lines, skipped, st):
+class _EventParser:
+    """One parse of an event stream: the session, its messages by uid, the resumable state
+    ``st`` and the skip counts; a method per kind of event."""
+
+    def __init__(self, source: str, state: dict, default_key: str) -> None:
+        self.st = dict(state) if state else new_state(default_key)
+        self.result = ParseResult(skipped=Counter())
+        self.skipped = self.result.skipped
+        self.sess = HarvestedSession(source=source, key=self.st["key"])
+        self.out: dict[str, HarvestedMessage] = {}
+
+    def run(self, path: Path, lines: Iterable[bytes]) -> ParseResult:
+        st, sess = self.st, self.sess
+        for rec in json_records(lines, self.skipped, st):
+            self.record(rec)
+        if not st.get("cwd"):
+            st["cwd"] = _workspace_cwd(path)
+        sess.key = st["key"]
+        sess.project = st.get("cwd")
+        sess.messages = list(self.out.values())
+        sess.headless, sess.self_generated = st["headless"], st["self"]
+        self.result.sessions = [sess]
+        self.result.state = st
+        return self.result
+
+    def record(self, rec: dict[str, Any]) -> None:
         etype, data = rec.get("type"), rec.get("data")
         if not isinstance(etype, str) or not isinstance(data, dict):
             if isinstance(rec.get("role"), str):  # a bare chat message line (older builds)
                 etype, data = f"{rec['role']}.message", rec
             else:
-                skipped["unknown_record"] += 1
-                continue
+                self.skipped["unknown_record"] += 1
+                return
         ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
         if ts and not ts[:4].isdigit():
             ts = None
         ident = rec.get("id") if isinstance(rec.get("id"), str) and rec.get("id") else None
-        side = isinstance(data.get("parentToolCallId"), str)
-
         if etype in ("session.start", "session.resume"):
-            sid = data.get("sessionId")
-            if etype == "session.start" and isinstance(sid, str) and sid and st["n"] == 0:
-                st["key"] = sid
-            ctx = data.get("context")
-            if isinstance(ctx, dict) and looks_like_path(ctx.get("cwd")):
-                st["cwd"] = ctx["cwd"]
-            start = data.get("startTime") or ts
-            if etype == "session.start" and isinstance(start, str) and start[:4].isdigit():
-                sess.started_at = start
-            if isinstance(data.get("copilotVersion"), str):
-                sess.agent_version = data["copilotVersion"]
-            model = data.get("selectedModel")
-            if isinstance(model, str) and model and not model.startswith("["):
-                sess.model = model
+            self.session_start(etype, data, ts)
         elif etype == "session.model_change":
             if isinstance(data.get("newModel"), str):
-                sess.model = data["newModel"]
+                self.sess.model = data["newModel"]
         elif etype == "system.message":
             if _HEADLESS_HINT in _text(data.get("content"))[:2000]:
-                st["headless"] = True
-            skipped["system_message"] += 1
+                self.st["headless"] = True
+            self.skipped["system_message"] += 1
         elif etype == "user.message":
-            text = _text(data.get("content")).strip()
-            if data.get("source") == "system" or data.get("role") == "system":
-                skipped["injected"] += 1
-                continue
-            if not text:
-                skipped["empty"] += 1
-                continue
-            if not side and not st["fp"]:
-                st["fp"], st["self"] = True, SELF_MARKER in text
-            uid = f"{st['key']}:{data.get('messageId') or ident or st['line']}"
-            if uid in out or (data.get("messageId") is None and ident is None):
-                uid = f"{st['key']}:L{st['line']}"
-            st["cur"] = None
-            add(
-                HarvestedMessage(
-                    uid=uid,
-                    role="user",
-                    kind="prompt",
-                    timestamp=ts,
-                    text=cap(clean(text), MAX_TEXT),
-                    is_sidechain=side,
-                )
-            )
+            self.prompt(data, ts, ident)
         elif etype == "assistant.message":
-            text = _text(data.get("content")).strip()
-            tools: list[str] = []
-            for req in data.get("toolRequests") or []:
-                name = req.get("name") if isinstance(req, dict) else None
-                if isinstance(name, str) and name and name not in tools:
-                    tools.append(name)
-            if (
-                isinstance(data.get("model"), str)
-                and data["model"]
-                and not data["model"].startswith("[")
-            ):
-                sess.model = data["model"]
-            mid = data.get("messageId") or ident
-            uid = f"{st['key']}:{mid}" if isinstance(mid, str) else f"{st['key']}:L{st['line']}"
-            if uid in out:
-                uid = f"{st['key']}:L{st['line']}"
-            if not text and not tools:
-                skipped["empty"] += 1
-                continue
-            st["cur"] = uid
-            add(
-                HarvestedMessage(
-                    uid=uid,
-                    role="assistant",
-                    kind="answer",
-                    timestamp=ts,
-                    text=cap(clean(text), MAX_TEXT),
-                    tool_names=tools,
-                    is_sidechain=side,
-                )
-            )
+            self.answer(data, ts, ident)
         elif etype == "tool.execution_complete":
-            res = data.get("result")
-            content = res.get("content") if isinstance(res, dict) else res
-            # a dict result as JSON text, whole: clean_excerpt cuts it at whitespace before it
-            # redacts, so no token is kept in part (a cut at 800 characters kept 15–31 of 40)
-            excerpt = (
-                json.dumps(content, ensure_ascii=False)
-                if isinstance(content, dict)
-                else _text(content)
-            )
-            uid = f"{st['key']}:{ident}" if ident else f"{st['key']}:L{st['line']}"
-            if uid in out:
-                uid = f"{st['key']}:L{st['line']}"
-            add(
-                HarvestedMessage(
-                    uid=uid,
-                    role="user",
-                    kind="tool",
-                    timestamp=ts,
-                    text=clean_excerpt(excerpt, TOOL_EXCERPT),
-                    is_error=data.get("success") is False,
-                    is_sidechain=side,
-                )
-            )
+            self.tool(data, ts, ident)
         elif etype in IGNORED_TYPES:
-            skipped[f"ignored_type:{etype}"] += 1
+            self.skipped[f"ignored_type:{etype}"] += 1
         else:
-            skipped[f"unknown_type:{etype}"] += 1
+            self.skipped[f"unknown_type:{etype}"] += 1
 
-    if not st.get("cwd"):
-        st["cwd"] = _workspace_cwd(path)
-    sess.key = st["key"]
-    sess.project = st.get("cwd")
-    sess.messages = list(out.values())
-    sess.headless, sess.self_generated = st["headless"], st["self"]
-    result.sessions = [sess]
-    result.state = st
-    return result
+    def add(self, msg: HarvestedMessage) -> None:
+        if not self.sess.started_at and msg.timestamp:
+            self.sess.started_at = msg.timestamp
+        self.st["n"] += 1
+        self.out[msg.uid] = msg
+
+    def uid(self, ident: Any) -> str:
+        """``<key>:<ident>``; the line number (``<key>:L<line>``) for no ident or one taken."""
+        uid = f"{self.st['key']}:{ident}" if ident is not None else ""
+        return uid if uid and uid not in self.out else f"{self.st['key']}:L{self.st['line']}"
+
+    def session_start(self, etype: str, data: dict[str, Any], ts: str | None) -> None:
+        st, sess = self.st, self.sess
+        sid = data.get("sessionId")
+        if etype == "session.start" and isinstance(sid, str) and sid and st["n"] == 0:
+            st["key"] = sid
+        ctx = data.get("context")
+        if isinstance(ctx, dict) and looks_like_path(ctx.get("cwd")):
+            st["cwd"] = ctx["cwd"]
+        start = data.get("startTime") or ts
+        if etype == "session.start" and isinstance(start, str) and start[:4].isdigit():
+            sess.started_at = start
+        if isinstance(data.get("copilotVersion"), str):
+            sess.agent_version = data["copilotVersion"]
+        model = data.get("selectedModel")
+        if isinstance(model, str) and model and not model.startswith("["):
+            sess.model = model
+
+    def prompt(self, data: dict[str, Any], ts: str | None, ident: str | None) -> None:
+        st = self.st
+        side = isinstance(data.get("parentToolCallId"), str)
+        text = _text(data.get("content")).strip()
+        if data.get("source") == "system" or data.get("role") == "system":
+            self.skipped["injected"] += 1
+            return
+        if not text:
+            self.skipped["empty"] += 1
+            return
+        if not side and not st["fp"]:
+            st["fp"], st["self"] = True, SELF_MARKER in text
+        no_id = data.get("messageId") is None and ident is None
+        st["cur"] = None
+        self.add(
+            HarvestedMessage(
+                uid=self.uid(None if no_id else data.get("messageId") or ident or st["line"]),
+                role="user",
+                kind="prompt",
+                timestamp=ts,
+                text=cap(clean(text), MAX_TEXT),
+                is_sidechain=side,
+            )
+        )
+
+    def answer(self, data: dict[str, Any], ts: str | None, ident: str | None) -> None:
+        text = _text(data.get("content")).strip()
+        tools: list[str] = []
+        for req in data.get("toolRequests") or []:
+            name = req.get("name") if isinstance(req, dict) else None
+            if isinstance(name, str) and name and name not in tools:
+                tools.append(name)
+        model = data.get("model")
+        if isinstance(model, str) and model and not model.startswith("["):
+            self.sess.model = model
+        mid = data.get("messageId") or ident
+        uid = self.uid(mid if isinstance(mid, str) else None)
+        if not text and not tools:
+            self.skipped["empty"] += 1
+            return
+        self.st["cur"] = uid
+        self.add(
+            HarvestedMessage(
+                uid=uid,
+                role="assistant",
+                kind="answer",
+                timestamp=ts,
+                text=cap(clean(text), MAX_TEXT),
+                tool_names=tools,
+                is_sidechain=isinstance(data.get("parentToolCallId"), str),
+            )
+        )
+
+    def tool(self, data: dict[str, Any], ts: str | None, ident: str | None) -> None:
+        res = data.get("result")
+        content = res.get("content") if isinstance(res, dict) else res
+        # a dict result as JSON text, whole: clean_excerpt cuts it at whitespace before it
+        # redacts, so no token is kept in part (a cut at 800 characters kept 15–31 of 40)
+        excerpt = (
+            json.dumps(content, ensure_ascii=False) if isinstance(content, dict) else _text(content)
+        )
+        self.add(
+            HarvestedMessage(
+                uid=self.uid(ident),
+                role="user",
+                kind="tool",
+                timestamp=ts,
+                text=clean_excerpt(excerpt, TOOL_EXCERPT),
+                is_error=data.get("success") is False,
+                is_sidechain=isinstance(data.get("parentToolCallId"), str),
+            )
+        )
 
 
 def _workspace_cwd(path: Path) -> str | None:

@@ -34,12 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.redact import clean, clean_excerpt
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
-from skillopt_sleep.sources.common import cap, json_records
+from skillopt_sleep.sources.common import (
+    answer_message,
+    json_records,
+    prompt_message,
+    tool_message,
+)
 
-MAX_TEXT = 20_000
-TOOL_EXCERPT = 400
 _QUERY = re.compile(r"<user_query>\s*([\s\S]*?)\s*(?:</user_query>|$)")
 
 
@@ -126,29 +128,7 @@ class CursorSource(Source):
 
     def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
         side = path.parent.name == "subagents"
-        if not state:
-            key = path.parent.parent.name if side else path.stem
-            parts = path.parts
-            slug = (
-                parts[parts.index("agent-transcripts") - 1]
-                if "agent-transcripts" in parts[1:]
-                else None
-            )
-            try:
-                started = datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(
-                    timespec="seconds"
-                )
-            except OSError:
-                started = None
-            state = {
-                "key": key,
-                "line": 0,
-                "fp": False,
-                "self": False,
-                "started": started,
-                "project": decode_slug(slug) if slug else None,
-            }
-        st = dict(state)
+        st = dict(state or _first_state(path, side))
         result = ParseResult(skipped=Counter())
         sess = HarvestedSession(
             source=self.name, key=st["key"], project=st["project"], started_at=st["started"]
@@ -159,81 +139,88 @@ class CursorSource(Source):
             if role is None and isinstance(rec.get("message"), dict):
                 role = rec["message"].get("role")
             uid = f"{prefix}:{st['line']}"
-            ts = st["started"]
             if role == "user":
-                texts, results = [], []
-                for b in _blocks(rec):
-                    if not isinstance(b, dict):
-                        continue
-                    if b.get("type") == "text" and isinstance(b.get("text"), str):
-                        texts.append(b["text"])
-                    elif b.get("type") == "tool_result":
-                        results.append((_result_text(b.get("content")), bool(b.get("is_error"))))
-                    else:
-                        result.skipped[f"ignored_block:{b.get('type')}"] += 1
-                if results:
-                    excerpt = "\n".join(r[0] for r in results)
-                    sess.messages.append(
-                        HarvestedMessage(
-                            uid=f"{uid}:r",
-                            role="user",
-                            kind="tool",
-                            timestamp=ts,
-                            is_sidechain=side,
-                            text=clean_excerpt(excerpt, TOOL_EXCERPT),
-                            is_error=any(r[1] for r in results),
-                        )
-                    )
-                if not texts:
-                    if not results:
-                        result.skipped["empty"] += 1
-                    continue
-                prompt = user_query("\n".join(texts))
-                if prompt is None:
-                    result.skipped["injected"] += 1
-                    continue
-                if not side and not st["fp"]:
-                    st["fp"], st["self"] = True, SELF_MARKER in prompt
-                sess.messages.append(
-                    HarvestedMessage(
-                        uid=uid,
-                        role="user",
-                        kind="prompt",
-                        timestamp=ts,
-                        is_sidechain=side,
-                        text=cap(clean(prompt), MAX_TEXT),
-                    )
-                )
+                sess.messages += _user(rec, uid, st, side, result.skipped)
             elif role == "assistant":
-                texts, tools = [], []
-                for b in _blocks(rec):
-                    if not isinstance(b, dict):
-                        continue
-                    if b.get("type") == "text" and isinstance(b.get("text"), str):
-                        texts.append(b["text"])
-                    elif b.get("type") == "tool_use" and isinstance(b.get("name"), str):
-                        if b["name"] not in tools:
-                            tools.append(b["name"])
-                    else:
-                        result.skipped[f"ignored_block:{b.get('type')}"] += 1
-                text = "\n".join(t.strip() for t in texts if t.strip())
-                if not text and not tools:
-                    result.skipped["empty"] += 1
-                    continue
-                sess.messages.append(
-                    HarvestedMessage(
-                        uid=uid,
-                        role="assistant",
-                        kind="answer",
-                        timestamp=ts,
-                        is_sidechain=side,
-                        text=cap(clean(text), MAX_TEXT),
-                        tool_names=tools,
-                    )
-                )
+                sess.messages += _assistant(rec, uid, st["started"], side, result.skipped)
             else:
                 result.skipped[f"unknown_role:{role}"] += 1
         sess.self_generated = st["self"]
         result.sessions = [sess]
         result.state = st
         return result
+
+
+def _first_state(path: Path, side: bool) -> dict[str, Any]:
+    """The state of a file not read before: its session key, project and start time."""
+    key = path.parent.parent.name if side else path.stem
+    parts = path.parts
+    slug = parts[parts.index("agent-transcripts") - 1] if "agent-transcripts" in parts[1:] else None
+    try:
+        started = datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="seconds")
+    except OSError:
+        started = None
+    return {
+        "key": key,
+        "line": 0,
+        "fp": False,
+        "self": False,
+        "started": started,
+        "project": decode_slug(slug) if slug else None,
+    }
+
+
+def _user(
+    rec: dict[str, Any], uid: str, st: dict[str, Any], side: bool, skipped: Counter
+) -> list[HarvestedMessage]:
+    """A user record: its tool results (one excerpt) and its prompt, in that order."""
+    ts = st["started"]
+    texts, results = [], []
+    for b in _blocks(rec):
+        if not isinstance(b, dict):
+            continue
+        if b.get("type") == "text" and isinstance(b.get("text"), str):
+            texts.append(b["text"])
+        elif b.get("type") == "tool_result":
+            results.append((_result_text(b.get("content")), bool(b.get("is_error"))))
+        else:
+            skipped[f"ignored_block:{b.get('type')}"] += 1
+    out = []
+    if results:
+        excerpt = "\n".join(r[0] for r in results)
+        failed = any(r[1] for r in results)
+        out.append(tool_message(f"{uid}:r", ts, excerpt, is_error=failed, side=side))
+    if not texts:
+        if not results:
+            skipped["empty"] += 1
+        return out
+    prompt = user_query("\n".join(texts))
+    if prompt is None:
+        skipped["injected"] += 1
+        return out
+    if not side and not st["fp"]:
+        st["fp"], st["self"] = True, SELF_MARKER in prompt
+    return [*out, prompt_message(uid, ts, prompt, side=side)]
+
+
+def _assistant(
+    rec: dict[str, Any], uid: str, ts: str | None, side: bool, skipped: Counter
+) -> list[HarvestedMessage]:
+    """An assistant record: its answer with the tools it called (none when empty)."""
+    texts: list[str] = []
+    tools: list[str] = []
+    for b in _blocks(rec):
+        if not isinstance(b, dict):
+            continue
+        if b.get("type") == "text" and isinstance(b.get("text"), str):
+            texts.append(b["text"])
+        elif b.get("type") == "tool_use" and isinstance(b.get("name"), str):
+            if b["name"] not in tools:
+                tools.append(b["name"])
+        else:
+            skipped[f"ignored_block:{b.get('type')}"] += 1
+    text = "\n".join(t.strip() for t in texts if t.strip())
+    if not text and not tools:
+        skipped["empty"] += 1
+        return []
+    return [answer_message(uid, ts, text, tools, side=side)]

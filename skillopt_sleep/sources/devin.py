@@ -32,20 +32,20 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.redact import clean, clean_excerpt
+from skillopt_sleep.models import HarvestedSession
+from skillopt_sleep.redact import clean
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
 from skillopt_sleep.sources.common import (
     BadRecord,
+    add_tool_name,
+    answer_message,
     as_dict,
-    cap,
     loads,
     looks_like_path,
     ms_to_iso,
+    prompt_message,
+    tool_message,
 )
-
-MAX_TEXT = 20_000
-TOOL_EXCERPT = 400
 
 
 def _text(value: Any) -> str:
@@ -149,94 +149,12 @@ class DevinSource(Source):
         ) or _db_cwd(path, key)
         if isinstance(doc.get("title"), str):
             sess.title = clean(doc["title"])[:200]
-        seen_requests: set[str] = set()
-        first = True
+        turns = _Turns(sess, skipped)
         for n, step in enumerate(doc["steps"]):
             if not isinstance(step, dict):
                 skipped["bad_step"] += 1
                 continue
-            sid = step.get("step_id", n)
-            uid = f"{key}:{sid}"
-            ts = (
-                step.get("timestamp")
-                if isinstance(step.get("timestamp"), str)
-                else ms_to_iso(step.get("timestamp"))
-            )
-            if ts and not sess.started_at:
-                sess.started_at = ts
-            meta = as_dict(step.get("metadata"))
-            extra = as_dict(step.get("extra"))
-            source = step.get("source")
-            text = _text(step.get("message")).strip()
-            if source == "user":
-                if meta.get("is_user_input") is False:
-                    skipped["injected"] += 1
-                    continue
-                if not text:
-                    skipped["empty"] += 1
-                    continue
-                if first:
-                    first = False
-                    sess.self_generated = SELF_MARKER in text
-                sess.messages.append(
-                    HarvestedMessage(
-                        uid=uid,
-                        role="user",
-                        kind="prompt",
-                        timestamp=ts,
-                        text=cap(clean(text), MAX_TEXT),
-                    )
-                )
-            elif source == "agent":
-                rid = meta.get("request_id") or extra.get("request_id")
-                if isinstance(rid, str) and rid:
-                    if rid in seen_requests:
-                        skipped["retry"] += 1
-                        continue
-                    seen_requests.add(rid)
-                model = extra.get("generation_model") or meta.get("generation_model")
-                if isinstance(model, str) and model:
-                    sess.model = model
-                tools = []
-                for call in step.get("tool_calls") or []:
-                    name = (
-                        call.get("function_name") or call.get("name")
-                        if isinstance(call, dict)
-                        else None
-                    )
-                    if isinstance(name, str) and name and name not in tools:
-                        tools.append(name)
-                if text or tools:
-                    sess.messages.append(
-                        HarvestedMessage(
-                            uid=uid,
-                            role="assistant",
-                            kind="answer",
-                            timestamp=ts,
-                            text=cap(clean(text), MAX_TEXT),
-                            tool_names=tools,
-                        )
-                    )
-                else:
-                    skipped["empty"] += 1
-                obs = step.get("observation")
-                results = obs.get("results") if isinstance(obs, dict) else None
-                for j, r in enumerate(results if isinstance(results, list) else []):
-                    content = _text(r.get("content")) if isinstance(r, dict) else ""
-                    sess.messages.append(
-                        HarvestedMessage(
-                            uid=f"{uid}:o{j}",
-                            role="user",
-                            kind="tool",
-                            timestamp=ts,
-                            text=clean_excerpt(content, TOOL_EXCERPT),
-                            is_error=bool(isinstance(r, dict) and r.get("is_error")),
-                        )
-                    )
-            elif source == "system":
-                skipped["system_message"] += 1
-            else:
-                skipped[f"unknown_source:{source}"] += 1
+            turns.step(f"{key}:{step.get('step_id', n)}", step)
         return sess
 
     def _projection(self, path: Path, doc: dict, skipped: Counter) -> HarvestedSession:
@@ -252,65 +170,104 @@ class DevinSource(Source):
             sess.model = row["model"]
         if isinstance(row.get("title"), str):
             sess.title = clean(row["title"])[:200]
-        first = True
-        seen_requests: set[str] = set()
+        turns = _Turns(sess, skipped)
         for n, node in enumerate(doc["nodes"]):
             if not isinstance(node, dict):
                 skipped["bad_node"] += 1
                 continue
-            chat = node.get("chat_message")
-            msg = chat if isinstance(chat, dict) else node
-            uid = f"{key}:{node.get('message_id') or node.get('node_id') or n}"
-            meta = as_dict(msg.get("metadata"))
-            role, text = msg.get("role"), _text(msg.get("content")).strip()
-            if role == "user":
-                if meta.get("is_user_input") is False:
-                    skipped["injected"] += 1
-                    continue
-                if not text:
-                    skipped["empty"] += 1
-                    continue
-                if first:
-                    first = False
-                    sess.self_generated = SELF_MARKER in text
-                sess.messages.append(
-                    HarvestedMessage(
-                        uid=uid, role="user", kind="prompt", text=cap(clean(text), MAX_TEXT)
-                    )
-                )
-            elif role == "assistant":
-                rid = meta.get("request_id")
-                if isinstance(rid, str) and rid:
-                    if rid in seen_requests:
-                        skipped["retry"] += 1
-                        continue
-                    seen_requests.add(rid)
-                tools = []
-                for call in msg.get("tool_calls") or []:
-                    name = (
-                        (call.get("name") or (call.get("function") or {}).get("name"))
-                        if isinstance(call, dict)
-                        else None
-                    )
-                    if isinstance(name, str) and name and name not in tools:
-                        tools.append(name)
-                sess.messages.append(
-                    HarvestedMessage(
-                        uid=uid,
-                        role="assistant",
-                        kind="answer",
-                        text=cap(clean(text), MAX_TEXT),
-                        tool_names=tools,
-                    )
-                )
-            elif role == "tool":
-                sess.messages.append(
-                    HarvestedMessage(
-                        uid=uid, role="user", kind="tool", text=clean_excerpt(text, TOOL_EXCERPT)
-                    )
-                )
-            elif role == "system":
-                skipped["system_message"] += 1
-            else:
-                skipped[f"unknown_role:{role}"] += 1
+            turns.node(f"{key}:{node.get('message_id') or node.get('node_id') or n}", node)
         return sess
+
+
+class _Turns:
+    """The messages of one session, from ATIF steps or projection nodes: the first prompt
+    decides ``self_generated``, an answer whose request was seen is a retry."""
+
+    def __init__(self, sess: HarvestedSession, skipped: Counter) -> None:
+        self.sess, self.skipped = sess, skipped
+        self.first = True
+        self.seen_requests: set[str] = set()
+
+    def prompt(self, uid: str, ts: str | None, text: str, meta: dict[str, Any]) -> None:
+        if meta.get("is_user_input") is False:
+            self.skipped["injected"] += 1
+            return
+        if not text:
+            self.skipped["empty"] += 1
+            return
+        if self.first:
+            self.first = False
+            self.sess.self_generated = SELF_MARKER in text
+        self.sess.messages.append(prompt_message(uid, ts, text))
+
+    def retry(self, rid: Any) -> bool:
+        """True (counted) when the request ``rid`` was answered already."""
+        if isinstance(rid, str) and rid:
+            if rid in self.seen_requests:
+                self.skipped["retry"] += 1
+                return True
+            self.seen_requests.add(rid)
+        return False
+
+    def step(self, uid: str, step: dict[str, Any]) -> None:
+        """One ATIF step: a user prompt, or an agent answer with its observations."""
+        stamp = step.get("timestamp")
+        ts = stamp if isinstance(stamp, str) else ms_to_iso(stamp)
+        if ts and not self.sess.started_at:
+            self.sess.started_at = ts
+        meta = as_dict(step.get("metadata"))
+        extra = as_dict(step.get("extra"))
+        source = step.get("source")
+        text = _text(step.get("message")).strip()
+        if source == "user":
+            self.prompt(uid, ts, text, meta)
+        elif source == "agent":
+            if self.retry(meta.get("request_id") or extra.get("request_id")):
+                return
+            model = extra.get("generation_model") or meta.get("generation_model")
+            if isinstance(model, str) and model:
+                self.sess.model = model
+            tools: list[str] = []
+            for call in step.get("tool_calls") or []:
+                if isinstance(call, dict):
+                    add_tool_name(tools, call.get("function_name") or call.get("name"))
+            if text or tools:
+                self.sess.messages.append(answer_message(uid, ts, text, tools))
+            else:
+                self.skipped["empty"] += 1
+            self.observations(uid, ts, step.get("observation"))
+        elif source == "system":
+            self.skipped["system_message"] += 1
+        else:
+            self.skipped[f"unknown_source:{source}"] += 1
+
+    def observations(self, uid: str, ts: str | None, obs: Any) -> None:
+        results = obs.get("results") if isinstance(obs, dict) else None
+        for j, r in enumerate(results if isinstance(results, list) else []):
+            content = _text(r.get("content")) if isinstance(r, dict) else ""
+            failed = bool(isinstance(r, dict) and r.get("is_error"))
+            self.sess.messages.append(tool_message(f"{uid}:o{j}", ts, content, is_error=failed))
+
+    def node(self, uid: str, node: dict[str, Any]) -> None:
+        """One projection node: a chat message of the user, the assistant or a tool."""
+        chat = node.get("chat_message")
+        msg = chat if isinstance(chat, dict) else node
+        meta = as_dict(msg.get("metadata"))
+        role, text = msg.get("role"), _text(msg.get("content")).strip()
+        if role == "user":
+            self.prompt(uid, None, text, meta)
+        elif role == "assistant":
+            if self.retry(meta.get("request_id")):
+                return
+            tools: list[str] = []
+            for call in msg.get("tool_calls") or []:
+                if isinstance(call, dict):
+                    name = call.get("name") or (call.get("function") or {}).get("name")
+                    add_tool_name(tools, name)
+            self.sess.messages.append(answer_message(uid, None, text, tools))
+        elif role == "tool":
+            self.sess.messages.append(tool_message(uid, None, text, is_error=False))
+        elif role == "system":
+            self.skipped["system_message"] += 1
+        else:
+            self.skipped[f"unknown_role:{role}"] += 1

@@ -324,7 +324,8 @@ def _ingest(
         return
     with _open_regular(key) as fh:
         head = fh.read(HEAD)
-        offset, state = 0, {}
+        offset = 0
+        state: dict = {}
         if zst:
             import zstandard
 
@@ -334,48 +335,14 @@ def _ingest(
         else:
             if looks_binary(head):
                 raise SkipFile("binary")
-            if usable:
-                prev = min(HEAD, usable["size"] or 0)
-                if usable["inode"] != st.st_ino:
-                    res.reason = "replaced"
-                elif st.st_size < (usable["offset"] or 0):
-                    res.reason = "truncated"
-                elif _head_hash(head[:prev]) != usable["head_hash"]:
-                    res.reason = "replaced"
-                elif st.st_size == usable["size"] and st.st_mtime == usable["mtime"]:
-                    res.offset = usable["offset"]
-                    return
-                else:
-                    offset = usable["offset"] or 0
-                    try:
-                        state = json.loads(usable["state"] or "{}")
-                    except ValueError:
-                        offset, state, res.reason = 0, {}, "bad_state"
+            resumed = _resume_point(usable, st, head, res)
+            if resumed is None:  # unchanged since the last pass
+                return
+            offset, state = resumed
             fh.seek(offset)
             reader = LineReader(fh, offset)
         res.status = "read"
-        known: set[str] = set()
-        empty: set[str] = set()
-        n_lines = n_skipped = 0
-        deadline = time.monotonic() + MAX_FILE_SECONDS
-        cut = False
-        for batch in batches(iter(reader)):
-            for parsed in _parse_batch(src, path, batch, state):
-                state = parsed.state
-                n_skipped += sum(parsed.skipped.values())
-                res.lines_skipped.update(parsed.skipped)
-                _save_sessions(store, parsed.sessions, key, res, known, empty, projects)
-            n_lines += len(batch)
-            if not zst and time.monotonic() > deadline:  # the rest waits for the next pass
-                cut = True
-                res.warnings["time_bound"] += 1
-                break
-        res.lines_skipped.update(reader.skipped)
-        res.warnings.update(reader.warnings)
-        res.lines_ok = n_lines - n_skipped
-        if empty - known:
-            res.sessions_filtered["no_messages"] += len(empty - known)
-        res.bytes_read = reader.bytes_read
+        state, cut = _read_lines(store, src, path, reader, state, res, projects, timed=not zst)
         res.offset = st.st_size if zst else reader.offset
         size = st.st_size if zst else max(st.st_size, reader.pos)
         if cut:  # recorded as read up to the offset only: the next pass goes on from there
@@ -398,6 +365,71 @@ def _ingest(
                 "last_error": "",
             }
         )
+
+
+def _resume_point(
+    usable: dict | None, st: os.stat_result, head: bytes, res: FileResult
+) -> tuple[int, dict] | None:
+    """Where a plain JSONL file is read from, and the parser state there: the end of the
+    last pass when the file only grew, else 0 (``res.reason`` says why); None when it is
+    unchanged (``res.offset`` is then the old offset)."""
+    if not usable:
+        return 0, {}
+    prev = min(HEAD, usable["size"] or 0)
+    if usable["inode"] != st.st_ino:
+        res.reason = "replaced"
+    elif st.st_size < (usable["offset"] or 0):
+        res.reason = "truncated"
+    elif _head_hash(head[:prev]) != usable["head_hash"]:
+        res.reason = "replaced"
+    elif st.st_size == usable["size"] and st.st_mtime == usable["mtime"]:
+        res.offset = usable["offset"]
+        return None
+    else:
+        try:
+            return usable["offset"] or 0, json.loads(usable["state"] or "{}")
+        except ValueError:
+            res.reason = "bad_state"
+    return 0, {}
+
+
+def _read_lines(
+    store: Store,
+    src: Source,
+    path: Path,
+    reader: LineReader,
+    state: dict,
+    res: FileResult,
+    projects: ProjectFilter | None,
+    *,
+    timed: bool,
+) -> tuple[dict, bool]:
+    """Parse and save the lines of ``reader`` in batches, counting into ``res``; stop after
+    :data:`MAX_FILE_SECONDS` when ``timed``. Returns the parser state and whether the read
+    was cut short."""
+    known: set[str] = set()
+    empty: set[str] = set()
+    n_lines = n_skipped = 0
+    deadline = time.monotonic() + MAX_FILE_SECONDS
+    cut = False
+    for batch in batches(iter(reader)):
+        for parsed in _parse_batch(src, path, batch, state):
+            state = parsed.state
+            n_skipped += sum(parsed.skipped.values())
+            res.lines_skipped.update(parsed.skipped)
+            _save_sessions(store, parsed.sessions, str(path), res, known, empty, projects)
+        n_lines += len(batch)
+        if timed and time.monotonic() > deadline:  # the rest waits for the next pass
+            cut = True
+            res.warnings["time_bound"] += 1
+            break
+    res.lines_skipped.update(reader.skipped)
+    res.warnings.update(reader.warnings)
+    res.lines_ok = n_lines - n_skipped
+    if empty - known:
+        res.sessions_filtered["no_messages"] += len(empty - known)
+    res.bytes_read = reader.bytes_read
+    return state, cut
 
 
 #: seconds one pass spends on one JSONL file; the rest is read on the next pass (``time_bound``)
@@ -518,70 +550,81 @@ def harvest(
     report = HarvestReport(started_at=now_iso())
     projects = ProjectFilter.of(settings)
     for name in names:
-        src = get_source(name)
-        cfg = settings.sources.get(name) or SourceConfig()
-        roots = list(cfg.roots) or src.default_roots(os.environ, Path.home())
-        sr = SourceReport(source=name, roots=[str(r) for r in roots], started_at=now_iso())
-        paths = _paths(src, roots, sr)
-        sr.files_seen = len(paths)
-        new: set[str] = set()
-        updated: set[str] = set()
-        # counted here and set on the report once (a pydantic attribute set costs more than
-        # the stat of an unchanged file)
-        files_read = files_unchanged = bytes_read = messages = 0
-        for done, fr in enumerate(_run(store, src, paths, projects), 1):
-            if fr is None:
-                files_unchanged += 1
-            else:
-                if fr.status == "skipped":
-                    sr.files_skipped[fr.reason] = sr.files_skipped.get(fr.reason, 0) + 1
-                elif fr.status == "read":
-                    files_read += 1
-                else:
-                    files_unchanged += 1
-                bytes_read += fr.bytes_read
-                messages += fr.messages
-                new |= fr.sessions_new
-                updated |= fr.sessions_updated
-                _bump(sr.sessions_filtered, fr.sessions_filtered)
-                _bump(sr.lines_skipped, fr.lines_skipped)
-                _bump(sr.warnings, fr.warnings)
-            if on_progress is not None:
-                on_progress(
-                    ProgressEvent(
-                        step="harvest",
-                        source=name,
-                        done=done,
-                        total=len(paths),
-                        unit="files",
-                        bytes=bytes_read,
-                    )
-                )
-        sr.files_read, sr.files_unchanged = files_read, files_unchanged
-        sr.bytes_read, sr.messages = bytes_read, messages
-        sr.sessions_new, sr.sessions_updated = len(new), len(updated - new)
-        sr.finished_at = now_iso()
-        store.check_table("harvest_runs")  # the whole file was checked if a file was read
-        store.harvests.record(
-            sr.model_dump(
-                include={
-                    "started_at",
-                    "finished_at",
-                    "source",
-                    "files_seen",
-                    "files_read",
-                    "bytes_read",
-                    "sessions_new",
-                    "sessions_updated",
-                    "sessions_filtered",
-                    "lines_skipped",
-                    "files_skipped",
-                }
-            )
-        )
-        report.sources[name] = sr
+        report.sources[name] = _harvest_source(store, settings, name, projects, on_progress)
     report.finished_at = now_iso()
     return report
+
+
+#: the columns of a source's report that ``harvest_runs`` keeps
+_RUN_FIELDS = {
+    "started_at",
+    "finished_at",
+    "source",
+    "files_seen",
+    "files_read",
+    "bytes_read",
+    "sessions_new",
+    "sessions_updated",
+    "sessions_filtered",
+    "lines_skipped",
+    "files_skipped",
+}
+
+
+def _harvest_source(
+    store: Store,
+    settings: Settings,
+    name: str,
+    projects: ProjectFilter,
+    on_progress: OnProgress | None,
+) -> SourceReport:
+    """Harvest one source's files; its report, also recorded in ``harvest_runs``."""
+    src = get_source(name)
+    cfg = settings.sources.get(name) or SourceConfig()
+    roots = list(cfg.roots) or src.default_roots(os.environ, Path.home())
+    sr = SourceReport(source=name, roots=[str(r) for r in roots], started_at=now_iso())
+    paths = _paths(src, roots, sr)
+    sr.files_seen = len(paths)
+    new: set[str] = set()
+    updated: set[str] = set()
+    # counted here and set on the report once (a pydantic attribute set costs more than
+    # the stat of an unchanged file)
+    files_read = files_unchanged = bytes_read = messages = 0
+    for done, fr in enumerate(_run(store, src, paths, projects), 1):
+        if fr is None:
+            files_unchanged += 1
+        else:
+            if fr.status == "skipped":
+                sr.files_skipped[fr.reason] = sr.files_skipped.get(fr.reason, 0) + 1
+            elif fr.status == "read":
+                files_read += 1
+            else:
+                files_unchanged += 1
+            bytes_read += fr.bytes_read
+            messages += fr.messages
+            new |= fr.sessions_new
+            updated |= fr.sessions_updated
+            _bump(sr.sessions_filtered, fr.sessions_filtered)
+            _bump(sr.lines_skipped, fr.lines_skipped)
+            _bump(sr.warnings, fr.warnings)
+        if on_progress is not None:
+            on_progress(
+                ProgressEvent(
+                    step="harvest",
+                    source=name,
+                    done=done,
+                    total=len(paths),
+                    unit="files",
+                    bytes=bytes_read,
+                )
+            )
+    sr.files_read, sr.files_unchanged = files_read, files_unchanged
+    sr.bytes_read, sr.messages = bytes_read, messages
+    sr.sessions_new, sr.sessions_updated = len(new), len(updated - new)
+    sr.finished_at = now_iso()
+    store.check_table("harvest_runs")  # the whole file was checked if a file was read
+    store.harvests.record(sr.model_dump(include=_RUN_FIELDS))
+    return sr
 
 
 #: a harvest commits after this many files read, bytes read or seconds, whichever comes first

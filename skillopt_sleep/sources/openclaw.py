@@ -44,13 +44,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from skillopt_sleep.models import HarvestedSession
 from skillopt_sleep.redact import decode
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, ReadMode, Source
-from skillopt_sleep.sources.common import BadRecord, as_dict, json_records, loads, pi_message
+from skillopt_sleep.sources.base import ParseResult, ReadMode, Source
+from skillopt_sleep.sources.common import BadRecord, PiSession, loads, parse_pi_lines
 
-MAX_TEXT = 20_000
-TOOL_EXCERPT = 400
 DB_NAME = "openclaw-agent.sqlite"
 #: an event's size cap in the database (``event_utf8_bytes`` is at most 4 MiB)
 MAX_EVENT = 4 * 1024 * 1024
@@ -58,57 +55,6 @@ MAX_EVENT = 4 * 1024 * 1024
 
 def _connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-
-
-class _Session:
-    """One session's entries of one pass; what must survive a pass lives in ``st``."""
-
-    def __init__(self, source: str, st: dict):
-        self.st = st
-        self.sess = HarvestedSession(source=source, key=st["key"])
-
-    def record(self, rec: dict, skipped: Counter, first: bool) -> None:
-        st, sess = self.st, self.sess
-        rtype = rec.get("type")
-        ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
-        if rtype == "session":
-            if isinstance(rec.get("id"), str) and rec["id"] and first:
-                st["key"] = rec["id"]
-            if isinstance(rec.get("cwd"), str) and rec["cwd"]:
-                st["cwd"] = rec["cwd"]
-            if ts:
-                st["started"] = ts
-            return
-        if rtype == "model_change":
-            if isinstance(rec.get("modelId"), str) and rec["modelId"]:
-                sess.model = rec["modelId"]
-            return
-        if rtype != "message":
-            skipped[f"ignored_type:{rtype}"] += 1
-            return
-        msg = as_dict(rec.get("message"))
-        eid = rec.get("id")
-        if not isinstance(eid, str) or not eid:
-            skipped["no_id"] += 1
-            return
-        if msg.get("role") == "assistant" and isinstance(msg.get("model"), str) and msg["model"]:
-            sess.model = msg["model"]
-        out = pi_message(
-            msg, f"{st['key']}:{eid}", ts, skipped, max_text=MAX_TEXT, tool_excerpt=TOOL_EXCERPT
-        )
-        if out is None:
-            return
-        if out.kind == "prompt" and not st["fp"]:
-            st["fp"], st["self"] = True, SELF_MARKER in out.text
-        sess.messages.append(out)
-
-    def done(self) -> HarvestedSession:
-        self.sess.key = self.st["key"]
-        self.sess.project = self.sess.project or self.st.get("cwd")
-        self.sess.started_at = self.sess.started_at or self.st.get("started")
-        self.sess.self_generated = self.st["self"]
-        self.sess.headless = bool(self.st.get("headless"))
-        return self.sess
 
 
 def _fresh(key: str) -> dict[str, Any]:
@@ -201,17 +147,7 @@ class OpenClawSource(Source):
 
     # JSONL (older builds) ------------------------------------------------------
     def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
-        st = dict(state) if state else _fresh(path.stem)
-        result = ParseResult(skipped=Counter())
-        one = _Session(self.name, st)
-        for rec in json_records(lines, result.skipped, st):
-            try:
-                one.record(rec, result.skipped, st["line"] <= 1)
-            except (TypeError, ValueError, AttributeError) as exc:
-                result.skipped[f"malformed:{type(exc).__name__}"] += 1
-        result.sessions = [one.done()]
-        result.state = st
-        return result
+        return parse_pi_lines(self.name, lines, dict(state) if state else _fresh(path.stem))
 
     # SQLite (2026.9.x) -----------------------------------------------------------
     def signature(self, path: Path) -> str:
@@ -247,7 +183,7 @@ class OpenClawSource(Source):
         except sqlite3.Error as exc:
             result.skipped[f"db_error:{type(exc).__name__}"] += 1
             return result
-        passes: dict[str, _Session] = {}
+        passes: dict[str, PiSession] = {}
         n_bytes = 0
         try:
             rows = con.execute(
@@ -268,7 +204,7 @@ class OpenClawSource(Source):
                 one = passes.get(sid)
                 if one is None:
                     st = dict(sessions.get(sid) or _fresh(sid))
-                    one = passes[sid] = _Session(self.name, st)
+                    one = passes[sid] = PiSession(self.name, st)
                 try:
                     one.record(rec, result.skipped, seq == 0)
                 except (TypeError, ValueError, AttributeError) as exc:

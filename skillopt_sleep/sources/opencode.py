@@ -54,12 +54,20 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.redact import clean, clean_excerpt
+from skillopt_sleep.redact import clean
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
-from skillopt_sleep.sources.common import BadRecord, as_dict, cap, loads, ms_to_iso, read_regular
+from skillopt_sleep.sources.common import (
+    BadRecord,
+    add_tool_name,
+    answer_message,
+    as_dict,
+    loads,
+    ms_to_iso,
+    prompt_message,
+    read_regular,
+    tool_message,
+)
 
-MAX_TEXT = 20_000
-TOOL_EXCERPT = 400
 #: an unfinished assistant message untouched this long (seconds) is taken as final
 SETTLE_SECONDS = 300
 DB_NAME = "opencode.db"
@@ -175,15 +183,16 @@ class _Builder:
             self.skipped["no_id"] += 1
             return
         role = info.get("role")
-        t = as_dict(info.get("time"))
-        ts = ms_to_iso(t.get("created"))
+        ts = ms_to_iso(as_dict(info.get("time")).get("created"))
         model = info.get("modelID")
         if model is None and isinstance(info.get("model"), dict):
             model = info["model"].get("modelID")
         if role == "assistant" and isinstance(model, str) and model:
             sess.model = model
         side = self.side.get(sid, False)
-        texts, tools, tool_msgs = [], [], []
+        texts: list[str] = []
+        tools: list[str] = []
+        tool_msgs: list[HarvestedMessage] = []
         for p in parts:
             ptype = p.get("type")
             if ptype == "text" and isinstance(p.get("text"), str):
@@ -192,69 +201,46 @@ class _Builder:
                 else:
                     texts.append(p["text"])
             elif ptype == "tool":
-                name = p.get("tool")
-                if isinstance(name, str) and name and name not in tools:
-                    tools.append(name)
-                state = as_dict(p.get("state"))
-                out = (
-                    state.get("output")
-                    if isinstance(state.get("output"), str)
-                    else state.get("error")
-                )
-                meta = as_dict(state.get("metadata"))
-                exit_code = meta.get("exit")
-                error = state.get("status") == "error" or (
-                    isinstance(exit_code, int) and exit_code != 0
-                )
+                add_tool_name(tools, p.get("tool"))
                 part_id = p.get("id")
                 pid = part_id if isinstance(part_id, str) else f"{mid}:{len(tools)}"
-                tool_msgs.append(
-                    HarvestedMessage(
-                        uid=pid,
-                        role="user",
-                        kind="tool",
-                        timestamp=ts,
-                        is_sidechain=side,
-                        is_error=error,
-                        text=clean_excerpt(str(out or ""), TOOL_EXCERPT),
-                    )
-                )
+                tool_msgs.append(_tool_part(pid, ts, side, as_dict(p.get("state"))))
             else:
                 self.skipped[f"ignored_part:{ptype}"] += 1
         text = "\n".join(x.strip() for x in texts if x.strip())
         if role == "user":
-            text = _unquote(text)
-            if not text:
-                self.skipped["empty"] += 1
-                return
-            if not side and not self.first_prompt.get(sid):
-                self.first_prompt[sid] = True
-                sess.self_generated = SELF_MARKER in text
-            msg = HarvestedMessage(
-                uid=mid,
-                role="user",
-                kind="prompt",
-                timestamp=ts,
-                is_sidechain=side,
-                text=cap(clean(text), MAX_TEXT),
-            )
+            msg = self.prompt(sid, mid, ts, side, _unquote(text))
         elif role == "assistant":
-            if not text and not tools:
+            msg = answer_message(mid, ts, text, tools, side=side) if text or tools else None
+            if msg is None:
                 self.skipped["empty"] += 1
-                return
-            msg = HarvestedMessage(
-                uid=mid,
-                role="assistant",
-                kind="answer",
-                timestamp=ts,
-                is_sidechain=side,
-                text=cap(clean(text), MAX_TEXT),
-                tool_names=tools,
-            )
         else:
             self.skipped[f"unknown_role:{role}"] += 1
-            return
-        sess.messages += [msg, *tool_msgs]
+            msg = None
+        if msg is not None:
+            sess.messages += [msg, *tool_msgs]
+
+    def prompt(
+        self, sid: str, mid: str, ts: str | None, side: bool, text: str
+    ) -> HarvestedMessage | None:
+        """The user's prompt (None, counted, when empty); the session's first decides
+        ``self_generated``."""
+        if not text:
+            self.skipped["empty"] += 1
+            return None
+        if not side and not self.first_prompt.get(sid):
+            self.first_prompt[sid] = True
+            self.session(sid).self_generated = SELF_MARKER in text
+        return prompt_message(mid, ts, text, side=side)
+
+
+def _tool_part(pid: str, ts: str | None, side: bool, state: dict[str, Any]) -> HarvestedMessage:
+    """A ``tool`` part's result: its output (or error) as an excerpt; an error status or a
+    non-zero exit code makes it an error."""
+    out = state.get("output") if isinstance(state.get("output"), str) else state.get("error")
+    exit_code = as_dict(state.get("metadata")).get("exit")
+    error = state.get("status") == "error" or (isinstance(exit_code, int) and exit_code != 0)
+    return tool_message(pid, ts, str(out or ""), is_error=error, side=side)
 
 
 class OpenCodeSource(Source):

@@ -36,16 +36,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
-from skillopt_sleep.sources.common import as_dict, json_records, pi_message
+from skillopt_sleep.sources.base import ParseResult, Source
+from skillopt_sleep.sources.common import parse_pi_lines
 
-MAX_TEXT = 20_000
-TOOL_EXCERPT = 400
 _UUID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", re.I)
 
 
@@ -73,60 +69,4 @@ class PiSource(Source):
         if "key" not in st:
             m = _UUID.search(path.name)
             st.update(key=m.group(1) if m else path.stem, line=0, fp=False, self=False)
-        result = ParseResult(skipped=Counter())
-        sess = HarvestedSession(source=self.name, key=st["key"])
-        messages: list[HarvestedMessage] = []
-        for rec in json_records(lines, result.skipped, st):
-            try:
-                self._record(rec, st, sess, messages, result.skipped)
-            except (TypeError, ValueError, AttributeError) as exc:  # a field of an odd type
-                result.skipped[f"malformed:{type(exc).__name__}"] += 1
-        sess.key = st["key"]
-        sess.project = sess.project or st.get("cwd")
-        sess.started_at = sess.started_at or st.get("started")
-        sess.self_generated = st["self"]
-        sess.messages = messages
-        result.sessions = [sess]
-        result.state = st
-        return result
-
-    def _record(
-        self,
-        rec: dict,
-        st: dict,
-        sess: HarvestedSession,
-        out: list[HarvestedMessage],
-        skipped: Counter,
-    ) -> None:
-        rtype = rec.get("type")
-        ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
-        if rtype == "session":
-            if isinstance(rec.get("id"), str) and rec["id"] and st["line"] <= 1:
-                st["key"] = rec["id"]
-            if isinstance(rec.get("cwd"), str) and rec["cwd"]:
-                st["cwd"] = rec["cwd"]
-            if ts:
-                st["started"] = ts
-            return
-        if rtype == "model_change":
-            if isinstance(rec.get("modelId"), str) and rec["modelId"]:
-                sess.model = rec["modelId"]
-            return
-        if rtype != "message":
-            skipped[f"ignored_type:{rtype}"] += 1
-            return
-        msg = as_dict(rec.get("message"))
-        eid = rec.get("id")
-        if not isinstance(eid, str) or not eid:
-            skipped["no_id"] += 1
-            return
-        if msg.get("role") == "assistant" and isinstance(msg.get("model"), str) and msg["model"]:
-            sess.model = msg["model"]
-        out_msg = pi_message(
-            msg, f"{st['key']}:{eid}", ts, skipped, max_text=MAX_TEXT, tool_excerpt=TOOL_EXCERPT
-        )
-        if out_msg is None:
-            return
-        if out_msg.kind == "prompt" and not st["fp"]:
-            st["fp"], st["self"] = True, SELF_MARKER in out_msg.text
-        out.append(out_msg)
+        return parse_pi_lines(self.name, lines, st)

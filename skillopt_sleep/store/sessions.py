@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from skillopt_sleep.models import HarvestedSession
+from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import redact, redact_json
 from skillopt_sleep.store._base import Repository, Row, now_iso
 
@@ -107,19 +107,7 @@ class SessionsRepo(Repository):
         seq = int(row["n_messages"] or 0)
         changed = 0
         purge = False  # a stored text held part of a secret: drop it from the FTS index too
-        # the stored messages with these uids, in one query per 500 (no lookup per message):
-        # uid -> [row id (None: inserted by this call), text, tool names, index in inserts]
-        known: dict[str, list[Any]] = {}
-        uids = list(dict.fromkeys(m.uid for m in session.messages))
-        for at in range(0, len(uids), 500):
-            part = uids[at : at + 500]
-            marks = ", ".join("?" * len(part))
-            for uid, mid, text, tools in db.execute(
-                f"select uid, id, text, tool_names from messages where source = ? "
-                f"and uid in ({marks})",
-                [session.source, *part],
-            ).fetchall():
-                known[uid] = [mid, text, json.loads(tools or "[]"), None]
+        known = self._known(session)
         inserts: list[list[Any]] = []
         updates: dict[int, tuple[str, list[str]]] = {}
         for msg in session.messages:
@@ -128,14 +116,8 @@ class SessionsRepo(Repository):
             found = known.get(msg.uid)
             if found:
                 mid, text, tools_l, at = found
-                new_text = text
-                if msg_text and text and msg_text.startswith(text):
-                    new_text = msg_text  # the same message, grown (e.g. a streamed answer)
-                elif msg_text and msg_text not in (text or ""):
-                    # the joined text is redacted again: a secret split between the parts
-                    joined = f"{text}\n{msg_text}" if text else msg_text
-                    new_text = redact(joined)
-                    purge = purge or new_text != joined
+                new_text, secret = _merged_text(text, msg_text)
+                purge = purge or secret
                 new_tools = tools_l + [t for t in msg_tools if t not in tools_l]
                 if new_text != text or new_tools != tools_l:
                     found[1], found[2] = new_text, new_tools
@@ -146,25 +128,40 @@ class SessionsRepo(Repository):
                     changed += 1
                 continue
             known[msg.uid] = [None, msg_text, msg_tools, len(inserts)]
-            inserts.append(
-                [
-                    sid,
-                    session.source,
-                    msg.uid,
-                    seq,
-                    msg.role,
-                    msg.kind,
-                    msg_text,
-                    json.dumps(msg_tools),
-                    msg.timestamp,
-                    int(msg.is_sidechain),
-                    int(msg.is_error),
-                    json.dumps(redact_json(msg.context.model_dump())) if msg.context else "",
-                ]
-            )
+            inserts.append(_message_row(sid, session.source, msg, seq, msg_text, msg_tools))
             seq += 1
             changed += 1
         row["n_messages"] = seq
+        self._write_session(row, updates, inserts)
+        if purge:  # FTS keeps a replaced row's tokens in old segments until they are merged
+            db.execute("insert into messages_fts(messages_fts) values('optimize')")
+        return is_new, changed
+
+    def _known(self, session: HarvestedSession) -> dict[str, list[Any]]:
+        """The stored messages with the session's uids, in one query per 500 (no lookup per
+        message): uid -> [row id (None: inserted by this call), text, tool names, index in
+        inserts]."""
+        known: dict[str, list[Any]] = {}
+        uids = list(dict.fromkeys(m.uid for m in session.messages))
+        for at in range(0, len(uids), 500):
+            part = uids[at : at + 500]
+            marks = ", ".join("?" * len(part))
+            for uid, mid, text, tools in self.db.execute(
+                f"select uid, id, text, tool_names from messages where source = ? "
+                f"and uid in ({marks})",
+                [session.source, *part],
+            ).fetchall():
+                known[uid] = [mid, text, json.loads(tools or "[]"), None]
+        return known
+
+    def _write_session(
+        self,
+        row: dict[str, Any],
+        updates: dict[int, tuple[str, list[str]]],
+        inserts: list[list[Any]],
+    ) -> None:
+        """Upsert the session row, update the merged messages, insert the new ones."""
+        db = self.db
         cols = list(row)
         with db.atomic():  # a savepoint inside the caller's transaction
             db.conn.execute(
@@ -180,9 +177,6 @@ class SessionsRepo(Repository):
                 )
             if inserts:
                 db.conn.executemany(_INSERT_MESSAGE, inserts)
-        if purge:  # FTS keeps a replaced row's tokens in old segments until they are merged
-            db.execute("insert into messages_fts(messages_fts) values('optimize')")
-        return is_new, changed
 
     def all(self, project: str | None = None, include_self: bool = False) -> list[Row]:
         """Sessions oldest first; ``project`` keeps that folder and those below it;
@@ -277,3 +271,36 @@ class SessionsRepo(Repository):
             [source, len(root), root],
         ).fetchone()
         return int(row[0])
+
+
+def _merged_text(text: Any, msg_text: str) -> tuple[Any, bool]:
+    """A stored message's text with a new part of it ``msg_text`` (redacted); and whether
+    the join revealed a secret split between the parts (redacted again)."""
+    if msg_text and text and msg_text.startswith(text):
+        return msg_text, False  # the same message, grown (e.g. a streamed answer)
+    if msg_text and msg_text not in (text or ""):
+        # the joined text is redacted again: a secret split between the parts
+        joined = f"{text}\n{msg_text}" if text else msg_text
+        new_text = redact(joined)
+        return new_text, new_text != joined
+    return text, False
+
+
+def _message_row(
+    sid: str, source: str, msg: HarvestedMessage, seq: int, text: str, tools: list[str]
+) -> list[Any]:
+    """The values of a new message row, in :data:`_INSERT_MESSAGE`'s order."""
+    return [
+        sid,
+        source,
+        msg.uid,
+        seq,
+        msg.role,
+        msg.kind,
+        text,
+        json.dumps(tools),
+        msg.timestamp,
+        int(msg.is_sidechain),
+        int(msg.is_error),
+        json.dumps(redact_json(msg.context.model_dump())) if msg.context else "",
+    ]

@@ -157,38 +157,11 @@ def _write(path: Path, records: list[dict[str, Any]], last: dt.datetime) -> int:
 
 
 def _claude(g: _Gen, home: Path, project: str, start: dt.datetime, size: int) -> dict[str, int]:
-    rng = g.rng
     session = g.uuid()
     slug = "".join(c if c.isalnum() else "-" for c in project)
     folder = home / ".claude" / "projects" / slug
-    env = {
-        "isSidechain": False,
-        "userType": "external",
-        "cwd": project,
-        "sessionId": session,
-        "version": "2.1.39",
-        "gitBranch": "main",
-    }
-    t = start
-    records: list[dict[str, Any]] = []
-    parent: str | None = None
-    total = 0
-    messages = 0
-
-    def add(rec: dict[str, Any], *, envelope: bool = True, step: float = 2.0) -> str:
-        nonlocal parent, t, total
-        t += dt.timedelta(seconds=rng.uniform(0.2, step))
-        u = g.uuid()
-        full = {"parentUuid": parent, **env, **rec, "uuid": u, "timestamp": _iso(t)}
-        if not envelope:
-            full = {**rec, "timestamp": _iso(t)}
-        records.append(full)
-        total += len(json.dumps(full)) + 1
-        if envelope:
-            parent = u
-        return u
-
-    add(
+    c = _ClaudeFile(g, project, session, start)
+    c.add(
         {
             "type": "progress",
             "data": {"type": "hook_progress", "hookEvent": "SessionStart", "hookName": "start"},
@@ -196,21 +169,65 @@ def _claude(g: _Gen, home: Path, project: str, start: dt.datetime, size: int) ->
             "toolUseID": g.uuid(),
         }
     )
-    model = rng.choice(("claude-opus-4-6", "claude-sonnet-4-5"))
+    model = g.rng.choice(("claude-opus-4-6", "claude-sonnet-4-5"))
     first = True
-    while first or total < size:  # at least one turn
+    while first or c.total < size:  # at least one turn
         first = False
+        c.turn(model)
+    n = _write(folder / f"{session}.jsonl", c.records, c.t)
+    files = 1
+    if g.rng.random() < 0.1:  # a subagent's own file
+        n += _claude_subagent(g, folder / session / "subagents", c.env, model, start)
+        files += 1
+    return {"files": files, "bytes": n, "messages": c.messages}
+
+
+class _ClaudeFile:
+    """The records of one generated Claude Code session file, in the order written: each
+    record's envelope (parent, session, cwd …), its time a random step after the last."""
+
+    def __init__(self, g: _Gen, project: str, session: str, start: dt.datetime) -> None:
+        self.g, self.rng, self.project = g, g.rng, project
+        self.env = {
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": project,
+            "sessionId": session,
+            "version": "2.1.39",
+            "gitBranch": "main",
+        }
+        self.t = start
+        self.records: list[dict[str, Any]] = []
+        self.parent: str | None = None
+        self.total = 0
+        self.messages = 0
+
+    def add(self, rec: dict[str, Any], *, envelope: bool = True, step: float = 2.0) -> str:
+        self.t += dt.timedelta(seconds=self.rng.uniform(0.2, step))
+        u = self.g.uuid()
+        full = {"parentUuid": self.parent, **self.env, **rec, "uuid": u, "timestamp": _iso(self.t)}
+        if not envelope:
+            full = {**rec, "timestamp": _iso(self.t)}
+        self.records.append(full)
+        self.total += len(json.dumps(full)) + 1
+        if envelope:
+            self.parent = u
+        return u
+
+    def turn(self, model: str) -> None:
+        """A prompt, one to seven tool rounds, the final answer and the turn's duration."""
+        g, rng = self.g, self.rng
         mid = g.uuid()
-        add(
+        self.add(
             {
                 "type": "file-history-snapshot",
                 "messageId": mid,
-                "snapshot": {"messageId": mid, "trackedFileBackups": {}, "timestamp": _iso(t)},
+                "snapshot": {"messageId": mid, "trackedFileBackups": {}, "timestamp": _iso(self.t)},
                 "isSnapshotUpdate": False,
             },
             envelope=False,
         )
-        add(
+        self.add(
             {
                 "type": "user",
                 "message": {"role": "user", "content": g.prompt()},
@@ -218,95 +235,10 @@ def _claude(g: _Gen, home: Path, project: str, start: dt.datetime, size: int) ->
             },
             step=60.0,
         )
-        messages += 1
+        self.messages += 1
         for _ in range(rng.randrange(1, 8)):  # tool rounds of one answer
-            msg_id = "msg_01" + g.token(_ALNUM, 22)
-            req = "req_011" + g.token(_ALNUM, 21)
-            usage = {
-                "input_tokens": rng.randrange(1, 50),
-                "cache_creation_input_tokens": rng.randrange(0, 20000),
-                "cache_read_input_tokens": rng.randrange(0, 90000),
-                "output_tokens": rng.randrange(5, 900),
-                "service_tier": "standard",
-            }
-            blocks: list[dict[str, Any]] = []
-            if rng.random() < 0.5:
-                blocks.append(
-                    {
-                        "type": "thinking",
-                        "thinking": g.prose_text(rng.randrange(80, 1200)),
-                        "signature": g.token(_ALNUM, 120),
-                    }
-                )
-            if rng.random() < 0.6:
-                blocks.append({"type": "text", "text": g.prose_text(rng.randrange(40, 600))})
-            tool_id = "toolu_01" + g.token(_ALNUM, 22)
-            tool = rng.choice(("Bash", "Read", "Edit", "Grep"))
-            tool_input = {
-                "Bash": {"command": f"pytest -q tests/test_{g._ident()}.py", "description": "x"},
-                "Read": {"file_path": f"{project}/src/{g._ident()}.py"},
-                "Edit": {
-                    "file_path": f"{project}/src/{g._ident()}.py",
-                    "old_string": g.cut(g.code, 120),
-                    "new_string": g.cut(g.code, 140),
-                },
-                "Grep": {"pattern": g._ident(), "path": project},
-            }[tool]
-            blocks.append({"type": "tool_use", "id": tool_id, "name": tool, "input": tool_input})
-            for block in blocks:  # one record per content block, same message id and usage
-                add(
-                    {
-                        "type": "assistant",
-                        "requestId": req,
-                        "message": {
-                            "model": model,
-                            "id": msg_id,
-                            "type": "message",
-                            "role": "assistant",
-                            "content": [block],
-                            "stop_reason": None,
-                            "usage": usage,
-                        },
-                    }
-                )
-                messages += 1
-            for _ in range(rng.randrange(0, 4)):
-                add(
-                    {
-                        "type": "progress",
-                        "data": {"type": "bash_progress", "output": g.cut(g.code, 200)},
-                        "parentToolUseID": tool_id,
-                        "toolUseID": "bash-progress-0",
-                    },
-                    step=0.5,
-                )
-            output = g.tool_output(int(rng.lognormvariate(7.5, 1.3)))
-            add(
-                {
-                    "type": "user",
-                    "message": {
-                        "role": "user",
-                        "content": [
-                            {
-                                "tool_use_id": tool_id,
-                                "type": "tool_result",
-                                "content": output,
-                                "is_error": rng.random() < 0.05,
-                            }
-                        ],
-                    },
-                    "toolUseResult": {
-                        "stdout": output,
-                        "stderr": "",
-                        "interrupted": False,
-                        "isImage": False,
-                    },
-                    "sourceToolUseID": tool_id,
-                },
-                step=20.0,
-            )
-            messages += 1
-        add(
+            self.tool_round(model)
+        self.add(
             {
                 "type": "assistant",
                 "requestId": "req_011" + g.token(_ALNUM, 21),
@@ -321,42 +253,137 @@ def _claude(g: _Gen, home: Path, project: str, start: dt.datetime, size: int) ->
                 },
             }
         )
-        messages += 1
-        add({"type": "system", "subtype": "turn_duration", "durationMs": rng.randrange(1, 900_000)})
-    n = _write(folder / f"{session}.jsonl", records, t)
-    files = 1
-    if rng.random() < 0.1:  # a subagent's own file
-        agent = g.token("0123456789abcdef", 7)
-        sub = {**env, "isSidechain": True, "agentId": agent}
-        sub_records: list[dict[str, Any]] = []
-        st = start + dt.timedelta(seconds=30)
-        p: str | None = None
-        for i in range(rng.randrange(2, 12)):
-            st += dt.timedelta(seconds=rng.uniform(1, 10))
-            u = g.uuid()
-            role = "user" if i % 2 == 0 else "assistant"
-            content: Any = (
-                g.prompt()
-                if i == 0
-                else [{"type": "text", "text": g.prose_text(rng.randrange(50, 800))}]
-            )
-            msg: dict[str, Any] = {"role": role, "content": content}
-            if role == "assistant":
-                msg.update({"model": model, "id": "msg_01" + g.token(_ALNUM, 22)})
-            sub_records.append(
+        self.messages += 1
+        self.add(
+            {"type": "system", "subtype": "turn_duration", "durationMs": rng.randrange(1, 900_000)}
+        )
+
+    def tool_round(self, model: str) -> None:
+        """One answer's content blocks (a record each) ending in a tool call, its progress
+        and its result."""
+        g, rng = self.g, self.rng
+        msg_id = "msg_01" + g.token(_ALNUM, 22)
+        req = "req_011" + g.token(_ALNUM, 21)
+        usage = {
+            "input_tokens": rng.randrange(1, 50),
+            "cache_creation_input_tokens": rng.randrange(0, 20000),
+            "cache_read_input_tokens": rng.randrange(0, 90000),
+            "output_tokens": rng.randrange(5, 900),
+            "service_tier": "standard",
+        }
+        blocks: list[dict[str, Any]] = []
+        if rng.random() < 0.5:
+            blocks.append(
                 {
-                    "parentUuid": p,
-                    **sub,
-                    "type": role,
-                    "message": msg,
-                    "uuid": u,
-                    "timestamp": _iso(st),
+                    "type": "thinking",
+                    "thinking": g.prose_text(rng.randrange(80, 1200)),
+                    "signature": g.token(_ALNUM, 120),
                 }
             )
-            p = u
-        n += _write(folder / session / "subagents" / f"agent-a{agent}.jsonl", sub_records, st)
-        files += 1
-    return {"files": files, "bytes": n, "messages": messages}
+        if rng.random() < 0.6:
+            blocks.append({"type": "text", "text": g.prose_text(rng.randrange(40, 600))})
+        tool_id = "toolu_01" + g.token(_ALNUM, 22)
+        blocks.append(self.tool_use(tool_id))
+        for block in blocks:  # one record per content block, same message id and usage
+            self.add(
+                {
+                    "type": "assistant",
+                    "requestId": req,
+                    "message": {
+                        "model": model,
+                        "id": msg_id,
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [block],
+                        "stop_reason": None,
+                        "usage": usage,
+                    },
+                }
+            )
+            self.messages += 1
+        for _ in range(rng.randrange(0, 4)):
+            self.add(
+                {
+                    "type": "progress",
+                    "data": {"type": "bash_progress", "output": g.cut(g.code, 200)},
+                    "parentToolUseID": tool_id,
+                    "toolUseID": "bash-progress-0",
+                },
+                step=0.5,
+            )
+        self.tool_result(tool_id)
+
+    def tool_use(self, tool_id: str) -> dict[str, Any]:
+        g, project = self.g, self.project
+        tool = self.rng.choice(("Bash", "Read", "Edit", "Grep"))
+        tool_input = {
+            "Bash": {"command": f"pytest -q tests/test_{g._ident()}.py", "description": "x"},
+            "Read": {"file_path": f"{project}/src/{g._ident()}.py"},
+            "Edit": {
+                "file_path": f"{project}/src/{g._ident()}.py",
+                "old_string": g.cut(g.code, 120),
+                "new_string": g.cut(g.code, 140),
+            },
+            "Grep": {"pattern": g._ident(), "path": project},
+        }[tool]
+        return {"type": "tool_use", "id": tool_id, "name": tool, "input": tool_input}
+
+    def tool_result(self, tool_id: str) -> None:
+        output = self.g.tool_output(int(self.rng.lognormvariate(7.5, 1.3)))
+        self.add(
+            {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {
+                            "tool_use_id": tool_id,
+                            "type": "tool_result",
+                            "content": output,
+                            "is_error": self.rng.random() < 0.05,
+                        }
+                    ],
+                },
+                "toolUseResult": {
+                    "stdout": output,
+                    "stderr": "",
+                    "interrupted": False,
+                    "isImage": False,
+                },
+                "sourceToolUseID": tool_id,
+            },
+            step=20.0,
+        )
+        self.messages += 1
+
+
+def _claude_subagent(
+    g: _Gen, folder: Path, env: dict[str, Any], model: str, start: dt.datetime
+) -> int:
+    """A subagent's own file beside the session's; the bytes written."""
+    rng = g.rng
+    agent = g.token("0123456789abcdef", 7)
+    sub = {**env, "isSidechain": True, "agentId": agent}
+    sub_records: list[dict[str, Any]] = []
+    st = start + dt.timedelta(seconds=30)
+    p: str | None = None
+    for i in range(rng.randrange(2, 12)):
+        st += dt.timedelta(seconds=rng.uniform(1, 10))
+        u = g.uuid()
+        role = "user" if i % 2 == 0 else "assistant"
+        content: Any = (
+            g.prompt()
+            if i == 0
+            else [{"type": "text", "text": g.prose_text(rng.randrange(50, 800))}]
+        )
+        msg: dict[str, Any] = {"role": role, "content": content}
+        if role == "assistant":
+            msg.update({"model": model, "id": "msg_01" + g.token(_ALNUM, 22)})
+        sub_records.append(
+            {"parentUuid": p, **sub, "type": role, "message": msg, "uuid": u, "timestamp": _iso(st)}
+        )
+        p = u
+    return _write(folder / f"agent-a{agent}.jsonl", sub_records, st)
 
 
 def _codex(g: _Gen, home: Path, project: str, start: dt.datetime, size: int) -> dict[str, int]:
@@ -364,24 +391,13 @@ def _codex(g: _Gen, home: Path, project: str, start: dt.datetime, size: int) -> 
     session = g.uuid()
     folder = home / ".codex" / "sessions" / start.strftime("%Y/%m/%d")
     path = folder / f"rollout-{start.strftime('%Y-%m-%dT%H-%M-%S')}-{session}.jsonl"
-    t = start
-    lines: list[dict[str, Any]] = []
-    total = 0
-    messages = 0
-
-    def rec(kind: str, payload: dict[str, Any], step: float = 1.0) -> None:
-        nonlocal t, total
-        t += dt.timedelta(seconds=rng.uniform(0.05, step))
-        line = {"timestamp": _iso(t), "type": kind, "payload": payload}
-        lines.append(line)
-        total += len(json.dumps(line)) + 1
-
-    model = rng.choice(("gpt-5.3-codex", "gpt-5-codex"))
-    rec(
+    c = _CodexFile(g, project, start)
+    c.model = rng.choice(("gpt-5.3-codex", "gpt-5-codex"))
+    c.rec(
         "session_meta",
         {
             "id": session,
-            "timestamp": _iso(t),
+            "timestamp": _iso(c.t),
             "cwd": project,
             "originator": "codex_cli_rs",
             "cli_version": "0.104.0",
@@ -391,7 +407,7 @@ def _codex(g: _Gen, home: Path, project: str, start: dt.datetime, size: int) -> 
             "git": {"commit_hash": g.token("0123456789abcdef", 40), "branch": "main"},
         },
     )
-    rec(
+    c.rec(
         "response_item",
         {
             "type": "message",
@@ -399,23 +415,39 @@ def _codex(g: _Gen, home: Path, project: str, start: dt.datetime, size: int) -> 
             "content": [{"type": "input_text", "text": g.prose_text(1500)}],
         },
     )
-    rec(
+    context = f"<environment_context>\n  <cwd>{project}</cwd>\n</environment_context>"
+    c.rec(
         "response_item",
-        {
-            "type": "message",
-            "role": "user",
-            "content": [
-                {
-                    "type": "input_text",
-                    "text": f"<environment_context>\n  <cwd>{project}</cwd>\n</environment_context>",
-                }
-            ],
-        },
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": context}]},
     )
-    cumulative = 0
     first = True
-    while first or total < size:  # at least one turn
+    while first or c.total < size:  # at least one turn
         first = False
+        c.turn()
+    return {"files": 1, "bytes": _write(path, c.lines, c.t), "messages": c.messages}
+
+
+class _CodexFile:
+    """The lines of one generated Codex rollout file, each a random step after the last."""
+
+    def __init__(self, g: _Gen, project: str, start: dt.datetime) -> None:
+        self.g, self.rng, self.project = g, g.rng, project
+        self.t = start
+        self.lines: list[dict[str, Any]] = []
+        self.total = 0
+        self.messages = 0
+        self.cumulative = 0
+        self.model = ""
+
+    def rec(self, kind: str, payload: dict[str, Any], step: float = 1.0) -> None:
+        self.t += dt.timedelta(seconds=self.rng.uniform(0.05, step))
+        line = {"timestamp": _iso(self.t), "type": kind, "payload": payload}
+        self.lines.append(line)
+        self.total += len(json.dumps(line)) + 1
+
+    def turn(self) -> None:
+        """A prompt, one to seven command rounds and the answer."""
+        g, rng, rec = self.g, self.rng, self.rec
         turn = g.uuid()
         rec("event_msg", {"type": "task_started", "turn_id": turn, "model_context_window": 258400})
         prompt = g.prompt()
@@ -429,69 +461,9 @@ def _codex(g: _Gen, home: Path, project: str, start: dt.datetime, size: int) -> 
             step=60.0,
         )
         rec("event_msg", {"type": "user_message", "message": prompt, "images": []})
-        messages += 1
+        self.messages += 1
         for _ in range(rng.randrange(1, 8)):
-            rec(
-                "turn_context",
-                {
-                    "turn_id": turn,
-                    "cwd": project,
-                    "approval_policy": "on-request",
-                    "sandbox_policy": {"type": "workspace-write", "network_access": False},
-                    "model": model,
-                    "effort": "medium",
-                    "summary": "auto",
-                },
-            )
-            thought = g.prose_text(rng.randrange(60, 600))
-            rec("event_msg", {"type": "agent_reasoning", "text": thought})
-            rec(
-                "response_item",
-                {
-                    "type": "reasoning",
-                    "summary": [{"type": "summary_text", "text": thought}],
-                    "content": None,
-                    "encrypted_content": g.token(_ALNUM, rng.randrange(200, 1500)),
-                },
-            )
-            call = "call_" + g.token(_ALNUM, 24)
-            cmd = rng.choice(("rg -n", "sed -n 1,120p", "pytest -q", "git diff", "ls -la"))
-            rec(
-                "response_item",
-                {
-                    "type": "function_call",
-                    "name": "exec_command",
-                    "arguments": json.dumps({"cmd": f"{cmd} src/{g._ident()}.py"}),
-                    "call_id": call,
-                },
-            )
-            output = g.tool_output(int(rng.lognormvariate(7.5, 1.3)))
-            rec(
-                "response_item",
-                {
-                    "type": "function_call_output",
-                    "call_id": call,
-                    "output": (
-                        f"Chunk ID: {g.token('0123456789abcdef', 6)}\nWall time: 0.1 seconds\n"
-                        f"Process exited with code 0\nOutput:\n{output}"
-                    ),
-                },
-                step=20.0,
-            )
-            messages += 2
-            cumulative += rng.randrange(1000, 30000)
-            rec(
-                "event_msg",
-                {
-                    "type": "token_count",
-                    "info": {
-                        "total_token_usage": {"input_tokens": cumulative, "output_tokens": 900},
-                        "last_token_usage": {"input_tokens": 5000, "output_tokens": 300},
-                        "model_context_window": 258400,
-                    },
-                    "rate_limits": None,
-                },
-            )
+            self.command_round(turn)
         answer = g.prose_text(rng.randrange(100, 1500))
         rec("event_msg", {"type": "agent_message", "message": answer})
         rec(
@@ -503,8 +475,72 @@ def _codex(g: _Gen, home: Path, project: str, start: dt.datetime, size: int) -> 
             },
         )
         rec("event_msg", {"type": "task_complete", "last_agent_message": answer})
-        messages += 1
-    return {"files": 1, "bytes": _write(path, lines, t), "messages": messages}
+        self.messages += 1
+
+    def command_round(self, turn: str) -> None:
+        """The turn context, a reasoning, one shell command with its output, the token count."""
+        g, rng, rec = self.g, self.rng, self.rec
+        rec(
+            "turn_context",
+            {
+                "turn_id": turn,
+                "cwd": self.project,
+                "approval_policy": "on-request",
+                "sandbox_policy": {"type": "workspace-write", "network_access": False},
+                "model": self.model,
+                "effort": "medium",
+                "summary": "auto",
+            },
+        )
+        thought = g.prose_text(rng.randrange(60, 600))
+        rec("event_msg", {"type": "agent_reasoning", "text": thought})
+        rec(
+            "response_item",
+            {
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": thought}],
+                "content": None,
+                "encrypted_content": g.token(_ALNUM, rng.randrange(200, 1500)),
+            },
+        )
+        call = "call_" + g.token(_ALNUM, 24)
+        cmd = rng.choice(("rg -n", "sed -n 1,120p", "pytest -q", "git diff", "ls -la"))
+        rec(
+            "response_item",
+            {
+                "type": "function_call",
+                "name": "exec_command",
+                "arguments": json.dumps({"cmd": f"{cmd} src/{g._ident()}.py"}),
+                "call_id": call,
+            },
+        )
+        output = g.tool_output(int(rng.lognormvariate(7.5, 1.3)))
+        rec(
+            "response_item",
+            {
+                "type": "function_call_output",
+                "call_id": call,
+                "output": (
+                    f"Chunk ID: {g.token('0123456789abcdef', 6)}\nWall time: 0.1 seconds\n"
+                    f"Process exited with code 0\nOutput:\n{output}"
+                ),
+            },
+            step=20.0,
+        )
+        self.messages += 2
+        self.cumulative += rng.randrange(1000, 30000)
+        rec(
+            "event_msg",
+            {
+                "type": "token_count",
+                "info": {
+                    "total_token_usage": {"input_tokens": self.cumulative, "output_tokens": 900},
+                    "last_token_usage": {"input_tokens": 5000, "output_tokens": 300},
+                    "model_context_window": 258400,
+                },
+                "rate_limits": None,
+            },
+        )
 
 
 def generate_corpus(

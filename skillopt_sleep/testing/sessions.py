@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,55 +48,28 @@ def write_claude_session(
         **({"entrypoint": entrypoint} if entrypoint else {}),
     }
     records: list[dict[str, Any]] = []
-    parent = None
-    t = 0
 
-    def user(text: str) -> None:
-        nonlocal parent, t
+    def add(kind: str, text: str) -> None:
         u = str(uuid.uuid4())
-        records.append(
-            {
-                "parentUuid": parent,
-                **env,
-                "type": "user",
-                "message": {"role": "user", "content": text},
-                "uuid": u,
-                "timestamp": _ts(when, t),
+        rec = {"parentUuid": records[-1]["uuid"] if records else None, **env, "type": kind}
+        if kind == "user":
+            rec["message"] = {"role": "user", "content": text}
+        else:
+            rec["requestId"] = f"req_{u[:12]}"
+            rec["message"] = {
+                "id": f"msg_{u[:16]}",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 40, "output_tokens": 12},
             }
-        )
-        parent, t = u, t + 5
+        rec.update(uuid=u, timestamp=_ts(when, 5 * len(records)))
+        records.append(rec)
 
-    def assistant(text: str) -> None:
-        nonlocal parent, t
-        u = str(uuid.uuid4())
-        records.append(
-            {
-                "parentUuid": parent,
-                **env,
-                "type": "assistant",
-                "requestId": f"req_{u[:12]}",
-                "message": {
-                    "id": f"msg_{u[:16]}",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": "claude-sonnet-4-5",
-                    "content": [{"type": "text", "text": text}],
-                    "stop_reason": "end_turn",
-                    "usage": {"input_tokens": 40, "output_tokens": 12},
-                },
-                "uuid": u,
-                "timestamp": _ts(when, t),
-            }
-        )
-        parent, t = u, t + 5
-
-    for prompt, answer, correction in turns:
-        user(prompt)
-        assistant(answer)
-        if correction:
-            user(correction)
-            assistant("Understood, I will do that.")
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    _play(turns, lambda text: add("user", text), lambda text: add("assistant", text))
+    _write_jsonl(path, records)
     return path
 
 
@@ -121,6 +95,39 @@ def write_codex_session(
         lines.append({"timestamp": _ts(when, t), "type": kind, "payload": payload})
         t += 2
 
+    _codex_header(rec, session, when, project, version)
+
+    def user(text: str) -> None:
+        rec(
+            "response_item",
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]},
+        )
+        rec("event_msg", {"type": "user_message", "message": text, "images": []})
+
+    def assistant(text: str) -> None:
+        rec("event_msg", {"type": "agent_message", "message": text})
+        rec(
+            "response_item",
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text}],
+            },
+        )
+
+    _play(turns, user, assistant)
+    _write_jsonl(path, lines)
+    return path
+
+
+def _codex_header(
+    rec: Callable[[str, dict[str, Any]], None],
+    session: str,
+    when: dt.datetime,
+    project: Path,
+    version: str,
+) -> None:
+    """The session meta, turn context and environment context a rollout starts with."""
     rec(
         "session_meta",
         {
@@ -144,46 +151,29 @@ def write_codex_session(
             "summary": "auto",
         },
     )
+    context = f"<environment_context>\n  <cwd>{project}</cwd>\n</environment_context>"
     rec(
         "response_item",
-        {
-            "type": "message",
-            "role": "user",
-            "content": [
-                {
-                    "type": "input_text",
-                    "text": f"<environment_context>\n  <cwd>{project}</cwd>\n</environment_context>",
-                }
-            ],
-        },
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": context}]},
     )
 
-    def user(text: str) -> None:
-        rec(
-            "response_item",
-            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]},
-        )
-        rec("event_msg", {"type": "user_message", "message": text, "images": []})
 
-    def assistant(text: str) -> None:
-        rec("event_msg", {"type": "agent_message", "message": text})
-        rec(
-            "response_item",
-            {
-                "type": "message",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": text}],
-            },
-        )
-
+def _play(
+    turns: list[tuple[str, str, str | None]],
+    user: Callable[[str], None],
+    assistant: Callable[[str], None],
+) -> None:
+    """Each turn's prompt and answer; a correction, then a short acknowledgement."""
     for prompt, answer, correction in turns:
         user(prompt)
         assistant(answer)
         if correction:
             user(correction)
             assistant("Understood, I will do that.")
-    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
-    return path
+
+
+def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
 
 
 def write_conversations(
