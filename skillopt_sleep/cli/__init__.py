@@ -134,6 +134,14 @@ def tasks(
             markup=False,
         )
         return
+    _print_tasks(_task_rows(rows, report.tasks))
+    for t in rows:
+        _print_task_notes(t)
+    _print_mining_notes(report)
+
+
+def _task_rows(rows: list[dict[str, Any]], tasks: list[Any]) -> list[list[str]]:
+    """A row per task: id, occurrences, checks (controls), context, intent."""
     from skillopt_sleep.mining.judges import context_state
     from skillopt_sleep.mining.mine import block_key
 
@@ -141,7 +149,7 @@ def tasks(
     # projects are two tasks), or "no project" (no folder, or an agent's own folder)
     several = len({t["project"] for t in rows}) > 1
     table_rows = []
-    for t, task in zip(rows, report.tasks, strict=True):
+    for t, task in zip(rows, tasks, strict=True):
         checks = ", ".join(check_line(c) for c in t["checks"])
         if not checks:
             checks = "rubric" if t.get("rubric") else "none: not scored until a correction arrives"
@@ -162,41 +170,55 @@ def tasks(
                 + t["intent"].replace("\n", " ")[:70],
             ]
         )
+    return table_rows
+
+
+def _print_tasks(table_rows: list[list[str]]) -> None:
+    """The tasks as a table, or on a narrow terminal a block per task."""
     headers = ["id", "occurrences", "checks (controls)", "context", "intent"]
     if out.width >= 120:
         out.print(fitted_table(headers, table_rows, wrap=[2, 4]))
-    else:  # a narrow terminal: a block per task, its free text wrapped whole words
-        for tid, occurrences, checks, context, intent in table_rows:
+        return
+    # a narrow terminal: a block per task, its free text wrapped whole words
+    for tid, occurrences, checks, context, intent in table_rows:
+        out.print(
+            wrap_words(f"{tid}  {occurrences}  context: {context}", "    "),
+            markup=False,
+        )
+        for label, text in (("intent", intent), ("checks", checks)):
             out.print(
-                wrap_words(f"{tid}  {occurrences}  context: {context}", "    "),
+                wrap_words(f"{label}: {text}", "    ", first="  "),
                 markup=False,
             )
-            for label, text in (("intent", intent), ("checks", checks)):
-                out.print(
-                    wrap_words(f"{label}: {text}", "    ", first="  "),
-                    markup=False,
-                )
-    fitted = wrap_words  # a line of free text, wrapped to the terminal in whole words
 
-    for t in rows:
-        for o in t["occurrences"]:
-            if o["note"]:
-                out.print(fitted(f"{t['id']}: an occurrence {o['note']}"), markup=False)
-        # a request asked in many projects: one line for the other projects' tasks, by id
-        elsewhere = [w for w in t["apart"] if w.endswith(_OTHER_PROJECT)]
-        grouped = len(elsewhere) >= 3
-        for why in t["apart"]:
-            if not (grouped and why.endswith(_OTHER_PROJECT)):
-                out.print(fitted(f"{t['id']} kept apart from {why}"), markup=False)
-        if grouped:
-            ids = ", ".join(w.split(" ", 1)[0] for w in elsewhere)
-            out.print(
-                fitted(
-                    f"{t['id']} kept apart from {len(elsewhere)} like tasks of other projects "
-                    f"({ids}){_OTHER_PROJECT} each"
-                ),
-                markup=False,
-            )
+
+def _print_task_notes(t: dict[str, Any]) -> None:
+    """A task's withheld occurrences and the like tasks kept apart from it (those of other
+    projects on one line when there are three or more)."""
+    fitted = wrap_words  # a line of free text, wrapped to the terminal in whole words
+    for o in t["occurrences"]:
+        if o["note"]:
+            out.print(fitted(f"{t['id']}: an occurrence {o['note']}"), markup=False)
+    # a request asked in many projects: one line for the other projects' tasks, by id
+    elsewhere = [w for w in t["apart"] if w.endswith(_OTHER_PROJECT)]
+    grouped = len(elsewhere) >= 3
+    for why in t["apart"]:
+        if not (grouped and why.endswith(_OTHER_PROJECT)):
+            out.print(fitted(f"{t['id']} kept apart from {why}"), markup=False)
+    if grouped:
+        ids = ", ".join(w.split(" ", 1)[0] for w in elsewhere)
+        out.print(
+            fitted(
+                f"{t['id']} kept apart from {len(elsewhere)} like tasks of other projects "
+                f"({ids}){_OTHER_PROJECT} each"
+            ),
+            markup=False,
+        )
+
+
+def _print_mining_notes(report: Any) -> None:
+    """The tasks asked once, those not distinct, what was not mined."""
+    fitted = wrap_words
     if report.tasks_once:
         out.print(
             fitted(
@@ -494,58 +516,86 @@ def status(as_json: bool = JsonOpt) -> None:
         return
     data = st.model_dump(mode="json")
     _print_daemon(data.get("daemon") or {})
-    from skillopt_sleep.cli.console import shorten_middle
-    from skillopt_sleep.results import night_label, unreadable_lines
+    say = _Say()
+    _say_store(say, data)
+    _say_last_night(say, data["last_night"])
+    _say_pending(say, data, st.notice)
+    _say_in_the_wild(say, st.in_the_wild)
+    _say_harvest(say, data["harvest"])
+    if config_error:
+        err.print(f"error: {config_error}", markup=False)
+        raise typer.Exit(1)
 
-    room = max(24, out.width // 2)
 
-    def path(p: str) -> str:  # a path cut in its middle, its file name whole
-        return shorten_middle(str(p), room)
+class _Say:
+    """``status``'s lines: wrapped at the terminal's width, paths never broken."""
 
-    def say(line: str) -> None:  # wrapped at the terminal's width, paths never broken
+    def __init__(self) -> None:
+        self.room = max(24, out.width // 2)
+
+    def path(self, p: str) -> str:
+        """A path cut in its middle, its file name whole."""
+        from skillopt_sleep.cli.console import shorten_middle
+
+        return shorten_middle(str(p), self.room)
+
+    def __call__(self, line: str) -> None:
         out.print(wrap_words(line, "  " if not line.startswith("  ") else "    "), markup=False)
 
+
+def _say_store(say: _Say, data: dict[str, Any]) -> None:
     c = data["counts"]
     say(
-        f"store: {path(data['database'])} ({c['sessions']} sessions, {c['messages']} messages, "
-        f"{c['tasks']} tasks)"
+        f"store: {say.path(data['database'])} ({c['sessions']} sessions, {c['messages']} "
+        f"messages, {c['tasks']} tasks)"
         + (
             f"; {c['headless']} headless sessions (claude -p, codex exec, ...)"
             if c["headless"]
             else ""
         )
     )
-    n = data["last_night"]
-    if n:
-        say(
-            f"last night: #{night_label(n['id'])} {n['status']} at {n['started_at']}"
-            f" — val {_fmt(n['val_before'])} -> {_fmt(n['val_after'])},"
-            f" test {_fmt(n['test_before'])} -> {_fmt(n['test_after'])}, calls {_fmt(n['calls'])}"
-        )
-        if n["error"]:
-            say(f"  error: {n['error']}")
-        elif (n.get("summary") or {}).get("reason"):
-            say(f"  {n['summary']['reason']}")
-        dropped = (n.get("summary") or {}).get("dropped") or {}
-        if dropped:
-            say(f"  not mined: {_dropped(dropped)}")
-    else:
+
+
+def _say_last_night(say: _Say, n: dict[str, Any] | None) -> None:
+    from skillopt_sleep.results import night_label
+
+    if not n:
         say("last night: none yet (run `skillopt-sleep run`)")
+        return
+    say(
+        f"last night: #{night_label(n['id'])} {n['status']} at {n['started_at']}"
+        f" — val {_fmt(n['val_before'])} -> {_fmt(n['val_after'])},"
+        f" test {_fmt(n['test_before'])} -> {_fmt(n['test_after'])}, calls {_fmt(n['calls'])}"
+    )
+    if n["error"]:
+        say(f"  error: {n['error']}")
+    elif (n.get("summary") or {}).get("reason"):
+        say(f"  {n['summary']['reason']}")
+    dropped = (n.get("summary") or {}).get("dropped") or {}
+    if dropped:
+        say(f"  not mined: {_dropped(dropped)}")
+
+
+def _say_pending(say: _Say, data: dict[str, Any], notice: str | None) -> None:
+    """The staged proposals, and the notice of one nobody reviewed (its paths shortened)."""
     for p in data["pending_proposals"]:
         say(
-            f"pending proposal {p['id']} for {path(p['target'])} (val {_fmt(p['val_before'])} -> "
-            f"{_fmt(p['val_after'])})" + ("" if p.get("seen") else ", not yet reviewed")
+            f"pending proposal {p['id']} for {say.path(p['target'])} (val "
+            f"{_fmt(p['val_before'])} -> {_fmt(p['val_after'])})"
+            + ("" if p.get("seen") else ", not yet reviewed")
         )
-    if st.notice:
-        notice = st.notice
+    if notice:
         for p in data["pending_proposals"]:
-            notice = notice.replace(str(p["target"]), path(p["target"]))
+            notice = notice.replace(str(p["target"]), say.path(p["target"]))
         say(f"notice: {notice}")
-    for w in st.in_the_wild:
+
+
+def _say_in_the_wild(say: _Say, wild: list[Any]) -> None:
+    for w in wild:
         rate = f"{w.pass_rate:.0%}" if w.pass_rate is not None else "—"
         before = f"{w.before_pass_rate:.0%}" if w.before_pass_rate is not None else "—"
         say(
-            f"adopted {w.proposal_id} ({w.mode}) {path(str(w.target_path))}: {w.sessions} "
+            f"adopted {w.proposal_id} ({w.mode}) {say.path(str(w.target_path))}: {w.sessions} "
             f"matching session(s) since, reached {w.reached}, passed {rate} (before adopt: "
             f"{before} of {w.before_sessions}), corrected {w.corrected} (before: "
             f"{w.before_corrected})"
@@ -553,7 +603,12 @@ def status(as_json: bool = JsonOpt) -> None:
         )
         if w.flag:
             say(f"  warning: {w.flag}")
-    for name, h in data["harvest"].items():
+
+
+def _say_harvest(say: _Say, harvest: dict[str, Any]) -> None:
+    from skillopt_sleep.results import unreadable_lines
+
+    for name, h in harvest.items():
         # what a parser leaves out by design is no problem: only unreadable lines are said
         bad = unreadable_lines(h["lines_skipped"])
         say(
@@ -566,9 +621,6 @@ def status(as_json: bool = JsonOpt) -> None:
             )
             + (f"; {_count(bad, 'unreadable log line')} skipped ({_counts(bad)})" if bad else "")
         )
-    if config_error:
-        err.print(f"error: {config_error}", markup=False)
-        raise typer.Exit(1)
 
 
 #: how mining words a task kept apart from a like one of another project

@@ -118,8 +118,8 @@ class LiveIngest:
         return list(found)
 
     def _ingest_loop(self) -> None:
-        from skillopt_sleep.delivery.wild import record_reach
-        from skillopt_sleep.sources.ingest import ProjectFilter, harvest, harvest_file
+        """The ingest thread: a pass per debounced batch until the daemon stops."""
+        from skillopt_sleep.sources.ingest import ProjectFilter
 
         projects = ProjectFilter.of(self.settings)
 
@@ -132,73 +132,95 @@ class LiveIngest:
                 batch = self.debouncer.take(self.stopping)
                 if batch is None:
                     break
-                seq = batch.token
                 t0 = time.monotonic()
-                info: dict[str, Any] = {
-                    "at": utc(),
-                    "files": 0,
-                    "sessions_new": 0,
-                    "sessions_updated": 0,
-                    "messages": 0,
-                    "full": batch.full,
-                }
-                try:
-                    with _ingest_lock():
-                        if batch.full:
-                            for name in self.sources:  # one source at a time: stop can cut in
-                                if self.stopping.is_set():
-                                    break
-                                report = harvest(store, self.settings, sources=[name])
-                                for key in ("sessions_new", "sessions_updated", "messages"):
-                                    info[key] += report.total(key)
-                                info["files"] += report.total("files_read")
-                            if info["files"]:
-                                self._activity()
-                        else:
-                            todo = self._session_files(batch)
-                            if batch.rescan:
-                                todo += [t for t in self._changed_files(store) if t not in todo]
-                                info["rescan"] = True
-                            for source, path in todo:
-                                if self.stopping.is_set():
-                                    break
-                                fr = harvest_file(store, self.sources[source], path, projects)
-                                if fr.status == "read":
-                                    info["files"] += 1
-                                    self._activity(path)
-                                elif fr.status == "skipped" and fr.reason not in ("vanished",):
-                                    log.warning("skipped %s: %s", path, fr.reason)
-                                info["sessions_new"] += len(fr.sessions_new)
-                                info["sessions_updated"] += len(fr.sessions_updated)
-                                info["messages"] += fr.messages
-                        if info["sessions_new"] or info["sessions_updated"]:
-                            # an adopted document's reach, judged as the sessions arrive
-                            record_reach(store, similarity=self.settings.similarity)
-                except Exception as exc:
-                    log.exception("ingest failed")
-                    self.note_error(f"ingest: {exc}")
-                    info["error"] = str(exc)
-                info["seconds"] = round(time.monotonic() - t0, 4)
-                if info["files"] or batch.full or batch.rescan or info.get("error"):
-                    self.last_ingest = info
-                if info["files"]:
-                    log.info(
-                        "ingested %d file(s): %d new / %d updated session(s), %d message(s)%s",
-                        info["files"],
-                        info["sessions_new"],
-                        info["sessions_updated"],
-                        info["messages"],
-                        " (full pass)" if batch.full else "",
-                    )
-                with self._seq_cond:
-                    self._ingest_done_seq = max(self._ingest_done_seq, seq)
-                    self._seq_cond.notify_all()
+                info = self._ingest_batch(store, batch, projects)
+                self._record_pass(batch, info, t0)
         except Exception as exc:  # pragma: no cover - keep a record; the heartbeat stays up
             log.exception("the ingest thread died")
             self.note_error(f"ingest thread: {exc}")
         finally:
             if store_ctx is not None:
                 store_ctx.store.close()
+
+    def _ingest_batch(self, store: Any, batch: Batch, projects: Any) -> dict[str, Any]:
+        """One pass under the ingest lock (every source, or the batch's files and on a rescan
+        the changed ones), then the adopted documents' reach; a failure is recorded in it."""
+        from skillopt_sleep.delivery.wild import record_reach
+
+        info: dict[str, Any] = {
+            "at": utc(),
+            "files": 0,
+            "sessions_new": 0,
+            "sessions_updated": 0,
+            "messages": 0,
+            "full": batch.full,
+        }
+        try:
+            with _ingest_lock():
+                if batch.full:
+                    self._full_pass(store, info)
+                else:
+                    self._files_pass(store, batch, projects, info)
+                if info["sessions_new"] or info["sessions_updated"]:
+                    # an adopted document's reach, judged as the sessions arrive
+                    record_reach(store, similarity=self.settings.similarity)
+        except Exception as exc:
+            log.exception("ingest failed")
+            self.note_error(f"ingest: {exc}")
+            info["error"] = str(exc)
+        return info
+
+    def _full_pass(self, store: Any, info: dict[str, Any]) -> None:
+        from skillopt_sleep.sources.ingest import harvest
+
+        for name in self.sources:  # one source at a time: stop can cut in
+            if self.stopping.is_set():
+                break
+            report = harvest(store, self.settings, sources=[name])
+            for key in ("sessions_new", "sessions_updated", "messages"):
+                info[key] += report.total(key)
+            info["files"] += report.total("files_read")
+        if info["files"]:
+            self._activity()
+
+    def _files_pass(self, store: Any, batch: Batch, projects: Any, info: dict[str, Any]) -> None:
+        from skillopt_sleep.sources.ingest import harvest_file
+
+        todo = self._session_files(batch)
+        if batch.rescan:
+            todo += [t for t in self._changed_files(store) if t not in todo]
+            info["rescan"] = True
+        for source, path in todo:
+            if self.stopping.is_set():
+                break
+            fr = harvest_file(store, self.sources[source], path, projects)
+            if fr.status == "read":
+                info["files"] += 1
+                self._activity(path)
+            elif fr.status == "skipped" and fr.reason not in ("vanished",):
+                log.warning("skipped %s: %s", path, fr.reason)
+            info["sessions_new"] += len(fr.sessions_new)
+            info["sessions_updated"] += len(fr.sessions_updated)
+            info["messages"] += fr.messages
+
+    def _record_pass(self, batch: Batch, info: dict[str, Any], t0: float) -> None:
+        """The pass kept for ``status`` (when it read or was asked for), logged, and its
+        token marked done for ``ingest_now``."""
+        info["seconds"] = round(time.monotonic() - t0, 4)
+        if info["files"] or batch.full or batch.rescan or info.get("error"):
+            self.last_ingest = info
+        if info["files"]:
+            log.info(
+                "ingested %d file(s): %d new / %d updated session(s), %d message(s)%s",
+                info["files"],
+                info["sessions_new"],
+                info["sessions_updated"],
+                info["messages"],
+                " (full pass)" if batch.full else "",
+            )
+        with self._seq_cond:
+            self._ingest_done_seq = max(self._ingest_done_seq, batch.token)
+            self._seq_cond.notify_all()
 
     def _changed_files(self, store: Any) -> list[tuple[str, str]]:
         """Session files whose size, mtime or inode differ from what the store has (or that

@@ -39,6 +39,15 @@ READ = ToolAnnotations(
 WRITE = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
 )
+#: a write that destroys nothing (reject, take back a refusal)
+EDIT = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+#: a night: calls the models (the open world)
+START = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
+)
+Tool = Callable[[ToolAnnotations], Callable[[Callable[..., Any]], Callable[..., Any]]]
 
 
 class _Failure(Exception):
@@ -170,7 +179,17 @@ def build_server(service: Service | None = None, *, http_token: str | None = Non
 
         return register
 
-    # ------------------------------------------------------------------ tools
+    for register in (_review_tools, _decision_tools, _night_tools, _store_tools):
+        register(tool, svc)  # in this order: the order list_tools answers
+    _resources(server, svc)
+    _prompt(server, svc)
+    return server
+
+
+# ---------------------------------------------------------------------- tools
+def _review_tools(tool: Tool, svc: Service) -> None:
+    """The reading of what the nights made: status, proposals."""
+
     @tool(READ)
     def sleep_status() -> m.Status:
         """Last nights, pending proposals, store counts, harvest accounting, last error,
@@ -195,6 +214,10 @@ def build_server(service: Service | None = None, *, http_token: str | None = Non
         test scores before/after, and cost."""
         return _guard(lambda: svc.proposal(id))
 
+
+def _decision_tools(tool: Tool, svc: Service) -> None:
+    """The user's decisions on a proposal: adopt, reject, take back a refusal, roll back."""
+
     @tool(WRITE)
     def adopt_proposal(
         id: ProposalId,
@@ -212,14 +235,7 @@ def build_server(service: Service | None = None, *, http_token: str | None = Non
         one proposal per agent, e.g. p3-codex); adopt each one the user wants."""
         return _guard(lambda: svc.adopt(id, base_hash=base_hash))
 
-    @tool(
-        ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-            open_world_hint=False,
-        )
-    )
+    @tool(EDIT)
     def reject_proposal(
         id: ProposalId,
         reason: Annotated[
@@ -229,14 +245,7 @@ def build_server(service: Service | None = None, *, http_token: str | None = Non
         """Discard a staged proposal (the live file is not touched)."""
         return _guard(lambda: svc.reject(id, reason))
 
-    @tool(
-        ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-            open_world_hint=False,
-        )
-    )
+    @tool(EDIT)
     def lift_refusal(id: ProposalId) -> m.RefusalLifted:
         """Take back the user's refusal of a rejected or rolled-back proposal: it is staged
         again (superseded when a newer proposal for its file is staged), with the copies its
@@ -265,14 +274,11 @@ def build_server(service: Service | None = None, *, http_token: str | None = Non
         agents stay adopted (still_adopted names them) unless all_agents."""
         return _guard(lambda: svc.rollback(target, all_agents=all_agents, managed_only=True))
 
-    @tool(
-        ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-            open_world_hint=True,
-        )
-    )
+
+def _night_tools(tool: Tool, svc: Service) -> None:
+    """A night started and followed."""
+
+    @tool(START)
     def run_night(
         dry_run: Annotated[
             bool, Field(description="Harvest and mine only; no model calls, nothing staged")
@@ -291,6 +297,10 @@ def build_server(service: Service | None = None, *, http_token: str | None = Non
     ) -> m.NightInfo:
         """A night's status, progress lines, scores, cost and summary."""
         return _guard(lambda: _night(svc, svc.night(id)))
+
+
+def _store_tools(tool: Tool, svc: Service) -> None:
+    """What the store holds: the tasks, the sessions, the live skill."""
 
     @tool(READ)
     def list_tasks(
@@ -334,12 +344,17 @@ def build_server(service: Service | None = None, *, http_token: str | None = Non
         """The live text of a managed skill document and its learned rules."""
         return _guard(lambda: svc.skill(target))
 
-    # ------------------------------------------------------------------ resources
-    def _resource(fn: Callable[[], str]) -> str:
-        try:
-            return fn()
-        except SkilloptError as exc:
-            raise ResourceError(one_line(str(exc))) from None
+
+# ---------------------------------------------------------------------- resources
+def _resource(fn: Callable[[], str]) -> str:
+    try:
+        return fn()
+    except SkilloptError as exc:
+        raise ResourceError(one_line(str(exc))) from None
+
+
+def _resources(server: SleepServer, svc: Service) -> None:
+    """A proposal's report, the latest report, the status as JSON."""
 
     @server.resource(
         "skillopt://proposals/{id}",
@@ -368,7 +383,11 @@ def build_server(service: Service | None = None, *, http_token: str | None = Non
     def status_resource() -> str:
         return _resource(lambda: _status(svc).model_dump_json(indent=2))
 
-    # ------------------------------------------------------------------ prompt
+
+# ---------------------------------------------------------------------- prompt
+def _prompt(server: SleepServer, svc: Service) -> None:
+    """review_last_night: the steps of a review, with the latest report."""
+
     @server.prompt(
         name="review_last_night",
         title="Review last night's proposal",
@@ -389,8 +408,6 @@ def build_server(service: Service | None = None, *, http_token: str | None = Non
             "`reject_proposal` with my reason. Never adopt without my explicit yes.\n\n"
             "The latest report:\n\n" + report
         )
-
-    return server
 
 
 def _version() -> str:

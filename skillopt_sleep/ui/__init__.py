@@ -8,7 +8,10 @@ service's results as server-rendered pages on 127.0.0.1.
   ``HttpOnly``, ``SameSite=Strict`` cookie), the ``Host`` must be this loopback address, no CORS
   header is ever sent, and writes are ``POST`` only with the page's CSRF field and a same-origin
   ``Origin``;
-* :mod:`.pages` — one function per page, reading only :class:`~skillopt_sleep.service.Service`;
-* :mod:`.html` and :mod:`.charts` — escaping, layout, the side-by-side diff, inline SVG charts
-  (no JavaScript, no CDN: the one stylesheet ships in the wheel).
+* :mod:`.pages` — one function per page, reading only :class:`~skillopt_sleep.service.Service`
+  and rendering its template;
+* ``templates/`` and :mod:`.render` — the pages' markup (Jinja2, autoescaped: the layout, the
+  macros, a template per page) and the one environment that renders it;
+* :mod:`.html` and :mod:`.charts` — escaping, URLs, numbers, the side-by-side diff, inline SVG
+  charts (no JavaScript, no CDN: the one stylesheet and the templates ship in the wheel).
 """

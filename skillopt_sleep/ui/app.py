@@ -88,50 +88,104 @@ register_url_convertor("night", _NightConvertor())
 
 def build_app(service: Service, token: str, port: int) -> Starlette:
     """The app for ``service``, answering on ``127.0.0.1:port`` with ``token``."""
-    hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
-    csrf = csrf_token(token)
+    return Starlette(routes=_Dashboard(service, token, port).routes())
 
-    def authorised(request: Request) -> bool:
+
+def _to(path: str, **query: str) -> Response:
+    return RedirectResponse(f"{path}?{urlencode(query)}", status_code=303, headers=HEADERS)
+
+
+def _back(pid: str, **query: str) -> Response:
+    return _to(f"/proposals/{quote(pid, safe='')}", **query)
+
+
+def _flash(request: Request) -> pages.Flash:
+    done = request.query_params.get("done")
+    failed = request.query_params.get("failed")
+    if failed:
+        return ("bad", failed)
+    return ("ok", done) if done else None
+
+
+def _q(request: Request, name: str) -> str:
+    return request.query_params.get(name, "")
+
+
+async def _style(_request: Request) -> Response:
+    css = resources.files("skillopt_sleep.ui").joinpath("static/style.css").read_bytes()
+    return Response(css, media_type="text/css", headers=HEADERS)
+
+
+async def _not_found(request: Request) -> Response:
+    return _html(pages.error("Not found", f"no page {request.url.path}"), 404)
+
+
+class _Dashboard:
+    """The routes of one app: the guard every request passes, the pages, the writes."""
+
+    def __init__(self, service: Service, token: str, port: int) -> None:
+        self.service = service
+        self.token = token
+        self.hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+        self.csrf = csrf_token(token)
+
+    # ------------------------------------------------------------------------ the guard
+    def authorised(self, request: Request) -> bool:
         given = request.cookies.get(COOKIE, "")
         auth = request.headers.get("authorization", "")
         if auth.lower().startswith("bearer "):
             given = auth[7:].strip()
-        return bool(given) and _same(given, token)
+        return bool(given) and _same(given, self.token)
 
-    def guard(handler: Endpoint, *, write: bool = False) -> Endpoint:
+    def login(self, request: Request) -> Response:
+        """``?token=`` on a ``GET``: the cookie set, the same page again without it."""
+        if not _same(request.query_params["token"], self.token):
+            return _refuse(401, "wrong token")
+        rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+        target = quote(request.url.path) + ("?" + urlencode(rest) if rest else "")
+        response = RedirectResponse(target, status_code=303, headers=HEADERS)
+        response.set_cookie(
+            COOKIE,
+            self.token,
+            max_age=COOKIE_MAX_AGE,
+            httponly=True,
+            samesite="strict",
+            path="/",
+            secure=False,
+        )
+        return response
+
+    async def refuse_write(self, request: Request) -> Response | None:
+        """A write from elsewhere or without the CSRF field refused; else its form kept on
+        ``request.state.form``."""
+        origin = request.headers.get("origin", "")
+        if origin not in {f"http://{h}" for h in self.hosts}:
+            return _refuse(403, "refused: a write must come from this dashboard's page")
+        form = await request.form()
+        if not _same(str(form.get("csrf", "")), self.csrf):
+            return _refuse(403, "refused: the form's CSRF field is missing or wrong")
+        request.state.form = form
+        return None
+
+    async def admit(self, request: Request, write: bool) -> Response | None:
+        """The refusal (or the login's redirect) ``request`` gets, None when it may pass."""
+        if request.headers.get("host", "") not in self.hosts:
+            return _refuse(403, "this dashboard answers only on its own loopback address")
+        if request.method == "GET" and "token" in request.query_params:
+            return self.login(request)
+        if not self.authorised(request):
+            return _refuse(
+                401,
+                "no valid token: open the address `skillopt-sleep ui` prints (the token is "
+                "in the state folder's ui-token file)",
+            )
+        return await self.refuse_write(request) if write else None
+
+    def guard(self, handler: Endpoint, *, write: bool = False) -> Endpoint:
         async def endpoint(request: Request) -> Response:
-            if request.headers.get("host", "") not in hosts:
-                return _refuse(403, "this dashboard answers only on its own loopback address")
-            if request.method == "GET" and "token" in request.query_params:
-                if not _same(request.query_params["token"], token):
-                    return _refuse(401, "wrong token")
-                rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-                target = quote(request.url.path) + ("?" + urlencode(rest) if rest else "")
-                response = RedirectResponse(target, status_code=303, headers=HEADERS)
-                response.set_cookie(
-                    COOKIE,
-                    token,
-                    max_age=COOKIE_MAX_AGE,
-                    httponly=True,
-                    samesite="strict",
-                    path="/",
-                    secure=False,
-                )
-                return response
-            if not authorised(request):
-                return _refuse(
-                    401,
-                    "no valid token: open the address `skillopt-sleep ui` prints (the token is "
-                    "in the state folder's ui-token file)",
-                )
-            if write:
-                origin = request.headers.get("origin", "")
-                if origin not in {f"http://{h}" for h in hosts}:
-                    return _refuse(403, "refused: a write must come from this dashboard's page")
-                form = await request.form()
-                if not _same(str(form.get("csrf", "")), csrf):
-                    return _refuse(403, "refused: the form's CSRF field is missing or wrong")
-                request.state.form = form
+            refused = await self.admit(request, write)
+            if refused is not None:
+                return refused
             try:
                 return await handler(request)
             except SkilloptError as exc:
@@ -145,61 +199,49 @@ def build_app(service: Service, token: str, port: int) -> Starlette:
 
         return endpoint
 
-    def flash(request: Request) -> pages.Flash:
-        done = request.query_params.get("done")
-        failed = request.query_params.get("failed")
-        if failed:
-            return ("bad", failed)
-        return ("ok", done) if done else None
-
-    def page(render: Callable[..., str]) -> Endpoint:
-        async def handler(request: Request) -> Response:
-            return _html(await run_in_threadpool(render, request))
-
-        return handler
-
-    async def adopt(request: Request) -> Response:
+    # ------------------------------------------------------------------------ the writes
+    async def adopt(self, request: Request) -> Response:
         pid = request.path_params["pid"]
         form = request.state.form
         if form.get("all_agents"):
-            done = await run_in_threadpool(service.adopt_all_agents, pid)
+            done = await run_in_threadpool(self.service.adopt_all_agents, pid)
         else:
-            done = [await run_in_threadpool(service.adopt, pid)]
+            done = [await run_in_threadpool(self.service.adopt, pid)]
         text = "; ".join(f"adopted {a.proposal_id} → {a.target_path}" for a in done)
         return _back(pid, done=text)
 
-    async def reject(request: Request) -> Response:
+    async def reject(self, request: Request) -> Response:
         pid = request.path_params["pid"]
         reason = str(request.state.form.get("reason", "")).strip()
-        await run_in_threadpool(service.reject, pid, reason)
+        await run_in_threadpool(self.service.reject, pid, reason)
         return _back(pid, done=f"rejected {pid}" + (f": {reason}" if reason else ""))
 
-    async def rollback(request: Request) -> Response:
+    async def rollback(self, request: Request) -> Response:
         """The same service call as ``skillopt-sleep rollback ID [--all-agents]``: this
         proposal's adoption (not whatever was adopted last on its file), and what it says."""
         pid = request.path_params["pid"]
         all_agents = bool(request.state.form.get("all_agents"))
-        done = await run_in_threadpool(lambda: service.rollback(pid, all_agents=all_agents))
+        done = await run_in_threadpool(lambda: self.service.rollback(pid, all_agents=all_agents))
         text = "; ".join(done.outcome())
         if done.kept_copy:
             text += f" (your edited version kept at {done.kept_copy})"
         return _back(pid, done=text)
 
-    async def unrefuse(request: Request) -> Response:
+    async def unrefuse(self, request: Request) -> Response:
         """``skillopt-sleep reject ID --undo``: a rejected or rolled-back proposal staged again."""
         pid = request.path_params["pid"]
-        lifted = await run_in_threadpool(service.lift_refusal, pid)
+        lifted = await run_in_threadpool(self.service.lift_refusal, pid)
         text = f"lifted the refusal of {pid}: now {lifted.status}" + "".join(
             f"; its copy {k}: now {v}" for k, v in lifted.copies.items()
         )
         return _back(pid, done=text)
 
-    async def start_night(_request: Request) -> Response:
+    async def start_night(self, _request: Request) -> Response:
         """A night now, through the one dispatch policy (the daemon when it runs with this
         config, else this process in the background); its page once its row exists."""
         try:
             outcome = await run_in_threadpool(
-                lambda: service.run_night(trigger=Trigger.UI, wait=False)
+                lambda: self.service.run_night(trigger=Trigger.UI, wait=False)
             )
         except SkilloptError as exc:  # a night is running, the config does not load …
             return _to("/nights", failed=f"no night started: {exc}")
@@ -207,47 +249,42 @@ def build_app(service: Service, token: str, port: int) -> Starlette:
         text = f"night #{outcome.night_id} started {where} ({outcome.reason})"
         return _to(f"/nights/{outcome.night_id}", done=text)
 
-    def _to(path: str, **query: str) -> Response:
-        return RedirectResponse(f"{path}?{urlencode(query)}", status_code=303, headers=HEADERS)
+    # ------------------------------------------------------------------------ the routes
+    def views(self) -> dict[str, Callable[[Request], str]]:
+        service, csrf = self.service, self.csrf
+        return {
+            "/": lambda r: pages.overview(service, csrf, _flash(r)),
+            "/history": lambda r: pages.history(service),
+            "/proposals": lambda r: pages.proposals(service),
+            "/proposals/{pid}": lambda r: pages.proposal(
+                service, r.path_params["pid"], csrf, _flash(r)
+            ),
+            "/tasks": lambda r: pages.tasks(service),
+            "/search": lambda r: pages.search(service, _q(r, "q"), _q(r, "agent") or None),
+            "/sessions/{sid}": lambda r: pages.session(service, r.path_params["sid"]),
+            "/nights": lambda r: pages.nights(service, csrf, _flash(r)),
+            # a night by its id as shown: 3, or d1 for a dry run (whose id is negative)
+            "/nights/{nid:night}": lambda r: pages.night(service, r.path_params["nid"], _flash(r)),
+        }
 
-    def _back(pid: str, **query: str) -> Response:
-        return RedirectResponse(
-            f"/proposals/{quote(pid, safe='')}?{urlencode(query)}", status_code=303, headers=HEADERS
-        )
+    def routes(self) -> list[Any]:
+        def page(render: Callable[[Request], str]) -> Endpoint:
+            async def handler(request: Request) -> Response:
+                return _html(await run_in_threadpool(render, request))
 
-    async def style(_request: Request) -> Response:
-        css = resources.files("skillopt_sleep.ui").joinpath("static/style.css").read_bytes()
-        return Response(css, media_type="text/css", headers=HEADERS)
+            return handler
 
-    def q(request: Request, name: str) -> str:
-        return request.query_params.get(name, "")
-
-    views: dict[str, Callable[[Request], str]] = {
-        "/": lambda r: pages.overview(service, csrf, flash(r)),
-        "/history": lambda r: pages.history(service),
-        "/proposals": lambda r: pages.proposals(service),
-        "/proposals/{pid}": lambda r: pages.proposal(service, r.path_params["pid"], csrf, flash(r)),
-        "/tasks": lambda r: pages.tasks(service),
-        "/search": lambda r: pages.search(service, q(r, "q"), q(r, "agent") or None),
-        "/sessions/{sid}": lambda r: pages.session(service, r.path_params["sid"]),
-        "/nights": lambda r: pages.nights(service, csrf, flash(r)),
-        # a night by its id as shown: 3, or d1 for a dry run (whose id is negative)
-        "/nights/{nid:night}": lambda r: pages.night(service, r.path_params["nid"], flash(r)),
-    }
-    routes: list[Any] = [
-        Route(path, guard(page(render)), methods=["GET"]) for path, render in views.items()
-    ]
-
-    async def not_found(request: Request) -> Response:
-        return _html(pages.error("Not found", f"no page {request.url.path}"), 404)
-
-    routes += [
-        Route("/static/style.css", guard(style), methods=["GET"]),
-        Route("/proposals/{pid}/adopt", guard(adopt, write=True), methods=["POST"]),
-        Route("/proposals/{pid}/reject", guard(reject, write=True), methods=["POST"]),
-        Route("/proposals/{pid}/rollback", guard(rollback, write=True), methods=["POST"]),
-        Route("/proposals/{pid}/unrefuse", guard(unrefuse, write=True), methods=["POST"]),
-        Route("/nights/start", guard(start_night, write=True), methods=["POST"]),
-        Route("/{rest:path}", guard(not_found), methods=["GET"]),  # the token first, even here
-    ]
-    return Starlette(routes=routes)
+        guard = self.guard
+        return [
+            *(
+                Route(path, guard(page(view)), methods=["GET"])
+                for path, view in self.views().items()
+            ),
+            Route("/static/style.css", guard(_style), methods=["GET"]),
+            Route("/proposals/{pid}/adopt", guard(self.adopt, write=True), methods=["POST"]),
+            Route("/proposals/{pid}/reject", guard(self.reject, write=True), methods=["POST"]),
+            Route("/proposals/{pid}/rollback", guard(self.rollback, write=True), methods=["POST"]),
+            Route("/proposals/{pid}/unrefuse", guard(self.unrefuse, write=True), methods=["POST"]),
+            Route("/nights/start", guard(self.start_night, write=True), methods=["POST"]),
+            Route("/{rest:path}", guard(_not_found), methods=["GET"]),  # the token first, even here
+        ]

@@ -1,15 +1,14 @@
-"""HTML building blocks: escaping, the page layout, tables, the side-by-side diff.
+"""HTML building blocks the templates call: escaping, URLs, numbers, the side-by-side diff.
 
-Every value from the service is escaped with :func:`esc`; markup built here is a
-:class:`Html` (a ``str`` that :func:`esc` passes through), so a page cannot be injected into
-by a session's text, a task's intent or a file path.
+Every value from the service is escaped with :func:`esc` (the templates' ``finalize``); markup
+built here is a :class:`Html` (a ``str`` that :func:`esc` passes through), so a page cannot be
+injected into by a session's text, a task's intent or a file path.
 """
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -24,18 +23,21 @@ NAV = [
 
 
 class Html(str):
-    """Markup that is already safe (built here from escaped parts)."""
+    """Markup that is already safe (built here from escaped parts); the templates pass it
+    through (``__html__``)."""
+
+    def __html__(self) -> str:
+        return self
 
 
 def esc(value: Any) -> Html:
-    """``value`` as HTML text (``None`` is empty); :class:`Html` passes through."""
+    """``value`` as HTML text (``None`` is empty); :class:`Html` (and any markup with
+    ``__html__``: a template's macro) passes through."""
     if isinstance(value, Html):
         return value
+    if hasattr(value, "__html__"):
+        return Html(value.__html__())
     return Html(html.escape("" if value is None else str(value), quote=True))
-
-
-def join(parts: Iterable[Any], sep: str = "") -> Html:
-    return Html(sep.join(esc(p) for p in parts))
 
 
 def url(*segments: str, **query: Any) -> Html:
@@ -43,11 +45,6 @@ def url(*segments: str, **query: Any) -> Html:
     path = "/" + "/".join(quote(str(s), safe="") for s in segments)
     q = "&".join(f"{quote(k)}={quote(str(v), safe='')}" for k, v in query.items() if v is not None)
     return esc(path + ("?" + q if q else ""))
-
-
-def link(href: Html, text: Any, cls: str = "") -> Html:
-    c = f' class="{esc(cls)}"' if cls else ""
-    return Html(f'<a href="{esc(href)}"{c}>{esc(text)}</a>')
 
 
 def score(x: float | None) -> str:
@@ -60,75 +57,6 @@ def number(x: float | None) -> str:
     if isinstance(x, float) and not x.is_integer():
         return f"{x:,.2f}"
     return f"{int(x):,}"
-
-
-def status(value: Any) -> Html:
-    text = str(value or "")
-    return Html(f'<span class="status-{esc(text)}">{esc(text)}</span>')
-
-
-def table(
-    headers: Sequence[str], rows: Iterable[Sequence[Any]], *, num: Iterable[int] = ()
-) -> Html:
-    """A table; cells are escaped unless :class:`Html`; columns in ``num`` right-aligned."""
-    right = set(num)
-
-    def cell(tag: str, i: int, v: Any) -> str:
-        return f"<{tag}{' class=num' if i in right else ''}>{esc(v)}</{tag}>"
-
-    head = "".join(cell("th", i, h) for i, h in enumerate(headers))
-    body = "".join(
-        "<tr>" + "".join(cell("td", i, v) for i, v in enumerate(row)) + "</tr>" for row in rows
-    )
-    if not body:
-        body = f'<tr><td colspan="{len(headers)}" class="muted">none</td></tr>'
-    return Html(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-
-
-def kv(pairs: Iterable[tuple[str, Any]]) -> Html:
-    return Html(
-        '<dl class="kv">'
-        + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in pairs)
-        + "</dl>"
-    )
-
-
-def csrf_form(action: Html, csrf: str, button: str, *, cls: str = "", fields: str = "") -> Html:
-    """A POST form with the CSRF field; ``fields``: extra (already safe) inputs."""
-    return Html(
-        f'<form class="inline" method="post" action="{esc(action)}">'
-        f'<input type="hidden" name="csrf" value="{esc(csrf)}">{fields}'
-        f'<button type="submit" class="{esc(cls)}">{esc(button)}</button></form>'
-    )
-
-
-def page(
-    title: str,
-    body: str,
-    *,
-    active: str = "",
-    flash: tuple[str, str] | None = None,
-    refresh: int | None = None,
-) -> str:
-    """The whole document: header with navigation, an optional flash (kind, text), the body;
-    ``refresh``: the browser reloads the page every that many seconds (no script needed)."""
-    nav = "".join(
-        f'<a href="{href}"{" class=active" if href == active else ""}>{label}</a>'
-        for href, label in NAV
-    )
-    note = ""
-    if flash is not None:
-        kind, text = flash
-        note = f'<div class="flash {esc(kind)}" role="status">{esc(text)}</div>'
-    return (
-        "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        + (f'<meta http-equiv="refresh" content="{int(refresh)}">' if refresh else "")
-        + f"<title>{esc(title)} · skillopt-sleep</title>"
-        '<link rel="stylesheet" href="/static/style.css"></head><body>'
-        f'<header><span class="brand">skillopt-sleep</span><nav>{nav}</nav></header>'
-        f"<main>{note}<h1>{esc(title)}</h1>{body}</main></body></html>"
-    )
 
 
 # ------------------------------------------------------------------------------ the diff

@@ -638,6 +638,9 @@ def test_the_wheel_ships_every_plugin_file(tmp_path: Path) -> None:
         assert wheel.read(name) == (ROOT / "plugins" / rel).read_bytes()
     css = "skillopt_sleep/ui/static/style.css"  # the dashboard's only asset: no CDN
     assert wheel.read(css) == (ROOT / css).read_bytes()
+    for template in (ROOT / "skillopt_sleep/ui/templates").glob("*.html"):  # the pages' markup
+        name = template.relative_to(ROOT).as_posix()
+        assert wheel.read(name) == template.read_bytes()
 
 
 @pytest.mark.parametrize("order", ["same", "reverse"])
