@@ -8,15 +8,12 @@ be loopback) stays on.
 
 from __future__ import annotations
 
-import os
-import secrets
 import socket
-import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skillopt_sleep import paths
+from skillopt_sleep import files, paths
 from skillopt_sleep.errors import ConfigError
 from skillopt_sleep.mcp.auth import HOST
 
@@ -32,23 +29,7 @@ def token_path() -> Path:
 
 def ensure_token(path: Path | None = None) -> str:
     """Read the bearer token, creating it (mode 0600) on first use; re-tightens a looser mode."""
-    path = path or token_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        if stat.S_IMODE(path.stat().st_mode) & 0o077:
-            os.chmod(path, 0o600)
-        token = path.read_text("utf-8").strip()
-        if len(token) < 16:
-            raise ConfigError(
-                f"{path}: the MCP token is too short; delete the file to make a new one"
-            ) from None
-        return token
-    token = secrets.token_urlsafe(32)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(token + "\n")
-    return token
+    return files.ensure_token(path or token_path(), "the MCP token")
 
 
 def listen_socket(port: int) -> socket.socket:
