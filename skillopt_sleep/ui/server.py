@@ -8,27 +8,20 @@ else, so a port in use is a one-line ConfigError, and serves either in the foreg
 
 from __future__ import annotations
 
-import socket
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skillopt_sleep import files, paths
-from skillopt_sleep.errors import ConfigError
+from skillopt_sleep import loopback, paths
 
 if TYPE_CHECKING:
     from skillopt_sleep.service import Service
 
-HOST = "127.0.0.1"
+HOST = loopback.HOST
 
 
-def token_path() -> Path:
-    return paths.state_dir() / "ui-token"
-
-
-def ensure_token(path: Path | None = None) -> str:
-    """The dashboard's token, created (mode 0600) on first use."""
-    return files.ensure_token(path or token_path(), "the dashboard token")
+TOKEN = loopback.TokenFile("ui-token", "the dashboard token")
+token_path = TOKEN.path
+ensure_token = TOKEN.ensure
 
 
 class Dashboard:
@@ -41,16 +34,9 @@ class Dashboard:
         from skillopt_sleep.ui.app import build_app
 
         self.token = ensure_token()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((HOST, port))
-        except OSError as exc:
-            sock.close()
-            raise ConfigError(
-                f"cannot listen on {HOST}:{port}: {exc.strerror or exc}; choose another port "
-                "(--port, or ui.port in the config; 0 = any free port)"
-            ) from None
+        sock = loopback.listen_socket(
+            port, "choose another port (--port, or ui.port in the config; 0 = any free port)"
+        )
         sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
         self.sock = sock
         self.port: int = sock.getsockname()[1]
