@@ -161,6 +161,18 @@ def running_daemon() -> DaemonIdentity | None:
 
 
 # ---------------------------------------------------------------------------- requests
+def read_line(sock: socket.socket) -> bytes:
+    """What ``sock`` sends until its first newline (the control protocol's one JSON line a
+    message) or until it closes; what arrived with the newline is included."""
+    buf = b""
+    while b"\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
 def request(cmd: str, *, timeout: float | None = 5.0, **args: Any) -> dict[str, Any]:
     """Send one request; returns the reply (a JSON object). Raises NoDaemon when nobody
     answers within ``timeout`` seconds (None: wait as long as it takes)."""
@@ -177,12 +189,7 @@ def request(cmd: str, *, timeout: float | None = 5.0, **args: Any) -> dict[str, 
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             raise NoDaemon(str(exc)) from None
         sock.sendall(json.dumps({"cmd": cmd, **args}).encode() + b"\n")
-        buf = b""
-        while b"\n" not in buf:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
+        buf = read_line(sock)
     except TimeoutError:
         raise NoDaemon(f"the daemon did not answer {cmd!r} within {timeout}s") from None
     except OSError as exc:

@@ -27,6 +27,7 @@ from typing import Any
 from skillopt_sleep import paths
 from skillopt_sleep.delivery.document import sha256_text
 from skillopt_sleep.errors import BadArgument
+from skillopt_sleep.files import atomic_write
 from skillopt_sleep.results import ForgetResult, load_report_json
 from skillopt_sleep.store import Store
 
@@ -172,16 +173,10 @@ def _scrub_reports(store: Store, folder: Path, task_ids: set[str], scrub: Scrubb
         diff_path = report_json.with_name("diff.patch")
         diff = diff_path.read_text("utf-8") if diff_path.is_file() else ""
         text = report.to_json()
-        _replace(report_json, text)
+        atomic_write(report_json, text)
         if store.proposals.get(report.id) is not None:  # adopt checks the report's hash
             with store.write():
                 store.proposals.set_report_hash(report.id, sha256_text(text))
-        _replace(report_json.with_name("report.md"), render_markdown(report, diff))
+        atomic_write(report_json.with_name("report.md"), render_markdown(report, diff))
         changed.append(report.id)
     return changed
-
-
-def _replace(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.forget.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

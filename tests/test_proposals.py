@@ -531,7 +531,7 @@ def test_a_process_killed_right_after_the_live_write_leaves_an_adoption_rollback
     db = tmp_path / "s.db"
     code = textwrap.dedent(f"""
         import os
-        from skillopt_sleep import proposals
+        from skillopt_sleep.proposals import adoption as proposals
         from skillopt_sleep.store import Store
         real = proposals._write
         def write_then_die(path, data, *a, **k):
@@ -552,7 +552,7 @@ def test_a_process_killed_right_after_the_live_write_leaves_an_adoption_rollback
 
 
 def test_a_failed_live_write_leaves_no_adoption(store, tmp_path, monkeypatch):
-    from skillopt_sleep import proposals
+    from skillopt_sleep.proposals import adoption as proposals
 
     target = tmp_path / "proj" / "CLAUDE.md"
     target.parent.mkdir()

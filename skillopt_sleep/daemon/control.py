@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_sleep import paths
-from skillopt_sleep.daemon_client import HAS_UNIX_SOCKETS, socket_path
+from skillopt_sleep.daemon_client import HAS_UNIX_SOCKETS, read_line, socket_path
 from skillopt_sleep.errors import SkilloptError
 
 log = logging.getLogger("skillopt_sleep.daemon")
@@ -80,12 +80,7 @@ class ControlServer:
     def _handle(self, conn: socket.socket) -> None:
         try:
             conn.settimeout(10)
-            buf = b""
-            while b"\n" not in buf:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    break
-                buf += chunk
+            buf = read_line(conn)
             conn.settimeout(None)
             try:
                 req = json.loads(buf.split(b"\n", 1)[0] or b"{}")

@@ -30,6 +30,7 @@ import psutil
 
 from skillopt_sleep import daemon_client, paths
 from skillopt_sleep.errors import SkilloptError
+from skillopt_sleep.files import atomic_write
 from skillopt_sleep.night.lifecycle import pid_alive
 
 log = logging.getLogger("skillopt_sleep.daemon")
@@ -64,10 +65,7 @@ def schedule_state_path() -> Path:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(data, default=str), private=True)
 
 
 # ---------------------------------------------------------------------------- start

@@ -43,7 +43,7 @@ Config files are merged, never replaced (one :class:`.steps.Step` per file): JSO
 its original bytes (or its absence) are saved under ``<state>/install/<agent>-<scope>/``;
 ``uninstall`` writes them back byte for byte — or, when the file was edited since, removes only
 what install added. A second ``install`` changes nothing. All writes go through
-:func:`skillopt_sleep.proposals.atomic_write`.
+:func:`skillopt_sleep.files.atomic_write`.
 
 Confinement: every file install or uninstall writes or removes must lie in the agent's folder
 (``--user``) or the project (``--project DIR``), also once resolved: a symlinked folder or a
@@ -388,7 +388,7 @@ def _load_manifest(folder: Path) -> dict[str, Any] | None:
 
 
 def _write(path: Path, data: bytes) -> None:
-    from skillopt_sleep.proposals import atomic_write
+    from skillopt_sleep.files import atomic_write
 
     atomic_write(path, data)
 

@@ -24,6 +24,7 @@ from xml.sax.saxutils import escape
 
 from skillopt_sleep import agents, paths
 from skillopt_sleep.errors import ServiceManagerError, one_line
+from skillopt_sleep.files import atomic_write
 
 LABEL = "dev.skillopt-sleep"
 UNIT_NAME = "skillopt-sleep.service"
@@ -255,10 +256,7 @@ def install(
     kind = kind or platform_kind()
     path = unit_path(kind)
     text = RENDER[kind](command_argv(config), service_env())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding=ENCODING[kind])
-    os.replace(tmp, path)
+    atomic_write(path, text.encode(ENCODING[kind]), private=True)
     cmds = {
         "systemd": [
             ["systemctl", "--user", "daemon-reload"],

@@ -12,7 +12,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from pydantic import AnyHttpUrl
 
-HOST = "127.0.0.1"
+from skillopt_sleep.loopback import HOST
 
 
 class StaticTokenVerifier:

@@ -8,16 +8,11 @@ be loopback) stays on.
 
 from __future__ import annotations
 
-import os
-import secrets
 import socket
-import stat
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skillopt_sleep import paths
-from skillopt_sleep.errors import ConfigError
+from skillopt_sleep import loopback, paths
 from skillopt_sleep.mcp.auth import HOST
 
 if TYPE_CHECKING:
@@ -26,45 +21,15 @@ if TYPE_CHECKING:
 PATH = "/mcp"
 
 
-def token_path() -> Path:
-    return paths.state_dir() / "mcp-token"
-
-
-def ensure_token(path: Path | None = None) -> str:
-    """Read the bearer token, creating it (mode 0600) on first use; re-tightens a looser mode."""
-    path = path or token_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        if stat.S_IMODE(path.stat().st_mode) & 0o077:
-            os.chmod(path, 0o600)
-        token = path.read_text("utf-8").strip()
-        if len(token) < 16:
-            raise ConfigError(
-                f"{path}: the MCP token is too short; delete the file to make a new one"
-            ) from None
-        return token
-    token = secrets.token_urlsafe(32)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(token + "\n")
-    return token
+TOKEN = loopback.TokenFile("mcp-token", "the MCP token")
+token_path = TOKEN.path
+ensure_token = TOKEN.ensure
 
 
 def listen_socket(port: int) -> socket.socket:
-    """A socket bound to ``127.0.0.1:port`` (0 = any free port). Raises ConfigError with a
-    one-line reason when the port cannot be had (in use, privileged)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((HOST, port))
-    except OSError as exc:
-        sock.close()
-        raise ConfigError(
-            f"cannot listen on {HOST}:{port}: {exc.strerror or exc}; "
-            "choose another --port (0 = any free port)"
-        ) from None
-    return sock
+    """A socket bound to ``127.0.0.1:port`` (0 = any free port); ConfigError when the port
+    cannot be had."""
+    return loopback.listen_socket(port, "choose another --port (0 = any free port)")
 
 
 def serve_http(port: int, service: Service | None = None) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from skillopt_sleep import agents, paths
 from skillopt_sleep.delivery.document import Edit, sha256_text
+from skillopt_sleep.files import atomic_write
 from skillopt_sleep.mining.judges import context_state
 from skillopt_sleep.mining.split import NOT_DISTINCT
 from skillopt_sleep.models import Task
@@ -132,10 +133,9 @@ def stage_proposal(
     pid = st.proposal_id or store.proposals.next_id()
     final = paths.proposals_dir() / pid
     folder = _staging_folder(store, pid, final)
-    with open(folder / "document", "w", encoding="utf-8", newline="") as fh:
-        fh.write(st.new_text)
+    atomic_write(folder / "document", st.new_text)
     diff = unified_diff(st.base_text, st.new_text, st.target_path)
-    (folder / "diff.patch").write_text(diff, encoding="utf-8", newline="")
+    atomic_write(folder / "diff.patch", diff)
     val_tasks, test_tasks = _task_tables(store, st)
     report = ProposalReport(
         id=pid,
@@ -159,8 +159,8 @@ def stage_proposal(
         ],
     )
     report_text = report.to_json()
-    (folder / "report.json").write_text(report_text, "utf-8")
-    (folder / "report.md").write_text(render_markdown(report, diff), encoding="utf-8")
+    atomic_write(folder / "report.json", report_text)
+    atomic_write(folder / "report.md", render_markdown(report, diff))
     if final.exists():  # this night's own earlier staging (re-staged): replaced whole
         shutil.rmtree(final)
     folder.rename(final)

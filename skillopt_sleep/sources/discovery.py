@@ -20,7 +20,6 @@ for a source whose logs are not found stays.
 from __future__ import annotations
 
 import os
-import shutil
 import stat as stat_mod
 import tomllib
 from collections.abc import Mapping
@@ -31,6 +30,7 @@ from typing import Any
 from skillopt_sleep import agents
 from skillopt_sleep.config import DEFAULT_SOURCES, KNOWN_SOURCES, Settings, SourceConfig
 from skillopt_sleep.errors import ConfigError
+from skillopt_sleep.files import atomic_write
 from skillopt_sleep.sources import get_source
 from skillopt_sleep.sources.base import Source
 from skillopt_sleep.sources.common import read_regular
@@ -271,18 +271,8 @@ def enable_found(
     old, new, enabled = _plan_enable(config_path, statuses, switch_disabled)
     if new is None:
         return []
-    config_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = config_path.with_name(config_path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as fh:
-        fh.write(new)
-    try:
-        if old is not None:
-            shutil.copymode(config_path, tmp)
-        else:  # a new config may come to hold an `api_key`: private to the user
-            os.chmod(tmp, 0o600)
-    except OSError:
-        pass
-    os.replace(tmp, config_path)
+    # an existing config keeps its mode; a new one may come to hold an `api_key`: private
+    atomic_write(config_path, new, private=True)
     return enabled
 
 

@@ -8,46 +8,20 @@ else, so a port in use is a one-line ConfigError, and serves either in the foreg
 
 from __future__ import annotations
 
-import os
-import secrets
-import socket
-import stat
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skillopt_sleep import paths
-from skillopt_sleep.errors import ConfigError
+from skillopt_sleep import loopback, paths
 
 if TYPE_CHECKING:
     from skillopt_sleep.service import Service
 
-HOST = "127.0.0.1"
+HOST = loopback.HOST
 
 
-def token_path() -> Path:
-    return paths.state_dir() / "ui-token"
-
-
-def ensure_token(path: Path | None = None) -> str:
-    """The dashboard's token, created (mode 0600) on first use."""
-    path = path or token_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        if stat.S_IMODE(path.stat().st_mode) & 0o077:
-            os.chmod(path, 0o600)
-        token = path.read_text("utf-8").strip()
-        if len(token) < 16:
-            raise ConfigError(
-                f"{path}: the dashboard token is too short; delete the file to make a new one"
-            ) from None
-        return token
-    token = secrets.token_urlsafe(32)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(token + "\n")
-    return token
+TOKEN = loopback.TokenFile("ui-token", "the dashboard token")
+token_path = TOKEN.path
+ensure_token = TOKEN.ensure
 
 
 class Dashboard:
@@ -60,16 +34,9 @@ class Dashboard:
         from skillopt_sleep.ui.app import build_app
 
         self.token = ensure_token()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((HOST, port))
-        except OSError as exc:
-            sock.close()
-            raise ConfigError(
-                f"cannot listen on {HOST}:{port}: {exc.strerror or exc}; choose another port "
-                "(--port, or ui.port in the config; 0 = any free port)"
-            ) from None
+        sock = loopback.listen_socket(
+            port, "choose another port (--port, or ui.port in the config; 0 = any free port)"
+        )
         sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
         self.sock = sock
         self.port: int = sock.getsockname()[1]

@@ -1,0 +1,96 @@
+"""Refusals: rejecting a staged proposal (and its copies for other agents), and taking a
+rejection or a rollback back (:func:`lift_refusal`). The live file is never touched.
+"""
+
+from __future__ import annotations
+
+from skillopt_sleep.errors import ProposalError
+from skillopt_sleep.proposals.adoption import finish_unfinished
+from skillopt_sleep.proposals.records import _rules_group, agent_group, get_proposal
+from skillopt_sleep.results import NightSummary, RefusalLifted, RejectResult
+from skillopt_sleep.store import Store
+from skillopt_sleep.store.proposals import block_of
+
+
+def _withdraw_copies(store: Store, proposal_id: str, why: str) -> list[str]:
+    """Reject the staged copies of ``proposal_id``'s rules for other agents (not the proposal
+    itself, and nothing when it is itself a copy); their ids."""
+    row = get_proposal(store, proposal_id)
+    if NightSummary.model_validate_json(row.get("summary") or "{}").copy_for:
+        return []
+    copies = agent_group(store, proposal_id)[1:]
+    for pid in copies:
+        store.proposals.set_status(pid, "rejected", why)
+    return copies
+
+
+def reject(store: Store, proposal_id: str, reason: str = "") -> RejectResult:
+    """Discard a staged proposal (the live file is not touched). Raises ProposalError for an
+    unknown or no longer staged proposal."""
+    finish_unfinished(store)
+    row = get_proposal(store, proposal_id)
+    if row["status"] != "staged":
+        raise ProposalError(f"proposal {proposal_id} is {row['status']}, not staged")
+    store.proposals.set_status(proposal_id, "rejected", reason or "rejected by user")
+    withdrawn = _withdraw_copies(
+        store, proposal_id, f"rejected with {proposal_id}" + (f": {reason}" if reason else "")
+    )
+    row = get_proposal(store, proposal_id)
+    return RejectResult(
+        proposal_id=row["id"],
+        status=row["status"],
+        reason=row["reason"] or "",
+        withdrawn=withdrawn,
+    )
+
+
+def lift_refusal(store: Store, proposal_id: str) -> RefusalLifted:
+    """Take back a refusal: a proposal the user rejected or rolled back is staged again
+    (nights may propose its document and its edits again; ``adopt`` writes it), and so are
+    the copies for other agents withdrawn with its rejection. One a newer proposal for the
+    same file replaced meanwhile is marked superseded instead. The live file is not touched.
+    ProposalError for an unknown proposal or one the user did not refuse."""
+    finish_unfinished(store)
+    row = get_proposal(store, proposal_id)
+    if row["status"] not in ("rejected", "rolled_back"):
+        raise ProposalError(
+            f"proposal {proposal_id} is {row['status']}: there is no refusal to lift (only a "
+            "rejected or rolled-back proposal has one)"
+        )
+    withdrawn = f"rejected with {proposal_id}"
+    members = [row] + [
+        r
+        for r in _rules_group(store, proposal_id)
+        if row["status"] == "rejected"
+        and r["status"] == "rejected"
+        and (r.get("reason") or "").startswith(withdrawn)
+    ]
+    done: dict[str, str] = {}
+    with store.write():
+        for r in members:
+            # a proposal staged since for the same file's same block replaces it (another
+            # project's block of a shared memory file does not); one staged before it is
+            # the one replaced
+            rivals = [
+                p
+                for p in store.proposals.staged(r["target_path"])
+                if p["id"] != r["id"] and block_of(p) == block_of(r)
+            ]
+            when = (r["created_at"] or "", r["night_id"] or 0)
+            newer = [p["id"] for p in rivals if (p["created_at"] or "", p["night_id"] or 0) > when]
+            for p in rivals:
+                if p["id"] not in newer:
+                    store.proposals.set_status(p["id"], "superseded", f"superseded by {r['id']}")
+            if newer:
+                store.proposals.set_status(
+                    r["id"], "superseded", f"refusal lifted; superseded by {newer[0]}"
+                )
+            else:
+                store.proposals.set_status(r["id"], "staged", "refusal lifted by the user")
+            done[r["id"]] = "superseded" if newer else "staged"
+    return RefusalLifted(
+        proposal_id=proposal_id,
+        status=done[proposal_id],
+        was=row["status"],
+        copies={k: v for k, v in done.items() if k != proposal_id},
+    )

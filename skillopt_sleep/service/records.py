@@ -1,0 +1,212 @@
+"""What the store holds: harvest and mine into it, search and read it, forget from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from skillopt_sleep.config import KNOWN_SOURCES
+from skillopt_sleep.errors import BadArgument
+from skillopt_sleep.results import (
+    OnProgress,
+    SearchHit,
+    SearchResult,
+    SessionMessage,
+    SessionView,
+    TaskInfo,
+    TaskList,
+)
+from skillopt_sleep.service.core import Core, _project_arg, _under
+
+if TYPE_CHECKING:
+    from skillopt_sleep.mining.mine import MineReport
+    from skillopt_sleep.results import ForgetResult
+    from skillopt_sleep.sources.ingest import HarvestReport
+
+
+class RecordsService:
+    """Harvest, mine, browse and forget the stored sessions and tasks."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    def harvest(self, *, on_progress: OnProgress | None = None) -> HarvestReport:
+        """Harvest every enabled source now; returns the ``HarvestReport``. ``on_progress``:
+        a ``harvest`` event per file."""
+        from skillopt_sleep.sources.ingest import harvest
+
+        settings = self.core.settings()
+        # the harvest checks the file before it writes what it read, and a pass that read
+        # nothing only the table its record goes to (Store.check_table): a no-change harvest
+        # of a large store does not read every page of it (issue 14)
+        with self.core.use(on_open=False) as store:
+            report = harvest(store, settings, on_progress=on_progress)
+            if store.adoptions.in_place():  # else there is no reach to judge (nothing imported)
+                from skillopt_sleep.delivery.wild import record_reach
+
+                store.check()
+                record_reach(store, similarity=settings.similarity)
+            return report
+
+    def forget(
+        self,
+        *,
+        project: str | None = None,
+        session: str | None = None,
+        before: str | None = None,
+        dry_run: bool = False,
+    ) -> ForgetResult:
+        """Delete stored data for good (:func:`skillopt_sleep.forgetting.forget`); returns
+        the ``ForgetResult``."""
+        from skillopt_sleep.forgetting import forget
+
+        with self.core.use(check=True) as store:
+            return forget(store, project=project, session=session, before=before, dry_run=dry_run)
+
+    def outbox(self, limit: int = 50) -> list[dict[str, Any]]:
+        """The last ``limit`` outbound model calls, newest first (texts past
+        ``privacy.outbox_days`` are emptied first)."""
+        days = self.core.settings().privacy.outbox_days
+        with self.core.use() as store:
+            if not store.read_only:
+                store.outbox.expire(days)
+            cutoff = store.outbox.cutoff(days)  # read-only: expired texts are not shown
+            return [
+                dict(r, prompt="") if str(r.get("at") or "") < cutoff else dict(r)
+                for r in store.outbox.recent(limit)
+            ]
+
+    def mine(
+        self, project: Path | None = None, *, on_progress: OnProgress | None = None
+    ) -> MineReport:
+        """Mine tasks from the store now (and save them); returns the ``MineReport``."""
+        from skillopt_sleep.mining.mine import mine
+
+        settings = self.core.settings(project=project)
+        with self.core.use(check=True) as store:
+            return mine(store, settings, on_progress=on_progress)
+
+    def harvested_yet(self) -> bool:
+        with self.core.use() as store:
+            return store.harvests.any()
+
+    def stored_tasks(self, project: str | None = None, limit: int = 50) -> TaskList:
+        """The tasks as the last night or ``tasks`` stored them, newest mining first."""
+        from skillopt_sleep.mining.judges import capsule_state, context_state
+
+        root = _project_arg(project, must_exist=False)
+        with self.core.use() as store:
+            tasks = store.tasks.all()
+            if root is not None:
+                tasks = [t for t in tasks if _under(t.project, root)]
+            places = store.sessions.places(
+                (o.session_id, o.seq) for t in tasks[:limit] for o in t.occurrences
+            )
+        return TaskList(
+            total=len(tasks),
+            tasks=[
+                TaskInfo(
+                    id=t.id,
+                    project=t.project,
+                    intent=t.intent,
+                    split=t.split,
+                    sessions=len(t.sessions),
+                    checks=[c.model_dump() for c in t.checks],
+                    corrections=t.corrections,
+                    synthetic=t.synthetic,
+                    occurrences=[
+                        _occurrence(
+                            o.model_dump(exclude={"context"})
+                            | {"context": capsule_state(o.context or t.context)},
+                            places.get((o.session_id, o.seq)),
+                        )
+                        for o in t.occurrences
+                    ],
+                    apart=t.apart,
+                    demoted=[c.model_dump() for c in t.demoted],
+                    context=context_state(t),
+                )
+                for t in tasks[:limit]
+            ],
+        )
+
+    def search(
+        self, query: str, *, agent: str | None = None, project: str | None = None, limit: int = 20
+    ) -> SearchResult:
+        """Full-text search over the harvested (redacted) messages, best match first.
+        ``agent``: a source name (``claude_code``, ``copilot_cli`` …)."""
+        if not query.strip():
+            raise BadArgument("query is empty")
+        root = _project_arg(project, must_exist=False)
+        if agent and agent not in KNOWN_SOURCES:
+            raise BadArgument(f"unknown agent {agent!r}; known: {', '.join(KNOWN_SOURCES)}")
+        with self.core.use() as store:
+            rows = store.sessions.search(
+                query, source=agent, project=None if root is None else str(root), limit=limit
+            )
+        return SearchResult(
+            query=query,
+            hits=[
+                SearchHit(
+                    message_id=r.message_id,
+                    session_id=r.session_id,
+                    agent=r.source,
+                    project=r.project,
+                    role=r.role,
+                    kind=r.kind,
+                    timestamp=r.timestamp,
+                    snippet=r.snippet,
+                )
+                for r in rows
+            ],
+        )
+
+    def session(self, session_id: str) -> SessionView:
+        """A harvested session with its (redacted) messages in order. ``session_id`` is its
+        id (``codex:KEY``), its key alone, a unique prefix of either, or the shortened
+        ``head…tail`` that ``search`` prints on a narrow terminal. BadArgument when no session
+        or more than one matches (naming them)."""
+        with self.core.use() as store:
+            row = store.sessions.get(session_id)
+            if row is None:
+                head, _, tail = session_id.partition("…")
+                found = store.sessions.ids_matching(head, tail, limit=6) if head else []
+                if len(found) > 1:
+                    shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+                    raise BadArgument(f"session {session_id!r} is ambiguous: {shown}")
+                row = store.sessions.get(found[0]) if found else None
+            if row is None:
+                raise BadArgument(f"no session {session_id!r}")
+            messages = store.sessions.messages(row["id"])
+        return SessionView(
+            id=row["id"],
+            agent=row["source"],
+            project=row.get("project"),
+            started_at=row.get("started_at"),
+            updated_at=row.get("updated_at"),
+            model=row.get("model"),
+            title=row.get("title"),
+            messages=[
+                SessionMessage(
+                    id=m["id"],
+                    seq=m["seq"],
+                    role=m["role"],
+                    kind=m.get("kind"),
+                    timestamp=m.get("timestamp"),
+                    text=m.get("text") or "",
+                    tool_names=[str(t) for t in m.get("tool_names") or []],
+                )
+                for m in messages
+            ],
+        )
+
+
+def _occurrence(occ: dict[str, Any], place: dict[str, Any] | None) -> dict[str, Any]:
+    """A stored occurrence with where it is: ``agent`` (the session's source), ``project``
+    and ``message_id`` (all None when the session is no longer stored)."""
+    place = place or {}
+    return occ | {
+        "agent": place.get("source"),
+        "project": place.get("project"),
+        "message_id": place.get("message_id"),
+    }
