@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -9,6 +10,7 @@ import stat
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
@@ -146,6 +148,19 @@ def json_records(
         yield rec
 
 
+def stat_signature(files: Iterable[Path]) -> str:
+    """A hash of the files' paths, sizes and modification times (a missing file counts as
+    such): what changes when a snapshot source's data may have."""
+    h = hashlib.sha256()
+    for f in files:
+        try:
+            st = f.stat()
+            h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+        except OSError:
+            h.update(f"{f}:-\n".encode())
+    return h.hexdigest()
+
+
 #: the longest prompt or answer text kept, and the longest tool-result excerpt
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
@@ -155,14 +170,8 @@ def prompt_message(
     uid: str, ts: str | None, text: str, *, side: bool = False, limit: int = MAX_TEXT
 ) -> HarvestedMessage:
     """A user's prompt, cleaned and capped."""
-    return HarvestedMessage(
-        uid=uid,
-        role="user",
-        kind="prompt",
-        timestamp=ts,
-        is_sidechain=side,
-        text=cap(clean(text), limit),
-    )
+    text = cap(clean(text), limit)
+    return HarvestedMessage(uid=uid, role="user", timestamp=ts, is_sidechain=side, text=text)
 
 
 def answer_message(
@@ -175,15 +184,8 @@ def answer_message(
     limit: int = MAX_TEXT,
 ) -> HarvestedMessage:
     """An assistant's answer, cleaned and capped, with the names of the tools it called."""
-    return HarvestedMessage(
-        uid=uid,
-        role="assistant",
-        kind="answer",
-        timestamp=ts,
-        is_sidechain=side,
-        text=cap(clean(text), limit),
-        tool_names=tools,
-    )
+    msg = prompt_message(uid, ts, text, side=side, limit=limit)
+    return msg.model_copy(update={"role": "assistant", "kind": "answer", "tool_names": tools})
 
 
 def tool_message(
@@ -196,6 +198,7 @@ def tool_message(
     limit: int = TOOL_EXCERPT,
 ) -> HarvestedMessage:
     """A tool's result, as a redacted excerpt."""
+    text = clean_excerpt(excerpt, limit)
     return HarvestedMessage(
         uid=uid,
         role="user",
@@ -203,7 +206,7 @@ def tool_message(
         timestamp=ts,
         is_sidechain=side,
         is_error=is_error,
-        text=clean_excerpt(excerpt, limit),
+        text=text,
     )
 
 

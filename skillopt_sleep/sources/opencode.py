@@ -43,7 +43,6 @@ is marked.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -65,6 +64,7 @@ from skillopt_sleep.sources.common import (
     ms_to_iso,
     prompt_message,
     read_regular,
+    stat_signature,
     tool_message,
 )
 
@@ -277,18 +277,9 @@ class OpenCodeSource(Source):
 
     # ------------------------------------------------------------------ snapshots
     def signature(self, path: Path) -> str:
-        h = hashlib.sha256()
         if path.name == DB_NAME or path.suffix == ".db":
-            files = [path, Path(f"{path}-wal")]
-        else:
-            files = [path, *self._tree_files(path)]
-        for f in files:
-            try:
-                st = f.stat()
-                h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-            except OSError:
-                h.update(f"{f}:-\n".encode())
-        return h.hexdigest()
+            return stat_signature((path, Path(f"{path}-wal")))
+        return stat_signature((path, *self._tree_files(path)))
 
     def read_snapshot(self, path: Path, state: dict) -> ParseResult:
         if path.name == DB_NAME or path.suffix == ".db":
