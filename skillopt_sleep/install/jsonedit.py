@@ -119,6 +119,25 @@ class _Parser:
         self.i = m.end()
         return m.group(0)
 
+    def closed(self, close: str) -> bool:
+        """Past blanks: True (and past it) when the container ends here."""
+        self.skip()
+        if self.i < len(self.text) and self.text[self.i] == close:
+            self.i += 1
+            return True
+        return False
+
+    def next_item(self, close: str) -> bool:
+        """After an item: True past a ``,`` (another item may follow), False past the
+        closing ``close``; anything else is an error."""
+        self.skip()
+        if self.i < len(self.text) and self.text[self.i] == ",":
+            self.i += 1
+            return True
+        if self.closed(close):
+            return False
+        raise self.fail(f"expected ',' or '{close}'")
+
     def value(self) -> Node:
         self.skip()
         t, start = self.text, self.i
@@ -128,11 +147,7 @@ class _Parser:
         if c == "{":
             node = Node(start, start, "object")
             self.i += 1
-            while True:
-                self.skip()
-                if self.i < len(t) and t[self.i] == "}":
-                    self.i += 1
-                    break
+            while not self.closed("}"):
                 kstart = self.i
                 key = self.key()
                 self.skip()
@@ -140,34 +155,16 @@ class _Parser:
                     raise self.fail("expected ':'")
                 self.i += 1
                 node.members.append(Member(key, kstart, self.value()))
-                self.skip()
-                if self.i < len(t) and t[self.i] == ",":
-                    self.i += 1
-                    continue
-                self.skip()
-                if self.i < len(t) and t[self.i] == "}":
-                    self.i += 1
+                if not self.next_item("}"):
                     break
-                raise self.fail("expected ',' or '}'")
             node.end = self.i
             return node
         if c == "[":
             self.i += 1
-            while True:
-                self.skip()
-                if self.i < len(t) and t[self.i] == "]":
-                    self.i += 1
-                    break
+            while not self.closed("]"):
                 self.value()
-                self.skip()
-                if self.i < len(t) and t[self.i] == ",":
-                    self.i += 1
-                    continue
-                self.skip()
-                if self.i < len(t) and t[self.i] == "]":
-                    self.i += 1
+                if not self.next_item("]"):
                     break
-                raise self.fail("expected ',' or ']'")
             return Node(start, self.i, "array")
         if c in self.quotes:
             self.string()
