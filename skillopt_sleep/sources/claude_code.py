@@ -119,6 +119,16 @@ _INJECTED_PREFIXES = (
 )
 
 
+def _content_blocks(content: Any) -> list[dict[str, Any]]:
+    """A message's content as blocks: a plain string is one text block; non-dict list
+    items are dropped."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    return []
+
+
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
@@ -323,23 +333,17 @@ class ClaudeCodeSource(Source):
             return
         texts: list[str] = []
         tools: list[str] = []
-        content = msg.get("content")
-        if isinstance(content, str):
-            texts.append(content)
-        elif isinstance(content, list):
-            for block in content:
-                if not isinstance(block, dict):
-                    continue
-                if block.get("type") == "text" and isinstance(block.get("text"), str):
-                    texts.append(block["text"])
-                elif block.get("type") == "tool_use" and isinstance(block.get("name"), str):
-                    tools.append(block["name"])
-                    seen = _seen_as(block["name"], block.get("input"), sess.project)
-                    if meta is not None and isinstance(block.get("id"), str) and seen:
-                        pending = meta.setdefault("tu", {})
-                        pending[block["id"]] = seen
-                        for old in list(pending)[:-PENDING_TOOLS]:
-                            del pending[old]
+        for block in _content_blocks(msg.get("content")):
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif block.get("type") == "tool_use" and isinstance(block.get("name"), str):
+                tools.append(block["name"])
+                seen = _seen_as(block["name"], block.get("input"), sess.project)
+                if meta is not None and isinstance(block.get("id"), str) and seen:
+                    pending = meta.setdefault("tu", {})
+                    pending[block["id"]] = seen
+                    for old in list(pending)[:-PENDING_TOOLS]:
+                        del pending[old]
         text = "\n".join(t.strip() for t in texts if t.strip())
         m = out.get(uid)
         if m is None:
@@ -363,24 +367,18 @@ class ClaudeCodeSource(Source):
         if not uid or not isinstance(msg, dict):
             skipped["no_uid"] += 1
             return
-        content = msg.get("content")
         texts: list[str] = []
         results: list[tuple[str, bool]] = []
         context: CapsuleItem | None = None
-        if isinstance(content, str):
-            texts.append(content)
-        elif isinstance(content, list):
-            for block in content:
-                if not isinstance(block, dict):
-                    continue
-                if block.get("type") == "text" and isinstance(block.get("text"), str):
-                    texts.append(block["text"])
-                elif block.get("type") == "tool_result":
-                    body, error = _block_text(block.get("content")), bool(block.get("is_error"))
-                    results.append((body, error))
-                    seen = meta.get("tu", {}).pop(str(block.get("tool_use_id")), None)
-                    if context is None and seen and not error:
-                        context = _capsule_item(seen, body)
+        for block in _content_blocks(msg.get("content")):
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif block.get("type") == "tool_result":
+                body, error = _block_text(block.get("content")), bool(block.get("is_error"))
+                results.append((body, error))
+                seen = meta.get("tu", {}).pop(str(block.get("tool_use_id")), None)
+                if context is None and seen and not error:
+                    context = _capsule_item(seen, body)
         ts = _str(rec.get("timestamp"))
         if results:
             excerpt = "\n".join(r[0] for r in results)

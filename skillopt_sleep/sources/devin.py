@@ -149,7 +149,7 @@ class DevinSource(Source):
         ) or _db_cwd(path, key)
         if isinstance(doc.get("title"), str):
             sess.title = clean(doc["title"])[:200]
-        _Turns(sess, skipped).steps(key, doc["steps"])
+        _Turns(sess, skipped).walk(key, doc["steps"], steps=True)
         return sess
 
     def _projection(self, path: Path, doc: dict, skipped: Counter) -> HarvestedSession:
@@ -165,7 +165,7 @@ class DevinSource(Source):
             sess.model = row["model"]
         if isinstance(row.get("title"), str):
             sess.title = clean(row["title"])[:200]
-        _Turns(sess, skipped).nodes(key, doc["nodes"])
+        _Turns(sess, skipped).walk(key, doc["nodes"], steps=False)
         return sess
 
 
@@ -199,19 +199,15 @@ class _Turns:
             self.seen_requests.add(rid)
         return False
 
-    def steps(self, key: str, steps: list[Any]) -> None:
-        for n, step in enumerate(steps):
-            if isinstance(step, dict):
-                self.step(f"{key}:{step.get('step_id', n)}", step)
+    def walk(self, key: str, items: list[Any], *, steps: bool) -> None:
+        """ATIF ``steps`` (``steps``) or projection ``nodes``, each with its uid."""
+        for n, item in enumerate(items):
+            if not isinstance(item, dict):
+                self.skipped["bad_step" if steps else "bad_node"] += 1
+            elif steps:
+                self.step(f"{key}:{item.get('step_id', n)}", item)
             else:
-                self.skipped["bad_step"] += 1
-
-    def nodes(self, key: str, nodes: list[Any]) -> None:
-        for n, node in enumerate(nodes):
-            if isinstance(node, dict):
-                self.node(f"{key}:{node.get('message_id') or node.get('node_id') or n}", node)
-            else:
-                self.skipped["bad_node"] += 1
+                self.node(f"{key}:{item.get('message_id') or item.get('node_id') or n}", item)
 
     def step(self, uid: str, step: dict[str, Any]) -> None:
         """One ATIF step: a user prompt, or an agent answer with its observations."""
