@@ -88,17 +88,9 @@ class _Parser:
     def string(self) -> str:
         t = self.text
         q = t[self.i]
-        j = self.i + 1
-        while True:
-            k = t.find(q, j)
-            if k < 0:
-                raise self.fail("unterminated string")
-            backslashes = 0
-            while t[k - 1 - backslashes] == "\\":
-                backslashes += 1
-            if backslashes % 2 == 0:
-                break
-            j = k + 1
+        k = _string_end(t, q, self.i + 1)
+        if k < 0:
+            raise self.fail("unterminated string")
         raw = t[self.i : k + 1]
         self.i = k + 1
         try:
@@ -193,21 +185,28 @@ def loads(text: str, *, json5: bool = False) -> Any:
     return _decode_value(text, json5)
 
 
+def _string_end(text: str, quote: str, j: int) -> int:
+    """The index of the ``quote`` that closes a string whose body starts at ``j`` (one not
+    escaped by an odd run of backslashes); -1 when there is none."""
+    while True:
+        k = text.find(quote, j)
+        if k < 0:
+            return k
+        backslashes = 0
+        while text[k - 1 - backslashes] == "\\":
+            backslashes += 1
+        if backslashes % 2 == 0:
+            return k
+        j = k + 1
+
+
 def _strip(text: str) -> str:
     """Remove comments and trailing commas (outside strings)."""
     out, i, n = [], 0, len(text)
     while i < n:
         c = text[i]
         if c == '"':
-            j = i + 1
-            while True:
-                k = text.find('"', j)
-                bs = 0
-                while text[k - 1 - bs] == "\\":
-                    bs += 1
-                if bs % 2 == 0:
-                    break
-                j = k + 1
+            k = _string_end(text, '"', i + 1)
             out.append(text[i : k + 1])
             i = k + 1
         elif text.startswith("//", i):

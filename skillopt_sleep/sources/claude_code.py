@@ -42,7 +42,6 @@ contains :data:`~skillopt_sleep.sources.base.SELF_MARKER`.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -51,7 +50,7 @@ from typing import Any
 
 from skillopt_sleep.models import CapsuleItem, HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, walk_paths
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, walk_files, walk_paths
 from skillopt_sleep.sources.common import cap, json_records
 
 #: characters kept of a prompt / answer, and of a tool result excerpt
@@ -219,9 +218,7 @@ class ClaudeCodeSource(Source):
         """Every ``*.jsonl`` below ``root`` except under ``tool-results/`` (sorted, so a parent
         transcript comes before its ``<session>/subagents/`` files). Entries are yielded by
         name; the ingester decides whether they are readable files."""
-        for dirpath, dirnames, filenames in os.walk(root):
-            for name in _transcripts(dirnames, filenames):
-                yield Path(os.path.join(dirpath, name))
+        return walk_files(root, _transcripts)
 
     def discover_paths(self, root: Path) -> Iterator[str]:
         return walk_paths(root, _transcripts)

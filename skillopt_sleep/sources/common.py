@@ -8,7 +8,7 @@ import os
 import re
 import stat
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -220,19 +220,22 @@ def add_tool_name(tools: list[str], name: Any) -> None:
 PI_INJECTED_ROLES = ("custom", "branchSummary", "compactionSummary")
 
 
-def pi_text(content: Any) -> str:
-    """The text of a Pi-format message's ``content``: a string, or its ``text`` blocks joined."""
+def blocks_text(content: Any, keep: Callable[[dict[str, Any]], bool]) -> str:
+    """A message ``content``'s text: a string as it is, else the ``text`` of the blocks
+    ``keep`` picks, joined by lines."""
     if isinstance(content, str):
         return content
-    parts = []
-    for block in content if isinstance(content, list) else []:
-        if (
-            isinstance(block, dict)
-            and block.get("type") == "text"
-            and isinstance(block.get("text"), str)
-        ):
-            parts.append(block["text"])
-    return "\n".join(parts)
+    blocks = content if isinstance(content, list) else []
+    return "\n".join(
+        b["text"]
+        for b in blocks
+        if isinstance(b, dict) and isinstance(b.get("text"), str) and keep(b)
+    )
+
+
+def pi_text(content: Any) -> str:
+    """The text of a Pi-format message's ``content``: a string, or its ``text`` blocks joined."""
+    return blocks_text(content, lambda b: b.get("type") == "text")
 
 
 def pi_message(

@@ -36,7 +36,6 @@ JSONL files of older builds, which keep none) is not marked.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -44,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_sleep.redact import decode
-from skillopt_sleep.sources.base import ParseResult, ReadMode, Source
+from skillopt_sleep.sources.base import ParseResult, ReadMode, Source, ending, walk_files
 from skillopt_sleep.sources.common import (
     BadRecord,
     PiSession,
@@ -141,11 +140,7 @@ class OpenClawSource(Source):
             db = agent / "agent" / DB_NAME
             if db.is_file():
                 yield db
-            for dirpath, dirnames, filenames in os.walk(agent / "sessions"):
-                dirnames.sort()
-                for name in sorted(filenames):
-                    if name.endswith(".jsonl"):
-                        yield Path(dirpath) / name
+            yield from walk_files(agent / "sessions", ending(".jsonl"))
 
     def read_mode(self, path: Path) -> ReadMode:
         return "jsonl" if path.suffix == ".jsonl" else "snapshot"

@@ -44,7 +44,6 @@ is marked.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import time
 from collections import Counter
@@ -54,7 +53,7 @@ from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, ending, walk_files
 from skillopt_sleep.sources.common import (
     BadRecord,
     add_tool_name,
@@ -263,11 +262,7 @@ class OpenCodeSource(Source):
         top = root / "storage" / "session" if (root / "storage").is_dir() else root / "session"
         if not top.is_dir() and root.name == "session":
             top = root
-        for dirpath, dirnames, filenames in os.walk(top):
-            dirnames.sort()
-            for name in sorted(filenames):
-                if name.endswith(".json"):
-                    yield Path(dirpath) / name
+        yield from walk_files(top, ending(".json"))
 
     def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
         """Not line based: everything goes through :meth:`read_snapshot`."""
