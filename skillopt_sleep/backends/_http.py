@@ -166,10 +166,11 @@ class HttpCaller:
     ) -> dict[str, Any]:
         """Send with retries; the parsed JSON object of a 2xx answer, or a BackendError."""
         url = self.base_url + path
+        body = {"json": payload, "headers": headers}
         attempts = self.config.max_retries + 1
         for attempt in range(attempts):
             last = attempt == attempts - 1
-            response = self._send(method, url, payload, headers, last=last)
+            response = self._send(method, url, body, last)
             if response is None:  # a transport failure worth another attempt
                 self.sleep(self._delay(attempt))
                 continue
@@ -180,18 +181,13 @@ class HttpCaller:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _send(
-        self,
-        method: str,
-        url: str,
-        payload: dict[str, Any] | None,
-        headers: dict[str, str],
-        *,
-        last: bool,
+        self, method: str, url: str, body: dict[str, Any], last: bool
     ) -> httpx.Response | None:
-        """One attempt: the response, ``None`` for a transport failure to retry, or (on the
-        last attempt, or for a failure never retried) the BackendError."""
+        """One attempt (``body``: the request's ``json`` and ``headers``): the response,
+        ``None`` for a transport failure to retry, or (on the last attempt, or for a failure
+        never retried) the BackendError."""
         try:
-            return self.client.request(method, url, json=payload, headers=headers)
+            return self.client.request(method, url, **body)
         except httpx.TimeoutException as exc:
             if last:
                 raise BackendTimeout(

@@ -88,17 +88,9 @@ class _Parser:
     def string(self) -> str:
         t = self.text
         q = t[self.i]
-        j = self.i + 1
-        while True:
-            k = t.find(q, j)
-            if k < 0:
-                raise self.fail("unterminated string")
-            backslashes = 0
-            while t[k - 1 - backslashes] == "\\":
-                backslashes += 1
-            if backslashes % 2 == 0:
-                break
-            j = k + 1
+        k = _string_end(t, q, self.i + 1)
+        if k < 0:
+            raise self.fail("unterminated string")
         raw = t[self.i : k + 1]
         self.i = k + 1
         try:
@@ -119,6 +111,25 @@ class _Parser:
         self.i = m.end()
         return m.group(0)
 
+    def closed(self, close: str) -> bool:
+        """Past blanks: True (and past it) when the container ends here."""
+        self.skip()
+        if self.i < len(self.text) and self.text[self.i] == close:
+            self.i += 1
+            return True
+        return False
+
+    def next_item(self, close: str) -> bool:
+        """After an item: True past a ``,`` (another item may follow), False past the
+        closing ``close``; anything else is an error."""
+        self.skip()
+        if self.i < len(self.text) and self.text[self.i] == ",":
+            self.i += 1
+            return True
+        if self.closed(close):
+            return False
+        raise self.fail(f"expected ',' or '{close}'")
+
     def value(self) -> Node:
         self.skip()
         t, start = self.text, self.i
@@ -128,11 +139,7 @@ class _Parser:
         if c == "{":
             node = Node(start, start, "object")
             self.i += 1
-            while True:
-                self.skip()
-                if self.i < len(t) and t[self.i] == "}":
-                    self.i += 1
-                    break
+            while not self.closed("}"):
                 kstart = self.i
                 key = self.key()
                 self.skip()
@@ -140,34 +147,16 @@ class _Parser:
                     raise self.fail("expected ':'")
                 self.i += 1
                 node.members.append(Member(key, kstart, self.value()))
-                self.skip()
-                if self.i < len(t) and t[self.i] == ",":
-                    self.i += 1
-                    continue
-                self.skip()
-                if self.i < len(t) and t[self.i] == "}":
-                    self.i += 1
+                if not self.next_item("}"):
                     break
-                raise self.fail("expected ',' or '}'")
             node.end = self.i
             return node
         if c == "[":
             self.i += 1
-            while True:
-                self.skip()
-                if self.i < len(t) and t[self.i] == "]":
-                    self.i += 1
-                    break
+            while not self.closed("]"):
                 self.value()
-                self.skip()
-                if self.i < len(t) and t[self.i] == ",":
-                    self.i += 1
-                    continue
-                self.skip()
-                if self.i < len(t) and t[self.i] == "]":
-                    self.i += 1
+                if not self.next_item("]"):
                     break
-                raise self.fail("expected ',' or ']'")
             return Node(start, self.i, "array")
         if c in self.quotes:
             self.string()
@@ -196,21 +185,28 @@ def loads(text: str, *, json5: bool = False) -> Any:
     return _decode_value(text, json5)
 
 
+def _string_end(text: str, quote: str, j: int) -> int:
+    """The index of the ``quote`` that closes a string whose body starts at ``j`` (one not
+    escaped by an odd run of backslashes); -1 when there is none."""
+    while True:
+        k = text.find(quote, j)
+        if k < 0:
+            return k
+        backslashes = 0
+        while text[k - 1 - backslashes] == "\\":
+            backslashes += 1
+        if backslashes % 2 == 0:
+            return k
+        j = k + 1
+
+
 def _strip(text: str) -> str:
     """Remove comments and trailing commas (outside strings)."""
     out, i, n = [], 0, len(text)
     while i < n:
         c = text[i]
         if c == '"':
-            j = i + 1
-            while True:
-                k = text.find('"', j)
-                bs = 0
-                while text[k - 1 - bs] == "\\":
-                    bs += 1
-                if bs % 2 == 0:
-                    break
-                j = k + 1
+            k = _string_end(text, '"', i + 1)
             out.append(text[i : k + 1])
             i = k + 1
         elif text.startswith("//", i):

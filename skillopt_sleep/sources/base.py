@@ -127,6 +127,27 @@ class Source(ABC):
         return 1
 
 
+def walk_files(
+    root: Path, names: Callable[[list[str], list[str]], Iterable[str]]
+) -> Iterator[Path]:
+    """Each file ``names(dirnames, filenames)`` picks in each folder of ``os.walk(root)`` (which
+    it may prune and order through ``dirnames``), as a Path."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in names(dirnames, filenames):
+            yield Path(os.path.join(dirpath, name))
+
+
+def ending(suffix: str) -> Callable[[list[str], list[str]], list[str]]:
+    """A ``names`` for :func:`walk_files`: every folder in name order, the files whose name
+    ends with ``suffix``, sorted."""
+
+    def names(dirnames: list[str], filenames: list[str]) -> list[str]:
+        dirnames.sort()
+        return [name for name in sorted(filenames) if name.endswith(suffix)]
+
+    return names
+
+
 def walk_paths(root: Path, names: Callable[[list[str], list[str]], Iterable[str]]) -> Iterator[str]:
     """The absolute path of every name ``names(dirnames, filenames)`` picks in each folder of
     ``os.walk(root)`` (which it may prune and order through ``dirnames``), as strings: what

@@ -42,7 +42,6 @@ contains :data:`~skillopt_sleep.sources.base.SELF_MARKER`.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -51,7 +50,7 @@ from typing import Any
 
 from skillopt_sleep.models import CapsuleItem, HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, walk_paths
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, walk_files, walk_paths
 from skillopt_sleep.sources.common import cap, json_records
 
 #: characters kept of a prompt / answer, and of a tool result excerpt
@@ -117,6 +116,16 @@ _INJECTED_PREFIXES = (
     ("Caveat: The messages below were generated", "injected"),
     ("This session is being continued from a previous conversation", "compact_summary"),
 )
+
+
+def _content_blocks(content: Any) -> list[dict[str, Any]]:
+    """A message's content as blocks: a plain string is one text block; non-dict list
+    items are dropped."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    return []
 
 
 def _str(value: Any) -> str | None:
@@ -209,9 +218,7 @@ class ClaudeCodeSource(Source):
         """Every ``*.jsonl`` below ``root`` except under ``tool-results/`` (sorted, so a parent
         transcript comes before its ``<session>/subagents/`` files). Entries are yielded by
         name; the ingester decides whether they are readable files."""
-        for dirpath, dirnames, filenames in os.walk(root):
-            for name in _transcripts(dirnames, filenames):
-                yield Path(os.path.join(dirpath, name))
+        return walk_files(root, _transcripts)
 
     def discover_paths(self, root: Path) -> Iterator[str]:
         return walk_paths(root, _transcripts)
@@ -323,23 +330,17 @@ class ClaudeCodeSource(Source):
             return
         texts: list[str] = []
         tools: list[str] = []
-        content = msg.get("content")
-        if isinstance(content, str):
-            texts.append(content)
-        elif isinstance(content, list):
-            for block in content:
-                if not isinstance(block, dict):
-                    continue
-                if block.get("type") == "text" and isinstance(block.get("text"), str):
-                    texts.append(block["text"])
-                elif block.get("type") == "tool_use" and isinstance(block.get("name"), str):
-                    tools.append(block["name"])
-                    seen = _seen_as(block["name"], block.get("input"), sess.project)
-                    if meta is not None and isinstance(block.get("id"), str) and seen:
-                        pending = meta.setdefault("tu", {})
-                        pending[block["id"]] = seen
-                        for old in list(pending)[:-PENDING_TOOLS]:
-                            del pending[old]
+        for block in _content_blocks(msg.get("content")):
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif block.get("type") == "tool_use" and isinstance(block.get("name"), str):
+                tools.append(block["name"])
+                seen = _seen_as(block["name"], block.get("input"), sess.project)
+                if meta is not None and isinstance(block.get("id"), str) and seen:
+                    pending = meta.setdefault("tu", {})
+                    pending[block["id"]] = seen
+                    for old in list(pending)[:-PENDING_TOOLS]:
+                        del pending[old]
         text = "\n".join(t.strip() for t in texts if t.strip())
         m = out.get(uid)
         if m is None:
@@ -363,24 +364,18 @@ class ClaudeCodeSource(Source):
         if not uid or not isinstance(msg, dict):
             skipped["no_uid"] += 1
             return
-        content = msg.get("content")
         texts: list[str] = []
         results: list[tuple[str, bool]] = []
         context: CapsuleItem | None = None
-        if isinstance(content, str):
-            texts.append(content)
-        elif isinstance(content, list):
-            for block in content:
-                if not isinstance(block, dict):
-                    continue
-                if block.get("type") == "text" and isinstance(block.get("text"), str):
-                    texts.append(block["text"])
-                elif block.get("type") == "tool_result":
-                    body, error = _block_text(block.get("content")), bool(block.get("is_error"))
-                    results.append((body, error))
-                    seen = meta.get("tu", {}).pop(str(block.get("tool_use_id")), None)
-                    if context is None and seen and not error:
-                        context = _capsule_item(seen, body)
+        for block in _content_blocks(msg.get("content")):
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif block.get("type") == "tool_result":
+                body, error = _block_text(block.get("content")), bool(block.get("is_error"))
+                results.append((body, error))
+                seen = meta.get("tu", {}).pop(str(block.get("tool_use_id")), None)
+                if context is None and seen and not error:
+                    context = _capsule_item(seen, body)
         ts = _str(rec.get("timestamp"))
         if results:
             excerpt = "\n".join(r[0] for r in results)

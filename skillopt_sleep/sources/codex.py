@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -50,8 +49,8 @@ from typing import Any
 
 from skillopt_sleep.models import CapsuleItem, HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, walk_paths
-from skillopt_sleep.sources.common import as_dict, cap, json_records
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, walk_files, walk_paths
+from skillopt_sleep.sources.common import as_dict, blocks_text, cap, json_records
 
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
@@ -116,17 +115,7 @@ def clean_user_text(text: str) -> str | None:
 
 
 def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    parts = []
-    for b in content if isinstance(content, list) else []:
-        if (
-            isinstance(b, dict)
-            and isinstance(b.get("text"), str)
-            and not _IMAGE_TAG.match(b["text"].strip())
-        ):
-            parts.append(b["text"])
-    return "\n".join(parts)
+    return blocks_text(content, lambda b: not _IMAGE_TAG.match(b["text"].strip()))
 
 
 def _tool_output(payload: dict) -> tuple[str, bool]:
@@ -179,9 +168,7 @@ class CodexSource(Source):
     def discover(self, root: Path) -> Iterator[Path]:
         """``rollout-*.jsonl`` and ``rollout-*.jsonl.zst`` below ``root``, sorted; a ``.zst``
         is skipped when the plain file is there too."""
-        for dirpath, dirnames, filenames in os.walk(root):
-            for name in _rollouts(dirnames, filenames):
-                yield Path(os.path.join(dirpath, name))
+        return walk_files(root, _rollouts)
 
     def discover_paths(self, root: Path) -> Iterator[str]:
         return walk_paths(root, _rollouts)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import stat
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
@@ -146,6 +148,19 @@ def json_records(
         yield rec
 
 
+def stat_signature(files: Iterable[Path]) -> str:
+    """A hash of the files' paths, sizes and modification times (a missing file counts as
+    such): what changes when a snapshot source's data may have."""
+    h = hashlib.sha256()
+    for f in files:
+        try:
+            st = f.stat()
+            h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+        except OSError:
+            h.update(f"{f}:-\n".encode())
+    return h.hexdigest()
+
+
 #: the longest prompt or answer text kept, and the longest tool-result excerpt
 MAX_TEXT = 20_000
 TOOL_EXCERPT = 400
@@ -155,14 +170,8 @@ def prompt_message(
     uid: str, ts: str | None, text: str, *, side: bool = False, limit: int = MAX_TEXT
 ) -> HarvestedMessage:
     """A user's prompt, cleaned and capped."""
-    return HarvestedMessage(
-        uid=uid,
-        role="user",
-        kind="prompt",
-        timestamp=ts,
-        is_sidechain=side,
-        text=cap(clean(text), limit),
-    )
+    text = cap(clean(text), limit)
+    return HarvestedMessage(uid=uid, role="user", timestamp=ts, is_sidechain=side, text=text)
 
 
 def answer_message(
@@ -175,15 +184,8 @@ def answer_message(
     limit: int = MAX_TEXT,
 ) -> HarvestedMessage:
     """An assistant's answer, cleaned and capped, with the names of the tools it called."""
-    return HarvestedMessage(
-        uid=uid,
-        role="assistant",
-        kind="answer",
-        timestamp=ts,
-        is_sidechain=side,
-        text=cap(clean(text), limit),
-        tool_names=tools,
-    )
+    msg = prompt_message(uid, ts, text, side=side, limit=limit)
+    return msg.model_copy(update={"role": "assistant", "kind": "answer", "tool_names": tools})
 
 
 def tool_message(
@@ -196,6 +198,7 @@ def tool_message(
     limit: int = TOOL_EXCERPT,
 ) -> HarvestedMessage:
     """A tool's result, as a redacted excerpt."""
+    text = clean_excerpt(excerpt, limit)
     return HarvestedMessage(
         uid=uid,
         role="user",
@@ -203,7 +206,7 @@ def tool_message(
         timestamp=ts,
         is_sidechain=side,
         is_error=is_error,
-        text=clean_excerpt(excerpt, limit),
+        text=text,
     )
 
 
@@ -217,19 +220,22 @@ def add_tool_name(tools: list[str], name: Any) -> None:
 PI_INJECTED_ROLES = ("custom", "branchSummary", "compactionSummary")
 
 
-def pi_text(content: Any) -> str:
-    """The text of a Pi-format message's ``content``: a string, or its ``text`` blocks joined."""
+def blocks_text(content: Any, keep: Callable[[dict[str, Any]], bool]) -> str:
+    """A message ``content``'s text: a string as it is, else the ``text`` of the blocks
+    ``keep`` picks, joined by lines."""
     if isinstance(content, str):
         return content
-    parts = []
-    for block in content if isinstance(content, list) else []:
-        if (
-            isinstance(block, dict)
-            and block.get("type") == "text"
-            and isinstance(block.get("text"), str)
-        ):
-            parts.append(block["text"])
-    return "\n".join(parts)
+    blocks = content if isinstance(content, list) else []
+    return "\n".join(
+        b["text"]
+        for b in blocks
+        if isinstance(b, dict) and isinstance(b.get("text"), str) and keep(b)
+    )
+
+
+def pi_text(content: Any) -> str:
+    """The text of a Pi-format message's ``content``: a string, or its ``text`` blocks joined."""
+    return blocks_text(content, lambda b: b.get("type") == "text")
 
 
 def pi_message(

@@ -149,12 +149,7 @@ class DevinSource(Source):
         ) or _db_cwd(path, key)
         if isinstance(doc.get("title"), str):
             sess.title = clean(doc["title"])[:200]
-        turns = _Turns(sess, skipped)
-        for n, step in enumerate(doc["steps"]):
-            if not isinstance(step, dict):
-                skipped["bad_step"] += 1
-                continue
-            turns.step(f"{key}:{step.get('step_id', n)}", step)
+        _Turns(sess, skipped).walk(key, doc["steps"], steps=True)
         return sess
 
     def _projection(self, path: Path, doc: dict, skipped: Counter) -> HarvestedSession:
@@ -170,12 +165,7 @@ class DevinSource(Source):
             sess.model = row["model"]
         if isinstance(row.get("title"), str):
             sess.title = clean(row["title"])[:200]
-        turns = _Turns(sess, skipped)
-        for n, node in enumerate(doc["nodes"]):
-            if not isinstance(node, dict):
-                skipped["bad_node"] += 1
-                continue
-            turns.node(f"{key}:{node.get('message_id') or node.get('node_id') or n}", node)
+        _Turns(sess, skipped).walk(key, doc["nodes"], steps=False)
         return sess
 
 
@@ -208,6 +198,16 @@ class _Turns:
                 return True
             self.seen_requests.add(rid)
         return False
+
+    def walk(self, key: str, items: list[Any], *, steps: bool) -> None:
+        """ATIF ``steps`` (``steps``) or projection ``nodes``, each with its uid."""
+        for n, item in enumerate(items):
+            if not isinstance(item, dict):
+                self.skipped["bad_step" if steps else "bad_node"] += 1
+            elif steps:
+                self.step(f"{key}:{item.get('step_id', n)}", item)
+            else:
+                self.node(f"{key}:{item.get('message_id') or item.get('node_id') or n}", item)
 
     def step(self, uid: str, step: dict[str, Any]) -> None:
         """One ATIF step: a user prompt, or an agent answer with its observations."""

@@ -36,8 +36,6 @@ JSONL files of older builds, which keep none) is not marked.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -45,8 +43,14 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_sleep.redact import decode
-from skillopt_sleep.sources.base import ParseResult, ReadMode, Source
-from skillopt_sleep.sources.common import BadRecord, PiSession, loads, parse_pi_lines
+from skillopt_sleep.sources.base import ParseResult, ReadMode, Source, ending, walk_files
+from skillopt_sleep.sources.common import (
+    BadRecord,
+    PiSession,
+    loads,
+    parse_pi_lines,
+    stat_signature,
+)
 
 DB_NAME = "openclaw-agent.sqlite"
 #: an event's size cap in the database (``event_utf8_bytes`` is at most 4 MiB)
@@ -136,11 +140,7 @@ class OpenClawSource(Source):
             db = agent / "agent" / DB_NAME
             if db.is_file():
                 yield db
-            for dirpath, dirnames, filenames in os.walk(agent / "sessions"):
-                dirnames.sort()
-                for name in sorted(filenames):
-                    if name.endswith(".jsonl"):
-                        yield Path(dirpath) / name
+            yield from walk_files(agent / "sessions", ending(".jsonl"))
 
     def read_mode(self, path: Path) -> ReadMode:
         return "jsonl" if path.suffix == ".jsonl" else "snapshot"
@@ -151,14 +151,7 @@ class OpenClawSource(Source):
 
     # SQLite (2026.9.x) -----------------------------------------------------------
     def signature(self, path: Path) -> str:
-        h = hashlib.sha256()
-        for f in (path, Path(f"{path}-wal")):
-            try:
-                st = f.stat()
-                h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-            except OSError:
-                h.update(f"{f}:-\n".encode())
-        return h.hexdigest()
+        return stat_signature((path, Path(f"{path}-wal")))
 
     def count_sessions(self, path: Path) -> int:
         if path.suffix == ".jsonl":

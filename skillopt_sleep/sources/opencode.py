@@ -43,9 +43,7 @@ is marked.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import sqlite3
 import time
 from collections import Counter
@@ -55,7 +53,7 @@ from typing import Any
 
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean
-from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source
+from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, ending, walk_files
 from skillopt_sleep.sources.common import (
     BadRecord,
     add_tool_name,
@@ -65,6 +63,7 @@ from skillopt_sleep.sources.common import (
     ms_to_iso,
     prompt_message,
     read_regular,
+    stat_signature,
     tool_message,
 )
 
@@ -263,11 +262,7 @@ class OpenCodeSource(Source):
         top = root / "storage" / "session" if (root / "storage").is_dir() else root / "session"
         if not top.is_dir() and root.name == "session":
             top = root
-        for dirpath, dirnames, filenames in os.walk(top):
-            dirnames.sort()
-            for name in sorted(filenames):
-                if name.endswith(".json"):
-                    yield Path(dirpath) / name
+        yield from walk_files(top, ending(".json"))
 
     def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
         """Not line based: everything goes through :meth:`read_snapshot`."""
@@ -277,18 +272,9 @@ class OpenCodeSource(Source):
 
     # ------------------------------------------------------------------ snapshots
     def signature(self, path: Path) -> str:
-        h = hashlib.sha256()
         if path.name == DB_NAME or path.suffix == ".db":
-            files = [path, Path(f"{path}-wal")]
-        else:
-            files = [path, *self._tree_files(path)]
-        for f in files:
-            try:
-                st = f.stat()
-                h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-            except OSError:
-                h.update(f"{f}:-\n".encode())
-        return h.hexdigest()
+            return stat_signature((path, Path(f"{path}-wal")))
+        return stat_signature((path, *self._tree_files(path)))
 
     def read_snapshot(self, path: Path, state: dict) -> ParseResult:
         if path.name == DB_NAME or path.suffix == ".db":

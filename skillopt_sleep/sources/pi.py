@@ -34,12 +34,11 @@ between the header's and the first prompt's timestamps differs, which is no sign
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from skillopt_sleep.sources.base import ParseResult, Source
+from skillopt_sleep.sources.base import ParseResult, Source, ending, walk_files
 from skillopt_sleep.sources.common import parse_pi_lines
 
 _UUID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", re.I)
@@ -58,11 +57,7 @@ class PiSource(Source):
 
     def discover(self, root: Path) -> Iterator[Path]:
         """Every ``*.jsonl`` below ``root`` (one folder per working directory), sorted."""
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames.sort()
-            for name in sorted(filenames):
-                if name.endswith(".jsonl"):
-                    yield Path(dirpath) / name
+        return walk_files(root, ending(".jsonl"))
 
     def parse(self, path: Path, lines: Iterable[bytes], state: dict) -> ParseResult:
         st = dict(state) if state else {}

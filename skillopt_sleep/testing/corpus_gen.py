@@ -29,6 +29,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from skillopt_sleep.testing.sessions import codex_answer
+
 #: the default end of the 30-day window the sessions lie in
 END = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 
@@ -465,15 +467,7 @@ class _CodexFile:
         for _ in range(rng.randrange(1, 8)):
             self.command_round(turn)
         answer = g.prose_text(rng.randrange(100, 1500))
-        rec("event_msg", {"type": "agent_message", "message": answer})
-        rec(
-            "response_item",
-            {
-                "type": "message",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": answer}],
-            },
-        )
+        codex_answer(rec, answer)
         rec("event_msg", {"type": "task_complete", "last_agent_message": answer})
         self.messages += 1
 

@@ -104,20 +104,22 @@ def write_codex_session(
         )
         rec("event_msg", {"type": "user_message", "message": text, "images": []})
 
-    def assistant(text: str) -> None:
-        rec("event_msg", {"type": "agent_message", "message": text})
-        rec(
-            "response_item",
-            {
-                "type": "message",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": text}],
-            },
-        )
-
-    _play(turns, user, assistant)
+    _play(turns, user, lambda text: codex_answer(rec, text))
     _write_jsonl(path, lines)
     return path
+
+
+def codex_answer(rec: Callable[[str, dict[str, Any]], None], text: str) -> None:
+    """The two lines of a Codex answer: the ``agent_message`` event and the response item."""
+    rec("event_msg", {"type": "agent_message", "message": text})
+    rec(
+        "response_item",
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": text}],
+        },
+    )
 
 
 def _codex_header(

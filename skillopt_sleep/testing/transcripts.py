@@ -145,16 +145,21 @@ def _base_env(home: Path, path: str) -> dict[str, str]:
     }
 
 
-def _claude(
-    home: Path,
-    project: Path,
-    url: str,
-    exe: str,
-    path: str,
-    turns: list[str],
-    tools: bool,
-    timeout: float,
-) -> str:
+@dataclass
+class _Run:
+    """What every run of a CLI needs: its HOME, working directory, the simulator's URL, the
+    executable, the PATH it runs with, and the time one turn may take."""
+
+    home: Path
+    project: Path
+    url: str
+    exe: str
+    path: str
+    timeout: float
+
+
+def _claude(r: _Run, turns: list[str], tools: bool) -> str:
+    home, project, url, exe, path, timeout = r.home, r.project, r.url, r.exe, r.path, r.timeout
     env = _base_env(home, path)
     env.update(
         {
@@ -188,16 +193,8 @@ def _claude(
     return session
 
 
-def _codex(
-    home: Path,
-    project: Path,
-    url: str,
-    exe: str,
-    path: str,
-    turns: list[str],
-    tools: bool,
-    timeout: float,
-) -> str:
+def _codex(r: _Run, turns: list[str], tools: bool) -> str:
+    home, project, url, exe, path, timeout = r.home, r.project, r.url, r.exe, r.path, r.timeout
     env = _base_env(home, path)
     env.update({"CODEX_HOME": str(home / ".codex"), "SIM_API_KEY": API_KEY})
     (home / ".codex").mkdir(parents=True, exist_ok=True)
@@ -237,16 +234,8 @@ def _codex(
     return session
 
 
-def _copilot(
-    home: Path,
-    project: Path,
-    url: str,
-    exe: str,
-    path: str,
-    turns: list[str],
-    tools: bool,
-    timeout: float,
-) -> str:
+def _copilot(r: _Run, turns: list[str], tools: bool) -> str:
+    home, project, url, exe, path, timeout = r.home, r.project, r.url, r.exe, r.path, r.timeout
     env = _base_env(home, path)
     env.update(
         {
@@ -321,9 +310,8 @@ def build_transcripts(
             conversations["replay"] = REPLAY
         with serve(persona_for(cli), api_key=API_KEY) as sim:
             for name, turns in conversations.items():
-                result.sessions[name] = _RUNNERS[cli](
-                    home, project, sim.url, exe, path, turns, name == "tool", timeout
-                )
+                run = _Run(home, project, sim.url, exe, path, timeout)
+                result.sessions[name] = _RUNNERS[cli](run, turns, name == "tool")
         result.files = (
             sorted(p for p in root.rglob("*") if p.is_file() and p.suffix == ".jsonl")
             if root.exists()
