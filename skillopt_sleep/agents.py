@@ -208,6 +208,10 @@ class Agent:
     sources: tuple[str, ...] = ()
     #: exec backend name (``backends``) that replays through this agent; None: no exec backend
     backend: str | None = None
+    #: how to install its CLI, shown when the executable is missing
+    install_hint: str = ""
+    #: what to tell a user whose credentials for its CLI are missing or rejected
+    login_fix: str = ""
     #: install plan key (``skillopt-sleep install <key>``, the folder ``plugins/<key>``, the
     #: install record ``<state>/install/<key>-…``); None: no shell to install
     install: str | None = None
@@ -334,6 +338,11 @@ AGENTS: tuple[Agent, ...] = (
         env_vars=("CLAUDE_CONFIG_DIR",),
         sources=("claude_code",),
         backend="claude_code",
+        install_hint="npm install -g @anthropic-ai/claude-code",
+        login_fix=(
+            "run `claude auth login`, or set `api_key_env` in the backend config to a "
+            "variable holding an Anthropic API key"
+        ),
         install="claude-code",
         skills_subdir="skills",
         user_memory=("CLAUDE.md",),
@@ -359,6 +368,11 @@ AGENTS: tuple[Agent, ...] = (
         env_vars=("CODEX_HOME",),
         sources=("codex",),
         backend="codex",
+        install_hint="npm install -g @openai/codex",
+        login_fix=(
+            "run `codex login`, or set `api_key_env` in the backend config to a variable "
+            "holding the API key"
+        ),
         install="codex",
         skills_subdir="skills",
         user_memory=("AGENTS.md",),
@@ -381,6 +395,11 @@ AGENTS: tuple[Agent, ...] = (
         env_vars=("COPILOT_HOME", "VSCODE_APPDATA", "VSCODE_PORTABLE", "XDG_CONFIG_HOME"),
         sources=("copilot_cli", "copilot_vscode"),
         backend="copilot",
+        install_hint="npm install -g @github/copilot",
+        login_fix=(
+            "run `copilot login` (or `/login` in copilot), or for a custom provider set "
+            "`api_key_env` in the backend config"
+        ),
         install="copilot",
         skills_subdir="skills",
         user_memory=("copilot-instructions.md",),
@@ -427,6 +446,11 @@ AGENTS: tuple[Agent, ...] = (
         env_vars=("XDG_CONFIG_HOME", "XDG_DATA_HOME"),
         sources=("opencode",),
         backend="opencode",
+        install_hint="npm install -g opencode-ai",
+        login_fix=(
+            "run `opencode auth login`, or set `api_key_env` in the backend config to a variable "
+            "holding the API key"
+        ),
         install="opencode",
         skills_subdir="skills",
         user_memory=("AGENTS.md",),
@@ -448,6 +472,11 @@ AGENTS: tuple[Agent, ...] = (
         env_vars=("PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR"),
         sources=("pi",),
         backend="pi",
+        install_hint="npm install -g @mariozechner/pi-coding-agent",
+        login_fix=(
+            "run `pi` and `/login`, or set `api_key_env` in the backend config to a variable "
+            "holding the API key"
+        ),
         install="pi",
         skills_subdir="skills",
         user_memory=("AGENTS.md",),
@@ -479,6 +508,11 @@ AGENTS: tuple[Agent, ...] = (
         ),
         sources=("openclaw",),
         backend="openclaw",
+        install_hint="npm install -g openclaw (on Node >= 24.16)",
+        login_fix=(
+            "configure a model provider in ~/.openclaw/openclaw.json (`openclaw onboard`), or set "
+            "`base_url` and `api_key_env` in the backend config"
+        ),
         install="openclaw",
         skills_subdir="skills",
         user_memory=("workspace/AGENTS.md",),

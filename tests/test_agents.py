@@ -98,14 +98,17 @@ def test_sources_and_backends_map_back_to_their_agent() -> None:
 
 def test_exec_backends_are_the_registry_agents_with_their_executable() -> None:
     from skillopt_sleep.backends import REGISTRY
+    from skillopt_sleep.config import BackendConfig
 
     exec_backends = {a.backend: a for a in AGENTS if a.backend}
     assert set(exec_backends) <= set(KNOWN_BACKENDS) and set(exec_backends) <= set(REGISTRY)
     for name, agent in exec_backends.items():
         module, cls = REGISTRY[name].split(":")
         backend = getattr(importlib.import_module(module), cls)
-        assert backend.name == name
-        assert backend.executable_name == agent.executable
+        assert backend.name == name and backend.agent == agent.name
+        made = backend(BackendConfig(name=name))
+        assert made.executable_name == agent.executable
+        assert made.install_hint.startswith("npm install -g ") and made.login_fix
     # every other backend is a model API, not an agent
     assert {b for b in KNOWN_BACKENDS if agent_of_backend(b) is None} == {
         "openai_compatible",

@@ -352,12 +352,6 @@ class CallSetup:
 class ExecBackend(Backend):
     """An agent CLI as a backend. Subclasses define the command line and the output parser."""
 
-    #: the CLI's default executable name
-    executable_name: str = ""
-    #: the install command shown when the executable is missing
-    install_hint: str = ""
-    #: what to tell a user whose credentials are missing or rejected
-    login_fix: str = ""
     #: sleep between retries (seconds, doubled each attempt); tests shorten it
     base_delay: float = 1.0
 
@@ -385,6 +379,22 @@ class ExecBackend(Backend):
 
     #: the agent (registry name) this CLI is; a placement for it goes where it loads files
     agent: str = ""
+
+    # the agent's CLI as the registry names it (agents.py: one home for an agent's facts)
+    @property
+    def executable_name(self) -> str:
+        """The CLI's default executable name."""
+        return agents.get_agent(self.agent).executable or self.name
+
+    @property
+    def install_hint(self) -> str:
+        """The install command shown when the executable is missing."""
+        return agents.get_agent(self.agent).install_hint
+
+    @property
+    def login_fix(self) -> str:
+        """What to tell a user whose credentials are missing or rejected."""
+        return agents.get_agent(self.agent).login_fix
 
     def placed(self, request: CompletionRequest) -> Placement | None:
         """The request's placement when it is for this CLI's agent (else None: the document,

@@ -76,12 +76,6 @@ class ClaudeCodeBackend(ExecBackend):
     name = "claude_code"
     skill_tools = (SKILL_TOOL,)
     agent = "claude_code"
-    executable_name = "claude"
-    install_hint = "npm install -g @anthropic-ai/claude-code"
-    login_fix = (
-        "run `claude auth login`, or set `api_key_env` in the backend config to a "
-        "variable holding an Anthropic API key"
-    )
 
     def build(
         self, request: CompletionRequest, executable: str, cwd: Path, scratch: Path

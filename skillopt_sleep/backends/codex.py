@@ -157,12 +157,6 @@ class CodexBackend(ExecBackend):
     #: a skill replay reports a read of the placed SKILL.md as this tool (see the module doc)
     skill_tools = (SKILL_TOOL,)
     skill_replays = "skill-shell-offered"
-    executable_name = "codex"
-    install_hint = "npm install -g @openai/codex"
-    login_fix = (
-        "run `codex login`, or set `api_key_env` in the backend config to a variable "
-        "holding the API key"
-    )
 
     def build(
         self, request: CompletionRequest, executable: str, cwd: Path, scratch: Path

@@ -87,12 +87,6 @@ class CopilotBackend(ExecBackend):
     name = "copilot"
     skill_tools = (SKILL_TOOL,)
     agent = "copilot"
-    executable_name = "copilot"
-    install_hint = "npm install -g @github/copilot"
-    login_fix = (
-        "run `copilot login` (or `/login` in copilot), or for a custom provider set "
-        "`api_key_env` in the backend config"
-    )
 
     def build(
         self, request: CompletionRequest, executable: str, cwd: Path, scratch: Path

@@ -79,12 +79,6 @@ _STATUS = re.compile(r"\b([45]\d\d)\b")
 class OpenClawBackend(ExecBackend):
     name = "openclaw"
     agent = "openclaw"
-    executable_name = "openclaw"
-    install_hint = "npm install -g openclaw (on Node >= 24.16)"
-    login_fix = (
-        "configure a model provider in ~/.openclaw/openclaw.json (`openclaw onboard`), or set "
-        "`base_url` and `api_key_env` in the backend config"
-    )
 
     def _config(self, cwd: Path, model: str | None) -> dict[str, Any]:
         """The call's ``openclaw.json``: the simulator-style provider with ``base_url``, else

@@ -86,12 +86,6 @@ QUIET_ENV = {
 class OpenCodeBackend(ExecBackend):
     name = "opencode"
     agent = "opencode"
-    executable_name = "opencode"
-    install_hint = "npm install -g opencode-ai"
-    login_fix = (
-        "run `opencode auth login`, or set `api_key_env` in the backend config to a variable "
-        "holding the API key"
-    )
 
     def _sandbox(self, scratch: Path, copy_auth: bool) -> tuple[Path, Path]:
         """Throw-away XDG config and data folders; the user's config files and login copied

@@ -82,12 +82,6 @@ _STATUS = re.compile(r"^\s*(\d{3})\b")
 class PiBackend(ExecBackend):
     name = "pi"
     agent = "pi"
-    executable_name = "pi"
-    install_hint = "npm install -g @mariozechner/pi-coding-agent"
-    login_fix = (
-        "run `pi` and `/login`, or set `api_key_env` in the backend config to a variable "
-        "holding the API key"
-    )
 
     def build(
         self, request: CompletionRequest, executable: str, cwd: Path, scratch: Path
