@@ -77,7 +77,7 @@ from skillopt_sleep.results import (
     load_report_json,
 )
 from skillopt_sleep.store import Store, now_iso
-from skillopt_sleep.store.proposals import block_of
+from skillopt_sleep.store.proposals import AdoptionRow, ProposalRow, block_of
 
 ADOPTION_RECORD = "adoption.json"  # in the proposal's folder: what adopt created (folders)
 #: in the proposal's folder from the moment adopt records the adoption until the live file is
@@ -212,17 +212,17 @@ def allowed(
     return Roots(tuple(files), agent=agent, kind=kind, links=tuple(dict.fromkeys(links)))
 
 
-def _report_data(row: dict[str, Any]) -> dict[str, Any] | None:
+def _report_data(row: ProposalRow) -> dict[str, Any] | None:
     """The proposal's ``report.json`` as JSON, None when missing or unreadable."""
     try:
-        data = json.loads((Path(row["dir"]) / "report.json").read_text("utf-8"))
+        data = json.loads((Path(row.dir) / "report.json").read_text("utf-8"))
     except (OSError, ValueError, TypeError, KeyError):
         return None
     return data if isinstance(data, dict) else None
 
 
 def document_of(
-    row: dict[str, Any],
+    row: ProposalRow,
     report: dict[str, Any] | None = None,
     *,
     env: Mapping[str, str] | None = None,
@@ -237,8 +237,8 @@ def document_of(
     that is no agent's document is ``path``. ProposalError (one line, nothing written) when
     the row, the report and the copy disagree, or the report of a row that records them
     cannot be read."""
-    pid = row.get("id")
-    agent, kind = row.get("agent") or "", row.get("kind") or ""
+    pid = row.id
+    agent, kind = row.agent or "", row.kind or ""
     if report is None:
         report = _report_data(row)
     summary = (report or {}).get("summary") or {}
@@ -262,7 +262,7 @@ def document_of(
         hint = copy_for or (delivery.get("agent") if isinstance(delivery, dict) else None)
         try:
             found = agents.document_of(
-                row.get("target_path") or "",
+                row.target_path or "",
                 prefer=hint or None,
                 only=bool(hint),
                 env=env,
@@ -279,11 +279,11 @@ def document_of(
     return agent, kind
 
 
-def _night_projects(store: Store, rows: Iterable[dict[str, Any]]) -> list[str]:
+def _night_projects(store: Store, rows: Iterable[ProposalRow]) -> list[str]:
     """The projects the nights of the proposals ``rows`` ran for."""
     projects = []
     for row in rows:
-        night = store.nights.get(int(row.get("night_id") or 0)) if row else None
+        night = store.nights.get(int(row.night_id or 0)) if row else None
         if night and night.get("project"):
             projects.append(night["project"])
     return projects
@@ -291,7 +291,7 @@ def _night_projects(store: Store, rows: Iterable[dict[str, Any]]) -> list[str]:
 
 def confine(
     store: Store,
-    row: dict[str, Any],
+    row: ProposalRow,
     target: Path | str,
     what: str,
     settings: Settings | None = None,
@@ -309,7 +309,7 @@ def check_target(store: Store, target: str, settings: Settings | None = None) ->
     """ProposalError unless ``target`` (a path some proposal names) lies where adopt may
     write the document of the proposals naming it (:func:`confine`): what reads a managed
     document for an agent (MCP ``get_skill``) reads no other file."""
-    rows = [r for r in store.proposals.all() if r.get("target_path") == target]
+    rows = [r for r in store.proposals.all() if r.target_path == target]
     if not rows:
         raise ProposalError(
             f"refusing the document {target}: no proposal names it; nothing was read"
@@ -318,20 +318,20 @@ def check_target(store: Store, target: str, settings: Settings | None = None) ->
         confine(store, row, target, "the document", settings)
 
 
-def _verify_staged(row: dict[str, Any], text: str) -> None:
+def _verify_staged(row: ProposalRow, text: str) -> None:
     """ProposalError unless the staged document ``text`` and the proposal's report.json are
     what the row recorded: the document's ``new_hash``, the report's ``report_hash`` (rows
     staged before m011 have none), and the report's target and hashes equal the row's."""
-    pid = row["id"]
-    if sha256_text(text) != (row.get("new_hash") or ""):
+    pid = row.id
+    if sha256_text(text) != (row.new_hash or ""):
         raise ProposalError(
             f"proposal {pid}: the staged document does not match its recorded hash (it was "
             "changed after the night staged it); nothing was written"
         )
-    recorded = row.get("report_hash") or ""
+    recorded = row.report_hash or ""
     if recorded:  # staged since m011: the report's whole text, not only three of its fields
         try:
-            report_text = (Path(row["dir"]) / "report.json").read_text("utf-8")
+            report_text = (Path(row.dir) / "report.json").read_text("utf-8")
         except (OSError, UnicodeDecodeError):
             report_text = None
         if report_text is None or sha256_text(report_text) != recorded:
@@ -344,7 +344,7 @@ def _verify_staged(row: dict[str, Any], text: str) -> None:
         report.get("new_hash"),
         report.get("base_hash"),
         report.get("target"),
-    ) != (row.get("new_hash"), row.get("base_hash"), row.get("target_path")):
+    ) != (row.new_hash, row.base_hash, row.target_path):
         raise ProposalError(
             f"proposal {pid}: its record and its report.json disagree on the target or the "
             "hashes (one was changed after the night); nothing was written"
@@ -459,18 +459,18 @@ def _hash_bytes(data: bytes | None) -> str:
     return "" if data is None else sha256_text(data.decode("utf-8", "surrogateescape"))
 
 
-def get_proposal(store: Store, proposal_id: str) -> dict[str, Any]:
+def get_proposal(store: Store, proposal_id: str) -> ProposalRow:
     row = store.proposals.get(proposal_id)
     if not row:
-        known = [r["id"] for r in store.proposals.all(limit=5)]
+        known = [r.id for r in store.proposals.all(limit=5)]
         hint = f"; recent: {', '.join(known)}" if known else "; there are no proposals yet"
         raise ProposalError(f"no proposal {proposal_id!r}{hint}")
     return row
 
 
 def list_proposals(store: Store, status: str | None = None) -> list[dict[str, Any]]:
-    """Proposal rows, newest first; ``summary`` decoded from its JSON column."""
-    rows = store.proposals.all(status)
+    """Proposal rows (as dicts), newest first; ``summary`` decoded from its JSON column."""
+    rows = [r.as_dict() for r in store.proposals.all(status)]
     for row in rows:
         try:
             row["summary"] = json.loads(row.get("summary") or "{}")
@@ -479,14 +479,14 @@ def list_proposals(store: Store, status: str | None = None) -> list[dict[str, An
     return rows
 
 
-def load_report(row: dict[str, Any]) -> ProposalReport:
+def load_report(row: ProposalRow) -> ProposalReport:
     """The proposal's ``report.json``, typed. Raises ProposalError (one line) when it is
     missing, unreadable or not a report this version reads."""
-    where = f"proposal {row['id']}: report.json"
+    where = f"proposal {row.id}: report.json"
     try:
-        text = (Path(row["dir"]) / "report.json").read_text("utf-8")
+        text = (Path(row.dir) / "report.json").read_text("utf-8")
     except OSError as exc:
-        raise ProposalError(f"proposal {row['id']}: report unreadable ({exc})") from None
+        raise ProposalError(f"proposal {row.id}: report unreadable ({exc})") from None
     try:
         return load_report_json(text, where)
     except ValueError as exc:
@@ -498,20 +498,20 @@ def load_report(row: dict[str, Any]) -> ProposalReport:
 ADOPTABLE = ("staged", "rolled_back")
 
 
-def report_markdown(row: dict[str, Any]) -> str:
+def report_markdown(row: ProposalRow) -> str:
     """The proposal's ``report.md`` as it stands now: a proposal that is no longer staged says
     so where the staged report says how to adopt it. Raises ProposalError when unreadable."""
     try:
-        text = (Path(row["dir"]) / "report.md").read_text("utf-8")
+        text = (Path(row.dir) / "report.md").read_text("utf-8")
     except OSError as exc:
         raise ProposalError(
-            f"proposal {row['id']}: report unreadable ({exc.strerror or exc})"
+            f"proposal {row.id}: report unreadable ({exc.strerror or exc})"
         ) from None
-    if row.get("status") not in ADOPTABLE:
-        why = f" ({row['reason']})" if row.get("reason") else ""
+    if row.status not in ADOPTABLE:
+        why = f" ({row.reason})" if row.reason else ""
         text = re.sub(
             r"(?m)^Adopt with `skillopt-sleep adopt [^\n]*$",
-            f"This proposal is {row.get('status')}{why}: it can no longer be adopted.",
+            f"This proposal is {row.status}{why}: it can no longer be adopted.",
             text,
             count=1,
         )
@@ -526,20 +526,18 @@ def agent_group(
     :mod:`skillopt_sleep.night.copies`, including copies a later night made of it),
     ``proposal_id``'s own first. ProposalError for an unknown proposal."""
     row = get_proposal(store, proposal_id)
-    summary = NightSummary.model_validate_json(row.get("summary") or "{}")
+    summary = NightSummary.model_validate_json(row.summary or "{}")
     head = summary.copy_of or proposal_id
     # a copy an earlier night staged and this night found unchanged ("same document as the
     # staged proposal p6-codex") is listed in this proposal's copies: it is one of the group
     listed = {c.proposal_id for c in summary.copies if c.proposal_id}
-    staged = [
-        r for status in statuses for r in store.proposals.all(status) if r["id"] != proposal_id
-    ]
+    staged = [r for status in statuses for r in store.proposals.all(status) if r.id != proposal_id]
     members = [
-        r["id"]
+        r.id
         for r in staged
-        if r["id"] == head
-        or r["id"] in listed
-        or NightSummary.model_validate_json(r.get("summary") or "{}").copy_of == head
+        if r.id == head
+        or r.id in listed
+        or NightSummary.model_validate_json(r.summary or "{}").copy_of == head
     ]
     return [proposal_id, *members]
 
@@ -548,7 +546,7 @@ def _withdraw_copies(store: Store, proposal_id: str, why: str) -> list[str]:
     """Reject the staged copies of ``proposal_id``'s rules for other agents (not the proposal
     itself, and nothing when it is itself a copy); their ids."""
     row = get_proposal(store, proposal_id)
-    if NightSummary.model_validate_json(row.get("summary") or "{}").copy_for:
+    if NightSummary.model_validate_json(row.summary or "{}").copy_for:
         return []
     copies = agent_group(store, proposal_id)[1:]
     for pid in copies:
@@ -556,20 +554,20 @@ def _withdraw_copies(store: Store, proposal_id: str, why: str) -> list[str]:
     return copies
 
 
-def _other_blocks_only(row: dict[str, Any], live: str | None, new: str | None = None) -> bool:
+def _other_blocks_only(row: ProposalRow, live: str | None, new: str | None = None) -> bool:
     """Whether the live text ``live`` differs from the proposal's base only in *other*
     managed blocks (another project's proposal adopted since): its own block (the hash its
     night recorded) and the user's own text (as in the staged document ``new``, read from the
     proposal's folder when None) are as the night saw them, so its block applies as is."""
     try:
-        summary = NightSummary.model_validate_json(row.get("summary") or "{}")
+        summary = NightSummary.model_validate_json(row.summary or "{}")
     except ValueError:
         return False
     if summary.block_hash is None or block_hash(live, summary.section) != summary.block_hash:
         return False
     if new is None:
         try:
-            new = (Path(row["dir"]) / "document").read_bytes().decode("utf-8")
+            new = (Path(row.dir) / "document").read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError):
             return False
     return outside_blocks(live) == outside_blocks(new)
@@ -592,20 +590,20 @@ def adopt_group(
     group = agent_group(store, proposal_id, ADOPTABLE)
     rows = [get_proposal(store, pid) for pid in group]
     for row in rows:
-        confine(store, row, row["target_path"], f"proposal {row['id']}'s target", settings)
+        confine(store, row, row.target_path, f"proposal {row.id}'s target", settings)
     if not force:
         for pid in group:
             row = get_proposal(store, pid)
-            if row["status"] not in ADOPTABLE:
-                raise ProposalError(f"proposal {pid} is {row['status']}, not staged")
-            live = _read_bytes(Path(row["target_path"]))
+            if row.status not in ADOPTABLE:
+                raise ProposalError(f"proposal {pid} is {row.status}, not staged")
+            live = _read_bytes(Path(row.target_path))
             try:
                 text = None if live is None else live.decode("utf-8")
             except UnicodeDecodeError:
                 text = ""  # adopt says why
-            if sha256_text(text) != row["base_hash"] and not _other_blocks_only(row, text):
+            if sha256_text(text) != row.base_hash and not _other_blocks_only(row, text):
                 raise ProposalError(
-                    f"{row['target_path']} changed since proposal {pid} was made; nothing was "
+                    f"{row.target_path} changed since proposal {pid} was made; nothing was "
                     "adopted (run a new night, or adopt the others one by one)"
                 )
     done: list[AdoptResult] = []
@@ -644,15 +642,15 @@ def adopt(
     """
     finish_unfinished(store)
     row = get_proposal(store, proposal_id)
-    if row["status"] not in ADOPTABLE:
-        raise ProposalError(f"proposal {proposal_id} is {row['status']}, not staged")
-    if base_hash is not None and base_hash != row["base_hash"]:
+    if row.status not in ADOPTABLE:
+        raise ProposalError(f"proposal {proposal_id} is {row.status}, not staged")
+    if base_hash is not None and base_hash != row.base_hash:
         raise ProposalError(
-            f"proposal {proposal_id}: base_hash does not match (expected {row['base_hash'][:12] or 'absent'})"
+            f"proposal {proposal_id}: base_hash does not match (expected {row.base_hash[:12] or 'absent'})"
         )
-    confine(store, row, row["target_path"], f"proposal {proposal_id}'s target", settings)
-    target = Path(row["target_path"])
-    folder = Path(row["dir"])
+    confine(store, row, row.target_path, f"proposal {proposal_id}'s target", settings)
+    target = Path(row.target_path)
+    folder = Path(row.dir)
     if not _inside(_real(folder), _real(paths.proposals_dir())):
         raise ProposalError(
             f"proposal {proposal_id}: its folder {folder} is not under "
@@ -681,8 +679,8 @@ def adopt(
     except DocumentError as exc:
         raise ProposalError(str(exc)) from None
     live_hash = sha256_text(live_text)
-    if live_hash != row["base_hash"]:
-        section = NightSummary.model_validate_json(row.get("summary") or "{}").section
+    if live_hash != row.base_hash:
+        section = NightSummary.model_validate_json(row.summary or "{}").section
         if not force and not _other_blocks_only(row, live_text, new_text):
             raise ProposalError(
                 f"{target} changed since proposal {proposal_id} was made; run "
@@ -706,7 +704,7 @@ def adopt(
     # the folders this write creates, recorded before it so that rollback removes exactly them
     written = Path(os.path.realpath(target)) if target.is_symlink() else target
     created = _missing_dirs(written)
-    record = Path(row["dir"]) / ADOPTION_RECORD
+    record = Path(row.dir) / ADOPTION_RECORD
     _write(
         record,
         json.dumps(
@@ -741,7 +739,7 @@ def adopt(
             store.proposals.set_status(proposal_id, "adopted", "")  # no stale reason
             # written before the commit: a kill between the commit and the live write
             # leaves it, and the next adopt or rollback undoes the record
-            marker = {"adoption_id": adoption_id, "previous_status": row["status"]}
+            marker = {"adoption_id": adoption_id, "previous_status": row.status}
             _write(folder / ADOPTING, json.dumps({"proposal_id": proposal_id, **marker}).encode())
         _write(target, new_text.encode("utf-8"))
         (folder / ADOPTING).unlink(missing_ok=True)
@@ -749,12 +747,14 @@ def adopt(
         if adoption_id is not None:
             with store.write():
                 store.adoptions.delete(adoption_id)
-                store.proposals.set_status(proposal_id, row["status"], row.get("reason") or "")
+                store.proposals.set_status(proposal_id, row.status, row.reason or "")
         _remove_empty_dirs(created)
         record.unlink(missing_ok=True)
         (folder / ADOPTING).unlink(missing_ok=True)
         raise
-    done = _adoption(store.adoptions.get(adoption_id) or {})
+    adopted = store.adoptions.get(adoption_id)
+    assert adopted is not None
+    done = _adoption(adopted)
     done.allowed_flagged = [f.text for f in flags]
     return done
 
@@ -777,21 +777,22 @@ def finish_unfinished(store: Store) -> list[str]:
             marker.unlink(missing_ok=True)
             continue
         a = store.adoptions.get(aid)
-        proposal = store.proposals.get(pid) or {}
+        proposal = store.proposals.get(pid)
         if (
             a is not None
-            and a["proposal_id"] == pid
-            and a["rolled_back_at"] is None
-            and proposal.get("status") == "adopted"
-            and Path(proposal.get("dir") or "") == marker.parent
+            and proposal is not None
+            and a.proposal_id == pid
+            and a.rolled_back_at is None
+            and proposal.status == "adopted"
+            and Path(proposal.dir or "") == marker.parent
         ):
-            target = Path(a["target_path"])
+            target = Path(a.target_path)
             try:  # a record that names a place the proposal may not write: left as it is
                 confine(store, proposal, target, "the interrupted adoption's target")
             except ProposalError:
                 continue
             live = _hash_bytes(_read_bytes(target))
-            if live != a["after_hash"] and live == a["before_hash"]:
+            if live != a.after_hash and live == a.before_hash:
                 previous = data.get("previous_status")
                 with store.write():
                     store.adoptions.delete(aid)
@@ -809,31 +810,32 @@ def finish_unfinished(store: Store) -> list[str]:
     return undone
 
 
-def _adoption(row: dict[str, Any]) -> AdoptResult:
+def _adoption(row: AdoptionRow) -> AdoptResult:
     return AdoptResult(
-        proposal_id=row["proposal_id"],
-        target_path=row["target_path"],
-        adopted_at=row["adopted_at"],
-        backup_path=row.get("backup_path") or "",
-        before_hash=row.get("before_hash") or "",
-        after_hash=row.get("after_hash") or "",
-        existed_before=bool(row.get("existed_before")),
+        proposal_id=row.proposal_id,
+        target_path=row.target_path,
+        adopted_at=row.adopted_at,
+        backup_path=row.backup_path or "",
+        before_hash=row.before_hash or "",
+        after_hash=row.after_hash or "",
+        existed_before=bool(row.existed_before),
     )
 
 
-def _created_dirs(store: Store, adoption: dict[str, Any]) -> list[str]:
+def _created_dirs(store: Store, adoption: AdoptionRow) -> list[str]:
     """The folders ``adoption`` created (deepest first), from the record adopt left in the
     proposal's folder. Without one (an adoption made by an older version) only the managed
     skill folder right above the file counts, as it did then."""
-    folder = (store.proposals.get(adoption["proposal_id"]) or {}).get("dir")
+    proposal = store.proposals.get(adoption.proposal_id)
+    folder = proposal.dir if proposal is not None else None
     if folder:
         try:
             data = json.loads((Path(folder) / ADOPTION_RECORD).read_text("utf-8"))
-            if data.get("target_path") == adoption["target_path"]:
+            if data.get("target_path") == adoption.target_path:
                 return [str(d) for d in data.get("created_dirs") or []]
         except (OSError, ValueError, AttributeError):
             pass
-    parent = Path(adoption["target_path"]).parent
+    parent = Path(adoption.target_path).parent
     return [str(parent)] if parent.name == SKILL_NAME else []
 
 
@@ -842,17 +844,17 @@ def reject(store: Store, proposal_id: str, reason: str = "") -> RejectResult:
     unknown or no longer staged proposal."""
     finish_unfinished(store)
     row = get_proposal(store, proposal_id)
-    if row["status"] != "staged":
-        raise ProposalError(f"proposal {proposal_id} is {row['status']}, not staged")
+    if row.status != "staged":
+        raise ProposalError(f"proposal {proposal_id} is {row.status}, not staged")
     store.proposals.set_status(proposal_id, "rejected", reason or "rejected by user")
     withdrawn = _withdraw_copies(
         store, proposal_id, f"rejected with {proposal_id}" + (f": {reason}" if reason else "")
     )
     row = get_proposal(store, proposal_id)
     return RejectResult(
-        proposal_id=row["id"],
-        status=row["status"],
-        reason=row["reason"] or "",
+        proposal_id=row.id,
+        status=row.status,
+        reason=row.reason or "",
         withdrawn=withdrawn,
     )
 
@@ -865,18 +867,18 @@ def lift_refusal(store: Store, proposal_id: str) -> RefusalLifted:
     ProposalError for an unknown proposal or one the user did not refuse."""
     finish_unfinished(store)
     row = get_proposal(store, proposal_id)
-    if row["status"] not in ("rejected", "rolled_back"):
+    if row.status not in ("rejected", "rolled_back"):
         raise ProposalError(
-            f"proposal {proposal_id} is {row['status']}: there is no refusal to lift (only a "
+            f"proposal {proposal_id} is {row.status}: there is no refusal to lift (only a "
             "rejected or rolled-back proposal has one)"
         )
     withdrawn = f"rejected with {proposal_id}"
     members = [row] + [
         r
         for r in _rules_group(store, proposal_id)
-        if row["status"] == "rejected"
-        and r["status"] == "rejected"
-        and (r.get("reason") or "").startswith(withdrawn)
+        if row.status == "rejected"
+        and r.status == "rejected"
+        and (r.reason or "").startswith(withdrawn)
     ]
     done: dict[str, str] = {}
     with store.write():
@@ -886,25 +888,25 @@ def lift_refusal(store: Store, proposal_id: str) -> RefusalLifted:
             # the one replaced
             rivals = [
                 p
-                for p in store.proposals.staged(r["target_path"])
-                if p["id"] != r["id"] and block_of(p) == block_of(r)
+                for p in store.proposals.staged(r.target_path)
+                if p.id != r.id and block_of(p) == block_of(r)
             ]
-            when = (r["created_at"] or "", r["night_id"] or 0)
-            newer = [p["id"] for p in rivals if (p["created_at"] or "", p["night_id"] or 0) > when]
+            when = (r.created_at or "", r.night_id or 0)
+            newer = [p.id for p in rivals if (p.created_at or "", p.night_id or 0) > when]
             for p in rivals:
-                if p["id"] not in newer:
-                    store.proposals.set_status(p["id"], "superseded", f"superseded by {r['id']}")
+                if p.id not in newer:
+                    store.proposals.set_status(p.id, "superseded", f"superseded by {r.id}")
             if newer:
                 store.proposals.set_status(
-                    r["id"], "superseded", f"refusal lifted; superseded by {newer[0]}"
+                    r.id, "superseded", f"refusal lifted; superseded by {newer[0]}"
                 )
             else:
-                store.proposals.set_status(r["id"], "staged", "refusal lifted by the user")
-            done[r["id"]] = "superseded" if newer else "staged"
+                store.proposals.set_status(r.id, "staged", "refusal lifted by the user")
+            done[r.id] = "superseded" if newer else "staged"
     return RefusalLifted(
         proposal_id=proposal_id,
         status=done[proposal_id],
-        was=row["status"],
+        was=row.status,
         copies={k: v for k, v in done.items() if k != proposal_id},
     )
 
@@ -922,48 +924,45 @@ def names_proposal(store: Store, target: str | None) -> bool:
     )
 
 
-def _rules_group(store: Store, proposal_id: str) -> list[dict[str, Any]]:
+def _rules_group(store: Store, proposal_id: str) -> list[ProposalRow]:
     """The other proposals carrying the same night's rules for other agents (the proposal
     the night trained and its agents' copies, whatever their status), not ``proposal_id``."""
     row = get_proposal(store, proposal_id)
-    head = NightSummary.model_validate_json(row.get("summary") or "{}").copy_of or proposal_id
+    head = NightSummary.model_validate_json(row.summary or "{}").copy_of or proposal_id
     return [
         r
         for r in store.proposals.all()
-        if r["id"] != proposal_id
-        and (
-            r["id"] == head
-            or NightSummary.model_validate_json(r.get("summary") or "{}").copy_of == head
-        )
+        if r.id != proposal_id
+        and (r.id == head or NightSummary.model_validate_json(r.summary or "{}").copy_of == head)
     ]
 
 
 def copy_statuses(store: Store, proposal_id: str) -> dict[str, str]:
     """The other proposals carrying ``proposal_id``'s rules for other agents, by id, with
     their status now (``p3`` and its copies ``p3-codex``, …)."""
-    return {r["id"]: r["status"] for r in _rules_group(store, proposal_id)}
+    return {r.id: r.status for r in _rules_group(store, proposal_id)}
 
 
-def _adoption_of(store: Store, proposal_id: str) -> dict[str, Any]:
+def _adoption_of(store: Store, proposal_id: str) -> AdoptionRow:
     """The proposal's adoption a rollback undoes; ProposalError when it is not adopted, or
     when a later adoption on the same file stands on top of it (that one is undone first)."""
     row = get_proposal(store, proposal_id)
     a = store.adoptions.live_of(proposal_id)
     if a is None:
         raise ProposalError(
-            f"proposal {proposal_id} is {row['status']}, not adopted: nothing to roll back"
+            f"proposal {proposal_id} is {row.status}, not adopted: nothing to roll back"
         )
-    latest = store.adoptions.latest_live([a["target_path"]])
-    if latest is not None and latest["id"] != a["id"]:
+    latest = store.adoptions.latest_live([a.target_path])
+    if latest is not None and latest.id != a.id:
         raise ProposalError(
-            f"{a['target_path']} was adopted again since {proposal_id} (proposal "
-            f"{latest['proposal_id']}): roll that back first (`skillopt-sleep rollback "
-            f"{latest['proposal_id']}`); nothing was written"
+            f"{a.target_path} was adopted again since {proposal_id} (proposal "
+            f"{latest.proposal_id}): roll that back first (`skillopt-sleep rollback "
+            f"{latest.proposal_id}`); nothing was written"
         )
     return a
 
 
-def _adoption_for(store: Store, target: str | None) -> dict[str, Any]:
+def _adoption_for(store: Store, target: str | None) -> AdoptionRow:
     """The adoption ``target`` names: a proposal's or copy's id (:func:`names_proposal`),
     a live file's path (its latest adoption), or None (the latest adoption of any file)."""
     if target and names_proposal(store, target):
@@ -983,11 +982,11 @@ def _with_others(store: Store, done: RollbackResult) -> RollbackResult:
     staged."""
     others = _rules_group(store, done.proposal_id)
     done.still_adopted = [
-        AdoptedCopy(proposal_id=r["id"], target_path=r["target_path"])
+        AdoptedCopy(proposal_id=r.id, target_path=r.target_path)
         for r in others
-        if r["status"] == "adopted"
+        if r.status == "adopted"
     ]
-    done.still_staged = [r["id"] for r in others if r["status"] == "staged"]
+    done.still_staged = [r.id for r in others if r.status == "staged"]
     return done
 
 
@@ -1004,33 +1003,33 @@ def _rollback_group(
     against the allowed locations, and (unless ``force``) its live file against its
     adoption, first, so one bad member refuses the whole group before anything is written."""
     if target and names_proposal(store, target):
-        pid = str(get_proposal(store, target)["id"])
+        pid = str(get_proposal(store, target).id)
     else:
-        pid = _adoption_for(store, target)["proposal_id"]
-    members = [pid, *(r["id"] for r in _rules_group(store, pid))]
+        pid = _adoption_for(store, target).proposal_id
+    members = [pid, *(r.id for r in _rules_group(store, pid))]
     live = [_adoption_of(store, m) for m in members if store.adoptions.live_of(m) is not None]
     if not live:
         raise ProposalError(
             f"nothing to roll back: neither {pid} nor its copies for other agents are adopted"
         )
     for c in live:
-        proposal = get_proposal(store, c["proposal_id"])
-        if proposal.get("target_path") != c["target_path"]:
+        proposal = get_proposal(store, c.proposal_id)
+        if proposal.target_path != c.target_path:
             raise ProposalError(
-                f"refusing the adoption's target {c['target_path']}: it does not match its "
-                f"proposal {c['proposal_id']}'s target; nothing was written"
+                f"refusing the adoption's target {c.target_path}: it does not match its "
+                f"proposal {c.proposal_id}'s target; nothing was written"
             )
-        confine(store, proposal, c["target_path"], "the adoption's target", settings)
-        if not force and _hash_bytes(_read_bytes(Path(c["target_path"]))) != c["after_hash"]:
+        confine(store, proposal, c.target_path, "the adoption's target", settings)
+        if not force and _hash_bytes(_read_bytes(Path(c.target_path))) != c.after_hash:
             raise ProposalError(
-                f"{c['target_path']} changed since {c['proposal_id']} was adopted; nothing was "
+                f"{c.target_path} changed since {c.proposal_id} was adopted; nothing was "
                 "rolled back (`rollback --all-agents --force` restores every file anyway, or "
                 "roll back the others one by one by their ids)"
             )
     done: list[RollbackResult] = []
     for c in live:
         try:
-            one = rollback(store, c["proposal_id"], force=force, settings=settings)
+            one = rollback(store, c.proposal_id, force=force, settings=settings)
         except ProposalError as exc:
             kept = ", ".join(r.proposal_id for r in done)
             raise ProposalError(
@@ -1068,22 +1067,22 @@ def rollback(
     if all_agents:
         return _rollback_group(store, target, force=force, settings=settings)
     a = _adoption_for(store, target)
-    path = Path(a["target_path"])
-    proposal = store.proposals.get(a["proposal_id"]) or {}
-    if not proposal:
+    path = Path(a.target_path)
+    proposal = store.proposals.get(a.proposal_id)
+    if proposal is None:
         raise ProposalError(
-            f"the adoption of {path} names no stored proposal ({a['proposal_id']}); nothing "
+            f"the adoption of {path} names no stored proposal ({a.proposal_id}); nothing "
             "was written"
         )
-    if proposal.get("target_path") != a["target_path"]:
+    if proposal.target_path != a.target_path:
         raise ProposalError(
             f"refusing the adoption's target {path}: it does not match its proposal "
-            f"{a['proposal_id']}'s target; nothing was written"
+            f"{a.proposal_id}'s target; nothing was written"
         )
     confine(store, proposal, path, "the adoption's target", settings)
     backup = b""
-    if a["existed_before"]:
-        bpath = a["backup_path"] or ""
+    if a.existed_before:
+        bpath = a.backup_path or ""
         if not bpath or not _inside(_real(bpath), _real(paths.backups_dir())):
             raise ProposalError(
                 f"backup {bpath!r} is not under {paths.backups_dir()}; nothing was written"
@@ -1096,15 +1095,15 @@ def rollback(
                 f"adopt cannot be restored; nothing was written (put the backup back, or edit "
                 f"{path} by hand: the rules are between its skillopt-sleep markers)"
             ) from None
-        if _hash_bytes(backup) != a["before_hash"]:
+        if _hash_bytes(backup) != a.before_hash:
             raise ProposalError(
                 f"backup {bpath} is not the file adopt saved (its hash differs); nothing was "
                 "written"
             )
     live = _read_bytes(path)
     kept = ""
-    gone = live is None and not a["existed_before"]  # what rollback would do is done already
-    if _hash_bytes(live) != a["after_hash"] and not gone:
+    gone = live is None and not a.existed_before  # what rollback would do is done already
+    if _hash_bytes(live) != a.after_hash and not gone:
         if not force:
             raise ProposalError(
                 f"{path} was removed since it was adopted; `rollback --force` restores the "
@@ -1115,10 +1114,10 @@ def rollback(
             )
         if live is not None:  # never lose what the user wrote after adopting
             kept = str(_keep_copy(live, path.name, "before-rollback"))
-    if a["existed_before"]:
+    if a.existed_before:
         _write(path, backup)
     removed: list[str] = []
-    if not a["existed_before"]:
+    if not a.existed_before:
         if path.exists():
             try:
                 (Path(os.path.realpath(path)) if path.is_symlink() else path).unlink()
@@ -1133,16 +1132,16 @@ def rollback(
                 and os.path.abspath(d) != os.path.abspath(path)
             ]
         )
-    store.adoptions.set_rolled_back(a["id"], now_iso())
-    store.proposals.set_status(a["proposal_id"], "rolled_back", "rolled back by the user")
-    done = store.adoptions.get(a["id"]) or {}
+    store.adoptions.set_rolled_back(a.id, now_iso())
+    store.proposals.set_status(a.proposal_id, "rolled_back", "rolled back by the user")
+    done = store.adoptions.get(a.id)
     return _with_others(
         store,
         RollbackResult(
-            proposal_id=a["proposal_id"],
-            target_path=a["target_path"],
-            rolled_back_at=done.get("rolled_back_at") or now_iso(),
-            restored_previous=bool(a["existed_before"]),
+            proposal_id=a.proposal_id,
+            target_path=a.target_path,
+            rolled_back_at=(done.rolled_back_at if done else None) or now_iso(),
+            restored_previous=bool(a.existed_before),
             kept_copy=kept,
             removed_dirs=removed,
             already_gone=gone,

@@ -73,7 +73,7 @@ from skillopt_sleep.results import (
     WildCheck,
     night_label,
 )
-from skillopt_sleep.store import Store, machine_failure
+from skillopt_sleep.store import ProposalRow, Store, machine_failure
 
 Progress = Callable[[str], None]
 
@@ -878,14 +878,14 @@ class Service:
             return set()
         return {str(x) for x in data} if isinstance(data, list) else set()
 
-    def _saw(self, row: dict[str, Any]) -> None:
+    def _saw(self, row: ProposalRow) -> None:
         """Remember that ``row``'s report was looked at (never fails the read)."""
         import json
 
-        if row.get("status") != "staged":
+        if row.status != "staged":
             return
         seen = self._seen()
-        key = _seen_key(row["id"], row.get("created_at"))
+        key = _seen_key(row.id, row.created_at)
         if key in seen:
             return
         path = self._seen_file()
@@ -938,21 +938,21 @@ class Service:
         report = proposals.load_report(row)
         self._saw(row)
         try:
-            with open(Path(row["dir"]) / "diff.patch", encoding="utf-8", newline="") as fh:
+            with open(Path(row.dir) / "diff.patch", encoding="utf-8", newline="") as fh:
                 diff = fh.read()  # byte-exact: a CRLF file's diff keeps its CRs
         except OSError as exc:
             raise ProposalError(f"proposal {proposal_id}: diff unreadable ({exc})") from None
         return ProposalDetail(
-            **_summary(row).model_dump(),
-            new_hash=row.get("new_hash"),
-            folder=row["dir"],
+            **_summary(row.as_dict()).model_dump(),
+            new_hash=row.new_hash,
+            folder=row.dir,
             diff=diff,
             edits=report.edits,
             val_tasks=report.val_tasks,
             test_tasks=report.test_tasks,
             cost=report.cost,
             summary=report.summary,
-            report_uri=f"skillopt://proposals/{row['id']}",
+            report_uri=f"skillopt://proposals/{row.id}",
         )
 
     def report(self, proposal_id: str) -> ProposalReport:
@@ -975,17 +975,14 @@ class Service:
         self._saw(row)
         if not with_status:
             return report
-        return (
-            f"<!-- status: {row['status']}; base_hash: {row['base_hash'] or '(absent)'} -->\n"
-            + report
-        )
+        return f"<!-- status: {row.status}; base_hash: {row.base_hash or '(absent)'} -->\n" + report
 
     def latest_report(self) -> str:
         """The newest proposal's report, or why the last night staged none (Markdown)."""
         with self._use() as store:
             latest = store.proposals.latest()
         if latest:
-            return self.proposal_markdown(latest["id"], with_status=True)
+            return self.proposal_markdown(latest.id, with_status=True)
         recent = self.nights(1)
         if not recent:
             return "# No report yet\n\nNo night has run. Call the `run_night` tool to start one.\n"
@@ -1100,7 +1097,7 @@ class Service:
                     raise BadArgument(
                         "no managed target yet: no proposal has been staged (run a night first)"
                     )
-                path = latest["target_path"]
+                path = latest.target_path
             proposals.check_target(store, path, self.settings())
         text = read_live(Path(path))
         return SkillInfo(

@@ -39,7 +39,7 @@ from skillopt_sleep.mining.split import task_of
 from skillopt_sleep.models import Task
 from skillopt_sleep.night.replay import run_check
 from skillopt_sleep.results import NightSummary, WildCheck
-from skillopt_sleep.store import Store
+from skillopt_sleep.store import AdoptionRow, ProposalRow, Store
 
 #: matching sessions the document must have reached at least once before a check is flagged
 FLAG_AFTER = 3
@@ -95,7 +95,7 @@ def _skill_loaded(messages: list[dict[str, Any]]) -> bool:
 class _Adopted:
     """One adoption in place, with what judging sessions against it needs."""
 
-    row: dict[str, Any]
+    row: AdoptionRow
     tasks: list[Task]
     mode: str
     owner: agents.Agent | None
@@ -107,13 +107,13 @@ def _adopted(store: Store) -> list[_Adopted]:
     tasks_by_id = {t.id: t for t in store.tasks.all()}
     out = []
     for adoption in store.adoptions.in_place():
-        proposal = store.proposals.get(adoption["proposal_id"]) or {}
-        night_id = proposal.get("night_id")
+        proposal = store.proposals.get(adoption.proposal_id)
+        night_id = proposal.night_id if proposal else None
         # rollouts name the occurrence they replayed (``<task id>@…``): its task
         rows = store.rollouts.of_night(night_id, None) if night_id else []
         ids = {task_of(r["task_id"]) for r in rows}
-        target = Path(adoption["target_path"])
-        summary = NightSummary.model_validate_json(proposal.get("summary") or "{}")
+        target = Path(adoption.target_path)
+        summary = NightSummary.model_validate_json((proposal.summary if proposal else None) or "{}")
         if summary.delivery is not None:  # as the night placed it (its own HOME, e.g. a demo)
             mode = summary.delivery.mode if summary.delivery.agent else "none"
             agent = summary.delivery.agent
@@ -127,18 +127,20 @@ def _adopted(store: Store) -> list[_Adopted]:
                 mode=mode,
                 owner=agents.get_agent(agent) if agent else None,
                 intact=_block_in_place(target, proposal, summary.section),
-                since=_when(adoption["adopted_at"]),
+                since=_when(adoption.adopted_at),
             )
         )
     return out
 
 
-def _block_in_place(target: Path, proposal: dict[str, Any], section: str | None) -> bool:
+def _block_in_place(target: Path, proposal: ProposalRow | None, section: str | None) -> bool:
     """Whether the adopted rules are still the managed block (of ``section``) of the live
     file: the user's own text around it may change freely."""
+    if proposal is None:
+        return False
     try:
-        adopted = (Path(proposal["dir"]) / "document").read_text("utf-8")
-    except (KeyError, OSError, UnicodeDecodeError):
+        adopted = (Path(proposal.dir) / "document").read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
         return False
     live = _read(target)
     if live is None:
@@ -174,14 +176,14 @@ def record_reach(store: Store, *, similarity: float = 0.72) -> int:
         for a in adopted:
             if a.since is None or started < a.since:
                 continue
-            if s["id"] in store.wild.verdicts(a.row["id"]):
+            if s["id"] in store.wild.verdicts(a.row.id):
                 continue
             messages = messages if messages is not None else store.sessions.messages(s["id"])
             prompt = _first_turn(messages)[0]
             if _match(prompt, s.get("project"), a.tasks, similarity) is None:
                 continue
             with store.write():
-                store.wild.record(s["id"], a.row["id"], _reached(a, s, messages))
+                store.wild.record(s["id"], a.row.id, _reached(a, s, messages))
             n += 1
     return n
 
@@ -197,12 +199,12 @@ def in_the_wild(
     sessions = store.sessions.all()
     out: list[WildCheck] = []
     for a in _adopted(store):
-        verdicts = store.wild.verdicts(a.row["id"])
+        verdicts = store.wild.verdicts(a.row.id)
         missed = 0  # matching sessions in a row (the latest ones) the document did not reach
         check = WildCheck(
-            proposal_id=a.row["proposal_id"],
-            target_path=a.row["target_path"],
-            adopted_at=a.row["adopted_at"],
+            proposal_id=a.row.proposal_id,
+            target_path=a.row.target_path,
+            adopted_at=a.row.adopted_at,
             mode=a.mode,
         )
         projects = {t.project for t in a.tasks}

@@ -64,7 +64,7 @@ from skillopt_sleep.store.migrations import migrations
 from skillopt_sleep.store.mining import MiningRepo
 from skillopt_sleep.store.nights import NightsRepo
 from skillopt_sleep.store.outbox import OutboxRepo
-from skillopt_sleep.store.proposals import AdoptionsRepo, ProposalsRepo
+from skillopt_sleep.store.proposals import AdoptionRow, AdoptionsRepo, ProposalRow, ProposalsRepo
 from skillopt_sleep.store.rollouts import RolloutsRepo
 from skillopt_sleep.store.sessions import SearchHit, SessionsRepo
 from skillopt_sleep.store.tasks import TasksRepo
@@ -74,7 +74,9 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 __all__ = [
+    "AdoptionRow",
     "CachedResponse",
+    "ProposalRow",
     "Row",
     "SearchHit",
     "Store",

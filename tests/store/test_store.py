@@ -260,11 +260,11 @@ def test_proposals_staged_before_m010_have_no_agent_or_kind(tmp_path):
     old.conn.close()
     store = Store(path)
     row = store.proposals.get("p1")
-    assert row is not None and (row["agent"], row["kind"]) == ("", "")
+    assert row is not None and (row.agent, row.kind) == ("", "")
     store.proposals.stage(
         {"id": "p2", "night_id": 1, "target_path": "/y", "agent": "codex", "kind": "memory"}
     )
-    assert {k: store.proposals.get("p2")[k] for k in ("agent", "kind")} == {  # type: ignore[index]
+    assert {k: getattr(store.proposals.get("p2"), k) for k in ("agent", "kind")} == {
         "agent": "codex",
         "kind": "memory",
     }
