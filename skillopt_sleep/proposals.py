@@ -284,8 +284,8 @@ def _night_projects(store: Store, rows: Iterable[ProposalRow]) -> list[str]:
     projects = []
     for row in rows:
         night = store.nights.get(int(row.night_id or 0)) if row else None
-        if night and night.get("project"):
-            projects.append(night["project"])
+        if night and night.project:
+            projects.append(night.project)
     return projects
 
 

@@ -8,8 +8,6 @@ start (:func:`.night.lifecycle.recover`).
 
 from __future__ import annotations
 
-from typing import Any
-
 from skillopt_sleep.night import lifecycle
 from skillopt_sleep.results import (
     Counts,
@@ -20,19 +18,19 @@ from skillopt_sleep.results import (
     PendingProposal,
     Status,
 )
-from skillopt_sleep.store import Store
+from skillopt_sleep.store import NightRow, Store
 
 _FAILED = (NightStatus.FAILED, NightStatus.INTERRUPTED)
 
 
-def night_view(row: dict[str, Any]) -> NightView:
+def night_view(row: NightRow) -> NightView:
     """A ``nights`` row, typed (its ``summary`` JSON parsed)."""
-    fields = {k: row.get(k) for k in NightView.model_fields if k not in ("summary", "dry_run")}
+    fields = {k: getattr(row, k) for k in NightView.model_fields if k not in ("summary", "dry_run")}
     return NightView.model_validate(
         fields
         | {
-            "dry_run": bool(row.get("dry_run")),
-            "summary": NightSummary.model_validate_json(row.get("summary") or "{}"),
+            "dry_run": bool(row.dry_run),
+            "summary": NightSummary.model_validate_json(row.summary or "{}"),
         }
     )
 

@@ -62,7 +62,7 @@ from skillopt_sleep.store.forget import ForgetRepo
 from skillopt_sleep.store.harvests import HarvestsRepo
 from skillopt_sleep.store.migrations import migrations
 from skillopt_sleep.store.mining import MiningRepo
-from skillopt_sleep.store.nights import NightsRepo
+from skillopt_sleep.store.nights import NightRow, NightsRepo
 from skillopt_sleep.store.outbox import OutboxRepo
 from skillopt_sleep.store.proposals import AdoptionRow, AdoptionsRepo, ProposalRow, ProposalsRepo
 from skillopt_sleep.store.rollouts import RolloutsRepo
@@ -76,6 +76,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AdoptionRow",
     "CachedResponse",
+    "NightRow",
     "ProposalRow",
     "Row",
     "SearchHit",
