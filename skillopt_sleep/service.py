@@ -73,7 +73,7 @@ from skillopt_sleep.results import (
     WildCheck,
     night_label,
 )
-from skillopt_sleep.store import ProposalRow, Store, machine_failure
+from skillopt_sleep.store import Place, ProposalRow, Store, machine_failure
 
 Progress = Callable[[str], None]
 
@@ -344,24 +344,24 @@ class Service:
                 row = store.sessions.get(found[0]) if found else None
             if row is None:
                 raise BadArgument(f"no session {session_id!r}")
-            messages = store.sessions.messages(row["id"])
+            messages = store.sessions.messages(row.id)
         return SessionView(
-            id=row["id"],
-            agent=row["source"],
-            project=row.get("project"),
-            started_at=row.get("started_at"),
-            updated_at=row.get("updated_at"),
-            model=row.get("model"),
-            title=row.get("title"),
+            id=row.id,
+            agent=row.source,
+            project=row.project,
+            started_at=row.started_at,
+            updated_at=row.updated_at,
+            model=row.model,
+            title=row.title,
             messages=[
                 SessionMessage(
-                    id=m["id"],
-                    seq=m["seq"],
-                    role=m["role"],
-                    kind=m.get("kind"),
-                    timestamp=m.get("timestamp"),
-                    text=m.get("text") or "",
-                    tool_names=[str(t) for t in m.get("tool_names") or []],
+                    id=m.id,
+                    seq=m.seq,
+                    role=m.role,
+                    kind=m.kind,
+                    timestamp=m.timestamp,
+                    text=m.text or "",
+                    tool_names=[str(t) for t in m.tool_names or []],
                 )
                 for m in messages
             ],
@@ -1124,14 +1124,13 @@ class Service:
         raise BadArgument(f"{target!r} is outside the managed targets; managed: {listed}")
 
 
-def _occurrence(occ: dict[str, Any], place: dict[str, Any] | None) -> dict[str, Any]:
+def _occurrence(occ: dict[str, Any], place: Place | None) -> dict[str, Any]:
     """A stored occurrence with where it is: ``agent`` (the session's source), ``project``
     and ``message_id`` (all None when the session is no longer stored)."""
-    place = place or {}
     return occ | {
-        "agent": place.get("source"),
-        "project": place.get("project"),
-        "message_id": place.get("message_id"),
+        "agent": place.source if place else None,
+        "project": place.project if place else None,
+        "message_id": place.message_id if place else None,
     }
 
 

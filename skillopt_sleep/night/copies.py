@@ -62,7 +62,7 @@ def session_agents(store: Store, tasks: list[Task]) -> list[str]:
             if row is None:
                 continue
             try:
-                seen.add(agents.agent_of_source(row["source"]).name)
+                seen.add(agents.agent_of_source(row.source).name)
             except SkilloptError:
                 continue
     return [a.name for a in agents.AGENTS if a.name in seen]

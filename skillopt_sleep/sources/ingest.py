@@ -186,7 +186,7 @@ def _save_sessions(
             project = sess.project
             if not project:  # the project may be known from an earlier pass only
                 stored = store.sessions.get(sid)
-                project = stored["project"] if stored else None
+                project = stored.project if stored else None
             why = projects.reason(project)
         if why is not None:
             if sid not in res.excluded:

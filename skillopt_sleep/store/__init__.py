@@ -66,7 +66,7 @@ from skillopt_sleep.store.nights import NightRow, NightsRepo
 from skillopt_sleep.store.outbox import OutboxRepo
 from skillopt_sleep.store.proposals import AdoptionRow, AdoptionsRepo, ProposalRow, ProposalsRepo
 from skillopt_sleep.store.rollouts import RolloutsRepo
-from skillopt_sleep.store.sessions import SearchHit, SessionsRepo
+from skillopt_sleep.store.sessions import MessageRow, Place, SearchHit, SessionRow, SessionsRepo
 from skillopt_sleep.store.tasks import TasksRepo
 from skillopt_sleep.store.wild import WildRepo
 
@@ -76,10 +76,13 @@ if TYPE_CHECKING:
 __all__ = [
     "AdoptionRow",
     "CachedResponse",
+    "MessageRow",
     "NightRow",
+    "Place",
     "ProposalRow",
     "Row",
     "SearchHit",
+    "SessionRow",
     "Store",
     "StoreDatabase",
     "machine_failure",

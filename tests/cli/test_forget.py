@@ -118,7 +118,7 @@ def test_forget_a_project_leaves_no_trace(isolated_home: Path, tmp_path: Path) -
     store = Store(db)
     try:
         assert store.sessions.search(SECRET_WORD) == []
-        assert [s["id"] for s in store.sessions.all()] == ["claude_code:s-kept"]
+        assert [s.id for s in store.sessions.all()] == ["claude_code:s-kept"]
         assert len(store.sessions.messages("claude_code:s-kept")) == 3
     finally:
         store.close()
@@ -140,7 +140,7 @@ def test_forget_by_session_and_by_date(isolated_home: Path, tmp_path: Path) -> N
     assert res["sessions"] == 1
     store = Store(state / "state" / "skillopt.db")
     try:
-        assert [s["id"] for s in store.sessions.all()] == ["claude_code:s-new"]
+        assert [s.id for s in store.sessions.all()] == ["claude_code:s-new"]
     finally:
         store.close()
     bad = subprocess.run(

@@ -16,7 +16,7 @@ from tests.helpers.store import db_rows
 
 
 def _prompts(store: Store, sid: str = f"claude_code:{SID}") -> list[str]:
-    return [m["text"] for m in store.sessions.messages(sid) if m["kind"] == "prompt"]
+    return [m.text for m in store.sessions.messages(sid) if m.kind == "prompt"]
 
 
 def _session_file(root: Path, name: str = SID) -> Path:
@@ -49,7 +49,7 @@ def test_appended_lines_are_read_from_the_stored_offset(store: Store, claude_roo
     assert second.offset == size1 + len(extra) == store.files.get(str(path))["offset"]
     assert second.sessions_updated == {f"claude_code:{SID}"} and not second.sessions_new
     assert _prompts(store) == ["add a --verbose flag to the CLI", "now document it in the README"]
-    assert [m["seq"] for m in store.sessions.messages(f"claude_code:{SID}")] == [0, 1, 2, 3]
+    assert [m.seq for m in store.sessions.messages(f"claude_code:{SID}")] == [0, 1, 2, 3]
 
     third = harvest_file(store, "claude_code", path)
     assert third.status == "unchanged" and third.bytes_read == 0
