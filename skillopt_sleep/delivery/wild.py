@@ -110,7 +110,7 @@ def _adopted(store: Store) -> list[_Adopted]:
         night_id = proposal.night_id if proposal else None
         # rollouts name the occurrence they replayed (``<task id>@…``): its task
         rows = store.rollouts.of_night(night_id, None) if night_id else []
-        ids = {task_of(r["task_id"]) for r in rows}
+        ids = {task_of(r.task_id) for r in rows}
         target = Path(adoption.target_path)
         summary = NightSummary.model_validate_json((proposal.summary if proposal else None) or "{}")
         if summary.delivery is not None:  # as the night placed it (its own HOME, e.g. a demo)

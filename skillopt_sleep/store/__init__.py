@@ -65,7 +65,7 @@ from skillopt_sleep.store.mining import MiningRepo
 from skillopt_sleep.store.nights import NightRow, NightsRepo
 from skillopt_sleep.store.outbox import OutboxRepo
 from skillopt_sleep.store.proposals import AdoptionRow, AdoptionsRepo, ProposalRow, ProposalsRepo
-from skillopt_sleep.store.rollouts import RolloutsRepo
+from skillopt_sleep.store.rollouts import RolloutRow, RolloutsRepo
 from skillopt_sleep.store.sessions import MessageRow, Place, SearchHit, SessionRow, SessionsRepo
 from skillopt_sleep.store.tasks import TasksRepo
 from skillopt_sleep.store.wild import WildRepo
@@ -80,6 +80,7 @@ __all__ = [
     "NightRow",
     "Place",
     "ProposalRow",
+    "RolloutRow",
     "Row",
     "SearchHit",
     "SessionRow",
