@@ -57,7 +57,7 @@ from skillopt_sleep.store._base import (
 from skillopt_sleep.store.cache import CachedResponse, ResponseCache
 from skillopt_sleep.store.counts import Counts
 from skillopt_sleep.store.edits import EditsRepo
-from skillopt_sleep.store.files import FilesRepo
+from skillopt_sleep.store.files import FileRow, FilesRepo
 from skillopt_sleep.store.forget import ForgetRepo
 from skillopt_sleep.store.harvests import HarvestsRepo
 from skillopt_sleep.store.migrations import migrations
@@ -76,6 +76,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AdoptionRow",
     "CachedResponse",
+    "FileRow",
     "MessageRow",
     "NightRow",
     "Place",

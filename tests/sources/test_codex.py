@@ -288,7 +288,7 @@ def test_zst_rollouts(store: Store, codex_home: Path) -> None:
     assert cx_report.files_seen == 2 and cx_report.files_read == 2
     assert cx_report.sessions_new == 2
     assert _kinds(store) == [("prompt", "compress me"), ("answer", "Done.")]
-    assert store.files.get(str(zpath))["offset"] == zpath.stat().st_size
+    assert store.files.get(str(zpath)).offset == zpath.stat().st_size
 
     again = harvest(store, Settings(), sources=["codex"])
     assert again.sources["codex"].files_unchanged == 2 and again.total("bytes_read") == 0

@@ -128,7 +128,9 @@ def test_the_store_redacts_every_text_it_writes(tmp_path):
     store = Store(tmp_path / "s.db")
     row = store.sessions.get("x:s1")
     msgs = store.sessions.messages("x:s1")
-    stored = json.dumps([asdict(row), [asdict(m) for m in msgs], store.files.get("/f.jsonl")])
+    stored = json.dumps(
+        [asdict(row), [asdict(m) for m in msgs], asdict(store.files.get("/f.jsonl"))]
+    )  # type: ignore[arg-type]
     assert key[4:16] not in stored and key[20:32] not in stored
     assert stored.count("[REDACTED:") >= 6
 
