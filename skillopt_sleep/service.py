@@ -241,7 +241,7 @@ class Service:
                 store.outbox.expire(days)
             cutoff = store.outbox.cutoff(days)  # read-only: expired texts are not shown
             return [
-                dict(r, prompt="") if str(r.get("at") or "") < cutoff else dict(r)
+                r.as_dict() | {"prompt": ""} if str(r.at or "") < cutoff else r.as_dict()
                 for r in store.outbox.recent(limit)
             ]
 

@@ -44,9 +44,9 @@ def collect_status(store: Store, *, database: str = "", nights: int = 5) -> Stat
     last = night_view(lifecycle.seen_as([real])[0]) if real else None
     harvest: dict[str, HarvestView] = {}
     for row in store.harvests.recent(50):
-        if row["source"] not in harvest:
-            harvest[row["source"]] = HarvestView.model_validate(
-                dict(row, at=row["finished_at"] or row["started_at"])
+        if row.source not in harvest:
+            harvest[row.source] = HarvestView.model_validate(
+                row.as_dict() | {"at": row.finished_at or row.started_at}
             )
     return Status(
         database=database,
