@@ -211,10 +211,11 @@ def run_demo(
         )
         report = ""
         if result.proposal_id:
-            row = store.proposals.get(result.proposal_id) or {}
-            report = str(Path(row["dir"]) / "report.md")
+            row = store.proposals.get(result.proposal_id)
+            assert row is not None
+            report = str(Path(row.dir) / "report.md")
         for staged in store.proposals.staged():  # the night's proposal and its copies
-            _demo_next_steps(Path(staged["dir"]) / "report.md", staged["id"], root)
+            _demo_next_steps(Path(staged.dir) / "report.md", staged.id, root)
         store.close()
     return {
         "status": result.status,

@@ -8,8 +8,6 @@ start (:func:`.night.lifecycle.recover`).
 
 from __future__ import annotations
 
-from typing import Any
-
 from skillopt_sleep.night import lifecycle
 from skillopt_sleep.results import (
     Counts,
@@ -20,19 +18,19 @@ from skillopt_sleep.results import (
     PendingProposal,
     Status,
 )
-from skillopt_sleep.store import Store
+from skillopt_sleep.store import NightRow, Store
 
 _FAILED = (NightStatus.FAILED, NightStatus.INTERRUPTED)
 
 
-def night_view(row: dict[str, Any]) -> NightView:
+def night_view(row: NightRow) -> NightView:
     """A ``nights`` row, typed (its ``summary`` JSON parsed)."""
-    fields = {k: row.get(k) for k in NightView.model_fields if k not in ("summary", "dry_run")}
+    fields = {k: getattr(row, k) for k in NightView.model_fields if k not in ("summary", "dry_run")}
     return NightView.model_validate(
         fields
         | {
-            "dry_run": bool(row.get("dry_run")),
-            "summary": NightSummary.model_validate_json(row.get("summary") or "{}"),
+            "dry_run": bool(row.dry_run),
+            "summary": NightSummary.model_validate_json(row.summary or "{}"),
         }
     )
 
@@ -46,9 +44,9 @@ def collect_status(store: Store, *, database: str = "", nights: int = 5) -> Stat
     last = night_view(lifecycle.seen_as([real])[0]) if real else None
     harvest: dict[str, HarvestView] = {}
     for row in store.harvests.recent(50):
-        if row["source"] not in harvest:
-            harvest[row["source"]] = HarvestView.model_validate(
-                dict(row, at=row["finished_at"] or row["started_at"])
+        if row.source not in harvest:
+            harvest[row.source] = HarvestView.model_validate(
+                row.as_dict() | {"at": row.finished_at or row.started_at}
             )
     return Status(
         database=database,
@@ -59,13 +57,13 @@ def collect_status(store: Store, *, database: str = "", nights: int = 5) -> Stat
         last_error=last.error if last and last.status in _FAILED else None,
         pending_proposals=[
             PendingProposal(
-                id=p["id"],
-                target=p["target_path"],
-                created_at=p["created_at"],
-                val_before=p["val_before"],
-                val_after=p["val_after"],
-                test_before=p["test_before"],
-                test_after=p["test_after"],
+                id=p.id,
+                target=p.target_path,
+                created_at=p.created_at,
+                val_before=p.val_before,
+                val_after=p.val_after,
+                test_before=p.test_before,
+                test_after=p.test_after,
             )
             for p in store.proposals.staged()
         ],

@@ -68,11 +68,11 @@ def test_no_canary_reaches_the_store_or_search(
     sessions = store.sessions.all()
     assert len(sessions) == len(CANARIES)
     # every placement was stored (redacted), not dropped: titles, answers, tool output
-    texts = [m["text"] for s in sessions for m in store.sessions.messages(s["id"])]
+    texts = [m.text for s in sessions for m in store.sessions.messages(s.id)]
     assert sum("[REDACTED:" in t for t in texts) >= 2 * len(CANARIES)
     assert sum(MARK in t for t in texts) >= 2 * len(CANARIES)
     if source not in ("copilot_cli", "cursor"):  # their logs hold no title
-        assert all(s["title"] and "[REDACTED:" in s["title"] for s in sessions)
+        assert all(s.title and "[REDACTED:" in s.title for s in sessions)
     assert leaks(db_bytes(db), CANARIES) == []  # WAL still open: read as it is
 
     svc = Service(store_path=db)

@@ -109,7 +109,7 @@ def test_a_rolled_back_proposal_can_be_adopted_again(store, tmp_path):
     adopted = target.read_bytes()
     rollback(store, str(target))
     assert target.read_bytes() == ORIGINAL
-    assert "can no longer be adopted" not in report_markdown(db_get(store, "proposals", pid))
+    assert "can no longer be adopted" not in report_markdown(store.proposals.get(pid))  # type: ignore[arg-type]
     again = adopt(store, pid)
     assert target.read_bytes() == adopted and again.proposal_id == pid
     row = db_get(store, "proposals", pid)

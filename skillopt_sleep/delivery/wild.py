@@ -27,7 +27,6 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rapidfuzz import fuzz
 
@@ -39,7 +38,7 @@ from skillopt_sleep.mining.judges import run_check
 from skillopt_sleep.mining.split import task_of
 from skillopt_sleep.models import Task
 from skillopt_sleep.results import NightSummary, WildCheck
-from skillopt_sleep.store import Store
+from skillopt_sleep.store import AdoptionRow, MessageRow, ProposalRow, SessionRow, Store
 
 #: matching sessions the document must have reached at least once before a check is flagged
 FLAG_AFTER = 3
@@ -61,31 +60,31 @@ def _under(project: str | None, root: str | None) -> bool:
     return project == root or project.startswith(root.rstrip("/") + "/")
 
 
-def _first_turn(messages: list[dict[str, Any]]) -> tuple[str, str, list[str], bool]:
+def _first_turn(messages: list[MessageRow]) -> tuple[str, str, list[str], bool]:
     """(first prompt, the first answer text after it, tool names used answering it, a
     later prompt corrected it)."""
     prompt, answer, tools, corrected = "", "", [], False
     seen_prompt = False
     for m in messages:
-        if m["kind"] == "prompt":
+        if m.kind == "prompt":
             if not seen_prompt:
-                prompt, seen_prompt = m["text"] or "", True
-            elif answer and classify(m["text"] or "") == "correction":
+                prompt, seen_prompt = m.text or "", True
+            elif answer and classify(m.text or "") == "correction":
                 corrected = True
-        elif seen_prompt and m["role"] == "assistant":
-            tools += [t for t in m.get("tool_names") or [] if t not in tools]
-            if not answer and (m["text"] or "").strip():
-                answer = m["text"]
+        elif seen_prompt and m.role == "assistant":
+            tools += [t for t in m.tool_names or [] if t not in tools]
+            if not answer and (m.text or "").strip():
+                answer = m.text or ""
     return prompt, answer, tools, corrected
 
 
-def _skill_loaded(messages: list[dict[str, Any]]) -> bool:
+def _skill_loaded(messages: list[MessageRow]) -> bool:
     return any(
-        (m["kind"] == "tool" and SKILL_NAME in (m["text"] or ""))
+        (m.kind == "tool" and SKILL_NAME in (m.text or ""))
         or (
-            m["role"] == "assistant"
-            and any(t.lower() == "skill" for t in m.get("tool_names") or [])
-            and SKILL_NAME in (m["text"] or "")
+            m.role == "assistant"
+            and any(t.lower() == "skill" for t in m.tool_names or [])
+            and SKILL_NAME in (m.text or "")
         )
         for m in messages
     )
@@ -95,7 +94,7 @@ def _skill_loaded(messages: list[dict[str, Any]]) -> bool:
 class _Adopted:
     """One adoption in place, with what judging sessions against it needs."""
 
-    row: dict[str, Any]
+    row: AdoptionRow
     tasks: list[Task]
     mode: str
     owner: agents.Agent | None
@@ -107,13 +106,13 @@ def _adopted(store: Store) -> list[_Adopted]:
     tasks_by_id = {t.id: t for t in store.tasks.all()}
     out = []
     for adoption in store.adoptions.in_place():
-        proposal = store.proposals.get(adoption["proposal_id"]) or {}
-        night_id = proposal.get("night_id")
+        proposal = store.proposals.get(adoption.proposal_id)
+        night_id = proposal.night_id if proposal else None
         # rollouts name the occurrence they replayed (``<task id>@…``): its task
         rows = store.rollouts.of_night(night_id, None) if night_id else []
-        ids = {task_of(r["task_id"]) for r in rows}
-        target = Path(adoption["target_path"])
-        summary = NightSummary.model_validate_json(proposal.get("summary") or "{}")
+        ids = {task_of(r.task_id) for r in rows}
+        target = Path(adoption.target_path)
+        summary = NightSummary.model_validate_json((proposal.summary if proposal else None) or "{}")
         if summary.delivery is not None:  # as the night placed it (its own HOME, e.g. a demo)
             mode = summary.delivery.mode if summary.delivery.agent else "none"
             agent = summary.delivery.agent
@@ -127,18 +126,20 @@ def _adopted(store: Store) -> list[_Adopted]:
                 mode=mode,
                 owner=agents.get_agent(agent) if agent else None,
                 intact=_block_in_place(target, proposal, summary.section),
-                since=_when(adoption["adopted_at"]),
+                since=_when(adoption.adopted_at),
             )
         )
     return out
 
 
-def _block_in_place(target: Path, proposal: dict[str, Any], section: str | None) -> bool:
+def _block_in_place(target: Path, proposal: ProposalRow | None, section: str | None) -> bool:
     """Whether the adopted rules are still the managed block (of ``section``) of the live
     file: the user's own text around it may change freely."""
+    if proposal is None:
+        return False
     try:
-        adopted = (Path(proposal["dir"]) / "document").read_text("utf-8")
-    except (KeyError, OSError, UnicodeDecodeError):
+        adopted = (Path(proposal.dir) / "document").read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
         return False
     live = _read(target)
     if live is None:
@@ -148,8 +149,8 @@ def _block_in_place(target: Path, proposal: dict[str, Any], section: str | None)
     return have.had_block and have.rules == want.rules
 
 
-def _reached(a: _Adopted, session: dict[str, Any], messages: list[dict[str, Any]]) -> bool:
-    if a.owner is None or session["source"] not in a.owner.sources:
+def _reached(a: _Adopted, session: SessionRow, messages: list[MessageRow]) -> bool:
+    if a.owner is None or session.source not in a.owner.sources:
         return False
     if a.mode == "memory":
         return a.intact
@@ -167,21 +168,21 @@ def record_reach(store: Store, *, similarity: float = 0.72) -> int:
     if not adopted:
         return 0
     for s in store.sessions.all():
-        started = _when(s.get("started_at"))
+        started = _when(s.started_at)
         if started is None:
             continue
-        messages: list[dict[str, Any]] | None = None
+        messages: list[MessageRow] | None = None
         for a in adopted:
             if a.since is None or started < a.since:
                 continue
-            if s["id"] in store.wild.verdicts(a.row["id"]):
+            if s.id in store.wild.verdicts(a.row.id):
                 continue
-            messages = messages if messages is not None else store.sessions.messages(s["id"])
+            messages = messages if messages is not None else store.sessions.messages(s.id)
             prompt = _first_turn(messages)[0]
-            if _match(prompt, s.get("project"), a.tasks, similarity) is None:
+            if _match(prompt, s.project, a.tasks, similarity) is None:
                 continue
             with store.write():
-                store.wild.record(s["id"], a.row["id"], _reached(a, s, messages))
+                store.wild.record(s.id, a.row.id, _reached(a, s, messages))
             n += 1
     return n
 
@@ -197,27 +198,27 @@ def in_the_wild(
     sessions = store.sessions.all()
     out: list[WildCheck] = []
     for a in _adopted(store):
-        verdicts = store.wild.verdicts(a.row["id"])
+        verdicts = store.wild.verdicts(a.row.id)
         missed = 0  # matching sessions in a row (the latest ones) the document did not reach
         check = WildCheck(
-            proposal_id=a.row["proposal_id"],
-            target_path=a.row["target_path"],
-            adopted_at=a.row["adopted_at"],
+            proposal_id=a.row.proposal_id,
+            target_path=a.row.target_path,
+            adopted_at=a.row.adopted_at,
             mode=a.mode,
         )
         projects = {t.project for t in a.tasks}
         for s in sessions:
-            started = _when(s.get("started_at"))
+            started = _when(s.started_at)
             if started is None or a.since is None:
                 continue
-            if None not in projects and not any(_under(s.get("project"), p) for p in projects):
+            if None not in projects and not any(_under(s.project, p) for p in projects):
                 continue  # no task of this adoption is from that project: no message read
-            messages = store.sessions.messages(s["id"])
+            messages = store.sessions.messages(s.id)
             prompt, answer, tools, corrected = _first_turn(messages)
-            task = _match(prompt, s.get("project"), a.tasks, similarity)
+            task = _match(prompt, s.project, a.tasks, similarity)
             if task is None:
                 continue
-            if a.owner is not None and s["source"] not in a.owner.sources:
+            if a.owner is not None and s.source not in a.owner.sources:
                 if started >= a.since:
                     check.other_agents += 1  # another agent's session: this file is not its
                 continue
@@ -228,7 +229,7 @@ def in_the_wild(
                 check.before_corrected += int(corrected)
                 continue
             check.sessions += 1
-            reached = verdicts.get(s["id"])
+            reached = verdicts.get(s.id)
             if reached is None:
                 reached = _reached(a, s, messages)
             if not reached:

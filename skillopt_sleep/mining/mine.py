@@ -46,7 +46,7 @@ from skillopt_sleep.mining.judges import scorable
 from skillopt_sleep.mining.split import assign_splits, undistinct, view_id
 from skillopt_sleep.models import CapsuleItem, Check, ContextCapsule, Occurrence, Task
 from skillopt_sleep.results import OnProgress, ProgressEvent
-from skillopt_sleep.store import Store
+from skillopt_sleep.store import MessageRow, SessionRow, Store
 
 INTENT_CHARS = 2000
 #: a context capsule's bounds: items kept, and characters over all its items
@@ -243,13 +243,13 @@ def _parse(ts: str | None) -> _dt.datetime | None:
     return value if value.tzinfo else value.replace(tzinfo=_dt.UTC)
 
 
-def _last_active(session: dict, messages: list[dict]) -> _dt.datetime | None:
+def _last_active(session: SessionRow, messages: list[MessageRow]) -> _dt.datetime | None:
     """The latest message timestamp; else ``started_at``; else ``updated_at`` (which is the
     harvest time, so it is only a fallback)."""
-    stamps = [d for d in (_parse(m.get("timestamp")) for m in messages) if d]
+    stamps = [d for d in (_parse(m.timestamp) for m in messages) if d]
     if stamps:
         return max(stamps)
-    return _parse(session.get("started_at")) or _parse(session.get("updated_at"))
+    return _parse(session.started_at) or _parse(session.updated_at)
 
 
 #: A short follow-up that amends the answer it follows ("use the imperative mood", "make it
@@ -289,7 +289,7 @@ def amends(text: str, intent: str, threshold: float) -> bool:
 
 
 def _walk(
-    session: dict, messages: list[dict], dropped: Counter, threshold: float = 72.0
+    session: SessionRow, messages: list[MessageRow], dropped: Counter, threshold: float = 72.0
 ) -> tuple[list[Intent], int]:
     """Split one session into intents; returns them and the number of prompts seen. A
     follow-up that corrects the answer before it (:func:`~.corrections.classify`, or by its
@@ -297,13 +297,13 @@ def _walk(
     intents: list[Intent] = []
     current: Intent | None = None
     prompts = 0
-    session_tools = sorted({t for m in messages for t in m["tool_names"]})
+    session_tools = sorted({t for m in messages for t in m.tool_names})
     for m in messages:
-        if m.get("is_sidechain"):
+        if m.is_sidechain:
             continue
-        if m["role"] == "user" and m["kind"] == "prompt":
+        if m.role == "user" and m.kind == "prompt":
             prompts += 1
-            text = (m["text"] or "").strip()
+            text = (m.text or "").strip()
             if fb.is_trivial(text):
                 dropped["trivial_prompt"] += 1
                 continue
@@ -337,27 +337,27 @@ def _walk(
                     current.answer = ""
                 continue
             current = Intent(
-                session_id=session["id"],
-                project=session.get("project") or "",
-                when=m.get("timestamp") or session.get("started_at") or "",
-                seq=m["seq"],
+                session_id=session.id,
+                project=session.project or "",
+                when=m.timestamp or session.started_at or "",
+                seq=m.seq,
                 text=text[:INTENT_CHARS],
                 norm=normalise_intent(text),
             )
             intents.append(current)
         elif current is not None:
-            if m["kind"] == "tool" and not current.corrections and not current.positives:
-                if m.get("context"):
-                    item = CapsuleItem.model_validate(m["context"])
+            if m.kind == "tool" and not current.corrections and not current.positives:
+                if m.context:
+                    item = CapsuleItem.model_validate(m.context)
                     if item.kind != "action":  # an edit's result is no context
                         current.seen.append(item)
-                elif not m.get("is_error"):
+                elif not m.is_error:
                     current.unseen += 1
-            current.tools.update(m["tool_names"])
-            if m["role"] == "assistant":
+            current.tools.update(m.tool_names)
+            if m.role == "assistant":
                 current.answered = True
-                if m["text"]:
-                    current.answer = f"{current.answer}\n{m['text']}".strip()
+                if m.text:
+                    current.answer = f"{current.answer}\n{m.text}".strip()
     return intents, prompts
 
 
@@ -983,18 +983,18 @@ def _intents(
 
     for n, s in enumerate(sessions, 1):
         progress(n - 1)
-        project = s.get("project") or ""
+        project = s.project or ""
         if scope and not (project == scope or project.startswith(scope + "/")):
             continue  # the store's LIKE treats "_" as a wildcard
-        if s.get("self_generated"):
+        if s.self_generated:
             dropped["self_generated_session"] += 1
             continue
-        if s.get("headless") and not settings.mine_headless:
+        if s.headless and not settings.mine_headless:
             # a `claude -p` / Agent-SDK / `codex exec` / `copilot -p` run: a script's or a
             # grader's requests, not the user's (its "no, use X" is scripted)
             dropped["headless_session"] += 1
             continue
-        messages = store.sessions.messages(s["id"])
+        messages = store.sessions.messages(s.id)
         active = _last_active(s, messages)
         if active is None or active < cutoff or active > now + _dt.timedelta(days=1):
             dropped["outside_lookback"] += 1

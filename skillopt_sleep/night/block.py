@@ -306,7 +306,7 @@ class Block:
         ]
         if doc.skill and doc.description:  # a skill's copy takes its description too
             as_adds.append(Edit(op="describe", text=doc.description, status="applied"))
-        self.copies(adopted["proposal_id"] if adopted else None, live_rules, as_adds)
+        self.copies(adopted.proposal_id if adopted else None, live_rules, as_adds)
         staged = [c.proposal_id for c in self.summary.copies if c.status == "staged"]
         if staged:
             self.summary.reason = (self.summary.reason or "") + (
@@ -357,10 +357,10 @@ class Block:
         )
         refused = store.proposals.refused(str(target_path), sha256_text(new_text))
         if refused is not None:  # the user said no to this very document: never staged again
-            how = "rejected" if refused["status"] == "rejected" else "rolled back"
-            why = f" ({refused['reason']})" if refused.get("reason") else ""
+            how = "rejected" if refused.status == "rejected" else "rolled back"
+            why = f" ({refused.reason})" if refused.reason else ""
             summary.reason = (
-                f"the same document as proposal {refused['id']}, which the user {how}{why}: "
+                f"the same document as proposal {refused.id}, which the user {how}{why}: "
                 "not staged again"
             )
             return Ended(NightStatus.NO_CHANGE, summary, self.scores)
@@ -407,12 +407,12 @@ class Block:
         night = self.night
         for p in self.ctx.store.proposals.staged(str(night.target_path)):
             if (
-                p["base_hash"] == night.base_hash
-                and p["new_hash"] == sha256_text(new_text)
-                and NightSummary.model_validate_json(p["summary"] or "{}").inputs
+                p.base_hash == night.base_hash
+                and p.new_hash == sha256_text(new_text)
+                and NightSummary.model_validate_json(p.summary or "{}").inputs
                 == self.summary.inputs
             ):
-                return str(p["id"])
+                return str(p.id)
         return None
 
     def notify(self, proposal_id: str) -> None:

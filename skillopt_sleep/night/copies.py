@@ -62,7 +62,7 @@ def session_agents(store: Store, tasks: list[Task]) -> list[str]:
             if row is None:
                 continue
             try:
-                seen.add(agents.agent_of_source(row["source"]).name)
+                seen.add(agents.agent_of_source(row.source).name)
             except SkilloptError:
                 continue
     return [a.name for a in agents.AGENTS if a.name in seen]
@@ -269,11 +269,11 @@ def _draft(ctx: NightContext, job: CopyJob, agent: agents.Agent) -> _Draft | Age
         )
     refused = ctx.store.proposals.refused(str(target), sha256_text(draft.new_text))
     if refused is not None:
-        how = "rejected" if refused["status"] == "rejected" else "rolled back"
+        how = "rejected" if refused.status == "rejected" else "rolled back"
         return AgentCopy(
             **nope,
             target=str(target),
-            reason=f"the same document as proposal {refused['id']}, which the user {how}",
+            reason=f"the same document as proposal {refused.id}, which the user {how}",
         )
     return draft
 
@@ -330,14 +330,14 @@ def _stage_copy(
     same = [
         p
         for p in store.proposals.staged(str(draft.target))
-        if p["base_hash"] == base_hash and p["new_hash"] == new_hash
+        if p.base_hash == base_hash and p.new_hash == new_hash
     ]
     if same:
         return AgentCopy(
             **base,
             status="same",
-            proposal_id=same[0]["id"],
-            reason=f"same document as the staged proposal {same[0]['id']}",
+            proposal_id=same[0].id,
+            reason=f"same document as the staged proposal {same[0].id}",
         )
     split, n = job.certified_on, len(job.held_out)
     summary = NightSummary(

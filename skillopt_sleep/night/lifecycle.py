@@ -10,6 +10,7 @@ reads (``status``) only show it so, with :func:`seen_as`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from skillopt_sleep import paths
 from skillopt_sleep.config import Settings
 from skillopt_sleep.night.log import NightLog
 from skillopt_sleep.results import NightStatus, Trigger, night_label
-from skillopt_sleep.store import Row, Store, now_iso
+from skillopt_sleep.store import NightRow, Store, now_iso
 
 #: ``error`` of a night whose process stopped without finishing it
 STOPPED = "the process running it stopped"
@@ -106,23 +107,23 @@ def running(store: Store) -> RunningNight | None:
     if not rows:
         return RunningNight(None, None, None, None)
     r = rows[0]
-    return RunningNight(r["id"], r["started_at"], r.get("pid"), r.get("trigger"))
+    return RunningNight(r.id, r.started_at, r.pid, r.trigger)
 
 
-def _stale(rows: list[Row], *, lock_free_now: bool) -> list[Row]:
+def _stale(rows: list[NightRow], *, lock_free_now: bool) -> list[NightRow]:
     """Of ``running`` rows, those no process runs any more: all of them when no other
     process holds the lock, else those whose pid is dead (or a zombie)."""
     if lock_free_now:
         return rows
-    return [r for r in rows if not pid_alive(r.get("pid"))]
+    return [r for r in rows if not pid_alive(r.pid)]
 
 
-def _interrupt(store: Store, rows: list[Row]) -> int:
+def _interrupt(store: Store, rows: list[NightRow]) -> int:
     marked: list[int] = []
     with store.write():
         for row in rows:
-            if store.nights.interrupt(row["id"], finished_at=now_iso(), error=STOPPED):
-                marked.append(row["id"])
+            if store.nights.interrupt(row.id, finished_at=now_iso(), error=STOPPED):
+                marked.append(row.id)
     for night_id in marked:  # the night's own log (when it kept one) says how it ended
         if paths.night_log_path(night_id).is_file():
             log = NightLog(night_id)
@@ -151,15 +152,15 @@ def recover(store: Store, *, lock_held: bool = False) -> int:
         probe.release()
 
 
-def seen_as(rows: list[Row]) -> list[Row]:
+def seen_as(rows: list[NightRow]) -> list[NightRow]:
     """``rows`` (night rows) as :func:`recover` would leave them, without writing: a stale
     ``running`` night shows ``interrupted``. For reads (status)."""
-    running_rows = [r for r in rows if r.get("status") == "running"]
+    running_rows = [r for r in rows if r.status == "running"]
     free = bool(running_rows) and lock_free()
-    stale = {r["id"] for r in _stale(running_rows, lock_free_now=free)}
+    stale = {r.id for r in _stale(running_rows, lock_free_now=free)}
     return [
-        dict(r, status=str(NightStatus.INTERRUPTED), error=r.get("error") or STOPPED)
-        if r["id"] in stale
+        dataclasses.replace(r, status=str(NightStatus.INTERRUPTED), error=r.error or STOPPED)
+        if r.id in stale
         else r
         for r in rows
     ]

@@ -70,10 +70,10 @@ def per_task_deltas(
     before: dict[str, float] = {}
     after: dict[str, float] = {}
     for r in rows:
-        if r["phase"] == before_phase:
-            before.setdefault(r["task_id"], r["score"])
-        if r["phase"] == after_phase:
-            after[r["task_id"]] = r["score"]
+        if r.phase == before_phase:
+            before.setdefault(r.task_id, r.score)
+        if r.phase == after_phase:
+            after[r.task_id] = r.score
     return [
         {"task_id": tid, "before": before.get(tid), "after": after.get(tid, before.get(tid))}
         for tid in sorted(set(before) | set(after))
@@ -215,9 +215,9 @@ def _task_tables(store: Store, st: Staging) -> tuple[list[TaskDelta], list[TaskD
     intents = {t.id: t.intent for t in st.tasks}
     mine = (lambda tid: tid in intents) if intents else (lambda tid: True)
     new_hash = sha256_text(st.new_text)
-    val_rows = [r for r in store.rollouts.of_night(st.night_id, "val") if mine(r["task_id"])]
-    val_base = {r["task_id"]: r["score"] for r in val_rows if r["phase"] == "val baseline"}
-    val_new = {r["task_id"]: r["score"] for r in val_rows if r["doc_hash"] == new_hash}
+    val_rows = [r for r in store.rollouts.of_night(st.night_id, "val") if mine(r.task_id)]
+    val_base = {r.task_id: r.score for r in val_rows if r.phase == "val baseline"}
+    val_new = {r.task_id: r.score for r in val_rows if r.doc_hash == new_hash}
     val_tasks = [
         {"task_id": tid, "before": val_base.get(tid), "after": val_new.get(tid, val_base.get(tid))}
         for tid in sorted(val_base)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from skillopt_sleep import paths
 from skillopt_sleep.config import Settings
@@ -53,22 +52,23 @@ from skillopt_sleep.proposals.records import (
 )
 from skillopt_sleep.results import AdoptResult, NightSummary
 from skillopt_sleep.store import Store, now_iso
+from skillopt_sleep.store.proposals import ProposalRow
 
 
-def _verify_staged(row: dict[str, Any], text: str) -> None:
+def _verify_staged(row: ProposalRow, text: str) -> None:
     """ProposalError unless the staged document ``text`` and the proposal's report.json are
     what the row recorded: the document's ``new_hash``, the report's ``report_hash`` (rows
     staged before m011 have none), and the report's target and hashes equal the row's."""
-    pid = row["id"]
-    if sha256_text(text) != (row.get("new_hash") or ""):
+    pid = row.id
+    if sha256_text(text) != (row.new_hash or ""):
         raise ProposalError(
             f"proposal {pid}: the staged document does not match its recorded hash (it was "
             "changed after the night staged it); nothing was written"
         )
-    recorded = row.get("report_hash") or ""
+    recorded = row.report_hash or ""
     if recorded:  # staged since m011: the report's whole text, not only three of its fields
         try:
-            report_text = (Path(row["dir"]) / "report.json").read_text("utf-8")
+            report_text = (Path(row.dir) / "report.json").read_text("utf-8")
         except (OSError, UnicodeDecodeError):
             report_text = None
         if report_text is None or sha256_text(report_text) != recorded:
@@ -81,27 +81,27 @@ def _verify_staged(row: dict[str, Any], text: str) -> None:
         report.get("new_hash"),
         report.get("base_hash"),
         report.get("target"),
-    ) != (row.get("new_hash"), row.get("base_hash"), row.get("target_path")):
+    ) != (row.new_hash, row.base_hash, row.target_path):
         raise ProposalError(
             f"proposal {pid}: its record and its report.json disagree on the target or the "
             "hashes (one was changed after the night); nothing was written"
         )
 
 
-def _other_blocks_only(row: dict[str, Any], live: str | None, new: str | None = None) -> bool:
+def _other_blocks_only(row: ProposalRow, live: str | None, new: str | None = None) -> bool:
     """Whether the live text ``live`` differs from the proposal's base only in *other*
     managed blocks (another project's proposal adopted since): its own block (the hash its
     night recorded) and the user's own text (as in the staged document ``new``, read from the
     proposal's folder when None) are as the night saw them, so its block applies as is."""
     try:
-        summary = NightSummary.model_validate_json(row.get("summary") or "{}")
+        summary = NightSummary.model_validate_json(row.summary or "{}")
     except ValueError:
         return False
     if summary.block_hash is None or block_hash(live, summary.section) != summary.block_hash:
         return False
     if new is None:
         try:
-            new = (Path(row["dir"]) / "document").read_bytes().decode("utf-8")
+            new = (Path(row.dir) / "document").read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError):
             return False
     return outside_blocks(live) == outside_blocks(new)
@@ -124,20 +124,20 @@ def adopt_group(
     group = agent_group(store, proposal_id, ADOPTABLE)
     rows = [get_proposal(store, pid) for pid in group]
     for row in rows:
-        confine(store, row, row["target_path"], f"proposal {row['id']}'s target", settings)
+        confine(store, row, row.target_path, f"proposal {row.id}'s target", settings)
     if not force:
         for pid in group:
             row = get_proposal(store, pid)
-            if row["status"] not in ADOPTABLE:
-                raise ProposalError(f"proposal {pid} is {row['status']}, not staged")
-            live = _read_bytes(Path(row["target_path"]))
+            if row.status not in ADOPTABLE:
+                raise ProposalError(f"proposal {pid} is {row.status}, not staged")
+            live = _read_bytes(Path(row.target_path))
             try:
                 text = None if live is None else live.decode("utf-8")
             except UnicodeDecodeError:
                 text = ""  # adopt says why
-            if sha256_text(text) != row["base_hash"] and not _other_blocks_only(row, text):
+            if sha256_text(text) != row.base_hash and not _other_blocks_only(row, text):
                 raise ProposalError(
-                    f"{row['target_path']} changed since proposal {pid} was made; nothing was "
+                    f"{row.target_path} changed since proposal {pid} was made; nothing was "
                     "adopted (run a new night, or adopt the others one by one)"
                 )
     done: list[AdoptResult] = []
@@ -176,10 +176,10 @@ def adopt(
     """
     finish_unfinished(store)
     row = _adoptable(store, proposal_id, base_hash, settings)
-    target = Path(row["target_path"])
+    target = Path(row.target_path)
     new_text = _staged_text(row)
     live, live_text = _live(target)
-    if sha256_text(live_text) != row["base_hash"]:
+    if sha256_text(live_text) != row.base_hash:
         new_text = _onto_changed(row, target, live is None, live_text, new_text, force)
     flags = document_flags(live_text, new_text)
     if flags and not allow_flagged:
@@ -190,26 +190,28 @@ def adopt(
             "`adopt --allow-flagged` writes it anyway)"
         )
     adoption_id = _write_adopted(store, row, live, live_text, new_text)
-    done = _adoption(store.adoptions.get(adoption_id) or {})
+    adopted = store.adoptions.get(adoption_id)
+    assert adopted is not None
+    done = _adoption(adopted)
     done.allowed_flagged = [f.text for f in flags]
     return done
 
 
 def _adoptable(
     store: Store, proposal_id: str, base_hash: str | None, settings: Settings | None
-) -> dict[str, Any]:
+) -> ProposalRow:
     """The row of a proposal adopt may write: staged or rolled back, of the ``base_hash``
     the caller reviewed (if given), its target where its agent and kind may be written and
     its folder under the proposals folder; ProposalError otherwise."""
     row = get_proposal(store, proposal_id)
-    if row["status"] not in ADOPTABLE:
-        raise ProposalError(f"proposal {proposal_id} is {row['status']}, not staged")
-    if base_hash is not None and base_hash != row["base_hash"]:
+    if row.status not in ADOPTABLE:
+        raise ProposalError(f"proposal {proposal_id} is {row.status}, not staged")
+    if base_hash is not None and base_hash != row.base_hash:
         raise ProposalError(
-            f"proposal {proposal_id}: base_hash does not match (expected {row['base_hash'][:12] or 'absent'})"
+            f"proposal {proposal_id}: base_hash does not match (expected {row.base_hash[:12] or 'absent'})"
         )
-    confine(store, row, row["target_path"], f"proposal {proposal_id}'s target", settings)
-    folder = Path(row["dir"])
+    confine(store, row, row.target_path, f"proposal {proposal_id}'s target", settings)
+    folder = Path(row.dir)
     if not _inside(_real(folder), _real(paths.proposals_dir())):
         raise ProposalError(
             f"proposal {proposal_id}: its folder {folder} is not under "
@@ -218,11 +220,11 @@ def _adoptable(
     return row
 
 
-def _staged_text(row: dict[str, Any]) -> str:
+def _staged_text(row: ProposalRow) -> str:
     """The staged document, checked against what its row recorded (:func:`_verify_staged`)."""
-    proposal_id = row["id"]
+    proposal_id = row.id
     try:
-        new_text = (Path(row["dir"]) / "document").read_bytes().decode("utf-8")
+        new_text = (Path(row.dir) / "document").read_bytes().decode("utf-8")
     except OSError as exc:
         raise ProposalError(f"proposal {proposal_id}: staged document unreadable ({exc})") from None
     except UnicodeDecodeError as exc:
@@ -251,7 +253,7 @@ def _live(target: Path) -> tuple[bytes | None, str | None]:
 
 
 def _onto_changed(
-    row: dict[str, Any],
+    row: ProposalRow,
     target: Path,
     absent: bool,
     live_text: str | None,
@@ -261,10 +263,10 @@ def _onto_changed(
     """The document to write over a live file changed since the proposal's base: the
     proposal's block applied onto it (``force``, or a change only in other managed blocks);
     ProposalError otherwise."""
-    section = NightSummary.model_validate_json(row.get("summary") or "{}").section
+    section = NightSummary.model_validate_json(row.summary or "{}").section
     if not force and not _other_blocks_only(row, live_text, new_text):
         raise ProposalError(
-            f"{target} changed since proposal {row['id']} was made; run "
+            f"{target} changed since proposal {row.id} was made; run "
             "`skillopt-sleep run` for a fresh proposal, or `adopt --force` to apply only "
             "its managed block onto the current file"
         )
@@ -278,7 +280,7 @@ def _onto_changed(
 
 def _write_adopted(
     store: Store,
-    row: dict[str, Any],
+    row: ProposalRow,
     live: bytes | None,
     live_text: str | None,
     new_text: str,
@@ -288,7 +290,7 @@ def _write_adopted(
     them), then the backup is kept, then the adoption is recorded, then the live file is
     written: a process killed at any point leaves either no change or a change `rollback`
     knows (a failed write is undone here)."""
-    proposal_id, target, folder = row["id"], Path(row["target_path"]), Path(row["dir"])
+    proposal_id, target, folder = row.id, Path(row.target_path), Path(row.dir)
     written = Path(os.path.realpath(target)) if target.is_symlink() else target
     created = _missing_dirs(written)
     record = folder / ADOPTION_RECORD
@@ -324,7 +326,7 @@ def _write_adopted(
             store.proposals.set_status(proposal_id, "adopted", "")  # no stale reason
             # written before the commit: a kill between the commit and the live write
             # leaves it, and the next adopt or rollback undoes the record
-            marker = {"adoption_id": adoption_id, "previous_status": row["status"]}
+            marker = {"adoption_id": adoption_id, "previous_status": row.status}
             _write(folder / ADOPTING, json.dumps({"proposal_id": proposal_id, **marker}).encode())
         _write(target, new_text.encode("utf-8"))
         (folder / ADOPTING).unlink(missing_ok=True)
@@ -332,7 +334,7 @@ def _write_adopted(
         if adoption_id is not None:
             with store.write():
                 store.adoptions.delete(adoption_id)
-                store.proposals.set_status(proposal_id, row["status"], row.get("reason") or "")
+                store.proposals.set_status(proposal_id, row.status, row.reason or "")
         _remove_empty_dirs(created)
         record.unlink(missing_ok=True)
         (folder / ADOPTING).unlink(missing_ok=True)
@@ -358,21 +360,22 @@ def finish_unfinished(store: Store) -> list[str]:
             marker.unlink(missing_ok=True)
             continue
         a = store.adoptions.get(aid)
-        proposal = store.proposals.get(pid) or {}
+        proposal = store.proposals.get(pid)
         if (
             a is not None
-            and a["proposal_id"] == pid
-            and a["rolled_back_at"] is None
-            and proposal.get("status") == "adopted"
-            and Path(proposal.get("dir") or "") == marker.parent
+            and proposal is not None
+            and a.proposal_id == pid
+            and a.rolled_back_at is None
+            and proposal.status == "adopted"
+            and Path(proposal.dir or "") == marker.parent
         ):
-            target = Path(a["target_path"])
+            target = Path(a.target_path)
             try:  # a record that names a place the proposal may not write: left as it is
                 confine(store, proposal, target, "the interrupted adoption's target")
             except ProposalError:
                 continue
             live = _hash_bytes(_read_bytes(target))
-            if live != a["after_hash"] and live == a["before_hash"]:
+            if live != a.after_hash and live == a.before_hash:
                 previous = data.get("previous_status")
                 with store.write():
                     store.adoptions.delete(aid)

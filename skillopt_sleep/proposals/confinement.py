@@ -30,6 +30,7 @@ from skillopt_sleep import agents
 from skillopt_sleep.config import Settings
 from skillopt_sleep.errors import ProposalError, SkilloptError
 from skillopt_sleep.store import Store
+from skillopt_sleep.store.proposals import ProposalRow
 
 
 def _real(path: Path | str) -> str:
@@ -158,17 +159,17 @@ def allowed(
     return Roots(tuple(files), agent=agent, kind=kind, links=tuple(dict.fromkeys(links)))
 
 
-def _report_data(row: dict[str, Any]) -> dict[str, Any] | None:
+def _report_data(row: ProposalRow) -> dict[str, Any] | None:
     """The proposal's ``report.json`` as JSON, None when missing or unreadable."""
     try:
-        data = json.loads((Path(row["dir"]) / "report.json").read_text("utf-8"))
+        data = json.loads((Path(row.dir) / "report.json").read_text("utf-8"))
     except (OSError, ValueError, TypeError, KeyError):
         return None
     return data if isinstance(data, dict) else None
 
 
 def document_of(
-    row: dict[str, Any],
+    row: ProposalRow,
     report: dict[str, Any] | None = None,
     *,
     env: Mapping[str, str] | None = None,
@@ -183,8 +184,8 @@ def document_of(
     that is no agent's document is ``path``. ProposalError (one line, nothing written) when
     the row, the report and the copy disagree, or the report of a row that records them
     cannot be read."""
-    pid = row.get("id")
-    agent, kind = row.get("agent") or "", row.get("kind") or ""
+    pid = row.id
+    agent, kind = row.agent or "", row.kind or ""
     if report is None:
         report = _report_data(row)
     summary = (report or {}).get("summary") or {}
@@ -208,7 +209,7 @@ def document_of(
         hint = copy_for or (delivery.get("agent") if isinstance(delivery, dict) else None)
         try:
             found = agents.document_of(
-                row.get("target_path") or "",
+                row.target_path or "",
                 prefer=hint or None,
                 only=bool(hint),
                 env=env,
@@ -225,19 +226,19 @@ def document_of(
     return agent, kind
 
 
-def _night_projects(store: Store, rows: Iterable[dict[str, Any]]) -> list[str]:
+def _night_projects(store: Store, rows: Iterable[ProposalRow]) -> list[str]:
     """The projects the nights of the proposals ``rows`` ran for."""
     projects = []
     for row in rows:
-        night = store.nights.get(int(row.get("night_id") or 0)) if row else None
-        if night and night.get("project"):
-            projects.append(night["project"])
+        night = store.nights.get(int(row.night_id or 0)) if row else None
+        if night and night.project:
+            projects.append(night.project)
     return projects
 
 
 def confine(
     store: Store,
-    row: dict[str, Any],
+    row: ProposalRow,
     target: Path | str,
     what: str,
     settings: Settings | None = None,
@@ -255,7 +256,7 @@ def check_target(store: Store, target: str, settings: Settings | None = None) ->
     """ProposalError unless ``target`` (a path some proposal names) lies where adopt may
     write the document of the proposals naming it (:func:`confine`): what reads a managed
     document for an agent (MCP ``get_skill``) reads no other file."""
-    rows = [r for r in store.proposals.all() if r.get("target_path") == target]
+    rows = [r for r in store.proposals.all() if r.target_path == target]
     if not rows:
         raise ProposalError(
             f"refusing the document {target}: no proposal names it; nothing was read"

@@ -17,6 +17,7 @@ from skillopt_sleep.delivery.document import SKILL_NAME
 from skillopt_sleep.errors import ProposalError
 from skillopt_sleep.results import AdoptResult, NightSummary, ProposalReport, load_report_json
 from skillopt_sleep.store import Store
+from skillopt_sleep.store.proposals import AdoptionRow, ProposalRow
 
 ADOPTION_RECORD = "adoption.json"  # in the proposal's folder: what adopt created (folders)
 
@@ -26,10 +27,10 @@ ADOPTION_RECORD = "adoption.json"  # in the proposal's folder: what adopt create
 ADOPTING = "adopting.json"
 
 
-def get_proposal(store: Store, proposal_id: str) -> dict[str, Any]:
+def get_proposal(store: Store, proposal_id: str) -> ProposalRow:
     row = store.proposals.get(proposal_id)
     if not row:
-        known = [r["id"] for r in store.proposals.all(limit=5)]
+        known = [r.id for r in store.proposals.all(limit=5)]
         hint = f"; recent: {', '.join(known)}" if known else "; there are no proposals yet"
         raise ProposalError(f"no proposal {proposal_id!r}{hint}")
     return row
@@ -37,7 +38,7 @@ def get_proposal(store: Store, proposal_id: str) -> dict[str, Any]:
 
 def list_proposals(store: Store, status: str | None = None) -> list[dict[str, Any]]:
     """Proposal rows, newest first; ``summary`` decoded from its JSON column."""
-    rows = store.proposals.all(status)
+    rows = [r.as_dict() for r in store.proposals.all(status)]
     for row in rows:
         try:
             row["summary"] = json.loads(row.get("summary") or "{}")
@@ -46,14 +47,14 @@ def list_proposals(store: Store, status: str | None = None) -> list[dict[str, An
     return rows
 
 
-def load_report(row: dict[str, Any]) -> ProposalReport:
+def load_report(row: ProposalRow) -> ProposalReport:
     """The proposal's ``report.json``, typed. Raises ProposalError (one line) when it is
     missing, unreadable or not a report this version reads."""
-    where = f"proposal {row['id']}: report.json"
+    where = f"proposal {row.id}: report.json"
     try:
-        text = (Path(row["dir"]) / "report.json").read_text("utf-8")
+        text = (Path(row.dir) / "report.json").read_text("utf-8")
     except OSError as exc:
-        raise ProposalError(f"proposal {row['id']}: report unreadable ({exc})") from None
+        raise ProposalError(f"proposal {row.id}: report unreadable ({exc})") from None
     try:
         return load_report_json(text, where)
     except ValueError as exc:
@@ -65,20 +66,20 @@ def load_report(row: dict[str, Any]) -> ProposalReport:
 ADOPTABLE = ("staged", "rolled_back")
 
 
-def report_markdown(row: dict[str, Any]) -> str:
+def report_markdown(row: ProposalRow) -> str:
     """The proposal's ``report.md`` as it stands now: a proposal that is no longer staged says
     so where the staged report says how to adopt it. Raises ProposalError when unreadable."""
     try:
-        text = (Path(row["dir"]) / "report.md").read_text("utf-8")
+        text = (Path(row.dir) / "report.md").read_text("utf-8")
     except OSError as exc:
         raise ProposalError(
-            f"proposal {row['id']}: report unreadable ({exc.strerror or exc})"
+            f"proposal {row.id}: report unreadable ({exc.strerror or exc})"
         ) from None
-    if row.get("status") not in ADOPTABLE:
-        why = f" ({row['reason']})" if row.get("reason") else ""
+    if row.status not in ADOPTABLE:
+        why = f" ({row.reason})" if row.reason else ""
         text = re.sub(
             r"(?m)^Adopt with `skillopt-sleep adopt [^\n]*$",
-            f"This proposal is {row.get('status')}{why}: it can no longer be adopted.",
+            f"This proposal is {row.status}{why}: it can no longer be adopted.",
             text,
             count=1,
         )
@@ -93,20 +94,18 @@ def agent_group(
     :mod:`skillopt_sleep.night.copies`, including copies a later night made of it),
     ``proposal_id``'s own first. ProposalError for an unknown proposal."""
     row = get_proposal(store, proposal_id)
-    summary = NightSummary.model_validate_json(row.get("summary") or "{}")
+    summary = NightSummary.model_validate_json(row.summary or "{}")
     head = summary.copy_of or proposal_id
     # a copy an earlier night staged and this night found unchanged ("same document as the
     # staged proposal p6-codex") is listed in this proposal's copies: it is one of the group
     listed = {c.proposal_id for c in summary.copies if c.proposal_id}
-    staged = [
-        r for status in statuses for r in store.proposals.all(status) if r["id"] != proposal_id
-    ]
+    staged = [r for status in statuses for r in store.proposals.all(status) if r.id != proposal_id]
     members = [
-        r["id"]
+        r.id
         for r in staged
-        if r["id"] == head
-        or r["id"] in listed
-        or NightSummary.model_validate_json(r.get("summary") or "{}").copy_of == head
+        if r.id == head
+        or r.id in listed
+        or NightSummary.model_validate_json(r.summary or "{}").copy_of == head
     ]
     return [proposal_id, *members]
 
@@ -124,51 +123,49 @@ def names_proposal(store: Store, target: str | None) -> bool:
     )
 
 
-def _rules_group(store: Store, proposal_id: str) -> list[dict[str, Any]]:
+def _rules_group(store: Store, proposal_id: str) -> list[ProposalRow]:
     """The other proposals carrying the same night's rules for other agents (the proposal
     the night trained and its agents' copies, whatever their status), not ``proposal_id``."""
     row = get_proposal(store, proposal_id)
-    head = NightSummary.model_validate_json(row.get("summary") or "{}").copy_of or proposal_id
+    head = NightSummary.model_validate_json(row.summary or "{}").copy_of or proposal_id
     return [
         r
         for r in store.proposals.all()
-        if r["id"] != proposal_id
-        and (
-            r["id"] == head
-            or NightSummary.model_validate_json(r.get("summary") or "{}").copy_of == head
-        )
+        if r.id != proposal_id
+        and (r.id == head or NightSummary.model_validate_json(r.summary or "{}").copy_of == head)
     ]
 
 
 def copy_statuses(store: Store, proposal_id: str) -> dict[str, str]:
     """The other proposals carrying ``proposal_id``'s rules for other agents, by id, with
     their status now (``p3`` and its copies ``p3-codex``, …)."""
-    return {r["id"]: r["status"] for r in _rules_group(store, proposal_id)}
+    return {r.id: r.status for r in _rules_group(store, proposal_id)}
 
 
-def _adoption(row: dict[str, Any]) -> AdoptResult:
+def _adoption(row: AdoptionRow) -> AdoptResult:
     return AdoptResult(
-        proposal_id=row["proposal_id"],
-        target_path=row["target_path"],
-        adopted_at=row["adopted_at"],
-        backup_path=row.get("backup_path") or "",
-        before_hash=row.get("before_hash") or "",
-        after_hash=row.get("after_hash") or "",
-        existed_before=bool(row.get("existed_before")),
+        proposal_id=row.proposal_id,
+        target_path=row.target_path,
+        adopted_at=row.adopted_at,
+        backup_path=row.backup_path or "",
+        before_hash=row.before_hash or "",
+        after_hash=row.after_hash or "",
+        existed_before=bool(row.existed_before),
     )
 
 
-def _created_dirs(store: Store, adoption: dict[str, Any]) -> list[str]:
+def _created_dirs(store: Store, adoption: AdoptionRow) -> list[str]:
     """The folders ``adoption`` created (deepest first), from the record adopt left in the
     proposal's folder. Without one (an adoption made by an older version) only the managed
     skill folder right above the file counts, as it did then."""
-    folder = (store.proposals.get(adoption["proposal_id"]) or {}).get("dir")
+    proposal = store.proposals.get(adoption.proposal_id)
+    folder = proposal.dir if proposal is not None else None
     if folder:
         try:
             data = json.loads((Path(folder) / ADOPTION_RECORD).read_text("utf-8"))
-            if data.get("target_path") == adoption["target_path"]:
+            if data.get("target_path") == adoption.target_path:
                 return [str(d) for d in data.get("created_dirs") or []]
         except (OSError, ValueError, AttributeError):
             pass
-    parent = Path(adoption["target_path"]).parent
+    parent = Path(adoption.target_path).parent
     return [str(parent)] if parent.name == SKILL_NAME else []

@@ -16,7 +16,7 @@ def _withdraw_copies(store: Store, proposal_id: str, why: str) -> list[str]:
     """Reject the staged copies of ``proposal_id``'s rules for other agents (not the proposal
     itself, and nothing when it is itself a copy); their ids."""
     row = get_proposal(store, proposal_id)
-    if NightSummary.model_validate_json(row.get("summary") or "{}").copy_for:
+    if NightSummary.model_validate_json(row.summary or "{}").copy_for:
         return []
     copies = agent_group(store, proposal_id)[1:]
     for pid in copies:
@@ -29,17 +29,17 @@ def reject(store: Store, proposal_id: str, reason: str = "") -> RejectResult:
     unknown or no longer staged proposal."""
     finish_unfinished(store)
     row = get_proposal(store, proposal_id)
-    if row["status"] != "staged":
-        raise ProposalError(f"proposal {proposal_id} is {row['status']}, not staged")
+    if row.status != "staged":
+        raise ProposalError(f"proposal {proposal_id} is {row.status}, not staged")
     store.proposals.set_status(proposal_id, "rejected", reason or "rejected by user")
     withdrawn = _withdraw_copies(
         store, proposal_id, f"rejected with {proposal_id}" + (f": {reason}" if reason else "")
     )
     row = get_proposal(store, proposal_id)
     return RejectResult(
-        proposal_id=row["id"],
-        status=row["status"],
-        reason=row["reason"] or "",
+        proposal_id=row.id,
+        status=row.status,
+        reason=row.reason or "",
         withdrawn=withdrawn,
     )
 
@@ -52,18 +52,18 @@ def lift_refusal(store: Store, proposal_id: str) -> RefusalLifted:
     ProposalError for an unknown proposal or one the user did not refuse."""
     finish_unfinished(store)
     row = get_proposal(store, proposal_id)
-    if row["status"] not in ("rejected", "rolled_back"):
+    if row.status not in ("rejected", "rolled_back"):
         raise ProposalError(
-            f"proposal {proposal_id} is {row['status']}: there is no refusal to lift (only a "
+            f"proposal {proposal_id} is {row.status}: there is no refusal to lift (only a "
             "rejected or rolled-back proposal has one)"
         )
     withdrawn = f"rejected with {proposal_id}"
     members = [row] + [
         r
         for r in _rules_group(store, proposal_id)
-        if row["status"] == "rejected"
-        and r["status"] == "rejected"
-        and (r.get("reason") or "").startswith(withdrawn)
+        if row.status == "rejected"
+        and r.status == "rejected"
+        and (r.reason or "").startswith(withdrawn)
     ]
     done: dict[str, str] = {}
     with store.write():
@@ -73,24 +73,24 @@ def lift_refusal(store: Store, proposal_id: str) -> RefusalLifted:
             # the one replaced
             rivals = [
                 p
-                for p in store.proposals.staged(r["target_path"])
-                if p["id"] != r["id"] and block_of(p) == block_of(r)
+                for p in store.proposals.staged(r.target_path)
+                if p.id != r.id and block_of(p) == block_of(r)
             ]
-            when = (r["created_at"] or "", r["night_id"] or 0)
-            newer = [p["id"] for p in rivals if (p["created_at"] or "", p["night_id"] or 0) > when]
+            when = (r.created_at or "", r.night_id or 0)
+            newer = [p.id for p in rivals if (p.created_at or "", p.night_id or 0) > when]
             for p in rivals:
-                if p["id"] not in newer:
-                    store.proposals.set_status(p["id"], "superseded", f"superseded by {r['id']}")
+                if p.id not in newer:
+                    store.proposals.set_status(p.id, "superseded", f"superseded by {r.id}")
             if newer:
                 store.proposals.set_status(
-                    r["id"], "superseded", f"refusal lifted; superseded by {newer[0]}"
+                    r.id, "superseded", f"refusal lifted; superseded by {newer[0]}"
                 )
             else:
-                store.proposals.set_status(r["id"], "staged", "refusal lifted by the user")
-            done[r["id"]] = "superseded" if newer else "staged"
+                store.proposals.set_status(r.id, "staged", "refusal lifted by the user")
+            done[r.id] = "superseded" if newer else "staged"
     return RefusalLifted(
         proposal_id=proposal_id,
         status=done[proposal_id],
-        was=row["status"],
+        was=row.status,
         copies={k: v for k, v in done.items() if k != proposal_id},
     )

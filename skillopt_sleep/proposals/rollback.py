@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from skillopt_sleep import paths
 from skillopt_sleep.config import Settings
@@ -38,28 +37,29 @@ from skillopt_sleep.proposals.records import (
 )
 from skillopt_sleep.results import AdoptedCopy, RollbackResult
 from skillopt_sleep.store import Store, now_iso
+from skillopt_sleep.store.proposals import AdoptionRow
 
 
-def _adoption_of(store: Store, proposal_id: str) -> dict[str, Any]:
+def _adoption_of(store: Store, proposal_id: str) -> AdoptionRow:
     """The proposal's adoption a rollback undoes; ProposalError when it is not adopted, or
     when a later adoption on the same file stands on top of it (that one is undone first)."""
     row = get_proposal(store, proposal_id)
     a = store.adoptions.live_of(proposal_id)
     if a is None:
         raise ProposalError(
-            f"proposal {proposal_id} is {row['status']}, not adopted: nothing to roll back"
+            f"proposal {proposal_id} is {row.status}, not adopted: nothing to roll back"
         )
-    latest = store.adoptions.latest_live([a["target_path"]])
-    if latest is not None and latest["id"] != a["id"]:
+    latest = store.adoptions.latest_live([a.target_path])
+    if latest is not None and latest.id != a.id:
         raise ProposalError(
-            f"{a['target_path']} was adopted again since {proposal_id} (proposal "
-            f"{latest['proposal_id']}): roll that back first (`skillopt-sleep rollback "
-            f"{latest['proposal_id']}`); nothing was written"
+            f"{a.target_path} was adopted again since {proposal_id} (proposal "
+            f"{latest.proposal_id}): roll that back first (`skillopt-sleep rollback "
+            f"{latest.proposal_id}`); nothing was written"
         )
     return a
 
 
-def _adoption_for(store: Store, target: str | None) -> dict[str, Any]:
+def _adoption_for(store: Store, target: str | None) -> AdoptionRow:
     """The adoption ``target`` names: a proposal's or copy's id (:func:`names_proposal`),
     a live file's path (its latest adoption), or None (the latest adoption of any file)."""
     if target and names_proposal(store, target):
@@ -79,11 +79,11 @@ def _with_others(store: Store, done: RollbackResult) -> RollbackResult:
     staged."""
     others = _rules_group(store, done.proposal_id)
     done.still_adopted = [
-        AdoptedCopy(proposal_id=r["id"], target_path=r["target_path"])
+        AdoptedCopy(proposal_id=r.id, target_path=r.target_path)
         for r in others
-        if r["status"] == "adopted"
+        if r.status == "adopted"
     ]
-    done.still_staged = [r["id"] for r in others if r["status"] == "staged"]
+    done.still_staged = [r.id for r in others if r.status == "staged"]
     return done
 
 
@@ -100,33 +100,33 @@ def _rollback_group(
     against the allowed locations, and (unless ``force``) its live file against its
     adoption, first, so one bad member refuses the whole group before anything is written."""
     if target and names_proposal(store, target):
-        pid = str(get_proposal(store, target)["id"])
+        pid = str(get_proposal(store, target).id)
     else:
-        pid = _adoption_for(store, target)["proposal_id"]
-    members = [pid, *(r["id"] for r in _rules_group(store, pid))]
+        pid = _adoption_for(store, target).proposal_id
+    members = [pid, *(r.id for r in _rules_group(store, pid))]
     live = [_adoption_of(store, m) for m in members if store.adoptions.live_of(m) is not None]
     if not live:
         raise ProposalError(
             f"nothing to roll back: neither {pid} nor its copies for other agents are adopted"
         )
     for c in live:
-        proposal = get_proposal(store, c["proposal_id"])
-        if proposal.get("target_path") != c["target_path"]:
+        proposal = get_proposal(store, c.proposal_id)
+        if proposal.target_path != c.target_path:
             raise ProposalError(
-                f"refusing the adoption's target {c['target_path']}: it does not match its "
-                f"proposal {c['proposal_id']}'s target; nothing was written"
+                f"refusing the adoption's target {c.target_path}: it does not match its "
+                f"proposal {c.proposal_id}'s target; nothing was written"
             )
-        confine(store, proposal, c["target_path"], "the adoption's target", settings)
-        if not force and _hash_bytes(_read_bytes(Path(c["target_path"]))) != c["after_hash"]:
+        confine(store, proposal, c.target_path, "the adoption's target", settings)
+        if not force and _hash_bytes(_read_bytes(Path(c.target_path))) != c.after_hash:
             raise ProposalError(
-                f"{c['target_path']} changed since {c['proposal_id']} was adopted; nothing was "
+                f"{c.target_path} changed since {c.proposal_id} was adopted; nothing was "
                 "rolled back (`rollback --all-agents --force` restores every file anyway, or "
                 "roll back the others one by one by their ids)"
             )
     done: list[RollbackResult] = []
     for c in live:
         try:
-            one = rollback(store, c["proposal_id"], force=force, settings=settings)
+            one = rollback(store, c.proposal_id, force=force, settings=settings)
         except ProposalError as exc:
             kept = ", ".join(r.proposal_id for r in done)
             raise ProposalError(
@@ -164,29 +164,29 @@ def rollback(
     if all_agents:
         return _rollback_group(store, target, force=force, settings=settings)
     a = _adoption_for(store, target)
-    path = Path(a["target_path"])
+    path = Path(a.target_path)
     _confine_adoption(store, a, settings)
-    backup = _backup(a) if a["existed_before"] else b""
+    backup = _backup(a) if a.existed_before else b""
     live = _read_bytes(path)
     kept = ""
-    gone = live is None and not a["existed_before"]  # what rollback would do is done already
-    if _hash_bytes(live) != a["after_hash"] and not gone:
+    gone = live is None and not a.existed_before  # what rollback would do is done already
+    if _hash_bytes(live) != a.after_hash and not gone:
         kept = _changed_since(path, live, force)
     removed: list[str] = []
-    if a["existed_before"]:
+    if a.existed_before:
         _write(path, backup)
     else:
         removed = _remove_adopted(store, a, path)
-    store.adoptions.set_rolled_back(a["id"], now_iso())
-    store.proposals.set_status(a["proposal_id"], "rolled_back", "rolled back by the user")
-    done = store.adoptions.get(a["id"]) or {}
+    store.adoptions.set_rolled_back(a.id, now_iso())
+    store.proposals.set_status(a.proposal_id, "rolled_back", "rolled back by the user")
+    done = store.adoptions.get(a.id)
     return _with_others(
         store,
         RollbackResult(
-            proposal_id=a["proposal_id"],
-            target_path=a["target_path"],
-            rolled_back_at=done.get("rolled_back_at") or now_iso(),
-            restored_previous=bool(a["existed_before"]),
+            proposal_id=a.proposal_id,
+            target_path=a.target_path,
+            rolled_back_at=(done.rolled_back_at if done else None) or now_iso(),
+            restored_previous=bool(a.existed_before),
             kept_copy=kept,
             removed_dirs=removed,
             already_gone=gone,
@@ -194,29 +194,29 @@ def rollback(
     )
 
 
-def _confine_adoption(store: Store, a: dict[str, Any], settings: Settings | None) -> None:
+def _confine_adoption(store: Store, a: AdoptionRow, settings: Settings | None) -> None:
     """ProposalError unless the adoption ``a`` names a stored proposal whose target it is,
     and that target lies where the proposal's agent and kind may be written."""
-    path = Path(a["target_path"])
-    proposal = store.proposals.get(a["proposal_id"]) or {}
+    path = Path(a.target_path)
+    proposal = store.proposals.get(a.proposal_id)
     if not proposal:
         raise ProposalError(
-            f"the adoption of {path} names no stored proposal ({a['proposal_id']}); nothing "
+            f"the adoption of {path} names no stored proposal ({a.proposal_id}); nothing "
             "was written"
         )
-    if proposal.get("target_path") != a["target_path"]:
+    if proposal.target_path != a.target_path:
         raise ProposalError(
             f"refusing the adoption's target {path}: it does not match its proposal "
-            f"{a['proposal_id']}'s target; nothing was written"
+            f"{a.proposal_id}'s target; nothing was written"
         )
     confine(store, proposal, path, "the adoption's target", settings)
 
 
-def _backup(a: dict[str, Any]) -> bytes:
+def _backup(a: AdoptionRow) -> bytes:
     """The bytes adopt saved before it wrote the adoption ``a``'s file: read from under
     ``<state>/backups`` only, and only when their hash is the adoption's ``before_hash``."""
-    path = Path(a["target_path"])
-    bpath = a["backup_path"] or ""
+    path = Path(a.target_path)
+    bpath = a.backup_path or ""
     if not bpath or not _inside(_real(bpath), _real(paths.backups_dir())):
         raise ProposalError(
             f"backup {bpath!r} is not under {paths.backups_dir()}; nothing was written"
@@ -229,7 +229,7 @@ def _backup(a: dict[str, Any]) -> bytes:
             f"adopt cannot be restored; nothing was written (put the backup back, or edit "
             f"{path} by hand: the rules are between its skillopt-sleep markers)"
         ) from None
-    if _hash_bytes(backup) != a["before_hash"]:
+    if _hash_bytes(backup) != a.before_hash:
         raise ProposalError(
             f"backup {bpath} is not the file adopt saved (its hash differs); nothing was written"
         )
@@ -252,7 +252,7 @@ def _changed_since(path: Path, live: bytes | None, force: bool) -> str:
     return str(_keep_copy(live, path.name, "before-rollback"))  # never lose what the user wrote
 
 
-def _remove_adopted(store: Store, a: dict[str, Any], path: Path) -> list[str]:
+def _remove_adopted(store: Store, a: AdoptionRow, path: Path) -> list[str]:
     """Remove the file the adoption ``a`` created, then exactly the folders adopt created for
     it, and only those now empty; the folders removed."""
     if path.exists():

@@ -310,7 +310,7 @@ class NightsService:
             row = store.nights.get(night_id)
             if row is None:
                 last = store.nights.recent(1)
-                latest = night_label(last[0]["id"]) if last else ""
+                latest = night_label(last[0].id) if last else ""
                 hint = f"; the latest is {latest}" if last else "; no night has run yet"
                 raise BadArgument(f"no night {night_label(night_id)}{hint}")
             return night_view(lifecycle.seen_as([row])[0])

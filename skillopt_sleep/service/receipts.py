@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from skillopt_sleep.files import atomic_write
 from skillopt_sleep.service.core import Core
+from skillopt_sleep.store.proposals import ProposalRow
 
 
 def _seen_key(proposal_id: str, created_at: str | None) -> str:
@@ -32,14 +32,14 @@ class Receipts:
             return set()
         return {str(x) for x in data} if isinstance(data, list) else set()
 
-    def saw(self, row: dict[str, Any]) -> None:
+    def saw(self, row: ProposalRow) -> None:
         """Remember that ``row``'s report was looked at (never fails the read)."""
         import json
 
-        if row.get("status") != "staged":
+        if row.status != "staged":
             return
         seen = self.seen()
-        key = _seen_key(row["id"], row.get("created_at"))
+        key = _seen_key(row.id, row.created_at)
         if key in seen:
             return
         path = self.path()

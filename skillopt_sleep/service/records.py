@@ -17,6 +17,7 @@ from skillopt_sleep.results import (
     TaskList,
 )
 from skillopt_sleep.service.core import Core, _project_arg, _under
+from skillopt_sleep.store.sessions import Place
 
 if TYPE_CHECKING:
     from skillopt_sleep.mining.mine import MineReport
@@ -72,7 +73,7 @@ class RecordsService:
                 store.outbox.expire(days)
             cutoff = store.outbox.cutoff(days)  # read-only: expired texts are not shown
             return [
-                dict(r, prompt="") if str(r.get("at") or "") < cutoff else dict(r)
+                r.as_dict() | {"prompt": ""} if str(r.at or "") < cutoff else r.as_dict()
                 for r in store.outbox.recent(limit)
             ]
 
@@ -177,36 +178,35 @@ class RecordsService:
                 row = store.sessions.get(found[0]) if found else None
             if row is None:
                 raise BadArgument(f"no session {session_id!r}")
-            messages = store.sessions.messages(row["id"])
+            messages = store.sessions.messages(row.id)
         return SessionView(
-            id=row["id"],
-            agent=row["source"],
-            project=row.get("project"),
-            started_at=row.get("started_at"),
-            updated_at=row.get("updated_at"),
-            model=row.get("model"),
-            title=row.get("title"),
+            id=row.id,
+            agent=row.source,
+            project=row.project,
+            started_at=row.started_at,
+            updated_at=row.updated_at,
+            model=row.model,
+            title=row.title,
             messages=[
                 SessionMessage(
-                    id=m["id"],
-                    seq=m["seq"],
-                    role=m["role"],
-                    kind=m.get("kind"),
-                    timestamp=m.get("timestamp"),
-                    text=m.get("text") or "",
-                    tool_names=[str(t) for t in m.get("tool_names") or []],
+                    id=m.id,
+                    seq=m.seq,
+                    role=m.role,
+                    kind=m.kind,
+                    timestamp=m.timestamp,
+                    text=m.text or "",
+                    tool_names=[str(t) for t in m.tool_names or []],
                 )
                 for m in messages
             ],
         )
 
 
-def _occurrence(occ: dict[str, Any], place: dict[str, Any] | None) -> dict[str, Any]:
+def _occurrence(occ: dict[str, Any], place: Place | None) -> dict[str, Any]:
     """A stored occurrence with where it is: ``agent`` (the session's source), ``project``
     and ``message_id`` (all None when the session is no longer stored)."""
-    place = place or {}
     return occ | {
-        "agent": place.get("source"),
-        "project": place.get("project"),
-        "message_id": place.get("message_id"),
+        "agent": place.source if place else None,
+        "project": place.project if place else None,
+        "message_id": place.message_id if place else None,
     }

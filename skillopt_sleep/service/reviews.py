@@ -50,21 +50,21 @@ class ReviewService:
         report = load_report(row)
         self._receipts.saw(row)
         try:
-            with open(Path(row["dir"]) / "diff.patch", encoding="utf-8", newline="") as fh:
+            with open(Path(row.dir) / "diff.patch", encoding="utf-8", newline="") as fh:
                 diff = fh.read()  # byte-exact: a CRLF file's diff keeps its CRs
         except OSError as exc:
             raise ProposalError(f"proposal {proposal_id}: diff unreadable ({exc})") from None
         return ProposalDetail(
-            **_summary(row).model_dump(),
-            new_hash=row.get("new_hash"),
-            folder=row["dir"],
+            **_summary(row.as_dict()).model_dump(),
+            new_hash=row.new_hash,
+            folder=row.dir,
             diff=diff,
             edits=report.edits,
             val_tasks=report.val_tasks,
             test_tasks=report.test_tasks,
             cost=report.cost,
             summary=report.summary,
-            report_uri=f"skillopt://proposals/{row['id']}",
+            report_uri=f"skillopt://proposals/{row.id}",
         )
 
     def report(self, proposal_id: str) -> ProposalReport:
@@ -87,17 +87,14 @@ class ReviewService:
         self._receipts.saw(row)
         if not with_status:
             return report
-        return (
-            f"<!-- status: {row['status']}; base_hash: {row['base_hash'] or '(absent)'} -->\n"
-            + report
-        )
+        return f"<!-- status: {row.status}; base_hash: {row.base_hash or '(absent)'} -->\n" + report
 
     def latest_report(self) -> str:
         """The newest proposal's report, or why the last night staged none (Markdown)."""
         with self.core.use() as store:
             latest = store.proposals.latest()
         if latest:
-            return self.proposal_markdown(latest["id"], with_status=True)
+            return self.proposal_markdown(latest.id, with_status=True)
         recent = self._nights.nights(1)
         if not recent:
             return "# No report yet\n\nNo night has run. Call the `run_night` tool to start one.\n"
@@ -211,7 +208,7 @@ class ReviewService:
                     raise BadArgument(
                         "no managed target yet: no proposal has been staged (run a night first)"
                     )
-                path = latest["target_path"]
+                path = latest.target_path
             check_target(store, path, self.core.settings())
         text = read_live(Path(path))
         return SkillInfo(

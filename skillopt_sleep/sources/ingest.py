@@ -47,7 +47,7 @@ from skillopt_sleep.sources import get_source
 from skillopt_sleep.sources.base import ParseResult, Source
 from skillopt_sleep.sources.lines import HEAD, LineReader, SkipFile, batches, looks_binary
 from skillopt_sleep.store import Store, now_iso
-from skillopt_sleep.store.files import FileStamp
+from skillopt_sleep.store.files import FileRow, FileStamp
 
 
 @dataclass
@@ -186,7 +186,7 @@ def _save_sessions(
             project = sess.project
             if not project:  # the project may be known from an earlier pass only
                 stored = store.sessions.get(sid)
-                project = stored["project"] if stored else None
+                project = stored.project if stored else None
             why = projects.reason(project)
         if why is not None:
             if sid not in res.excluded:
@@ -255,12 +255,12 @@ def _mark(
     res.bytes_read = res.lines_ok = res.messages = 0
     res.sessions_new, res.sessions_updated = set(), set()
     res.sessions_filtered, res.lines_skipped = Counter(), Counter()
-    old = store.files.get(key) or {}
+    old = store.files.get(key)
     row = {
         "path": key,
         "source": src.name,
-        "offset": old.get("offset") or 0,
-        "state": old.get("state") or "{}",
+        "offset": (old.offset if old else None) or 0,
+        "state": (old.state if old else None) or "{}",
         "status": "skipped",
         "last_error": detail or reason,
     }
@@ -314,13 +314,13 @@ def _ingest(
     if not _stat.S_ISREG(st.st_mode):
         raise SkipFile("not_a_file")
     row = store.files.get(key)
-    usable = row if row is not None and row.get("status") == "ok" else None
+    usable = row if row is not None and row.status == "ok" else None
     if src.read_mode(path) != "jsonl":
         _ingest_whole(store, src, path, res, st, usable, projects)
         return
     zst = key.endswith(".zst")
-    if zst and usable and usable["size"] == st.st_size and usable["mtime"] == st.st_mtime:
-        res.offset = usable["offset"]
+    if zst and usable and usable.size == st.st_size and usable.mtime == st.st_mtime:
+        res.offset = usable.offset or 0
         return
     with _open_regular(key) as fh:
         head = fh.read(HEAD)
@@ -348,7 +348,7 @@ def _ingest(
         if cut:  # recorded as read up to the offset only: the next pass goes on from there
             size = reader.offset
         # counts carried over from earlier passes (none after a re-read from 0)
-        kept = usable if usable and not res.reason else {}
+        kept = usable if usable and not res.reason else None
         store.files.put(
             {
                 "path": key,
@@ -359,8 +359,9 @@ def _ingest(
                 "offset": res.offset,
                 "state": json.dumps(state),
                 "head_hash": _head_hash(head[: min(HEAD, size)]),
-                "lines_ok": res.lines_ok + (kept.get("lines_ok") or 0),
-                "lines_skipped": sum(res.lines_skipped.values()) + (kept.get("lines_skipped") or 0),
+                "lines_ok": res.lines_ok + ((kept.lines_ok if kept else None) or 0),
+                "lines_skipped": sum(res.lines_skipped.values())
+                + ((kept.lines_skipped if kept else None) or 0),
                 "status": "ok",
                 "last_error": "",
             }
@@ -368,26 +369,26 @@ def _ingest(
 
 
 def _resume_point(
-    usable: dict | None, st: os.stat_result, head: bytes, res: FileResult
+    usable: FileRow | None, st: os.stat_result, head: bytes, res: FileResult
 ) -> tuple[int, dict] | None:
     """Where a plain JSONL file is read from, and the parser state there: the end of the
     last pass when the file only grew, else 0 (``res.reason`` says why); None when it is
     unchanged (``res.offset`` is then the old offset)."""
     if not usable:
         return 0, {}
-    prev = min(HEAD, usable["size"] or 0)
-    if usable["inode"] != st.st_ino:
+    prev = min(HEAD, usable.size or 0)
+    if usable.inode != st.st_ino:
         res.reason = "replaced"
-    elif st.st_size < (usable["offset"] or 0):
+    elif st.st_size < (usable.offset or 0):
         res.reason = "truncated"
-    elif _head_hash(head[:prev]) != usable["head_hash"]:
+    elif _head_hash(head[:prev]) != usable.head_hash:
         res.reason = "replaced"
-    elif st.st_size == usable["size"] and st.st_mtime == usable["mtime"]:
-        res.offset = usable["offset"]
+    elif st.st_size == usable.size and st.st_mtime == usable.mtime:
+        res.offset = usable.offset or 0
         return None
     else:
         try:
-            return usable["offset"] or 0, json.loads(usable["state"] or "{}")
+            return usable.offset or 0, json.loads(usable.state or "{}")
         except ValueError:
             res.reason = "bad_state"
     return 0, {}
@@ -445,7 +446,7 @@ def _ingest_whole(
     path: Path,
     res: FileResult,
     st: os.stat_result,
-    row: dict | None,
+    row: FileRow | None,
     projects: ProjectFilter | None,
 ) -> None:
     """``whole_file`` / ``snapshot`` files (see :attr:`.base.Source.mode`); ``row`` is the usable
@@ -455,12 +456,12 @@ def _ingest_whole(
     state: dict = {}
     if row is not None:
         try:
-            state = json.loads(row["state"] or "{}")
+            state = json.loads(row.state or "{}")
         except ValueError:
             state, res.reason = {}, "bad_state"
     if mode == "whole_file":
-        if row is not None and row["size"] == st.st_size and row["mtime"] == st.st_mtime:
-            res.offset = row["offset"] or 0
+        if row is not None and row.size == st.st_size and row.mtime == st.st_mtime:
+            res.offset = row.offset or 0
             return
         if st.st_size > MAX_WHOLE:
             raise SkipFile("too_large")
@@ -471,11 +472,11 @@ def _ingest_whole(
         if b"\x00" in data[:HEAD]:
             raise SkipFile("binary")
         digest = _head_hash(data)
-        unchanged = row is not None and row["head_hash"] == digest
+        unchanged = row is not None and row.head_hash == digest
         n_bytes = len(data)
     else:
         digest = src.signature(path)
-        unchanged = row is not None and row["head_hash"] == digest
+        unchanged = row is not None and row.head_hash == digest
         data, n_bytes = b"", 0
     if not unchanged:
         res.status = "read"
@@ -506,9 +507,9 @@ def _ingest_whole(
             "offset": st.st_size,
             "state": json.dumps(state),
             "head_hash": digest,
-            "lines_ok": res.lines_ok or (row or {}).get("lines_ok") or 0,
+            "lines_ok": res.lines_ok or (row.lines_ok if row else None) or 0,
             "lines_skipped": sum(res.lines_skipped.values())
-            or (row or {}).get("lines_skipped")
+            or (row.lines_skipped if row else None)
             or 0,
             "status": "ok",
             "last_error": "",

@@ -57,16 +57,16 @@ from skillopt_sleep.store._base import (
 from skillopt_sleep.store.cache import CachedResponse, ResponseCache
 from skillopt_sleep.store.counts import Counts
 from skillopt_sleep.store.edits import EditsRepo
-from skillopt_sleep.store.files import FilesRepo
+from skillopt_sleep.store.files import FileRow, FilesRepo
 from skillopt_sleep.store.forget import ForgetRepo
-from skillopt_sleep.store.harvests import HarvestsRepo
+from skillopt_sleep.store.harvests import HarvestRow, HarvestsRepo
 from skillopt_sleep.store.migrations import migrations
 from skillopt_sleep.store.mining import MiningRepo
-from skillopt_sleep.store.nights import NightsRepo
-from skillopt_sleep.store.outbox import OutboxRepo
-from skillopt_sleep.store.proposals import AdoptionsRepo, ProposalsRepo
-from skillopt_sleep.store.rollouts import RolloutsRepo
-from skillopt_sleep.store.sessions import SearchHit, SessionsRepo
+from skillopt_sleep.store.nights import NightRow, NightsRepo
+from skillopt_sleep.store.outbox import OutboxRepo, OutboxRow
+from skillopt_sleep.store.proposals import AdoptionRow, AdoptionsRepo, ProposalRow, ProposalsRepo
+from skillopt_sleep.store.rollouts import RolloutRow, RolloutsRepo
+from skillopt_sleep.store.sessions import MessageRow, Place, SearchHit, SessionRow, SessionsRepo
 from skillopt_sleep.store.tasks import TasksRepo
 from skillopt_sleep.store.wild import WildRepo
 
@@ -74,9 +74,19 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 __all__ = [
+    "AdoptionRow",
     "CachedResponse",
+    "FileRow",
+    "HarvestRow",
+    "MessageRow",
+    "NightRow",
+    "OutboxRow",
+    "Place",
+    "ProposalRow",
+    "RolloutRow",
     "Row",
     "SearchHit",
+    "SessionRow",
     "Store",
     "StoreDatabase",
     "machine_failure",

@@ -7,7 +7,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillopt_sleep.redact import redact, redact_json
-from skillopt_sleep.store._base import Repository, Row, now_iso
+from skillopt_sleep.store._base import Repository, now_iso
+
+
+@dataclass(frozen=True, slots=True)
+class FileRow:
+    """A ``source_files`` row (see :class:`FilesRepo`); fields in the table's column order."""
+
+    path: str
+    source: str
+    inode: int | None
+    size: int | None
+    mtime: float | None
+    offset: int | None
+    state: str | None  # JSON text
+    head_hash: str | None
+    lines_ok: int | None
+    lines_skipped: int | None
+    status: str | None
+    last_error: str | None
+    updated_at: str | None
 
 
 @dataclass(frozen=True)
@@ -35,9 +54,10 @@ class FilesRepo(Repository):
     ``lines_ok``, ``lines_skipped``, ``status`` (ok | skipped | error), ``last_error``,
     ``updated_at``."""
 
-    def get(self, path: str) -> Row | None:
+    def get(self, path: str) -> FileRow | None:
         """The file's row, or None when never seen."""
-        return self._one("source_files", "path = ?", [path])
+        row = self._one("source_files", "path = ?", [path])
+        return FileRow(**row) if row is not None else None
 
     def put(self, row: dict[str, Any]) -> None:
         """Insert or update the row keyed by ``row["path"]`` (``updated_at`` set to now). The
@@ -50,11 +70,13 @@ class FilesRepo(Repository):
             row["last_error"] = redact(row["last_error"])
         self._upsert("source_files", row, "path")
 
-    def all(self, source: str | None = None) -> list[Row]:
+    def all(self, source: str | None = None) -> list[FileRow]:
         """Every file row, or those of one source."""
         if source:
-            return list(self.db.table("source_files").rows_where("source = ?", [source]))
-        return list(self.db.table("source_files").rows)
+            rows = self.db.table("source_files").rows_where("source = ?", [source])
+        else:
+            rows = self.db.table("source_files").rows
+        return [FileRow(**r) for r in rows]
 
     def stamps(self, source: str) -> dict[str, FileStamp]:
         """``{path: FileStamp}`` for every file of ``source``."""

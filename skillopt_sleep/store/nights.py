@@ -2,9 +2,37 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from skillopt_sleep.store._base import Repository, Row
+from skillopt_sleep.store._base import Repository
+
+
+@dataclass(frozen=True, slots=True)
+class NightRow:
+    """A ``nights`` row (see :class:`NightsRepo`); fields in the table's column order."""
+
+    id: int
+    started_at: str
+    finished_at: str | None
+    status: str
+    project: str | None
+    dry_run: int | None
+    trigger: str | None
+    pid: int | None
+    error: str | None
+    target_path: str | None
+    calls: int | None
+    cached_calls: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    seconds: float | None
+    val_before: float | None
+    val_after: float | None
+    test_before: float | None
+    test_after: float | None
+    proposal_id: str | None
+    summary: str | None  # JSON text
 
 
 class NightsRepo(Repository):
@@ -43,30 +71,37 @@ class NightsRepo(Repository):
         )
         return cur.rowcount > 0
 
-    def get(self, night_id: int) -> Row | None:
+    def get(self, night_id: int) -> NightRow | None:
         """The night's row, or None."""
-        return self._one("nights", "id = ?", [night_id])
+        row = self._one("nights", "id = ?", [night_id])
+        return NightRow(**row) if row is not None else None
 
-    def running(self) -> list[Row]:
+    def running(self) -> list[NightRow]:
         """Rows whose status is ``running``, newest first (stale ones included: see
         :func:`skillopt_sleep.night.lifecycle.running` for whether a night really runs)."""
-        return list(
-            self.db.table("nights").rows_where("status = ?", ["running"], order_by="id desc")
-        )
+        return [
+            NightRow(**r)
+            for r in self.db.table("nights").rows_where(
+                "status = ?", ["running"], order_by="id desc"
+            )
+        ]
 
-    def recent(self, limit: int = 5) -> list[Row]:
+    def recent(self, limit: int = 5) -> list[NightRow]:
         """The last ``limit`` nights, newest first: by start, then (nights started in the same
         second: one night runs at a time) by end, a running night first, then by number (dry
         runs' ids count down: d2 is newer than d1)."""
         order = "started_at desc, coalesce(finished_at, '9999') desc, abs(id) desc"
-        return list(self.db.table("nights").rows_where(order_by=order, limit=limit))
+        return [
+            NightRow(**r) for r in self.db.table("nights").rows_where(order_by=order, limit=limit)
+        ]
 
-    def last_real(self) -> Row | None:
+    def last_real(self) -> NightRow | None:
         """The newest night that is not a dry run that only planned (or found no task)."""
         rows = self.db.table("nights").rows_where(
             "not (dry_run = 1 and status in ('planned', 'no_tasks'))", order_by="id desc", limit=1
         )
-        return next(iter(rows), None)
+        row = next(iter(rows), None)
+        return NightRow(**row) if row is not None else None
 
     def max_id(self) -> int:
         """The newest night's id, 0 when there is none."""

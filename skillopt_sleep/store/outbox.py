@@ -4,11 +4,35 @@ stays)."""
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from skillopt_sleep.redact import redact
-from skillopt_sleep.store._base import Repository, Row
+from skillopt_sleep.store._base import Repository
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxRow:
+    """An ``outbox`` row (one outbound model call); fields in the table's column order."""
+
+    id: int
+    at: str | None
+    role: str | None
+    purpose: str | None
+    backend: str | None
+    model: str | None
+    endpoint: str | None
+    chars: int | None
+    sha256: str | None
+    response_chars: int | None
+    status: str | None
+    prompt: str | None  # the redacted text sent ("" once expired)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as a dict (column → value, in column order)."""
+        return dataclasses.asdict(self)
 
 
 class OutboxRepo(Repository):
@@ -34,7 +58,8 @@ class OutboxRepo(Repository):
             )
         return cur.rowcount
 
-    def recent(self, limit: int = 50) -> list[Row]:
+    def recent(self, limit: int = 50) -> list[OutboxRow]:
         """The last ``limit`` calls, newest first."""
         with self.db.lock:
-            return list(self.db.table("outbox").rows_where(order_by="id desc", limit=limit))
+            rows = list(self.db.table("outbox").rows_where(order_by="id desc", limit=limit))
+        return [OutboxRow(**r) for r in rows]

@@ -2,10 +2,38 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from skillopt_sleep.redact import redact
-from skillopt_sleep.store._base import Repository, Row
+from skillopt_sleep.store._base import Repository
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutRow:
+    """A ``rollouts`` row (see :class:`RolloutsRepo`); fields in the table's column order."""
+
+    id: int
+    night_id: int
+    task_id: str
+    split: str | None
+    phase: str | None
+    doc_hash: str | None
+    backend: str | None
+    model: str | None
+    answer: str | None
+    tool_calls: str | None  # JSON text
+    hard: float | None
+    soft: float | None
+    score: float
+    checks: str | None  # JSON text
+    cached: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    seconds: float | None
+    created_at: str | None
+    task: str | None
+    occurrence: str | None
 
 
 class RolloutsRepo(Repository):
@@ -30,7 +58,7 @@ class RolloutsRepo(Repository):
         fields.setdefault("occurrence", occurrence)
         return self._insert("rollouts", fields)
 
-    def of_night(self, night_id: int, split: str | None = None) -> list[Row]:
+    def of_night(self, night_id: int, split: str | None = None) -> list[RolloutRow]:
         """The night's rollouts (of one split) in the order they were recorded."""
         if split is None:
             rows = self.db.table("rollouts").rows_where("night_id = ?", [night_id], order_by="id")
@@ -38,7 +66,7 @@ class RolloutsRepo(Repository):
             rows = self.db.table("rollouts").rows_where(
                 "night_id = ? and split = ?", [night_id, split], order_by="id"
             )
-        return list(rows)
+        return [RolloutRow(**r) for r in rows]
 
     def last_splits(self, task_ids: list[str]) -> dict[str, str]:
         """``{task id: split}`` of each task's most recent rollout (tasks never replayed, or

@@ -27,6 +27,54 @@ class SearchHit:
     snippet: str  # the matched words in [brackets], "…" where text was cut
 
 
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    """A ``sessions`` row (see :class:`SessionsRepo`); fields in the table's column order."""
+
+    id: str  # "<source>:<key>"
+    source: str
+    key: str
+    project: str | None
+    file_path: str | None
+    started_at: str | None
+    updated_at: str | None
+    model: str | None
+    agent_version: str | None
+    headless: int
+    self_generated: int
+    title: str | None
+    n_messages: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRow:
+    """A ``messages`` row as :meth:`SessionsRepo.messages` reads it (``tool_names`` decoded
+    to a list, ``context`` to a dict or None); fields in the table's column order."""
+
+    id: int
+    session_id: str
+    source: str
+    uid: str
+    seq: int
+    role: str
+    kind: str
+    text: str | None
+    tool_names: list[str]
+    timestamp: str | None
+    is_sidechain: int
+    is_error: int
+    context: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a task's occurrence is (:meth:`SessionsRepo.places`)."""
+
+    source: str
+    project: str | None
+    message_id: int | None  # None when that message is no longer stored
+
+
 _MESSAGE_COLUMNS = (
     "session_id",
     "source",
@@ -64,9 +112,10 @@ class SessionsRepo(Repository):
     ``kind``, ``text``, ``tool_names``, ``timestamp``, ``is_sidechain``, ``is_error``,
     ``context`` (a tool message's :class:`~skillopt_sleep.models.CapsuleItem`, JSON)."""
 
-    def get(self, session_id: str) -> Row | None:
+    def get(self, session_id: str) -> SessionRow | None:
         """The session's row, or None."""
-        return self._one("sessions", "id = ?", [session_id])
+        row = self._one("sessions", "id = ?", [session_id])
+        return SessionRow(**row) if row is not None else None
 
     def save(self, session: HarvestedSession, file_path: str) -> tuple[bool, int]:
         """Upsert a session and append its new messages (dedupe by ``(source, uid)``; parts of
@@ -87,7 +136,7 @@ class SessionsRepo(Repository):
         """
         db = self.db
         sid = f"{session.source}:{session.key}"
-        old = self.get(sid) or {}
+        old = self._one("sessions", "id = ?", [sid]) or {}
         is_new = not old
         row = {
             "id": sid,
@@ -178,7 +227,7 @@ class SessionsRepo(Repository):
             if inserts:
                 db.conn.executemany(_INSERT_MESSAGE, inserts)
 
-    def all(self, project: str | None = None, include_self: bool = False) -> list[Row]:
+    def all(self, project: str | None = None, include_self: bool = False) -> list[SessionRow]:
         """Sessions oldest first; ``project`` keeps that folder and those below it;
         self-generated sessions (our own replays) only with ``include_self``."""
         where: list[str] = []
@@ -189,7 +238,10 @@ class SessionsRepo(Repository):
         if not include_self:
             where.append("self_generated = 0")
         sql = " and ".join(where) or None
-        return list(self.db.table("sessions").rows_where(sql, args, order_by="started_at"))
+        return [
+            SessionRow(**r)
+            for r in self.db.table("sessions").rows_where(sql, args, order_by="started_at")
+        ]
 
     def ids_matching(self, head: str, tail: str = "", limit: int = 20) -> list[str]:
         """Ids of the sessions whose id or key (the id without its ``source:``) starts with
@@ -201,14 +253,14 @@ class SessionsRepo(Repository):
         ).fetchall()
         return [r[0] for r in rows]
 
-    def messages(self, session_id: str) -> list[Row]:
+    def messages(self, session_id: str) -> list[MessageRow]:
         """The session's messages in order, ``tool_names`` decoded to a list, ``context``
         (a tool message's capsule item) to a dict or None."""
         rows = self._rows("select * from messages where session_id = ? order by seq", [session_id])
         for r in rows:
             r["tool_names"] = json.loads(r["tool_names"] or "[]")
             r["context"] = json.loads(r["context"]) if r.get("context") else None
-        return rows
+        return [MessageRow(**r) for r in rows]
 
     def search_messages(self, query: str, limit: int = 20) -> list[Row]:
         """Message rows matching the FTS query ``query``, best first."""
@@ -248,11 +300,11 @@ class SessionsRepo(Repository):
             for r in rows
         ]
 
-    def places(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], Row]:
+    def places(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], Place]:
         """Where each ``(session id, seq)`` (a task's occurrence) is: its session's
         ``source`` and ``project`` and the message's ``message_id`` (None when that message is
         no longer stored); sessions no longer stored are left out."""
-        out: dict[tuple[str, int], Row] = {}
+        out: dict[tuple[str, int], Place] = {}
         for sid, seq in dict.fromkeys(keys):
             with self.db.lock:  # fetched under the lock: safe from a worker thread
                 row = self.db.execute(
@@ -261,7 +313,7 @@ class SessionsRepo(Repository):
                     [seq, sid],
                 ).fetchone()
             if row is not None:
-                out[(sid, seq)] = {"source": row[0], "project": row[1], "message_id": row[2]}
+                out[(sid, seq)] = Place(source=row[0], project=row[1], message_id=row[2])
         return out
 
     def count_under(self, source: str, root: str) -> int:

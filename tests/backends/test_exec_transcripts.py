@@ -96,7 +96,7 @@ def test_replay_sessions_are_stored_but_never_mined(built, tmp_path):
     every = store.sessions.all(include_self=True)
     mined = store.sessions.all()
     assert len(every) == 8 and len(mined) == 6
-    assert {r["key"] for r in every} - {r["key"] for r in mined} == {
+    assert {r.key for r in every} - {r.key for r in mined} == {
         result["claude"].sessions["replay"],
         result["codex"].sessions["replay"],
     }

@@ -118,7 +118,7 @@ def test_forget_a_project_leaves_no_trace(isolated_home: Path, tmp_path: Path) -
     store = Store(db)
     try:
         assert store.sessions.search(SECRET_WORD) == []
-        assert [s["id"] for s in store.sessions.all()] == ["claude_code:s-kept"]
+        assert [s.id for s in store.sessions.all()] == ["claude_code:s-kept"]
         assert len(store.sessions.messages("claude_code:s-kept")) == 3
     finally:
         store.close()
@@ -140,7 +140,7 @@ def test_forget_by_session_and_by_date(isolated_home: Path, tmp_path: Path) -> N
     assert res["sessions"] == 1
     store = Store(state / "state" / "skillopt.db")
     try:
-        assert [s["id"] for s in store.sessions.all()] == ["claude_code:s-new"]
+        assert [s.id for s in store.sessions.all()] == ["claude_code:s-new"]
     finally:
         store.close()
     bad = subprocess.run(
@@ -251,7 +251,7 @@ def test_forget_after_a_night_leaves_nothing_the_night_derived(
                 origin="reflect",
                 status="rejected",
             )
-        summary = json.loads(store.nights.get(nid)["summary"])
+        summary = json.loads(store.nights.get(nid).summary)
         summary["warning"] = f"asked to install the dependencies of {first} and {second}"
         store.nights.set(nid, summary=json.dumps(summary), error=f"{third} timed out")
         store.proposals.set_status(pid, "staged", f"kept for {first}")
@@ -273,9 +273,9 @@ def test_forget_after_a_night_leaves_nothing_the_night_derived(
     store = Store(db)
     try:
         row = store.nights.get(nid)
-        kept = json.loads(row["summary"])  # still the night's summary, as JSON
+        kept = json.loads(row.summary)  # still the night's summary, as JSON
         assert kept["warning"] == f"asked to install the dependencies of {first} and [forgotten]"
-        assert row["error"] == f"{third} timed out"
+        assert row.error == f"{third} timed out"
         rules = [e["text"] for e in store.db["edits"].rows_where("night_id = ?", [nid])]
         assert "For [forgotten], install with `pnpm`." in rules
         assert f"For {first}, install with `pnpm`." in rules  # its session is kept

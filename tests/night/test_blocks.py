@@ -78,7 +78,7 @@ def test_the_default_night_trains_one_block_per_project_and_stages_each(
     assert all(b.status == "succeeded" and b.proposal_id for b in blocks.values()), blocks
     pids = {sec: b.proposal_id for sec, b in blocks.items()}
     assert len(set(pids.values())) == 3 and result.proposal_id in pids.values()
-    staged = {p["id"]: p for p in store.proposals.staged(str(live))}
+    staged = {p.id: p for p in store.proposals.staged(str(live))}
     assert set(staged) == set(pids.values())  # none superseded another project's proposal
 
     # what `skillopt-sleep run` prints: one short line for the night, each block with its
@@ -140,7 +140,7 @@ def test_the_default_night_trains_one_block_per_project_and_stages_each(
     names = {str(web): "web", str(api): "api", None: None}
     documents: dict[str | None, str] = {}
     for sec, pid in pids.items():
-        folder = Path(staged[pid]["dir"])
+        folder = Path(staged[pid].dir)
         text = (folder / "document").read_bytes().decode("utf-8")
         documents[sec] = text
         report = json.loads((folder / "report.json").read_text("utf-8"))

@@ -92,9 +92,9 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
         # the night trained from the sessions the CLI wrote, read as the CLI wrote them: one
         # session per task asked, the correction in the session it corrects
         sessions = store.sessions.all()
-        assert len(sessions) == len(USER_SESSIONS), [s["key"] for s in sessions]
-        assert {s["source"] for s in sessions} <= set(agents.get_agent(agent).sources)
-        assert all(s["project"] == str(project) for s in sessions)
+        assert len(sessions) == len(USER_SESSIONS), [s.key for s in sessions]
+        assert {s.source for s in sessions} <= set(agents.get_agent(agent).sources)
+        assert all(s.project == str(project) for s in sessions)
         tasks = {t.intent: t for t in store.tasks.all()}
         assert len(tasks) == 3 and all(t.split for t in tasks.values()), tasks
         install = next(t for t in tasks.values() if "install" in t.intent)
@@ -233,7 +233,7 @@ def test_a_task_corrected_in_opencode_and_in_pi_is_mined_as_one_task(
     assert report.sources["opencode"].sessions_new == 1
     assert report.sources["pi"].sessions_new == 1
     mine(store, settings)
-    sessions = {s["id"]: s["source"] for s in store.sessions.all()}
+    sessions = {s.id: s.source for s in store.sessions.all()}
     tasks = store.tasks.all()
     [install] = [t for t in tasks if "install" in t.intent]
     assert sorted(sessions[s] for s in install.sessions) == ["opencode", "pi"]

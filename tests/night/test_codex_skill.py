@@ -69,7 +69,7 @@ def test_a_skill_codex_loads_is_certified(tmp_path, isolated_home, cli_path):
     assert rollouts and all(r.skill_loaded in (True, False) for r in rollouts)
     assert any(r.skill_loaded is True for r in rollouts)
     recorded = store.rollouts.of_night(result.night_id)
-    assert recorded and any('"Skill"' in (r["tool_calls"] or "") for r in recorded)
+    assert recorded and any('"Skill"' in (r.tool_calls or "") for r in recorded)
 
 
 def test_a_skill_codex_never_loads_is_not_certified(tmp_path, isolated_home, cli_path):

@@ -76,8 +76,8 @@ def test_a_rule_learned_from_two_agents_sessions_is_certified_and_staged_for_eac
     assert result.summary.delivery is not None and result.summary.delivery.agent == "claude_code"
 
     row = store.proposals.get(copy.proposal_id)
-    assert row is not None and row["status"] == "staged" and row["target_path"] == str(codex_memory)
-    staged = Path(row["dir"], "document").read_text("utf-8")
+    assert row is not None and row.status == "staged" and row.target_path == str(codex_memory)
+    staged = Path(row.dir, "document").read_text("utf-8")
     assert RULE in staged and f"project={project}" in staged  # the project's block
     assert not codex_memory.exists()  # nothing live changes before adopt
 
@@ -94,9 +94,9 @@ def test_a_rule_learned_from_two_agents_sessions_is_certified_and_staged_for_eac
     )
 
     # both reports say it; the copy's says whose rules it carries
-    report = Path(store.proposals.get(result.proposal_id)["dir"], "report.md").read_text()
+    report = Path(store.proposals.get(result.proposal_id).dir, "report.md").read_text()
     assert f"| codex | {copy.proposal_id} |" in report and "--all-agents" in report
-    copy_report = Path(row["dir"], "report.md").read_text()
+    copy_report = Path(row.dir, "report.md").read_text()
     assert f"codex's copy of the rules of {result.proposal_id}" in copy_report
 
 
@@ -130,7 +130,7 @@ def test_adopt_all_agents_writes_every_copy_and_one_proposal_alone_writes_one(
     assert f"adopted {pid} -> {claude_md}" in proc.stdout
     assert f"adopted {pid}-codex -> {agents_md}" in proc.stdout
     assert RULE in claude_md.read_text() and RULE in agents_md.read_text()
-    assert {store.proposals.get(p)["status"] for p in (pid, f"{pid}-codex")} == {"adopted"}
+    assert {store.proposals.get(p).status for p in (pid, f"{pid}-codex")} == {"adopted"}
 
 
 def test_adopting_one_names_the_others_and_a_refused_copy_is_not_staged_again(
@@ -156,7 +156,7 @@ def test_adopting_one_names_the_others_and_a_refused_copy_is_not_staged_again(
     [codex] = again.summary.copies
     assert codex.agent == "codex" and codex.status == "not_staged"
     assert f"{pid}-codex" in codex.reason and "rejected" in codex.reason
-    assert [p["id"] for p in store.proposals.staged()] == []
+    assert [p.id for p in store.proposals.staged()] == []
 
 
 def test_a_later_agent_gets_the_rules_the_first_agent_already_has(tmp_path, isolated_home):
@@ -183,8 +183,8 @@ def test_a_later_agent_gets_the_rules_the_first_agent_already_has(tmp_path, isol
     assert copy.after is not None and copy.before is not None and copy.after > copy.before
     assert copy.proposal_id in (later.summary.reason or "")
     row = store.proposals.get(copy.proposal_id)
-    assert row is not None and RULE in Path(row["dir"], "document").read_text()
-    summary = NightSummary.model_validate_json(row["summary"])
+    assert row is not None and RULE in Path(row.dir, "document").read_text()
+    summary = NightSummary.model_validate_json(row.summary)
     assert summary.copy_for == "codex" and summary.copy_of == first.proposal_id
 
 
@@ -197,7 +197,7 @@ def test_deliver_agents_document_keeps_the_learning_to_the_documents_agent(tmp_p
             _settings(isolated_home, project, sim.url, deliver={"agents": "document"}),
         )
     assert result.status == "succeeded" and result.summary.copies == []
-    assert [p["id"] for p in store.proposals.staged()] == [result.proposal_id]
+    assert [p.id for p in store.proposals.staged()] == [result.proposal_id]
 
 
 def test_a_copy_that_gains_nothing_is_not_staged(tmp_path, isolated_home):
@@ -214,7 +214,7 @@ def test_a_copy_that_gains_nothing_is_not_staged(tmp_path, isolated_home):
     assert copy.status == "not_staged" and copy.proposal_id is None
     assert "no gain" in copy.reason or "worse" in copy.reason
     assert agents_md.read_text() == f"# My codex notes\n\n{RULE}\n"
-    assert [p["id"] for p in store.proposals.staged()] == [result.proposal_id]
+    assert [p.id for p in store.proposals.staged()] == [result.proposal_id]
 
 
 def test_a_copy_a_later_night_makes_joins_its_group_and_no_means_no_covers_copies(
@@ -241,8 +241,8 @@ def test_a_copy_a_later_night_makes_joins_its_group_and_no_means_no_covers_copie
     proc = _cli("reject", pid, "--reason", "we are moving to yarn", cwd=tmp_path)
     assert f"and its copies for other agents: {copy.proposal_id}" in proc.stdout
     row = store.proposals.get(copy.proposal_id)
-    assert row is not None and row["status"] == "rejected"
-    assert "we are moving to yarn" in row["reason"]
+    assert row is not None and row.status == "rejected"
+    assert "we are moving to yarn" in row.reason
     try:
         adopt_group(store, copy.proposal_id)
         raise AssertionError("a withdrawn copy must not be adoptable")
@@ -283,7 +283,7 @@ def test_a_rollback_undoes_one_file_and_says_which_copies_stay_adopted(tmp_path,
     def status(proposal_id: str) -> str:
         row = store.proposals.get(proposal_id)
         assert row is not None
-        return row["status"]
+        return row.status
 
     # the rules alone adopted and rolled back: their staged copy stays staged, and is named
     assert skillopt("adopt", pid, cwd=tmp_path).returncode == 0

@@ -36,7 +36,7 @@ def test_begin_and_finish_write_the_nights_row(store: Store, tmp_path: Path) -> 
     nid = lifecycle.begin(store, settings, Trigger.MCP, dry_run=True)
     row = store.nights.get(nid)
     assert row is not None
-    assert (row["status"], row["trigger"], row["pid"], row["dry_run"]) == (
+    assert (row.status, row.trigger, row.pid, row.dry_run) == (
         "running",
         "mcp",
         os.getpid(),
@@ -45,8 +45,8 @@ def test_begin_and_finish_write_the_nights_row(store: Store, tmp_path: Path) -> 
     lifecycle.finish(store, nid, NightStatus.NO_TASKS, seconds=1.5)
     row = store.nights.get(nid)
     assert row is not None
-    assert (row["status"], row["seconds"]) == ("no_tasks", 1.5)
-    assert row["finished_at"]
+    assert (row.status, row.seconds) == ("no_tasks", 1.5)
+    assert row.finished_at
 
 
 def test_running_probes_the_lock_not_the_rows(store: Store) -> None:
@@ -70,11 +70,11 @@ def test_recover_with_the_lock_held_elsewhere_marks_only_dead_pids(store: Store)
     dead = store.nights.add(started_at="t", status="running", pid=999999)
     with lifecycle.night_lock().acquire(timeout=0):
         assert lifecycle.recover(store) == 1
-    assert store.nights.get(alive)["status"] == "running"
-    assert store.nights.get(dead)["status"] == "interrupted"
-    assert store.nights.get(dead)["error"] == lifecycle.STOPPED
+    assert store.nights.get(alive).status == "running"
+    assert store.nights.get(dead).status == "interrupted"
+    assert store.nights.get(dead).error == lifecycle.STOPPED
     assert lifecycle.recover(store) == 1  # the lock is free now: nobody runs it
-    assert store.nights.get(alive)["status"] == "interrupted"
+    assert store.nights.get(alive).status == "interrupted"
 
 
 def test_recover_ends_the_log_of_a_night_that_kept_one(store: Store) -> None:
@@ -128,4 +128,4 @@ def test_run_night_refuses_while_another_holds_the_lock(store: Store, tmp_path: 
 def test_interrupt_leaves_a_night_that_finished_meanwhile_alone(store: Store) -> None:
     nid = store.nights.add(started_at="t", status="succeeded", pid=999999)
     assert store.nights.interrupt(nid, finished_at="t2", error="x") is False
-    assert store.nights.get(nid)["status"] == "succeeded"
+    assert store.nights.get(nid).status == "succeeded"

@@ -350,7 +350,7 @@ def test_a_task_asked_three_times_is_learned_and_certified_on_its_next_occurrenc
         all(len(ids) == 1 for ids in by_split.values())
         and len(set().union(*by_split.values())) == 3
     )
-    report = (Path(store.proposals.get(result.proposal_id)["dir"]) / "report.md").read_text()
+    report = (Path(store.proposals.get(result.proposal_id).dir) / "report.md").read_text()
     assert "Held out = the next time you asked" in report
 
 
@@ -572,14 +572,14 @@ def test_a_night_with_other_inputs_stages_its_own_proposal_even_for_the_same_doc
     # its report no longer tells anyone to adopt it; the new one still does
     from skillopt_sleep.proposals import report_markdown
 
-    dead = report_markdown(db_get(store, "proposals", first.proposal_id))
+    dead = report_markdown(store.proposals.get(first.proposal_id))  # type: ignore[arg-type]
     assert "Adopt with" not in dead
     assert (
         f"This proposal is superseded (superseded by {other.proposal_id}): it can no longer be adopted."
         in dead
     )
     assert f"Adopt with `skillopt-sleep adopt {other.proposal_id}`" in report_markdown(
-        db_get(store, "proposals", other.proposal_id)
+        store.proposals.get(other.proposal_id)  # type: ignore[arg-type]
     )
     mine = json.loads(db_get(store, "proposals", other.proposal_id)["summary"])
     assert mine["inputs"] == other.summary.inputs != first.summary.inputs

@@ -49,8 +49,8 @@ def test_two_nights_each_log_their_own_lines(tmp_path: Path, isolated_home: Path
         second = store.nights.recent(1)[0]
     finally:
         store.close()
-    one, two = first.night_id, int(second["id"])
-    assert two == one + 1 and second["status"] == "failed"
+    one, two = first.night_id, int(second.id)
+    assert two == one + 1 and second.status == "failed"
 
     log1, log2 = read_night_log(one), read_night_log(two)
     assert paths.night_log_path(one).is_file() and paths.night_log_path(two).is_file()
@@ -61,7 +61,7 @@ def test_two_nights_each_log_their_own_lines(tmp_path: Path, isolated_home: Path
     assert any("harvest: " in line for line in lines1)
     assert lines2[0].endswith(f"night {two} started (cli)")
     assert lines2[-1].split(" ", 1)[1].startswith(f"night {two} failed: ")
-    assert second["error"] in lines2[-1]
+    assert second.error in lines2[-1]
     # only its own lines: no line of one night is in the other's log
     assert not any(f"night {two}" in line for line in lines1)
     assert not any(f"night {one}" in line for line in lines2)

@@ -131,7 +131,7 @@ def test_night_target_claude_optimizer_codex(world):
         harvested = store.db["sessions"].count
         report = harvest(store, settings)
         assert store.db["sessions"].count == harvested
-        assert all(not s.get("self_generated") for s in store.sessions.all(include_self=True))
+        assert all(not s.self_generated for s in store.sessions.all(include_self=True))
         assert report is not None
 
 

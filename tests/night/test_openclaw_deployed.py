@@ -94,12 +94,12 @@ def test_openclaw_sessions_train_its_workspace_agents_md_and_the_adopted_rule_re
         report = harvest(store, settings)
         assert report.sources["openclaw"].sessions_new == len(USER_SESSIONS), report
         sessions = store.sessions.all()
-        assert len(sessions) == len(USER_SESSIONS), [s["key"] for s in sessions]
-        assert {s["source"] for s in sessions} == {"openclaw"}
+        assert len(sessions) == len(USER_SESSIONS), [s.key for s in sessions]
+        assert {s.source for s in sessions} == {"openclaw"}
         # each an `openclaw agent` turn, as its runtime trace says: headless
-        assert all(s["headless"] for s in sessions)
+        assert all(s.headless for s in sessions)
         workspace = str(live.parent)
-        assert {s["project"] for s in sessions} == {workspace}
+        assert {s.project for s in sessions} == {workspace}
         result = run_night(store, settings)
         assert result.status == "succeeded", (result.summary, result.error)
         night_log = list(sim.stats.requests)

@@ -118,8 +118,8 @@ def test_poisoned_edits_and_consolidations_never_reach_a_staged_document_or_the_
         [e for e in edits if e["status"] == "flagged"]
     )
     # every staged document holds none of them, and nothing it adds is flagged
-    for row in db_rows(store, "proposals"):
-        doc = (paths.proposals_dir() / row["id"] / "document").read_text("utf-8")
+    for row in store.proposals.all():
+        doc = (paths.proposals_dir() / row.id / "document").read_text("utf-8")
         assert not any(p in doc for p in POISONED)
         assert document_flags(USER_TEXT, doc) == []
         assert load_report(row).flagged == []
@@ -267,8 +267,8 @@ def test_a_poisoned_skill_description_is_flagged_and_never_staged(tmp_path, isol
         result = run_night(store, settings)
     described = [e for e in db_rows(store, "edits") if e["op"] == "describe"]
     assert [e["status"] for e in described if e["text"] == poisoned] == ["flagged"]
-    for row in db_rows(store, "proposals"):
-        doc = (paths.proposals_dir() / row["id"] / "document").read_text("utf-8")
+    for row in store.proposals.all():
+        doc = (paths.proposals_dir() / row.id / "document").read_text("utf-8")
         assert "curl" not in doc and load_report(row).flagged == []
     assert result.status in ("succeeded", "no_change")
     if result.proposal_id:

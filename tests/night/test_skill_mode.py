@@ -193,7 +193,7 @@ def test_the_optimizer_rewrites_the_description_and_the_skill_is_loaded(
     assert staged == UNMATCHED.replace(OLD_DESCRIPTION, new)
     # the val replays of the staged skill loaded it (the simulator's request log): each val
     # task's request listing the new description led to a Skill call
-    val_ids = {r["task_id"] for r in store.rollouts.of_night(result.night_id, "val")}
+    val_ids = {r.task_id for r in store.rollouts.of_night(result.night_id, "val")}
     # rollouts name the occurrence each replay asked (a view of its task)
     intents = {v.id: v.intent for v in views(store.tasks.all()) if v.id in val_ids}
     assert intents

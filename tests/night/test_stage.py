@@ -185,10 +185,10 @@ def test_a_proposal_records_its_agent_and_kind(tmp_path, isolated_home) -> None:
                 kind=kind,
             ),
         )
-        row = store.proposals.get(pid) or {}
-        report = json.loads((Path(row["dir"]) / "report.json").read_text())
-        assert (report["agent"], report["kind"]) == (row["agent"], row["kind"])
-        return [row["agent"], row["kind"]]
+        row = store.proposals.get(pid)
+        report = json.loads((Path(row.dir) / "report.json").read_text())
+        assert (report["agent"], report["kind"]) == (row.agent, row.kind)
+        return [row.agent, row.kind]
 
     home = isolated_home
     assert staged(home / ".codex" / "AGENTS.md") == ["codex", "memory"]

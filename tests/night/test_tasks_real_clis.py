@@ -62,7 +62,7 @@ def test_one_task_per_recurring_request_and_headless_runs_are_not_mined_by_defau
     base = {"project": str(project), "sources": {"claude_code": {}, "codex": {}}}
     harvest(store, Settings(**base))
     sessions = store.sessions.all()
-    assert len(sessions) == len(SESSIONS) and all(s["headless"] for s in sessions)
+    assert len(sessions) == len(SESSIONS) and all(s.headless for s in sessions)
 
     # by default: the `-p` / `exec` runs are a script's requests, not the user's
     report = mine(store, Settings(**base))

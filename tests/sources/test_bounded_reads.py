@@ -250,7 +250,7 @@ def test_one_bad_record_skips_only_that_record(store: Store, isolated_home: Path
         "after",
     ]
     row = store.files.get(str(path))
-    assert row["status"] == "ok" and row["lines_skipped"] == 2
+    assert row.status == "ok" and row.lines_skipped == 2
 
 
 def test_one_bad_opencode_row_does_not_block_later_messages(

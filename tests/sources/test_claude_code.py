@@ -8,7 +8,7 @@ from skillopt_sleep.config import Settings
 from skillopt_sleep.sources import get_source
 from skillopt_sleep.sources.base import SELF_MARKER
 from skillopt_sleep.sources.ingest import harvest, harvest_file
-from skillopt_sleep.store import Store
+from skillopt_sleep.store import MessageRow, Store
 from tests.helpers.sources import (
     CWD,
     SID,
@@ -25,8 +25,8 @@ from tests.helpers.store import db_get, db_rows
 S = f"claude_code:{SID}"
 
 
-def _msgs(store: Store, sid: str = S, kind: str | None = None) -> list[dict]:
-    return [m for m in store.sessions.messages(sid) if kind is None or m["kind"] == kind]
+def _msgs(store: Store, sid: str = S, kind: str | None = None) -> list[MessageRow]:
+    return [m for m in store.sessions.messages(sid) if kind is None or m.kind == kind]
 
 
 def test_split_assistant_message_is_merged_even_across_passes(
@@ -57,10 +57,10 @@ def test_split_assistant_message_is_merged_even_across_passes(
     harvest_file(store, "claude_code", path)
     answers = _msgs(store, kind="answer")
     assert len(answers) == 1
-    assert answers[0]["uid"] == "msg_X" and answers[0]["text"] == "Running them now."
-    assert answers[0]["tool_names"] == ["Bash", "Read"]
+    assert answers[0].uid == "msg_X" and answers[0].text == "Running them now."
+    assert answers[0].tool_names == ["Bash", "Read"]
     tools = _msgs(store, kind="tool")
-    assert [(t["text"], t["is_error"]) for t in tools] == [("3 passed", 0)]
+    assert [(t.text, t.is_error) for t in tools] == [("3 passed", 0)]
     sess = db_get(store, "sessions", S)
     assert sess["project"] == CWD and sess["model"] == "claude-sonnet-4-5"
     assert sess["agent_version"] == "2.1.40" and sess["headless"] == 0
@@ -85,8 +85,8 @@ def test_resumed_session_copy_is_deduped(store: Store, claude_root: Path) -> Non
     report = harvest(store, Settings(), sources=["claude_code"])
     assert report.sources["claude_code"].sessions_new == 2
     assert len(db_rows(store, "messages")) == 4  # u1, msg_1, u2, msg_2 — the copy added nothing
-    assert [m["text"] for m in _msgs(store, kind="prompt")] == ["refactor the parser"]
-    assert [m["text"] for m in _msgs(store, f"claude_code:{new_sid}", "prompt")] == [
+    assert [m.text for m in _msgs(store, kind="prompt")] == ["refactor the parser"]
+    assert [m.text for m in _msgs(store, f"claude_code:{new_sid}", "prompt")] == [
         "and add tests for it"
     ]
 
@@ -151,7 +151,7 @@ def test_injected_context_is_dropped(store: Store, claude_root: Path) -> None:
         ],
     )
     res = harvest_file(store, "claude_code", path)
-    prompts = [m["text"] for m in _msgs(store, kind="prompt")]
+    prompts = [m.text for m in _msgs(store, kind="prompt")]
     assert prompts == [
         "fix the flaky login test",
         "/review the auth module",
@@ -192,8 +192,8 @@ def test_self_generated_sessions_are_stored_but_flagged(store: Store, claude_roo
     row = db_get(store, "sessions", f"claude_code:{replay}")
     assert row["self_generated"] == 1 and row["headless"] == 1
     assert db_get(store, "sessions", S)["self_generated"] == 0
-    assert [s["id"] for s in store.sessions.all()] == [S]
-    assert {s["id"] for s in store.sessions.all(include_self=True)} == {S, f"claude_code:{replay}"}
+    assert [s.id for s in store.sessions.all()] == [S]
+    assert {s.id for s in store.sessions.all(include_self=True)} == {S, f"claude_code:{replay}"}
 
 
 def test_subagent_file_attaches_to_parent_as_sidechain(store: Store, claude_root: Path) -> None:
@@ -219,11 +219,11 @@ def test_subagent_file_attaches_to_parent_as_sidechain(store: Store, claude_root
     assert report.sources["claude_code"].files_seen == 3  # main, agent-abc, agent-acompact
     assert report.sources["claude_code"].lines_skipped["compaction_agent"] == 1
     msgs = store.sessions.messages(S)
-    assert [(m["text"], m["is_sidechain"]) for m in msgs if m["kind"] == "prompt"] == [
+    assert [(m.text, m.is_sidechain) for m in msgs if m.kind == "prompt"] == [
         ("find all TODOs", 0),
         ("Search the repo for TODO comments", 1),
     ]
-    assert [s["id"] for s in store.sessions.all()] == [S]
+    assert [s.id for s in store.sessions.all()] == [S]
 
 
 def test_secrets_are_redacted_before_storage(store: Store, claude_root: Path) -> None:
@@ -237,7 +237,7 @@ def test_secrets_are_redacted_before_storage(store: Store, claude_root: Path) ->
         ],
     )
     harvest_file(store, "claude_code", path)
-    texts = [m["text"] for m in store.sessions.messages(S)]
+    texts = [m.text for m in store.sessions.messages(S)]
     assert texts == [
         "use ANTHROPIC key [REDACTED:anthropic_key] for the smoke test",
         "I'll export password=[REDACTED:password] then run it.",
@@ -280,5 +280,5 @@ def test_a_token_straddling_the_excerpt_window_is_never_stored_in_part(
     )
     harvest_file(store, "claude_code", claude_root / "p" / f"{SID}.jsonl")
     [tool] = _msgs(store, kind="tool")
-    assert "[REDACTED:private_key]" in tool["text"] and "ghp_" not in tool["text"]
-    assert "Zq9" not in tool["text"], tool["text"]
+    assert "[REDACTED:private_key]" in tool.text and "ghp_" not in tool.text
+    assert "Zq9" not in tool.text, tool.text

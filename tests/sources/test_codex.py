@@ -46,7 +46,7 @@ def _rollout(home: Path) -> Path:
 
 
 def _kinds(store: Store, sid: str = S) -> list[tuple[str, str]]:
-    return [(m["kind"], m["text"]) for m in store.sessions.messages(sid)]
+    return [(m.kind, m.text) for m in store.sessions.messages(sid)]
 
 
 def test_envelope_session(store: Store, codex_home: Path) -> None:
@@ -109,9 +109,9 @@ def test_envelope_session(store: Store, codex_home: Path) -> None:
         ("answer", "Persisted in localStorage."),
     ]
     msgs = store.sessions.messages(S)
-    assert msgs[1]["tool_names"] == ["shell", "mcp__github__create_pr"]
-    assert [m["is_error"] for m in msgs if m["kind"] == "tool"] == [1, 0]
-    assert msgs[6]["tool_names"] == ["apply_patch"]
+    assert msgs[1].tool_names == ["shell", "mcp__github__create_pr"]
+    assert [m.is_error for m in msgs if m.kind == "tool"] == [1, 0]
+    assert msgs[6].tool_names == ["apply_patch"]
     sess = db_get(store, "sessions", S)
     assert sess["project"] == CWD and sess["model"] == "gpt-5.3-codex"
     assert sess["agent_version"] == "0.104.0" and sess["headless"] == 0
@@ -194,17 +194,17 @@ def test_state_carries_the_session_across_passes(store: Store, codex_home: Path)
         fh.write(extra)
     res = harvest_file(store, "codex", path)
     assert res.bytes_read == len(extra)
-    assert [s["id"] for s in store.sessions.all(include_self=True)] == [S]
+    assert [s.id for s in store.sessions.all(include_self=True)] == [S]
     sess = db_get(store, "sessions", S)
     assert sess["headless"] == 1 and sess["self_generated"] == 1 and sess["model"] == "gpt-5.5"
     assert sess["project"] == CWD
     # uids are "<key>:<line number>", counted on from the first pass via the state
-    assert [m["uid"] for m in store.sessions.messages(S)] == [
+    assert [m.uid for m in store.sessions.messages(S)] == [
         f"{UUID}:2",
         f"{UUID}:4",
         f"{UUID}:5",
     ]
-    assert store.sessions.messages(S)[1]["tool_names"] == ["shell"]
+    assert store.sessions.messages(S)[1].tool_names == ["shell"]
 
 
 def test_two_files_sharing_a_session_id_stay_two_sessions(store: Store, codex_home: Path) -> None:
@@ -263,8 +263,8 @@ def test_pre_envelope_rollout_with_crlf(store: Store, codex_home: Path) -> None:
         ("tool", "failed in sandbox: denied"),
         ("answer", "Task 60."),
     ]
-    assert store.sessions.messages(sid)[1]["tool_names"] == ["task-master-ai__next_task"]
-    assert store.sessions.messages(sid)[2]["is_error"] == 1
+    assert store.sessions.messages(sid)[1].tool_names == ["task-master-ai__next_task"]
+    assert store.sessions.messages(sid)[2].is_error == 1
     assert (
         db_get(store, "sessions", sid)["project"] == "/home/dev/proj"
     )  # from <environment_context>
@@ -288,7 +288,7 @@ def test_zst_rollouts(store: Store, codex_home: Path) -> None:
     assert cx_report.files_seen == 2 and cx_report.files_read == 2
     assert cx_report.sessions_new == 2
     assert _kinds(store) == [("prompt", "compress me"), ("answer", "Done.")]
-    assert store.files.get(str(zpath))["offset"] == zpath.stat().st_size
+    assert store.files.get(str(zpath)).offset == zpath.stat().st_size
 
     again = harvest(store, Settings(), sources=["codex"])
     assert again.sources["codex"].files_unchanged == 2 and again.total("bytes_read") == 0
@@ -322,7 +322,7 @@ def test_subagent_threads_are_sidechain(store: Store, codex_home: Path) -> None:
         ],
     )
     harvest_file(store, "codex", path)
-    assert [m["is_sidechain"] for m in store.sessions.messages(S)] == [1]
+    assert [m.is_sidechain for m in store.sessions.messages(S)] == [1]
 
 
 def test_default_roots_honour_codex_home(tmp_path: Path) -> None:

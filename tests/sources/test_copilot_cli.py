@@ -45,7 +45,7 @@ def test_corpus_session_state_sample(corpus: Path, store: Store) -> None:
     assert sess["project"] == "/tmp/project"
     assert sess["agent_version"] == "1.0.11"
     msgs = store.sessions.messages(sess["id"])
-    assert [(m["kind"], m["text"], m["tool_names"]) for m in msgs] == [
+    assert [(m.kind, m.text, m.tool_names) for m in msgs] == [
         ("prompt", "List the files", []),
         ("answer", "", ["bash"]),
         ("tool", "file1\nfile2\n", []),
@@ -152,7 +152,7 @@ def test_copilot_home_override_legacy_file_and_workspace_yaml(
     assert report.sources["copilot_cli"].sessions_new == 2
     assert db_get(store, "sessions", "copilot_cli:s-new")["project"] == "/home/dev/app"
     assert db_get(store, "sessions", "copilot_cli:s-old")["project"] == "/home/dev/old"
-    assert [m["text"] for m in store.sessions.messages("copilot_cli:s-new")] == ["run the tests"]
+    assert [m.text for m in store.sessions.messages("copilot_cli:s-new")] == ["run the tests"]
 
 
 def test_incremental_append(tmp_path: Path, store: Store) -> None:
@@ -174,7 +174,7 @@ def test_incremental_append(tmp_path: Path, store: Store) -> None:
     r = harvest_file(store, "copilot_cli", path)
     assert (r.status, r.messages) == ("read", 1)
     assert harvest_file(store, "copilot_cli", path).status == "unchanged"
-    assert [(m["kind"], m["text"]) for m in store.sessions.messages("copilot_cli:s1")] == [
+    assert [(m.kind, m.text) for m in store.sessions.messages("copilot_cli:s1")] == [
         ("prompt", "how do I install dependencies?"),
         ("answer", "Run `npm install`."),
     ]
@@ -282,19 +282,19 @@ def test_real_copilot_sessions_are_harvested_with_the_correction(
     assert acc.lines_skipped["system_message"] >= 2 and not any(
         k.startswith("unknown") for k in acc.lines_skipped
     )
-    sessions = {s["id"]: s for s in store.sessions.all()}
-    assert {s["project"] for s in sessions.values()} == {str(work)}
-    assert all(s["headless"] for s in sessions.values())
-    by_first = {store.sessions.messages(sid)[0]["text"]: sid for sid in sessions}
+    sessions = {s.id: s for s in store.sessions.all()}
+    assert {s.project for s in sessions.values()} == {str(work)}
+    assert all(s.headless for s in sessions.values())
+    by_first = {store.sessions.messages(sid)[0].text: sid for sid in sessions}
     tool_sid = by_first["list the files"]
-    assert [(m["kind"], m["tool_names"]) for m in store.sessions.messages(tool_sid)][:3] == [
+    assert [(m.kind, m.tool_names) for m in store.sessions.messages(tool_sid)][:3] == [
         ("prompt", []),
         ("answer", ["bash"]),
         ("tool", []),
     ]
-    assert "hello.txt" in store.sessions.messages(tool_sid)[2]["text"]
+    assert "hello.txt" in store.sessions.messages(tool_sid)[2].text
     plain = store.sessions.messages(by_first["how do I install dependencies?"])
-    assert [(m["kind"], m["text"]) for m in plain if m["kind"] != "tool"] == [
+    assert [(m.kind, m.text) for m in plain if m.kind != "tool"] == [
         ("prompt", "how do I install dependencies?"),
         ("answer", "Run `npm install` in the project root."),
         ("prompt", "no, use pnpm instead of npm"),
@@ -305,7 +305,7 @@ def test_real_copilot_sessions_are_harvested_with_the_correction(
     ]
     # nothing injected: no <current_datetime> wrapper, no system prompt
     assert not any(
-        "current_datetime" in m["text"] or "GitHub Copilot CLI" in m["text"]
+        "current_datetime" in m.text or "GitHub Copilot CLI" in m.text
         for sid in sessions
         for m in store.sessions.messages(sid)
     )

@@ -46,15 +46,15 @@ def test_corpus_incremental_jsonl_with_workspace_json(
     assert sess["title"] == "Migrate to Quarkus"
     assert sess["model"] == "claude-opus-4.6"
     msgs = store.sessions.messages(sess["id"])
-    assert [(m["kind"], m["text"][:60]) for m in msgs] == [
+    assert [(m.kind, m.text[:60]) for m in msgs] == [
         ("prompt", "migrate to quarkus"),
         ("answer", "This is a structural rewrite request — migrating Strapi (Nod"),
     ]
-    assert msgs[1]["tool_names"] == ["manage_todo_list", "runSubagent"]
+    assert msgs[1].tool_names == ["manage_todo_list", "runSubagent"]
     # the AGENTS.md instructions injected through variableData are dropped and counted
     assert acc.lines_skipped["injected"] == 1
     assert acc.lines_skipped["ignored_part:thinking"] == 2
-    assert "AGENTS.md" not in msgs[0]["text"]
+    assert "AGENTS.md" not in msgs[0].text
 
 
 def test_corpus_jsonl_without_workspace_json_uses_base_uri(corpus: Path) -> None:
@@ -75,16 +75,14 @@ def test_corpus_export_as_whole_json(corpus: Path, tmp_path: Path, store: Store)
     sess = db_get(store, "sessions", "copilot_vscode:s-export")
     assert sess["project"] == "c:\\Users\\USER\\repos\\PulseQuiz"
     msgs = store.sessions.messages(sess["id"])
-    assert [m["text"] for m in msgs if m["kind"] == "prompt"] == [
+    assert [m.text for m in msgs if m.kind == "prompt"] == [
         "Is there a way to keep my local chat sessions in my versioned repo ?",
         "Nice, I'd like the convention folder for chats (will exports go here automatically)",
     ]
-    answers = [m for m in msgs if m["kind"] == "answer"]
-    assert answers[0]["text"].startswith(
-        "VS Code doesn't automatically persist Copilot chat sessions"
-    )
-    assert answers[1]["tool_names"] == ["copilot_createFile"]
-    assert "Created .chat/README.md." in answers[1]["text"]  # inline reference kept in the text
+    answers = [m for m in msgs if m.kind == "answer"]
+    assert answers[0].text.startswith("VS Code doesn't automatically persist Copilot chat sessions")
+    assert answers[1].tool_names == ["copilot_createFile"]
+    assert "Created .chat/README.md." in answers[1].text  # inline reference kept in the text
     # unchanged file: not read; touched but same bytes: hash says unchanged
     assert harvest_file(store, CopilotVSCodeSource(), target).status == "unchanged"
     os.utime(target, (1, 1))
@@ -102,7 +100,7 @@ def test_corpus_export_as_whole_json(corpus: Path, tmp_path: Path, store: Store)
     target.write_text(json.dumps(doc))
     grown = harvest_file(store, CopilotVSCodeSource(), target)
     assert (grown.status, grown.messages) == ("read", 2)
-    assert [m["text"] for m in store.sessions.messages(sess["id"])][-2:] == [
+    assert [m.text for m in store.sessions.messages(sess["id"])][-2:] == [
         "commit it",
         "Committed.",
     ]
@@ -160,7 +158,7 @@ def test_incremental_kinds_append_without_duplicates(tmp_path: Path, store: Stor
     r = harvest_file(store, "copilot_vscode", path)
     assert r.lines_skipped == {"ignored_path:requests.result": 1, "unknown_kind:7": 1}
     msgs = store.sessions.messages("copilot_vscode:s-inc")
-    assert [(m["kind"], m["text"], m["tool_names"]) for m in msgs] == [
+    assert [(m.kind, m.text, m.tool_names) for m in msgs] == [
         ("prompt", "run the tests", []),
         ("answer", "Run `npm\ntest`.", ["run_in_terminal"]),
         ("prompt", "no, use pnpm", []),

@@ -18,14 +18,14 @@ def _files(corpus: Path, sub: str) -> list[Path]:
 
 def _prompts(store: Store, sid: str, sidechain: bool = False) -> list[str]:
     return [
-        m["text"]
+        m.text
         for m in store.sessions.messages(sid)
-        if m["kind"] == "prompt" and bool(m["is_sidechain"]) == sidechain
+        if m.kind == "prompt" and bool(m.is_sidechain) == sidechain
     ]
 
 
 def _tools(store: Store, sid: str) -> set[str]:
-    return {t for m in store.sessions.messages(sid) for t in m["tool_names"]}
+    return {t for m in store.sessions.messages(sid) for t in m.tool_names}
 
 
 @pytest.mark.parametrize("sub,source", [("claude_code", "claude_code"), ("codex", "codex")])
@@ -60,8 +60,8 @@ def test_claude_code_intents_tools_projects(corpus: Path, store: Store) -> None:
     sess = db_get(store, "sessions", sid)
     assert sess["project"] == "/home/USER/projects/spotter"
     assert sess["model"] == "claude-opus-4-6" and sess["agent_version"] == "2.1.38"
-    tools = [m for m in store.sessions.messages(sid) if m["kind"] == "tool"]
-    assert len(tools) == 2 and all(m["is_error"] for m in tools)
+    tools = [m for m in store.sessions.messages(sid) if m.kind == "tool"]
+    assert len(tools) == 2 and all(m.is_error for m in tools)
 
     sid = "claude_code:cfa1e878-62b5-4e40-b281-bbf9b250d766"  # 06 v2.0.14 with MCP
     assert _prompts(store, sid) == ["Hey", "Can you audit this codebase?"]
@@ -82,7 +82,7 @@ def test_claude_code_intents_tools_projects(corpus: Path, store: Store) -> None:
         store, sid
     )
     assert not any(
-        "SCOPE" in m["text"] for m in store.sessions.messages(sid)
+        "SCOPE" in m.text for m in store.sessions.messages(sid)
     )  # expanded skill dropped
 
     sid = "claude_code:4d5611e5-241a-462a-8d15-5122611a9569"  # 03: compaction + subagents
@@ -96,7 +96,7 @@ def test_claude_code_intents_tools_projects(corpus: Path, store: Store) -> None:
         db_get(store, "sessions", sid)["project"]
         == "/home/USER/projects/spotter-worktrees/spotter-dov"
     )
-    texts = " ".join(m["text"] for m in store.sessions.messages(sid))
+    texts = " ".join(m.text for m in store.sessions.messages(sid))
     assert "being continued from a previous conversation" not in texts
     assert "<task-notification>" not in texts and "<analysis>" not in texts
     # the subagent's split assistant message is one row with all its tool calls
@@ -108,7 +108,7 @@ def test_claude_code_intents_tools_projects(corpus: Path, store: Store) -> None:
     assert (
         db_get(store, "sessions", sid)["project"] == "e:\\Workspace\\src\\github\\claude-code-log"
     )
-    assert any(m["is_sidechain"] for m in store.sessions.messages(sid))
+    assert any(m.is_sidechain for m in store.sessions.messages(sid))
     assert _prompts(store, sid) == []
 
     # synthetic subagent layout: the subagent file attaches to its parent directory's session
@@ -150,9 +150,7 @@ def test_codex_intents_tools_projects(corpus: Path, store: Store) -> None:
     sess = db_get(store, "sessions", sid)
     assert sess["project"] == "/Users/USER/Dev/spectora/src/spectora-labs-monorepo-v2"
     assert sess["model"] == "gpt-5-codex" and sess["agent_version"] == "0.40.0"
-    answers = [
-        m["text"] for m in store.sessions.messages(sid) if m["kind"] == "answer" and m["text"]
-    ]
+    answers = [m.text for m in store.sessions.messages(sid) if m.kind == "answer" and m.text]
     assert len(answers) == len(set(answers))  # agent_message + response_item stored once
 
     sid = "codex:019c8bfe-ec25-79e0-97d7-bda6a9c575ff"  # 0.104 Desktop with MCP tools

@@ -48,9 +48,9 @@ def test_every_session_is_harvested_and_its_planted_secrets_redacted(
         assert cc.sessions_filtered == {} and cx.sessions_filtered == {}
         assert 0 < report.total("messages") <= made["messages_approx"]
         texts = [
-            m["text"] + str(m["context"] or "")
+            m.text + str(m.context or "")
             for s in store.sessions.all()
-            for m in store.sessions.messages(s["id"])
+            for m in store.sessions.messages(s.id)
         ]
         blob = "\n".join(texts)
         assert not planted.search(blob) and "[REDACTED:" in blob

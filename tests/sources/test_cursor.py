@@ -22,17 +22,17 @@ def test_corpus_transcript_and_subagent(corpus: Path, store: Store) -> None:
     sess = db_get(store, "sessions", f"cursor:{TID}")
     assert sess["project"] == "/tmp/example"  # decoded from the "tmp-example" slug
     msgs = store.sessions.messages(sess["id"])
-    main = [(m["kind"], m["text"], m["tool_names"]) for m in msgs if not m["is_sidechain"]]
+    main = [(m.kind, m.text, m.tool_names) for m in msgs if not m.is_sidechain]
     assert main == [
         ("prompt", "run ls command", []),
         ("answer", "Running the ls command for you.", ["Shell"]),
-        ("answer", msgs[2]["text"], []),
+        ("answer", msgs[2].text, []),
         ("prompt", "now show me the git status", []),
         ("answer", "[REDACTED]", ["Shell"]),
         ("answer", "The repository is clean — no uncommitted changes.", []),
     ]
-    assert msgs[2]["text"].startswith("Here are the directory contents:")
-    side = [(m["kind"], m["text"]) for m in msgs if m["is_sidechain"]]
+    assert msgs[2].text.startswith("Here are the directory contents:")
+    side = [(m.kind, m.text) for m in msgs if m.is_sidechain]
     assert side[0] == ("prompt", "Run ls -la in the workspace directory and return the output.")
     assert side[-1] == ("answer", "Done. The directory has 12 entries.")
 
@@ -89,7 +89,7 @@ def test_injected_text_outside_user_query_and_drift(tmp_path: Path, store: Store
         "not_an_object": 1,
         "bad_json": 1,
     }
-    assert [(m["kind"], m["text"]) for m in store.sessions.messages("cursor:t1")] == [
+    assert [(m.kind, m.text) for m in store.sessions.messages("cursor:t1")] == [
         ("prompt", "fix the flaky test"),
         ("answer", "Fixed."),
     ]

@@ -115,9 +115,7 @@ def test_atif_transcript_harvest_and_db_project(tmp_path: Path, store: Store) ->
         "swe-1-7-fast",
         "3000.3.27",
     )
-    assert [
-        (m["kind"], m["text"], m["tool_names"]) for m in store.sessions.messages(sess["id"])
-    ] == [
+    assert [(m.kind, m.text, m.tool_names) for m in store.sessions.messages(sess["id"])] == [
         ("prompt", "run the unit tests", []),
         ("answer", "Running them.", ["exec"]),
         ("tool", "3 passed", []),

@@ -16,7 +16,7 @@ from tests.helpers.store import db_rows
 
 
 def _prompts(store: Store, sid: str = f"claude_code:{SID}") -> list[str]:
-    return [m["text"] for m in store.sessions.messages(sid) if m["kind"] == "prompt"]
+    return [m.text for m in store.sessions.messages(sid) if m.kind == "prompt"]
 
 
 def _session_file(root: Path, name: str = SID) -> Path:
@@ -34,7 +34,7 @@ def test_appended_lines_are_read_from_the_stored_offset(store: Store, claude_roo
     first = harvest_file(store, "claude_code", path)
     size1 = path.stat().st_size
     assert first.status == "read" and first.bytes_read == size1 and first.offset == size1
-    assert store.files.get(str(path))["offset"] == size1
+    assert store.files.get(str(path)).offset == size1
 
     extra = jsonl(
         [
@@ -46,10 +46,10 @@ def test_appended_lines_are_read_from_the_stored_offset(store: Store, claude_roo
         fh.write(extra)
     second = harvest_file(store, "claude_code", path)
     assert second.bytes_read == len(extra)  # only the new bytes were read
-    assert second.offset == size1 + len(extra) == store.files.get(str(path))["offset"]
+    assert second.offset == size1 + len(extra) == store.files.get(str(path)).offset
     assert second.sessions_updated == {f"claude_code:{SID}"} and not second.sessions_new
     assert _prompts(store) == ["add a --verbose flag to the CLI", "now document it in the README"]
-    assert [m["seq"] for m in store.sessions.messages(f"claude_code:{SID}")] == [0, 1, 2, 3]
+    assert [m.seq for m in store.sessions.messages(f"claude_code:{SID}")] == [0, 1, 2, 3]
 
     third = harvest_file(store, "claude_code", path)
     assert third.status == "unchanged" and third.bytes_read == 0
@@ -118,7 +118,7 @@ def test_nul_bytes_in_a_text_log_cost_only_their_own_bytes(store: Store, claude_
     again = harvest_file(store, src, path)
     assert again.status == "read" and again.warnings["nul_bytes"] == 1, again
     assert _prompts(store)[-1] == "after the zeros"
-    assert store.files.get(str(path))["status"] == "ok"
+    assert store.files.get(str(path)).status == "ok"
 
     blob = claude_root / "-home-dev-proj" / "blob.jsonl"
     blob.write_bytes(b"\x7fELF\x02\x01\x00\x00" + b"\x00\x01" * 100)
@@ -162,7 +162,7 @@ def test_bad_files_are_counted_and_others_still_harvested(store: Store, claude_r
     assert _prompts(store, "claude_code:s-malformed") == ["still read"]
     assert _prompts(store, "claude_code:s-huge") == ["after the huge line"]
     assert _prompts(store, "claude_code:s-latin") == ["caf\ufffd na\ufffdve"]
-    assert store.files.get(str(proj / "binary.jsonl"))["status"] == "skipped"
+    assert store.files.get(str(proj / "binary.jsonl")).status == "skipped"
     run = db_rows(store, "harvest_runs")[0]
     assert json.loads(run["files_skipped"]) == cc.files_skipped and run["files_read"] == 4
 
@@ -202,8 +202,8 @@ def test_a_parser_crash_skips_that_record_not_the_file(store: Store, claude_root
     assert res.status == "read" and res.lines_skipped["bad_record:RuntimeError"] == 1
     assert _prompts(store) == ["one", "three"]
     row = store.files.get(str(path))
-    assert row["status"] == "ok" and row["offset"] == path.stat().st_size
-    assert "poisoned" not in row["state"]
+    assert row.status == "ok" and row.offset == path.stat().st_size
+    assert "poisoned" not in row.state
 
 
 def test_directory_vanishing_during_discovery(store: Store, claude_root: Path) -> None:

@@ -110,7 +110,7 @@ def test_a_harvest_killed_mid_way_loses_nothing_the_next_pass_does_not_read(
     assert store.integrity() == []
     kept = store.files.all()
     assert 8 <= len(kept) < made["files"]  # some batches committed, not all
-    assert all(f["offset"] > 0 and f["status"] == "ok" for f in kept)
+    assert all(f.offset > 0 and f.status == "ok" for f in kept)
     report = harvest(store, Settings(), sources=SOURCES)
     assert report.total("files_unchanged") == len(kept)  # the committed files: not read again
     store.close()

@@ -119,7 +119,7 @@ def test_database_read_only_incremental_and_zstd_events(tmp_path: Path, store: S
     row = db_get(store, "sessions", f"openclaw:{SID}")
     assert (row["project"], row["model"], row["self_generated"]) == (WS, "sim", 0)
     msgs = store.sessions.messages(f"openclaw:{SID}")
-    assert [(m["kind"], m["text"], m["tool_names"]) for m in msgs] == [
+    assert [(m.kind, m.text, m.tool_names) for m in msgs] == [
         ("prompt", "how do I run the tests?", []),
         ("answer", "Run `pnpm test`.", ["exec"]),
         ("tool", "2 passed", []),
@@ -134,7 +134,7 @@ def test_database_read_only_incremental_and_zstd_events(tmp_path: Path, store: S
     )
     again = harvest_file(store, "openclaw", path)
     assert (again.status, again.messages) == ("read", 1)
-    assert [m["text"] for m in store.sessions.messages(f"openclaw:{SID}")][-1] == "and lint?"
+    assert [m.text for m in store.sessions.messages(f"openclaw:{SID}")][-1] == "and lint?"
 
 
 def test_bad_rows_are_counted_and_the_rest_is_kept(tmp_path: Path, store: Store) -> None:
@@ -158,7 +158,7 @@ def test_bad_rows_are_counted_and_the_rest_is_kept(tmp_path: Path, store: Store)
         "no_id": 1,
         "unknown_role:wizard": 1,
     }
-    assert [m["text"] for m in store.sessions.messages(f"openclaw:{SID}")] == [
+    assert [m.text for m in store.sessions.messages(f"openclaw:{SID}")] == [
         "how do I run the tests?"
     ]
 
@@ -228,13 +228,13 @@ def test_the_database_openclaw_wrote_is_harvested(isolated_home: Path, store: St
     assert oc.sessions_new == 2 and oc.sessions_filtered == {"self_generated": 1}
     assert oc.lines_skipped == {"ignored_type:custom": 5, "ignored_type:thinking_level_change": 2}
     [own] = store.sessions.all()
-    assert own["project"] == "/tmp/a16/clawh2/ws" and own["model"] == "sim"
-    msgs = store.sessions.messages(own["id"])
-    assert [(m["kind"], m["text"]) for m in msgs if m["kind"] == "prompt"] == [
+    assert own.project == "/tmp/a16/clawh2/ws" and own.model == "sim"
+    msgs = store.sessions.messages(own.id)
+    assert [(m.kind, m.text) for m in msgs if m.kind == "prompt"] == [
         ("prompt", "how do I install the dependencies?"),
         ("prompt", "no, use pnpm, not npm"),
     ]
-    assert [m["kind"] for m in msgs] == ["prompt", "answer", "prompt", "answer"]
+    assert [m.kind for m in msgs] == ["prompt", "answer", "prompt", "answer"]
     replay = db_get(store, "sessions", "openclaw:replay-1")
     assert replay["self_generated"] == 1
 
@@ -278,9 +278,9 @@ def test_an_openclaw_agent_turn_is_headless_and_a_tui_session_is_not(
     # the transcripts alike: only the trace tells the one-shot turn from the terminal UI
     report = harvest(store, Settings(sources={"openclaw": SourceConfig()}))
     assert report.sources["openclaw"].sessions_new == 2
-    by_prompt = {store.sessions.messages(s["id"])[0]["text"]: s for s in store.sessions.all()}
+    by_prompt = {store.sessions.messages(s.id)[0].text: s for s in store.sessions.all()}
     agent, tui = by_prompt["how do I run the tests?"], by_prompt["how do I run the linter?"]
-    assert (agent["headless"], tui["headless"]) == (1, 0)
+    assert (agent.headless, tui.headless) == (1, 0)
     report = mine(
         store,
         Settings(sources={"openclaw": SourceConfig()}),
@@ -303,7 +303,7 @@ def test_a_database_without_the_runtime_trace_marks_nothing_headless(
     con.commit()
     con.close()
     harvest(store, Settings(sources={"openclaw": SourceConfig()}))
-    assert [s["headless"] for s in store.sessions.all()] == [0, 0]
+    assert [s.headless for s in store.sessions.all()] == [0, 0]
 
 
 def test_the_command_line_of_a_run_says_whether_it_was_openclaw_agent() -> None:

@@ -30,16 +30,15 @@ def test_corpus_storage_tree(corpus: Path, store: Store) -> None:
         "gpt-4o-mini",
     )
     assert [
-        (m["kind"], m["text"], m["tool_names"], m["is_error"])
-        for m in store.sessions.messages(small["id"])
+        (m.kind, m.text, m.tool_names, m.is_error) for m in store.sessions.messages(small["id"])
     ] == [
         ("prompt", "Hello", [], 0),
         ("answer", "Found 2 files.", ["bash"], 0),
         ("tool", "a.txt\nb.txt\n", [], 0),
     ]
     large = store.sessions.messages("opencode:s_stage0_large")
-    assert [m["text"] for m in large if m["kind"] == "prompt"] == ["Step 1", "Step 2"]
-    assert [m["is_error"] for m in large if m["kind"] == "tool"] == [1]  # exit 1
+    assert [m.text for m in large if m.kind == "prompt"] == ["Step 1", "Step 2"]
+    assert [m.is_error for m in large if m.kind == "tool"] == [1]  # exit 1
     assert db_get(store, "sessions", "opencode:s_stage0_large")["project"] == "/tmp/large"
     assert acc.lines_skipped["injected"] == 1  # the synthetic text part
     assert acc.lines_skipped["ignored_part:reasoning"] == 1
@@ -124,7 +123,7 @@ def test_sqlite_read_only_and_incremental(tmp_path: Path, store: Store) -> None:
         db.stat().st_mtime_ns,
     ) == before  # never written
     assert [
-        (m["kind"], m["text"], m["tool_names"], m["is_error"])
+        (m.kind, m.text, m.tool_names, m.is_error)
         for m in store.sessions.messages("opencode:ses_1")
     ] == [
         ("prompt", "build the site", [], 0),
@@ -132,7 +131,7 @@ def test_sqlite_read_only_and_incremental(tmp_path: Path, store: Store) -> None:
         ("tool", "boom", [], 1),
     ]
     assert db_get(store, "sessions", "opencode:ses_1")["project"] == "/home/dev/site"
-    assert all(m["is_sidechain"] for m in store.sessions.messages("opencode:ses_sub"))
+    assert all(m.is_sidechain for m in store.sessions.messages("opencode:ses_sub"))
     assert r.lines_skipped == {"ignored_part:step-start": 1}
     assert harvest_file(store, OpenCodeSource(), db).status == "unchanged"
 
@@ -176,7 +175,7 @@ def test_sqlite_read_only_and_incremental(tmp_path: Path, store: Store) -> None:
     con.close()
     r3 = harvest_file(store, OpenCodeSource(), db)
     assert r3.messages == 1
-    assert [m["text"] for m in store.sessions.messages("opencode:ses_1")][-2:] == [
+    assert [m.text for m in store.sessions.messages("opencode:ses_1")][-2:] == [
         "deploy it",
         "Deployed.",
     ]
@@ -214,12 +213,12 @@ def test_tree_answer_left_unfinished_is_read_on_a_later_pass_without_any_change(
     )
     first = harvest_file(store, OpenCodeSource(), ses)
     assert (first.status, first.lines_skipped) == ("read", {"unfinished": 1})
-    assert [m["text"] for m in store.sessions.messages("opencode:ses_live")] == ["lint the app"]
+    assert [m.text for m in store.sessions.messages("opencode:ses_live")] == ["lint the app"]
     later = time.time() + oc.SETTLE_SECONDS + 5
     monkeypatch.setattr(oc.time, "time", lambda: later)
     second = harvest_file(store, OpenCodeSource(), ses)
     assert second.status == "read" and second.lines_skipped == {}
-    assert [m["text"] for m in store.sessions.messages("opencode:ses_live")] == [
+    assert [m.text for m in store.sessions.messages("opencode:ses_live")] == [
         "lint the app",
         "Running ruff",
     ]
@@ -247,7 +246,7 @@ def test_tree_copied_with_fresh_mtimes_is_judged_by_its_content(
     )
     r = harvest_file(store, OpenCodeSource(), ses)
     assert (r.status, r.lines_skipped) == ("read", {})
-    assert [m["text"] for m in store.sessions.messages("opencode:ses_old")] == ["hello", "Hi."]
+    assert [m.text for m in store.sessions.messages("opencode:ses_old")] == ["hello", "Hi."]
 
 
 def test_db_answer_left_unfinished_is_read_on_a_later_pass_without_any_change(
@@ -284,7 +283,7 @@ def test_db_answer_left_unfinished_is_read_on_a_later_pass_without_any_change(
     monkeypatch.setattr(oc.time, "time", lambda: later)
     r = harvest_file(store, OpenCodeSource(), db)
     assert r.status == "read" and r.messages == 1
-    assert [m["text"] for m in store.sessions.messages("opencode:ses_1")] == ["build it", "Buil"]
+    assert [m.text for m in store.sessions.messages("opencode:ses_1")] == ["build it", "Buil"]
     assert harvest_file(store, OpenCodeSource(), db).status == "unchanged"
 
 
@@ -342,9 +341,9 @@ def test_an_opencode_run_session_is_headless_and_a_tui_one_is_not(
     con.commit()
     con.close()
     assert harvest_file(store, "opencode", db).status == "read"
-    by_prompt = {store.sessions.messages(s["id"])[0]["text"]: s for s in store.sessions.all()}
+    by_prompt = {store.sessions.messages(s.id)[0].text: s for s in store.sessions.all()}
     run, tui = by_prompt["how do I run the tests?"], by_prompt["how do I run the linter?"]
-    assert (run["headless"], tui["headless"]) == (1, 0)
+    assert (run.headless, tui.headless) == (1, 0)
     # the run is not mined by default, and is counted with the reason
     report = mine(store, Settings(), now=dt.datetime(2026, 12, 2, tzinfo=dt.UTC))
     assert report.dropped.get("headless_session") == 1

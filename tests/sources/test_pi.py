@@ -127,14 +127,14 @@ def test_conversation_tools_and_injected_context(tmp_path: Path, store: Store) -
     row = db_get(store, "sessions", f"pi:{SID}")
     assert (row["project"], row["model"], row["self_generated"]) == (CWD, "sim-demo", 0)
     msgs = store.sessions.messages(f"pi:{SID}")
-    assert [(m["kind"], m["text"], m["tool_names"], m["is_error"]) for m in msgs] == [
+    assert [(m.kind, m.text, m.tool_names, m.is_error) for m in msgs] == [
         ("prompt", "how do I run the tests?", [], 0),
         ("answer", "Checking.", ["bash"], 0),
         ("tool", "exit 1: no such script", [], 1),
         ("answer", "Run `pnpm test`.", [], 0),
         ("tool", "a.txt", [], 0),
     ]
-    assert msgs[0]["uid"] == f"{SID}:e1"
+    assert msgs[0].uid == f"{SID}:e1"
 
 
 def test_incremental_append_reads_only_new_lines(tmp_path: Path, store: Store) -> None:
@@ -145,7 +145,7 @@ def test_incremental_append_reads_only_new_lines(tmp_path: Path, store: Store) -
     again = harvest_file(store, "pi", path)
     assert (again.status, again.messages) == ("read", 1)
     assert harvest_file(store, "pi", path).status == "unchanged"
-    assert [(m["kind"], m["text"]) for m in store.sessions.messages(f"pi:{SID}")] == [
+    assert [(m.kind, m.text) for m in store.sessions.messages(f"pi:{SID}")] == [
         ("prompt", "run the linter"),
         ("answer", "Run `ruff check`."),
     ]
@@ -180,7 +180,7 @@ def test_bad_input_is_counted_and_nothing_is_lost(tmp_path: Path, store: Store) 
         "ignored_type:hologram": 1,
         "unknown_role:wizard": 1,
     }
-    assert [(m["kind"], m["text"]) for m in store.sessions.messages(f"pi:{SID}")] == [
+    assert [(m.kind, m.text) for m in store.sessions.messages(f"pi:{SID}")] == [
         ("prompt", "deploy the app"),
         ("answer", "Deployed."),
     ]
@@ -194,7 +194,7 @@ def test_secrets_are_redacted(tmp_path: Path, store: Store) -> None:
     )
     harvest_file(store, "pi", path)
     (msg,) = store.sessions.messages(f"pi:{SID}")
-    assert key not in msg["text"] and "deploy" in msg["text"]
+    assert key not in msg.text and "deploy" in msg.text
 
 
 def test_replay_marked_session_is_self_generated_and_key_from_file_name(
@@ -248,4 +248,4 @@ def test_pi_records_nothing_that_tells_a_print_run_from_an_interactive_one(
     for f in (printed, typed):
         (folder / f"2026-12-01T20-39-54-084Z_{f.stem}.jsonl").write_bytes(f.read_bytes())
         harvest_file(store, "pi", folder / f"2026-12-01T20-39-54-084Z_{f.stem}.jsonl")
-    assert [s["headless"] for s in store.sessions.all()] == [0, 0]
+    assert [s.headless for s in store.sessions.all()] == [0, 0]

@@ -14,7 +14,7 @@ from skillopt_sleep.config import Settings
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.sources.base import SELF_MARKER
 from skillopt_sleep.sources.ingest import harvest
-from skillopt_sleep.store import Store
+from skillopt_sleep.store import MessageRow, SessionRow, Store
 from tests.helpers.clis import (
     OPENCODE_QUIET,
     PI_QUIET,
@@ -47,10 +47,10 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
-def _only_session(store: Store, source: str) -> tuple[dict, list[dict]]:
-    rows = [s for s in store.sessions.all(include_self=True) if s["source"] == source]
+def _only_session(store: Store, source: str) -> tuple[SessionRow, list[MessageRow]]:
+    rows = [s for s in store.sessions.all(include_self=True) if s.source == source]
     assert len(rows) == 1
-    return rows[0], store.sessions.messages(rows[0]["id"])
+    return rows[0], store.sessions.messages(rows[0].id)
 
 
 def test_claude_p_transcript(isolated_home: Path, store: Store) -> None:
@@ -71,10 +71,10 @@ def test_claude_p_transcript(isolated_home: Path, store: Store) -> None:
     assert cc.files_read == 1 and cc.files_skipped == {} and "bad_json" not in cc.lines_skipped
     assert cc.sessions_filtered == {"self_generated": 1}
     sess, msgs = _only_session(store, "claude_code")
-    assert sess["headless"] == 1 and sess["self_generated"] == 1
-    assert sess["project"] == str(work) and sess["agent_version"]
-    assert (msgs[0]["kind"], msgs[0]["text"]) == ("prompt", PROMPT)
-    assert [m["kind"] for m in msgs] == ["prompt", "answer"] and msgs[1]["text"]
+    assert sess.headless == 1 and sess.self_generated == 1
+    assert sess.project == str(work) and sess.agent_version
+    assert (msgs[0].kind, msgs[0].text) == ("prompt", PROMPT)
+    assert [m.kind for m in msgs] == ["prompt", "answer"] and msgs[1].text
 
 
 def test_codex_exec_rollout(isolated_home: Path, store: Store) -> None:
@@ -110,10 +110,10 @@ def test_codex_exec_rollout(isolated_home: Path, store: Store) -> None:
     cx = report.sources["codex"]
     assert cx.files_read == 1 and cx.files_skipped == {} and "bad_json" not in cx.lines_skipped
     sess, msgs = _only_session(store, "codex")
-    assert sess["headless"] == 1 and sess["self_generated"] == 1 and sess["model"] == "gpt-5"
-    assert sess["project"] == str(work) and sess["agent_version"]
-    assert [m["kind"] for m in msgs] == ["prompt", "answer"]  # each written 2-3 ways, stored once
-    assert msgs[0]["text"] == PROMPT and msgs[1]["text"]
+    assert sess.headless == 1 and sess.self_generated == 1 and sess.model == "gpt-5"
+    assert sess.project == str(work) and sess.agent_version
+    assert [m.kind for m in msgs] == ["prompt", "answer"]  # each written 2-3 ways, stored once
+    assert msgs[0].text == PROMPT and msgs[1].text
 
 
 #: a prompt of the user's own (not a replay), asked twice in one session
@@ -143,23 +143,23 @@ def test_opencode_run_database(isolated_home: Path, store: Store) -> None:
     assert oc.files_read == 1 and oc.files_skipped == {} and "bad_json" not in oc.lines_skipped
     assert oc.sessions_filtered == {"self_generated": 1}
     rows = sorted(
-        (s for s in store.sessions.all(include_self=True) if s["source"] == "opencode"),
-        key=lambda s: s["self_generated"],
+        (s for s in store.sessions.all(include_self=True) if s.source == "opencode"),
+        key=lambda s: s.self_generated,
     )
-    assert [r["self_generated"] for r in rows] == [0, 1]
+    assert [r.self_generated for r in rows] == [0, 1]
     own, replay = rows
-    msgs = store.sessions.messages(own["id"])
-    assert [(m["kind"], m["text"]) for m in msgs if m["kind"] == "prompt"] == [
+    msgs = store.sessions.messages(own.id)
+    assert [(m.kind, m.text) for m in msgs if m.kind == "prompt"] == [
         ("prompt", ASK),
         ("prompt", FOLLOW_UP),
     ]
-    assert [m["kind"] for m in msgs] == ["prompt", "answer", "prompt", "answer"]
-    assert all(m["text"] for m in msgs)
-    assert own["project"] == str(work) and own["agent_version"] == "1.18.33"
-    assert own["model"] == "sim-demo"
+    assert [m.kind for m in msgs] == ["prompt", "answer", "prompt", "answer"]
+    assert all(m.text for m in msgs)
+    assert own.project == str(work) and own.agent_version == "1.18.33"
+    assert own.model == "sim-demo"
     # `opencode run` made the session (its permission ruleset says so): headless
-    assert own["headless"] == 1
-    assert store.sessions.messages(replay["id"])[0]["text"] == PROMPT
+    assert own.headless == 1
+    assert store.sessions.messages(replay.id)[0].text == PROMPT
     again = harvest(store, Settings(), sources=["opencode"]).sources["opencode"]
     assert again.sessions_new == 0 and again.sessions_updated == 0
 
@@ -185,19 +185,19 @@ def test_pi_print_session(isolated_home: Path, store: Store) -> None:
     assert pr.files_read == 2 and pr.files_skipped == {} and "bad_json" not in pr.lines_skipped
     assert pr.sessions_filtered == {"self_generated": 1}
     rows = sorted(
-        (s for s in store.sessions.all(include_self=True) if s["source"] == "pi"),
-        key=lambda s: s["self_generated"],
+        (s for s in store.sessions.all(include_self=True) if s.source == "pi"),
+        key=lambda s: s.self_generated,
     )
-    assert [r["self_generated"] for r in rows] == [0, 1]
+    assert [r.self_generated for r in rows] == [0, 1]
     own, replay = rows
-    msgs = store.sessions.messages(own["id"])
-    assert [(m["kind"], m["text"]) for m in msgs if m["kind"] == "prompt"] == [
+    msgs = store.sessions.messages(own.id)
+    assert [(m.kind, m.text) for m in msgs if m.kind == "prompt"] == [
         ("prompt", ASK),
         ("prompt", FOLLOW_UP),
     ]
-    assert [m["kind"] for m in msgs] == ["prompt", "answer", "prompt", "answer"]
-    assert all(m["text"] for m in msgs)
-    assert own["project"] == str(work) and own["model"] == "sim-demo"
+    assert [m.kind for m in msgs] == ["prompt", "answer", "prompt", "answer"]
+    assert all(m.text for m in msgs)
+    assert own.project == str(work) and own.model == "sim-demo"
     # pi 0.73.1 records nothing of `-p` (tests/sources/test_pi.py): not marked headless
-    assert own["headless"] == 0
-    assert store.sessions.messages(replay["id"])[0]["text"] == PROMPT
+    assert own.headless == 0
+    assert store.sessions.messages(replay.id)[0].text == PROMPT

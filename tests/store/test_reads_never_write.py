@@ -43,9 +43,9 @@ def test_status_on_a_stale_running_night_reports_it_interrupted_and_writes_nothi
     assert _digest(db) == before_bytes
     after = Store(db)
     assert db_rows(after, "nights") == before_rows
-    assert after.nights.get(nid)["status"] == "running"  # the next night marks it
+    assert after.nights.get(nid).status == "running"  # the next night marks it
     assert lifecycle.recover(after) == 1
-    assert after.nights.get(nid)["status"] == "interrupted"
+    assert after.nights.get(nid).status == "interrupted"
     after.close()
 
 

@@ -1,4 +1,5 @@
 import json
+from dataclasses import asdict
 
 from sqlite_utils import Database
 
@@ -63,7 +64,7 @@ def test_split_parts_merge_and_grown_text_replaces(tmp_path):
         "/f",
     )
     msgs = store.sessions.messages("x:s1")
-    assert [(m["uid"], m["text"], m["tool_names"]) for m in msgs] == [
+    assert [(m.uid, m.text, m.tool_names) for m in msgs] == [
         ("m", "part one\npart two", ["Bash", "Read"]),
         ("g", "Run `npm test`.", []),
     ]
@@ -127,7 +128,9 @@ def test_the_store_redacts_every_text_it_writes(tmp_path):
     store = Store(tmp_path / "s.db")
     row = store.sessions.get("x:s1")
     msgs = store.sessions.messages("x:s1")
-    stored = json.dumps([row, msgs, store.files.get("/f.jsonl")])
+    stored = json.dumps(
+        [asdict(row), [asdict(m) for m in msgs], asdict(store.files.get("/f.jsonl"))]
+    )  # type: ignore[arg-type]
     assert key[4:16] not in stored and key[20:32] not in stored
     assert stored.count("[REDACTED:") >= 6
 
@@ -260,11 +263,11 @@ def test_proposals_staged_before_m010_have_no_agent_or_kind(tmp_path):
     old.conn.close()
     store = Store(path)
     row = store.proposals.get("p1")
-    assert row is not None and (row["agent"], row["kind"]) == ("", "")
+    assert row is not None and (row.agent, row.kind) == ("", "")
     store.proposals.stage(
         {"id": "p2", "night_id": 1, "target_path": "/y", "agent": "codex", "kind": "memory"}
     )
-    assert {k: store.proposals.get("p2")[k] for k in ("agent", "kind")} == {  # type: ignore[index]
+    assert {k: getattr(store.proposals.get("p2"), k) for k in ("agent", "kind")} == {
         "agent": "codex",
         "kind": "memory",
     }
