@@ -13,9 +13,9 @@ Stored JSON written by older versions stays readable: unknown keys are ignored o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,6 +50,21 @@ class Trigger(StrEnum):
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", defer_build=True)
+
+    @classmethod
+    def of(cls, row: object, *, renamed: Mapping[str, str] | None = None, **given: Any) -> Self:
+        """This view of a typed row (a store row, a task, an edit): each field read from the
+        row's attribute of the same name, or of the name ``renamed`` gives it (field ->
+        attribute); ``given`` values win; a field the row has no attribute for keeps its
+        default. The one way a row becomes a view, instead of a constructor call listing
+        every field."""
+        names = renamed or {}
+        data = {
+            f: getattr(row, names.get(f, f))
+            for f in cls.model_fields
+            if f not in given and hasattr(row, names.get(f, f))
+        }
+        return cls.model_validate(data | given)
 
 
 # ---------------------------------------------------------------------------- progress

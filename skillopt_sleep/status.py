@@ -56,15 +56,7 @@ def collect_status(store: Store, *, database: str = "", nights: int = 5) -> Stat
         nights=recent,
         last_error=last.error if last and last.status in _FAILED else None,
         pending_proposals=[
-            PendingProposal(
-                id=p.id,
-                target=p.target_path,
-                created_at=p.created_at,
-                val_before=p.val_before,
-                val_after=p.val_after,
-                test_before=p.test_before,
-                test_after=p.test_after,
-            )
+            PendingProposal.of(p, renamed={"target": "target_path"})
             for p in store.proposals.staged()
         ],
         harvest=harvest,

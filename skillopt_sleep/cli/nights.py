@@ -120,6 +120,12 @@ def run_night(
         )
 
 
+def _line(text: str) -> None:
+    """One line of a night's outcome, printed as it is (no rich markup: it quotes the
+    user's text)."""
+    out.print(text, markup=False)
+
+
 def print_night(r: NightResult, by: str = "") -> None:
     """A night's outcome (from this process or the daemon)."""
     summary, cost = r.summary, r.cost
@@ -128,29 +134,27 @@ def print_night(r: NightResult, by: str = "") -> None:
     else:
         out.print(f"night {r.night_id}{by}: {r.status}")
     if summary.reason:
-        out.print(f"  {summary.reason}", markup=False)
+        _line(f"  {summary.reason}")
     if summary.warning:
-        out.print(f"  warning: {summary.warning}", markup=False)
+        _line(f"  warning: {summary.warning}")
     out.print(
         f"  tasks: {summary.scorable} scored; occurrences: {summary.train} train, "
         f"{summary.val} val, {summary.test} test"
     )
     if summary.held_out:
-        out.print(f"  {summary.held_out}", markup=False)
+        _line(f"  {summary.held_out}")
     if summary.not_validated:
-        out.print(
+        _line(
             f"  {summary.not_validated} task(s) asked once: trained, not yet validated on a "
-            "recurrence",
-            markup=False,
+            "recurrence"
         )
     if summary.not_distinct:
-        out.print(
+        _line(
             f"  {summary.not_distinct} task(s) asked again only in the same words with the same "
-            "context: not yet validated on a distinct recurrence",
-            markup=False,
+            "context: not yet validated on a distinct recurrence"
         )
     if summary.test_note:
-        out.print(f"  test {summary.test_note}", markup=False)
+        _line(f"  test {summary.test_note}")
     if r.status not in (NightStatus.PLANNED, NightStatus.NO_TASKS):
         if len(summary.blocks) > 1:  # no one score: each block has its own
             out.print("  val and test: scored per block (below)")
@@ -168,7 +172,7 @@ def print_night(r: NightResult, by: str = "") -> None:
         )
     for b in summary.blocks:  # a night that trained one block per project
         where = f"the block for {b.section}" if b.section else "the block every project reads"
-        out.print(
+        _line(
             f"  {where}: {b.status}"
             + (f", proposal {b.proposal_id}" if b.proposal_id else "")
             + (
@@ -177,21 +181,19 @@ def print_night(r: NightResult, by: str = "") -> None:
                 # nothing held out: the gate ran on train, which certifies nothing
                 else f" (no val occurrence: train {_fmt(b.val_before)} -> {_fmt(b.val_after)}, "
                 "unverified)"
-            ),
-            markup=False,
+            )
         )
     staged = [b.proposal_id for b in summary.blocks if b.proposal_id][1:]
     if r.proposal_id and staged:
-        out.print(
+        _line(
             f"  proposals {', '.join([r.proposal_id, *staged])} staged for {r.target_path} "
-            "(one block each)",
-            markup=False,
+            "(one block each)"
         )
     elif r.proposal_id:
-        out.print(f"  proposal {r.proposal_id} staged for {r.target_path}", markup=False)
+        _line(f"  proposal {r.proposal_id} staged for {r.target_path}")
     if r.proposal_id:
         if summary.notified:
-            out.print(f"  desktop notification: {summary.notified}", markup=False)
+            _line(f"  desktop notification: {summary.notified}")
         out.print(
             f"  review: skillopt-sleep show {r.proposal_id}; "
             f"adopt: skillopt-sleep adopt {r.proposal_id}"

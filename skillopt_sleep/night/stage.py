@@ -246,19 +246,7 @@ def _task_tables(store: Store, st: Staging) -> tuple[list[TaskDelta], list[TaskD
 
 
 def _edit_record(e: Edit) -> EditRecord:
-    return EditRecord(
-        op=e.op,
-        text=e.text,
-        old=e.old,
-        status=e.status,
-        reason=e.reason,
-        rationale=e.rationale,
-        origin=e.origin,
-        epoch=e.epoch,
-        batch=e.batch,
-        val_before=e.val_before,
-        val_after=e.val_after,
-    )
+    return EditRecord.of(e)
 
 
 def scoring_note(target_path: Path | str, delivered: str | None = None) -> str:

@@ -106,15 +106,10 @@ class RecordsService:
         return TaskList(
             total=len(tasks),
             tasks=[
-                TaskInfo(
-                    id=t.id,
-                    project=t.project,
-                    intent=t.intent,
-                    split=t.split,
+                TaskInfo.of(
+                    t,
                     sessions=len(t.sessions),
                     checks=[c.model_dump() for c in t.checks],
-                    corrections=t.corrections,
-                    synthetic=t.synthetic,
                     occurrences=[
                         _occurrence(
                             o.model_dump(exclude={"context"})
@@ -123,7 +118,6 @@ class RecordsService:
                         )
                         for o in t.occurrences
                     ],
-                    apart=t.apart,
                     demoted=[c.model_dump() for c in t.demoted],
                     context=context_state(t),
                 )
@@ -147,19 +141,7 @@ class RecordsService:
             )
         return SearchResult(
             query=query,
-            hits=[
-                SearchHit(
-                    message_id=r.message_id,
-                    session_id=r.session_id,
-                    agent=r.source,
-                    project=r.project,
-                    role=r.role,
-                    kind=r.kind,
-                    timestamp=r.timestamp,
-                    snippet=r.snippet,
-                )
-                for r in rows
-            ],
+            hits=[SearchHit.of(r, renamed={"agent": "source"}) for r in rows],
         )
 
     def session(self, session_id: str) -> SessionView:
@@ -179,26 +161,10 @@ class RecordsService:
             if row is None:
                 raise BadArgument(f"no session {session_id!r}")
             messages = store.sessions.messages(row.id)
-        return SessionView(
-            id=row.id,
-            agent=row.source,
-            project=row.project,
-            started_at=row.started_at,
-            updated_at=row.updated_at,
-            model=row.model,
-            title=row.title,
-            messages=[
-                SessionMessage(
-                    id=m.id,
-                    seq=m.seq,
-                    role=m.role,
-                    kind=m.kind,
-                    timestamp=m.timestamp,
-                    text=m.text or "",
-                    tool_names=[str(t) for t in m.tool_names or []],
-                )
-                for m in messages
-            ],
+        return SessionView.of(
+            row,
+            renamed={"agent": "source"},
+            messages=[SessionMessage.of(m, text=m.text or "") for m in messages],
         )
 
 

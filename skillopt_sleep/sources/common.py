@@ -197,16 +197,10 @@ def tool_message(
     side: bool = False,
     limit: int = TOOL_EXCERPT,
 ) -> HarvestedMessage:
-    """A tool's result, as a redacted excerpt."""
-    text = clean_excerpt(excerpt, limit)
-    return HarvestedMessage(
-        uid=uid,
-        role="user",
-        kind="tool",
-        timestamp=ts,
-        is_sidechain=side,
-        is_error=is_error,
-        text=text,
+    """A tool's result, as a redacted excerpt (a user-role message of kind ``tool``)."""
+    msg = prompt_message(uid, ts, "", side=side)
+    return msg.model_copy(
+        update={"kind": "tool", "is_error": is_error, "text": clean_excerpt(excerpt, limit)}
     )
 
 

@@ -271,6 +271,15 @@ class Repository:
         assert isinstance(pk, int), pk
         return pk
 
+    def _count_under(self, table: str, path_column: str, source: str, root: str) -> int:
+        """How many rows of ``source`` in ``table`` name a file (``path_column``) under the
+        folder ``root`` (ending in a separator)."""
+        row = self.db.execute(
+            f"select count(*) from {table} where source = ? and substr({path_column}, 1, ?) = ?",
+            [source, len(root), root],
+        ).fetchone()
+        return int(row[0])
+
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Row]:
         """The rows of one query as dicts (fetched under the lock), without sqlite-utils."""
         with self.db.lock:

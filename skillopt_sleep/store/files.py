@@ -94,8 +94,4 @@ class FilesRepo(Repository):
 
     def count_under(self, source: str, root: str) -> int:
         """How many files of ``source`` lie under the folder ``root`` (ending in a separator)."""
-        row = self.db.execute(
-            "select count(*) from source_files where source = ? and substr(path, 1, ?) = ?",
-            [source, len(root), root],
-        ).fetchone()
-        return int(row[0])
+        return self._count_under("source_files", "path", source, root)

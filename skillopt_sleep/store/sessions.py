@@ -318,11 +318,7 @@ class SessionsRepo(Repository):
 
     def count_under(self, source: str, root: str) -> int:
         """Sessions of ``source`` whose file lies under ``root`` (ending in a separator)."""
-        row = self.db.execute(
-            "select count(*) from sessions where source = ? and substr(file_path, 1, ?) = ?",
-            [source, len(root), root],
-        ).fetchone()
-        return int(row[0])
+        return self._count_under("sessions", "file_path", source, root)
 
 
 def _merged_text(text: Any, msg_text: str) -> tuple[Any, bool]:

@@ -286,4 +286,4 @@ def test_recent_nights_started_in_the_same_second_are_newest_first(tmp_path):
     store.nights.set(d2, finished_at=second)
     running = store.nights.add(started_at=second, status="running", dry_run=0)
     assert (real, d1, d2, running) == (1, -1, -2, 2)
-    assert [n["id"] for n in store.nights.recent()] == [running, d2, d1, real]
+    assert [n.id for n in store.nights.recent()] == [running, d2, d1, real]
