@@ -15,6 +15,14 @@ _START_UMASK = os.umask(0o022)
 os.umask(_START_UMASK)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that drives a real agent CLI (marker ``cli``) is ``slow`` too: ``pytest -m "not
+    slow"`` is the fast subset (in-process tests, the CLI run in-process, the simulator)."""
+    for item in items:
+        if item.get_closest_marker("cli") is not None:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"

@@ -753,6 +753,7 @@ def test_show_renders_markdown_with_a_coloured_diff_through_the_pager_on_a_termi
     assert "edit with care -->" in " ".join(ln.strip() for ln in lines[begin : begin + 3])
 
 
+@pytest.mark.slow  # doctor asks every pinned agent CLI on PATH for its version, four times
 def test_doctor_reports_each_check_with_a_status(sessions, tmp_path):
     home, project = sessions
     with serve("demo") as sim:
