@@ -30,6 +30,7 @@ from skillopt_sleep.demo import DEMO_CONVERSATIONS
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.testing.sessions import write_conversations
 from tests.helpers.canaries import MARK, WRITERS, canaries, db_bytes, leaks
+from tests.helpers.cli_run import skillopt_in_process
 
 CANARIES = canaries()
 BY_NAME = {c.name: c for c in CANARIES}
@@ -93,13 +94,7 @@ def test_no_canary_through_a_night_adopt_reports_logs_stdout_and_mcp(
     outputs: list[str] = []
 
     def cli(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run(
-            [sys.executable, "-m", "skillopt_sleep", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=180,
-        )
+        proc = skillopt_in_process(*args, env=env, timeout=180)
         outputs.extend([proc.stdout, proc.stderr])
         if ok:
             assert proc.returncode == 0, (args, proc.stderr[-2000:])

@@ -441,6 +441,9 @@ def test_skill_mode_night_through_opencode_and_pi(
     with serve(persona, full_log=True) as sim:
         base = demo_settings(isolated_home, project, sim.url)
         base["target"] = {**base["target"], "name": name, "timeout": 90, "max_retries": 0}
+        # one edit is all this test needs, the derived pnpm rule (the persona proposes it
+        # first): each further edit is one more gate of real-CLI replays
+        base["edit_budget"] = 1
         settings = load_settings(
             Path("/nonexistent/config.toml"),
             **{**base, "document": {"kind": "managed_skill", "agent": name}},
