@@ -99,6 +99,7 @@ def _fuzz(name: str, path: str, tmp: Path, lines: list[bytes]) -> None:
                 msg.text.encode("utf-8")  # storable: no lone surrogate
 
 
+@pytest.mark.slow  # 70 generated logs per source: 5-15 s each
 @pytest.mark.parametrize("name", sorted(_PATHS))
 def test_fuzz_parse_never_raises(name: str, tmp_path: Path) -> None:
     paths = [_PATHS[name], *([_EXTRA[name]] if name in _EXTRA else [])]
