@@ -24,6 +24,7 @@ from pathlib import Path
 
 import anyio
 import psutil
+import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from skillopt_sleep.demo import DEMO_CONVERSATIONS
@@ -80,6 +81,7 @@ def _config(path: Path, home: Path, project: Path, url: str) -> Path:
     return path
 
 
+@pytest.mark.slow  # a whole night, adopt and an MCP server process
 def test_no_canary_through_a_night_adopt_reports_logs_stdout_and_mcp(
     isolated_home: Path, tmp_path: Path
 ) -> None:
