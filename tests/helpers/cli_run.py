@@ -7,6 +7,9 @@ simulator (for the CLI tests that run nights).
 - :func:`skillopt_in_process` runs the same entry point (``skillopt_sleep.cli.main``) in this
   process, its stdout and stderr captured, and returns what :func:`skillopt` returns: for the
   tests of the CLI's behaviour (exit codes, messages, JSON), a second or so less per command.
+  What still differs from a process: modules already imported stay imported, Python warnings
+  go to pytest's summary rather than stderr, and commands run back to back within one second
+  (a store that orders rows by the second then sees ties a process would not make).
 """
 
 from __future__ import annotations
