@@ -15,6 +15,19 @@ _START_UMASK = os.umask(0o022)
 os.umask(_START_UMASK)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that drives a real agent CLI (marker ``cli``) is ``slow`` too: ``pytest -m "not
+    slow"`` is the fast subset (in-process tests, the CLI run in-process, the simulator).
+
+    The slow tests run first (each group in its collected order): ``-n 2`` hands them out
+    to both workers from the start, so no minutes-long night is left alone at the end while
+    the other worker idles."""
+    for item in items:
+        if item.get_closest_marker("cli") is not None:
+            item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import get_args
 
@@ -32,6 +30,7 @@ from skillopt_sleep.config import (
 from skillopt_sleep.delivery.document import SKILL_NAME, managed_skill_path, resolve_target
 from skillopt_sleep.errors import NightError, SkilloptError, UnknownNameError
 from skillopt_sleep.sources import get_source
+from tests.helpers.cli_run import skillopt_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -300,13 +299,7 @@ def test_install_and_uninstall_accept_the_canonical_spelling(isolated_home: Path
 
 
 def test_the_cli_accepts_both_spellings(isolated_home: Path) -> None:
-    run = lambda *a: subprocess.run(
-        [sys.executable, "-m", "skillopt_sleep", *a],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, COLUMNS="200"),
-        timeout=60,
-    )
+    run = lambda *a: skillopt_in_process(*a, env=dict(os.environ, COLUMNS="200"), timeout=60)
     for spelling in ("claude_code", "claude-code"):
         p = run("install", spelling, "--dry-run")
         assert p.returncode == 0, p.stderr

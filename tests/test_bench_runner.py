@@ -12,9 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # runs every benchmark once
 def test_a_quick_run_writes_the_page_from_what_it_measured(tmp_path: Path) -> None:
     out, raw = tmp_path / "bench.md", tmp_path / "raw.json"
     cmd = [sys.executable, "-m", "tests.bench.run_all", "--quick", "--no-reference"]

@@ -24,12 +24,14 @@ from pathlib import Path
 
 import anyio
 import psutil
+import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from skillopt_sleep.demo import DEMO_CONVERSATIONS
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.testing.sessions import write_conversations
 from tests.helpers.canaries import MARK, WRITERS, canaries, db_bytes, leaks
+from tests.helpers.cli_run import skillopt_in_process
 
 CANARIES = canaries()
 BY_NAME = {c.name: c for c in CANARIES}
@@ -79,6 +81,7 @@ def _config(path: Path, home: Path, project: Path, url: str) -> Path:
     return path
 
 
+@pytest.mark.slow  # a whole night, adopt and an MCP server process
 def test_no_canary_through_a_night_adopt_reports_logs_stdout_and_mcp(
     isolated_home: Path, tmp_path: Path
 ) -> None:
@@ -93,13 +96,7 @@ def test_no_canary_through_a_night_adopt_reports_logs_stdout_and_mcp(
     outputs: list[str] = []
 
     def cli(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run(
-            [sys.executable, "-m", "skillopt_sleep", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=180,
-        )
+        proc = skillopt_in_process(*args, env=env, timeout=180)
         outputs.extend([proc.stdout, proc.stderr])
         if ok:
             assert proc.returncode == 0, (args, proc.stderr[-2000:])

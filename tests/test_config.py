@@ -4,6 +4,7 @@ import pytest
 
 from skillopt_sleep.config import load_settings
 from skillopt_sleep.errors import ConfigError
+from tests.helpers.cli_run import skillopt_in_process
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -125,8 +126,6 @@ def test_a_relative_project_in_the_file_is_the_files_folders(tmp_path, monkeypat
 
 
 def test_a_config_file_that_is_not_utf8_is_a_one_line_error(tmp_path):
-    import subprocess
-    import sys
 
     from skillopt_sleep.config import read_config_file
 
@@ -135,12 +134,7 @@ def test_a_config_file_that_is_not_utf8_is_a_one_line_error(tmp_path):
     with pytest.raises(ConfigError, match="not UTF-8"):
         read_config_file(bad)
     for cmd in ("run", "sources"):
-        res = subprocess.run(
-            [sys.executable, "-m", "skillopt_sleep", "--config", str(bad), cmd],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        res = skillopt_in_process("--config", str(bad), cmd, timeout=60)
         assert res.returncode == 1, res.stderr
         assert res.stderr.strip().splitlines()[-1].startswith(f"error: config file {bad}")
 

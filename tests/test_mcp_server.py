@@ -35,6 +35,9 @@ from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
 from tests.helpers.clis import agent_binary
 
+#: slow: an MCP server process per test (stdio or HTTP)
+pytestmark = pytest.mark.slow
+
 TOOLS = {
     "sleep_status",
     "list_proposals",

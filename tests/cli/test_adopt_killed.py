@@ -23,6 +23,9 @@ from skillopt_sleep.demo import DEMO_CONVERSATIONS
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.testing.sessions import write_conversations
 
+#: slow: adopt killed under strace at an exact system call
+pytestmark = pytest.mark.slow
+
 RENAMES = "rename,renameat,renameat2"
 
 

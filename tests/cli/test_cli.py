@@ -1,4 +1,7 @@
-"""The installed console script, run as a user would (a subprocess per command)."""
+"""The command line's behaviour, run through the console script's entry point in this process
+(``skillopt``: :func:`~tests.helpers.cli_run.skillopt_in_process`); a process where a process
+is the point (``skillopt_process``, a pasted shell line, a pseudo-terminal, what ``--version``
+imports)."""
 
 from __future__ import annotations
 
@@ -15,7 +18,9 @@ import pytest
 from skillopt_sleep.demo import DEMO_CONVERSATIONS
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.testing.sessions import write_conversations
-from tests.helpers.cli_run import sim_config, skillopt, skillopt_argv
+from tests.helpers.cli_run import sim_config, skillopt_argv
+from tests.helpers.cli_run import skillopt as skillopt_process
+from tests.helpers.cli_run import skillopt_in_process as skillopt
 from tests.helpers.net import closed_port
 
 
@@ -213,26 +218,32 @@ def test_status_marks_a_night_whose_process_died_as_interrupted():
 
 
 def test_a_dry_run_does_not_hide_the_last_real_night(sessions, tmp_path):
+    # a process per command, as before: each night starts in a second of its own (status
+    # lists nights by start second, then id, and dry runs' ids count down: two dry runs in
+    # one second would list in the wrong order; in-process commands are that fast)
     home, project = sessions
     cfg = sim_config(tmp_path / "c.toml", home, project, f"http://127.0.0.1:{closed_port()}/v1")
-    assert skillopt("--config", str(cfg), "run").returncode == 1
-    assert skillopt("--config", str(cfg), "run", "--dry-run").returncode == 0
-    status = json.loads(skillopt("status", "--json").stdout)
+    assert skillopt_process("--config", str(cfg), "run").returncode == 1
+    assert skillopt_process("--config", str(cfg), "run", "--dry-run").returncode == 0
+    status = json.loads(skillopt_process("status", "--json").stdout)
     assert status["last_night"]["status"] == "failed" and "cannot reach" in status["last_error"]
     assert [n["status"] for n in status["nights"]][:2] == ["planned", "failed"]
     # nor does a dry run that finds nothing to plan
     empty = tmp_path / "empty-project"
     empty.mkdir()
     assert (
-        skillopt("--config", str(cfg), "run", "--dry-run", "--project", str(empty)).returncode == 0
+        skillopt_process(
+            "--config", str(cfg), "run", "--dry-run", "--project", str(empty)
+        ).returncode
+        == 0
     )
-    status = json.loads(skillopt("status", "--json").stdout)
+    status = json.loads(skillopt_process("status", "--json").stdout)
     assert (
         status["nights"][0]["status"] == "no_tasks" and status["last_night"]["status"] == "failed"
     )
     # a real night with nothing to train on: `status` says why, as `run` did
-    assert skillopt("--config", str(cfg), "run", "--project", str(empty)).returncode == 0
-    text = skillopt("--config", str(cfg), "status").stdout
+    assert skillopt_process("--config", str(cfg), "run", "--project", str(empty)).returncode == 0
+    text = skillopt_process("--config", str(cfg), "status").stdout
     assert "no_tasks" in text and f"no task mined: no request in {empty}" in " ".join(text.split())
 
 
@@ -742,6 +753,7 @@ def test_show_renders_markdown_with_a_coloured_diff_through_the_pager_on_a_termi
     assert "edit with care -->" in " ".join(ln.strip() for ln in lines[begin : begin + 3])
 
 
+@pytest.mark.slow  # doctor asks every pinned agent CLI on PATH for its version, four times
 def test_doctor_reports_each_check_with_a_status(sessions, tmp_path):
     home, project = sessions
     with serve("demo") as sim:

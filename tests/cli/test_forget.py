@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from skillopt_sleep.demo import DEMO_CONVERSATIONS
@@ -16,6 +15,7 @@ from skillopt_sleep.results import ProposalReport, TaskDelta
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
+from tests.helpers.cli_run import skillopt_in_process as skillopt
 from tests.helpers.sources import cc_user, write
 from tests.helpers.store import ensure_night
 
@@ -24,13 +24,7 @@ OTHER_WORD = "keptwombat"
 
 
 def _cli(env: dict, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        [sys.executable, "-m", "skillopt_sleep", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    proc = skillopt(*args, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc
 
@@ -143,21 +137,9 @@ def test_forget_by_session_and_by_date(isolated_home: Path, tmp_path: Path) -> N
         assert [s.id for s in store.sessions.all()] == ["claude_code:s-new"]
     finally:
         store.close()
-    bad = subprocess.run(
-        [sys.executable, "-m", "skillopt_sleep", "forget", "--before", "soon"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    bad = skillopt("forget", "--before", "soon", env=env, timeout=60)
     assert bad.returncode == 1 and "not a date" in bad.stderr
-    none = subprocess.run(
-        [sys.executable, "-m", "skillopt_sleep", "forget"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    none = skillopt("forget", env=env, timeout=60)
     assert none.returncode == 1 and "nothing was deleted" in none.stderr
 
 
@@ -291,11 +273,5 @@ def test_forget_after_a_night_leaves_nothing_the_night_derived(
     report = json.loads((state / "state" / "proposals" / pid / "report.json").read_text())
     assert report["id"] == pid and "[forgotten]" in json.dumps(report)
     # the scrubbed report's new hash is recorded with the proposal: it still adopts
-    adopted = subprocess.run(
-        [sys.executable, "-m", "skillopt_sleep", "adopt", pid],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    adopted = skillopt("adopt", pid, env=env, timeout=120)
     assert adopted.returncode == 0 and f"adopted {pid}" in adopted.stdout, adopted.stderr

@@ -16,7 +16,8 @@ import pytest
 from skillopt_sleep.demo import DEMO_CONVERSATIONS
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.testing.sessions import write_conversations
-from tests.helpers.cli_run import sim_config, skillopt
+from tests.helpers.cli_run import sim_config
+from tests.helpers.cli_run import skillopt_in_process as skillopt
 
 
 @pytest.fixture

@@ -8,22 +8,16 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from skillopt_sleep.demo import DEMO_CONVERSATIONS
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.testing.sessions import write_conversations
+from tests.helpers.cli_run import skillopt_in_process as skillopt
 
 
 def _cli(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "skillopt_sleep", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    return skillopt(*args, env=env, timeout=300)
 
 
 def _config(path: Path, home: Path, project: Path, base_url: str, days: int) -> Path:

@@ -1,6 +1,6 @@
 """Live progress of the CLI (issue 15): JSON lines on stderr with ``--json``, a rich display on
-a terminal, nothing when stderr is piped. Nights run against the simulator, the CLI as a
-subprocess."""
+a terminal, nothing when stderr is piped. Nights run against the simulator, the CLI in this
+process with its stderr captured (a pipe), and as a process on a pseudo-terminal."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ import pytest
 from skillopt_sleep.demo import DEMO_CONVERSATIONS
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.testing.sessions import write_conversations
-from tests.helpers.cli_run import sim_config, skillopt, skillopt_argv
+from tests.helpers.cli_run import sim_config, skillopt_argv
+from tests.helpers.cli_run import skillopt_in_process as skillopt
 
 
 @pytest.fixture

@@ -25,6 +25,9 @@ from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
 
+#: slow: commands in a read-only mount namespace (unshare), a process each
+pytestmark = pytest.mark.slow
+
 _MOUNT = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" && exec "$@"'
 
 

@@ -12,6 +12,8 @@ import json
 import sys
 from typing import Any
 
+import pytest
+
 from skillopt_sleep import daemon_client
 from tests.helpers.daemon import DaemonHarness, GatedProxy, db_rows, wait_for
 
@@ -59,6 +61,7 @@ def _daemon_idle() -> bool:
     return not daemon_client.daemon_status().night.running
 
 
+@pytest.mark.slow  # a real daemon process
 def test_cli_and_mcp_take_the_same_dispatch_decision(
     harness: DaemonHarness, sim_proxy: GatedProxy
 ) -> None:

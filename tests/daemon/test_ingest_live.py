@@ -96,6 +96,7 @@ def test_ingest_now_through_daemon_and_fallback(harness: DaemonHarness) -> None:
     assert len(_sessions("claude_code")) == 2
 
 
+@pytest.mark.slow  # a daemon killed and restarted
 def test_kill9_during_ingestion_then_restart_loses_and_duplicates_nothing(
     harness: DaemonHarness,
 ) -> None:

@@ -17,6 +17,9 @@ from skillopt_sleep.results import Trigger
 from skillopt_sleep.service import Service
 from tests.helpers.daemon import DaemonHarness, GatedProxy, db_rows, wait_for
 
+#: slow: each test starts and stops a real daemon process
+pytestmark = pytest.mark.slow
+
 
 def test_start_twice_status_stop(harness: DaemonHarness) -> None:
     harness.write_config()

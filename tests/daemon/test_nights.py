@@ -17,6 +17,9 @@ from skillopt_sleep.results import Trigger
 from skillopt_sleep.service import Service
 from tests.helpers.daemon import DaemonHarness, GatedProxy, db_rows, wait_for
 
+#: slow: nights in a real daemon process
+pytestmark = pytest.mark.slow
+
 
 def _nights() -> list[tuple]:
     return db_rows("select id, status, trigger, proposal_id from nights order by id")

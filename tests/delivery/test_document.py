@@ -1,7 +1,3 @@
-import shutil
-import subprocess
-import sys
-
 import pytest
 
 from skillopt_sleep.config import DocumentConfig
@@ -20,6 +16,7 @@ from skillopt_sleep.delivery.document import (
     same_rule,
 )
 from skillopt_sleep.errors import DocumentError, NightError, SkilloptError
+from tests.helpers.cli_run import skillopt_in_process
 
 
 def test_block_is_appended_and_outside_bytes_kept():
@@ -153,11 +150,7 @@ def test_a_night_on_a_claude_md_that_is_not_utf8_fails_in_one_line(tmp_path, iso
         '[document]\nkind = "claude_md"\n',
         encoding="utf-8",
     )
-    exe = shutil.which("skillopt-sleep")
-    cmd = [exe] if exe else [sys.executable, "-m", "skillopt_sleep"]
-    res = subprocess.run(
-        [*cmd, "--config", str(cfg), "run"], capture_output=True, text=True, timeout=240
-    )
+    res = skillopt_in_process("--config", str(cfg), "run", timeout=240)
     assert res.returncode == 1, res.stderr
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
     assert errors == [

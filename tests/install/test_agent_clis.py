@@ -18,6 +18,7 @@ import pytest
 import tomlkit
 
 from skillopt_sleep.simulator import Simulator, serve
+from tests.helpers.cli_run import skillopt_in_process
 from tests.helpers.clis import OPENCLAW_QUIET, agent_binary, write_openclaw_config
 from tests.helpers.store import db_rows
 
@@ -84,6 +85,16 @@ def run(
     )
     assert proc.returncode == 0, (
         f"{argv[:3]} exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    )
+    return proc
+
+
+def skillopt_ok(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``skillopt-sleep ARGS`` through its entry point in this process (the real agent CLIs
+    that read what it wrote are the processes these tests are about); exit 0."""
+    proc = skillopt_in_process(*args, env=env, timeout=TIMEOUT)
+    assert proc.returncode == 0, (
+        f"{args[:2]} exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
     )
     return proc
 
@@ -193,7 +204,7 @@ def test_claude_p_calls_the_plugins_mcp_tool_after_install(
 ) -> None:
     env = base_env(isolated_home)
     if how == "skillopt-sleep install":
-        run([sys.executable, "-m", "skillopt_sleep", "install", "claude-code"], env)
+        skillopt_ok("install", "claude-code", env=env)
     else:  # Claude Code's own route: marketplace add, then plugin install
         run([binary("claude"), "plugin", "marketplace", "add", str(PLUGIN)], env, isolated_home)
         run(
@@ -237,7 +248,7 @@ def test_where_claude_shows_the_plugin_after_install(
     connected, `claude mcp get` finds it by that name only, and a session's init event lists
     the plugin, its server, its slash commands and its skill."""
     env = base_env(isolated_home)
-    run([sys.executable, "-m", "skillopt_sleep", "install", "claude-code"], env)
+    skillopt_ok("install", "claude-code", env=env)
     listed = run([binary("claude"), "plugin", "list"], env, workdir).stdout
     assert listed.startswith("No plugins installed")
     assert (
@@ -304,16 +315,10 @@ def test_claude_ignores_a_settings_json_with_comments_or_a_trailing_comma(
         [model] = {r["model"] for r in sim.stats.requests if r["endpoint"] == "/messages"}
         sent[form] = model
         assert settings.read_text() == text  # the CLI did not rewrite (or "fix") the file
-        refused = subprocess.run(
-            [sys.executable, "-m", "skillopt_sleep", "install", "claude-code"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-        )
+        refused = skillopt_in_process("install", "claude-code", env=env, timeout=TIMEOUT)
         if form == "strict":
             assert refused.returncode == 0, refused.stderr
-            run([sys.executable, "-m", "skillopt_sleep", "uninstall", "claude-code"], env)
+            skillopt_ok("uninstall", "claude-code", env=env)
         else:
             assert refused.returncode == 1 and "is not strict JSON" in refused.stderr
         assert settings.read_text() == text
@@ -345,7 +350,7 @@ def test_session_end_hook_reaches_the_running_daemon(
         )
     )
     env = base_env(isolated_home, SKILLOPT_DAEMON_QUIET="1")
-    run([sys.executable, "-m", "skillopt_sleep", "install", "claude-code"], env)
+    skillopt_ok("install", "claude-code", env=env)
     run([sys.executable, "-m", "skillopt_sleep", "start"], env, timeout=90)
     try:
         deadline = time.monotonic() + 30
@@ -395,7 +400,7 @@ def test_codex_mcp_list_shows_the_server_and_the_config_keeps_everything(
     ch = codex_home(isolated_home, sim)
     original = (ch / "config.toml").read_bytes()
     env = base_env(isolated_home, CODEX_HOME=str(ch))
-    run([sys.executable, "-m", "skillopt_sleep", "install", "codex"], env)
+    skillopt_ok("install", "codex", env=env)
     text = (ch / "config.toml").read_text()
     assert text.startswith(original.decode())  # providers, comments and servers untouched
     listing = run([binary("codex"), "mcp", "list", "--json"], env).stdout
@@ -404,9 +409,9 @@ def test_codex_mcp_list_shows_the_server_and_the_config_keeps_everything(
     assert servers["skillopt-sleep"]["transport"]["command"] == "skillopt-sleep"
     assert servers["skillopt-sleep"]["transport"]["args"] == ["mcp"]
     assert servers["skillopt-sleep"]["enabled"] is True
-    second = run([sys.executable, "-m", "skillopt_sleep", "install", "codex", "--json"], env).stdout
+    second = skillopt_ok("install", "codex", "--json", env=env).stdout
     assert json.loads(second)["changed"] is False
-    run([sys.executable, "-m", "skillopt_sleep", "uninstall", "codex"], env)
+    skillopt_ok("uninstall", "codex", env=env)
     assert (ch / "config.toml").read_bytes() == original
     assert (
         sorted(p.name for p in ch.iterdir()) == ["config.toml"]
@@ -455,7 +460,7 @@ def test_codex_ignores_a_project_install_until_the_project_is_trusted(
 def test_codex_exec_calls_the_mcp_tool(isolated_home: Path, sim: Simulator, workdir: Path) -> None:
     ch = codex_home(isolated_home, sim)
     env = base_env(isolated_home, CODEX_HOME=str(ch), SIM_API_KEY="sim-key")
-    run([sys.executable, "-m", "skillopt_sleep", "install", "codex"], env)
+    skillopt_ok("install", "codex", env=env)
     proc = run(
         [
             binary("codex"),
@@ -477,12 +482,12 @@ def test_codex_exec_calls_the_mcp_tool(isolated_home: Path, sim: Simulator, work
 def test_copilot_lists_the_server(isolated_home: Path) -> None:
     cp = isolated_home / "copilot-home"
     env = base_env(isolated_home, COPILOT_HOME=str(cp), COPILOT_AUTO_UPDATE="false")
-    run([sys.executable, "-m", "skillopt_sleep", "install", "copilot"], env)
+    skillopt_ok("install", "copilot", env=env)
     listing = run([binary("copilot"), "mcp", "list", "--json"], env).stdout
     assert "skillopt-sleep" in listing
     got = run([binary("copilot"), "mcp", "get", "skillopt-sleep"], env).stdout
     assert "skillopt-sleep mcp" in got
-    run([sys.executable, "-m", "skillopt_sleep", "uninstall", "copilot"], env)
+    skillopt_ok("uninstall", "copilot", env=env)
     assert "skillopt-sleep" not in run([binary("copilot"), "mcp", "list", "--json"], env).stdout
 
 
@@ -569,11 +574,11 @@ def test_opencode_lists_and_connects_the_server_and_uninstall_removes_it(
         OPENCODE_DISABLE_AUTOUPDATE="1",
         OPENCODE_DISABLE_MODELS_FETCH="1",
     )
-    run([sys.executable, "-m", "skillopt_sleep", "install", "opencode"], env)
+    skillopt_ok("install", "opencode", env=env)
     listing = run([binary("opencode"), "mcp", "list"], env, workdir).stdout
     assert "skillopt-sleep" in listing and "connected" in listing, listing
     assert "skillopt-sleep mcp" in listing
-    run([sys.executable, "-m", "skillopt_sleep", "uninstall", "opencode"], env)
+    skillopt_ok("uninstall", "opencode", env=env)
     assert config.read_bytes() == original
     assert "skillopt-sleep" not in run([binary("opencode"), "mcp", "list"], env, workdir).stdout
 
@@ -603,13 +608,13 @@ def test_pi_sends_the_snippet_and_lists_the_skill_after_install(
     before = {p: p.read_bytes() for p in pi_home.rglob("*") if p.is_file()}
     env = base_env(isolated_home, SIM_API_KEY="sim-key", PI_OFFLINE="1")
     argv = [binary("pi"), "--provider", "sim", "--model", "sim", "-p", "hello", "--no-session"]
-    run([sys.executable, "-m", "skillopt_sleep", "install", "pi"], env)
+    skillopt_ok("install", "pi", env=env)
     run(argv, env, workdir)
     seen = sim.brain.texts[-1]
     assert "# My rules\n\n<!-- skillopt-sleep-plugin:begin pi" in seen  # the file as it is
     assert "run the `skillopt-sleep` command line with the bash" in seen
     assert "<name>skillopt-sleep</name>" in seen
-    run([sys.executable, "-m", "skillopt_sleep", "uninstall", "pi"], env)
+    skillopt_ok("uninstall", "pi", env=env)
     run(argv, env, workdir)
     seen = sim.brain.texts[-1]
     assert "skillopt-sleep` command line" not in seen and "<name>skillopt-sleep</name>" not in seen
@@ -649,7 +654,7 @@ def test_openclaw_probes_the_server_sees_skill_and_snippet_and_uninstall_restore
     env = base_env(isolated_home, SIM_API_KEY="sim-key", **OPENCLAW_QUIET)
     oc = binary("openclaw")
     before = {p: p.read_bytes() for p in (config, state / "workspace" / "AGENTS.md")}
-    run([sys.executable, "-m", "skillopt_sleep", "install", "openclaw"], env)
+    skillopt_ok("install", "openclaw", env=env)
     probe = json.loads(run([oc, "mcp", "probe", "skillopt-sleep", "--json"], env).stdout)
     assert probe["servers"]["skillopt-sleep"]["launch"] == "skillopt-sleep mcp", probe
     assert "skillopt-sleep__sleep_status" in probe["tools"], probe
@@ -660,7 +665,7 @@ def test_openclaw_probes_the_server_sees_skill_and_snippet_and_uninstall_restore
     assert "# My rules\n\n<!-- skillopt-sleep-plugin:begin openclaw" in seen
     assert "use the `skillopt-sleep`\nMCP tools" in seen  # the snippet
     assert "<name>skillopt-sleep</name>" in seen  # the skill listing
-    run([sys.executable, "-m", "skillopt_sleep", "uninstall", "openclaw"], env)
+    skillopt_ok("uninstall", "openclaw", env=env)
     assert {p: p.read_bytes() for p in before} == before
     assert not (state / "skills" / "skillopt-sleep").exists()
     assert "skillopt-sleep" not in run([oc, "mcp", "list"], env).stdout
@@ -678,10 +683,7 @@ def test_openclaw_project_install_is_a_workspace_skill(isolated_home: Path, tmp_
     )
     env = base_env(isolated_home, **OPENCLAW_QUIET)
     oc = binary("openclaw")
-    run(
-        [sys.executable, "-m", "skillopt_sleep", "install", "openclaw", "--project", str(project)],
-        env,
-    )
+    skillopt_ok("install", "openclaw", "--project", str(project), env=env)
     info = run([oc, "skills", "info", "skillopt-sleep"], env, project).stdout
     assert "Source: openclaw-workspace" in info, info
     assert str(project / "skills" / "skillopt-sleep" / "SKILL.md") in info

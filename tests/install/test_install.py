@@ -26,6 +26,7 @@ from skillopt_sleep.install import (
     uninstall,
 )
 from skillopt_sleep.service import session_end_hook
+from tests.helpers.cli_run import skillopt_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -347,13 +348,7 @@ def test_project_install_says_codex_and_claude_code_must_trust_the_folder(
     project.mkdir()
     home_before = snapshot(isolated_home)
     env = dict(os.environ, COLUMNS="500")
-    run = lambda *a: subprocess.run(
-        [sys.executable, "-m", "skillopt_sleep", *a],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = lambda *a: skillopt_in_process(*a, env=env, timeout=60)
     p = run("install", "codex", "--project", str(project), "--json")
     assert p.returncode == 0, p.stderr
     notes = [n for n in json.loads(p.stdout)["notes"] if "trust" in n]
@@ -431,13 +426,7 @@ def test_invalid_config_is_refused_untouched(agent_homes: Path) -> None:
 
 def test_cli_prints_a_summary_and_json(agent_homes: Path) -> None:
     env = dict(os.environ)
-    run = lambda *a: subprocess.run(
-        [sys.executable, "-m", "skillopt_sleep", *a],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = lambda *a: skillopt_in_process(*a, env=env, timeout=60)
     p = run("install", "codex", "--dry-run")
     assert p.returncode == 0, p.stderr
     assert "dry run" in p.stdout and "update" in p.stdout and "config.toml" in p.stdout
@@ -469,12 +458,7 @@ def test_install_refuses_a_claude_settings_file_claude_would_ignore(
     settings = agent_homes / ".claude" / "settings.json"
     settings.write_text(broken)
     before, before_dirs = snapshot(agent_homes), dirs(agent_homes)
-    p = subprocess.run(
-        [sys.executable, "-m", "skillopt_sleep", "install", "claude-code"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    p = skillopt_in_process("install", "claude-code", timeout=60)
     assert p.returncode == 1, p.stdout + p.stderr
     [line] = p.stderr.strip().splitlines()
     assert line.startswith(f"error: {settings} is not strict JSON (")

@@ -27,6 +27,7 @@ def _ids(clusters: list[list[Intent]]) -> list[list[tuple[str, int]]]:
     return [[(it.session_id, it.seq) for it in members] for members in clusters]
 
 
+@pytest.mark.slow  # 3,000 prompts, all pairs compared
 @pytest.mark.parametrize(
     ("n", "seed", "names"),
     [(3000, 1, 0), (3000, 2, 0), (3000, 203000, 0), (2500, 7, 2000)],
@@ -46,6 +47,7 @@ def test_index_finds_the_clusters_of_all_pairs(n: int, seed: int, names: int) ->
     assert after["compared"] * 4 < before["compared"], (after, before)
 
 
+@pytest.mark.slow  # all pairs compared at several thresholds
 def test_index_at_other_thresholds() -> None:
     texts = prompts(1500, 11)
     group = intents(texts)

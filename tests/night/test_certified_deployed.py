@@ -14,7 +14,6 @@ document is deployed where the agent does not look.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from skillopt_sleep.simulator import serve
 from skillopt_sleep.simulator.persona import persona_from_dict
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
+from tests.helpers.cli_run import skillopt_in_process
 from tests.helpers.deployed import (
     ASK,
     MODEL,
@@ -73,6 +73,9 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
             Path("/nonexistent/config.toml"),
             **{
                 **demo_settings(isolated_home, project, sim.url + "/v1"),
+                # one edit is all this test needs, the derived pnpm rule (the persona proposes
+                # it first): each further edit is one more gate of real-CLI replays
+                "edit_budget": 1,
                 # this agent's sources at their default places in the sandbox HOME, where its
                 # CLI wrote the sessions (the default sources stay on: no one else wrote any)
                 "sources": {source: {} for source in agents.get_agent(agent).sources},
@@ -137,14 +140,8 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
 
 
 def _cli(*args: str) -> dict[str, Any]:
-    import sys
 
-    proc = subprocess.run(
-        [sys.executable, "-m", "skillopt_sleep", *args],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
+    proc = skillopt_in_process(*args, timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout) if "--json" in args else {}
 

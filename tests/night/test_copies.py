@@ -21,7 +21,7 @@ from skillopt_sleep.results import NightSummary
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
-from tests.helpers.cli_run import skillopt
+from tests.helpers.cli_run import skillopt_in_process as skillopt
 from tests.helpers.clis import run_cli
 from tests.helpers.night import write_persona
 from tests.helpers.store import db_rows

@@ -5,7 +5,6 @@ redacted: two nights against the simulator each hold only their own lines, shown
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from skillopt_sleep.service import Service
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
 from skillopt_sleep.ui.app import build_app
+from tests.helpers.cli_run import skillopt_in_process
 from tests.helpers.net import closed_port
 from tests.helpers.night import night_settings, night_world, write_persona
 
@@ -26,12 +26,7 @@ SECRET = "sk-ant-api03-" + "Zq7" * 30  # an Anthropic key's shape, made up here
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "skillopt_sleep", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return skillopt_in_process(*args, timeout=120)
 
 
 def test_two_nights_each_log_their_own_lines(tmp_path: Path, isolated_home: Path) -> None:

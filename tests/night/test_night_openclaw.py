@@ -57,6 +57,9 @@ def test_night_target_openclaw(tmp_path: Path, isolated_home: Path) -> None:
             target,
             target=openclaw_target(sim.url + "/v1"),
             optimizer=optimizer,
+            # two edits are all this test needs, the derived pnpm rule and the harmful one
+            # (the persona's order): a third would be one more gate of OpenClaw replays
+            edit_budget=2,
         )
         result = run_night(store, settings)
         assert result.status == "succeeded", (result.summary, result.error)

@@ -32,6 +32,7 @@ from skillopt_sleep.simulator.persona import persona_from_dict
 from skillopt_sleep.sources.ingest import harvest
 from skillopt_sleep.status import collect_status
 from skillopt_sleep.store import Store
+from tests.helpers.cli_run import skillopt_in_process
 from tests.helpers.clis import require_cli
 from tests.helpers.net import closed_port
 from tests.helpers.night import PERSONA as ENGINE_PERSONA
@@ -261,15 +262,9 @@ def write_night_config(
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    """The real entry point, as a user runs it (HOME, PATH, SKILLOPT_SLEEP_HOME: the test's)."""
-    return subprocess.run(
-        [sys.executable, "-m", "skillopt_sleep", *args],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ),
-        timeout=240,
-        check=False,
-    )
+    """The real entry point (``main``, in this process: the agent CLI it starts is the
+    process that matters here), with the test's HOME, PATH and SKILLOPT_SLEEP_HOME."""
+    return skillopt_in_process(*args, env=dict(os.environ), timeout=240)
 
 
 @pytest.mark.parametrize("case", ["no_key", "wrong_key", "wrong_url", "unknown_model"])
@@ -446,6 +441,9 @@ def test_skill_mode_night_through_opencode_and_pi(
     with serve(persona, full_log=True) as sim:
         base = demo_settings(isolated_home, project, sim.url)
         base["target"] = {**base["target"], "name": name, "timeout": 90, "max_retries": 0}
+        # one edit is all this test needs, the derived pnpm rule (the persona proposes it
+        # first): each further edit is one more gate of real-CLI replays
+        base["edit_budget"] = 1
         settings = load_settings(
             Path("/nonexistent/config.toml"),
             **{**base, "document": {"kind": "managed_skill", "agent": name}},

@@ -80,6 +80,9 @@ def test_openclaw_sessions_train_its_workspace_agents_md_and_the_adopted_rule_re
                 # OpenClaw works in its workspace, whatever folder it is started in: the
                 # sessions' project is the workspace, and so is the night's
                 **demo_settings(isolated_home, live.parent, sim.url + "/v1"),
+                # one edit is all this test needs, the derived pnpm rule (the persona proposes
+                # it first): each further edit is one more gate of real-CLI replays
+                "edit_budget": 1,
                 "sources": {"openclaw": {}},
                 # `openclaw agent` turns are headless (docs/sources.md): this test stands in
                 # for the user's own sessions

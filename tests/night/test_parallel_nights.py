@@ -60,6 +60,7 @@ def _night(store: Store, result: Any) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow  # fifty nights, twice
 def test_fifty_nights_with_eight_workers_and_random_latency_end_as_with_one(world):
     """The reference night runs with one worker; then 50 nights with 8 workers, each with
     an empty response cache (every call is made again) and another seed for the 0-20 ms

@@ -19,6 +19,7 @@ from skillopt_sleep.night.screen import document_flags, screen
 from skillopt_sleep.proposals import adopt, load_report
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
+from tests.helpers.cli_run import skillopt_in_process
 from tests.helpers.night import PERSONA, night_settings, night_world, write_persona
 from tests.helpers.store import db_rows, ensure_night, tamper
 
@@ -290,7 +291,6 @@ def test_the_cli_refuses_a_flagged_proposal_and_allow_flagged_says_what_it_write
     would be): its report says so, ``adopt`` refuses it in one line, ``--allow-flagged``
     writes it and prints each flagged rule it wrote."""
     import subprocess
-    import sys
 
     from skillopt_sleep.delivery.document import Document
     from skillopt_sleep.night.stage import Staging, stage_proposal
@@ -322,12 +322,7 @@ def test_the_cli_refuses_a_flagged_proposal_and_allow_flagged_says_what_it_write
     assert "**Flagged:**" in report and f"skillopt-sleep adopt {pid} --allow-flagged" in report
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "skillopt_sleep", *args],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        return skillopt_in_process(*args, timeout=120)
 
     res = cli("adopt", pid)
     assert res.returncode == 1 and res.stderr.count("\n") == 1

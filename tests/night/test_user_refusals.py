@@ -15,7 +15,7 @@ from skillopt_sleep.proposals import adopt, reject, rollback
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
-from tests.helpers.cli_run import skillopt
+from tests.helpers.cli_run import skillopt_in_process as skillopt
 from tests.helpers.night import PERSONA, night_settings, night_world, write_persona
 from tests.helpers.store import db_rows
 

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from skillopt_sleep.sources import REGISTRY, get_source
 from skillopt_sleep.sources.ingest import harvest_file
 from skillopt_sleep.store import Store
+from tests.helpers.cli_run import skillopt_in_process
 from tests.helpers.sources import cc_user, write
 
 UUID = "019c8a70-dda7-7f33-98ea-f30553347322"
@@ -98,6 +99,7 @@ def _fuzz(name: str, path: str, tmp: Path, lines: list[bytes]) -> None:
                 msg.text.encode("utf-8")  # storable: no lone surrogate
 
 
+@pytest.mark.slow  # 70 generated logs per source: 5-15 s each
 @pytest.mark.parametrize("name", sorted(_PATHS))
 def test_fuzz_parse_never_raises(name: str, tmp_path: Path) -> None:
     paths = [_PATHS[name], *([_EXTRA[name]] if name in _EXTRA else [])]
@@ -172,13 +174,7 @@ def test_a_fifo_named_like_a_session_file_never_blocks(isolated_home: Path, tmp_
     env = dict(os.environ, HOME=str(isolated_home))
     out = {}
     for args in (["sources", "--json"], ["harvest", "--json"], ["harvest", "--json"]):
-        proc = subprocess.run(
-            [sys.executable, "-m", "skillopt_sleep", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
+        proc = skillopt_in_process(*args, env=env, timeout=120)
         assert proc.returncode == 0, proc.stderr[-2000:]
         out[args[0]] = json.loads(proc.stdout)
     claude = next(s for s in out["sources"]["sources"] if s["name"] == "claude_code")

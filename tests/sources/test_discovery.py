@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from skillopt_sleep.config import KNOWN_SOURCES, Settings, SourceConfig, load_settings
@@ -24,6 +23,7 @@ from skillopt_sleep.sources.discovery import (
 from skillopt_sleep.sources.ingest import harvest
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_claude_session, write_codex_session
+from tests.helpers.cli_run import skillopt_in_process
 from tests.helpers.sources import write_copilot_session, write_devin_session
 from tests.helpers.store import db_get, db_rows
 
@@ -327,13 +327,7 @@ def test_default_settings_harvest_claude_code_and_codex_only() -> None:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "skillopt_sleep", *args],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, COLUMNS="240"),
-        timeout=120,
-    )
+    return skillopt_in_process(*args, env=dict(os.environ, COLUMNS="240"), timeout=120)
 
 
 def test_sources_command(isolated_home: Path, tmp_path: Path) -> None:

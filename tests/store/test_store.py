@@ -6,6 +6,7 @@ from sqlite_utils import Database
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession
 from skillopt_sleep.store import Store
 from skillopt_sleep.store.migrations import migrations
+from tests.helpers.cli_run import skillopt_in_process
 
 
 def session(*msgs):
@@ -171,8 +172,6 @@ def _damaged(db, table: str) -> bytes:
 
 def test_a_damaged_database_is_refused_before_any_write(tmp_path):
     import os
-    import subprocess
-    import sys
 
     import pytest
 
@@ -184,13 +183,7 @@ def test_a_damaged_database_is_refused_before_any_write(tmp_path):
         Store(db)
     env = dict(os.environ, SKILLOPT_SLEEP_HOME=str(tmp_path / "skillopt-home"))
     for cmd in ("status", "harvest"):
-        res = subprocess.run(
-            [sys.executable, "-m", "skillopt_sleep", cmd],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-        )
+        res = skillopt_in_process(cmd, env=env, timeout=60)
         assert res.returncode == 1 and "database file is damaged" in res.stderr, res.stderr
     assert db.read_bytes() == before  # nothing was written on it
 

@@ -27,6 +27,9 @@ from skillopt_sleep.ui.server import token_path
 from tests.helpers.night import night_settings, night_world, write_persona
 from tests.helpers.ui import chart_points, chromium, nav, ui_process
 
+#: slow: a real browser (chromium) drives the dashboard
+pytestmark = pytest.mark.slow
+
 USER_TEXT = b"# Project rules\r\n\r\nWritten by hand, no final newline."
 
 

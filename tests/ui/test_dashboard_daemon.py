@@ -15,6 +15,9 @@ from tests.helpers.daemon import DaemonHarness, db_rows, wait_for
 from tests.helpers.net import closed_port
 from tests.helpers.ui import chromium, nav
 
+#: slow: the dashboard beside a real daemon process
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def harness(isolated_home: Path, tmp_path: Path) -> Iterator[DaemonHarness]:

@@ -26,6 +26,9 @@ from skillopt_sleep.ui.server import token_path
 from tests.helpers.night import night_world, write_persona
 from tests.helpers.ui import chromium, nav, ui_process
 
+#: slow: the dashboard server as a process, nights run through it
+pytestmark = pytest.mark.slow
+
 USER_TEXT = "# Project rules\n\nWritten by hand.\n"
 
 

@@ -20,6 +20,9 @@ from skillopt_sleep.store import Store
 from tests.helpers.night import night_settings, night_world, write_persona
 from tests.helpers.ui import chromium, nav, ui_process
 
+#: slow: a real browser (chromium) drives the tasks page
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def night(tmp_path: Path, isolated_home: Path) -> None:
