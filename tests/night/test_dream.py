@@ -135,14 +135,21 @@ def test_a_night_with_three_samples_contrasts_best_and_worst_and_counts_its_call
         assert len(_sample_requests(sim)) == len(fresh) > 0
         assert {r["sample"] for r in _sample_requests(sim)} == {1, 2}
 
-        # the install task's samples differ: the reflect prompt shows its best and worst
+        # the samples of the tasks the persona answers `npm install` or `pnpm install` (the
+        # install task, the set-up task) differ: the reflect prompt shows their best and worst
+        # (which of them the mini-batch holds follows the task ids, which name tmp_path)
         reflects = [r for r in sim.stats.requests if r.get("role") == "reflect"]
-        material = prompts.material_of(reflects[0]["prompt_full"])
-        install = [c for c in material["contrasts"] if "install" in c["task"].lower()]
-        assert install and "`pnpm install`" in install[0]["best"]["answer"]
-        assert "`npm install`" in install[0]["worst"]["answer"]
-        assert install[0]["best"]["score"] > install[0]["worst"]["score"]
-        assert "distinguishes the best" in reflects[0]["prompt_full"]
+        contrasts = [
+            (c, r["prompt_full"])
+            for r in reflects
+            for c in prompts.material_of(r["prompt_full"])["contrasts"]
+        ]
+        install = [(c, text) for c, text in contrasts if "`pnpm install`" in c["best"]["answer"]]
+        assert install, [c["task"] for c, _ in contrasts]
+        best_worst, prompt = install[0]
+        assert "`npm install`" in best_worst["worst"]["answer"]
+        assert best_worst["best"]["score"] > best_worst["worst"]["score"]
+        assert "distinguishes the best" in prompt
         edits = db_rows(store, "edits", "night_id = ?", [result.night_id])
         assert any(
             e["text"] == "Use `pnpm` instead of `npm`." and e["status"] == "applied" for e in edits
