@@ -47,6 +47,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(
         False,
         "--version",
@@ -66,8 +67,19 @@ def _root(
         from skillopt_sleep.errors import ConfigError
 
         raise ConfigError(f"config file {config} does not exist (given with --config)")
+    if config is not None and ctx.invoked_subcommand not in _READ_BROKEN_CONFIG:
+        # a file the user names is read before any command, even one that needs no setting
+        # (`proposals`, `show`, `ui`…): a typo in it fails loudly instead of being ignored
+        from skillopt_sleep.config import load_settings
+
+        load_settings(config)
     _state["config"] = config
     _state["service"] = None
+
+
+#: the commands that run with a config file that does not load: they are how one finds out
+#: what is wrong with it (``doctor``, ``status``) and fixes it (``config edit``)
+_READ_BROKEN_CONFIG = ("config", "doctor", "status")
 
 
 @app.command()

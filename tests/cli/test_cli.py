@@ -182,6 +182,25 @@ def test_a_missing_config_file_given_explicitly_is_an_error(tmp_path):
     )
 
 
+def test_a_broken_config_file_given_explicitly_fails_every_command_but_the_ones_that_fix_it(
+    tmp_path,
+):
+    # a command that needs no setting (proposals, nights, show, search, ui…) still reads the
+    # file the user named: a typo in it is said, not ignored
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[target\n", encoding="utf-8")
+    for args in (["proposals"], ["nights"], ["show", "p1"], ["search", "pnpm"]):
+        res = skillopt("--config", str(bad), *args)
+        assert res.returncode == 1, (args, res.stdout)
+        (line,) = res.stderr.strip().splitlines()
+        assert line.startswith(f"error: config file {bad}: "), (args, line)
+        assert res.stdout == "", args
+    # how one finds out and fixes it still runs: config path, doctor, status
+    where = skillopt("--config", str(bad), "config", "path")
+    assert where.returncode == 0 and str(bad) in where.stdout
+    assert "config file" in skillopt("--config", str(bad), "status").stderr
+
+
 def test_unset_api_key_env_is_named(sessions, tmp_path):
     home, project = sessions
     cfg = sim_config(tmp_path / "c.toml", home, project, "http://127.0.0.1:9/v1")
