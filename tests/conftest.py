@@ -17,6 +17,8 @@ _START_UMASK = os.umask(0o022)
 os.umask(_START_UMASK)
 #: the real model's cache, read before any test points HOME at its tmp_path (docs/realmodel.md)
 _MODEL_CACHE = realmodel.cache_dir()
+#: the fetch done once collection is over: {"file": Path} or {"error": ModelFetchError}
+_FETCHED: dict[str, object] = {}
 
 
 @pytest.fixture(autouse=True)
@@ -96,10 +98,22 @@ def cli_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Fetch the real model (once, cached) before the first test when any selected test needs
+    it: a first download (~1.1 GB) then counts against no test's timeout."""
+    if any(item.get_closest_marker("realmodel") for item in session.items):
+        try:
+            _FETCHED["file"] = realmodel.fetch(cache=_MODEL_CACHE)
+        except realmodel.ModelFetchError as exc:
+            _FETCHED["error"] = exc
+
+
 @pytest.fixture(scope="session")
 def real_model_file() -> Path:
     """The real model's GGUF (docs/realmodel.md), fetched into its cache if needed. Missing:
     a failure under CI, a skip elsewhere."""
+    if "error" in _FETCHED:
+        realmodel.missing(f"the real model could not be fetched: {_FETCHED['error']}")
     try:
         return realmodel.fetch(cache=_MODEL_CACHE)
     except realmodel.ModelFetchError as exc:

@@ -147,13 +147,18 @@ async function generate(history, options, stops, onText, signal) {
     stopOnAbortSignal: true,
   });
   const answer = res.response;
-  return {
+  const out = {
     text: answer,
     length: res.metadata.stopReason === "maxTokens",
+    stopped: res.metadata.stopReason === "stopGenerationTrigger",
     input: countTokens(history),
     output: model.tokenize(answer).length,
     seconds: (performance.now() - started) / 1000,
   };
+  // one line per answer on stderr (the fixture's serve.log): what each request cost
+  const { text: _, ...cost } = out;
+  console.error(JSON.stringify({ ...cost, temperature: options.temperature, seed: options.seed, stop: res.metadata.stopReason }));
+  return out;
 }
 
 // ---- HTTP ------------------------------------------------------------------------------
@@ -196,6 +201,8 @@ async function openaiChat(req, res, body, signal) {
   res.end("data: [DONE]\n\n");
 }
 
+const anthropicStop = (g) => (g.length ? "max_tokens" : g.stopped ? "stop_sequence" : "end_turn");
+
 async function anthropicMessages(req, res, body, signal) {
   const id = `msg_${rid()}`;
   const name = body.model || MODEL_ID;
@@ -208,7 +215,7 @@ async function anthropicMessages(req, res, body, signal) {
   });
   if (!body.stream) {
     const g = await generate(history, options, stops, undefined, signal);
-    return send(res, 200, message([{ type: "text", text: g.text }], g.length ? "max_tokens" : "end_turn", g.input, g.output));
+    return send(res, 200, message([{ type: "text", text: g.text }], anthropicStop(g), g.input, g.output));
   }
   startStream(res);
   res.write(sse("message_start", { type: "message_start", message: message([], null, countTokens(history), 1) }));
@@ -219,7 +226,7 @@ async function anthropicMessages(req, res, body, signal) {
   res.write(sse("content_block_stop", { type: "content_block_stop", index: 0 }));
   res.write(sse("message_delta", {
     type: "message_delta",
-    delta: { stop_reason: g.length ? "max_tokens" : "end_turn", stop_sequence: null },
+    delta: { stop_reason: anthropicStop(g), stop_sequence: null },
     usage: { input_tokens: g.input, output_tokens: g.output },
   }));
   res.end(sse("message_stop", { type: "message_stop" }));
