@@ -228,14 +228,16 @@ def serve(
     threads: int | None = None,
     context: int = 12288,
     timeout: float = 300,
+    parent_pid: int | None = None,
 ) -> Iterator[ModelServer]:
     """Start ``serve.mjs`` on ``model`` (stderr to ``log``), yield it once it listens, stop it.
-    ``threads`` ``None``: the server picks 1 on a loaded machine (load average > 1.5), else 2."""
+    ``threads`` ``None``: the server picks 1 on a loaded machine (load average > 1.5), else 2.
+    It exits by itself when ``parent_pid`` (default: this process) is gone."""
     node = shutil.which("node")
     if node is None or not RUNTIME.is_dir():
         raise ModelFetchError(f"the model runtime is missing: node and {RUNTIME} (run `npm ci`)")
     cmd = [node, str(SERVE), "--model", str(model), "--context", str(context)]
-    cmd += ["--parent-pid", str(os.getpid())]
+    cmd += ["--parent-pid", str(os.getpid() if parent_pid is None else parent_pid)]
     if threads is not None:
         cmd += ["--threads", str(threads)]
     with log.open("ab") as err:

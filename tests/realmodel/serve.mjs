@@ -40,17 +40,21 @@ const MODEL_ID = "qwen2.5-coder-1.5b-instruct";
 const DEFAULT_TEMPERATURE = 1.0; // OpenAI Chat Completions and Anthropic Messages both document 1
 const DEFAULT_MAX_TOKENS = 1024;
 
+let busy = false; // a generation is running
+// an exit waits for the native evaluation in flight (a prompt batch can take minutes on a
+// loaded machine): while one runs, stop at once instead
+const stop = () => (busy ? process.kill(process.pid, "SIGKILL") : process.exit(0));
 if (opt["parent-pid"]) {
   const parent = Number(opt["parent-pid"]);
   setInterval(() => {
     try {
       process.kill(parent, 0);
     } catch {
-      process.exit(0);
+      stop();
     }
   }, 1000);
 }
-for (const sig of ["SIGTERM", "SIGINT"]) process.on(sig, () => process.exit(0));
+for (const sig of ["SIGTERM", "SIGINT"]) process.on(sig, stop);
 
 const llama = await getLlama({ gpu: false, build: "never", logLevel: "error", maxThreads: threads });
 const model = await llama.loadModel({ modelPath: opt.model, gpuLayers: 0 });
@@ -139,13 +143,19 @@ function sampling(req, body, maxTokens) {
 
 async function generate(history, options, stops, onText, signal) {
   const started = performance.now();
-  const res = await chat.generateResponse(history, {
-    ...options,
-    onTextChunk: onText && ((t) => t && onText(t)),
-    customStopTriggers: stops.length ? stops : undefined,
-    signal,
-    stopOnAbortSignal: true,
-  });
+  busy = true;
+  let res;
+  try {
+    res = await chat.generateResponse(history, {
+      ...options,
+      onTextChunk: onText && ((t) => t && onText(t)),
+      customStopTriggers: stops.length ? stops : undefined,
+      signal,
+      stopOnAbortSignal: true,
+    });
+  } finally {
+    busy = false;
+  }
   const answer = res.response;
   const out = {
     text: answer,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -154,25 +155,33 @@ def test_the_http_backends_follow_a_one_line_rule_through_it(real_model: str) ->
             backend.close()
 
 
-def test_the_server_exits_when_its_parent_dies(real_model_file: Path) -> None:
-    """--parent-pid: a server whose parent is gone stops by itself (no orphan holding 1 GB)."""
-    if not realmodel.RUNTIME.is_dir():
-        realmodel.missing(f"{realmodel.RUNTIME} is missing (run `npm ci`)")
-    parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    server = subprocess.Popen(
-        ["node", str(realmodel.SERVE), "--model", str(real_model_file)]
-        + ["--parent-pid", str(parent.pid), "--threads", "1"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+def test_the_server_exits_when_its_parent_dies_even_mid_answer(
+    real_model_file: Path, tmp_path: Path
+) -> None:
+    """--parent-pid: a server whose parent is gone stops by itself, also in the middle of an
+    answer (no orphan holding 1 GB and a core)."""
+    parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    long = {"messages": [{"role": "user", "content": "Count to 500."}], "max_tokens": 400}
+
+    def ask(url: str) -> None:
+        try:
+            httpx.post(f"{url}/v1/chat/completions", json=long, timeout=120)
+        except httpx.HTTPError:
+            pass  # the server went away mid-answer: expected
+
     try:
-        time.sleep(1)
-        assert server.poll() is None
-        parent.kill()
-        parent.wait()
-        server.wait(timeout=30)
+        with realmodel.serve(
+            real_model_file, tmp_path / "serve.log", threads=1, parent_pid=parent.pid
+        ) as server:
+            asking = threading.Thread(target=ask, args=(server.base_url,))
+            asking.start()
+            time.sleep(3)
+            assert server.proc.poll() is None
+            parent.kill()
+            parent.wait()
+            server.proc.wait(timeout=15)
+            asking.join(30)
     finally:
-        for proc in (server, parent):
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
