@@ -1,6 +1,7 @@
-// A real model behind the two wire formats the project's backends and the agent CLIs speak
-// (docs/realmodel.md): OpenAI Chat Completions (/v1/chat/completions) and Anthropic Messages
-// (/v1/messages), each non-streaming and streaming (SSE), plus /v1/models. node-llama-cpp runs
+// A real model behind the wire formats the project's backends and the agent CLIs speak
+// (docs/realmodel.md): OpenAI Chat Completions (/v1/chat/completions), Anthropic Messages
+// (/v1/messages) and OpenAI Responses (/v1/responses, Codex's), each non-streaming and streaming
+// (SSE), plus /v1/models. node-llama-cpp runs
 // the GGUF on the CPU. Requests are served one at a time on one context sequence, and a request
 // whose prompt starts like the previous one re-evaluates only the part that differs (an agent
 // CLI's ~8k-token system prompt is evaluated once).
@@ -9,10 +10,10 @@
 //
 // Prints {"port": ..., "threads": ..., "context": ...} as the first stdout line once it listens
 // on 127.0.0.1 (port 0: the system picks). Sampling: `temperature` as the request gives it,
-// else the API's documented default (1.0 for both APIs); 0 is greedy. The seed is --seed (42)
+// else the API's documented default (1.0 for all three APIs); 0 is greedy. The seed is --seed (42)
 // plus the request's x-skillopt-sample header (so the k samples of a rollout differ, each
 // reproducibly); an OpenAI request's own `seed` wins. `max_tokens` (OpenAI also
-// `max_completion_tokens`) bounds the answer. Tools are not offered to the model: tool calls and
+// `max_completion_tokens`, Responses `max_output_tokens`) bounds the answer. Tools are not offered to the model: tool calls and
 // results in the history are rendered as text. Exits when --parent-pid dies.
 import http from "node:http";
 import os from "node:os";
@@ -105,6 +106,23 @@ function openaiHistory(body) {
       turns.push(["model", [text(m.content), ...calls].filter(Boolean).join("\n")]);
     } else if (role === "tool" || role === "function") turns.push(["user", `[tool result]\n${text(m.content)}`]);
     else turns.push(["user", text(m.content)]);
+  }
+  return toHistory(system, turns);
+}
+
+function responsesHistory(body) {
+  let system = text(body.instructions);
+  const turns = [];
+  const items = typeof body.input === "string" ? [{ role: "user", content: body.input }] : body.input ?? [];
+  for (const item of items) {
+    const kind = item.type ?? "message";
+    if (kind === "message" && (item.role === "system" || item.role === "developer")) {
+      system += (system ? "\n\n" : "") + text(item.content);
+    } else if (kind === "message") turns.push([item.role === "assistant" ? "model" : "user", text(item.content)]);
+    else if (kind.endsWith("_call_output")) turns.push(["user", `[tool result]\n${text(item.output)}`]);
+    else if (kind.endsWith("_call")) {
+      turns.push(["model", `[called tool ${item.name ?? kind} with ${item.arguments ?? JSON.stringify(item.input ?? item.action ?? {})}]`]);
+    } // reasoning items and the like carry no text for the model
   }
   return toHistory(system, turns);
 }
@@ -242,6 +260,50 @@ async function anthropicMessages(req, res, body, signal) {
   res.end(sse("message_stop", { type: "message_stop" }));
 }
 
+async function responses(req, res, body, signal) {
+  const id = rid();
+  const name = body.model || MODEL_ID;
+  const options = sampling(req, body, body.max_output_tokens ?? DEFAULT_MAX_TOKENS);
+  const history = responsesHistory(body);
+  const item = (text, status) => ({
+    type: "message", id: `msg_${id}`, status, role: "assistant",
+    content: text === null ? [] : [{ type: "output_text", text, annotations: [] }],
+  });
+  const response = (status, output, g) => ({
+    id: `resp_${id}`, object: "response", created_at: Math.floor(Date.now() / 1000), status, error: null,
+    incomplete_details: status === "incomplete" ? { reason: "max_output_tokens" } : null,
+    instructions: null, max_output_tokens: body.max_output_tokens ?? null, model: name, output,
+    parallel_tool_calls: true, previous_response_id: null, reasoning: { effort: null, summary: null },
+    store: false, temperature: options.temperature, text: { format: { type: "text" } }, tool_choice: "auto",
+    tools: [], top_p: options.topP ?? 1.0, truncation: "disabled", user: null, metadata: {},
+    usage: g ? {
+      input_tokens: g.input, input_tokens_details: { cached_tokens: 0 }, output_tokens: g.output,
+      output_tokens_details: { reasoning_tokens: 0 }, total_tokens: g.input + g.output,
+    } : null,
+  });
+  const status = (g) => (g.length ? "incomplete" : "completed");
+  if (!body.stream) {
+    const g = await generate(history, options, [], undefined, signal);
+    return send(res, 200, response(status(g), [item(g.text, status(g))], g));
+  }
+  let seq = 0;
+  const ev = (type, data) => sse(type, { type, sequence_number: seq++, ...data });
+  const at = { item_id: `msg_${id}`, output_index: 0 };
+  const part = { type: "output_text", text: "", annotations: [] };
+  startStream(res);
+  res.write(ev("response.created", { response: response("in_progress", [], null) }));
+  res.write(ev("response.in_progress", { response: response("in_progress", [], null) }));
+  res.write(ev("response.output_item.added", { output_index: 0, item: item(null, "in_progress") }));
+  res.write(ev("response.content_part.added", { ...at, content_index: 0, part }));
+  const delta = (t) => res.write(ev("response.output_text.delta", { ...at, content_index: 0, delta: t, logprobs: [] }));
+  const g = await generate(history, options, [], delta, signal);
+  res.write(ev("response.output_text.done", { ...at, content_index: 0, text: g.text, logprobs: [] }));
+  res.write(ev("response.content_part.done", { ...at, content_index: 0, part: { ...part, text: g.text } }));
+  res.write(ev("response.output_item.done", { output_index: 0, item: item(g.text, status(g)) }));
+  const done = g.length ? "response.incomplete" : "response.completed";
+  res.end(ev(done, { response: response(status(g), [item(g.text, status(g))], g) }));
+}
+
 function models(res) {
   const created = Math.floor(Date.now() / 1000);
   const entry = {
@@ -255,6 +317,8 @@ const ROUTES = {
   "/v1/chat/completions": openaiChat,
   "/chat/completions": openaiChat,
   "/v1/messages": anthropicMessages,
+  "/v1/responses": responses,
+  "/responses": responses,
 };
 
 const server = http.createServer(async (req, res) => {

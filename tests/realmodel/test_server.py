@@ -112,6 +112,36 @@ def test_messages_streamed_and_not_agree_at_temperature_zero(real_model: str) ->
     assert delta["usage"]["output_tokens"] == whole["usage"]["output_tokens"]
 
 
+def test_responses_streamed_and_not_agree_at_temperature_zero(real_model: str) -> None:
+    """OpenAI Responses, as Codex sends it: instructions, input items, streamed."""
+    body = {
+        "model": "codex-local",
+        "instructions": RULE,
+        "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": ASK}]}
+        ],
+        "max_output_tokens": 24,
+        "temperature": 0,
+    }
+    whole = httpx.post(f"{real_model}/v1/responses", json=body, timeout=240).json()
+    assert whole["object"] == "response" and whole["model"] == "codex-local"
+    text = whole["output"][0]["content"][0]["text"]
+    assert "pnpm" in text
+    events = _events(real_model, "/v1/responses", dict(body, stream=True))
+    names = [name for name, _ in events]
+    assert names[:4] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+    ]
+    assert names[-1] == f"response.{whole['status']}"
+    assert [data["sequence_number"] for _, data in events] == list(range(len(events)))
+    streamed = "".join(d["delta"] for n, d in events if n == "response.output_text.delta")
+    assert streamed == text
+    assert events[-1][1]["response"]["usage"] == whole["usage"]
+
+
 def test_the_sample_header_gives_other_samples_each_reproducible(real_model: str) -> None:
     body = {"messages": [{"role": "user", "content": POEM}], "max_tokens": 16, "temperature": 1.0}
     first = _chat(real_model, body, sample=1)["choices"][0]["message"]["content"]
