@@ -1,11 +1,16 @@
 """Measure the real model's speed on this machine (docs/realmodel.md):
 
     python -m tests.realmodel.measure [--threads 1 2] [--prompt-tokens 1000] [--gen-tokens 64]
+    python -m tests.realmodel.measure --compliance 10 [--temperature 0.8]
 
 For each thread count it starts tests/realmodel/serve.mjs and times three greedy calls on one
 prompt: (1) a fresh prompt, 1 token out (prompt evaluation), (2) the same prompt, N tokens out
 (the prompt is reused, so this is generation), (3) the same prompt again, 1 token out (the cost
 of a request whose prompt the server already holds). Prints one JSON line per thread count.
+
+``--compliance K``: the issue's instruction-following check instead: K samples (seeds 42 +
+0..K-1) of the answer to the install question with the system line "Always use pnpm, never
+npm." and K without it; prints how many name pnpm.
 """
 
 from __future__ import annotations
@@ -60,13 +65,46 @@ def measure(model: Path, threads: int, prompt_tokens: int, gen_tokens: int) -> d
     }
 
 
+RULE = "Always use pnpm, never npm."
+ASK = "How do I install the dependencies of this Node project? Answer with one command."
+
+
+def compliance(model: Path, k: int, temperature: float) -> dict:
+    counts: dict[str, int] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        with realmodel.serve(model, Path(tmp) / "serve.log", threads=1) as server:
+            for arm, system in (("with_rule", [RULE]), ("without_rule", [])):
+                said = 0
+                for sample in range(k):
+                    body = {
+                        "messages": [{"role": "system", "content": s} for s in system]
+                        + [{"role": "user", "content": ASK}],
+                        "max_tokens": 40,
+                        "temperature": temperature,
+                    }
+                    r = httpx.post(
+                        f"{server.base_url}/v1/chat/completions",
+                        json=body,
+                        headers={"x-skillopt-sample": str(sample)},
+                        timeout=900,
+                    )
+                    said += "pnpm" in r.json()["choices"][0]["message"]["content"]
+                counts[arm] = said
+    return {"k": k, "temperature": temperature, "pnpm": counts}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--prompt-tokens", type=int, default=1000)
     parser.add_argument("--gen-tokens", type=int, default=64)
+    parser.add_argument("--compliance", type=int, metavar="K")
+    parser.add_argument("--temperature", type=float, default=0.8)
     args = parser.parse_args()
     model = realmodel.fetch()
+    if args.compliance:
+        print(json.dumps(compliance(model, args.compliance, args.temperature)), flush=True)
+        return
     for threads in args.threads:
         print(json.dumps(measure(model, threads, args.prompt_tokens, args.gen_tokens)), flush=True)
 

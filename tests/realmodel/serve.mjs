@@ -325,8 +325,9 @@ const server = http.createServer(async (req, res) => {
   const path = new URL(req.url, "http://x").pathname;
   if (req.method === "GET" && (path === "/v1/models" || path === "/models")) return models(res);
   if (req.method === "GET" && path === "/health") return send(res, 200, { status: "ok", threads, context: contextSize, model: MODEL_ID });
-  let raw = "";
-  for await (const piece of req) raw += piece;
+  const pieces = [];
+  for await (const piece of req) pieces.push(piece);
+  const raw = Buffer.concat(pieces).toString("utf8"); // whole first: a character may span chunks
   let body;
   try {
     body = raw ? JSON.parse(raw) : {};
