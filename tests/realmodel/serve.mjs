@@ -159,9 +159,15 @@ function sampling(req, body, maxTokens) {
   return out;
 }
 
-async function generate(history, options, stops, onText, signal) {
+const BEAT_MS = 5000;
+
+// `beat` (streaming only) is called every BEAT_MS while the answer runs: a long prompt is
+// evaluated before the first token, and the CLIs drop a stream that stays silent (Claude Code
+// 2.1.328 has a byte-stream idle watchdog)
+async function generate(history, options, stops, onText, signal, beat) {
   const started = performance.now();
   busy = true;
+  const beating = beat ? setInterval(beat, BEAT_MS) : undefined;
   let res;
   try {
     res = await chat.generateResponse(history, {
@@ -173,6 +179,7 @@ async function generate(history, options, stops, onText, signal) {
     });
   } finally {
     busy = false;
+    clearInterval(beating);
   }
   const answer = res.response;
   const out = {
@@ -199,6 +206,9 @@ function send(res, status, data) {
   res.end(JSON.stringify(data));
 }
 
+// an SSE comment line: clients skip it, idle watchdogs see bytes
+const comment = (res) => () => res.write(": ping\n\n");
+
 function startStream(res) {
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
 }
@@ -223,7 +233,7 @@ async function openaiChat(req, res, body, signal) {
   const chunk = (delta, finish = null) => sse(null, { ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
   startStream(res);
   res.write(chunk({ role: "assistant", content: "" }));
-  const g = await generate(history, options, stops, (t) => res.write(chunk({ content: t })), signal);
+  const g = await generate(history, options, stops, (t) => res.write(chunk({ content: t })), signal, comment(res));
   res.write(chunk({}, g.length ? "length" : "stop"));
   if (body.stream_options?.include_usage) res.write(sse(null, { ...base, choices: [], usage: usage(g) }));
   res.end("data: [DONE]\n\n");
@@ -250,7 +260,8 @@ async function anthropicMessages(req, res, body, signal) {
   res.write(sse("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }));
   res.write(sse("ping", { type: "ping" }));
   const delta = (t) => sse("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: t } });
-  const g = await generate(history, options, stops, (t) => res.write(delta(t)), signal);
+  const ping = () => res.write(sse("ping", { type: "ping" }));
+  const g = await generate(history, options, stops, (t) => res.write(delta(t)), signal, ping);
   res.write(sse("content_block_stop", { type: "content_block_stop", index: 0 }));
   res.write(sse("message_delta", {
     type: "message_delta",
@@ -296,7 +307,7 @@ async function responses(req, res, body, signal) {
   res.write(ev("response.output_item.added", { output_index: 0, item: item(null, "in_progress") }));
   res.write(ev("response.content_part.added", { ...at, content_index: 0, part }));
   const delta = (t) => res.write(ev("response.output_text.delta", { ...at, content_index: 0, delta: t, logprobs: [] }));
-  const g = await generate(history, options, [], delta, signal);
+  const g = await generate(history, options, [], delta, signal, comment(res));
   res.write(ev("response.output_text.done", { ...at, content_index: 0, text: g.text, logprobs: [] }));
   res.write(ev("response.content_part.done", { ...at, content_index: 0, part: { ...part, text: g.text } }));
   res.write(ev("response.output_item.done", { output_index: 0, item: item(g.text, status(g)) }));
@@ -344,6 +355,7 @@ const server = http.createServer(async (req, res) => {
   try {
     await serial(() => route(req, res, body, abort.signal));
   } catch (err) {
+    if (abort.signal.aborted) return void console.error(`serve.mjs: ${req.method} ${path}: the client went away`);
     console.error(`serve.mjs: ${req.method} ${path}: ${err?.stack ?? err}`);
     if (!res.headersSent) send(res, 500, { error: { type: "api_error", message: String(err?.message ?? err) } });
     else res.end();

@@ -102,7 +102,7 @@ def test_messages_streamed_and_not_agree_at_temperature_zero(real_model: str) ->
     names = [name for name, _ in events]
     assert names[:3] == ["message_start", "content_block_start", "ping"]
     assert names[-3:] == ["content_block_stop", "message_delta", "message_stop"]
-    assert set(names[3:-3]) == {"content_block_delta"}
+    assert set(names[3:-3]) <= {"content_block_delta", "ping"}  # a ping every 5 s of silence
     streamed = "".join(
         data["delta"]["text"] for name, data in events if name == "content_block_delta"
     )
