@@ -83,6 +83,10 @@ class BackendConfig(_Strict):
 
     ``api_key`` may be given directly or, better, through ``api_key_env`` (the name of an
     environment variable holding it). ``timeout`` is per call, in seconds.
+    ``temperature`` is sent by the HTTP backends (``openai_compatible``, ``anthropic``);
+    0 (the default) makes replays as repeatable as the model allows; ``"default"`` (``None``)
+    sends none, so the API's own default applies (1.0 for OpenAI and Anthropic). Exec backends
+    cannot set it.
     """
 
     name: str = "openai_compatible"
@@ -93,6 +97,7 @@ class BackendConfig(_Strict):
     timeout: float = Field(120.0, gt=0)
     max_retries: int = Field(2, ge=0, le=10)
     max_tokens: int = Field(1024, gt=0)
+    temperature: float | None = Field(0.0, ge=0.0, le=2.0)
     executable: str | None = None
     workers: int = Field(1, ge=1, le=32)
 
@@ -102,6 +107,11 @@ class BackendConfig(_Strict):
         if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
         return value
+
+    @field_validator("temperature", mode="before")
+    @classmethod
+    def _api_default(cls, value: object) -> object:
+        return None if value in ("default", "") else value
 
     @field_validator("name")
     @classmethod

@@ -4,15 +4,21 @@ so nothing reads or writes the real user's agent logs or state."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import realmodel
 from tests.helpers.clis import NODE_BIN
 
 #: the umask pytest started with (read once, restored at once)
 _START_UMASK = os.umask(0o022)
 os.umask(_START_UMASK)
+#: the real model's cache, read before any test points HOME at its tmp_path (docs/realmodel.md)
+_MODEL_CACHE = realmodel.cache_dir()
+#: the fetch done once collection is over: {"file": Path} or {"error": the exception}
+_FETCHED: dict[str, object] = {}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -103,3 +109,38 @@ def workdir(tmp_path: Path) -> Path:
 def cli_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """node_modules/.bin first on PATH (CI's .ci/run does the same)."""
     monkeypatch.setenv("PATH", f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Fetch the real model (once, cached) before the first test when any selected test needs
+    it: a first download (~1.1 GB) then counts against no test's timeout."""
+    if any(item.get_closest_marker("realmodel") for item in session.items):
+        try:
+            _FETCHED["file"] = realmodel.fetch(cache=_MODEL_CACHE)
+        except Exception as exc:  # reported by real_model_file, in the tests that need it
+            _FETCHED["error"] = exc
+
+
+@pytest.fixture(scope="session")
+def real_model_file() -> Path:
+    """The real model's GGUF (docs/realmodel.md), fetched into its cache if needed. Missing:
+    a failure under CI, a skip elsewhere."""
+    if "error" in _FETCHED:
+        realmodel.missing(f"the real model could not be fetched: {_FETCHED['error']}")
+    try:
+        return realmodel.fetch(cache=_MODEL_CACHE)
+    except realmodel.ModelFetchError as exc:
+        realmodel.missing(f"the real model could not be fetched: {exc}")
+
+
+@pytest.fixture(scope="session")
+def real_model(real_model_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL (``http://127.0.0.1:<port>``, no ``/v1``) of the real model's server
+    (tests/realmodel/serve.mjs, docs/realmodel.md), started once per session (per xdist
+    worker) and shared by the tests. Missing runtime: a failure under CI, a skip elsewhere."""
+    log = tmp_path_factory.mktemp("realmodel") / "serve.log"
+    try:
+        with realmodel.serve(real_model_file, log) as server:
+            yield server.base_url
+    except realmodel.ModelFetchError as exc:
+        realmodel.missing(str(exc))

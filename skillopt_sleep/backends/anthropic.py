@@ -2,7 +2,8 @@
 
 ``POST {base_url}/v1/messages`` (``base_url`` default ``https://api.anthropic.com``; a
 trailing ``/v1`` is tolerated) with headers ``x-api-key`` and ``anthropic-version`` and body
-``{"model", "max_tokens", "system"?, "messages": [{"role": "user", "content": prompt}]}``,
+``{"model", "max_tokens", "temperature"?, "system"?, "messages": [{"role": "user", "content":
+prompt}]}`` (``temperature`` from the config; omitted when ``None``),
 non-streaming. The key comes from ``config.api_key`` or ``$config.api_key_env`` (default
 ``ANTHROPIC_API_KEY``); loopback servers get a placeholder when none is set. The answer text
 is the concatenation of its ``text`` blocks; ``tool_use`` blocks are reported by name.
@@ -56,6 +57,8 @@ class AnthropicBackend(_http.HttpBackend):
             "max_tokens": request.max_tokens or self.config.max_tokens,
             "messages": messages,
         }
+        if self.config.temperature is not None:
+            payload["temperature"] = self.config.temperature
         if system:
             payload["system"] = system
         if skill is not None:

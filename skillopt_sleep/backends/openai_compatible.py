@@ -1,7 +1,8 @@
 """OpenAI-compatible Chat Completions backend (OpenAI, Ollama, vLLM, LM Studio, the simulator).
 
 ``POST {base_url}/chat/completions`` (``base_url`` default ``https://api.openai.com/v1``) with
-``{"model", "messages": [system?, user], "max_tokens"}``, non-streaming. The key comes from
+``{"model", "messages": [system?, user], "max_tokens", "temperature"?}``, non-streaming
+(``temperature`` from the config; omitted when ``None``). The key comes from
 ``config.api_key`` or ``$config.api_key_env`` (default ``OPENAI_API_KEY``) as
 ``Authorization: Bearer``; loopback servers get a placeholder when none is set.
 ``request.tools`` are not sent (HTTP backends answer in text only). A call whose placement is
@@ -88,6 +89,8 @@ class OpenAICompatibleBackend(_http.HttpBackend):
             "messages": messages,
             self._token_field: max_tokens,
         }
+        if self.config.temperature is not None:
+            payload["temperature"] = self.config.temperature
         if tools:
             payload["tools"] = tools
         try:
