@@ -25,13 +25,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that drives a real agent CLI (marker ``cli``) is ``slow`` too: ``pytest -m "not
     slow"`` is the fast subset (in-process tests, the CLI run in-process, the simulator).
 
-    The slow tests run first (each group in its collected order): ``-n 2`` hands them out
-    to both workers from the start, so no minutes-long night is left alone at the end while
-    the other worker idles."""
+    The slow tests run first, the longest of them (:data:`LONGEST`: real agent CLIs' whole
+    nights, a minute or two each) before the rest, each group in its collected order: the
+    workers start on them, so no minutes-long night is left alone at the end while the other
+    workers idle."""
     for item in items:
         if item.get_closest_marker("cli") is not None:
             item.add_marker(pytest.mark.slow)
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+    def order(item: pytest.Item) -> tuple[int, int]:
+        path = item.nodeid.split("::")[0]
+        if path in LONGEST:
+            return 0, LONGEST.index(path)
+        return (1 if item.get_closest_marker("slow") is not None else 2), 0
+
+    items.sort(key=order)
+
+
+#: the test files whose tests take 20 s to 2 min each, longest first (``--durations``)
+LONGEST = (
+    "tests/night/test_openclaw_deployed.py",
+    "tests/night/test_night_openclaw.py",
+    "tests/night/test_certified_deployed.py",
+    "tests/night/test_night_real_clis.py",
+    "tests/install/test_agent_clis.py",
+    "tests/backends/test_exec_real_failures.py",
+    "tests/night/test_parallel_nights.py",
+)
 
 
 @pytest.fixture(autouse=True)
