@@ -21,7 +21,8 @@ from skillopt_sleep.config import BackendConfig
 from skillopt_sleep.models import CompletionRequest
 from tests.helpers import realmodel
 
-pytestmark = pytest.mark.realmodel
+# one worker starts the model server (2 GB) and runs them all: the group keeps them together
+pytestmark = [pytest.mark.realmodel, pytest.mark.xdist_group("realmodel")]
 
 RULE = "Always use pnpm, never npm."
 ASK = "How do I install the dependencies of this Node project? Answer with one command."
