@@ -37,6 +37,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         path = item.nodeid.split("::")[0]
         if path in LONGEST:
             return 0, LONGEST.index(path)
+        if item.get_closest_marker("realmodel") is not None:
+            return 3, 0  # last: the model's inference would slow the real-CLI nights above
         return (1 if item.get_closest_marker("slow") is not None else 2), 0
 
     items.sort(key=order)

@@ -101,7 +101,9 @@ def test_kill9_during_ingestion_then_restart_loses_and_duplicates_nothing(
     harness: DaemonHarness,
 ) -> None:
     harness.write_config(debounce_seconds=0.0)
-    n_files, turns = 300, 15
+    # a harvest commits every 200 files (BATCH_FILES): four batches, so the kill lands part-way
+    # even when the poller below gets the CPU only a batch or two after the first commit
+    n_files, turns = 800, 15
     expected = 0
     for i in range(n_files):
         t = [

@@ -47,6 +47,9 @@ def turn_bodies(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r["body"] for r in requests if r.get("role") == "target"]
 
 
+# its own sessions written by the real CLI, a whole night and the live turns through OpenClaw's
+# 10–20 s turns: 100 s alone, more beside three other workers
+@pytest.mark.timeout(900)
 def test_openclaw_sessions_train_its_workspace_agents_md_and_the_adopted_rule_reaches_it(
     tmp_path: Path, isolated_home: Path
 ) -> None:
