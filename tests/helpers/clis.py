@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_BIN = ROOT / "node_modules" / ".bin"
@@ -23,6 +24,7 @@ def agent_binary(name: str, bin_dir: Path | None = None) -> str:
     if bin_dir is None and name in NODE24:
         launcher = NODE24[name]
         if (launcher.parent / "node_modules" / name).is_dir():
+            _settled(launcher, name)
             return str(launcher)
         reason = f"{launcher.parent}/node_modules is missing (run `npm ci --prefix "
         reason += f"{launcher.parent} --ignore-scripts`)"
@@ -36,6 +38,25 @@ def agent_binary(name: str, bin_dir: Path | None = None) -> str:
     if os.environ.get("CI"):
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+def _settled(launcher: Path, name: str) -> None:
+    """OpenClaw installed with ``--ignore-scripts`` runs its postinstall on its first run,
+    under a lock of its own: two first runs at once (two test workers) fail ("package
+    lifecycle is incomplete"). The first caller runs ``--version`` once, under our lock."""
+    pending = launcher.parent / "node_modules" / name / ".openclaw-lifecycle-pending"
+    if not pending.exists():
+        return
+    with FileLock(str(launcher.parent / "node_modules" / ".skillopt-settle.lock")):
+        if pending.exists():
+            subprocess.run(
+                [str(launcher), "--version"],
+                capture_output=True,
+                env=cli_env(),
+                timeout=300,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
 
 
 def require_cli(name: str) -> str:
