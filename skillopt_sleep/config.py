@@ -277,6 +277,16 @@ class Settings(BaseSettings):
     gate_metric: Literal["hard", "soft", "mixed"] = "mixed"
     #: Reject an edit that makes any single val task worse, even if the mean improves.
     no_regression: bool = True
+    #: Where the target's answers vary (a val answer changes under a placebo rule or another
+    #: sample), each val occurrence is scored on this many samples (their mean) and an edit
+    #: must beat the current document by more than the measured spread (night/gate.py).
+    #: 1 = off: no noise probe, every gain counts (a deterministic target).
+    gate_samples: int = Field(3, ge=1, le=8)
+    #: Where answers vary: the smallest mean val gain an edit must show, whatever the spread.
+    gate_margin: float = Field(0.05, ge=0.0, le=1.0)
+    #: Where answers vary: a block with fewer val occurrences than this cannot decide, and
+    #: certifies nothing (its night says so).
+    gate_min_val: int = Field(3, ge=1)
     #: Score rubrics with the optimizer model (soft score); off = rule checks only.
     rubric: bool = True
 

@@ -121,6 +121,17 @@ class NightCost(_Model):
     seconds: float | None = None  # wall time of the model calls (not of the night)
 
 
+class GateNoise(_Model):
+    """How a night's val scores moved by chance where the target's answers vary
+    (``night/gate.py``): each val occurrence was scored on ``samples`` samples; ``spread`` is
+    how far the mean val score may move by chance (per task: ``tasks``), measured with
+    placebo rules and another sample; an edit had to beat the current document by more."""
+
+    samples: int
+    spread: float
+    tasks: dict[str, float] = Field(default_factory=dict)
+
+
 class EditCounts(_Model):
     """How many of a night's edits ended in each state."""
 
@@ -228,6 +239,10 @@ class NightSummary(_Model):
     warning: str | None = None
     test_note: str | None = None  # why the test split has no score
     unverified: str | None = None  # why the gate could not certify (no val split)
+    #: how the val scores moved by chance (None: the target's answers did not vary)
+    noise: GateNoise | None = None
+    #: why the gate could not decide: too few val occurrences where the answers vary
+    undecided: str | None = None
     stopped: str | None = None  # the budget that stopped the night early
     #: edits of proposals the user rejected or rolled back, never proposed or staged again
     user_refused: int | None = None

@@ -155,6 +155,11 @@ def print_night(r: NightResult, by: str = "") -> None:
         )
     if summary.test_note:
         _line(f"  test {summary.test_note}")
+    if summary.noise is not None:
+        _line(
+            f"  the target's answers vary: val scored on {summary.noise.samples} sample(s) per "
+            f"occurrence, spread ±{summary.noise.spread:.3f} (a gain had to exceed it)"
+        )
     if r.status not in (NightStatus.PLANNED, NightStatus.NO_TASKS):
         if len(summary.blocks) > 1:  # no one score: each block has its own
             out.print("  val and test: scored per block (below)")

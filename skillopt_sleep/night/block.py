@@ -29,7 +29,14 @@ from skillopt_sleep.night.notify import proposal_ready
 from skillopt_sleep.night.replay import Scored, mean
 from skillopt_sleep.night.stage import Staging, stage_proposal
 from skillopt_sleep.night.train import Trainer, remembered_rejections, user_refusals
-from skillopt_sleep.results import Delivery, EditCounts, NightCost, NightSummary, Scores
+from skillopt_sleep.results import (
+    Delivery,
+    EditCounts,
+    GateNoise,
+    NightCost,
+    NightSummary,
+    Scores,
+)
 
 
 def inputs_fingerprint(night: PlannedNight, tasks: list[Task], block: str | None = None) -> str:
@@ -45,6 +52,7 @@ def inputs_fingerprint(night: PlannedNight, tasks: list[Task], block: str | None
         "target": [s.target.name, s.target.model],
         "optimizer": [s.optimizer.name, s.optimizer.model],
         "train": [s.epochs, s.batch_size, s.edit_budget, s.gate_metric, s.no_regression, s.rubric],
+        "gate": [s.gate_samples, s.gate_margin, s.gate_min_val],
         # only when on, so nights without dream rollouts keep their fingerprints
         **(
             {"dream": [s.dream_samples, s.dream_recall]}
@@ -210,6 +218,13 @@ class Block:
             }
         )
         self.summary.rules_after = len(self.rules)
+        if trainer.noise.varies:
+            self.summary.noise = GateNoise(
+                samples=trainer.noise.samples,
+                spread=round(trainer.noise.bound, 4),
+                tasks={tid: round(x, 4) for tid, x in trainer.noise.spread.items()},
+            )
+        self.summary.undecided = trainer.undecided or None
         if self.budget_note:
             self.summary.stopped = self.budget_note
 
@@ -281,7 +296,7 @@ class Block:
             if self.changed
             else "no edit passed the val gate"
             if trainer.edits
-            else "the optimizer proposed no edit"
+            else trainer.undecided or "the optimizer proposed no edit"
         )
         if self.budget_note:
             summary.reason = f"stopped: {self.budget_note}; {summary.reason} before that"

@@ -277,6 +277,17 @@ def _cell(text: str) -> str:
     return visible(" ".join(str(text).split())).replace("|", "/")
 
 
+def _noise_line(summary: NightSummary) -> list[str]:
+    """The val noise the gate measured, when the target's answers varied."""
+    n = summary.noise
+    if n is None:
+        return []
+    return [
+        f"- val noise: ±{n.spread:.3f} by chance (placebo rules and samples); "
+        f"{n.samples} sample(s) per val occurrence; each applied edit gained more"
+    ]
+
+
 def render_markdown(report: ProposalReport, diff: str) -> str:
     sc, cost = report.scores, report.cost
     lines = [
@@ -286,6 +297,7 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
         *_block_line(report.summary),
         f"- night: {report.night_id} ({report.created_at})",
         f"- val score: {_fmt(sc.val_before)} → {_fmt(sc.val_after)}",
+        *_noise_line(report.summary),
         f"- test score: {_fmt(sc.test_before)} → {_fmt(sc.test_after)} (held out; report only)",
         f"- cost: {cost.calls or 0} model calls "
         f"({cost.cached_calls or 0} cached), "

@@ -34,6 +34,7 @@ depend on the number of workers.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import random
 import re
@@ -57,13 +58,26 @@ from skillopt_sleep.errors import BudgetExceeded
 from skillopt_sleep.models import CompletionRequest, Placement, Task
 from skillopt_sleep.night import prompts, screen
 from skillopt_sleep.night.context import NightContext, OnRollout
-from skillopt_sleep.night.gate import gate
+from skillopt_sleep.night.gate import QUIET, Noise, gate
 from skillopt_sleep.night.replay import Meter, Replayer, Scored, mean
 from skillopt_sleep.store import Store, now_iso
 
 Progress = Callable[[str], None]
 #: how many edits rejected by earlier nights the optimizer is shown (most recent first)
 REMEMBERED_REJECTIONS = 20
+#: the placebo rules of the noise probe (:meth:`Trainer.probe_noise`): they tell a coding agent
+#: nothing it does not do anyway, so whatever they change in a val score is chance (the second
+#: stands in when a document already has the first)
+PLACEBOS = (
+    "Read the request carefully before you answer.",
+    "Take the request as it is written.",
+    "Answer the question that was asked.",
+    "Reply in the language of the request.",
+    "Keep to the subject of the request.",
+    "Give the answer in your own words.",
+    "Make the answer easy to follow.",
+    "Check the answer before you give it.",
+)
 
 
 class Trainer:
@@ -124,6 +138,11 @@ class Trainer:
         self.rules: list[str] | None = None
         self.val_scores: dict[str, Scored] = {}
         self.val_baseline: float | None = None
+        #: how the val scores move by chance (:meth:`probe_noise`; quiet until measured)
+        self.noise: Noise = QUIET
+        #: why the gate cannot decide this block ("" when it can): too few val occurrences
+        #: where the answers vary
+        self.undecided = ""
         #: rollouts replayed ahead (:meth:`ahead`): (document text, task id) -> Scored
         self._ahead: dict[tuple[str, str], Scored] = {}
         #: the block's test split, and the text it is scored "before" under (the document as
@@ -266,6 +285,111 @@ class Trainer:
             if text not in out:
                 out.append(text)
         return out
+
+    def probe_noise(
+        self, doc: Document, rules: list[str], val: list[Task], scores: dict[str, Scored]
+    ) -> tuple[Noise, dict[str, Scored]]:
+        """Measure how the val scores move by chance, before any edit is tried: replay val
+        under the current document at sample 1 and under ``gate_samples - 1`` placebo rules
+        (:data:`PLACEBOS`, placebo j at sample j). When every answer is the one the baseline
+        (``scores``, sample 0) gave, the target is quiet (:data:`QUIET`). Otherwise each
+        task's chance moves (placebo minus baseline; sample 1 minus sample 0 when samples
+        differ) give the noise (:meth:`Noise.measured`), and when samples differ the baseline
+        and every candidate are scored on ``gate_samples`` samples. Returns the noise and the
+        val scores to start from (each a mean over its samples)."""
+        k = self.s.gate_samples
+        placebos = [p for p in PLACEBOS if p not in rules][: k - 1]
+        texts = [doc.render(rules), *(doc.render([*rules, p]) for p in placebos)]
+        self.report.replaying("noise probe", len(val) * len(texts))
+        # the baseline at sample 1, then placebo j at sample j
+        runs = self.replayer.run_many([(val, t) for t in texts], samples=[1, *range(1, k)])
+        second, probes = runs[0], runs[1:]
+        self._record_all(val, texts[0], "val baseline sample 1", second)
+        for j, (text, run) in enumerate(zip(texts[1:], probes, strict=True), 1):
+            self._record_all(val, text, f"val noise probe placebo {j}", run)
+
+        def same(a: Scored, b: Scored) -> bool:
+            return a.answer == b.answer and a.score == b.score
+
+        sampled = any(not same(second[t.id], scores[t.id]) for t in val)
+        moved = any(not same(run[t.id], scores[t.id]) for run in probes for t in val)
+        if not sampled and not moved:
+            return QUIET, scores
+        moves = {
+            t.id: [run[t.id].score - scores[t.id].score for run in probes]
+            + ([second[t.id].score - scores[t.id].score] if sampled else [])
+            for t in val
+        }
+        noise = Noise.measured(k if sampled else 1, moves)
+        if sampled:  # the baseline on k samples too: 0 and 1 are in, 2..k-1 to replay
+            got = {t.id: [scores[t.id], second[t.id]] for t in val}
+            more = self.replayer.run_many([(val, texts[0])] * (k - 2), samples=list(range(2, k)))
+            for n, run in enumerate(more, 2):
+                self._record_all(val, texts[0], f"val baseline sample {n}", run)
+                for t in val:
+                    got[t.id].append(run[t.id])
+            scores = {tid: _averaged(scs) for tid, scs in got.items()}
+        self.say(
+            "the target's answers vary "
+            + ("from sample to sample" if sampled else "when the document changes")
+            + f": val scored on {noise.samples} sample(s) per occurrence, "
+            f"a gain must exceed ±{max(self.s.gate_margin, noise.bound):.3f}"
+        )
+        return noise, scores
+
+    def _undecidable(self, val: list[Task], scores: dict[str, Scored]) -> str:
+        """Why the val split cannot decide where the answers vary ("" when it can, and
+        always on a quiet target): fewer val occurrences than ``gate_min_val``, or a noise
+        bound no gain could exceed (even a document that passed every val check)."""
+        if not self.noise.varies:
+            return ""
+        if len(val) < self.s.gate_min_val:
+            return (
+                f"too few val occurrences to decide: {len(val)} where the answers vary "
+                f"(gate_min_val = {self.s.gate_min_val}); no edit was tried"
+            )
+        room, need = 1.0 - mean(scores), max(self.s.gate_margin, self.noise.bound)
+        if room > 0 and need >= room:
+            return (
+                f"too few val occurrences to decide: the answers vary by ±{need:.3f}, more "
+                f"than any gain {len(val)} val occurrences could show ({room:.3f}); "
+                "no edit was tried"
+            )
+        return ""
+
+    def _samples(
+        self, tasks: list[Task], text: str, phase: str, first: dict[str, Scored], k: int
+    ) -> dict[str, list[Scored]]:
+        """Samples 0..k-1 of ``tasks`` under ``text`` (``first``: sample 0, replayed), each
+        later one recorded as ``<phase> sample <n>``."""
+        got = {t.id: [first[t.id]] for t in tasks}
+        if k <= 1:
+            return got
+        more = self.replayer.run_many([(tasks, text)] * (k - 1), samples=list(range(1, k)))
+        for n, run in enumerate(more, 1):
+            self._record_all(tasks, text, f"{phase} sample {n}", run)
+            for t in tasks:
+                got[t.id].append(run[t.id])
+        return got
+
+    def _record_all(
+        self, tasks: list[Task], text: str, phase: str, scores: dict[str, Scored]
+    ) -> None:
+        dh = sha256_text(text)
+        with self.store.write():
+            for t in tasks:
+                self._record(t.id, t.split, phase, dh, scores[t.id])
+
+    def replay_val(
+        self, val: list[Task], doc: Document, rules: list[str], phase: str
+    ) -> dict[str, Scored]:
+        """A candidate's val replay: sample 0 (:meth:`replay`), and where answers vary
+        (:attr:`noise`) samples 1..k-1 too, each task scored by their mean."""
+        first = self.replay(val, doc, rules, "val", phase)
+        if self.noise.samples <= 1:
+            return first
+        got = self._samples(val, doc.render(rules), phase, first, self.noise.samples)
+        return {tid: _averaged(scs) for tid, scs in got.items()}
 
     def dream(
         self,
@@ -422,8 +546,14 @@ class Trainer:
         first = self._batches(train, 1)[:1]
         self.ahead([(val, doc.render(rules)), *((b, doc.render(rules)) for b in first)])
         val_scores = self.replay(val, doc, rules, "val", "val baseline")
+        if verified and self.s.gate_samples > 1:
+            self.noise, val_scores = self.probe_noise(doc, rules, val, val_scores)
         self.val_baseline = mean(val_scores)
         self.doc, self.rules, self.val_scores = doc, rules, val_scores
+        self.undecided = self._undecidable(val, val_scores)
+        if self.undecided:
+            self.say(self.undecided)
+            return rules, val_scores
         for epoch in range(1, self.s.epochs + 1):
             batches = self._batches(train, epoch)
             for b in range(1, len(batches) + 1):
@@ -512,8 +642,8 @@ class Trainer:
             self.record_edit(e)
             return rules, val_scores
         self.ahead_edits(self.doc, val, rules, upcoming)
-        cand_scores = self.replay(
-            val, cand_doc, candidate, "val", f"val e{e.epoch}b{e.batch} candidate"
+        cand_scores = self.replay_val(
+            val, cand_doc, candidate, f"val e{e.epoch}b{e.batch} candidate"
         )
         v = gate(
             val_scores,
@@ -521,6 +651,8 @@ class Trainer:
             no_regression=self.s.no_regression,
             # a new description: only a strictly better score counts
             shorter=None if e.op == "describe" else _shorter(candidate, rules),
+            noise=self.noise,
+            margin=self.s.gate_margin,
         )
         rules, val_scores = self._settle(
             e, v, rules, val_scores, candidate, cand_scores, verified, cand_doc
@@ -591,13 +723,15 @@ class Trainer:
             e.status, e.reason = "rejected", over
             self.record_edit(e)
             return rules, val_scores
-        cand = self.replay(val, doc, merged, "val", f"val e{epoch} consolidate")
+        cand = self.replay_val(val, doc, merged, f"val e{epoch} consolidate")
         v = gate(
             val_scores,
             cand,
             no_regression=self.s.no_regression,
             strict=False,
             shorter=_shorter(merged, rules),
+            noise=self.noise,
+            margin=self.s.gate_margin,
         )
         rules, val_scores = self._settle(e, v, rules, val_scores, merged, cand, verified, doc)
         self.record_edit(e)
@@ -713,6 +847,11 @@ def user_refusals(
         if len(out) >= REMEMBERED_REJECTIONS:
             break
     return out
+
+
+def _averaged(samples: list[Scored]) -> Scored:
+    """Sample 0 of a task, scored by the mean of all its samples."""
+    return dataclasses.replace(samples[0], score=sum(sc.score for sc in samples) / len(samples))
 
 
 def _shorter(candidate: list[str], rules: list[str]) -> bool:

@@ -20,7 +20,10 @@ and every message, applied to a target answer in this order:
 Any other sentence is ignored: without a matching rule the persona gives its canned answer
 (its "characteristic mistake"). A dream rollout's later sample (``Turn.sample`` > 0, from the
 ``x-skillopt-sample`` header) gives the answer's ``variants`` in turn instead, when it has
-some: still no randomness, the sample index is part of the input.
+some: still no randomness, the sample index is part of the input. An answer with ``fickle``
+alternatives stands for a prompt-sensitive model: which of them it gives is picked by a hash of
+everything the rule language reads (folders of paths left out) and the sample index, so any
+change of the document — even a rule that says nothing — may change it.
 
 Context: a replay's ``<session-context>`` preamble (the files and outputs the replayed
 occurrence's agent saw, see ``backends.base.context_block``) is not part of what was asked
@@ -59,6 +62,7 @@ checks say). A consolidation drops duplicate rules (and with
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shlex
@@ -112,6 +116,10 @@ class ListedSkill:
     location: str = ""
     entry: str = ""
     builtin: bool = False
+
+
+#: the folder part of a path (``/tmp/x/webapp/`` of ``/tmp/x/webapp/CLAUDE.md``)
+_FOLDERS = re.compile(r"\S*/")
 
 
 @dataclass
@@ -338,7 +346,13 @@ class Brain:
         match = next((a for a in persona.answers if a.pattern.search(asked)), None)
         if match is not None:
             text = match.text
-            if turn.sample and match.variants:  # a dream rollout's other sample
+            if match.fickle:  # a prompt-sensitive model: any change of the instructions
+                options = (match.text, *match.fickle)
+                # the folders of paths left out: the same world in another folder, same answers
+                said = _FOLDERS.sub("", turn.rule_text())
+                seed = f"{said}\x00{turn.sample}".encode()
+                text = options[hashlib.sha256(seed).digest()[0] % len(options)]
+            elif turn.sample and match.variants:  # a dream rollout's other sample
                 text = match.variants[(turn.sample - 1) % len(match.variants)]
         else:
             text = persona.default_answer.replace("{prompt}", _CONTEXT.sub("", turn.prompt).strip())

@@ -14,6 +14,12 @@ A persona is a TOML file (see ``personas/demo.toml``)::
     tool_input = { command = "ls" }  # optional: the tool call's input object
     variants = ["Run `pnpm test`."]  # optional: a dream rollout's sample k > 0 answers
                                      # variants[(k - 1) % len] instead of `text`
+    fickle = ["Run `pnpm test`."]    # optional: a prompt-sensitive model: the answer is
+                                     # `text` or one of these, picked by a hash of the
+                                     # system text, the prompt and the sample index: any
+                                     # change of the document, even a rule that says
+                                     # nothing, may change it (overrides `variants`; list
+                                     # an answer twice to make it likelier)
 
     [tool_inputs]                    # optional: per-tool inputs; override ``tool_input`` and
     exec_command = { cmd = "ls" }    # serve "Use the `T` tool." rules
@@ -88,6 +94,8 @@ class Answer:
     tool_input: dict[str, Any] = field(default_factory=dict)
     #: what later samples of a dream rollout answer instead of ``text``, in turn
     variants: tuple[str, ...] = ()
+    #: a prompt-sensitive answer's alternatives (picked by a hash of the instructions)
+    fickle: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -128,7 +136,8 @@ def _answer(raw: dict[str, Any]) -> Answer:
     tool = raw.get("tool") or ()
     tools = (tool,) if isinstance(tool, str) else tuple(str(t) for t in tool)
     variants = tuple(str(v) for v in raw.get("variants", []))
-    return Answer(pattern, text, tools, dict(raw.get("tool_input", {})), variants)
+    fickle = tuple(str(v) for v in raw.get("fickle", []))
+    return Answer(pattern, text, tools, dict(raw.get("tool_input", {})), variants, fickle)
 
 
 def persona_from_dict(data: dict[str, Any]) -> Persona:

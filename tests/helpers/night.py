@@ -3,6 +3,7 @@ whose ``CLAUDE.md`` is the trained document, the engine persona, the settings of
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,51 @@ def api_backend(url: str, workers: int = 1) -> dict[str, Any]:
         "timeout": 30,
         "workers": workers,
     }
+
+
+#: A prompt-sensitive target (``fickle`` answers: the simulator picks an answer by a hash of
+#: the document, the prompt and the sample index): twelve requests, each answered with npm
+#: three times in four and with pnpm once, whatever the rules say until a rule replaces npm.
+#: Each is asked three times in other words and corrected to pnpm: 12 train, 12 val and 12
+#: test occurrences.
+NOISY_TASKS = {
+    "build the project for production": "npm run build",
+    "lint the source files": "npm run lint",
+    "format the code base": "npm run format",
+    "run the type checker": "npm run typecheck",
+    "start the dev server": "npm run dev",
+    "generate the api docs": "npm run docs",
+    "bump the release version": "npm version patch",
+    "audit the dependencies for vulnerabilities": "npm audit",
+    "clean the build output": "npm run clean",
+    "seed the local database": "npm run seed",
+    "regenerate the graphql types": "npm run codegen",
+    "publish the package to the registry": "npm publish",
+}
+NOISY_CONVERSATIONS: list[tuple[str, list[tuple[str, str, str | None]]]] = [
+    (agent, [(ask.format(task), f"Run `{command}`.", fix)])
+    for task, command in NOISY_TASKS.items()
+    for agent, ask, fix in (
+        ("claude_code", "{}", "no, use pnpm instead of npm"),
+        ("codex", "please {} for me", "use pnpm instead of npm"),
+        ("claude_code", "could you {} now?", "no, use pnpm instead of npm"),
+    )
+]
+
+
+def noisy_persona(order: list[str], useless: tuple[str, ...] = ()) -> str:
+    """The :data:`NOISY_CONVERSATIONS` target; the optimizer proposes ``order``'s groups
+    (``useless``: its vacuous edits)."""
+    answers = "".join(
+        f'\n[[answers]]\nmatch = "{task}"\ntext = "Run `{command}`."\n'
+        f'fickle = ["Run `{command}`.", "Run `{command}`.", '
+        f'"Run `{command.replace("npm", "pnpm")}`."]\n'
+        for task, command in NOISY_TASKS.items()
+    )
+    return (
+        'name = "noisy"\nmodels = []\ndefault_answer = "Sure: {prompt}"\n'
+        + answers
+        + f"\n[optimizer]\norder = {json.dumps(order)}\n"
+        + f"useless_edits = {json.dumps(list(useless))}\n"
+        + 'harmful_edits = ["Never mention `pnpm`."]\n'
+    )

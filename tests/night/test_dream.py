@@ -117,7 +117,10 @@ def test_a_night_with_three_samples_contrasts_best_and_worst_and_counts_its_call
     persona = write_persona(tmp_path, DREAM_PERSONA)
     store = Store(paths.db_path())
     with serve(persona, full_log=True) as sim:
-        settings = night_settings(home, project, target, sim.url, dream_samples=3)
+        # the val gate of a deterministic target (no noise probe): this persona's later
+        # samples answer right, which the noise-aware gate rightly calls chance on 3 val
+        # occurrences (tests/night/test_noise_gate.py); here the dream rollouts are the point
+        settings = night_settings(home, project, target, sim.url, dream_samples=3, gate_samples=1)
         result = run_night(store, settings)
         assert result.status == "succeeded", result.summary
         assert result.cost.calls == sum(sim.stats.by_role.values())
@@ -169,7 +172,9 @@ def test_one_sample_makes_no_sample_call_and_no_contrast(world, tmp_path):
     persona = write_persona(tmp_path, DREAM_PERSONA)
     store = Store(paths.db_path())
     with serve(persona, full_log=True) as sim:
-        result = run_night(store, night_settings(home, project, target, sim.url))
+        # gate_samples = 1: no noise probe either, whose samples would be sample calls too
+        settings = night_settings(home, project, target, sim.url, gate_samples=1)
+        result = run_night(store, settings)
         assert result.status == "succeeded", result.summary
         assert _sample_requests(sim) == []
         for r in sim.stats.requests:
