@@ -290,31 +290,37 @@ class Trainer:
         self, doc: Document, rules: list[str], val: list[Task], scores: dict[str, Scored]
     ) -> tuple[Noise, dict[str, Scored]]:
         """Measure how the val scores move by chance, before any edit is tried: replay val
-        under the current document at sample 1 and under ``gate_samples - 1`` placebo rules
-        (:data:`PLACEBOS`, placebo j at sample j). When every answer is the one the baseline
-        (``scores``, sample 0) gave, the target is quiet (:data:`QUIET`). Otherwise each
-        task's chance moves (placebo minus baseline; sample 1 minus sample 0 when samples
-        differ) give the noise (:meth:`Noise.measured`), and when samples differ the baseline
-        and every candidate are scored on ``gate_samples`` samples. Returns the noise and the
-        val scores to start from (each a mean over its samples)."""
+        under a placebo rule (:data:`PLACEBOS`) at sample 1. When every answer is the one the
+        baseline (``scores``, sample 0) gave, the target is quiet (:data:`QUIET`: one replay
+        was the whole cost). Otherwise val is replayed again under the current document at
+        sample 1 and under ``gate_samples - 2`` more placebos (placebo j at sample j); each
+        task's chance moves (each placebo minus the baseline; sample 1 minus sample 0 when
+        samples differ) give the noise (:meth:`Noise.measured`), and when samples differ the
+        baseline and every candidate are scored on ``gate_samples`` samples. Returns the
+        noise and the val scores to start from (each a mean over its samples)."""
         k = self.s.gate_samples
         placebos = [p for p in PLACEBOS if p not in rules][: k - 1]
-        texts = [doc.render(rules), *(doc.render([*rules, p]) for p in placebos)]
-        self.report.replaying("noise probe", len(val) * len(texts))
-        # the baseline at sample 1, then placebo j at sample j
-        runs = self.replayer.run_many([(val, t) for t in texts], samples=[1, *range(1, k)])
-        second, probes = runs[0], runs[1:]
-        self._record_all(val, texts[0], "val baseline sample 1", second)
-        for j, (text, run) in enumerate(zip(texts[1:], probes, strict=True), 1):
-            self._record_all(val, text, f"val noise probe placebo {j}", run)
+        base = doc.render(rules)
+        texts = [doc.render([*rules, p]) for p in placebos]
+        self.report.replaying("noise probe", len(val))
+        first = self.replayer.run(val, texts[0], sample=1)
+        self._record_all(val, texts[0], "val noise probe placebo 1", first)
 
         def same(a: Scored, b: Scored) -> bool:
             return a.answer == b.answer and a.score == b.score
 
-        sampled = any(not same(second[t.id], scores[t.id]) for t in val)
-        moved = any(not same(run[t.id], scores[t.id]) for run in probes for t in val)
-        if not sampled and not moved:
+        if all(same(first[t.id], scores[t.id]) for t in val):
             return QUIET, scores
+        # the answers vary: is it the sampling, and how far do the scores move?
+        self.report.replaying("noise probe", len(val) * (k - 1))
+        runs = self.replayer.run_many(
+            [(val, base), *((val, t) for t in texts[1:])], samples=[1, *range(2, k)]
+        )
+        second, probes = runs[0], [first, *runs[1:]]
+        self._record_all(val, base, "val baseline sample 1", second)
+        for j, (text, run) in enumerate(zip(texts[1:], runs[1:], strict=True), 2):
+            self._record_all(val, text, f"val noise probe placebo {j}", run)
+        sampled = any(not same(second[t.id], scores[t.id]) for t in val)
         moves = {
             t.id: [run[t.id].score - scores[t.id].score for run in probes]
             + ([second[t.id].score - scores[t.id].score] if sampled else [])
@@ -323,9 +329,9 @@ class Trainer:
         noise = Noise.measured(k if sampled else 1, moves)
         if sampled:  # the baseline on k samples too: 0 and 1 are in, 2..k-1 to replay
             got = {t.id: [scores[t.id], second[t.id]] for t in val}
-            more = self.replayer.run_many([(val, texts[0])] * (k - 2), samples=list(range(2, k)))
+            more = self.replayer.run_many([(val, base)] * (k - 2), samples=list(range(2, k)))
             for n, run in enumerate(more, 2):
-                self._record_all(val, texts[0], f"val baseline sample {n}", run)
+                self._record_all(val, base, f"val baseline sample {n}", run)
                 for t in val:
                     got[t.id].append(run[t.id])
             scores = {tid: _averaged(scs) for tid, scs in got.items()}

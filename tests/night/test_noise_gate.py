@@ -160,7 +160,7 @@ def test_gate_samples_1_turns_the_probe_off(noisy):
     assert not any("probe" in r["phase"] or "sample" in r["phase"] for r in rollouts)
 
 
-def test_a_quiet_target_is_probed_once_and_gated_as_before(tmp_path, isolated_home):
+def test_a_quiet_target_is_probed_with_one_replay_and_gated_as_before(tmp_path, isolated_home):
     project, target = night_world(tmp_path, isolated_home, "# rules\n")
     store = Store(paths.db_path())
     with serve(write_persona(tmp_path, PERSONA)) as sim:
@@ -169,8 +169,6 @@ def test_a_quiet_target_is_probed_once_and_gated_as_before(tmp_path, isolated_ho
     store.close()
     assert result.status == "succeeded" and result.summary.noise is None
     phases = [r["phase"] for r in rollouts]
-    val = result.summary.val
-    assert phases.count("val baseline sample 1") == val
-    assert phases.count("val noise probe placebo 1") == val
-    assert phases.count("val noise probe placebo 2") == val
-    assert not any(p.startswith("val e") and "sample" in p for p in phases)
+    # one placebo replay answered as the baseline did: quiet, and no more probing
+    assert phases.count("val noise probe placebo 1") == result.summary.val
+    assert not any("sample" in p or "placebo 2" in p for p in phases)
