@@ -4,6 +4,7 @@ so nothing reads or writes the real user's agent logs or state."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,6 +43,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return (1 if item.get_closest_marker("slow") is not None else 2), 0
 
     items.sort(key=order)
+
+
+#: when the session started, and when the last test of each kind (real-model or not) ended
+_CLOCK: dict[str, float] = {}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _CLOCK["start"] = time.time()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Note when each kind's last test ended (under xdist the controller sees every report)."""
+    if report.when == "teardown":
+        kind = "realmodel" if "realmodel" in report.keywords else "rest"
+        _CLOCK[kind] = max(_CLOCK.get(kind, 0.0), report.stop)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The wall time of the suite apart from the real-model tests, and with them (the
+    real-model tests run last: the difference is theirs)."""
+    start = _CLOCK.get("start")
+    if start is None or "rest" not in _CLOCK:
+        return
+    line = f"wall time: {_CLOCK['rest'] - start:.0f} s for the tests apart from the real-model ones"
+    if "realmodel" in _CLOCK:
+        line += f", {max(_CLOCK.values()) - start:.0f} s with them"
+    terminalreporter.write_line(line)
 
 
 #: the test files whose tests take 20 s to 2 min each, longest first (``--durations``)

@@ -111,6 +111,9 @@ class Meter:
                 *([req.context.model_dump()] if req.context and req.context.items else []),
                 # a dream rollout's sample index, only past the first (K=1 keys unchanged)
                 *([f"sample:{req.sample}"] if req.sample else []),
+                # the sampling temperature, only when not the default 0 (keys unchanged):
+                # an answer sampled at one temperature is no answer at another
+                *([f"temperature:{cfg.temperature}"] if cfg.temperature != 0.0 else []),
             ],
             ensure_ascii=False,
         )

@@ -1,9 +1,10 @@
 """The night against a real model: Qwen2.5-Coder-1.5B-Instruct as the target
-(docs/realmodel.md; it samples at a temperature, so its answers vary), the simulator as the
-optimizer. (b) the null experiment: an optimizer that proposes only vacuous edits, night after
-night, gets none certified; (c) the same world with an optimizer that derives the user's rules
-from the corrections: the rules the user asked for are certified, a harmful and a vacuous one
-are not. The nights share one store, so what one replayed the next takes from the cache."""
+(docs/realmodel.md), the simulator as the optimizer. (b) The null experiment: the target
+samples at temperature 0.7, so its answers vary, and an optimizer that proposes only vacuous
+edits, night after night, gets none certified (the deterministic gate, computed on the same
+replays, is reported beside it). (c) The same world at the default temperature 0 with an
+optimizer that derives the user's rules from the corrections: the rules the user asked for
+are certified, a harmful and a vacuous one are not. The nights share one store."""
 
 from __future__ import annotations
 
@@ -31,19 +32,13 @@ pytestmark = [pytest.mark.realmodel, pytest.mark.xdist_group("realmodel"), pytes
 #: the recurring requests: each asked three times in other words (train, val, test), answered
 #: as the 1.5B tends to answer, and corrected the same way each time
 REQUESTS = {
-    "install the dependencies of this node project": (
-        "Run `npm install`.",
-        "no, use pnpm instead of npm",
-    ),
-    "run the tests of this python project": (
+    "install the node dependencies": ("Run `npm install`.", "no, use pnpm instead of npm"),
+    "run the python unit tests": (
         "Run `python -m unittest discover`.",
         "use pytest instead of unittest",
     ),
-    "format the python code of this project": ("Run `black .`.", "no, use ruff instead of black"),
-    "create a virtual environment for this python project": (
-        "Run `python -m venv .venv`.",
-        "use uv instead of venv",
-    ),
+    "reformat the source files": ("Run `black .`.", "no, use ruff instead of black"),
+    "check the type annotations": ("Run `mypy .`.", "use pyright instead of mypy"),
 }
 WORDINGS = ("how do I {}?", "please {} for me", "could you {} now?")
 CONVERSATIONS = [
@@ -53,10 +48,9 @@ CONVERSATIONS = [
 ]
 #: vacuous edits, a different set each night (none of them a placebo of the noise probe)
 VACUOUS_NIGHTS = (
-    ("Be helpful and precise.", "Answer in clear English.", "Think before you answer."),
-    ("Be concise.", "Double-check your answer.", "Write clean code."),
-    ("Stay focused on the task.", "Use good judgement.", "Explain your reasoning briefly."),
-    ("Be accurate.", "Prefer simple solutions.", "Be polite and professional."),
+    ("Be helpful and precise.", "Answer in clear English."),
+    ("Be concise.", "Double-check your answer."),
+    ("Stay focused on the task.", "Prefer simple solutions."),
 )
 #: what the 1.5B target is given per answer (short commands; 2 shared cores)
 TARGET = {
@@ -65,9 +59,11 @@ TARGET = {
     "api_key": "local",
     "max_retries": 0,
     "timeout": 900,
-    "max_tokens": 64,
-    "temperature": 0.7,
+    "max_tokens": 32,
 }
+#: the null experiment's target samples (its answers vary from sample to sample, as an API
+#: that allows no temperature 0 does); the rules' night keeps the default, 0
+SAMPLING = 0.7
 
 
 @dataclass
@@ -87,7 +83,8 @@ def world(real_model: str, tmp_path_factory: pytest.TempPathFactory) -> World:
     project.mkdir()
     write_conversations(home, project, CONVERSATIONS)
     document = project / "CLAUDE.md"
-    document.write_text("# Project rules\n", encoding="utf-8")
+    # the user's own line (outside the trained block): answers short enough for 2 cores
+    document.write_text("# Project rules\n\nAnswer with one shell command.\n", encoding="utf-8")
     return World(home, project, document, root / "skillopt-home", real_model)
 
 
@@ -99,7 +96,9 @@ def night(world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.setenv("SKILLOPT_SLEEP_HOME", str(world.state))
     store = Store(paths.db_path())
 
-    def run(order: list[str], useless: tuple[str, ...] = ()) -> tuple[NightResult, list, list]:
+    def run(
+        order: list[str], useless: tuple[str, ...] = (), temperature: float = 0.0, **extra: Any
+    ) -> tuple[NightResult, list, list]:
         persona = world.state.parent / "persona.toml"
         persona.write_text(
             'name = "optimizer"\n[optimizer]\n'
@@ -113,10 +112,11 @@ def night(world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
                 world.project,
                 world.document,
                 sim.url,
-                target={**TARGET, "base_url": world.model_url + "/v1"},
+                target={**TARGET, "base_url": world.model_url + "/v1", "temperature": temperature},
                 rubric=False,
                 batch_size=4,
                 notify={"desktop": False},
+                **extra,
             )
             result = run_night(store, settings)
         edits = db_rows(store, "edits", "night_id = ?", [result.night_id])
@@ -146,10 +146,11 @@ def _old_gate_takes(rollouts: list[dict[str, Any]]) -> int:
     return sum(gate(base, scores(rows)).accepted for rows in candidates.values())
 
 
+@pytest.mark.timeout(1200)
 def test_null_experiment_no_vacuous_edit_is_certified_night_after_night(night):
     tried, moved, old_gate = 0, 0, 0
     for useless in VACUOUS_NIGHTS:
-        result, edits, rollouts = night(["useless"], useless)
+        result, edits, rollouts = night(["useless"], useless, temperature=SAMPLING)
         assert result.status == "no_change", (result.summary, edits)
         assert result.proposal_id is None
         assert [e["text"] for e in edits] == list(useless)
@@ -164,18 +165,22 @@ def test_null_experiment_no_vacuous_edit_is_certified_night_after_night(night):
         f"null experiment: {tried} vacuous edits, 0 certified; {moved} moved the val score; "
         f"the deterministic gate would have certified {old_gate}"
     )
-    assert tried == 3 * len(VACUOUS_NIGHTS)
+    assert tried == 2 * len(VACUOUS_NIGHTS)
     assert moved > 0  # the answers did vary under the vacuous edits: the gate had noise to face
 
 
+@pytest.mark.timeout(900)
 def test_the_users_rules_are_certified_and_nothing_else(night):
-    result, edits, _ = night(["derived", "harmful", "useless"], ("Be helpful and precise.",))
+    # a budget that leaves room for the harmful and the vacuous edit after the derived ones
+    result, edits, _ = night(
+        ["derived", "harmful", "useless"], ("Be helpful and precise.",), edit_budget=6
+    )
     status = {e["text"]: (e["status"], e["reason"]) for e in edits}
     applied = [t for t, (st, _) in status.items() if st == "applied"]
     assert result.status == "succeeded" and result.proposal_id, status
     # what was applied is what the user asked for: a rule of a correction, nothing else
     assert applied and all(
-        any(word in t for word in ("pnpm", "pytest", "ruff", "uv")) for t in applied
+        any(word in t for word in ("pnpm", "pytest", "ruff", "pyright")) for t in applied
     ), status
     assert status["Never mention `pnpm`."][0] == "rejected"
     assert status["Be helpful and precise."][0] == "rejected"
