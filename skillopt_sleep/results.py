@@ -56,9 +56,12 @@ class _Model(BaseModel):
         """This view of a typed row (a store row, a task, an edit): each field read from the
         row's attribute of the same name, or of the name ``renamed`` gives it (field ->
         attribute); ``given`` values win; a field the row has no attribute for keeps its
-        default. The one way a row becomes a view, instead of a constructor call listing
-        every field."""
+        default (a ``renamed`` key that names no field is a TypeError). The one way a row
+        becomes a view, instead of a constructor call listing every field."""
         names = renamed or {}
+        unknown = sorted(set(names) - set(cls.model_fields))
+        if unknown:  # a misspelt field would silently keep its default
+            raise TypeError(f"{cls.__name__} has no field {', '.join(unknown)}")
         data = {
             f: getattr(row, names.get(f, f))
             for f in cls.model_fields

@@ -31,6 +31,8 @@ from typing import Any, NoReturn
 import pytest
 from filelock import FileLock, Timeout
 
+from tests.helpers.procs import stop
+
 _CHUNK = 1 << 20
 ROOT = Path(__file__).resolve().parents[2]
 SERVE = ROOT / "tests" / "realmodel" / "serve.mjs"
@@ -260,11 +262,6 @@ def serve(
         info = json.loads(line)
         yield ModelServer(f"http://127.0.0.1:{info['port']}", info, proc, log)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         if proc.stdout is not None:
             proc.stdout.close()

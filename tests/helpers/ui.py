@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from tests.helpers.procs import stop
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -66,12 +68,7 @@ def ui_process(*args: str, timeout: float = 30.0) -> Iterator[UiProcess]:
         base = login.split("/?", 1)[0]
         yield UiProcess(proc, login, base, lines)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop(proc)
 
 
 @contextmanager
