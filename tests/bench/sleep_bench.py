@@ -68,6 +68,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
 ROOT = Path(__file__).resolve().parents[2]
 USERS_DIR = Path(__file__).resolve().parent / "sleep_bench_users"
 ARMS = ("no_document", "one_shot", "gate_off", "full_night")
@@ -77,6 +79,9 @@ ORDERS = (
     ("harmful", "derived", "useless"),
     ("useless", "derived", "harmful"),
 )
+#: where each arm's HOME and project are built, the same path every time (one run at a time:
+#: a file lock beside it)
+WORLD = Path(tempfile.gettempdir()) / "sleep-bench-world"
 #: the user's document before any night
 DOCUMENT = "# Project rules\n"
 #: the model name the real CLIs were configured with when the sessions were recorded
@@ -699,11 +704,16 @@ def run_user_seed(
         tgt = target or sim_backend
 
         def world(arm: str) -> tuple[Any, Any, Path]:
-            home, project = build_world(root / arm, user, seed)
+            """The arm's store and settings, its HOME and project built again in
+            :data:`WORLD` (every arm and every run the same paths: a task's id hashes its
+            project's path, and a night's mini-batches follow the ids)."""
+            shutil.rmtree(WORLD, ignore_errors=True)
+            home, project = build_world(WORLD, user, seed)
             doc = project / "CLAUDE.md"
             settings = night_settings(
                 home, project, doc, sim.url, target=tgt, optimizer=sim_backend, mine_headless=True
             )
+            (root / arm).mkdir()
             return Store(root / arm / "skillopt.db"), settings, doc
 
         # the items, mined as a night mines them: each task's test occurrence, and the probes
@@ -845,6 +855,7 @@ def run_benchmark(
     saved = {k: os.environ.get(k) for k in ("HOME", "SKILLOPT_SLEEP_HOME")}
     runs: list[Run] = []
     with (
+        FileLock(str(WORLD) + ".lock"),
         tempfile.TemporaryDirectory(prefix="sleep-bench-") as tmp,
         _target(target, Path(tmp)) as tgt,
     ):
@@ -856,6 +867,7 @@ def run_benchmark(
                     root = Path(tmp) / f"{name}-{seed}"
                     runs.append(run_user_seed(root, _user(name), seed, tgt, say))
                     shutil.rmtree(root, ignore_errors=True)
+            shutil.rmtree(WORLD, ignore_errors=True)
         finally:
             for k, v in saved.items():
                 if v is None:
