@@ -89,3 +89,61 @@ def test_a_quick_run_prints_the_arms_and_the_night_learns_what_no_document_canno
     s1 = one["per_seed"][1]
     assert "Never mention `npm`." in s1["rules"]["maya"]
     assert "probe:publish" in s1["worse"]["maya"]
+
+
+def test_the_page_runner_keeps_the_sleep_bench_section_and_write_docs_fills_its_block(
+    tmp_path: Path,
+) -> None:
+    from tests.bench import run_all
+
+    page = tmp_path / "benchmarks.md"
+    assert run_all.kept_sections(page) == []  # no page yet
+    page.write_text(
+        "# Benchmarks\n\n## Learning\n\nold\n\n## sleep-bench: x\n\nprose\n\n"
+        "<!-- sleep-bench:sim:begin -->\nstale\n<!-- sleep-bench:sim:end -->\n\n"
+        "<!-- sleep-bench:real:begin -->\nthe lead's\n<!-- sleep-bench:real:end -->\n\n"
+        "## What the simulator can and cannot tell\n\nnotes\n",
+        encoding="utf-8",
+    )
+    kept = run_all.kept_sections(page)
+    assert kept[0] == "## sleep-bench: x" and "## What the simulator" not in "\n".join(kept)
+    assert "the lead's" in kept and "stale" in kept
+
+    fake = {
+        "target": "simulator",
+        "optimizer": "simulator",
+        "sessions": {"maya": "the real CLIs"},
+        "seeds": [0],
+        "eval_calls": 7,
+        "seconds": 1.0,
+        "arms": {
+            arm: {
+                "per_seed": [
+                    {
+                        "seed": 0,
+                        "order": list(sb.order_of(0)),
+                        "heldout": h,
+                        "collateral": c,
+                        "tokens_per_turn": 4.0,
+                        "calls": n,
+                        "worse": {"maya": []},
+                        "rules": {"maya": []},
+                    }
+                ]
+            }
+            for arm, h, c, n in (
+                ("no_document", 0.0, 0, 0),
+                ("one_shot", 0.5, 1, 1),
+                ("gate_off", 1.0, 2, 40),
+                ("full_night", 1.0, 0, 38),
+            )
+        },
+    }
+    sb.write_docs(page, fake)
+    text = page.read_text("utf-8")
+    assert "stale" not in text and "the lead's" in text and "notes" in text
+    assert "| one_shot | 0.50 | 0.50 | 0.50–0.50 |" in text
+    # computed, not typed: the full night ties gate-off on held-out and costs more calls
+    assert "seed 0, heldout: full_night 1.0 vs gate_off 1.0 (equal)" in text
+    assert "seed 0, calls: full_night 38 vs one_shot 1 (worse)" in text
+    assert "seed 0, collateral" not in text
