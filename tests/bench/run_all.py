@@ -16,6 +16,10 @@ out), ``mining`` (``tests/bench/bench_mining.py`` when present; else ``mining_si
 checkout's miner at growing sizes), ``daemon``
 (``bench_daemon.py``), ``workers`` (``bench_workers.py``) and ``learning``
 (``bench_learning.py``).
+
+The page's ``## sleep-bench`` section is not this runner's: ``python -m
+tests.bench.sleep_bench --quick --write-docs`` writes its tables, and this runner keeps the
+section as it finds it (:func:`kept_sections`).
 """
 
 from __future__ import annotations
@@ -516,6 +520,7 @@ def render(parts: dict[str, Any], facts: dict[str, Any], args: argparse.Namespac
     lines += _daemon_section(parts.get("daemon"))
     lines += _workers_section(parts.get("workers"))
     lines += _learning_section(parts.get("learning"))
+    lines += kept_sections(Path(args.out)) if getattr(args, "out", None) else []
     lines += SIMULATOR_NOTES
     lines += ["## Run times of the parts", ""]
     lines += table(
@@ -973,6 +978,26 @@ def _dream_lines(res: dict[str, Any]) -> list[str]:
         ["night", "held-out off", "held-out on", "applied on", "calls off", "calls on"], rows
     )
     return lines
+
+
+#: sections of the page this runner does not write (their own commands do, between markers):
+#: kept as they are when the page is written again
+KEPT = ("## sleep-bench",)
+
+
+def kept_sections(page: Path) -> list[str]:
+    """The :data:`KEPT` sections of the page as it is now (each up to the next ``## ``
+    heading), to be written again unchanged; none when the page does not exist yet."""
+    if not page.is_file():
+        return []
+    out: list[str] = []
+    keeping = False
+    for line in page.read_text("utf-8").splitlines():
+        if line.startswith("## "):
+            keeping = line.startswith(KEPT)
+        if keeping:
+            out.append(line)
+    return out + [""] if out else []
 
 
 SIMULATOR_NOTES = [
