@@ -127,10 +127,10 @@ def night(world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     store.close()
 
 
-def _old_gate_takes(rollouts: list[dict[str, Any]]) -> int:
+def _old_gate_takes(rollouts: list[dict[str, Any]]) -> tuple[int, int]:
     """How many of the night's candidates the deterministic gate (one sample, no noise)
-    would have taken: each candidate's sample 0 (one document hash) against the val
-    baseline's sample 0."""
+    would have taken, with ``no_regression`` and without it: each candidate's sample 0 (one
+    document hash) against the val baseline's sample 0."""
 
     def scores(rows: list[dict[str, Any]]) -> dict[str, Scored]:
         return {
@@ -143,12 +143,15 @@ def _old_gate_takes(rollouts: list[dict[str, Any]]) -> int:
     for r in rollouts:
         if r["phase"].startswith("val e") and r["phase"].endswith(" candidate"):
             candidates.setdefault(r["doc_hash"], []).append(r)
-    return sum(gate(base, scores(rows)).accepted for rows in candidates.values())
+    return (
+        sum(gate(base, scores(rows)).accepted for rows in candidates.values()),
+        sum(gate(base, scores(rows), no_regression=False).accepted for rows in candidates.values()),
+    )
 
 
 @pytest.mark.timeout(1200)
 def test_null_experiment_no_vacuous_edit_is_certified_night_after_night(night):
-    tried, moved, old_gate = 0, 0, 0
+    tried, moved, old_gate, mean_gate = 0, 0, 0, 0
     for useless in VACUOUS_NIGHTS:
         result, edits, rollouts = night(["useless"], useless, temperature=SAMPLING)
         assert result.status == "no_change", (result.summary, edits)
@@ -160,10 +163,12 @@ def test_null_experiment_no_vacuous_edit_is_certified_night_after_night(night):
         assert noise is not None and noise.samples == 3, result.summary
         tried += len(edits)
         moved += sum(e["val_after"] != e["val_before"] for e in edits)
-        old_gate += _old_gate_takes(rollouts)
+        took = _old_gate_takes(rollouts)
+        old_gate, mean_gate = old_gate + took[0], mean_gate + took[1]
     print(
         f"null experiment: {tried} vacuous edits, 0 certified; {moved} moved the val score; "
-        f"the deterministic gate would have certified {old_gate}"
+        f"the deterministic gate would have certified {old_gate} ({mean_gate} without "
+        "no_regression)"
     )
     assert tried == 2 * len(VACUOUS_NIGHTS)
     assert moved > 0  # the answers did vary under the vacuous edits: the gate had noise to face
@@ -171,12 +176,14 @@ def test_null_experiment_no_vacuous_edit_is_certified_night_after_night(night):
 
 @pytest.mark.timeout(900)
 def test_the_users_rules_are_certified_and_nothing_else(night):
-    # a budget that leaves room for the harmful and the vacuous edit after the derived ones
+    # the harmful and the vacuous edit first, then the rules derived from the failed checks
+    # (up to four), in one mini-batch
     result, edits, _ = night(
-        ["derived", "harmful", "useless"], ("Be helpful and precise.",), edit_budget=6
+        ["harmful", "useless", "derived"], ("Be helpful and precise.",), edit_budget=6
     )
     status = {e["text"]: (e["status"], e["reason"]) for e in edits}
     applied = [t for t, (st, _) in status.items() if st == "applied"]
+    print("the rules' night:", {t: st for t, (st, _) in status.items()}, result.summary.noise)
     assert result.status == "succeeded" and result.proposal_id, status
     # what was applied is what the user asked for: a rule of a correction, nothing else
     assert applied and all(
