@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from skillopt_sleep import paths
+from skillopt_sleep.cli.nights import print_night
 from skillopt_sleep.night.gate import NOISE_Z, QUIET, Noise, gate
 from skillopt_sleep.night.replay import Scored
 from skillopt_sleep.night.run import run_night
@@ -129,7 +130,7 @@ def test_vacuous_edits_on_a_prompt_sensitive_target_are_never_certified(noisy):
         assert [r["phase"] for r in rollouts].count(phase) == tried * 12
 
 
-def test_the_users_rule_is_certified_beyond_the_noise(noisy):
+def test_the_users_rule_is_certified_beyond_the_noise(noisy, capsys):
     result, edits, _ = noisy(["derived", "harmful", "useless"], ("Be helpful and precise.",))
     assert result.status == "succeeded" and result.proposal_id
     status = {e["text"]: e["status"] for e in edits}
@@ -143,6 +144,13 @@ def test_the_users_rule_is_certified_beyond_the_noise(noisy):
     # the proposal's report shows the spread the gain beat
     report = (paths.proposals_dir() / result.proposal_id / "report.md").read_text()
     assert f"- val noise: ±{result.summary.noise.spread:.3f} by chance" in report
+    # and so does the night's outcome as `skillopt-sleep run` prints it
+    print_night(result)
+    said = " ".join(capsys.readouterr().out.split())
+    assert (
+        "the target's answers vary: val scored on 3 sample(s) per occurrence, "
+        f"spread ±{result.summary.noise.spread:.3f}"
+    ) in said
 
 
 def test_too_few_val_occurrences_to_decide_certifies_nothing_and_says_so(noisy):
