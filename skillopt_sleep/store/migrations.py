@@ -573,3 +573,20 @@ def m012_edit_section(db: Database) -> None:
     only. An older row stays NULL: its night's ``summary.section`` stands in."""
     if "section" not in db.table("edits").columns_dict:
         db.table("edits").add_column("section", str)
+
+
+@migrations(name="m013_night_seq")
+def m013_night_seq(db: Database) -> None:
+    """``nights.seq``: the order nights were started in (1, 2, …; a dry run's too), so two
+    nights started and ended within the same second (times are kept to the second) still list
+    newest first. Older rows are numbered in the order they listed in before."""
+    if "seq" not in db.table("nights").columns_dict:
+        db.table("nights").add_column("seq", int)
+        db.execute(
+            "update nights set seq = (select count(*) from nights o where "
+            "o.started_at < nights.started_at or (o.started_at = nights.started_at and "
+            "(coalesce(o.finished_at, '9999') < coalesce(nights.finished_at, '9999') or "
+            "(coalesce(o.finished_at, '9999') = coalesce(nights.finished_at, '9999') and "
+            "abs(o.id) <= abs(nights.id)))))"
+        )
+

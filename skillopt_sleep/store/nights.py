@@ -33,6 +33,8 @@ class NightRow:
     test_after: float | None
     proposal_id: str | None
     summary: str | None  # JSON text
+    #: the order the nights were started in (m013): what lists them newest first
+    seq: int | None = None
 
 
 class NightsRepo(Repository):
@@ -46,17 +48,18 @@ class NightsRepo(Repository):
         """Insert a night row; returns its id. A dry run takes no night number: its id is the
         next negative one (-1, -2, …; shown ``d1``, ``d2``), so the next real night is
         numbered as if it had not run."""
-        if "id" in fields:
-            return self._insert("nights", fields)
         # SQLite's own next id is one more than the largest, which a dry run's -1 would make 0
         sql = (
             "select min(0, coalesce(min(id), 0)) - 1 from nights"
             if fields.get("dry_run")
             else "select max(0, coalesce(max(id), 0)) + 1 from nights"
         )
-        with self.db.lock:  # the id and the insert under one lock: no other thread between
+        with self.db.lock:  # ids and the insert under one lock: no other thread between
+            seq = int(self.db.execute("select coalesce(max(seq), 0) + 1 from nights").fetchone()[0])
+            if "id" in fields:
+                return self._insert("nights", {**fields, "seq": seq})
             night_id = int(self.db.execute(sql).fetchone()[0])
-            return self._insert("nights", {**fields, "id": night_id})
+            return self._insert("nights", {**fields, "id": night_id, "seq": seq})
 
     def set(self, night_id: int, **fields: Any) -> None:
         """Update columns of one night."""
@@ -87,10 +90,9 @@ class NightsRepo(Repository):
         ]
 
     def recent(self, limit: int = 5) -> list[NightRow]:
-        """The last ``limit`` nights, newest first: by start, then (nights started in the same
-        second: one night runs at a time) by end, a running night first, then by number (dry
-        runs' ids count down: d2 is newer than d1)."""
-        order = "started_at desc, coalesce(finished_at, '9999') desc, abs(id) desc"
+        """The last ``limit`` nights, newest first: in the order they were started
+        (``seq``; times are kept to the second, and two nights may start in the same one)."""
+        order = "seq desc"
         return [
             NightRow(**r) for r in self.db.table("nights").rows_where(order_by=order, limit=limit)
         ]

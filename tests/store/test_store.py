@@ -31,6 +31,7 @@ def test_migrations_apply_once_and_wal(tmp_path):
         "m010_proposal_agent_kind",
         "m011_proposal_report_hash",
         "m012_edit_section",
+        "m013_night_seq",
     ]
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -280,3 +281,27 @@ def test_recent_nights_started_in_the_same_second_are_newest_first(tmp_path):
     running = store.nights.add(started_at=second, status="running", dry_run=0)
     assert (real, d1, d2, running) == (1, -1, -2, 2)
     assert [n.id for n in store.nights.recent()] == [running, d2, d1, real]
+    store.nights.set(running, finished_at=second)
+    # a real night after a dry run, both begun and ended in one second: the order they began
+    later = store.nights.add(started_at=second, status="succeeded", dry_run=0)
+    store.nights.set(later, finished_at=second)
+    assert [n.id for n in store.nights.recent(3)] == [later, running, d2]
+    store.close()
+
+
+def test_the_night_seq_migration_numbers_older_nights_in_their_old_order(tmp_path):
+    store = Store(tmp_path / "s.db")
+    t1, t2 = "2026-12-07T02:59:59+00:00", "2026-12-07T03:00:00+00:00"
+    ids = [
+        store.nights.add(started_at=t2, finished_at=t2, status="planned", dry_run=1),  # d1
+        store.nights.add(started_at=t1, finished_at=t2, status="failed", dry_run=0),  # 1
+        store.nights.add(started_at=t2, status="running", dry_run=0),  # 2
+    ]
+    with store.db.conn:  # the store as it was before m013
+        store.db.execute("alter table nights drop column seq")
+        store.db.execute("delete from _sqlite_migrations where name = 'm013_night_seq'")
+    store.close()
+    store = Store(tmp_path / "s.db")  # migrates
+    # before m013: by start, then by end (a running night last-ended), then by number
+    assert [n.id for n in store.nights.recent()] == [ids[2], ids[0], ids[1]]
+    store.close()
