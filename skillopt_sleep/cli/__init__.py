@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
@@ -25,6 +25,16 @@ from skillopt_sleep.cli.console import (
 from skillopt_sleep.cli.console import fmt_score as _fmt
 from skillopt_sleep.cli.console import state as _state
 from skillopt_sleep.errors import BadArgument, SkilloptError
+
+if TYPE_CHECKING:
+    from skillopt_sleep.results import (
+        DaemonStatus,
+        HarvestView,
+        NightView,
+        PendingProposal,
+        Status,
+        WildCheck,
+    )
 
 app = typer.Typer(
     name="skillopt-sleep",
@@ -526,14 +536,13 @@ def status(as_json: bool = JsonOpt) -> None:
         if config_error:
             raise typer.Exit(1)
         return
-    data = st.model_dump(mode="json")
-    _print_daemon(data.get("daemon") or {})
+    _print_daemon(st.daemon)
     say = _Say()
-    _say_store(say, data)
-    _say_last_night(say, data["last_night"])
-    _say_pending(say, data, st.notice)
+    _say_store(say, st)
+    _say_last_night(say, st.last_night)
+    _say_pending(say, st.pending_proposals, st.notice)
     _say_in_the_wild(say, st.in_the_wild)
-    _say_harvest(say, data["harvest"])
+    _say_harvest(say, st.harvest)
     if config_error:
         err.print(f"error: {config_error}", markup=False)
         raise typer.Exit(1)
@@ -555,54 +564,49 @@ class _Say:
         out.print(wrap_words(line, "  " if not line.startswith("  ") else "    "), markup=False)
 
 
-def _say_store(say: _Say, data: dict[str, Any]) -> None:
-    c = data["counts"]
+def _say_store(say: _Say, st: Status) -> None:
+    c = st.counts
     say(
-        f"store: {say.path(data['database'])} ({c['sessions']} sessions, {c['messages']} "
-        f"messages, {c['tasks']} tasks)"
-        + (
-            f"; {c['headless']} headless sessions (claude -p, codex exec, ...)"
-            if c["headless"]
-            else ""
-        )
+        f"store: {say.path(st.database)} ({c.sessions} sessions, {c.messages} "
+        f"messages, {c.tasks} tasks)"
+        + (f"; {c.headless} headless sessions (claude -p, codex exec, ...)" if c.headless else "")
     )
 
 
-def _say_last_night(say: _Say, n: dict[str, Any] | None) -> None:
+def _say_last_night(say: _Say, n: NightView | None) -> None:
     from skillopt_sleep.results import night_label
 
     if not n:
         say("last night: none yet (run `skillopt-sleep run`)")
         return
     say(
-        f"last night: #{night_label(n['id'])} {n['status']} at {n['started_at']}"
-        f" — val {_fmt(n['val_before'])} -> {_fmt(n['val_after'])},"
-        f" test {_fmt(n['test_before'])} -> {_fmt(n['test_after'])}, calls {_fmt(n['calls'])}"
+        f"last night: #{night_label(n.id)} {n.status} at {n.started_at}"
+        f" — val {_fmt(n.val_before)} -> {_fmt(n.val_after)},"
+        f" test {_fmt(n.test_before)} -> {_fmt(n.test_after)}, calls {_fmt(n.calls)}"
     )
-    if n["error"]:
-        say(f"  error: {n['error']}")
-    elif (n.get("summary") or {}).get("reason"):
-        say(f"  {n['summary']['reason']}")
-    dropped = (n.get("summary") or {}).get("dropped") or {}
-    if dropped:
-        say(f"  not mined: {_dropped(dropped)}")
+    if n.error:
+        say(f"  error: {n.error}")
+    elif n.summary.reason:
+        say(f"  {n.summary.reason}")
+    if n.summary.dropped:
+        say(f"  not mined: {_dropped(n.summary.dropped)}")
 
 
-def _say_pending(say: _Say, data: dict[str, Any], notice: str | None) -> None:
+def _say_pending(say: _Say, pending: list[PendingProposal], notice: str | None) -> None:
     """The staged proposals, and the notice of one nobody reviewed (its paths shortened)."""
-    for p in data["pending_proposals"]:
+    for p in pending:
         say(
-            f"pending proposal {p['id']} for {say.path(p['target'])} (val "
-            f"{_fmt(p['val_before'])} -> {_fmt(p['val_after'])})"
-            + ("" if p.get("seen") else ", not yet reviewed")
+            f"pending proposal {p.id} for {say.path(p.target)} (val "
+            f"{_fmt(p.val_before)} -> {_fmt(p.val_after)})"
+            + ("" if p.seen else ", not yet reviewed")
         )
     if notice:
-        for p in data["pending_proposals"]:
-            notice = notice.replace(str(p["target"]), say.path(p["target"]))
+        for p in pending:
+            notice = notice.replace(p.target, say.path(p.target))
         say(f"notice: {notice}")
 
 
-def _say_in_the_wild(say: _Say, wild: list[Any]) -> None:
+def _say_in_the_wild(say: _Say, wild: list[WildCheck]) -> None:
     for w in wild:
         rate = f"{w.pass_rate:.0%}" if w.pass_rate is not None else "—"
         before = f"{w.before_pass_rate:.0%}" if w.before_pass_rate is not None else "—"
@@ -617,18 +621,18 @@ def _say_in_the_wild(say: _Say, wild: list[Any]) -> None:
             say(f"  warning: {w.flag}")
 
 
-def _say_harvest(say: _Say, harvest: dict[str, Any]) -> None:
+def _say_harvest(say: _Say, harvest: dict[str, HarvestView]) -> None:
     from skillopt_sleep.results import unreadable_lines
 
     for name, h in harvest.items():
         # what a parser leaves out by design is no problem: only unreadable lines are said
-        bad = unreadable_lines(h["lines_skipped"])
+        bad = unreadable_lines(h.lines_skipped)
         say(
-            f"harvest {name}: {h['files_seen']} files, {h['sessions_new']} new / "
-            f"{h['sessions_updated']} updated sessions at {h['at']}"
+            f"harvest {name}: {h.files_seen} files, {h.sessions_new} new / "
+            f"{h.sessions_updated} updated sessions at {h.at}"
             + (
-                f"; {_count(h['files_skipped'], 'file')} skipped ({_counts(h['files_skipped'])})"
-                if h["files_skipped"]
+                f"; {_count(h.files_skipped, 'file')} skipped ({_counts(h.files_skipped)})"
+                if h.files_skipped
                 else ""
             )
             + (f"; {_count(bad, 'unreadable log line')} skipped ({_counts(bad)})" if bad else "")
@@ -672,60 +676,56 @@ def _counts(counts: Any) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _print_daemon(d: dict[str, Any]) -> None:
-    if not d.get("running"):
+def _print_daemon(d: DaemonStatus) -> None:
+    if not d.running:
         out.print("daemon: not running (start it with `skillopt-sleep start`)")
         return
-    if d.get("responding") is False:
-        out.print(f"daemon: running (pid {d.get('pid')}) but not answering")
+    if d.responding is False:
+        out.print(f"daemon: running (pid {d.pid}) but not answering")
         return
-    out.print(f"daemon: running (pid {d['pid']}), up {int(d.get('uptime_seconds') or 0)}s")
-    for w in d.get("watched") or []:
+    out.print(f"daemon: running (pid {d.pid}), up {int(d.uptime_seconds or 0)}s")
+    for w in d.watched:
         extra = (
-            f" via {w['watching']}"
-            if w["state"] == "waiting"
-            else (f": {w['error']}" if w["error"] else "")
+            f" via {w.watching}" if w.state == "waiting" else (f": {w.error}" if w.error else "")
         )
         from skillopt_sleep.cli.console import shorten_middle
 
-        root = shorten_middle(str(w["root"]), max(24, out.width // 2))
+        root = shorten_middle(w.root, max(24, out.width // 2))
         out.print(
-            f"  {w['source']}: {root} [{w['state']}{extra}] {w.get('files', 0)} files, "
-            f"{w.get('sessions', 0)} sessions",
+            f"  {w.source}: {root} [{w.state}{extra}] {w.files} files, {w.sessions} sessions",
             markup=False,
         )
-    li = d.get("last_ingest") or {}
+    # the daemon's own JSON (its last ingest, next night, last error): dicts on the wire
+    li = d.last_ingest
     if li:
         out.print(
             f"  last ingest: {li.get('at')} ({li.get('files', 0)} files, "
             f"{li.get('sessions_new', 0)} new / {li.get('sessions_updated', 0)} updated sessions)"
         )
-    night = d.get("night") or {}
-    if night.get("running"):
-        out.print(
-            f"  night running: {night.get('trigger')} since {night.get('started_at')} (pid {night.get('pid')})"
-        )
-    if d.get("ui"):
-        out.print(f"  dashboard: {d['ui']} (`skillopt-sleep ui` prints it with its token)")
-    nxt = d.get("next_night") or {}
+    night = d.night
+    if night.running:
+        out.print(f"  night running: {night.trigger} since {night.started_at} (pid {night.pid})")
+    if d.ui:
+        out.print(f"  dashboard: {d.ui} (`skillopt-sleep ui` prints it with its token)")
+    nxt = d.next_night or {}
     if nxt:
         when = "now (due)" if nxt.get("pending") else nxt.get("at")
         out.print(f"  next night: {when}" + (f" — {nxt['waiting']}" if nxt.get("waiting") else ""))
-    if d.get("config_error"):
+    if d.config_error:
         out.print(
-            f"  config {d.get('config')} changed since the daemon started and no longer "
-            f"loads — the next night will fail: {d['config_error']}",
+            f"  config {d.config} changed since the daemon started and no longer "
+            f"loads — the next night will fail: {d.config_error}",
             markup=False,
         )
-    elif d.get("config_changed"):
+    elif d.config_changed:
         out.print(
-            f"  config {d.get('config')} changed since the daemon started: nights use it, the "
+            f"  config {d.config} changed since the daemon started: nights use it, the "
             "schedule and watched folders after a restart (`skillopt-sleep stop`, then `start`)",
             markup=False,
         )
-    if d.get("last_error"):
+    if d.last_error:
         out.print(
-            f"  daemon error: {d['last_error']['message']} at {d['last_error']['at']}", markup=False
+            f"  daemon error: {d.last_error['message']} at {d.last_error['at']}", markup=False
         )
 
 
