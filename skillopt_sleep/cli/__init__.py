@@ -27,6 +27,8 @@ from skillopt_sleep.cli.console import state as _state
 from skillopt_sleep.errors import BadArgument, SkilloptError
 
 if TYPE_CHECKING:
+    from skillopt_sleep.mining.mine import MineReport
+    from skillopt_sleep.models import Check, Task
     from skillopt_sleep.results import (
         DaemonStatus,
         HarvestView,
@@ -100,23 +102,22 @@ def harvest(as_json: bool = JsonOpt) -> None:
 
     with LiveProgress(as_json) as live:
         report = service().harvest(on_progress=live)
-    data = report.model_dump()
     if as_json:
-        print_json(data)
+        print_json(report.model_dump())
         return
     rows, notes = [], []
-    for name, acc in (data.get("sources") or {}).items():
-        skipped = {**acc.get("files_skipped", {}), **acc.get("sessions_filtered", {})}
+    for name, acc in report.sources.items():
+        skipped = {**acc.files_skipped, **acc.sessions_filtered}
         rows.append(
             [
                 name,
-                str(acc["files_seen"]),
-                str(acc["files_read"]),
-                str(acc["bytes_read"]),
-                str(acc["sessions_new"]),
-                str(acc["sessions_updated"]),
+                str(acc.files_seen),
+                str(acc.files_read),
+                str(acc.bytes_read),
+                str(acc.sessions_new),
+                str(acc.sessions_updated),
                 str(sum(skipped.values())) if skipped else "—",
-                "\n".join(acc.get("roots", [])),
+                "\n".join(acc.roots),
             ]
         )
         if skipped:  # the reasons below the table, whole words (a column broke them)
@@ -141,11 +142,10 @@ def tasks(
 
     with LiveProgress(as_json) as live:
         report = svc.mine(project, on_progress=live)
-    rows = [t.model_dump() for t in report.tasks]
     if as_json:
-        print_json(rows)
+        print_json([t.model_dump() for t in report.tasks])
         return
-    if not rows:
+    if not report.tasks:
         dropped = _dropped(report.dropped)
         out.print(
             f"no recurring or corrected task yet ({report.sessions_considered} sessions, "
@@ -156,40 +156,37 @@ def tasks(
             markup=False,
         )
         return
-    _print_tasks(_task_rows(rows, report.tasks))
-    for t in rows:
+    _print_tasks(_task_rows(report.tasks))
+    for t in report.tasks:
         _print_task_notes(t)
     _print_mining_notes(report)
 
 
-def _task_rows(rows: list[dict[str, Any]], tasks: list[Any]) -> list[list[str]]:
+def _task_rows(tasks: list[Task]) -> list[list[str]]:
     """A row per task: id, occurrences, checks (controls), context, intent."""
     from skillopt_sleep.mining.judges import context_state
     from skillopt_sleep.mining.mine import block_key
 
     # several projects: each intent says its project's folder (the same words asked in two
     # projects are two tasks), or "no project" (no folder, or an agent's own folder)
-    several = len({t["project"] for t in rows}) > 1
+    several = len({t.project for t in tasks}) > 1
     table_rows = []
-    for t, task in zip(rows, tasks, strict=True):
-        checks = ", ".join(check_line(c) for c in t["checks"])
+    for t in tasks:
+        checks = ", ".join(check_line(c) for c in t.checks)
         if not checks:
-            checks = "rubric" if t.get("rubric") else "none: not scored until a correction arrives"
-        demoted = "; ".join(check_line(c) for c in t.get("demoted") or [])
+            checks = "rubric" if t.rubric else "none: not scored until a correction arrives"
+        demoted = "; ".join(check_line(c) for c in t.demoted)
         if demoted:
             checks += f"; demoted to the rubric: {demoted}"
+        block = block_key(t.project)  # the project itself, or None: no project of the user's
         table_rows.append(
             [
-                t["id"],
+                t.id,
                 _occurrences(t),
                 checks,
-                context_state(task),
-                (
-                    f"[{Path(t['project']).name if block_key(t['project']) else 'no project'}] "
-                    if several
-                    else ""
-                )
-                + t["intent"].replace("\n", " ")[:70],
+                context_state(t),
+                (f"[{Path(block).name if block else 'no project'}] " if several else "")
+                + t.intent.replace("\n", " ")[:70],
             ]
         )
     return table_rows
@@ -214,31 +211,31 @@ def _print_tasks(table_rows: list[list[str]]) -> None:
             )
 
 
-def _print_task_notes(t: dict[str, Any]) -> None:
+def _print_task_notes(t: Task) -> None:
     """A task's withheld occurrences and the like tasks kept apart from it (those of other
     projects on one line when there are three or more)."""
     fitted = wrap_words  # a line of free text, wrapped to the terminal in whole words
-    for o in t["occurrences"]:
-        if o["note"]:
-            out.print(fitted(f"{t['id']}: an occurrence {o['note']}"), markup=False)
+    for o in t.occurrences:
+        if o.note:
+            out.print(fitted(f"{t.id}: an occurrence {o.note}"), markup=False)
     # a request asked in many projects: one line for the other projects' tasks, by id
-    elsewhere = [w for w in t["apart"] if w.endswith(_OTHER_PROJECT)]
+    elsewhere = [w for w in t.apart if w.endswith(_OTHER_PROJECT)]
     grouped = len(elsewhere) >= 3
-    for why in t["apart"]:
+    for why in t.apart:
         if not (grouped and why.endswith(_OTHER_PROJECT)):
-            out.print(fitted(f"{t['id']} kept apart from {why}"), markup=False)
+            out.print(fitted(f"{t.id} kept apart from {why}"), markup=False)
     if grouped:
         ids = ", ".join(w.split(" ", 1)[0] for w in elsewhere)
         out.print(
             fitted(
-                f"{t['id']} kept apart from {len(elsewhere)} like tasks of other projects "
+                f"{t.id} kept apart from {len(elsewhere)} like tasks of other projects "
                 f"({ids}){_OTHER_PROJECT} each"
             ),
             markup=False,
         )
 
 
-def _print_mining_notes(report: Any) -> None:
+def _print_mining_notes(report: MineReport) -> None:
     """The tasks asked once, those not distinct, what was not mined."""
     fitted = wrap_words
     if report.tasks_once:
@@ -257,26 +254,26 @@ def _print_mining_notes(report: Any) -> None:
         out.print(fitted(f"not mined: {_dropped(report.dropped)}"), markup=False)
 
 
-def _occurrences(task: dict[str, Any]) -> str:
+def _occurrences(task: Task) -> str:
     """``3: train 1, val 1, test 1`` (``unscored`` when the task is not scorable)."""
-    occs = task["occurrences"]
+    occs = task.occurrences
     if not occs:
-        return task["split"] or "-"
-    if not task["split"]:
+        return task.split or "-"
+    if not task.split:
         return f"{len(occs)}: unscored"
-    roles = Counter(o["split"] or "withheld" for o in occs)
+    roles: Counter[str] = Counter(o.split or "withheld" for o in occs)
     order = ("train", "val", "test", "withheld")
     return f"{len(occs)}: " + ", ".join(f"{r} {roles[r]}" for r in order if roles[r])
 
 
-def check_line(check: dict) -> str:
+def check_line(check: Check) -> str:
     """``kind 'value' [controls]`` of a check as ``tasks`` shows it: each control of the
     transcript (``neg``: fails the corrected answer, ``pos``: passes the accepted one,
     ``gaming``: its own words do not pass the task) with its result."""
-    head = check["kind"] + (f" {check['value']!r}" if check.get("value") else "")
-    if check.get("context"):
+    head = check.kind + (f" {check.value!r}" if check.value else "")
+    if check.context:
         head += " (needs context)"
-    controls = check.get("controls") or {}
+    controls = check.controls
     names = {"negative": "neg", "positive": "pos", "anti_gaming": "gaming"}
     shown = " ".join(f"{names.get(k, k)} {v}" for k, v in controls.items())
     return f"{head} [{shown}]" if shown else head
