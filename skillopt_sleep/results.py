@@ -317,6 +317,23 @@ class NightOutcome(_Model):
     result: NightResult | None = None
 
 
+class DemoResult(_Model):
+    """The demo's night in its sandbox: its status and scores, its ``report`` (``""``: no
+    proposal), the ``sandbox`` folder when it is kept (``""``: removed), the sandbox's
+    skillopt-sleep ``home`` and its ``user_home`` (the HOME its agents' folders are in)."""
+
+    status: NightStatus
+    val_before: float | None = None
+    val_after: float | None = None
+    test_before: float | None = None
+    test_after: float | None = None
+    report: str = ""
+    sandbox: str = ""
+    proposal_id: str | None = None
+    home: str
+    user_home: str
+
+
 # ---------------------------------------------------------------------------- proposals
 REPORT_SCHEMA_VERSION = 1
 

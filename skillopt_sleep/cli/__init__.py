@@ -329,9 +329,9 @@ def proposals_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """List staged proposals."""
-    rows = [p.model_dump() for p in service().proposals(None if all_ else "staged")]
+    rows = service().proposals(None if all_ else "staged")
     if as_json:
-        print_json(rows)
+        print_json([p.model_dump() for p in rows])
         return
     if not rows:
         out.print("no proposals" + ("" if all_ else " staged (see --all)"))
@@ -339,21 +339,21 @@ def proposals_cmd(
     headers = ["id", "status", "created", "val", "test", "target"]
     cells = [
         [
-            r["id"],
-            r["status"],
-            (r["created_at"] or "")[5:16].replace("T", " "),  # MM-DD HH:MM (UTC)
-            f"{_short(r['val_before'])}→{_short(r['val_after'])}",
-            f"{_short(r['test_before'])}→{_short(r['test_after'])}",
-            r["target_path"],
+            r.id,
+            r.status,
+            (r.created_at or "")[5:16].replace("T", " "),  # MM-DD HH:MM (UTC)
+            f"{_short(r.val_before)}→{_short(r.val_after)}",
+            f"{_short(r.test_before)}→{_short(r.test_after)}",
+            r.target_path,
         ]
         for r in rows
     ]
-    if any(r["block"] for r in rows):  # a shared memory file: which project's block each writes
+    if any(r.block for r in rows):  # a shared memory file: which project's block each writes
         from pathlib import PurePath
 
         headers.insert(5, "block")
         for row, r in zip(cells, rows, strict=True):
-            row.insert(5, PurePath(r["block"]).name if r["block"] else "(all)")
+            row.insert(5, PurePath(r.block).name if r.block else "(all)")
     out.print(fitted_table(headers, cells, path=len(headers) - 1))
 
 
@@ -742,23 +742,23 @@ def demo(
     with signals_interrupt(), LiveProgress(as_json) as live:
         result = service().demo(keep, None, on_progress=live)
     if as_json:
-        print_json(result)
+        print_json(result.model_dump(mode="json"))
         return
     out.print(
-        f"demo night: {result['status']}; val {_fmt(result['val_before'])} -> {_fmt(result['val_after'])}, "
-        f"test {_fmt(result['test_before'])} -> {_fmt(result['test_after'])}"
+        f"demo night: {result.status}; val {_fmt(result.val_before)} -> {_fmt(result.val_after)}, "
+        f"test {_fmt(result.test_before)} -> {_fmt(result.test_after)}"
     )
-    out.print(f"report: {result['report']}")
-    if result.get("sandbox"):
-        out.print(f"sandbox: {result['sandbox']}")
-    if result.get("proposal_id"):
+    out.print(f"report: {result.report}")
+    if result.sandbox:
+        out.print(f"sandbox: {result.sandbox}")
+    if result.proposal_id:
         import shlex
 
         # the environment the demo's night ran with: pasted, it works in the sandbox
         out.print(
-            f"look around: HOME={shlex.quote(result['user_home'])} "
-            f"SKILLOPT_SLEEP_HOME={shlex.quote(result['home'])} "
-            f"skillopt-sleep show {result['proposal_id']}",
+            f"look around: HOME={shlex.quote(result.user_home)} "
+            f"SKILLOPT_SLEEP_HOME={shlex.quote(result.home)} "
+            f"skillopt-sleep show {result.proposal_id}",
             markup=False,
         )
     out.print(
