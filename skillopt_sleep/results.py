@@ -659,6 +659,23 @@ class DaemonNight(_Model):
     started_at: str | None = None
 
 
+class NextNight(_Model):
+    """When the daemon's next night is: ``at`` (now when ``pending``: a slot is due), its
+    schedule ``slot``, and what the due night is ``waiting`` for (``""``: nothing)."""
+
+    at: str
+    slot: str = ""
+    pending: bool = False
+    waiting: str = ""
+
+
+class DaemonError(_Model):
+    """The daemon's last error (a night it could not run), and when."""
+
+    at: str
+    message: str
+
+
 class DaemonStatus(_Model):
     """The background daemon's status. ``running`` False: no daemon (``error`` says why it
     could not be asked, if it runs but does not answer ``responding`` is False)."""
@@ -680,9 +697,9 @@ class DaemonStatus(_Model):
     config_changed: bool = False
     config_error: str | None = None
     schedule: str | None = None
-    next_night: dict[str, Any] | None = None
+    next_night: NextNight | None = None
     last_scheduled: dict[str, Any] | None = None
-    last_error: dict[str, Any] | None = None
+    last_error: DaemonError | None = None
     #: the dashboard's address when the daemon serves it (config ``ui.serve``)
     ui: str | None = None
 

@@ -692,8 +692,7 @@ def _print_daemon(d: DaemonStatus) -> None:
             f"  {w.source}: {root} [{w.state}{extra}] {w.files} files, {w.sessions} sessions",
             markup=False,
         )
-    # the daemon's own JSON (its last ingest, next night, last error): dicts on the wire
-    li = d.last_ingest
+    li = d.last_ingest  # the daemon's record of its last pass, as it keeps it (keys vary)
     if li:
         out.print(
             f"  last ingest: {li.get('at')} ({li.get('files', 0)} files, "
@@ -704,10 +703,10 @@ def _print_daemon(d: DaemonStatus) -> None:
         out.print(f"  night running: {night.trigger} since {night.started_at} (pid {night.pid})")
     if d.ui:
         out.print(f"  dashboard: {d.ui} (`skillopt-sleep ui` prints it with its token)")
-    nxt = d.next_night or {}
+    nxt = d.next_night
     if nxt:
-        when = "now (due)" if nxt.get("pending") else nxt.get("at")
-        out.print(f"  next night: {when}" + (f" — {nxt['waiting']}" if nxt.get("waiting") else ""))
+        when = "now (due)" if nxt.pending else nxt.at
+        out.print(f"  next night: {when}" + (f" — {nxt.waiting}" if nxt.waiting else ""))
     if d.config_error:
         out.print(
             f"  config {d.config} changed since the daemon started and no longer "
@@ -721,9 +720,7 @@ def _print_daemon(d: DaemonStatus) -> None:
             markup=False,
         )
     if d.last_error:
-        out.print(
-            f"  daemon error: {d.last_error['message']} at {d.last_error['at']}", markup=False
-        )
+        out.print(f"  daemon error: {d.last_error.message} at {d.last_error.at}", markup=False)
 
 
 @app.command()
