@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_sleep.errors import NightError
-from skillopt_sleep.results import OnProgress, ProgressEvent
+from skillopt_sleep.results import DemoResult, OnProgress, ProgressEvent
 from skillopt_sleep.testing.sessions import write_conversations
 
 #: (prompt, answer, correction or None) turns per conversation in the demo project.
@@ -170,7 +170,7 @@ def run_demo(
     folder: Path | None = None,
     say: Callable[[str], None] | None = None,
     on_progress: OnProgress | None = None,
-) -> dict[str, Any]:
+) -> DemoResult:
     """Run the demo night; returns status, scores and the report path. ``say`` gets its
     progress lines, ``on_progress`` its progress events (the night's, and ``demo`` ones)."""
     from skillopt_sleep.config import load_settings
@@ -217,16 +217,16 @@ def run_demo(
         for staged in store.proposals.staged():  # the night's proposal and its copies
             _demo_next_steps(Path(staged.dir) / "report.md", staged.id, root)
         store.close()
-    return {
-        "status": result.status,
-        "val_before": result.val_before,
-        "val_after": result.val_after,
-        "test_before": result.test_before,
-        "test_after": result.test_after,
-        "report": report,
-        "sandbox": str(root) if keep or report else "",
-        "proposal_id": result.proposal_id,
-        "home": str(root / "skillopt-home"),
+    return DemoResult(
+        status=result.status,
+        val_before=result.val_before,
+        val_after=result.val_after,
+        test_before=result.test_before,
+        test_after=result.test_after,
+        report=report,
+        sandbox=str(root) if keep or report else "",
+        proposal_id=result.proposal_id,
+        home=str(root / "skillopt-home"),
         #: the sandbox's HOME (its agents' folders and the trained memory file)
-        "user_home": str(home),
-    }
+        user_home=str(home),
+    )

@@ -317,6 +317,23 @@ class NightOutcome(_Model):
     result: NightResult | None = None
 
 
+class DemoResult(_Model):
+    """The demo's night in its sandbox: its status and scores, its ``report`` (``""``: no
+    proposal), the ``sandbox`` folder when it is kept (``""``: removed), the sandbox's
+    skillopt-sleep ``home`` and its ``user_home`` (the HOME its agents' folders are in)."""
+
+    status: NightStatus
+    val_before: float | None = None
+    val_after: float | None = None
+    test_before: float | None = None
+    test_after: float | None = None
+    report: str = ""
+    sandbox: str = ""
+    proposal_id: str | None = None
+    home: str
+    user_home: str
+
+
 # ---------------------------------------------------------------------------- proposals
 REPORT_SCHEMA_VERSION = 1
 
@@ -642,6 +659,23 @@ class DaemonNight(_Model):
     started_at: str | None = None
 
 
+class NextNight(_Model):
+    """When the daemon's next night is: ``at`` (now when ``pending``: a slot is due), its
+    schedule ``slot``, and what the due night is ``waiting`` for (``""``: nothing)."""
+
+    at: str
+    slot: str = ""
+    pending: bool = False
+    waiting: str = ""
+
+
+class DaemonError(_Model):
+    """The daemon's last error (a night it could not run), and when."""
+
+    at: str
+    message: str
+
+
 class DaemonStatus(_Model):
     """The background daemon's status. ``running`` False: no daemon (``error`` says why it
     could not be asked, if it runs but does not answer ``responding`` is False)."""
@@ -663,9 +697,9 @@ class DaemonStatus(_Model):
     config_changed: bool = False
     config_error: str | None = None
     schedule: str | None = None
-    next_night: dict[str, Any] | None = None
+    next_night: NextNight | None = None
     last_scheduled: dict[str, Any] | None = None
-    last_error: dict[str, Any] | None = None
+    last_error: DaemonError | None = None
     #: the dashboard's address when the daemon serves it (config ``ui.serve``)
     ui: str | None = None
 

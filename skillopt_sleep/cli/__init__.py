@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
@@ -25,6 +25,18 @@ from skillopt_sleep.cli.console import (
 from skillopt_sleep.cli.console import fmt_score as _fmt
 from skillopt_sleep.cli.console import state as _state
 from skillopt_sleep.errors import BadArgument, SkilloptError
+
+if TYPE_CHECKING:
+    from skillopt_sleep.mining.mine import MineReport
+    from skillopt_sleep.models import Check, Task
+    from skillopt_sleep.results import (
+        DaemonStatus,
+        HarvestView,
+        NightView,
+        PendingProposal,
+        Status,
+        WildCheck,
+    )
 
 app = typer.Typer(
     name="skillopt-sleep",
@@ -90,23 +102,22 @@ def harvest(as_json: bool = JsonOpt) -> None:
 
     with LiveProgress(as_json) as live:
         report = service().harvest(on_progress=live)
-    data = report.model_dump()
     if as_json:
-        print_json(data)
+        print_json(report.model_dump())
         return
     rows, notes = [], []
-    for name, acc in (data.get("sources") or {}).items():
-        skipped = {**acc.get("files_skipped", {}), **acc.get("sessions_filtered", {})}
+    for name, acc in report.sources.items():
+        skipped = {**acc.files_skipped, **acc.sessions_filtered}
         rows.append(
             [
                 name,
-                str(acc["files_seen"]),
-                str(acc["files_read"]),
-                str(acc["bytes_read"]),
-                str(acc["sessions_new"]),
-                str(acc["sessions_updated"]),
+                str(acc.files_seen),
+                str(acc.files_read),
+                str(acc.bytes_read),
+                str(acc.sessions_new),
+                str(acc.sessions_updated),
                 str(sum(skipped.values())) if skipped else "—",
-                "\n".join(acc.get("roots", [])),
+                "\n".join(acc.roots),
             ]
         )
         if skipped:  # the reasons below the table, whole words (a column broke them)
@@ -131,11 +142,10 @@ def tasks(
 
     with LiveProgress(as_json) as live:
         report = svc.mine(project, on_progress=live)
-    rows = [t.model_dump() for t in report.tasks]
     if as_json:
-        print_json(rows)
+        print_json([t.model_dump() for t in report.tasks])
         return
-    if not rows:
+    if not report.tasks:
         dropped = _dropped(report.dropped)
         out.print(
             f"no recurring or corrected task yet ({report.sessions_considered} sessions, "
@@ -146,40 +156,37 @@ def tasks(
             markup=False,
         )
         return
-    _print_tasks(_task_rows(rows, report.tasks))
-    for t in rows:
+    _print_tasks(_task_rows(report.tasks))
+    for t in report.tasks:
         _print_task_notes(t)
     _print_mining_notes(report)
 
 
-def _task_rows(rows: list[dict[str, Any]], tasks: list[Any]) -> list[list[str]]:
+def _task_rows(tasks: list[Task]) -> list[list[str]]:
     """A row per task: id, occurrences, checks (controls), context, intent."""
     from skillopt_sleep.mining.judges import context_state
     from skillopt_sleep.mining.mine import block_key
 
     # several projects: each intent says its project's folder (the same words asked in two
     # projects are two tasks), or "no project" (no folder, or an agent's own folder)
-    several = len({t["project"] for t in rows}) > 1
+    several = len({t.project for t in tasks}) > 1
     table_rows = []
-    for t, task in zip(rows, tasks, strict=True):
-        checks = ", ".join(check_line(c) for c in t["checks"])
+    for t in tasks:
+        checks = ", ".join(check_line(c) for c in t.checks)
         if not checks:
-            checks = "rubric" if t.get("rubric") else "none: not scored until a correction arrives"
-        demoted = "; ".join(check_line(c) for c in t.get("demoted") or [])
+            checks = "rubric" if t.rubric else "none: not scored until a correction arrives"
+        demoted = "; ".join(check_line(c) for c in t.demoted)
         if demoted:
             checks += f"; demoted to the rubric: {demoted}"
+        block = block_key(t.project)  # the project itself, or None: no project of the user's
         table_rows.append(
             [
-                t["id"],
+                t.id,
                 _occurrences(t),
                 checks,
-                context_state(task),
-                (
-                    f"[{Path(t['project']).name if block_key(t['project']) else 'no project'}] "
-                    if several
-                    else ""
-                )
-                + t["intent"].replace("\n", " ")[:70],
+                context_state(t),
+                (f"[{Path(block).name if block else 'no project'}] " if several else "")
+                + t.intent.replace("\n", " ")[:70],
             ]
         )
     return table_rows
@@ -204,31 +211,31 @@ def _print_tasks(table_rows: list[list[str]]) -> None:
             )
 
 
-def _print_task_notes(t: dict[str, Any]) -> None:
+def _print_task_notes(t: Task) -> None:
     """A task's withheld occurrences and the like tasks kept apart from it (those of other
     projects on one line when there are three or more)."""
     fitted = wrap_words  # a line of free text, wrapped to the terminal in whole words
-    for o in t["occurrences"]:
-        if o["note"]:
-            out.print(fitted(f"{t['id']}: an occurrence {o['note']}"), markup=False)
+    for o in t.occurrences:
+        if o.note:
+            out.print(fitted(f"{t.id}: an occurrence {o.note}"), markup=False)
     # a request asked in many projects: one line for the other projects' tasks, by id
-    elsewhere = [w for w in t["apart"] if w.endswith(_OTHER_PROJECT)]
+    elsewhere = [w for w in t.apart if w.endswith(_OTHER_PROJECT)]
     grouped = len(elsewhere) >= 3
-    for why in t["apart"]:
+    for why in t.apart:
         if not (grouped and why.endswith(_OTHER_PROJECT)):
-            out.print(fitted(f"{t['id']} kept apart from {why}"), markup=False)
+            out.print(fitted(f"{t.id} kept apart from {why}"), markup=False)
     if grouped:
         ids = ", ".join(w.split(" ", 1)[0] for w in elsewhere)
         out.print(
             fitted(
-                f"{t['id']} kept apart from {len(elsewhere)} like tasks of other projects "
+                f"{t.id} kept apart from {len(elsewhere)} like tasks of other projects "
                 f"({ids}){_OTHER_PROJECT} each"
             ),
             markup=False,
         )
 
 
-def _print_mining_notes(report: Any) -> None:
+def _print_mining_notes(report: MineReport) -> None:
     """The tasks asked once, those not distinct, what was not mined."""
     fitted = wrap_words
     if report.tasks_once:
@@ -247,26 +254,26 @@ def _print_mining_notes(report: Any) -> None:
         out.print(fitted(f"not mined: {_dropped(report.dropped)}"), markup=False)
 
 
-def _occurrences(task: dict[str, Any]) -> str:
+def _occurrences(task: Task) -> str:
     """``3: train 1, val 1, test 1`` (``unscored`` when the task is not scorable)."""
-    occs = task["occurrences"]
+    occs = task.occurrences
     if not occs:
-        return task["split"] or "-"
-    if not task["split"]:
+        return task.split or "-"
+    if not task.split:
         return f"{len(occs)}: unscored"
-    roles = Counter(o["split"] or "withheld" for o in occs)
+    roles: Counter[str] = Counter(o.split or "withheld" for o in occs)
     order = ("train", "val", "test", "withheld")
     return f"{len(occs)}: " + ", ".join(f"{r} {roles[r]}" for r in order if roles[r])
 
 
-def check_line(check: dict) -> str:
+def check_line(check: Check) -> str:
     """``kind 'value' [controls]`` of a check as ``tasks`` shows it: each control of the
     transcript (``neg``: fails the corrected answer, ``pos``: passes the accepted one,
     ``gaming``: its own words do not pass the task) with its result."""
-    head = check["kind"] + (f" {check['value']!r}" if check.get("value") else "")
-    if check.get("context"):
+    head = check.kind + (f" {check.value!r}" if check.value else "")
+    if check.context:
         head += " (needs context)"
-    controls = check.get("controls") or {}
+    controls = check.controls
     names = {"negative": "neg", "positive": "pos", "anti_gaming": "gaming"}
     shown = " ".join(f"{names.get(k, k)} {v}" for k, v in controls.items())
     return f"{head} [{shown}]" if shown else head
@@ -322,9 +329,9 @@ def proposals_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """List staged proposals."""
-    rows = [p.model_dump() for p in service().proposals(None if all_ else "staged")]
+    rows = service().proposals(None if all_ else "staged")
     if as_json:
-        print_json(rows)
+        print_json([p.model_dump() for p in rows])
         return
     if not rows:
         out.print("no proposals" + ("" if all_ else " staged (see --all)"))
@@ -332,21 +339,21 @@ def proposals_cmd(
     headers = ["id", "status", "created", "val", "test", "target"]
     cells = [
         [
-            r["id"],
-            r["status"],
-            (r["created_at"] or "")[5:16].replace("T", " "),  # MM-DD HH:MM (UTC)
-            f"{_short(r['val_before'])}→{_short(r['val_after'])}",
-            f"{_short(r['test_before'])}→{_short(r['test_after'])}",
-            r["target_path"],
+            r.id,
+            r.status,
+            (r.created_at or "")[5:16].replace("T", " "),  # MM-DD HH:MM (UTC)
+            f"{_short(r.val_before)}→{_short(r.val_after)}",
+            f"{_short(r.test_before)}→{_short(r.test_after)}",
+            r.target_path,
         ]
         for r in rows
     ]
-    if any(r["block"] for r in rows):  # a shared memory file: which project's block each writes
+    if any(r.block for r in rows):  # a shared memory file: which project's block each writes
         from pathlib import PurePath
 
         headers.insert(5, "block")
         for row, r in zip(cells, rows, strict=True):
-            row.insert(5, PurePath(r["block"]).name if r["block"] else "(all)")
+            row.insert(5, PurePath(r.block).name if r.block else "(all)")
     out.print(fitted_table(headers, cells, path=len(headers) - 1))
 
 
@@ -526,14 +533,13 @@ def status(as_json: bool = JsonOpt) -> None:
         if config_error:
             raise typer.Exit(1)
         return
-    data = st.model_dump(mode="json")
-    _print_daemon(data.get("daemon") or {})
+    _print_daemon(st.daemon)
     say = _Say()
-    _say_store(say, data)
-    _say_last_night(say, data["last_night"])
-    _say_pending(say, data, st.notice)
+    _say_store(say, st)
+    _say_last_night(say, st.last_night)
+    _say_pending(say, st.pending_proposals, st.notice)
     _say_in_the_wild(say, st.in_the_wild)
-    _say_harvest(say, data["harvest"])
+    _say_harvest(say, st.harvest)
     if config_error:
         err.print(f"error: {config_error}", markup=False)
         raise typer.Exit(1)
@@ -555,54 +561,49 @@ class _Say:
         out.print(wrap_words(line, "  " if not line.startswith("  ") else "    "), markup=False)
 
 
-def _say_store(say: _Say, data: dict[str, Any]) -> None:
-    c = data["counts"]
+def _say_store(say: _Say, st: Status) -> None:
+    c = st.counts
     say(
-        f"store: {say.path(data['database'])} ({c['sessions']} sessions, {c['messages']} "
-        f"messages, {c['tasks']} tasks)"
-        + (
-            f"; {c['headless']} headless sessions (claude -p, codex exec, ...)"
-            if c["headless"]
-            else ""
-        )
+        f"store: {say.path(st.database)} ({c.sessions} sessions, {c.messages} "
+        f"messages, {c.tasks} tasks)"
+        + (f"; {c.headless} headless sessions (claude -p, codex exec, ...)" if c.headless else "")
     )
 
 
-def _say_last_night(say: _Say, n: dict[str, Any] | None) -> None:
+def _say_last_night(say: _Say, n: NightView | None) -> None:
     from skillopt_sleep.results import night_label
 
     if not n:
         say("last night: none yet (run `skillopt-sleep run`)")
         return
     say(
-        f"last night: #{night_label(n['id'])} {n['status']} at {n['started_at']}"
-        f" — val {_fmt(n['val_before'])} -> {_fmt(n['val_after'])},"
-        f" test {_fmt(n['test_before'])} -> {_fmt(n['test_after'])}, calls {_fmt(n['calls'])}"
+        f"last night: #{night_label(n.id)} {n.status} at {n.started_at}"
+        f" — val {_fmt(n.val_before)} -> {_fmt(n.val_after)},"
+        f" test {_fmt(n.test_before)} -> {_fmt(n.test_after)}, calls {_fmt(n.calls)}"
     )
-    if n["error"]:
-        say(f"  error: {n['error']}")
-    elif (n.get("summary") or {}).get("reason"):
-        say(f"  {n['summary']['reason']}")
-    dropped = (n.get("summary") or {}).get("dropped") or {}
-    if dropped:
-        say(f"  not mined: {_dropped(dropped)}")
+    if n.error:
+        say(f"  error: {n.error}")
+    elif n.summary.reason:
+        say(f"  {n.summary.reason}")
+    if n.summary.dropped:
+        say(f"  not mined: {_dropped(n.summary.dropped)}")
 
 
-def _say_pending(say: _Say, data: dict[str, Any], notice: str | None) -> None:
+def _say_pending(say: _Say, pending: list[PendingProposal], notice: str | None) -> None:
     """The staged proposals, and the notice of one nobody reviewed (its paths shortened)."""
-    for p in data["pending_proposals"]:
+    for p in pending:
         say(
-            f"pending proposal {p['id']} for {say.path(p['target'])} (val "
-            f"{_fmt(p['val_before'])} -> {_fmt(p['val_after'])})"
-            + ("" if p.get("seen") else ", not yet reviewed")
+            f"pending proposal {p.id} for {say.path(p.target)} (val "
+            f"{_fmt(p.val_before)} -> {_fmt(p.val_after)})"
+            + ("" if p.seen else ", not yet reviewed")
         )
     if notice:
-        for p in data["pending_proposals"]:
-            notice = notice.replace(str(p["target"]), say.path(p["target"]))
+        for p in pending:
+            notice = notice.replace(p.target, say.path(p.target))
         say(f"notice: {notice}")
 
 
-def _say_in_the_wild(say: _Say, wild: list[Any]) -> None:
+def _say_in_the_wild(say: _Say, wild: list[WildCheck]) -> None:
     for w in wild:
         rate = f"{w.pass_rate:.0%}" if w.pass_rate is not None else "—"
         before = f"{w.before_pass_rate:.0%}" if w.before_pass_rate is not None else "—"
@@ -617,18 +618,18 @@ def _say_in_the_wild(say: _Say, wild: list[Any]) -> None:
             say(f"  warning: {w.flag}")
 
 
-def _say_harvest(say: _Say, harvest: dict[str, Any]) -> None:
+def _say_harvest(say: _Say, harvest: dict[str, HarvestView]) -> None:
     from skillopt_sleep.results import unreadable_lines
 
     for name, h in harvest.items():
         # what a parser leaves out by design is no problem: only unreadable lines are said
-        bad = unreadable_lines(h["lines_skipped"])
+        bad = unreadable_lines(h.lines_skipped)
         say(
-            f"harvest {name}: {h['files_seen']} files, {h['sessions_new']} new / "
-            f"{h['sessions_updated']} updated sessions at {h['at']}"
+            f"harvest {name}: {h.files_seen} files, {h.sessions_new} new / "
+            f"{h.sessions_updated} updated sessions at {h.at}"
             + (
-                f"; {_count(h['files_skipped'], 'file')} skipped ({_counts(h['files_skipped'])})"
-                if h["files_skipped"]
+                f"; {_count(h.files_skipped, 'file')} skipped ({_counts(h.files_skipped)})"
+                if h.files_skipped
                 else ""
             )
             + (f"; {_count(bad, 'unreadable log line')} skipped ({_counts(bad)})" if bad else "")
@@ -672,61 +673,54 @@ def _counts(counts: Any) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _print_daemon(d: dict[str, Any]) -> None:
-    if not d.get("running"):
+def _print_daemon(d: DaemonStatus) -> None:
+    if not d.running:
         out.print("daemon: not running (start it with `skillopt-sleep start`)")
         return
-    if d.get("responding") is False:
-        out.print(f"daemon: running (pid {d.get('pid')}) but not answering")
+    if d.responding is False:
+        out.print(f"daemon: running (pid {d.pid}) but not answering")
         return
-    out.print(f"daemon: running (pid {d['pid']}), up {int(d.get('uptime_seconds') or 0)}s")
-    for w in d.get("watched") or []:
+    out.print(f"daemon: running (pid {d.pid}), up {int(d.uptime_seconds or 0)}s")
+    for w in d.watched:
         extra = (
-            f" via {w['watching']}"
-            if w["state"] == "waiting"
-            else (f": {w['error']}" if w["error"] else "")
+            f" via {w.watching}" if w.state == "waiting" else (f": {w.error}" if w.error else "")
         )
         from skillopt_sleep.cli.console import shorten_middle
 
-        root = shorten_middle(str(w["root"]), max(24, out.width // 2))
+        root = shorten_middle(w.root, max(24, out.width // 2))
         out.print(
-            f"  {w['source']}: {root} [{w['state']}{extra}] {w.get('files', 0)} files, "
-            f"{w.get('sessions', 0)} sessions",
+            f"  {w.source}: {root} [{w.state}{extra}] {w.files} files, {w.sessions} sessions",
             markup=False,
         )
-    li = d.get("last_ingest") or {}
+    li = d.last_ingest  # the daemon's record of its last pass, as it keeps it (keys vary)
     if li:
         out.print(
             f"  last ingest: {li.get('at')} ({li.get('files', 0)} files, "
             f"{li.get('sessions_new', 0)} new / {li.get('sessions_updated', 0)} updated sessions)"
         )
-    night = d.get("night") or {}
-    if night.get("running"):
-        out.print(
-            f"  night running: {night.get('trigger')} since {night.get('started_at')} (pid {night.get('pid')})"
-        )
-    if d.get("ui"):
-        out.print(f"  dashboard: {d['ui']} (`skillopt-sleep ui` prints it with its token)")
-    nxt = d.get("next_night") or {}
+    night = d.night
+    if night.running:
+        out.print(f"  night running: {night.trigger} since {night.started_at} (pid {night.pid})")
+    if d.ui:
+        out.print(f"  dashboard: {d.ui} (`skillopt-sleep ui` prints it with its token)")
+    nxt = d.next_night
     if nxt:
-        when = "now (due)" if nxt.get("pending") else nxt.get("at")
-        out.print(f"  next night: {when}" + (f" — {nxt['waiting']}" if nxt.get("waiting") else ""))
-    if d.get("config_error"):
+        when = "now (due)" if nxt.pending else nxt.at
+        out.print(f"  next night: {when}" + (f" — {nxt.waiting}" if nxt.waiting else ""))
+    if d.config_error:
         out.print(
-            f"  config {d.get('config')} changed since the daemon started and no longer "
-            f"loads — the next night will fail: {d['config_error']}",
+            f"  config {d.config} changed since the daemon started and no longer "
+            f"loads — the next night will fail: {d.config_error}",
             markup=False,
         )
-    elif d.get("config_changed"):
+    elif d.config_changed:
         out.print(
-            f"  config {d.get('config')} changed since the daemon started: nights use it, the "
+            f"  config {d.config} changed since the daemon started: nights use it, the "
             "schedule and watched folders after a restart (`skillopt-sleep stop`, then `start`)",
             markup=False,
         )
-    if d.get("last_error"):
-        out.print(
-            f"  daemon error: {d['last_error']['message']} at {d['last_error']['at']}", markup=False
-        )
+    if d.last_error:
+        out.print(f"  daemon error: {d.last_error.message} at {d.last_error.at}", markup=False)
 
 
 @app.command()
@@ -745,23 +739,23 @@ def demo(
     with signals_interrupt(), LiveProgress(as_json) as live:
         result = service().demo(keep, None, on_progress=live)
     if as_json:
-        print_json(result)
+        print_json(result.model_dump(mode="json"))
         return
     out.print(
-        f"demo night: {result['status']}; val {_fmt(result['val_before'])} -> {_fmt(result['val_after'])}, "
-        f"test {_fmt(result['test_before'])} -> {_fmt(result['test_after'])}"
+        f"demo night: {result.status}; val {_fmt(result.val_before)} -> {_fmt(result.val_after)}, "
+        f"test {_fmt(result.test_before)} -> {_fmt(result.test_after)}"
     )
-    out.print(f"report: {result['report']}")
-    if result.get("sandbox"):
-        out.print(f"sandbox: {result['sandbox']}")
-    if result.get("proposal_id"):
+    out.print(f"report: {result.report}")
+    if result.sandbox:
+        out.print(f"sandbox: {result.sandbox}")
+    if result.proposal_id:
         import shlex
 
         # the environment the demo's night ran with: pasted, it works in the sandbox
         out.print(
-            f"look around: HOME={shlex.quote(result['user_home'])} "
-            f"SKILLOPT_SLEEP_HOME={shlex.quote(result['home'])} "
-            f"skillopt-sleep show {result['proposal_id']}",
+            f"look around: HOME={shlex.quote(result.user_home)} "
+            f"SKILLOPT_SLEEP_HOME={shlex.quote(result.home)} "
+            f"skillopt-sleep show {result.proposal_id}",
             markup=False,
         )
     out.print(

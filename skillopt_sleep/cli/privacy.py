@@ -56,19 +56,20 @@ def register(app: typer.Typer) -> None:
 
         rows = service().outbox(limit=limit)
         if as_json:
-            print_json(rows)
+            print_json([r.as_dict() for r in rows])
             return
         if not rows:
             out.print("no outbound model calls recorded yet")
             return
         for r in rows:
-            at = str(r["at"] or "")[:19].replace("T", " ")  # UTC, to the second
-            call = f"{at}  {r['role']}/{r['purpose']}  {r['status']}"
-            where = f"{r['backend']} {r['model']}" + (f" @{r['endpoint']}" if r["endpoint"] else "")
-            sizes = f"sent {r['chars']} chars, got {r['response_chars']}"
-            line = f"{call}  {where}  {sizes}  sha256 {r['sha256'][:12]}"
+            at = str(r.at or "")[:19].replace("T", " ")  # UTC, to the second
+            call = f"{at}  {r.role}/{r.purpose}  {r.status}"
+            where = f"{r.backend} {r.model}" + (f" @{r.endpoint}" if r.endpoint else "")
+            sizes = f"sent {r.chars} chars, got {r.response_chars}"
+            sha = (r.sha256 or "")[:12]
+            line = f"{call}  {where}  {sizes}  sha256 {sha}"
             if len(line) > out.width:  # a narrow terminal: the call, then where and what
-                line = f"{call}  {sizes}\n    {where}  sha256 {r['sha256'][:12]}"
+                line = f"{call}  {sizes}\n    {where}  sha256 {sha}"
             out.print(line, markup=False)
-            if prompts and r["prompt"]:
-                out.print("    " + r["prompt"].replace("\n", "\n    "), markup=False)
+            if prompts and r.prompt:
+                out.print("    " + r.prompt.replace("\n", "\n    "), markup=False)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from skillopt_sleep.service.onboarding import SourcesReport
+    from skillopt_sleep.sources.discovery import SourceStatus
 
 
 def register(app: typer.Typer) -> None:
@@ -46,7 +50,7 @@ def sources_cmd(
     _say_enabled(found, enable_found)
 
 
-def _table(statuses: list[Any]) -> Any:
+def _table(statuses: list[SourceStatus]) -> Any:
     """A row per agent: source, its agent (where there is room), on, root, files, bytes,
     status."""
     from skillopt_sleep.agents import get_agent
@@ -57,9 +61,7 @@ def _table(statuses: list[Any]) -> Any:
     labels = out.width >= 100
     rows = []
     for s in statuses:
-        root = next(
-            (r["path"] for r in s.roots if r["exists"]), s.roots[0]["path"] if s.roots else "—"
-        )
+        root = next((r.path for r in s.roots if r.exists), s.roots[0].path if s.roots else "—")
         label = [get_agent(s.agent).label if s.agent else ""] if labels else []
         rows.append(
             [
@@ -77,7 +79,7 @@ def _table(statuses: list[Any]) -> Any:
     return fitted_table((*headers, "status"), rows, path=path, wrap=(len(headers),))
 
 
-def _say_enabled(found: Any, enable_found: bool) -> None:
+def _say_enabled(found: SourcesReport, enable_found: bool) -> None:
     """What the config file now enables (the daemon to restart), and what it does not yet."""
     from skillopt_sleep.cli.console import out, service
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from skillopt_sleep import paths
 from skillopt_sleep.config import load_settings
-from skillopt_sleep.results import OnProgress
+from skillopt_sleep.results import DemoResult, OnProgress
 from skillopt_sleep.service.core import Core, Progress
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ class OnboardingService:
 
     def demo(
         self, keep: Path | None, say: Progress | None, on_progress: OnProgress | None = None
-    ) -> dict[str, Any]:
+    ) -> DemoResult:
         """One whole night in a sandbox against the bundled simulator (:mod:`.demo`)."""
         from skillopt_sleep.demo import run_demo
 

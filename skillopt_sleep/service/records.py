@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from skillopt_sleep.mining.mine import MineReport
     from skillopt_sleep.results import ForgetResult
     from skillopt_sleep.sources.ingest import HarvestReport
+    from skillopt_sleep.store.outbox import OutboxRow
 
 
 class RecordsService:
@@ -64,7 +66,7 @@ class RecordsService:
         with self.core.use(check=True) as store:
             return forget(store, project=project, session=session, before=before, dry_run=dry_run)
 
-    def outbox(self, limit: int = 50) -> list[dict[str, Any]]:
+    def outbox(self, limit: int = 50) -> list[OutboxRow]:
         """The last ``limit`` outbound model calls, newest first (texts past
         ``privacy.outbox_days`` are emptied first)."""
         days = self.core.settings().privacy.outbox_days
@@ -73,7 +75,7 @@ class RecordsService:
                 store.outbox.expire(days)
             cutoff = store.outbox.cutoff(days)  # read-only: expired texts are not shown
             return [
-                r.as_dict() | {"prompt": ""} if str(r.at or "") < cutoff else r.as_dict()
+                dataclasses.replace(r, prompt="") if str(r.at or "") < cutoff else r
                 for r in store.outbox.recent(limit)
             ]
 

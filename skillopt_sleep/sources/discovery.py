@@ -48,6 +48,14 @@ STATUS_OK = "ok"
 STATUS_UNRECOGNISED = "unrecognised format"
 
 
+@dataclass(frozen=True)
+class SourceRoot:
+    """A folder (or file) a source's logs are looked for in, and whether it is there."""
+
+    path: str
+    exists: bool
+
+
 @dataclass
 class SourceStatus:
     """One agent on this machine. ``sessions`` counts session files (a database counts its
@@ -56,7 +64,7 @@ class SourceStatus:
     name: str
     enabled: bool
     configured: bool  # the config file names this source
-    roots: list[dict] = field(default_factory=list)  # [{"path", "exists"}]
+    roots: list[SourceRoot] = field(default_factory=list)
     found: bool = False  # some root exists
     files: int = 0
     sessions: int = 0
@@ -113,7 +121,7 @@ def source_status(
     seen: set[str] = set()
     for root in roots:
         exists = root.exists()
-        st.roots.append({"path": str(root), "exists": exists})
+        st.roots.append(SourceRoot(str(root), exists))
         st.found = st.found or exists
         if not exists:
             continue

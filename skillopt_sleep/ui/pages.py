@@ -61,10 +61,10 @@ def _harvest_rows(st: Any, enabled: set[str]) -> list[list[Any]]:
 def _daemon(d: Any, schedule: str | None, night_running: bool) -> list[tuple[str, Any]]:
     """The daemon's card: what it runs and when (or that it does not run, or not answer)."""
     if d.running and d.responding is not False:
-        nxt = d.next_night or {}
-        when = "now (due)" if nxt.get("pending") else (nxt.get("at") or "—")
-        if nxt.get("waiting"):
-            when += f" — {nxt['waiting']}"
+        nxt = d.next_night
+        when = "now (due)" if nxt and nxt.pending else ((nxt.at if nxt else "") or "—")
+        if nxt and nxt.waiting:
+            when += f" — {nxt.waiting}"
         return [
             ("daemon", f"running (pid {d.pid}), up {int(d.uptime_seconds or 0)} s"),
             ("schedule", d.schedule or "—"),

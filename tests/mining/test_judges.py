@@ -181,7 +181,7 @@ def test_tasks_shows_each_checks_control_results(tmp_path: Path, isolated_home: 
     rows = runner.invoke(app, ["tasks", "--json"])
     (row,) = json.loads(rows.stdout)  # stderr carries the JSON-lines progress
     assert [c["controls"] for c in row["checks"]] == [ALL_PASS, ALL_PASS]
-    assert [check_line(c) for c in row["checks"]] == [
+    assert [check_line(Check.model_validate(c)) for c in row["checks"]] == [
         "imperative [neg pass pos pass gaming pass]",
         "max_chars '50' [neg pass pos pass gaming pass]",
     ]
