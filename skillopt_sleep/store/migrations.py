@@ -589,4 +589,3 @@ def m013_night_seq(db: Database) -> None:
             "(coalesce(o.finished_at, '9999') = coalesce(nights.finished_at, '9999') and "
             "abs(o.id) <= abs(nights.id)))))"
         )
-

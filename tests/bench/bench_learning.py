@@ -126,8 +126,19 @@ def run_persona(
     repeat: dict[str, Any] = {}
     with sim_serve(persona) as sim:
         backend = api_backend(sim.url, 1)
+        # the val gate of a deterministic target (gate_samples = 1, no noise probe): the
+        # persona's later samples are the dream rollouts' habit answers, which the noise-aware
+        # gate rightly calls chance on one val occurrence; the noise gate is measured by
+        # tests/bench/sleep_bench.py and tests/night/test_noise_gate.py
         settings = night_settings(
-            home, project, target, sim.url, target=backend, optimizer=backend, **(dream or {})
+            home,
+            project,
+            target,
+            sim.url,
+            target=backend,
+            optimizer=backend,
+            gate_samples=1,
+            **(dream or {}),
         )
         for k in range(nights):
             sessions = write_day(home, project, k, base)

@@ -76,6 +76,9 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
                 # one edit is all this test needs, the derived pnpm rule (the persona proposes
                 # it first): each further edit is one more gate of real-CLI replays
                 "edit_budget": 1,
+                # no noise probe (one more val replay through the CLI; the probe through real
+                # CLIs is in test_night_real_clis.py's claude and copilot nights)
+                "gate_samples": 1,
                 # this agent's sources at their default places in the sandbox HOME, where its
                 # CLI wrote the sessions (the default sources stay on: no one else wrote any)
                 "sources": {source: {} for source in agents.get_agent(agent).sources},

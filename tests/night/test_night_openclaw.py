@@ -60,6 +60,9 @@ def test_night_target_openclaw(tmp_path: Path, isolated_home: Path) -> None:
             # two edits are all this test needs, the derived pnpm rule and the harmful one
             # (the persona's order): a third would be one more gate of OpenClaw replays
             edit_budget=2,
+            # a quiet target's noise probe is one more val replay through OpenClaw (10-20 s a
+            # turn); the probe through real CLIs is in test_night_real_clis.py
+            gate_samples=1,
         )
         result = run_night(store, settings)
         assert result.status == "succeeded", (result.summary, result.error)

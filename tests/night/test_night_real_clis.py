@@ -124,6 +124,11 @@ def test_night_target_claude_optimizer_codex(world):
         )
         result = run_night(store, settings)
         check_night(store, result, target, "claude_code")
+        # the noise probe (gate_samples = 3, the default) replayed val under a placebo through
+        # the real CLI too; the simulator answers alike, so that one replay was its whole cost
+        phases = [r["phase"] for r in db_rows(store, "rollouts", "night_id = ?", [result.night_id])]
+        assert "val noise probe placebo 1" in phases and "val baseline sample 1" not in phases
+        assert result.summary.noise is None  # quiet: nothing to report
         endpoints = sim.stats.by_endpoint
         assert endpoints["/messages"] > 0 and endpoints["/responses"] > 0  # both CLIs ran
 
@@ -175,6 +180,11 @@ def test_night_target_opencode_and_pi(world, name, binary):
             target,
             backend(name, sim.url + "/v1"),
             backend("codex", sim.url + "/v1"),
+            # two edits are all check_night needs, the derived pnpm rule and the harmful one
+            # (the persona's order), and no noise probe: each is one more val replay through
+            # OpenCode's or Pi's slower turns (the claude and copilot nights above run both)
+            edit_budget=2,
+            gate_samples=1,
         )
         result = run_night(store, settings)
         check_night(store, result, target, name)
@@ -444,6 +454,7 @@ def test_skill_mode_night_through_opencode_and_pi(
         # one edit is all this test needs, the derived pnpm rule (the persona proposes it
         # first): each further edit is one more gate of real-CLI replays
         base["edit_budget"] = 1
+        base["gate_samples"] = 1  # no noise probe: one more val replay through the CLI
         settings = load_settings(
             Path("/nonexistent/config.toml"),
             **{**base, "document": {"kind": "managed_skill", "agent": name}},

@@ -86,6 +86,8 @@ def test_openclaw_sessions_train_its_workspace_agents_md_and_the_adopted_rule_re
                 # one edit is all this test needs, the derived pnpm rule (the persona proposes
                 # it first): each further edit is one more gate of real-CLI replays
                 "edit_budget": 1,
+                # no noise probe: one more val replay through OpenClaw's slow turns
+                "gate_samples": 1,
                 "sources": {"openclaw": {}},
                 # `openclaw agent` turns are headless (docs/sources.md): this test stands in
                 # for the user's own sessions
