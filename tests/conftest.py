@@ -81,7 +81,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 #: the test files whose tests take 20 s to 2 min each, longest first (``--durations``)
 LONGEST = (
     "tests/night/test_openclaw_deployed.py",
-    "tests/night/test_night_openclaw.py",
     "tests/night/test_certified_deployed.py",
     "tests/night/test_night_real_clis.py",
     "tests/install/test_agent_clis.py",

@@ -3,13 +3,15 @@ against the simulator on loopback: the user works with ``openclaw agent --local`
 HOME (each recurring task in a session of its own, a correction as the next turn of the session
 it corrects); the ``openclaw`` source harvests the SQLite transcripts the CLI wrote; the night
 mines them and trains OpenClaw's memory file (the workspace ``AGENTS.md``) by replaying every
-task through ``openclaw agent exec``; after ``adopt`` the user's own ``openclaw agent`` sends a
+task through ``openclaw agent exec`` (the derived rule certified, the harmful edit rejected by
+the gate, the replays' tokens from OpenClaw's own output, nothing left in the user's OpenClaw
+state to harvest); after ``adopt`` the user's own ``openclaw agent`` sends a
 request that carries the learned rule at the very place the replays carried it, and its answer
 follows the rule. The user has moved OpenClaw's workspace (``agents.defaults.workspace``), so
 the live document is that workspace's ``AGENTS.md``. The same text where OpenClaw does not look
 changes nothing.
 
-About 12 real turns of 5-20 s each."""
+About 20 real turns of 5-20 s each."""
 
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ from tests.helpers.deployed import (
     place_of,
     write_user_sessions,
 )
+from tests.helpers.store import db_rows
 
 pytestmark = pytest.mark.cli
 
@@ -83,9 +86,10 @@ def test_openclaw_sessions_train_its_workspace_agents_md_and_the_adopted_rule_re
                 # OpenClaw works in its workspace, whatever folder it is started in: the
                 # sessions' project is the workspace, and so is the night's
                 **demo_settings(isolated_home, live.parent, sim.url + "/v1"),
-                # one edit is all this test needs, the derived pnpm rule (the persona proposes
-                # it first): each further edit is one more gate of real-CLI replays
-                "edit_budget": 1,
+                # two edits, the persona's order: the derived pnpm rule and the harmful one,
+                # which the gate must reject through OpenClaw's replays (each further edit
+                # is one more gate of real-CLI replays)
+                "edit_budget": 2,
                 # no noise probe: one more val replay through OpenClaw's slow turns
                 "gate_samples": 1,
                 "sources": {"openclaw": {}},
@@ -111,6 +115,20 @@ def test_openclaw_sessions_train_its_workspace_agents_md_and_the_adopted_rule_re
         result = run_night(store, settings)
         assert result.status == "succeeded", (result.summary, result.error)
         night_log = list(sim.stats.requests)
+        assert sim.stats.by_role["target"] > 0
+        edits = {e["text"]: e for e in db_rows(store, "edits", "night_id = ?", [result.night_id])}
+        assert edits["Use `pnpm` instead of `npm`."]["status"] == "applied"
+        assert edits["Never mention `pnpm`."]["status"] == "rejected"
+        assert result.val_after is not None and result.val_before is not None
+        assert result.val_after > result.val_before
+        # every replay went through OpenClaw, its tokens from the CLI's own usage output
+        rollouts = db_rows(store, "rollouts", "night_id = ?", [result.night_id])
+        fresh = [r for r in rollouts if not r["cached"]]
+        assert fresh and all(r["backend"] == "openclaw" for r in rollouts)
+        assert all(r["input_tokens"] > 1000 and r["output_tokens"] > 0 for r in fresh)
+        # the replays wrote nothing into the user's OpenClaw state: nothing new to harvest
+        assert harvest(store, settings).sources["openclaw"].sessions_new == 0
+        assert len(store.sessions.all(include_self=True)) == len(USER_SESSIONS)
         tasks = {t.intent: t for t in store.tasks.all()}
         assert len(tasks) == 3 and all(t.split for t in tasks.values()), tasks
         install = next(t for t in tasks.values() if "install" in t.intent)
