@@ -33,6 +33,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("cli") is not None:
             item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("realmodel") is not None:
+            # the report carries it to the controller (keywords hold node names too)
+            item.user_properties.append(("kind", "realmodel"))
 
     def order(item: pytest.Item) -> tuple[int, int]:
         path = item.nodeid.split("::")[0]
@@ -56,7 +59,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Note when each kind's last test ended (under xdist the controller sees every report)."""
     if report.when == "teardown":
-        kind = "realmodel" if "realmodel" in report.keywords else "rest"
+        real = any(tuple(p) == ("kind", "realmodel") for p in report.user_properties)
+        kind = "realmodel" if real else "rest"
         _CLOCK[kind] = max(_CLOCK.get(kind, 0.0), report.stop)
 
 

@@ -566,6 +566,13 @@ class Scoring:
         self.calls = self._cost.calls
         return {tid: sc.score for tid, sc in got.items()}
 
+    def samples(self, items: list[Any], text: str, n: int) -> dict[str, list[float]]:
+        """Each item's score at samples 0..n-1 under ``text`` (the sample index is the
+        request's ``x-skillopt-sample``: the real model's seed for it)."""
+        runs = self._replayer.run_many([(items, text)] * n, samples=list(range(n)))
+        self.calls = self._cost.calls
+        return {t.id: [run[t.id].score for run in runs] for t in items}
+
 
 def probe_tasks(user: User) -> list[Any]:
     from skillopt_sleep.models import Check, Task
@@ -773,6 +780,10 @@ def run_user_seed(
                     "status": str(result.status),
                     "adopted": adopted,
                     "night_test": [result.test_before, result.test_after],
+                    # why the night ended as it did, and why its gate could not decide
+                    "reason": result.summary.reason or result.error or None,
+                    "undecided": result.summary.undecided,
+                    "noise": result.summary.noise.model_dump() if result.summary.noise else None,
                     "night_seconds": round(time.perf_counter() - t0, 3),
                 },
             )
@@ -790,6 +801,14 @@ def run_user_seed(
 # ------------------------------------------------------------------------------ numbers
 def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else 0.0
+
+
+def _night_said(arm: dict[str, Any]) -> str:
+    """How an arm's night ended, in a few words ("" for an arm without a night)."""
+    if "status" not in arm:
+        return ""
+    why = arm.get("undecided") or arm.get("reason") or ""
+    return f"{arm['status']}: {why}" if why else str(arm["status"])
 
 
 def summarise(runs: list[Run], seeds: list[int]) -> dict[str, Any]:
@@ -826,6 +845,7 @@ def summarise(runs: list[Run], seeds: list[int]) -> dict[str, Any]:
                     "calls": calls,
                     "worse": worse,
                     "rules": {r.user: r.arms[arm]["rules"] for r in mine},
+                    "nights": {r.user: _night_said(r.arms[arm]) for r in mine},
                 }
             )
         hs = [p["heldout"] for p in per_seed]
@@ -987,8 +1007,8 @@ def render_docs(res: dict[str, Any]) -> str:
         "Each seed's documents (the rules each arm ended with) and the items they made worse "
         "than no document (a held-out occurrence by its words, a probe by its key):",
         "",
-        "| seed (optimizer order) | arm | user | rules | made worse |",
-        "|---|---|---|---|---|",
+        "| seed (optimizer order) | arm | user | rules | made worse | the night |",
+        "|---|---|---|---|---|---|",
     ]
     for arm in ARMS[1:]:
         for p in res["arms"][arm]["per_seed"]:
@@ -998,6 +1018,8 @@ def render_docs(res: dict[str, Any]) -> str:
                     + (" ".join(rules) or "—")
                     + " | "
                     + ("; ".join(p["worse"][user]) or "—")
+                    + " | "
+                    + (p.get("nights", {}).get(user) or "—").replace("|", "/")
                     + " |"
                 )
     lines += ["", "Where the full night does not beat another arm (computed from the table):", ""]

@@ -85,6 +85,9 @@ def test_a_quick_run_prints_the_arms_and_the_night_learns_what_no_document_canno
     s0 = night["per_seed"][0]
     assert s0["heldout"] == 1.0
     assert s0["worse"] == {"maya": [], "ravi": ["probe:upgrade-pip"]}
+    # each night's ending is recorded with the seed (an arm without a night says nothing)
+    assert all(said.startswith("succeeded") for said in s0["nights"].values()), s0["nights"]
+    assert none["per_seed"][0]["nights"] == {"maya": "", "ravi": ""}
     # one-shot takes the careless rule the optimizer offers, and the publish probe breaks
     s1 = one["per_seed"][1]
     assert "Never mention `npm`." in s1["rules"]["maya"]

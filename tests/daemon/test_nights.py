@@ -239,11 +239,20 @@ def test_mcp_run_night_goes_to_the_daemon_only_with_the_same_config(
                 await s.initialize()
                 res = await s.call_tool("run_night", {})
                 assert not res.is_error, res.content[0].text
-                return res.structured_content
+                started = res.structured_content
+                # as an agent does: poll get_night while the session (and with it a night
+                # run in the server's own process) lives
+                with anyio.fail_after(120):
+                    while True:
+                        got = await s.call_tool("get_night", {"id": started["night_id"]})
+                        assert not got.is_error, got.content[0].text
+                        if not got.structured_content["running"]:
+                            return started
+                        await anyio.sleep(0.2)
 
     started = anyio.run(body)
     assert started["via"] == ("daemon" if same_config else "in-process")
-    wait_for(lambda: _nights() and _nights()[0][1] != "running", 120, what="the night to finish")
+    wait_for(lambda: _nights() and _nights()[0][1] != "running", 30, what="the night's row")
     [(nid, status, trigger, _)] = _nights()
     assert nid == started["night_id"] and status == "succeeded" and trigger == "mcp"
     if same_config:  # the daemon records the worker's result once it has exited

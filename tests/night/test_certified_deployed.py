@@ -27,6 +27,7 @@ from skillopt_sleep.night.run import run_night
 from skillopt_sleep.proposals import adopt
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.simulator.persona import persona_from_dict
+from skillopt_sleep.sources.ingest import harvest
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
 from tests.helpers.cli_run import skillopt_in_process
@@ -41,6 +42,7 @@ from tests.helpers.deployed import (
     place_of,
     write_user_sessions,
 )
+from tests.helpers.store import db_rows
 
 pytestmark = pytest.mark.cli
 
@@ -73,9 +75,10 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
             Path("/nonexistent/config.toml"),
             **{
                 **demo_settings(isolated_home, project, sim.url + "/v1"),
-                # one edit is all this test needs, the derived pnpm rule (the persona proposes
-                # it first): each further edit is one more gate of real-CLI replays
-                "edit_budget": 1,
+                # two edits, the persona's order: the derived pnpm rule and the harmful one,
+                # which the gate must reject through this CLI's replays (each further edit is
+                # one more gate of real-CLI replays)
+                "edit_budget": 2,
                 # no noise probe (one more val replay through the CLI; the probe through real
                 # CLIs is in test_night_real_clis.py's claude and copilot nights)
                 "gate_samples": 1,
@@ -94,6 +97,19 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
         result = run_night(store, settings)
         assert result.status == "succeeded", (result.summary, result.error)
         night_log = list(sim.stats.requests)
+        edits = {e["text"]: e for e in db_rows(store, "edits", "night_id = ?", [result.night_id])}
+        assert edits["Use `pnpm` instead of `npm`."]["status"] == "applied"
+        assert edits["Never mention `pnpm`."]["status"] == "rejected"
+        assert result.val_after is not None and result.val_before is not None
+        assert result.val_after > result.val_before
+        # every replay went through this CLI, its tokens and time from the CLI's own output
+        rollouts = db_rows(store, "rollouts", "night_id = ?", [result.night_id])
+        fresh = [r for r in rollouts if not r["cached"]]
+        assert fresh and all(r["backend"] == agent for r in rollouts)
+        assert all(r["input_tokens"] > 100 and r["output_tokens"] > 0 for r in fresh)
+        assert all(0 < r["seconds"] < 60 for r in fresh)
+        # the replays wrote nothing into the user's state of the CLI: nothing new to harvest
+        assert sum(s.sessions_new for s in harvest(store, settings).sources.values()) == 0
 
         # the night trained from the sessions the CLI wrote, read as the CLI wrote them: one
         # session per task asked, the correction in the session it corrects
