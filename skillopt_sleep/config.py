@@ -280,8 +280,11 @@ class Settings(BaseSettings):
     #: Where the target's answers vary (a val answer changes under a placebo rule or another
     #: sample), each val occurrence is scored on this many samples (their mean) and an edit
     #: must beat the current document by more than the measured spread (night/gate.py).
-    #: 1 = off: no noise probe, every gain counts (a deterministic target).
-    gate_samples: int = Field(3, ge=1, le=8)
+    #: 1 = off: no noise probe, every gain counts (a deterministic target). 4 is measured
+    #: (docs/realmodel.md, "Choosing gate_samples"): the smallest k at which the real model at
+    #: temperature 1 certified a vacuous edit in fewer than 1 night in 50, as often as k = 3
+    #: certified the user's rule.
+    gate_samples: int = Field(4, ge=1, le=8)
     #: Where answers vary: the smallest mean val gain an edit must show, whatever the spread.
     gate_margin: float = Field(0.05, ge=0.0, le=1.0)
     #: Where answers vary: a block with fewer val occurrences than this cannot decide, and

@@ -124,7 +124,7 @@ def test_night_target_claude_optimizer_codex(world):
         )
         result = run_night(store, settings)
         check_night(store, result, target, "claude_code")
-        # the noise probe (gate_samples = 3, the default) replayed val under a placebo through
+        # the noise probe (gate_samples = 4, the default) replayed val under a placebo through
         # the real CLI too; the simulator answers alike, so that one replay was its whole cost
         phases = [r["phase"] for r in db_rows(store, "rollouts", "night_id = ?", [result.night_id])]
         assert "val noise probe placebo 1" in phases and "val baseline sample 1" not in phases

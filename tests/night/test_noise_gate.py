@@ -109,23 +109,30 @@ def noisy(tmp_path, isolated_home):
 
 
 def test_vacuous_edits_on_a_prompt_sensitive_target_are_never_certified(noisy):
-    result, edits, rollouts = noisy(["useless"], VACUOUS, no_regression=False)
+    # six vacuous edits, each on four samples of the 12 val occurrences: more than the
+    # default cap of 400 calls
+    result, edits, rollouts = noisy(
+        ["useless"], VACUOUS, no_regression=False, max_calls_per_night=800
+    )
     assert result.status == "no_change" and result.proposal_id is None
     assert [e["text"] for e in edits] == list(VACUOUS)
     assert {e["status"] for e in edits} == {"rejected"}
     assert all("within the noise" in e["reason"] for e in edits), [e["reason"] for e in edits]
     noise = result.summary.noise
-    assert noise is not None and noise.samples == 3 and noise.spread > 0.05
+    # gate_samples = 4, the default
+    assert noise is not None and noise.samples == 4 and noise.spread > 0.05
     assert len(noise.tasks) == result.summary.val == 12
     phases = {r["phase"] for r in rollouts}
-    assert {"val noise probe placebo 1", "val noise probe placebo 2"} <= phases
-    assert {"val baseline sample 1", "val baseline sample 2"} <= phases
-    # every candidate scored on three samples per val occurrence
+    assert {f"val noise probe placebo {j}" for j in (1, 2, 3)} <= phases
+    assert "val noise probe placebo 4" not in phases
+    assert {f"val baseline sample {j}" for j in (1, 2, 3)} <= phases
+    # every candidate scored on four samples per val occurrence
     tried = sum(e["epoch"] == 1 and e["batch"] == 1 for e in edits)
     for phase in (
         "val e1b1 candidate",
         "val e1b1 candidate sample 1",
         "val e1b1 candidate sample 2",
+        "val e1b1 candidate sample 3",
     ):
         assert [r["phase"] for r in rollouts].count(phase) == tried * 12
 
@@ -148,7 +155,7 @@ def test_the_users_rule_is_certified_beyond_the_noise(noisy, capsys):
     print_night(result)
     said = " ".join(capsys.readouterr().out.split())
     assert (
-        "the target's answers vary: val scored on 3 sample(s) per occurrence, "
+        "the target's answers vary: val scored on 4 sample(s) per occurrence, "
         f"spread ±{result.summary.noise.spread:.3f}"
     ) in said
 

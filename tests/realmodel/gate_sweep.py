@@ -168,14 +168,16 @@ def sweep(measured: dict[str, Any], ks: list[int], trials: int, seed: int = 0) -
     return rows
 
 
-def measure(users: str, samples: int, temperature: float) -> dict[str, Any]:
+def measure(
+    users: str, samples: int, temperature: float, threads: int | None = None
+) -> dict[str, Any]:
     """The pools of every user in ``users`` (comma-separated), through the real model."""
     saved: dict[str, Any] = {"temperature": temperature, "samples": samples, "users": {}}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         os.environ["SKILLOPT_SLEEP_HOME"] = str(root / "skillopt-home")
         model = realmodel.fetch()
-        with realmodel.serve(model, root / "realmodel.log") as server:
+        with realmodel.serve(model, root / "realmodel.log", threads=threads) as server:
             for name in [u for u in users.split(",") if u]:
                 user = sleep_bench._user(name)
                 base_url = server.base_url + "/v1"
@@ -190,6 +192,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--trials", type=int, default=4000)
     p.add_argument("--ks", default="1,2,3,4,5")
+    p.add_argument("--threads", type=int, help="the model server's threads (default: by load)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--save", type=Path, help="write the measured pools (JSON) here")
     p.add_argument("--pools", type=Path, help="sweep pools saved by --save (no model is started)")
@@ -201,7 +204,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.pools:
         saved = json.loads(args.pools.read_text("utf-8"))
     else:
-        saved = measure(args.users, args.samples, args.temperature)
+        saved = measure(args.users, args.samples, args.temperature, args.threads)
         if args.save:
             args.save.write_text(json.dumps(saved, indent=1), encoding="utf-8")
     result: dict[str, Any] = {k: saved[k] for k in ("temperature", "samples")}
