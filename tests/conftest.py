@@ -23,8 +23,9 @@ _FETCHED: dict[str, object] = {}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that drives a real agent CLI (marker ``cli``) is ``slow`` too: ``pytest -m "not
-    slow"`` is the fast subset (in-process tests, the CLI run in-process, the simulator).
+    """A test that drives a real agent CLI (marker ``cli``) or the real model (``realmodel``)
+    is ``slow`` too: ``pytest -m "not slow"`` is the fast subset (in-process tests, the CLI
+    run in-process, the simulator).
 
     The slow tests run first, the longest of them (:data:`LONGEST`: real agent CLIs' whole
     nights, a minute or two each) before the rest, each group in its collected order: the
@@ -34,6 +35,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if item.get_closest_marker("cli") is not None:
             item.add_marker(pytest.mark.slow)
         if item.get_closest_marker("realmodel") is not None:
+            item.add_marker(pytest.mark.slow)  # the model's inference: not the fast subset
             # the report carries it to the controller (keywords hold node names too)
             item.user_properties.append(("kind", "realmodel"))
 
