@@ -834,6 +834,30 @@ class TaskList(_Model):
     total: int
 
 
+class CheckVerdict(_Model):
+    """One check of a task on one answer: ``kind`` ``whole`` is the answer's own integrity
+    (``value`` the fault: empty, bare, cut, python …), every other kind a task's check."""
+
+    kind: str
+    value: str = ""
+    passed: bool
+    why: str = ""
+
+
+class AnswerScore(_Model):
+    """How a task judges one answer (``tasks score``): the score its checks give (0 for a
+    broken answer; None for a task judged by its rubric alone, which needs the optimizer
+    model), whether the answer is whole, and each check's verdict."""
+
+    task_id: str
+    intent: str
+    score: float | None
+    whole: bool
+    verdicts: list[CheckVerdict]
+    #: rubric items a night's judge scores beside the checks (not judged here)
+    rubric: str = ""
+
+
 class SearchHit(_Model):
     """One message matching a full-text search; ``snippet`` marks the match with ``[…]``."""
 

@@ -131,12 +131,23 @@ def harvest(as_json: bool = JsonOpt) -> None:
         )
 
 
-@app.command()
+tasks_app = typer.Typer(
+    help="Mine and list recurring tasks with their split and checks; `tasks score` shows how "
+    "a task judges an answer.",
+    rich_markup_mode=None,
+)
+app.add_typer(tasks_app, name="tasks")
+
+
+@tasks_app.callback(invoke_without_command=True)
 def tasks(
+    ctx: typer.Context,
     project: Path | None = typer.Option(None, help="Only this project (default: all)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Mine and list recurring tasks with their split and checks."""
+    if ctx.invoked_subcommand is not None:
+        return
     svc = service()
     from skillopt_sleep.cli.progress import LiveProgress
 
@@ -160,6 +171,42 @@ def tasks(
     for t in report.tasks:
         _print_task_notes(t)
     _print_mining_notes(report)
+
+
+@tasks_app.command("score")
+def tasks_score(
+    task_id: str = typer.Argument(
+        ..., help="The task's id (or a unique prefix), as `tasks` lists it."
+    ),
+    answer_file: Path = typer.Option(
+        ..., "--answer-file", help="The answer to judge, a file ('-': standard input)."
+    ),
+    as_json: bool = JsonOpt,
+) -> None:
+    """How a stored task judges an answer: the answer's integrity (empty, a bare word, code cut
+    off or not parsing scores 0), then each of the task's checks, as a night scores a replay."""
+    try:
+        if str(answer_file) == "-":
+            answer = sys.stdin.read()
+        else:
+            answer = answer_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadArgument(f"cannot read {answer_file}: {exc}") from None
+    res = service().score_answer(task_id, answer)
+    if as_json:
+        print_json(res.model_dump(mode="json"))
+        return
+    score = "rubric only: a night's judge scores it" if res.score is None else f"{res.score:.2f}"
+    out.print(
+        f"{res.task_id}: {score}" + ("" if res.whole else " (the answer is not whole)"),
+        markup=False,
+    )
+    for v in res.verdicts:
+        mark = "pass" if v.passed else "FAIL"
+        what = f"whole: {v.why}" if v.kind == "whole" else f"{v.kind} {v.value}".strip()
+        out.print(wrap_words(f"  {mark}  {what}"), markup=False)
+    if res.rubric:
+        out.print(wrap_words(f"  rubric (not judged here): {res.rubric}"), markup=False)
 
 
 def _task_rows(tasks: list[Task]) -> list[list[str]]:

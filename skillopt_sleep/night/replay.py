@@ -33,6 +33,7 @@ from typing import Any
 
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.errors import BudgetExceeded
+from skillopt_sleep.mining.integrity import broken
 from skillopt_sleep.mining.judges import run_check, scored_checks
 from skillopt_sleep.models import (
     Completion,
@@ -286,7 +287,13 @@ class Replayer:
     ) -> Scored:
         """A task's checks and judge call on its target's answer (the second half of
         :meth:`_one`)."""
+        # a broken answer (empty, a bare word, code cut off or not parsing) is no answer,
+        # whatever its checks say: scored 0, each fault shown as a failed check
+        faults = broken(comp.text) if comp.text or not comp.tool_calls else []
         results: list[dict[str, Any]] = [
+            {"kind": "whole", "value": f.kind, "evidence": f.why, "passed": False} for f in faults
+        ]
+        results += [
             {
                 "kind": c.kind,
                 "value": c.value,
@@ -297,7 +304,9 @@ class Replayer:
         ]
         hard = sum(r["passed"] for r in results) / len(results) if results else None
         soft = None
-        if self.judge is not None and task.rubric:
+        if faults:
+            hard = 0.0
+        elif self.judge is not None and task.rubric:
             jreq = CompletionRequest(
                 prompt=prompts.judge_prompt(task=task.intent, rubric=task.rubric, answer=comp.text),
                 purpose="judge",
@@ -316,7 +325,7 @@ class Replayer:
             tool_calls=comp.tool_calls,
             hard=hard,
             soft=soft,
-            score=combine(hard, soft, self.metric),
+            score=0.0 if faults else combine(hard, soft, self.metric),
             checks=results,
             cached=cached,
             usage=comp.usage,

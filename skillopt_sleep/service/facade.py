@@ -83,6 +83,7 @@ class Service:
     mine = _Forward("records", RecordsService.mine)
     harvested_yet = _Forward("records", RecordsService.harvested_yet)
     stored_tasks = _Forward("records", RecordsService.stored_tasks)
+    score_answer = _Forward("records", RecordsService.score_answer)
     search = _Forward("records", RecordsService.search)
     session = _Forward("records", RecordsService.session)
     # agents and sources

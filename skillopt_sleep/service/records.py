@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from skillopt_sleep.config import KNOWN_SOURCES
 from skillopt_sleep.errors import BadArgument
 from skillopt_sleep.results import (
+    AnswerScore,
+    CheckVerdict,
     OnProgress,
     SearchHit,
     SearchResult,
@@ -92,6 +94,46 @@ class RecordsService:
     def harvested_yet(self) -> bool:
         with self.core.use() as store:
             return store.harvests.any()
+
+    def score_answer(self, task_id: str, answer: str) -> AnswerScore:
+        """How the stored task ``task_id`` (its id or a unique prefix) judges ``answer``:
+        the answer's integrity first (mining/integrity.py), then the task's checks, as a
+        night's replay scores them (no model is called: a rubric is listed, not judged)."""
+        from skillopt_sleep.mining.integrity import broken
+        from skillopt_sleep.mining.judges import describe, run_check, scored_checks
+
+        with self.core.use() as store:
+            tasks = store.tasks.all()
+        found = [t for t in tasks if t.id == task_id] or [
+            t for t in tasks if t.id.startswith(task_id)
+        ]
+        if len(found) != 1:
+            said = "no stored task" if not found else f"{len(found)} stored tasks"
+            raise BadArgument(f"{said} with the id {task_id!r}; `skillopt-sleep tasks` lists them")
+        task = found[0]
+        faults = broken(answer)
+        verdicts = [
+            CheckVerdict(kind="whole", value=f.kind, passed=False, why=f.why) for f in faults
+        ]
+        checks = scored_checks(task)
+        ran = [
+            CheckVerdict(
+                kind=c.kind, value=c.value, passed=run_check(c, answer, []), why=describe(c)
+            )
+            for c in checks
+        ]
+        verdicts += ran
+        score: float | None = sum(v.passed for v in ran) / len(ran) if ran else None
+        if faults:
+            score = 0.0
+        return AnswerScore(
+            task_id=task.id,
+            intent=task.intent,
+            score=score,
+            whole=not faults,
+            verdicts=verdicts,
+            rubric=task.rubric or "",
+        )
 
     def stored_tasks(self, project: str | None = None, limit: int = 50) -> TaskList:
         """The tasks as the last night or ``tasks`` stored them, newest mining first."""
