@@ -33,6 +33,7 @@ from typing import Any
 
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.errors import BudgetExceeded
+from skillopt_sleep.mining import artifact
 from skillopt_sleep.mining.integrity import broken
 from skillopt_sleep.mining.judges import run_check, scored_checks
 from skillopt_sleep.models import (
@@ -293,12 +294,15 @@ class Replayer:
         results: list[dict[str, Any]] = [
             {"kind": "whole", "value": f.kind, "evidence": f.why, "passed": False} for f in faults
         ]
+        # each check judges the artifact the task asks for (a commit message's subject, not
+        # the sentence before it)
+        kind = artifact.kind_of(task.intent)
         results += [
             {
                 "kind": c.kind,
                 "value": c.value,
                 "evidence": c.evidence,
-                "passed": run_check(c, comp.text, comp.tool_calls),
+                "passed": run_check(c, artifact.text_for(c.kind, kind, comp.text), comp.tool_calls),
             }
             for c in scored_checks(task)
         ]

@@ -99,6 +99,7 @@ class RecordsService:
         """How the stored task ``task_id`` (its id or a unique prefix) judges ``answer``:
         the answer's integrity first (mining/integrity.py), then the task's checks, as a
         night's replay scores them (no model is called: a rubric is listed, not judged)."""
+        from skillopt_sleep.mining import artifact
         from skillopt_sleep.mining.integrity import broken
         from skillopt_sleep.mining.judges import describe, run_check, scored_checks
 
@@ -116,9 +117,13 @@ class RecordsService:
             CheckVerdict(kind="whole", value=f.kind, passed=False, why=f.why) for f in faults
         ]
         checks = scored_checks(task)
+        kind = artifact.kind_of(task.intent)
         ran = [
             CheckVerdict(
-                kind=c.kind, value=c.value, passed=run_check(c, answer, []), why=describe(c)
+                kind=c.kind,
+                value=c.value,
+                passed=run_check(c, artifact.text_for(c.kind, kind, answer), []),
+                why=describe(c),
             )
             for c in checks
         ]

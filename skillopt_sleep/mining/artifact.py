@@ -1,0 +1,85 @@
+"""The artifact a task asks for, and where it stands in an answer.
+
+A user who asks for a commit message judges the message, not the sentence the agent put
+before it; a check such as ``max_chars 50`` or ``imperative`` therefore applies to the
+artifact, never to the whole answer. :func:`kind_of` tells a task's artifact from its request
+(``commit_message``, ``command`` or ``answer``: the whole answer), and :func:`extract` finds it
+in an answer:
+
+* ``commit_message`` — the message of a ``git commit -m "…"`` in the answer; else the first
+  fenced block; else the answer after a one-line preamble that ends in a colon ("Here is a
+  commit message:"). Quotes and backticks around it are taken off. Its form checks
+  (:data:`SUBJECT_CHECKS`: ``imperative``, ``max_chars``…) judge the subject line, as ``git
+  log --oneline`` shows it; the others (``contains``…) the whole message.
+* ``command`` — the first fenced block, else the first inline `` `code` ``, else the answer.
+* ``answer`` — the whole answer.
+"""
+
+from __future__ import annotations
+
+import re
+
+_COMMIT = re.compile(
+    r"\bcommit\s+(?:message|msg|subject|title)s?\b|\bmessage\s+for\s+(?:the\s+|this\s+)?commit\b",
+    re.I,
+)
+_COMMAND = re.compile(r"\b(?:command|one-liner)\b|\banswer with one command\b", re.I)
+_GIT_COMMIT_M = re.compile(r"""git\s+commit\b[^\n]*?\s-\w*m\s*(["'])(.+?)\1""", re.S)
+_BLOCK = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```", re.M | re.S)
+_INLINE = re.compile(r"`([^`\n]+)`")
+
+
+def kind_of(intent: str) -> str:
+    """The artifact the request ``intent`` asks for (see the module doc)."""
+    if _COMMIT.search(intent):
+        return "commit_message"
+    if _COMMAND.search(intent):
+        return "command"
+    return "answer"
+
+
+#: the checks of a commit message that judge its subject line
+SUBJECT_CHECKS = frozenset({"imperative", "max_chars", "min_chars", "max_words", "no_emoji"})
+
+
+def text_for(check_kind: str, kind: str, answer: str) -> str:
+    """What a check of ``check_kind`` judges in ``answer`` when the task asks for ``kind``."""
+    found = extract(kind, answer)
+    if kind == "commit_message" and check_kind in SUBJECT_CHECKS:
+        return _subject(found)
+    return found
+
+
+def extract(kind: str, answer: str) -> str:
+    """The artifact of ``kind`` in ``answer`` (the whole answer when none is found)."""
+    if kind == "commit_message":
+        return _message(answer).strip().strip("`'\"").strip()
+    if kind == "command":
+        block = _BLOCK.search(answer)
+        if block:
+            return block.group(1).strip()
+        inline = _INLINE.search(answer)
+        return inline.group(1).strip() if inline else answer.strip()
+    return answer
+
+
+def _message(answer: str) -> str:
+    m = _GIT_COMMIT_M.search(answer)
+    if m:
+        return m.group(2)
+    block = _BLOCK.search(answer)
+    if block:
+        return block.group(1)
+    lines = answer.strip().splitlines()
+    if len(lines) > 1 and lines[0].rstrip().endswith(":"):
+        return "\n".join(lines[1:])
+    return answer
+
+
+def _subject(message: str) -> str:
+    """The first non-empty line, without the quotes or backticks around it."""
+    for line in message.strip().splitlines():
+        line = line.strip()
+        if line:
+            return line.strip("`'\"").strip()
+    return ""
