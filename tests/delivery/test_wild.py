@@ -45,3 +45,33 @@ def test_another_agents_sessions_are_not_evidence_and_raise_no_flag(tmp_path, is
     [wild] = in_the_wild(store)
     assert wild.mode == "memory" and wild.other_agents == 3
     assert (wild.sessions, wild.reached, wild.flag) == (0, 0, None)
+
+
+def test_a_broken_answer_in_the_wild_is_no_success(tmp_path, isolated_home):
+    """In the user's later sessions an answer counts as passed only when it is whole: a bare
+    keyword that mentions pnpm (the task's check) is no success."""
+    from skillopt_sleep.testing.sessions import write_claude_session
+
+    project = tmp_path / "webapp"
+    project.mkdir()
+    write_conversations(isolated_home, project, DEMO_CONVERSATIONS)
+    store = Store(paths.db_path())
+    with serve("demo") as sim:
+        overrides = demo_settings(isolated_home, project, sim.url)
+        settings = load_settings(Path("/nonexistent/config.toml"), **overrides)
+        result = run_night(store, settings)
+    assert result.status == "succeeded"
+    adopt(store, result.proposal_id)
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=5)
+    for i, answer in enumerate(["Run `pnpm install` in the project root.", "pnpm"]):
+        write_claude_session(
+            isolated_home,
+            project,
+            [("how do I install the dependencies?", answer, None)],
+            when=later + dt.timedelta(minutes=i),
+        )
+    harvest(store, settings)
+    record_reach(store)
+    [wild] = in_the_wild(store)
+    assert wild.sessions == 2 and wild.reached == 2, wild
+    assert wild.passed == 1, wild
