@@ -338,8 +338,9 @@ def test_classify():
 
 
 def test_workers_run_rollouts_in_parallel(tmp_path):
+    # a whole answer (one bare word scores 0: mining/integrity.py)
     script = fake(
-        tmp_path, "claude", f"time.sleep(1.0)\nsys.stdout.write({claude_result('ok')!r})\n"
+        tmp_path, "claude", f"time.sleep(1.0)\nsys.stdout.write({claude_result('ok, done.')!r})\n"
     )
     b = backend_for(script, workers=4)
     store = Store(tmp_path / "db.sqlite")
