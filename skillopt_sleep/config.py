@@ -292,6 +292,11 @@ class Settings(BaseSettings):
     gate_min_val: int = Field(3, ge=1)
     #: Score rubrics with the optimizer model (soft score); off = rule checks only.
     rubric: bool = True
+    #: Mining: follow-ups the optimizer model may read per night (mining/meaning.py): what the
+    #: regex layer cannot decide (another language, a complaint it has no pattern for) and
+    #: every correction, compiled into checks. Each is read once (kept in the store); the rest
+    #: wait for the next night. 0 = the regex layer alone.
+    read_calls: int = Field(100, ge=0)
 
     max_calls_per_night: int = Field(400, ge=1)
     max_tokens_per_night: int = Field(2_000_000, ge=1)

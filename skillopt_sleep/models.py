@@ -103,9 +103,13 @@ class Check(_Model):
     word of the answer's first line is a base-form verb: "Add", not "Added" / "Adds" /
     "This"), ``no_emoji``, ``snake_case`` (every name the answer's code defines is
     snake_case) and ``type_hints`` (every function the answer's Python code defines is fully
-    annotated). See :func:`skillopt_sleep.mining.judges.run_check`.
+    annotated), and ``section`` (the answer has a heading or a label line naming ``value``: a
+    Markdown ``## Testing``, ``**Testing**`` or ``Testing:``). See
+    :func:`skillopt_sleep.mining.judges.run_check`.
 
-    ``origin`` says where it came from (``correction``, ``feedback``, ``answer``).
+    ``origin`` says where it came from (``correction``: the regex layer read the user's words;
+    ``reading``: the optimizer model compiled it from them, :mod:`skillopt_sleep.mining.meaning`;
+    ``feedback``, ``answer``).
     ``controls``: the transcript's own controls the check was validated by (see
     :mod:`skillopt_sleep.mining.corrections`): ``negative`` (fails the corrected answer),
     ``positive`` (passes the accepted answer), ``anti_gaming`` (an answer made only of the
@@ -129,6 +133,7 @@ class Check(_Model):
         "no_emoji",
         "snake_case",
         "type_hints",
+        "section",
     ]
     value: str = ""
     origin: str = "correction"

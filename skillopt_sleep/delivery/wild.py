@@ -33,10 +33,8 @@ from rapidfuzz import fuzz
 from skillopt_sleep import agents
 from skillopt_sleep.delivery.document import SKILL_NAME, Document, read_live
 from skillopt_sleep.delivery.where import where_loaded
-from skillopt_sleep.mining import artifact
 from skillopt_sleep.mining.corrections import classify
-from skillopt_sleep.mining.integrity import broken
-from skillopt_sleep.mining.judges import run_check
+from skillopt_sleep.mining.judges import judge_answer
 from skillopt_sleep.mining.split import task_of
 from skillopt_sleep.models import Task
 from skillopt_sleep.results import NightSummary, WildCheck
@@ -226,15 +224,7 @@ def in_the_wild(
                 continue
             # judged as a replay is: a broken answer never passes, and each check judges the
             # artifact the task asks for
-            kind = artifact.kind_of(task.intent)
-            passed = (
-                bool(task.checks)
-                and not (broken(answer) if answer or not tools else [])
-                and all(
-                    run_check(c, artifact.text_for(c.kind, kind, answer), tools)
-                    for c in task.checks
-                )
-            )
+            passed = bool(task.checks) and judge_answer(task, answer, tools, task.checks).passed
             if started < a.since:
                 check.before_sessions += 1
                 check.before_passed += int(passed)

@@ -3,7 +3,7 @@
 A user who asks for a commit message judges the message, not the sentence the agent put
 before it; a check such as ``max_chars 50`` or ``imperative`` therefore applies to the
 artifact, never to the whole answer. :func:`kind_of` tells a task's artifact from its request
-(``commit_message``, ``command`` or ``answer``: the whole answer), and :func:`extract` finds it
+(``commit_message``, ``command``, ``test`` or ``answer``: the whole answer), and :func:`extract` finds it
 in an answer:
 
 * ``commit_message`` — the message of a ``git commit -m "…"`` in the answer; else the first
@@ -12,6 +12,8 @@ in an answer:
   (:data:`SUBJECT_CHECKS`: ``imperative``, ``max_chars``…) judge the subject line, as ``git
   log --oneline`` shows it; the others (``contains``…) the whole message.
 * ``command`` — the first fenced block, else the first inline `` `code` ``, else the answer.
+* ``test`` — the whole answer (a test file, fenced or not), which must define a test
+  (:mod:`~skillopt_sleep.mining.integrity`, ``no_test``).
 * ``answer`` — the whole answer.
 """
 
@@ -24,6 +26,12 @@ _COMMIT = re.compile(
     re.I,
 )
 _COMMAND = re.compile(r"\b(?:command|one-liner)\b|\banswer with one command\b", re.I)
+#: a request to write a test (in English, German, Spanish and French); "run the tests" is not
+_TEST = re.compile(
+    r"\b(?:write|add|create|generate|make|cover|schreib\w*|füge|erstelle|escrib\w*|añad\w*"
+    r"|crea|écri\w*|ajout\w*)\b[^.?!\n]{0,40}?\b(?:unit[\s-]+)?(?:tests?|pruebas?|testfall)\b",
+    re.I,
+)
 _GIT_COMMIT_M = re.compile(r"""git\s+commit\b[^\n]*?\s-\w*m\s*(["'])(.+?)\1""", re.S)
 _BLOCK = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```", re.M | re.S)
 _INLINE = re.compile(r"`([^`\n]+)`")
@@ -33,6 +41,8 @@ def kind_of(intent: str) -> str:
     """The artifact the request ``intent`` asks for (see the module doc)."""
     if _COMMIT.search(intent):
         return "commit_message"
+    if _TEST.search(intent):
+        return "test"
     if _COMMAND.search(intent):
         return "command"
     return "answer"
@@ -46,7 +56,7 @@ def text_for(check_kind: str, kind: str, answer: str) -> str:
     """What a check of ``check_kind`` judges in ``answer`` when the task asks for ``kind``."""
     found = extract(kind, answer)
     if kind == "commit_message" and check_kind in SUBJECT_CHECKS:
-        return _subject(found)
+        return subject_of(found)
     return found
 
 
@@ -76,7 +86,7 @@ def _message(answer: str) -> str:
     return answer
 
 
-def _subject(message: str) -> str:
+def subject_of(message: str) -> str:
     """The first non-empty line, without the quotes or backticks around it."""
     for line in message.strip().splitlines():
         line = line.strip()

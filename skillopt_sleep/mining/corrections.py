@@ -109,6 +109,13 @@ _WEAK = [  # anywhere in a short message, unless the message opens like a new re
         r"|\bless verbose\b",
         _F,
     ),
+    # complaints about the answer's form: it stops early, a part is missing
+    re.compile(
+        r"\b(?:(?:got|is|was|it'?s|gets)\s+)?(?:cut\s+off|truncated|cut\s+short)\b"
+        r"|\b(?:is|was|it'?s)\s+(?:incomplete|unfinished|half[\s-]finished)\b"
+        r"|\bstops?\s+(?:mid|halfway|in the middle)\b",
+        _F,
+    ),
 ]
 #: First words of a fresh request ("now add a test", "fix the bug where X doesn't work").
 _REQUEST_VERBS = {
@@ -465,6 +472,9 @@ class Feedback(BaseModel):
     corrected: str = ""
     accepted: str | None = None
     attested: list[str] = Field(default_factory=list)
+    #: the optimizer model read it (:mod:`~skillopt_sleep.mining.meaning`): it recognised the
+    #: correction the words' regexes did not, or compiled checks and rubric items beside theirs
+    read: bool = False
 
 
 @dataclass
@@ -500,7 +510,7 @@ def is_trivial(text: str) -> bool:
     return not t or t in _TRIVIAL or (t.startswith("/") and " " not in t)
 
 
-def _is_positive(text: str) -> bool:
+def is_positive(text: str) -> bool:
     clauses = [c for c in re.split(r"[,.;:!?\n]+|\s+-\s+", _clean(text).lower()) if c.strip()]
     if not clauses or len(_words(text)) > 12:
         return False
@@ -515,7 +525,7 @@ def _is_positive(text: str) -> bool:
     return strong
 
 
-def _opens_request(text: str) -> bool:
+def opens_request(text: str) -> bool:
     """True when the message starts like a new request (a request verb not followed, within
     its first four words, by a reference back to the answer such as "it" or "still")."""
     words = [w.strip("!,.:;") for w in _words(text)[:4]]
@@ -553,9 +563,9 @@ def classify(text: str) -> Label:
         if any(p.search(t) for p in _STRONG):
             return "correction"
         weak = any(p.search(t) for p in _WEAK) or _LIMIT.search(t) or _x_not_y(t)
-        if weak and not _opens_request(t):
+        if weak and not opens_request(t):
             return "correction"
-    if _is_positive(t):
+    if is_positive(t):
         return "positive"
     return "neutral"
 
@@ -884,6 +894,36 @@ def settle(feedback: Feedback, accepted: str | None) -> Feedback:
         return feedback
     kept, demoted = validate(feedback.derived, feedback.corrected, accepted, feedback.attested)
     return feedback.model_copy(update={"accepted": accepted, "checks": kept, "demoted": demoted})
+
+
+def with_reading(feedback: Feedback, checks: list[Check], rubric: list[str]) -> Feedback:
+    """A correction with what the optimizer model compiled from the same words (its checks,
+    validated by the same controls as the regex layer's, and rubric items) added to what the
+    regex layer derived."""
+    derived = list(feedback.derived)
+    for c in checks:
+        if not any(d.kind == c.kind and d.value.lower() == c.value.lower() for d in derived):
+            derived.append(c)
+    said = feedback.text.lower()
+    attested = list(feedback.attested)
+    for c in checks:  # as the regex layer's: written as code, or one word
+        if c.kind == "contains" and (f"`{c.value.lower()}`" in said or len(c.value.split()) == 1):
+            attested.append(c.value)
+    kept, demoted = validate(derived, feedback.corrected, feedback.accepted, attested)
+    line = feedback.rubric
+    items = [r.rstrip(".") for r in rubric if r.strip()]
+    if items:
+        line = f"{line} It should also: " + "; ".join(items) + "."
+    return feedback.model_copy(
+        update={
+            "derived": derived,
+            "checks": kept,
+            "demoted": demoted,
+            "rubric": line,
+            "attested": attested,
+            "read": True,
+        }
+    )
 
 
 def analyze(

@@ -8,7 +8,13 @@ checks, every answer of a replay (and of the wild) is read for what makes it no 
 * ``empty`` — nothing but white space.
 * ``bare`` — one word and no code block: a bare keyword (``pytest``, ``pnpm``) names the tool
   and does not do the task.
-* ``cut`` — a code fence opened and never closed: the answer stops inside its code.
+* ``cut`` — the answer stops before its end: a code fence opened and never closed, an
+  inline code span or a quotation opened on the last line and never closed, a word broken
+  by a hyphen, or prose whose last word cannot end a sentence (an article, a preposition, a
+  conjunction: "… so that the"). A commit subject without a period is whole.
+* ``no_test`` — the task asks for a test (:func:`~skillopt_sleep.mining.artifact.kind_of`
+  ``test``) and the answer defines none (no ``def test_…``, ``class Test…``, ``it(``,
+  ``test(``, ``describe(``, ``#[test]``, ``func Test…``, ``@Test``).
 * ``python`` / ``json`` / ``toml`` / ``shell`` — a fenced block in that language (or, without
   any fence, an answer that starts the way a Python file does: ``import``, ``from … import``,
   ``def``, ``class``, a decorator) that its parser refuses: Python by :func:`ast.parse`, JSON
@@ -53,8 +59,9 @@ class Fault:
     why: str
 
 
-def broken(answer: str) -> list[Fault]:
-    """Every fault of ``answer`` (empty: the answer is whole)."""
+def broken(answer: str, kind: str = "answer") -> list[Fault]:
+    """Every fault of ``answer`` (empty: the answer is whole); ``kind``: the artifact its task
+    asks for (:func:`~skillopt_sleep.mining.artifact.kind_of`)."""
     text = answer.strip()
     if not text:
         return [Fault("empty", "the answer is empty")]
@@ -63,6 +70,12 @@ def broken(answer: str) -> list[Fault]:
         faults.append(
             Fault("cut", "a code block is opened and never closed: the answer is cut off")
         )
+    else:
+        why = _cut_prose(text)
+        if why:
+            faults.append(Fault("cut", why))
+    if kind == "test" and not _TEST_DEFINED.search(answer):
+        faults.append(Fault("no_test", "the task asks for a test and the answer defines none"))
     blocks = _BLOCK.findall(answer)
     if len(text.split()) == 1 and not blocks:
         faults.append(
@@ -79,6 +92,45 @@ def broken(answer: str) -> list[Fault]:
         if why:
             faults.append(Fault("python", why))
     return faults
+
+
+#: a test the answer defines, in the languages agents write tests in
+_TEST_DEFINED = re.compile(
+    r"\bdef\s+test\w*\s*\(|\bclass\s+Test\w*|\b(?:it|test|describe)\s*\(\s*['\"`]"
+    r"|#\[test\]|\bfunc\s+Test\w*\s*\(|@Test\b|\bassert\w*\b"
+)
+#: words that cannot end an English sentence: prose that stops on one was cut (prepositions
+#: and pronouns may: "the one to start with", "use this")
+_DANGLING = frozenset("a an the and or nor but because than if your my our their into onto".split())
+#: the first letters of common words that are no word themselves: "so tha", "and wit"
+_BROKEN_OFF = frozenset(
+    w[:n]
+    for w in ("that", "with", "from", "which", "because", "their", "these", "those", "when")
+    for n in range(3, len(w))
+    if w[:n] not in {"the", "thes", "fro", "whe", "tho"}
+)
+
+
+def _cut_prose(text: str) -> str | None:
+    """Why ``text`` (no code fence open) stops before its end (None: it ends whole)."""
+    outside = _BLOCK.sub("", text)
+    last = outside.rstrip().splitlines()[-1].strip() if outside.strip() else ""
+    if not last:
+        return None
+    if last.count("`") % 2:
+        return "an inline code span is opened and never closed: the answer is cut off"
+    if last.count('"') % 2 and not last.endswith('"'):
+        return "a quotation is opened and never closed: the answer is cut off"
+    words = re.findall(r"[A-Za-z'-]+|\S", last)
+    if len(words) >= 3 and re.fullmatch(r"[A-Za-z]+-", last.split()[-1]):
+        return f"the answer stops inside a word ({last.split()[-1]!r})"
+    tail = words[-1].lower() if words else ""
+    if len(words) >= 3 and not last.startswith(("#", "-", "*", "|")):
+        if tail in _DANGLING:
+            return f"the answer stops mid-sentence, after {words[-1]!r}"
+        if tail in _BROKEN_OFF:
+            return f"the answer stops inside a word ({words[-1]!r})"
+    return None
 
 
 def _unparsable(lang: str, code: str) -> str | None:

@@ -14,6 +14,8 @@ Style words are never matched literally ("use the imperative mood" does not want
   and variable it defines is snake_case (UPPER_CASE constants and ``_private`` names allowed).
 * ``type_hints`` — the answer's Python code defines at least one function, and each has a
   return annotation and annotated arguments (``self`` / ``cls`` excepted).
+* ``section`` — the answer has a heading or a label line naming the value (``## Testing``,
+  ``**Testing**``, ``Testing:``); the word inside a sentence is no section.
 
 Code is the answer's fenced blocks, or the whole answer when it has none.
 """
@@ -22,7 +24,10 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass, field
 
+from skillopt_sleep.mining import artifact
+from skillopt_sleep.mining.integrity import Fault, broken
 from skillopt_sleep.models import Check, ContextCapsule, Task
 
 #: a conventional commit's header (``feat(api)!: add x``)
@@ -127,6 +132,27 @@ def type_hints(answer: str) -> bool:
     return True
 
 
+def has_section(answer: str, name: str) -> bool:
+    """True when a line of ``answer`` is a heading or a label naming ``name``: a Markdown
+    heading (``## Testing``), a bold line (``**Testing**``) or a label (``Testing:``), the
+    name as whole words, case-insensitive; a mention inside a sentence is no section."""
+    want = " ".join(name.lower().split())
+    if not want:
+        return False
+    for line in answer.splitlines():
+        line = line.strip()
+        heading = re.match(r"#{1,6}\s+(.+)", line)
+        bold = re.fullmatch(r"\*\*(.+?)\*\*:?", line) or re.fullmatch(r"__(.+?)__:?", line)
+        label = re.fullmatch(r"([^:.!?]{1,60}):(?:\s.*)?", line)
+        for m in (heading, bold, label):
+            if m and re.search(
+                r"(?<![\w-])" + re.escape(want) + r"(?![\w-])",
+                " ".join(m.group(1).lower().strip("*_ ").split()),
+            ):
+                return True
+    return False
+
+
 def run_check(check: Check, answer: str, tool_calls: list[str]) -> bool:
     """Run one check (see :class:`~skillopt_sleep.models.Check`); True when it passes."""
     value = check.value
@@ -157,6 +183,8 @@ def run_check(check: Check, answer: str, tool_calls: list[str]) -> bool:
         return snake_case(answer)
     if kind == "type_hints":
         return type_hints(answer)
+    if kind == "section":
+        return has_section(answer, value)
     raise ValueError(f"unknown check kind {kind!r}")
 
 
@@ -176,6 +204,7 @@ def describe(check: Check) -> str:
         "no_emoji": "use no emoji",
         "snake_case": "name things in snake_case",
         "type_hints": "give every function full type hints",
+        "section": f"have a `{v}` section",
     }[check.kind]
 
 
@@ -208,3 +237,54 @@ def scored_checks(task: Task) -> list[Check]:
     if context_state(task).startswith("not rebuilt"):
         return [c for c in task.checks if not c.context]
     return list(task.checks)
+
+
+# --- judging one answer to a task, as a replay, the wild and ``tasks score`` do
+
+
+@dataclass
+class Judged:
+    """One answer judged against its task: ``faults`` (the answer is no answer: it scores 0,
+    :mod:`~skillopt_sleep.mining.integrity`) and each check with whether it passed on the
+    artifact the task asks for (:mod:`~skillopt_sleep.mining.artifact`)."""
+
+    faults: list[Fault] = field(default_factory=list)
+    results: list[tuple[Check, bool]] = field(default_factory=list)
+
+    @property
+    def hard(self) -> float | None:
+        """The share of checks passed (0 for a broken answer; None: nothing to check)."""
+        if self.faults:
+            return 0.0
+        return sum(ok for _, ok in self.results) / len(self.results) if self.results else None
+
+    @property
+    def passed(self) -> bool:
+        """Whole, and every check passed."""
+        return not self.faults and all(ok for _, ok in self.results)
+
+
+def judge_answer(
+    task: Task, answer: str, tool_calls: list[str], checks: list[Check] | None = None
+) -> Judged:
+    """Judge ``answer`` (and the tools the agent called) against ``task``: whole first — an
+    agent that acted with tools and wrote no text is not judged on text — then ``checks``
+    (the task's :func:`scored_checks` unless given), each on the task's artifact."""
+    kind = artifact.kind_of(task.intent)
+    faults = broken(answer, kind) if answer or not tool_calls else []
+    found = artifact.extract(kind, answer)
+    subject = artifact.subject_of(found) if kind == "commit_message" else found
+    results = [
+        (
+            c,
+            run_check(
+                c,
+                subject
+                if kind == "commit_message" and c.kind in artifact.SUBJECT_CHECKS
+                else found,
+                tool_calls,
+            ),
+        )
+        for c in (scored_checks(task) if checks is None else checks)
+    ]
+    return Judged(faults=faults, results=results)

@@ -41,8 +41,10 @@ from rapidfuzz import fuzz, process
 from skillopt_sleep import agents
 from skillopt_sleep.config import Settings
 from skillopt_sleep.mining import corrections as fb
+from skillopt_sleep.mining import meaning
 from skillopt_sleep.mining.candidates import CandidateIndex, Screen, Vocabulary
 from skillopt_sleep.mining.judges import scorable
+from skillopt_sleep.mining.meaning import Reader
 from skillopt_sleep.mining.split import assign_splits, undistinct, view_id
 from skillopt_sleep.models import CapsuleItem, Check, ContextCapsule, Occurrence, Task
 from skillopt_sleep.results import OnProgress, ProgressEvent
@@ -127,6 +129,10 @@ class MineReport(BaseModel):
     #: requests asked where no project of the user's is known (an agent's own folder, such
     #: as OpenClaw's workspace) given the one project the same request was asked in
     rehomed: int = 0
+    #: follow-ups the optimizer model read in this run (:mod:`.meaning`), and those it could
+    #: not yet (no model, or the run's reading cap reached): the next night reads them
+    read: int = 0
+    unread: int = 0
     dropped: dict[str, int] = Field(default_factory=dict)
 
 
@@ -289,11 +295,17 @@ def amends(text: str, intent: str, threshold: float) -> bool:
 
 
 def _walk(
-    session: SessionRow, messages: list[MessageRow], dropped: Counter, threshold: float = 72.0
+    session: SessionRow,
+    messages: list[MessageRow],
+    dropped: Counter,
+    threshold: float = 72.0,
+    reader: Reader | None = None,
 ) -> tuple[list[Intent], int]:
     """Split one session into intents; returns them and the number of prompts seen. A
     follow-up that corrects the answer before it (:func:`~.corrections.classify`, or by its
-    role: :func:`amends`) is that intent's correction, never an intent of its own."""
+    role: :func:`amends`, or by its meaning: ``reader``, :mod:`~.meaning`) is that intent's
+    correction, never an intent of its own; the reader also compiles checks from every
+    correction's words beside the regex layer's."""
     intents: list[Intent] = []
     current: Intent | None = None
     prompts = 0
@@ -321,6 +333,27 @@ def _walk(
             ):
                 label = "correction"
                 dropped["correction_by_role"] += 1
+            reading = None
+            if (
+                reader is not None
+                and current is not None
+                and current.answered
+                and fb.typed_by_user(text)
+                and (
+                    label == "correction"
+                    or meaning.worth_reading(
+                        text,
+                        english_request=fb.opens_request(text),
+                        positive=fb.is_positive(text),
+                    )
+                )
+            ):
+                reading = reader.read(current.text, current.answer, text)
+                if label == "neutral" and reading is not None and reading.label != "neutral":
+                    label = reading.label
+                    dropped[
+                        f"{'correction' if label == 'correction' else 'approval'}_by_meaning"
+                    ] += 1
             _settle(current, label)
             if label != "neutral":
                 if current is None or not current.answered:
@@ -328,9 +361,10 @@ def _walk(
                 elif label == "correction" and not fb.typed_by_user(text):
                     dropped["correction_in_injected_text"] += 1  # a file's words, not the user's
                 elif label == "correction":
-                    current.corrections.append(
-                        fb.analyze(text, current.answer, session_tools, correction=True)
-                    )
+                    found = fb.analyze(text, current.answer, session_tools, correction=True)
+                    if reading is not None and reading.label == "correction":
+                        found = fb.with_reading(found, reading.checks, reading.rubric)
+                    current.corrections.append(found)
                     current.answer = ""
                 else:
                     current.positives += 1
@@ -903,16 +937,19 @@ def mine(
     *,
     now: _dt.datetime | None = None,
     on_progress: OnProgress | None = None,
+    reader: Reader | None = None,
 ) -> MineReport:
     """Mine tasks from the store, assign splits (keeping stored ones) and save them.
     ``on_progress`` gets a ``mine`` event per session walked (sessions done of the total,
-    prompts seen so far)."""
+    prompts seen so far). ``reader`` reads follow-ups by their meaning (:mod:`.meaning`);
+    None: the readings the store keeps (a night's), and no model call."""
+    reader = reader if reader is not None else Reader(store)
     now = now or _dt.datetime.now(_dt.UTC)
     if now.tzinfo is None:
         now = now.replace(tzinfo=_dt.UTC)
     dropped: Counter = Counter()
     report = MineReport()
-    intents = _intents(store, settings, now, report, dropped, on_progress)
+    intents = _intents(store, settings, now, report, dropped, on_progress, reader)
     threshold = settings.similarity * 100
     folders = _agent_folders()
     report.rehomed = rehome_projectless(intents, threshold, folders)
@@ -948,6 +985,7 @@ def mine(
     report.tasks_scorable = sum(1 for t in tasks if t.split)
     report.tasks_once = sum(1 for t in tasks if t.split and len(t.occurrences) == 1)
     report.tasks_undistinct = sum(1 for t in tasks if undistinct(t))
+    report.read, report.unread = reader.calls, reader.unread
     report.dropped = dict(sorted(dropped.items()))
     return report
 
@@ -959,6 +997,7 @@ def _intents(
     report: MineReport,
     dropped: Counter,
     on_progress: OnProgress | None,
+    reader: Reader | None = None,
 ) -> list[Intent]:
     """The requests of the stored sessions in scope (not self-generated, not headless unless
     ``mine_headless``, active within the lookback), with what each session's walk dropped
@@ -1000,7 +1039,7 @@ def _intents(
             dropped["outside_lookback"] += 1
             continue
         report.sessions_considered += 1
-        found, n_prompts = _walk(s, messages, dropped, settings.similarity * 100)
+        found, n_prompts = _walk(s, messages, dropped, settings.similarity * 100, reader)
         report.prompts += n_prompts
         intents.extend(found)
     progress(len(sessions), f"clustering {len(intents)} requests")

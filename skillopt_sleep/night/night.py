@@ -25,13 +25,15 @@ from skillopt_sleep.delivery.document import read_live, resolve_target, sha256_t
 from skillopt_sleep.delivery.where import Where, where_loaded
 from skillopt_sleep.delivery.wild import record_reach
 from skillopt_sleep.mining.judges import scorable
+from skillopt_sleep.mining.meaning import Reader
 from skillopt_sleep.mining.mine import MineReport, block_key, mine, near_duplicate, normalise_intent
 from skillopt_sleep.mining.split import HELD_OUT, withhold
-from skillopt_sleep.models import Task
-from skillopt_sleep.night import lifecycle
+from skillopt_sleep.models import CompletionRequest, Task
+from skillopt_sleep.night import lifecycle, prompts
 from skillopt_sleep.night.block import Block
 from skillopt_sleep.night.context import Ended, NightContext
 from skillopt_sleep.night.lifecycle import NightStatus
+from skillopt_sleep.night.replay import Meter
 from skillopt_sleep.results import BlockResult, NightCost, NightResult, NightSummary
 from skillopt_sleep.sources.ingest import harvest
 
@@ -62,6 +64,7 @@ class Night:
         self.blocks: dict[str | None, list[Task]] = {}
         self.warning: str | None = None
         self._backends: tuple[Backend, Backend] | None = None
+        self._reading: Meter | None = None
 
     def run(self) -> NightResult:
         if self.harvest_first:
@@ -89,11 +92,40 @@ class Night:
         )
 
     def mine(self) -> None:
-        """The recurring tasks of the stored sessions; the scorable ones train."""
-        ctx, say = self.ctx, self.ctx.say
+        """The recurring tasks of the stored sessions; the scorable ones train. Follow-ups the
+        regex layer cannot decide, and every correction, are read by the optimizer model
+        (:mod:`~skillopt_sleep.mining.meaning`; a dry run reads only what the store kept)."""
+        ctx, s, say = self.ctx, self.ctx.settings, self.ctx.say
         say.enter("mine", "mining recurring tasks")
-        self.report = mine(ctx.store, ctx.settings, on_progress=say.relay)
-        self.tasks = [t for t in self.report.tasks if scorable(t, ctx.settings.rubric)]
+        reader = Reader(
+            ctx.store,
+            None if self.dry_run or not s.read_calls else self.read,
+            model=f"{s.optimizer.name}:{s.optimizer.model}",
+            max_calls=s.read_calls,
+        )
+        self.report = mine(ctx.store, s, on_progress=say.relay, reader=reader)
+        if reader.calls:
+            say(f"mine: the optimizer read {reader.calls} follow-up(s) by their meaning")
+        self.tasks = [t for t in self.report.tasks if scorable(t, s.rubric)]
+
+    def read(self, shown: dict[str, Any]) -> dict[str, Any]:
+        """One follow-up read by the optimizer model (:func:`~.prompts.read_prompt`), counted
+        in the night's cost and kept in its outbox like every call."""
+        s = self.ctx.settings
+        if self._reading is None:
+            _, optimizer = self.backends()
+            self._reading = Meter(
+                optimizer,
+                self.ctx.store,
+                self.ctx.cost,
+                max_calls=s.max_calls_per_night,
+                max_tokens=s.max_tokens_per_night,
+                role="optimizer",
+                outbox_days=s.privacy.outbox_days,
+            )
+        req = CompletionRequest(prompt=prompts.read_prompt(shown), purpose="read", max_tokens=400)
+        comp, _ = self._reading.complete(req)
+        return prompts.extract_json(comp.text, backend=self._reading.backend.name)
 
     def plan(self) -> None:
         """The document the night trains, where its agent loads it (replays put each candidate

@@ -1,7 +1,7 @@
 """The prompts the night sends to the optimizer model, and the parsers of its answers.
 
 Each prompt begins with a fixed marker line (``SKILLOPT-REFLECT v1``, ``SKILLOPT-JUDGE v1``,
-``SKILLOPT-CONSOLIDATE v1``) and carries its structured material as one fenced ``json`` block,
+``SKILLOPT-CONSOLIDATE v1``, ``SKILLOPT-READ v1``) and carries its structured material as one fenced ``json`` block,
 so any capable model can follow it and the bundled simulator can parse it deterministically.
 The answer is asked for as a single JSON object; :func:`extract_json` tolerates prose and
 code fences around it.
@@ -18,6 +18,7 @@ from skillopt_sleep.errors import BackendResponseError
 REFLECT_MARKER = "SKILLOPT-REFLECT v1"
 JUDGE_MARKER = "SKILLOPT-JUDGE v1"
 CONSOLIDATE_MARKER = "SKILLOPT-CONSOLIDATE v1"
+READ_MARKER = "SKILLOPT-READ v1"
 
 
 def _block(data: Any) -> str:
@@ -114,6 +115,35 @@ Score how well an assistant's answer satisfies a rubric written from the user's 
 {_block({"task": task, "rubric": rubric, "answer": answer})}
 
 Answer with one JSON object and nothing else: {{"score": <number between 0 and 1>}}"""
+
+
+def read_prompt(shown: dict[str, Any]) -> str:
+    """Build the follow-up reading prompt (``mining/meaning.py``): ``shown`` is its
+    ``request``, ``answer`` and ``follow_up``; the answer is ``{"label", "checks",
+    "rubric"}``."""
+    return f"""{READ_MARKER}
+A user asked a coding agent for something, the agent answered, and the user wrote a
+follow-up. Read the follow-up, in whatever language it is written, and label it:
+- "correction": the user says the answer was wrong, unwanted or incomplete, or wants it in
+  another form (another tool or command, style, length, a missing part, it is cut off);
+- "positive": the user approves of the answer;
+- "neutral": a new request, or a question about something else.
+For a correction, turn what the user asked for into checks that a good answer to the same
+request passes and the corrected answer fails. Use only these kinds:
+  {{"kind": "contains", "value": "<literal word or command the answer must have>"}}
+  {{"kind": "not_contains", "value": "<literal the answer must not have>"}}
+  {{"kind": "max_chars" | "min_chars" | "max_words", "value": "<number>"}}
+  {{"kind": "imperative"}}  (the message starts with a verb in the imperative mood)
+  {{"kind": "no_emoji"}}, {{"kind": "snake_case"}}, {{"kind": "type_hints"}}
+  {{"kind": "section", "value": "<heading the answer must have>"}}
+Literals must be words the user or the answer wrote; never a word that describes a style.
+Put what no check can express in "rubric" as short English sentences. Cover everything the
+user asked for.
+
+{_block(shown)}
+
+Answer with one JSON object and nothing else:
+{{"label": "correction" | "positive" | "neutral", "checks": [...], "rubric": ["..."]}}"""
 
 
 def consolidate_prompt(*, rules: list[str]) -> str:

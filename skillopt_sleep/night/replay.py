@@ -13,7 +13,7 @@
   behind the target calls asked before it (no worker idles while a call could be made).
   Results are assembled in the order asked, whatever order the workers finish in, and a
   failure is raised as reading them in that order would.
-* :meth:`Replayer._one` runs a task's rule checks (hard score, 0..1; :func:`scored_checks`)
+* :meth:`Replayer._one` runs a task's rule checks (hard score, 0..1; :func:`judge_answer`)
   and, when a rubric and a judge are available, the rubric (soft score, 0..1). The replay
   carries the task's context capsule (``CompletionRequest.context``: the files and outputs
   its occurrence's agent saw); a task whose context cannot be rebuilt is replayed without
@@ -33,9 +33,7 @@ from typing import Any
 
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.errors import BudgetExceeded
-from skillopt_sleep.mining import artifact
-from skillopt_sleep.mining.integrity import broken
-from skillopt_sleep.mining.judges import run_check, scored_checks
+from skillopt_sleep.mining.judges import judge_answer
 from skillopt_sleep.models import (
     Completion,
     CompletionRequest,
@@ -289,22 +287,17 @@ class Replayer:
         """A task's checks and judge call on its target's answer (the second half of
         :meth:`_one`)."""
         # a broken answer (empty, a bare word, code cut off or not parsing) is no answer,
-        # whatever its checks say: scored 0, each fault shown as a failed check
-        faults = broken(comp.text) if comp.text or not comp.tool_calls else []
+        # whatever its checks say: scored 0, each fault shown as a failed check; each check
+        # judges the artifact the task asks for (a commit message's subject, not the sentence
+        # before it)
+        judged = judge_answer(task, comp.text, comp.tool_calls)
+        faults = judged.faults
         results: list[dict[str, Any]] = [
             {"kind": "whole", "value": f.kind, "evidence": f.why, "passed": False} for f in faults
         ]
-        # each check judges the artifact the task asks for (a commit message's subject, not
-        # the sentence before it)
-        kind = artifact.kind_of(task.intent)
         results += [
-            {
-                "kind": c.kind,
-                "value": c.value,
-                "evidence": c.evidence,
-                "passed": run_check(c, artifact.text_for(c.kind, kind, comp.text), comp.tool_calls),
-            }
-            for c in scored_checks(task)
+            {"kind": c.kind, "value": c.value, "evidence": c.evidence, "passed": ok}
+            for c, ok in judged.results
         ]
         hard = sum(r["passed"] for r in results) / len(results) if results else None
         soft = None

@@ -99,9 +99,7 @@ class RecordsService:
         """How the stored task ``task_id`` (its id or a unique prefix) judges ``answer``:
         the answer's integrity first (mining/integrity.py), then the task's checks, as a
         night's replay scores them (no model is called: a rubric is listed, not judged)."""
-        from skillopt_sleep.mining import artifact
-        from skillopt_sleep.mining.integrity import broken
-        from skillopt_sleep.mining.judges import describe, run_check, scored_checks
+        from skillopt_sleep.mining.judges import describe, judge_answer
 
         with self.core.use() as store:
             tasks = store.tasks.all()
@@ -112,25 +110,17 @@ class RecordsService:
             said = "no stored task" if not found else f"{len(found)} stored tasks"
             raise BadArgument(f"{said} with the id {task_id!r}; `skillopt-sleep tasks` lists them")
         task = found[0]
-        faults = broken(answer)
+        judged = judge_answer(task, answer, [])
         verdicts = [
-            CheckVerdict(kind="whole", value=f.kind, passed=False, why=f.why) for f in faults
+            CheckVerdict(kind="whole", value=f.kind, passed=False, why=f.why) for f in judged.faults
         ]
-        checks = scored_checks(task)
-        kind = artifact.kind_of(task.intent)
         ran = [
-            CheckVerdict(
-                kind=c.kind,
-                value=c.value,
-                passed=run_check(c, artifact.text_for(c.kind, kind, answer), []),
-                why=describe(c),
-            )
-            for c in checks
+            CheckVerdict(kind=c.kind, value=c.value, passed=ok, why=describe(c))
+            for c, ok in judged.results
         ]
         verdicts += ran
-        score: float | None = sum(v.passed for v in ran) / len(ran) if ran else None
-        if faults:
-            score = 0.0
+        score = judged.hard
+        faults = judged.faults
         return AnswerScore(
             task_id=task.id,
             intent=task.intent,

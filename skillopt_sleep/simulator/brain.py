@@ -73,11 +73,12 @@ from typing import Any
 from skillopt_sleep.night import prompts
 from skillopt_sleep.simulator.persona import Persona, SkillRule
 
-ROLES = ("target", "reflect", "judge", "consolidate")
+ROLES = ("target", "reflect", "judge", "consolidate", "read")
 _MARKERS = {
     "reflect": prompts.REFLECT_MARKER,
     "judge": prompts.JUDGE_MARKER,
     "consolidate": prompts.CONSOLIDATE_MARKER,
+    "read": prompts.READ_MARKER,
 }
 
 _USE_INSTEAD = re.compile(r"\buse\s+`([^`]+)`\s+instead\s+of\s+`([^`]+)`", re.I)
@@ -314,6 +315,8 @@ class Brain:
         material = _material(turn.last_user, role)
         if role == "reflect":
             out: dict[str, Any] = {"edits": self.reflect(material)}
+        elif role == "read":
+            out = read_followup(str(material.get("follow_up", "")))
         elif role == "judge":
             out = {
                 "score": judge_score(
@@ -541,6 +544,58 @@ def judge_score(rubric: str, answer: str) -> float:
         ok += has_term(answer, m.group(1)) != negative
         prev_end = m.end()
     return round(ok / len(terms), 3)
+
+
+# A literal-minded reader of follow-ups in four languages (the real model reads any): the
+# words that make a follow-up a correction or an approval, and the words before a backticked
+# literal that make it one to avoid.
+_READ_CORRECTION = re.compile(
+    r"^\W*(?:no|nein|non|nope)\b|\b(?:wrong|falsch|incorrect[oa]?|faux|instead of|statt"
+    r"|anstatt|en (?:vez|lugar) de|au lieu de|cut off|truncated|abgeschnitten|unvollständig"
+    r"|cortad[oa]|incomplet[oa]?|coupée?|too long|zu lang|demasiado larg[oa]|trop long"
+    r"|vergessen|olvidaste|oublié|nicht|pas)\b",
+    re.I,
+)
+_READ_POSITIVE = re.compile(
+    r"^\W*(?:danke|perfekt|super|gracias|perfecto|genial|merci|parfait|thanks|perfect)\b", re.I
+)
+_READ_AVOID = re.compile(
+    r"\b(?:not|nicht|no|pas|sin|ohne|without|statt|anstatt|instead of|en (?:vez|lugar) de"
+    r"|au lieu de|kein(?:e|en)?)\W*$",
+    re.I,
+)
+_READ_LIMIT = re.compile(r"(\d+)\s*(?:characters|chars|zeichen|caracteres|caractères)", re.I)
+_READ_SECTION = re.compile(
+    r"\b(?:section|abschnitt|sección|seccion)\s+`([^`]+)`|`([^`]+)`[\s-]+(?:section|abschnitt)\b",
+    re.I,
+)
+_READ_IMPERATIVE = re.compile(r"\b(?:imperativ[eo]?|impératif)\b", re.I)
+
+
+def read_followup(text: str) -> dict[str, Any]:
+    """The simulator's reading of a follow-up (``SKILLOPT-READ``): a correction when it says
+    no or names what is wrong in one of four languages, an approval when it thanks; each
+    backticked literal becomes ``contains`` (``not_contains`` after a negating word), a
+    number of characters ``max_chars``, a named section ``section``, the imperative mood
+    ``imperative``."""
+    if _READ_POSITIVE.search(text) and not _READ_CORRECTION.search(text):
+        return {"label": "positive", "checks": [], "rubric": []}
+    if not _READ_CORRECTION.search(text):
+        return {"label": "neutral", "checks": [], "rubric": []}
+    checks: list[dict[str, str]] = []
+    sections = {m.group(1) or m.group(2) for m in _READ_SECTION.finditer(text)}
+    for m in re.finditer(r"`([^`]+)`", text):
+        if m.group(1) in sections:
+            continue
+        avoid = _READ_AVOID.search(text[: m.start()])
+        checks.append({"kind": "not_contains" if avoid else "contains", "value": m.group(1)})
+    checks += [{"kind": "section", "value": name} for name in sorted(sections)]
+    limit = _READ_LIMIT.search(text)
+    if limit:
+        checks.append({"kind": "max_chars", "value": limit.group(1)})
+    if _READ_IMPERATIVE.search(text):
+        checks.append({"kind": "imperative", "value": ""})
+    return {"label": "correction", "checks": checks, "rubric": [f"Do what the user asked: {text}"]}
 
 
 def consolidate(rules: list[str]) -> list[str]:

@@ -21,6 +21,8 @@ the store, reached as attributes of :class:`Store`:
 ``store.counts``    row counts for status
 ``store.forget``    deleting stored data for good (``forget``)
 ``store.outbox``    every outbound model call (``outbox``)
+``store.mining``    each project's clustering, kept between mining runs
+``store.readings``  what the optimizer model read in the user's follow-ups
 ==================  ==========================================================
 
 Reads never write. ``store.write()`` groups writes in one ``BEGIN IMMEDIATE`` transaction.
@@ -65,6 +67,7 @@ from skillopt_sleep.store.mining import MiningRepo
 from skillopt_sleep.store.nights import NightRow, NightsRepo
 from skillopt_sleep.store.outbox import OutboxRepo, OutboxRow
 from skillopt_sleep.store.proposals import AdoptionRow, AdoptionsRepo, ProposalRow, ProposalsRepo
+from skillopt_sleep.store.readings import ReadingsRepo
 from skillopt_sleep.store.rollouts import RolloutRow, RolloutsRepo
 from skillopt_sleep.store.sessions import MessageRow, Place, SearchHit, SessionRow, SessionsRepo
 from skillopt_sleep.store.tasks import TasksRepo
@@ -293,6 +296,7 @@ class Store:
         self.forget = ForgetRepo(db)
         self.outbox = OutboxRepo(db)
         self.mining = MiningRepo(db)
+        self.readings = ReadingsRepo(db)
 
     def _migrations(self) -> int:
         if not self.db.table("_sqlite_migrations").exists():

@@ -589,3 +589,14 @@ def m013_night_seq(db: Database) -> None:
             "(coalesce(o.finished_at, '9999') = coalesce(nights.finished_at, '9999') and "
             "abs(o.id) <= abs(nights.id)))))"
         )
+
+
+@migrations(name="m014_readings")
+def m014_readings(db: Database) -> None:
+    """``readings``: what the optimizer model read in a user's follow-up (correction,
+    approval or a new request, and the checks compiled from a correction), keyed by a hash
+    of what it was shown, so mining without a model (``tasks``, ``mine``) and a repeat night
+    reuse them and make no call (``mining/meaning.py``)."""
+    db.table("readings").create(
+        {"key": str, "reading": str, "model": str, "created_at": str}, pk="key"
+    )

@@ -22,7 +22,11 @@ def test_the_requests_tell_their_artifact() -> None:
     assert kind_of(PROMPT) == "commit_message"
     assert kind_of("give me a good commit subject for this") == "commit_message"
     assert kind_of("how do I upgrade pip itself? answer with one command") == "command"
-    assert kind_of("write a unit test for parse_date") == "answer"
+    assert kind_of("write a unit test for parse_date") == "test"
+    assert kind_of("add tests for slugify") == "test"
+    assert kind_of("schreib einen Test für parse_date") == "test"
+    assert kind_of("run the tests") == "answer"  # running tests asks for no test file
+    assert kind_of("explain the tests in this file") == "answer"
 
 
 @pytest.mark.parametrize(

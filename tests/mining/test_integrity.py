@@ -27,6 +27,12 @@ GOOD_TEST = (
         ('```json\n{"a": 1,}\n```', ["json"]),
         ("```toml\n[tool\nx = 1\n```", ["toml"]),
         ("```bash\nfor f in *.py; do\n  echo $f\n```", ["shell"]),
+        # prose cut off: inside a word, after a word no sentence ends on, inside code or quotes
+        ("Added a retry mechanism to the fetch client so tha", ["cut"]),
+        ("It reads the date and returns the", ["cut"]),
+        ("Run `pnpm inst", ["cut"]),
+        ('git commit -m "Add retry to the fe', ["cut"]),
+        ("The parser handles every date for- ", ["cut"]),
     ],
 )
 def test_broken_answers_name_their_fault(answer: str, kinds: list[str]) -> None:
@@ -46,6 +52,9 @@ def test_broken_answers_name_their_fault(answer: str, kinds: list[str]) -> None:
         '```bash\nfor f in *.py; do echo "$f"; done\n```',
         "```rust\nfn main( {\n```",  # no parser shipped for it: judged by the checks alone
         "def add(a: int, b: int) -> int:\n    return a + b\n",
+        "Add retries to the fetch client",  # a subject has no period, and is whole
+        "It parses dates.\n\n- handles ISO\n- handles the",  # a list item may end anywhere
+        "Use the `pnpm` package manager for this",
     ],
 )
 def test_whole_answers_have_no_fault(answer: str) -> None:
@@ -86,10 +95,11 @@ def test_a_broken_answer_scores_zero_whatever_its_checks_say(tmp_path) -> None:
         got = Replayer(meter, None, metric="hard").run(tasks, "# rules\n")
     store.close()
     assert got["whole test"].score == 1.0
-    for key, kind in (("cut test", "python"), ("bare", "bare")):
+    # the cut file defines no test yet (its task asks for one) and does not parse
+    for key, kinds in (("cut test", ["no_test", "python"]), ("bare", ["bare"])):
         assert got[key].score == 0.0 and got[key].hard == 0.0
         whole = [c for c in got[key].checks if c["kind"] == "whole"]
-        assert [c["value"] for c in whole] == [kind] and not whole[0]["passed"]
+        assert [c["value"] for c in whole] == kinds and not any(c["passed"] for c in whole)
         # the task's own checks still say what they saw
         assert all(c["passed"] for c in got[key].checks if c["kind"] != "whole")
 
@@ -145,3 +155,21 @@ def test_tasks_score_shows_how_a_task_judges_an_answer(tmp_path) -> None:
     unknown = skillopt("tasks", "score", "nope", "--answer-file", str(tmp_path / "answer.txt"))
     assert unknown.returncode == 1 and "no stored task with the id 'nope'" in unknown.stderr
     assert len(unknown.stderr.strip().splitlines()) == 1
+
+
+def test_a_test_task_needs_an_answer_that_defines_a_test() -> None:
+    """A task that asks for a test (artifact ``test``) is answered by a test, in the shapes
+    agents write them; prose about testing, or a bare import, is no test."""
+    for answer in (
+        GOOD_TEST,
+        "```js\ntest('slugify', () => {\n  expect(slugify('A b')).toBe('a-b');\n});\n```",
+        "```python\nclass TestSlug(unittest.TestCase):\n    def test_a(self):\n        pass\n```",
+        "```rust\n#[test]\nfn slug() {}\n```",
+    ):
+        assert broken(answer, "test") == [], answer
+    for answer in (
+        "I would test the happy path and the empty string.",
+        "```python\nimport pytest\n```",
+    ):
+        assert [f.kind for f in broken(answer, "test")] == ["no_test"], answer
+        assert broken(answer) == []  # any other task: whole

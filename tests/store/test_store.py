@@ -32,6 +32,7 @@ def test_migrations_apply_once_and_wal(tmp_path):
         "m011_proposal_report_hash",
         "m012_edit_section",
         "m013_night_seq",
+        "m014_readings",
     ]
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 

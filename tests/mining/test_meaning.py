@@ -1,0 +1,386 @@
+"""Follow-ups read by their meaning (mining/meaning.py): what the regex layer cannot decide —
+another language, a complaint it has no pattern for, a second request in the same sentence —
+is read by a model, compiled into checks held to the transcript's controls, and kept in the
+store so it is read once. The model here is the simulator's reader (simulator/brain.py), run
+in-process; tests/night/test_night_meaning.py drives it over HTTP through a night, and
+tests/realmodel/test_reading.py asks the real model."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skillopt_sleep.config import Settings
+from skillopt_sleep.errors import BudgetExceeded
+from skillopt_sleep.mining import corrections as fb
+from skillopt_sleep.mining.meaning import Reader, compile_reading, material
+from skillopt_sleep.mining.mine import mine
+from skillopt_sleep.models import HarvestedMessage, HarvestedSession, Task
+from skillopt_sleep.simulator.brain import read_followup
+from skillopt_sleep.store import Store
+
+NOW = dt.datetime(2025, 6, 30, 12, 0, tzinfo=dt.UTC)
+PROJ = "/home/u/app"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store(tmp_path / "t.db")
+    yield s
+    s.close()
+
+
+class Model:
+    """The simulator's reader, counting the follow-ups it was asked to read."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def __call__(self, shown: dict[str, Any]) -> dict[str, Any]:
+        self.asked.append(shown["follow_up"])
+        return read_followup(shown["follow_up"])
+
+
+def add(
+    store: Store,
+    key: str,
+    turns: list[tuple[str, str]],
+    *,
+    source: str = "claude_code",
+    day: int = 28,
+) -> None:
+    msgs = [
+        HarvestedMessage(
+            uid=f"{key}-{i}",
+            role=role,
+            kind="prompt" if role == "user" else "answer",
+            text=text,
+            timestamp=f"2025-06-{day:02d}T10:{i:02d}:00Z",
+        )
+        for i, (role, text) in enumerate(turns)
+    ]
+    store.sessions.save(
+        HarvestedSession(
+            source=source,
+            key=key,
+            project=PROJ,
+            started_at=f"2025-06-{day:02d}T10:00:00Z",
+            messages=msgs,
+        ),
+        file_path=f"/logs/{source}-{key}.jsonl",
+    )
+
+
+def only(tasks: list[Task], fragment: str) -> Task:
+    found = [t for t in tasks if fragment in t.intent]
+    assert len(found) == 1, [t.intent for t in tasks]
+    return found[0]
+
+
+def kinds(task: Task) -> set[tuple[str, str]]:
+    return {(c.kind, c.value) for c in task.checks}
+
+
+# ------------------------------------------------------------------ compiling a reading
+def test_a_reading_keeps_only_checks_of_the_dsl_grounded_in_what_was_said() -> None:
+    shown = material("install the deps", "npm install", "nein, `pnpm` bitte")
+    reading = compile_reading(
+        {
+            "label": "correction",
+            "checks": [
+                {"kind": "contains", "value": "pnpm"},
+                {"kind": "contains", "value": "yarn"},  # nobody said it: invented
+                {"kind": "max_chars", "value": "about 50 characters"},
+                {"kind": "max_words", "value": "many"},
+                {"kind": "regex", "value": "(unclosed"},
+                {"kind": "exec", "value": "rm -rf /"},
+                {"kind": "imperative", "value": "imperative mood"},
+                "not a check",
+            ],
+            "rubric": ["Use pnpm.", "Use pnpm."],
+        },
+        shown,
+    )
+    assert reading.label == "correction"
+    assert [(c.kind, c.value, c.origin) for c in reading.checks] == [
+        ("contains", "pnpm", "reading"),
+        ("max_chars", "50", "reading"),
+        ("imperative", "", "reading"),  # a style is a structured check, its words dropped
+    ]
+    assert reading.rubric == ["Use pnpm."]
+    assert len(reading.dropped) == 5
+    assert any("'yarn'" in d and "nowhere" in d for d in reading.dropped)
+    assert any("unknown check kind 'exec'" in d for d in reading.dropped)
+    # an unknown label is no correction, and a non-correction carries no checks
+    assert compile_reading({"label": "maybe"}, shown).label == "neutral"
+    assert (
+        compile_reading(
+            {"label": "positive", "checks": [{"kind": "contains", "value": "pnpm"}]}, shown
+        ).checks
+        == []
+    )
+
+
+# ------------------------------------------------------------------ the reader and its store
+def test_a_follow_up_is_read_once_and_then_from_the_store(store: Store) -> None:
+    model = Model()
+    first = Reader(store, model, max_calls=10).read(
+        "install the deps", "npm install", "Nein, `pnpm` statt `npm`."
+    )
+    assert first is not None and first.label == "correction"
+    assert {(c.kind, c.value) for c in first.checks} == {
+        ("contains", "pnpm"),
+        ("not_contains", "npm"),
+    }
+    again = Reader(store, model, max_calls=10)
+    assert again.read("install the deps", "npm install", "Nein, `pnpm` statt `npm`.") == first
+    assert (again.calls, again.stored, len(model.asked)) == (0, 1, 1)
+    # without a model the store still answers; what it never read stays unread
+    offline = Reader(store)
+    assert offline.read("install the deps", "npm install", "Nein, `pnpm` statt `npm`.") == first
+    assert offline.read("install the deps", "npm install", "Nein, `yarn`.") is None
+    assert (offline.calls, offline.unread) == (0, 1)
+
+
+def test_the_reading_cap_and_the_nights_call_cap_leave_the_rest_unread(store: Store) -> None:
+    model = Model()
+    capped = Reader(store, model, max_calls=1)
+    assert capped.read("a", "b", "nein, `x`") is not None
+    assert capped.read("a", "b", "nein, `y`") is None
+    assert (capped.calls, capped.unread, len(model.asked)) == (1, 1, 1)
+
+    def broke(shown: dict[str, Any]) -> dict[str, Any]:
+        raise BudgetExceeded("per-night cap of 3 model calls reached")
+
+    spent = Reader(store, broke, max_calls=10)
+    assert spent.read("a", "b", "nein, `z`") is None
+    assert spent.read("a", "b", "nein, `w`") is None  # no second try after the cap
+    assert (spent.calls, spent.unread, spent.ask) == (0, 2, None)
+
+
+# ------------------------------------------------------------------ corrections by meaning
+CASES = [
+    # (the request, the corrected answer, the follow-up, the accepted answer, the checks kept)
+    (
+        "install the dependencies",
+        "Run `npm install` in the project folder.",
+        "Nein, verwende `pnpm` statt `npm`.",
+        "Run `pnpm install` in the project folder.",
+        {("contains", "pnpm"), ("not_contains", "npm")},
+    ),
+    (
+        "write a unit test for parse_date",
+        "```python\nimport unittest\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertTrue(True)\n```",
+        "No, usa `pytest` en lugar de `unittest`, y añade una sección `Pruebas`.",
+        "## Pruebas\n\n```python\nimport pytest\n\ndef test_a():\n    assert True\n```",
+        {("contains", "pytest"), ("not_contains", "unittest"), ("section", "Pruebas")},
+    ),
+    (
+        "write a commit message for the retry change",
+        "Added a retry mechanism to the fetch client so that transient failures are retried",
+        "Non, trop long : 50 caractères au plus, à l'impératif.",
+        "Add retries to the fetch client",
+        {("max_chars", "50"), ("imperative", "")},
+    ),
+]
+
+
+@pytest.mark.parametrize(("request_", "answer", "followup", "accepted", "want"), CASES)
+def test_corrections_in_other_languages_become_validated_checks(
+    store: Store, request_: str, answer: str, followup: str, accepted: str, want: set
+) -> None:
+    # the regexes know English: only the Spanish "No, …" opens like a correction to them
+    assert (fb.classify(followup) == "correction") == followup.startswith("No,")
+    model = Model()
+    add(
+        store,
+        "s1",
+        [
+            ("user", request_),
+            ("assistant", answer),
+            ("user", followup),
+            ("assistant", accepted),
+            ("user", "Danke!"),
+        ],
+    )
+    report = mine(store, Settings(min_sessions=1), now=NOW, reader=Reader(store, model))
+    task = only(report.tasks, request_)
+    assert kinds(task) == want
+    # each check kept passed the transcript's controls: it fails the corrected answer and
+    # passes the accepted one
+    for c in task.checks:
+        assert c.controls["negative"] == "pass" and c.controls["positive"] == "pass", c
+    assert task.corrections and followup in task.corrections[0]
+    # the correction and the thanks after the accepted answer were read: one call each
+    assert report.read == 2 and report.dropped["approval_by_meaning"] == 1
+
+
+def test_two_requests_in_one_sentence_both_reach_a_check(store: Store) -> None:
+    followup = "no, use `pytest` and add a `Testing` section"
+    regex_only = fb.analyze(followup, "import unittest", correction=True)
+    assert not any(c.kind == "section" for c in regex_only.derived)  # the regexes miss half
+    add(
+        store,
+        "s1",
+        [
+            ("user", "write a unit test for slugify"),
+            ("assistant", "```python\nimport unittest\n```"),
+            ("user", followup),
+            (
+                "assistant",
+                "## Testing\n\n```python\nimport pytest\n\ndef test_slug():\n    assert slugify('A b') == 'a-b'\n```",
+            ),
+            ("user", "thanks"),
+        ],
+    )
+    report = mine(store, Settings(min_sessions=1), now=NOW, reader=Reader(store, Model()))
+    task = only(report.tasks, "slugify")
+    assert {("contains", "pytest"), ("section", "Testing")} <= kinds(task)
+
+
+def test_a_complaint_about_form_is_a_correction_in_any_language(store: Store) -> None:
+    for followup in ("that test is cut off", "the answer got truncated", "it is incomplete"):
+        assert fb.classify(followup) == "correction", followup
+    model = Model()
+    add(
+        store,
+        "s1",
+        [
+            ("user", "schreib einen Test für parse_date"),
+            ("assistant", "import pytest\nfrom dates import parse_date\n\nclass"),
+            ("user", "Der Test ist abgeschnitten."),
+            (
+                "assistant",
+                "```python\nfrom dates import parse_date\n\ndef test_iso():\n    assert parse_date('2024-01-02')\n```",
+            ),
+        ],
+    )
+    report = mine(store, Settings(min_sessions=1), now=NOW, reader=Reader(store, model))
+    task = only(report.tasks, "parse_date")
+    assert task.corrections == ["Der Test ist abgeschnitten."]
+    assert "abgeschnitten" in task.rubric  # judged by its rubric, and every answer must be whole
+    assert model.asked == ["Der Test ist abgeschnitten."]
+    assert report.dropped.get("correction_by_meaning") == 1
+
+
+def test_new_requests_and_thanks_in_another_language_stay_what_they_are(store: Store) -> None:
+    model = Model()
+    add(
+        store,
+        "s1",
+        [
+            ("user", "erkläre die Funktion parse_date"),
+            ("assistant", "Sie liest ein Datum im ISO-Format."),
+            ("user", "Danke, perfekt!"),
+            ("user", "Jetzt füge einen Test für slugify hinzu"),
+            ("assistant", "```python\ndef test_slugify():\n    assert slugify('A') == 'a'\n```"),
+        ],
+    )
+    report = mine(store, Settings(min_sessions=1), now=NOW, reader=Reader(store, model))
+    assert only(report.tasks, "parse_date").corrections == []
+    assert only(report.tasks, "slugify").corrections == []  # a new request, not a correction
+    assert "Jetzt füge einen Test für slugify hinzu" in model.asked
+
+
+def test_one_users_requests_in_another_language_across_agents_are_one_task_each(
+    store: Store,
+) -> None:
+    """The same German requests asked in Claude Code, Codex and Copilot with German
+    corrections: one task per request, every occurrence joined, every correction recognised,
+    each task with a validated check."""
+    model = Model()
+    sessions = [
+        (
+            "claude_code",
+            20,
+            "Installiere die Abhängigkeiten des Projekts",
+            "Führe `npm install` aus.",
+            "Nein, verwende `pnpm` statt `npm`.",
+            "Führe `pnpm install` aus.",
+        ),
+        (
+            "codex",
+            22,
+            "Installiere die Abhängigkeiten des Projekts",
+            "Führe `npm ci` aus.",
+            None,
+            None,
+        ),
+        (
+            "copilot",
+            24,
+            "Installiere die Abhängigkeiten des Projekts",
+            "Führe `pnpm install` aus.",
+            None,
+            None,
+        ),
+        (
+            "claude_code",
+            21,
+            "Schreib eine Commit-Nachricht für die Änderung am Retry",
+            "Added retries to the fetch client so transient failures do not fail the sync job",
+            "Zu lang: höchstens 50 Zeichen, im Imperativ.",
+            "Add retries to the fetch client",
+        ),
+        (
+            "codex",
+            23,
+            "Schreib eine Commit-Nachricht für die Änderung am Retry",
+            "Add retries to the fetch client",
+            None,
+            None,
+        ),
+        (
+            "copilot",
+            25,
+            "Schreib eine Commit-Nachricht für die Änderung am Retry",
+            "Adds retries",
+            None,
+            None,
+        ),
+    ]
+    for i, (source, day, ask, answer, followup, accepted) in enumerate(sessions):
+        turns = [("user", ask), ("assistant", answer)]
+        if followup:
+            turns += [("user", followup), ("assistant", accepted), ("user", "Danke!")]
+        add(store, f"s{i}", turns, source=source, day=day)
+    report = mine(store, Settings(), now=NOW, reader=Reader(store, model))
+    install = only(report.tasks, "Abhängigkeiten")
+    commit = only(report.tasks, "Commit-Nachricht")
+    for task in (install, commit):
+        assert len(task.occurrences) == 3
+        assert {o.session_id.split(":")[0] for o in task.occurrences} == {
+            "claude_code",
+            "codex",
+            "copilot",
+        }
+        assert task.checks and all(c.controls.get("negative") == "pass" for c in task.checks)
+    assert install.corrections == ["Nein, verwende `pnpm` statt `npm`."]
+    assert commit.corrections == ["Zu lang: höchstens 50 Zeichen, im Imperativ."]
+    assert {("contains", "pnpm"), ("not_contains", "npm")} <= kinds(install)
+    assert {("max_chars", "50"), ("imperative", "")} <= kinds(commit)
+
+
+def test_mining_without_a_model_reuses_what_a_night_read_and_calls_nothing(store: Store) -> None:
+    model = Model()
+    add(
+        store,
+        "s1",
+        [
+            ("user", "install the deps"),
+            ("assistant", "npm install"),
+            ("user", "Nein, `pnpm` statt `npm`."),
+            ("assistant", "pnpm install"),
+        ],
+    )
+    with_model = mine(store, Settings(min_sessions=1), now=NOW, reader=Reader(store, model))
+    without = mine(store, Settings(min_sessions=1), now=NOW)
+    assert [t.checks for t in without.tasks] == [t.checks for t in with_model.tasks]
+    assert without.read == 0 and len(model.asked) == 1
+    # a follow-up never read is no correction until a model reads it
+    store.readings.clear()
+    plain = mine(store, Settings(min_sessions=1), now=NOW)
+    assert plain.tasks[0].corrections == [] and plain.unread == 1
