@@ -162,6 +162,9 @@ class Occurrence(_Model):
     split: Literal["train", "val", "test", ""] = ""
     note: str = ""
     context: ContextCapsule | None = None
+    #: how it joined its task when its words did not: ``meaning`` (the optimizer read it as
+    #: the same request, in other words or another language) or ``user`` (``tasks join``)
+    joined: str = ""
 
     @property
     def key(self) -> str:
@@ -201,6 +204,13 @@ class Task(_Model):
     #: is its first occurrence's, a view's (:func:`~skillopt_sleep.mining.split.views`) its
     #: own occurrence's
     context: ContextCapsule | None = None
+    #: the transcript's answers a rubric judge is held to: ``(corrected, accepted)`` of the
+    #: task's corrections (accepted None: the user did not accept the next answer, or there
+    #: was none); mining sets them, in memory only (not stored, not in a night's inputs)
+    controls: list[tuple[str, str | None]] = Field(default_factory=list, exclude=True)
+    #: how the night's rubric judge held up against ``controls`` (night/night.py): "" not
+    #: checked, ``valid``, or ``invalid: <why>`` (its rubric then scores nothing); in memory
+    judge: str = Field("", exclude=True)
 
 
 class Usage(_Model):

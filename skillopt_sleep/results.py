@@ -708,7 +708,8 @@ class WildCheck(_Model):
     """An adopted document in the user's real sessions since adopt (see
     :mod:`skillopt_sleep.delivery.wild`): ``sessions`` that asked one of its tasks again, how many the
     document ``reached`` (only those are evidence), how many of those the agent's first answer
-    ``passed`` (the task's checks), and ``corrected`` (the user corrected it); the same for the
+    ``passed`` (whole, and the task's checks; a task with a rubric alone: its judge's score),
+    and ``corrected`` (the user corrected it); the same for the
     sessions ``before`` adopt. ``flag``: why the document is not reaching the agent, and the
     fix, once ``sessions`` reach the threshold with none reached."""
 
@@ -728,6 +729,9 @@ class WildCheck(_Model):
     before_corrected: int = 0
     before_pass_rate: float | None = None
     flag: str | None = None
+    #: reached sessions of tasks judged by their rubric alone that no night has judged yet
+    #: (not in ``reached``: they are evidence once judged)
+    unjudged: int = 0
 
 
 class Counts(_Model):

@@ -133,7 +133,7 @@ def harvest(as_json: bool = JsonOpt) -> None:
 
 tasks_app = typer.Typer(
     help="Mine and list recurring tasks with their split and checks; `tasks score` shows how "
-    "a task judges an answer.",
+    "a task judges an answer; `tasks join` / `tasks split` say which requests are one task.",
     rich_markup_mode=None,
 )
 app.add_typer(tasks_app, name="tasks")
@@ -171,6 +171,25 @@ def tasks(
     for t in report.tasks:
         _print_task_notes(t)
     _print_mining_notes(report)
+
+
+@tasks_app.command("join")
+def tasks_join(
+    first: str = typer.Argument(..., help="A task's id (or a unique prefix), as `tasks` lists it."),
+    second: str = typer.Argument(..., help="Another task of the same project."),
+) -> None:
+    """Make two tasks one: the same request in other words (or another language) that mining
+    kept apart. Kept for every later mining run; `tasks split` undoes it."""
+    out.print(service().link_tasks(first, second), markup=False)
+
+
+@tasks_app.command("split")
+def tasks_split(
+    task_id: str = typer.Argument(..., help="The task's id (or a unique prefix)."),
+) -> None:
+    """Undo a join: the requests joined to this task by their meaning (or by `tasks join`)
+    become tasks of their own again, and stay apart."""
+    out.print(service().link_tasks(task_id), markup=False)
 
 
 @tasks_app.command("score")
@@ -265,6 +284,18 @@ def _print_task_notes(t: Task) -> None:
     for o in t.occurrences:
         if o.note:
             out.print(fitted(f"{t.id}: an occurrence {o.note}"), markup=False)
+    joined = [o for o in t.occurrences if o.joined]
+    if joined:
+        by = "your `tasks join`" if all(o.joined == "user" for o in joined) else "their meaning"
+        asks = "; ".join(repr(o.prompt[:60]) for o in joined[:3])
+        out.print(
+            fitted(
+                f"{t.id}: {len(joined)} request(s) joined by {by}, not by their words ({asks}"
+                f"{' …' if len(joined) > 3 else ''}); `skillopt-sleep tasks split {t.id}` "
+                "undoes it"
+            ),
+            markup=False,
+        )
     # a request asked in many projects: one line for the other projects' tasks, by id
     elsewhere = [w for w in t.apart if w.endswith(_OTHER_PROJECT)]
     grouped = len(elsewhere) >= 3
@@ -297,6 +328,14 @@ def _print_mining_notes(report: MineReport) -> None:
         from skillopt_sleep.mining.split import NOT_DISTINCT
 
         out.print(fitted(f"{report.tasks_undistinct} task(s) {NOT_DISTINCT}"), markup=False)
+    if report.unread:
+        out.print(
+            fitted(
+                f"{report.unread} follow-up(s) the word patterns cannot decide are not read by "
+                "their meaning yet: the next night's optimizer reads them"
+            ),
+            markup=False,
+        )
     if report.dropped:
         out.print(fitted(f"not mined: {_dropped(report.dropped)}"), markup=False)
 
@@ -660,6 +699,7 @@ def _say_in_the_wild(say: _Say, wild: list[WildCheck]) -> None:
             f"{before} of {w.before_sessions}), corrected {w.corrected} (before: "
             f"{w.before_corrected})"
             + (f"; {w.other_agents} other agents' session(s)" if w.other_agents else "")
+            + (f"; {w.unjudged} to be judged by the next night" if w.unjudged else "")
         )
         if w.flag:
             say(f"  warning: {w.flag}")

@@ -20,6 +20,15 @@ Whether the document reached a session is judged once, when the session is harve
 ``status``); a session not judged yet is judged on the file's state now, without writing.
 A session's correction is any later prompt of it that
 :func:`skillopt_sleep.mining.corrections.classify` labels a correction.
+
+An answer is judged as a replay judges it (:func:`~skillopt_sleep.mining.judges.judge_answer`):
+whole first, then the task's checks on the artifact it asks for. A task judged by its rubric
+alone (no check) is scored by the night's rubric judge, once its judge has passed the task's
+own controls (night/night.py, ``check_judges``): each night judges the first answers of the
+reached sessions since adopt that no night judged yet (:func:`to_judge`), keeps the score
+with the session's verdict, and such an answer passes at :data:`RUBRIC_PASS`; until judged
+it counts in ``unjudged``, not in ``reached``. Its sessions before adopt are not judged and
+not counted.
 """
 
 from __future__ import annotations
@@ -42,6 +51,8 @@ from skillopt_sleep.store import AdoptionRow, MessageRow, ProposalRow, SessionRo
 
 #: matching sessions the document must have reached at least once before a check is flagged
 FLAG_AFTER = 3
+#: a rubric judge's score at which an answer of a task judged by its rubric alone passes
+RUBRIC_PASS = 0.5
 
 
 def _when(value: str | None) -> dt.datetime | None:
@@ -207,6 +218,7 @@ def in_the_wild(
             mode=a.mode,
         )
         projects = {t.project for t in a.tasks}
+        judged = store.wild.judged(a.row.id)
         for s in sessions:
             started = _when(s.started_at)
             if started is None or a.since is None:
@@ -224,10 +236,17 @@ def in_the_wild(
                 continue
             # judged as a replay is: a broken answer never passes, and each check judges the
             # artifact the task asks for
-            passed = bool(task.checks) and judge_answer(task, answer, tools, task.checks).passed
+            verdict = judge_answer(task, answer, tools, task.checks)
+            passed: bool | None = verdict.passed
+            if not task.checks:
+                # judged by its rubric alone: the reached sessions since adopt a night judged
+                if started < a.since or not task.rubric:
+                    continue
+                if not verdict.faults:
+                    passed = judged[s.id] >= RUBRIC_PASS if s.id in judged else None
             if started < a.since:
                 check.before_sessions += 1
-                check.before_passed += int(passed)
+                check.before_passed += int(bool(passed))
                 check.before_corrected += int(corrected)
                 continue
             check.sessions += 1
@@ -238,6 +257,9 @@ def in_the_wild(
                 missed += 1
                 continue  # never evidence for (or against) a document that did not reach it
             missed = 0
+            if passed is None:
+                check.unjudged += 1  # the next night judges it
+                continue
             check.reached += 1
             check.passed += int(passed)
             check.corrected += int(corrected)
@@ -248,6 +270,41 @@ def in_the_wild(
         if missed >= flag_after:
             check.flag = _fix(a.mode, a.intact, missed)
         out.append(check)
+    return out
+
+
+@dataclass(frozen=True)
+class ToJudge:
+    """A reached session's first answer to a task judged by its rubric alone."""
+
+    adoption_id: int
+    session_id: str
+    task_id: str
+    answer: str
+
+
+def to_judge(store: Store, task_ids: set[str], *, similarity: float = 0.72) -> list[ToJudge]:
+    """The first answers a night's rubric judge should score (:meth:`Night.judge_wild`): of
+    sessions since an adoption in place that it reached (recorded at harvest), asking one of
+    ``task_ids`` (tasks judged by their rubric alone), whole, and not judged yet."""
+    out: list[ToJudge] = []
+    for a in _adopted(store):
+        tasks = [t for t in a.tasks if t.id in task_ids]
+        if not tasks:
+            continue
+        reached = store.wild.verdicts(a.row.id)
+        done = store.wild.judged(a.row.id)
+        for session_id, ok in reached.items():
+            if not ok or session_id in done:
+                continue
+            session = store.sessions.get(session_id)
+            if session is None:
+                continue
+            prompt, answer, tools, _ = _first_turn(store.sessions.messages(session_id))
+            task = _match(prompt, session.project, tasks, similarity)
+            if task is None or not answer.strip() or judge_answer(task, answer, tools, []).faults:
+                continue
+            out.append(ToJudge(a.row.id, session_id, task.id, answer))
     return out
 
 

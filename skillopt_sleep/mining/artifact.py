@@ -3,12 +3,13 @@
 A user who asks for a commit message judges the message, not the sentence the agent put
 before it; a check such as ``max_chars 50`` or ``imperative`` therefore applies to the
 artifact, never to the whole answer. :func:`kind_of` tells a task's artifact from its request
-(``commit_message``, ``command``, ``test`` or ``answer``: the whole answer), and :func:`extract` finds it
-in an answer:
+(``commit_message``, ``command``, ``test`` or ``answer``: the whole answer), and
+:func:`extract` finds it in an answer:
 
 * ``commit_message`` — the message of a ``git commit -m "…"`` in the answer; else the first
   fenced block; else the answer after a one-line preamble that ends in a colon ("Here is a
-  commit message:"). Quotes and backticks around it are taken off. Its form checks
+  commit message:"), or after a label on its own line ("Commit message: Add …"). Quotes
+  and backticks around it are taken off. Its form checks
   (:data:`SUBJECT_CHECKS`: ``imperative``, ``max_chars``…) judge the subject line, as ``git
   log --oneline`` shows it; the others (``contains``…) the whole message.
 * ``command`` — the first fenced block, else the first inline `` `code` ``, else the answer.
@@ -33,6 +34,10 @@ _TEST = re.compile(
     re.I,
 )
 _GIT_COMMIT_M = re.compile(r"""git\s+commit\b[^\n]*?\s-\w*m\s*(["'])(.+?)\1""", re.S)
+#: a label before the message on its own line ("Commit message: …", "Suggested subject: …")
+_LABEL = re.compile(
+    r"(?i)[\w ]{0,20}\b(?:commit(?:\s+message)?|message|subject|title)\s*:\s+(?=\S)"
+)
 _BLOCK = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```", re.M | re.S)
 _INLINE = re.compile(r"`([^`\n]+)`")
 
@@ -83,6 +88,9 @@ def _message(answer: str) -> str:
     lines = answer.strip().splitlines()
     if len(lines) > 1 and lines[0].rstrip().endswith(":"):
         return "\n".join(lines[1:])
+    labelled = _LABEL.match(answer.strip())
+    if labelled:  # "Commit message: Add retries …"
+        return answer.strip()[labelled.end() :]
     return answer
 
 

@@ -11,7 +11,11 @@ checks, every answer of a replay (and of the wild) is read for what makes it no 
 * ``cut`` — the answer stops before its end: a code fence opened and never closed, an
   inline code span or a quotation opened on the last line and never closed, a word broken
   by a hyphen, or prose whose last word cannot end a sentence (an article, a preposition, a
-  conjunction: "… so that the"). A commit subject without a period is whole.
+  conjunction: "… so that the"), or a last sentence of ten words or more with no end
+  (no period, colon, closing quote …). A commit subject without a period is whole.
+* ``echo`` — (:func:`~skillopt_sleep.mining.judges.judge_answer`, which knows the task) a
+  short answer made only of the words of the user's correction ("Use pnpm", "Use the
+  imperative mood"): it games the checks those words gave and does not do the task.
 * ``no_test`` — the task asks for a test (:func:`~skillopt_sleep.mining.artifact.kind_of`
   ``test``) and the answer defines none (no ``def test_…``, ``class Test…``, ``it(``,
   ``test(``, ``describe(``, ``#[test]``, ``func Test…``, ``@Test``).
@@ -71,7 +75,7 @@ def broken(answer: str, kind: str = "answer") -> list[Fault]:
             Fault("cut", "a code block is opened and never closed: the answer is cut off")
         )
     else:
-        why = _cut_prose(text)
+        why = _cut_prose(text, sentence_end=kind != "commit_message")
         if why:
             faults.append(Fault("cut", why))
     if kind == "test" and not _TEST_DEFINED.search(answer):
@@ -99,9 +103,32 @@ _TEST_DEFINED = re.compile(
     r"\bdef\s+test\w*\s*\(|\bclass\s+Test\w*|\b(?:it|test|describe)\s*\(\s*['\"`]"
     r"|#\[test\]|\bfunc\s+Test\w*\s*\(|@Test\b|\bassert\w*\b"
 )
+#: words of a last line (prose, not a list item, a table or a heading) from which on it must
+#: end as a sentence does (a period, a colon, a closing quote or code span …); shorter lines
+#: may be labels or terse replies
+LONG_SENTENCE = 10
 #: words that cannot end an English sentence: prose that stops on one was cut (prepositions
 #: and pronouns may: "the one to start with", "use this")
-_DANGLING = frozenset("a an the and or nor but because than if your my our their into onto".split())
+_DANGLING = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "nor",
+        "but",
+        "because",
+        "than",
+        "if",
+        "your",
+        "my",
+        "our",
+        "their",
+        "into",
+        "onto",
+    ]
+)
 #: the first letters of common words that are no word themselves: "so tha", "and wit"
 _BROKEN_OFF = frozenset(
     w[:n]
@@ -111,8 +138,10 @@ _BROKEN_OFF = frozenset(
 )
 
 
-def _cut_prose(text: str) -> str | None:
-    """Why ``text`` (no code fence open) stops before its end (None: it ends whole)."""
+def _cut_prose(text: str, *, sentence_end: bool = True) -> str | None:
+    """Why ``text`` (no code fence open) stops before its end (None: it ends whole).
+    ``sentence_end``: a long last sentence must end as sentences do (not for a commit
+    message, whose subject has no period)."""
     outside = _BLOCK.sub("", text)
     last = outside.rstrip().splitlines()[-1].strip() if outside.strip() else ""
     if not last:
@@ -130,6 +159,8 @@ def _cut_prose(text: str) -> str | None:
             return f"the answer stops mid-sentence, after {words[-1]!r}"
         if tail in _BROKEN_OFF:
             return f"the answer stops inside a word ({words[-1]!r})"
+        if sentence_end and len(last.split()) >= LONG_SENTENCE and re.search(r"\w$", last):
+            return "the answer stops mid-sentence (its last sentence has no end)"
     return None
 
 

@@ -242,6 +242,51 @@ def scored_checks(task: Task) -> list[Check]:
 # --- judging one answer to a task, as a replay, the wild and ``tasks score`` do
 
 
+#: an answer of at most this many words can be an echo of the user's correction
+ECHO_WORDS = 8
+_ECHO_FILLER = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "to",
+        "of",
+        "and",
+        "or",
+        "not",
+        "no",
+        "use",
+        "using",
+        "please",
+        "instead",
+        "it",
+        "is",
+        "be",
+        "with",
+        "for",
+        "in",
+        "on",
+    ]
+)
+
+
+def echoes(answer: str, task: Task) -> bool:
+    """True when ``answer`` is only the words the user corrected the task with (and its
+    checks' values): "Use pnpm", "Use the imperative mood" game the checks those words gave
+    and do not do the task. Short answers only (:data:`ECHO_WORDS`); one holding a command
+    the user wrote out in backticks (`` `pnpm install` ``) does what they asked."""
+    words = re.findall(r"[^\W_]+", answer.lower())
+    if not words or len(words) > ECHO_WORDS:
+        return False
+    said = " ".join([*task.corrections, *(c.value for c in task.checks)]).lower()
+    # a command the user wrote out (`pnpm install`) is the answer, not an echo of it
+    if any(len(v.split()) > 1 and v in answer.lower() for v in re.findall(r"`([^`]+)`", said)):
+        return False
+    vocabulary = set(re.findall(r"[^\W_]+", said))
+    content = [w for w in words if w not in _ECHO_FILLER]
+    return bool(content) and all(w in vocabulary for w in content)
+
+
 @dataclass
 class Judged:
     """One answer judged against its task: ``faults`` (the answer is no answer: it scores 0,
@@ -268,10 +313,15 @@ def judge_answer(
     task: Task, answer: str, tool_calls: list[str], checks: list[Check] | None = None
 ) -> Judged:
     """Judge ``answer`` (and the tools the agent called) against ``task``: whole first — an
-    agent that acted with tools and wrote no text is not judged on text — then ``checks``
+    agent that acted with tools and wrote no text, or one word ("Done."), is not judged on
+    its text — then ``checks``
     (the task's :func:`scored_checks` unless given), each on the task's artifact."""
     kind = artifact.kind_of(task.intent)
     faults = broken(answer, kind) if answer or not tool_calls else []
+    if tool_calls:  # an agent that acted may end on a word ("Done."): its tools did the task
+        faults = [f for f in faults if f.kind != "bare"]
+    if not faults and task.corrections and echoes(artifact.extract(kind, answer), task):
+        faults.append(Fault("echo", "the answer only repeats the words of the user's correction"))
     found = artifact.extract(kind, answer)
     subject = artifact.subject_of(found) if kind == "commit_message" else found
     results = [

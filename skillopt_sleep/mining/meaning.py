@@ -31,7 +31,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -45,24 +45,13 @@ VERSION = "read-v1"
 SHOWN_CHARS = 1500
 #: follow-ups longer than this are never read: a correction is said in a few sentences
 MAX_WORDS = 60
+#: the characters of each request the model groups is shown, and the most requests of a
+#: project it groups in one call (the latest ones asked apart)
+GROUP_CHARS = 300
+GROUP_MAX = 30
 #: the check kinds a reading may compile (``tool_called`` needs the session's tool names:
 #: the regex layer makes those)
-KINDS = frozenset(
-    {
-        "contains",
-        "not_contains",
-        "regex",
-        "not_regex",
-        "max_chars",
-        "min_chars",
-        "max_words",
-        "imperative",
-        "no_emoji",
-        "snake_case",
-        "type_hints",
-        "section",
-    }
-)
+KINDS = frozenset(get_args(Check.model_fields["kind"].annotation)) - {"tool_called"}
 _NUMERIC = {"max_chars", "min_chars", "max_words"}
 _VALUELESS = {"imperative", "no_emoji", "snake_case", "type_hints"}
 
@@ -77,9 +66,10 @@ class Reading(BaseModel):
     dropped: list[str] = Field(default_factory=list)
 
 
-#: ``ask(material) -> the model's JSON object``: the night's optimizer behind
-#: ``night.prompts.read_prompt`` (raises the backend's errors; a dead model fails the night)
-Ask = Callable[[dict[str, Any]], dict[str, Any]]
+#: ``ask(kind, material) -> the model's JSON object``: the night's optimizer behind
+#: ``night.prompts.read_prompt`` (``kind`` "read") and ``group_prompt`` ("group"); it raises
+#: the backend's errors (a dead model fails the night)
+Ask = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 
 def material(request: str, answer: str, followup: str) -> dict[str, Any]:
@@ -92,8 +82,10 @@ def material(request: str, answer: str, followup: str) -> dict[str, Any]:
     }
 
 
-def key(shown: dict[str, Any]) -> str:
-    blob = json.dumps([VERSION, shown], ensure_ascii=False, sort_keys=True)
+def key(shown: dict[str, Any], kind: str = "read") -> str:
+    blob = json.dumps(
+        [VERSION, shown] + ([kind] if kind != "read" else []), ensure_ascii=False, sort_keys=True
+    )
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -190,7 +182,7 @@ class Reader:
             self.unread += 1
             return None
         try:
-            data = self.ask(shown)
+            data = self.ask("read", shown)
         except BudgetExceeded:  # the night's call cap: the rest wait for the next night
             self.ask = None
             self.unread += 1
@@ -199,6 +191,48 @@ class Reader:
         reading = compile_reading(data, shown)
         self.store.readings.put(k, reading.model_dump(), self.model)
         return reading
+
+    def group(self, requests: list[str]) -> list[list[int]] | None:
+        """Which of ``requests`` (one project's, each a request mined apart) ask for the same
+        thing in other words or another language: groups of their indices, each of two or
+        more (None: not read yet, and no call may be made)."""
+        shown = {"requests": [{"id": i, "text": r[:GROUP_CHARS]} for i, r in enumerate(requests)]}
+        k = key(shown, "group")
+        hit = self.store.readings.get(k)
+        if hit is not None and isinstance(hit.get("groups"), list):
+            self.stored += 1
+            return groups_of(hit, len(requests))
+        if self.ask is None or self.calls >= self.max_calls:
+            self.unread += 1
+            return None
+        try:
+            data = self.ask("group", shown)
+        except BudgetExceeded:
+            self.ask = None
+            self.unread += 1
+            return None
+        self.calls += 1
+        groups = groups_of(data, len(requests))
+        self.store.readings.put(k, {"groups": groups}, self.model)
+        return groups
+
+
+def groups_of(data: dict[str, Any], n: int) -> list[list[int]]:
+    """The model's ``groups`` as disjoint lists of two or more valid indices below ``n``."""
+    raw = data.get("groups")
+    seen: set[int] = set()
+    out: list[list[int]] = []
+    for g in raw if isinstance(raw, list) else []:
+        if not isinstance(g, list):
+            continue
+        ids = []
+        for i in g:
+            if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n and i not in seen:
+                ids.append(i)
+                seen.add(i)
+        if len(ids) >= 2:
+            out.append(sorted(ids))
+    return out
 
 
 def worth_reading(text: str, *, english_request: bool, positive: bool) -> bool:

@@ -32,6 +32,7 @@ import functools
 import hashlib
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -55,6 +56,9 @@ INTENT_CHARS = 2000
 CAPSULE_ITEMS = 12
 CAPSULE_CHARS = 24_000
 _COMPARE_CHARS = 1000
+#: the corrected / accepted answer pairs a task keeps for its rubric judge, and their length
+CONTROLS = 2
+CONTROL_CHARS = 3000
 #: Words ignored when counting an intent's content words (question and politeness filler).
 _STOPWORDS = {
     "a",
@@ -133,6 +137,9 @@ class MineReport(BaseModel):
     #: not yet (no model, or the run's reading cap reached): the next night reads them
     read: int = 0
     unread: int = 0
+    #: requests joined to another's task by their meaning (the optimizer's reading) or by
+    #: the user (``tasks join``), not by their words
+    joined: int = 0
     dropped: dict[str, int] = Field(default_factory=dict)
 
 
@@ -156,6 +163,9 @@ class Intent:
     #: keeps no input of (see :func:`capsule`)
     seen: list[CapsuleItem] = field(default_factory=list)
     unseen: int = 0
+    #: how it joined a task its words did not: "meaning" (the optimizer read it as the same
+    #: request) or "user" (``tasks join``); "" by its words
+    joined: str = ""
     #: what it is clustered with: its project, or "" for a request asked in no project of the
     #: user's (no folder, or an agent's own folder: one block of a shared memory file, so
     #: ``~/.claude`` and ``~/.codex`` are not two projects); None: its project
@@ -701,6 +711,65 @@ def cluster_all_pairs(
     return clusters
 
 
+def join_by_meaning(
+    clusters: list[list[Intent]],
+    reader: Reader | None,
+    links: Sequence[tuple[str, str, str, str]] = (),
+) -> tuple[list[list[Intent]], int]:
+    """Join the clusters of one project that are the same request in other words or another
+    language: first those the user joined (``links``: ``tasks join``), then those the
+    optimizer reads as one (:meth:`Reader.group`, over the project's latest
+    :data:`~.meaning.GROUP_MAX` clusters, in a stable order so the reading is kept). Never
+    two the user split (``tasks split``) or whose corrections contradict. Returns the
+    clusters and how many requests joined another's cluster."""
+    splits = {(p, a, b) for p, a, b, kind in links if kind == "split"}
+    order: dict[str, list[int]] = {}
+    for k, c in enumerate(clusters):
+        order.setdefault(_group(c[0]), []).append(k)
+    gone: set[int] = set()
+    joined = 0
+
+    def merge(head: int, k: int, how: str) -> None:
+        nonlocal joined
+        a, b = clusters[head], clusters[k]
+        project = _group(a[0])
+        if any((project, *sorted((x.norm, y.norm))) in splits for x in a for y in b):
+            return
+        if contradiction(a, b):
+            return
+        for it in b:
+            it.joined = it.joined or how
+        joined += len(b)
+        a.extend(b)
+        gone.add(k)
+
+    for project, a_norm, b_norm, kind in links:
+        if kind != "join":
+            continue
+        ks = order.get(project, [])
+        ka = next(
+            (k for k in ks if k not in gone and any(i.norm == a_norm for i in clusters[k])), None
+        )
+        kb = next(
+            (k for k in ks if k not in gone and any(i.norm == b_norm for i in clusters[k])), None
+        )
+        if ka is not None and kb is not None and ka != kb:
+            merge(min(ka, kb), max(ka, kb), "user")
+    if reader is not None:
+        for ks in order.values():
+            live = [k for k in ks if k not in gone]
+            if len(live) < 2:
+                continue
+            latest = sorted(live, key=lambda k: max(i.when for i in clusters[k]), reverse=True)
+            shown = sorted(latest[: meaning.GROUP_MAX], key=lambda k: (clusters[k][0].text, k))
+            for group in reader.group([clusters[k][0].text for k in shown]) or []:
+                ids = sorted(shown[i] for i in group)
+                for k in ids[1:]:
+                    if ids[0] not in gone and k not in gone:
+                        merge(ids[0], k, "meaning")
+    return [c for k, c in enumerate(clusters) if k not in gone], joined
+
+
 def _apart(a: list[Intent], b: list[Intent], threshold: float) -> str:
     """Why two clusters whose first prompts look alike are two tasks ("" when they do not
     look alike)."""
@@ -846,10 +915,18 @@ def _build(members: list[Intent], task_id: str) -> Task:
             prompt=it.text,
             corrected=bool(it.corrections),
             context=capsules[id(it)],
+            joined=it.joined,
         )
         for it in sorted(members, key=lambda i: (i.when, i.session_id, i.seq))
     ]
     demoted = [c for it in members for f in it.corrections for c in f.demoted]
+    # the answers a rubric judge must tell apart (the corrected one below the accepted one)
+    controls = [
+        (f.corrected[:CONTROL_CHARS], f.accepted[:CONTROL_CHARS] if f.accepted else None)
+        for it in members
+        for f in it.corrections
+        if f.corrected.strip()
+    ][:CONTROLS]
     context = capsules[id(members[0])]
     # a check needs context when some occurrence's capsule alone held its value
     for it in members:
@@ -868,6 +945,7 @@ def _build(members: list[Intent], task_id: str) -> Task:
         occurrences=occurrences,
         demoted=demoted,
         context=context,
+        controls=controls,
     )
 
 
@@ -961,6 +1039,9 @@ def mine(
     clusters = _cluster(intents, threshold, counts, states)
     report.pairs_compared, report.prompts_reused = counts["compared"], counts["reused"]
     store.mining.save(states)
+    # the same request in other words or another language: joined by the user's word, then
+    # by the optimizer's reading
+    clusters, report.joined = join_by_meaning(clusters, reader, store.mining.links())
     report.clusters = len(clusters)
     kept = _recurring(clusters, settings, dropped)
     tasks = _tasks_of(kept, store, threshold)

@@ -26,7 +26,7 @@ from skillopt_sleep.night.context import Ended, PlannedNight
 from skillopt_sleep.night.copies import CopyJob, certify_copies
 from skillopt_sleep.night.lifecycle import NightStatus
 from skillopt_sleep.night.notify import proposal_ready
-from skillopt_sleep.night.replay import Scored, mean
+from skillopt_sleep.night.replay import Cost, Scored, mean
 from skillopt_sleep.night.stage import Staging, stage_proposal
 from skillopt_sleep.night.train import Trainer, remembered_rejections, user_refusals
 from skillopt_sleep.results import (
@@ -47,7 +47,10 @@ def inputs_fingerprint(night: PlannedNight, tasks: list[Task], block: str | None
     data = {
         "base": night.base_hash,
         "tasks": sorted(
-            [t.id, t.split, t.intent, [c.model_dump() for c in t.checks], t.rubric] for t in tasks
+            # a rubric its judge failed scores nothing: said only then (fingerprints kept)
+            [t.id, t.split, t.intent, [c.model_dump() for c in t.checks], t.rubric]
+            + ([t.judge] if t.judge.startswith("invalid") else [])
+            for t in tasks
         ),
         "target": [s.target.name, s.target.model],
         "optimizer": [s.optimizer.name, s.optimizer.model],
@@ -191,7 +194,9 @@ class Block:
         is kept (and staged), the test split not scored."""
         night, ctx = self.night, self.ctx
         target, optimizer = night.backends()
-        self.spent = ctx.cost.as_dict()  # what earlier blocks cost: the proposal counts its own
+        # what earlier blocks cost: the proposal counts its own (the night's only block counts
+        # the night's reading and judge checks before it too, so its cost is the night's)
+        self.spent = Cost().as_dict() if self.alone else ctx.cost.as_dict()
         self.trainer = trainer = self._trainer(target, optimizer)
         self.verified = bool(self.val)
         val = self.val

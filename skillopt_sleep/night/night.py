@@ -23,7 +23,8 @@ from skillopt_sleep.backends import get_backend
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.delivery.document import read_live, resolve_target, sha256_text
 from skillopt_sleep.delivery.where import Where, where_loaded
-from skillopt_sleep.delivery.wild import record_reach
+from skillopt_sleep.delivery.wild import record_reach, to_judge
+from skillopt_sleep.errors import BudgetExceeded
 from skillopt_sleep.mining.judges import scorable
 from skillopt_sleep.mining.meaning import Reader
 from skillopt_sleep.mining.mine import MineReport, block_key, mine, near_duplicate, normalise_intent
@@ -33,7 +34,7 @@ from skillopt_sleep.night import lifecycle, prompts
 from skillopt_sleep.night.block import Block
 from skillopt_sleep.night.context import Ended, NightContext
 from skillopt_sleep.night.lifecycle import NightStatus
-from skillopt_sleep.night.replay import Meter
+from skillopt_sleep.night.replay import Meter, rubric_score
 from skillopt_sleep.results import BlockResult, NightCost, NightResult, NightSummary
 from skillopt_sleep.sources.ingest import harvest
 
@@ -64,7 +65,7 @@ class Night:
         self.blocks: dict[str | None, list[Task]] = {}
         self.warning: str | None = None
         self._backends: tuple[Backend, Backend] | None = None
-        self._reading: Meter | None = None
+        self._meter: Meter | None = None
 
     def run(self) -> NightResult:
         if self.harvest_first:
@@ -107,14 +108,77 @@ class Night:
         if reader.calls:
             say(f"mine: the optimizer read {reader.calls} follow-up(s) by their meaning")
         self.tasks = [t for t in self.report.tasks if scorable(t, s.rubric)]
+        if s.rubric and not self.dry_run:
+            self.check_judges()
+            self.judge_wild()
 
-    def read(self, shown: dict[str, Any]) -> dict[str, Any]:
-        """One follow-up read by the optimizer model (:func:`~.prompts.read_prompt`), counted
-        in the night's cost and kept in its outbox like every call."""
+    def check_judges(self) -> None:
+        """Hold the rubric judge to each rubric task's transcript (its ``controls``): it must
+        score the corrected answer below 0.5 and below the accepted one. A judge that fails
+        leaves the task's rubric unscored (``Task.judge``); a task with nothing else to score
+        it by leaves the night."""
+        say = self.ctx.say
+        kept: list[Task] = []
+        spent = False
+        for t in self.tasks:
+            if t.rubric and t.controls and not spent:
+                try:
+                    t.judge = self._judge_of(t)
+                except BudgetExceeded:  # the night's cap: training stops on it too
+                    spent = True
+                if t.judge.startswith("invalid"):
+                    say(f"judge: {t.intent[:60]!r}: {t.judge}")
+            if t.checks or not t.judge.startswith("invalid"):
+                kept.append(t)
+        self.tasks = kept
+
+    def _judge_of(self, task: Task) -> str:
+        corrected, accepted = task.controls[0]
+        low = self.rubric_score(task, corrected)
+        if low is None or low >= 0.5:
+            return f"invalid: it scored the answer the user corrected {low}"
+        if accepted is None:
+            return "valid"
+        high = self.rubric_score(task, accepted)
+        if high is None or high <= low:
+            return (
+                f"invalid: it scored the answer the user corrected {low} and the one they "
+                f"accepted {high}"
+            )
+        return "valid"
+
+    def rubric_score(self, task: Task, answer: str) -> float | None:
+        """The optimizer's rubric score of ``answer`` to ``task`` (a cached, counted call)."""
+        return rubric_score(self.optimizer_meter(), task.intent, task.rubric, answer)
+
+    def judge_wild(self) -> None:
+        """Judge, once, the first answers of the sessions an adopted document reached that
+        ask a task judged by its rubric alone (its judge valid), so ``status`` counts them in
+        the wild (:func:`~skillopt_sleep.delivery.wild.to_judge`)."""
+        valid = {t.id: t for t in self.tasks if t.judge == "valid" and not t.checks}
+        if not valid:
+            return
+        ctx = self.ctx
+        n = 0
+        for item in to_judge(ctx.store, set(valid), similarity=ctx.settings.similarity):
+            try:
+                score = self.rubric_score(valid[item.task_id], item.answer)
+            except BudgetExceeded:
+                break
+            if score is not None:
+                with ctx.store.write():
+                    ctx.store.wild.judge(item.session_id, item.adoption_id, score)
+                n += 1
+        if n:
+            ctx.say(f"in the wild: judged {n} answer(s) of tasks judged by their rubric")
+
+    def optimizer_meter(self) -> Meter:
+        """The optimizer as mining and the judges' checks use it: cached, counted in the
+        night's cost and budget, kept in its outbox like every call."""
         s = self.ctx.settings
-        if self._reading is None:
+        if self._meter is None:
             _, optimizer = self.backends()
-            self._reading = Meter(
+            self._meter = Meter(
                 optimizer,
                 self.ctx.store,
                 self.ctx.cost,
@@ -123,9 +187,17 @@ class Night:
                 role="optimizer",
                 outbox_days=s.privacy.outbox_days,
             )
-        req = CompletionRequest(prompt=prompts.read_prompt(shown), purpose="read", max_tokens=400)
-        comp, _ = self._reading.complete(req)
-        return prompts.extract_json(comp.text, backend=self._reading.backend.name)
+        return self._meter
+
+    def read(self, kind: str, shown: dict[str, Any]) -> dict[str, Any]:
+        """One reading by the optimizer model: a follow-up (``read``,
+        :func:`~.prompts.read_prompt`) or a project's requests asked apart (``group``,
+        :func:`~.prompts.group_prompt`)."""
+        meter = self.optimizer_meter()
+        prompt = prompts.read_prompt(shown) if kind == "read" else prompts.group_prompt(shown)
+        req = CompletionRequest(prompt=prompt, purpose=kind, max_tokens=400)
+        comp, _ = meter.complete(req)
+        return prompts.extract_json(comp.text, backend=meter.backend.name)
 
     def plan(self) -> None:
         """The document the night trains, where its agent loads it (replays put each candidate

@@ -1,7 +1,7 @@
 """The prompts the night sends to the optimizer model, and the parsers of its answers.
 
 Each prompt begins with a fixed marker line (``SKILLOPT-REFLECT v1``, ``SKILLOPT-JUDGE v1``,
-``SKILLOPT-CONSOLIDATE v1``, ``SKILLOPT-READ v1``) and carries its structured material as one fenced ``json`` block,
+``SKILLOPT-CONSOLIDATE v1``, ``SKILLOPT-READ v1``, ``SKILLOPT-GROUP v1``) and carries its structured material as one fenced ``json`` block,
 so any capable model can follow it and the bundled simulator can parse it deterministically.
 The answer is asked for as a single JSON object; :func:`extract_json` tolerates prose and
 code fences around it.
@@ -19,6 +19,7 @@ REFLECT_MARKER = "SKILLOPT-REFLECT v1"
 JUDGE_MARKER = "SKILLOPT-JUDGE v1"
 CONSOLIDATE_MARKER = "SKILLOPT-CONSOLIDATE v1"
 READ_MARKER = "SKILLOPT-READ v1"
+GROUP_MARKER = "SKILLOPT-GROUP v1"
 
 
 def _block(data: Any) -> str:
@@ -144,6 +145,20 @@ user asked for.
 
 Answer with one JSON object and nothing else:
 {{"label": "correction" | "positive" | "neutral", "checks": [...], "rubric": ["..."]}}"""
+
+
+def group_prompt(shown: dict[str, Any]) -> str:
+    """Build the request grouping prompt (``mining/meaning.py``): ``shown["requests"]`` are
+    ``{"id", "text"}``; the answer is ``{"groups": [[id, ...], ...]}``."""
+    return f"""{GROUP_MARKER}
+A user asked a coding agent for each of these requests, in one project, in whatever language.
+Group the requests that ask for the same task — the same thing done again, even in other
+words or another language. Requests about different files, features or values are
+different tasks. Leave a request that matches no other out of every group.
+
+{_block(shown)}
+
+Answer with one JSON object and nothing else: {{"groups": [[<id>, <id>, ...], ...]}}"""
 
 
 def consolidate_prompt(*, rules: list[str]) -> str:

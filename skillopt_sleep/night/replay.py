@@ -240,6 +240,21 @@ def combine(hard: float | None, soft: float | None, metric: str) -> float:
     return sum(parts) / len(parts) if parts else 0.0
 
 
+def rubric_score(judge: Meter, request: str, rubric: str, answer: str) -> float | None:
+    """The judge's score of ``answer`` against ``rubric`` (0..1; None: it gave none)."""
+    req = CompletionRequest(
+        prompt=prompts.judge_prompt(task=request, rubric=rubric, answer=answer),
+        purpose="judge",
+        max_tokens=200,
+    )
+    comp, _ = judge.complete(req)
+    score = prompts.extract_json(comp.text, backend=judge.backend.name).get("score")
+    try:
+        return min(1.0, max(0.0, float(score))) if score is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
 class Replayer:
     """Replays tasks against a document through the target meter; scores with the judge meter."""
 
@@ -303,19 +318,8 @@ class Replayer:
         soft = None
         if faults:
             hard = 0.0
-        elif self.judge is not None and task.rubric:
-            jreq = CompletionRequest(
-                prompt=prompts.judge_prompt(task=task.intent, rubric=task.rubric, answer=comp.text),
-                purpose="judge",
-                max_tokens=200,
-            )
-            jcomp, _ = self.judge.complete(jreq)
-            data = prompts.extract_json(jcomp.text, backend=self.judge.backend.name)
-            score = data.get("score")
-            try:
-                soft = min(1.0, max(0.0, float(score))) if score is not None else None
-            except (TypeError, ValueError):
-                soft = None
+        elif self.judge is not None and task.rubric and not task.judge.startswith("invalid"):
+            soft = rubric_score(self.judge, task.intent, task.rubric, comp.text)
         scored = Scored(
             task_id=task.id,
             answer=redact(comp.text),

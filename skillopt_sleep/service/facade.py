@@ -84,6 +84,7 @@ class Service:
     harvested_yet = _Forward("records", RecordsService.harvested_yet)
     stored_tasks = _Forward("records", RecordsService.stored_tasks)
     score_answer = _Forward("records", RecordsService.score_answer)
+    link_tasks = _Forward("records", RecordsService.link_tasks)
     search = _Forward("records", RecordsService.search)
     session = _Forward("records", RecordsService.session)
     # agents and sources

@@ -24,6 +24,7 @@ from skillopt_sleep.store.sessions import Place
 
 if TYPE_CHECKING:
     from skillopt_sleep.mining.mine import MineReport
+    from skillopt_sleep.models import Task
     from skillopt_sleep.results import ForgetResult
     from skillopt_sleep.sources.ingest import HarvestReport
     from skillopt_sleep.store.outbox import OutboxRow
@@ -95,6 +96,43 @@ class RecordsService:
         with self.core.use() as store:
             return store.harvests.any()
 
+    def link_tasks(self, first: str, second: str | None = None) -> str:
+        """``tasks join A B`` (``second`` given): the requests of tasks ``first`` and
+        ``second`` (ids or unique prefixes, of one project) are one task; ``tasks split A``:
+        the requests joined to task ``first`` by their meaning are tasks of their own. Kept
+        for every later mining run; returns what was done in a sentence."""
+        from skillopt_sleep.mining.mine import normalise_intent
+
+        with self.core.use(check=True) as store:
+            tasks = store.tasks.all()
+            a = _one_task(tasks, first)
+            project = a.project or ""
+            if second is not None:
+                b = _one_task(tasks, second)
+                if (b.project or "") != project:
+                    raise BadArgument(
+                        f"{a.id} and {b.id} are tasks of two projects: only one project's "
+                        "requests can be one task"
+                    )
+                if a.id == b.id:
+                    raise BadArgument(f"{a.id} is one task already")
+                store.mining.link(
+                    project, normalise_intent(a.intent), normalise_intent(b.intent), "join"
+                )
+                return f"{a.id} and {b.id} are one task from the next mining on"
+            joined = [o for o in a.occurrences if o.joined]
+            if not joined:
+                raise BadArgument(
+                    f"{a.id} has no request joined by its meaning or by you: nothing to split"
+                )
+            head = normalise_intent(a.intent)
+            for o in joined:
+                store.mining.link(project, head, normalise_intent(o.prompt), "split")
+            return (
+                f"{len(joined)} request(s) joined to {a.id} are tasks of their own from the "
+                "next mining on"
+            )
+
     def score_answer(self, task_id: str, answer: str) -> AnswerScore:
         """How the stored task ``task_id`` (its id or a unique prefix) judges ``answer``:
         the answer's integrity first (mining/integrity.py), then the task's checks, as a
@@ -103,13 +141,7 @@ class RecordsService:
 
         with self.core.use() as store:
             tasks = store.tasks.all()
-        found = [t for t in tasks if t.id == task_id] or [
-            t for t in tasks if t.id.startswith(task_id)
-        ]
-        if len(found) != 1:
-            said = "no stored task" if not found else f"{len(found)} stored tasks"
-            raise BadArgument(f"{said} with the id {task_id!r}; `skillopt-sleep tasks` lists them")
-        task = found[0]
+        task = _one_task(tasks, task_id)
         judged = judge_answer(task, answer, [])
         verdicts = [
             CheckVerdict(kind="whole", value=f.kind, passed=False, why=f.why) for f in judged.faults
@@ -215,3 +247,12 @@ def _occurrence(occ: dict[str, Any], place: Place | None) -> dict[str, Any]:
         "project": place.project if place else None,
         "message_id": place.message_id if place else None,
     }
+
+
+def _one_task(tasks: list[Task], task_id: str) -> Task:
+    """The task ``task_id`` names (its id or a unique prefix), or a one-line refusal."""
+    found = [t for t in tasks if t.id == task_id] or [t for t in tasks if t.id.startswith(task_id)]
+    if len(found) != 1:
+        said = "no stored task" if not found else f"{len(found)} stored tasks"
+        raise BadArgument(f"{said} with the id {task_id!r}; `skillopt-sleep tasks` lists them")
+    return found[0]

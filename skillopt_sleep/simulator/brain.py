@@ -73,12 +73,13 @@ from typing import Any
 from skillopt_sleep.night import prompts
 from skillopt_sleep.simulator.persona import Persona, SkillRule
 
-ROLES = ("target", "reflect", "judge", "consolidate", "read")
+ROLES = ("target", "reflect", "judge", "consolidate", "read", "group")
 _MARKERS = {
     "reflect": prompts.REFLECT_MARKER,
     "judge": prompts.JUDGE_MARKER,
     "consolidate": prompts.CONSOLIDATE_MARKER,
     "read": prompts.READ_MARKER,
+    "group": prompts.GROUP_MARKER,
 }
 
 _USE_INSTEAD = re.compile(r"\buse\s+`([^`]+)`\s+instead\s+of\s+`([^`]+)`", re.I)
@@ -315,6 +316,10 @@ class Brain:
         material = _material(turn.last_user, role)
         if role == "reflect":
             out: dict[str, Any] = {"edits": self.reflect(material)}
+        elif role == "group":
+            requests = material.get("requests", [])
+            texts = [str(r.get("text", "")) for r in requests if isinstance(r, dict)]
+            out = {"groups": group_requests(texts)}
         elif role == "read":
             out = read_followup(str(material.get("follow_up", "")))
         elif role == "judge":
@@ -564,6 +569,7 @@ _READ_AVOID = re.compile(
     r"|au lieu de|kein(?:e|en)?)\W*$",
     re.I,
 )
+_READ_USE = re.compile(r"\b(?:use|usa|utilise|verwende|nutze|benutze|with|mit|con|avec)\W*$", re.I)
 _READ_LIMIT = re.compile(r"(\d+)\s*(?:characters|chars|zeichen|caracteres|caractères)", re.I)
 _READ_SECTION = re.compile(
     r"\b(?:section|abschnitt|sección|seccion)\s+`([^`]+)`|`([^`]+)`[\s-]+(?:section|abschnitt)\b",
@@ -574,8 +580,9 @@ _READ_IMPERATIVE = re.compile(r"\b(?:imperativ[eo]?|impératif)\b", re.I)
 
 def read_followup(text: str) -> dict[str, Any]:
     """The simulator's reading of a follow-up (``SKILLOPT-READ``): a correction when it says
-    no or names what is wrong in one of four languages, an approval when it thanks; each
-    backticked literal becomes ``contains`` (``not_contains`` after a negating word), a
+    no or names what is wrong in one of four languages, an approval when it thanks; a
+    backticked literal after "use" becomes ``contains`` (after a negating word
+    ``not_contains``; any other is left to the rubric item, the follow-up itself), a
     number of characters ``max_chars``, a named section ``section``, the imperative mood
     ``imperative``."""
     if _READ_POSITIVE.search(text) and not _READ_CORRECTION.search(text):
@@ -587,8 +594,12 @@ def read_followup(text: str) -> dict[str, Any]:
     for m in re.finditer(r"`([^`]+)`", text):
         if m.group(1) in sections:
             continue
-        avoid = _READ_AVOID.search(text[: m.start()])
-        checks.append({"kind": "not_contains" if avoid else "contains", "value": m.group(1)})
+        before = text[: m.start()]
+        if _READ_AVOID.search(before):
+            checks.append({"kind": "not_contains", "value": m.group(1)})
+        elif _READ_USE.search(before):
+            checks.append({"kind": "contains", "value": m.group(1)})
+        # any other literal ("`make release` is missing") is left to the rubric
     checks += [{"kind": "section", "value": name} for name in sorted(sections)]
     limit = _READ_LIMIT.search(text)
     if limit:
@@ -596,6 +607,114 @@ def read_followup(text: str) -> dict[str, Any]:
     if _READ_IMPERATIVE.search(text):
         checks.append({"kind": "imperative", "value": ""})
     return {"label": "correction", "checks": checks, "rubric": [f"Do what the user asked: {text}"]}
+
+
+#: what the simulator understands of a request in four languages: a concept per line, each
+#: a pattern for its action and one for its object (the real model reads any wording)
+_CONCEPTS: list[tuple[str, re.Pattern[str], re.Pattern[str]]] = [
+    (
+        "install dependencies",
+        re.compile(r"\b(?:instal\w*|set ?up)\b", re.I),
+        re.compile(
+            r"\b(?:dependenc\w*|deps|abhängigkeit\w*|dependencias|dépendances|packages)\b", re.I
+        ),
+    ),
+    (
+        "run tests",
+        re.compile(r"\b(?:run|führe|ejecuta|lance|lancer|starte)\b", re.I),
+        re.compile(r"\b(?:tests?|pruebas|suite|testsuite)\b", re.I),
+    ),
+    (
+        "commit message",
+        re.compile(r"\b(?:write|schreib\w*|escrib\w*|écri\w*|give|suggest)\b", re.I),
+        re.compile(r"\bcommit\w*", re.I),
+    ),
+]
+
+
+#: words a request may hold beside its concept's (filler in four languages): a request with any
+#: other word ("run the *unit* tests") asks for more than the concept, and is grouped with none
+_GROUP_FILLER = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "for",
+        "me",
+        "my",
+        "our",
+        "this",
+        "please",
+        "now",
+        "can",
+        "could",
+        "you",
+        "how",
+        "do",
+        "i",
+        "in",
+        "to",
+        "all",
+        "project",
+        "projects",
+        "die",
+        "der",
+        "das",
+        "des",
+        "den",
+        "dem",
+        "ein",
+        "eine",
+        "einen",
+        "bitte",
+        "jetzt",
+        "im",
+        "kannst",
+        "du",
+        "projekts",
+        "projekt",
+        "aus",
+        "el",
+        "la",
+        "los",
+        "las",
+        "del",
+        "de",
+        "por",
+        "favor",
+        "ahora",
+        "puedes",
+        "proyecto",
+        "le",
+        "les",
+        "du",
+        "des",
+        "s'il",
+        "te",
+        "plaît",
+        "maintenant",
+        "projet",
+        "le",
+        "la",
+    ]
+)
+
+
+def group_requests(texts: list[str]) -> list[list[int]]:
+    """The simulator's grouping (``SKILLOPT-GROUP``): requests that name the same concept of
+    :data:`_CONCEPTS` (its action and its object) in one of four languages, and nothing else
+    (:data:`_GROUP_FILLER` aside), are one group."""
+    by: dict[str, list[int]] = {}
+    for i, text in enumerate(texts):
+        for name, action, thing in _CONCEPTS:
+            if not (action.search(text) and thing.search(text)):
+                continue
+            rest = thing.sub(" ", action.sub(" ", text.lower()))
+            if all(w in _GROUP_FILLER for w in re.findall(r"[^\W\d_]+(?:'[^\W\d_]+)?", rest)):
+                by.setdefault(name, []).append(i)
+            break
+    return [ids for ids in by.values() if len(ids) >= 2]
 
 
 def consolidate(rules: list[str]) -> list[str]:

@@ -106,9 +106,10 @@ class ForgetRepo(Repository):
             counts["sessions"] += db.execute(
                 f"delete from sessions where id in ({marks})", chunk
             ).rowcount
-        if session_ids:  # mining's stored clustering and readings hold their prompts' words
+        if session_ids:  # mining's clustering, readings and links hold their prompts' words
             db.execute("delete from mining_state")
             db.execute("delete from readings")
+            db.execute("delete from task_links")
         for chunk in _chunks(task_ids):
             marks = ",".join("?" * len(chunk))
             intents = [

@@ -600,3 +600,22 @@ def m014_readings(db: Database) -> None:
     db.table("readings").create(
         {"key": str, "reading": str, "model": str, "created_at": str}, pk="key"
     )
+
+
+@migrations(name="m015_wild_judged")
+def m015_wild_judged(db: Database) -> None:
+    """``wild_sessions.judged``: the rubric judge's score of the session's first answer, for
+    a task judged by its rubric alone (a night judges it once; NULL: not judged)."""
+    if "judged" not in db.table("wild_sessions").columns_dict:
+        db.table("wild_sessions").add_column("judged", float)
+
+
+@migrations(name="m016_task_links")
+def m016_task_links(db: Database) -> None:
+    """``task_links``: the user's word on which requests are one task (``tasks join``) and
+    which a reading joined wrongly (``tasks split``), by the requests' normalised text in
+    their project, kept across mining runs (``mining/mine.py``)."""
+    db.table("task_links").create(
+        {"project": str, "a": str, "b": str, "link": str, "created_at": str},
+        pk=("project", "a", "b"),
+    )

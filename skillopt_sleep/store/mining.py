@@ -1,5 +1,6 @@
 """What mining keeps between runs: each project's clustering (``mining/mine.py``), so a night
-compares only the prompts that are new since the last one."""
+compares only the prompts that are new since the last one; and the user's links between
+requests (``tasks join`` / ``tasks split``)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,20 @@ class MiningRepo(Repository):
         """Forget every stored state (the next run clusters from scratch)."""
         with write_transaction(self.db):
             return int(self.db.execute("delete from mining_state").rowcount)
+
+    def links(self) -> list[tuple[str, str, str, str]]:
+        """Every ``(project, a, b, link)`` the user set (``a`` < ``b``: normalised requests;
+        ``link``: ``join`` or ``split``)."""
+        rows = self.db.execute("select project, a, b, link from task_links").fetchall()
+        return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+    def link(self, project: str, a: str, b: str, link: str) -> None:
+        """Say that requests ``a`` and ``b`` of ``project`` are one task (``join``) or are
+        not (``split``); a later word on the same pair replaces the earlier one."""
+        a, b = sorted((a, b))
+        with write_transaction(self.db):
+            self.db.execute(
+                "insert or replace into task_links (project, a, b, link, created_at) "
+                "values (?, ?, ?, ?, ?)",
+                [project, a, b, link, now_iso()],
+            )

@@ -6,7 +6,8 @@ from skillopt_sleep.store._base import Repository, now_iso
 
 
 class WildRepo(Repository):
-    """Rows: ``session_id``, ``adoption_id``, ``reached`` (0/1), ``checked_at``."""
+    """Rows: ``session_id``, ``adoption_id``, ``reached`` (0/1), ``checked_at``, ``judged``
+    (the rubric judge's score of its first answer, when its task is judged by a rubric)."""
 
     def verdicts(self, adoption_id: int) -> dict[str, bool]:
         """``{session id: reached}`` recorded for ``adoption_id``."""
@@ -22,3 +23,19 @@ class WildRepo(Repository):
             "values (?, ?, ?, ?)",
             [session_id, adoption_id, int(reached), now_iso()],
         )
+
+    def judge(self, session_id: str, adoption_id: int, score: float) -> None:
+        """Keep the rubric judge's score of a reached session's first answer."""
+        self.db.execute(
+            "update wild_sessions set judged = ? where session_id = ? and adoption_id = ?",
+            [score, session_id, adoption_id],
+        )
+
+    def judged(self, adoption_id: int) -> dict[str, float]:
+        """``{session id: score}`` the rubric judge gave for ``adoption_id``."""
+        rows = self.db.execute(
+            "select session_id, judged from wild_sessions where adoption_id = ? "
+            "and judged is not null",
+            [adoption_id],
+        ).fetchall()
+        return {r[0]: float(r[1]) for r in rows}

@@ -19,7 +19,8 @@ checkout's miner at growing sizes), ``daemon``
 
 The page's ``## sleep-bench`` section is not this runner's: ``python -m
 tests.bench.sleep_bench --quick --write-docs`` writes its tables, and this runner keeps the
-section as it finds it (:func:`kept_sections`).
+section as it finds it (:func:`kept_sections`); so is ``## Judge quality`` (``python -m
+tests.bench.bench_judge --write-docs``).
 """
 
 from __future__ import annotations
@@ -982,7 +983,7 @@ def _dream_lines(res: dict[str, Any]) -> list[str]:
 
 #: sections of the page this runner does not write (their own commands do, between markers):
 #: kept as they are when the page is written again
-KEPT = ("## sleep-bench",)
+KEPT = ("## sleep-bench", "## Judge quality")
 
 
 def kept_sections(page: Path) -> list[str]:

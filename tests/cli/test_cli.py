@@ -837,3 +837,55 @@ def test_shell_completion_script_and_completions(tmp_path):
     # the other spelling still installs
     res = skillopt("install", "claude_code", "--dry-run")
     assert res.returncode == 0 and res.stdout.startswith("install claude-code"), res.stderr
+
+
+def test_tasks_join_and_split_say_which_requests_are_one_task(tmp_path):
+    """The same request in German and in English is two tasks by its words; `tasks join`
+    makes it one for every later mining run (shown as joined by the user), `tasks split`
+    makes them two again; a bad id is a one-line refusal."""
+    home = Path(os.environ["HOME"])
+    project = tmp_path / "webapp"
+    project.mkdir()
+    write_conversations(
+        home,
+        project,
+        [
+            (
+                "claude_code",
+                [("install the dependencies", "Run `npm install`.", "no, use pnpm instead of npm")],
+            ),
+            (
+                "codex",
+                [
+                    (
+                        "Installiere die Abhängigkeiten",
+                        "Führe `npm install` aus.",
+                        "no, use pnpm instead of npm",
+                    )
+                ],
+            ),
+        ],
+    )
+    assert skillopt("harvest").returncode == 0
+    tasks = json.loads(skillopt("tasks", "--json").stdout)
+    assert len(tasks) == 2
+    english, german = sorted(tasks, key=lambda t: t["intent"].startswith("Inst"))
+    res = skillopt("tasks", "join", english["id"][:6], german["id"])
+    assert res.returncode == 0, res.stderr
+    assert "are one task from the next mining on" in res.stdout
+    [task] = json.loads(skillopt("tasks", "--json").stdout)
+    assert len(task["occurrences"]) == 2
+    assert sorted(o["joined"] for o in task["occurrences"]) == ["", "user"]
+    text = " ".join(skillopt("tasks", env=dict(os.environ, COLUMNS="200")).stdout.split())
+    assert "1 request(s) joined by your `tasks join`, not by their words" in text
+    assert f"skillopt-sleep tasks split {task['id']}" in text
+
+    res = skillopt("tasks", "split", task["id"])
+    assert res.returncode == 0 and "1 request(s) joined to" in res.stdout
+    assert len(json.loads(skillopt("tasks", "--json").stdout)) == 2
+
+    bad = skillopt("tasks", "split", "ffffffff")
+    assert bad.returncode == 1 and len(bad.stderr.strip().splitlines()) == 1
+    assert "no stored task with the id 'ffffffff'" in bad.stderr
+    nothing = skillopt("tasks", "split", english["id"])
+    assert nothing.returncode == 1 and "nothing to split" in nothing.stderr

@@ -75,3 +75,62 @@ def test_a_broken_answer_in_the_wild_is_no_success(tmp_path, isolated_home):
     [wild] = in_the_wild(store)
     assert wild.sessions == 2 and wild.reached == 2, wild
     assert wild.passed == 1, wild
+
+
+RELEASE = "Wie veröffentliche ich ein Release?"
+
+
+def test_a_task_judged_by_its_rubric_alone_passes_in_the_wild_once_a_night_judged_it(
+    tmp_path, isolated_home
+):
+    """A German user's correction the regexes cannot read ("`make release` is missing")
+    gives a task with a rubric and no check. Its judge passed the transcript's control (it
+    scores the corrected answer 0), so after adopt the next night judges the first answers of
+    the sessions the document reached, once, and ``status`` counts the good one as passed."""
+    from skillopt_sleep.testing.sessions import write_claude_session
+
+    project = tmp_path / "webapp"
+    project.mkdir()
+    fix = "Das ist unvollständig, `make release` fehlt."
+    write_conversations(
+        isolated_home,
+        project,
+        DEMO_CONVERSATIONS + [("claude_code", [(RELEASE, "Führe `make build` aus.", fix)])],
+    )
+    store = Store(paths.db_path())
+    with serve("demo") as sim:
+        overrides = demo_settings(isolated_home, project, sim.url)
+        settings = load_settings(Path("/nonexistent/config.toml"), **overrides)
+        result = run_night(store, settings)
+        assert result.status == "succeeded"
+        (release,) = [t for t in store.tasks.all() if t.intent == RELEASE]
+        assert release.checks == [] and "`make release`" in release.rubric
+        assert any(
+            r.task_id.startswith(release.id) for r in store.rollouts.of_night(result.night_id, None)
+        )
+        adopt(store, result.proposal_id)
+
+        later = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=5)
+        for i, answer in enumerate(
+            ["Führe `make build` und dann `make release` aus.", "Führe `make build` aus."]
+        ):
+            write_claude_session(
+                isolated_home,
+                project,
+                [(RELEASE, answer, None)],
+                when=later + dt.timedelta(minutes=i),
+            )
+        harvest(store, settings)
+        record_reach(store)
+        [wild] = in_the_wild(store)
+        assert (wild.sessions, wild.reached, wild.unjudged) == (2, 0, 2), wild
+
+        sim.reset()
+        run_night(store, settings)  # judges the two answers, once
+        assert sim.stats.by_role["judge"] >= 2
+        [wild] = in_the_wild(store)
+        assert (wild.sessions, wild.reached, wild.passed, wild.unjudged) == (2, 2, 1, 0), wild
+
+        sim.reset()
+        run_night(store, settings)
+        assert sum(sim.stats.by_role.values()) == 0  # nothing new: nothing judged again

@@ -48,3 +48,38 @@ def ensure_night(store: Store, night_id: int, **fields: Any) -> None:
             store.db.table("nights").insert(
                 {"id": night_id, "status": "succeeded", "trigger": "cli", "dry_run": 0, **fields}
             )
+
+
+def save_turns(
+    store: Store,
+    key: str,
+    turns: list[tuple[str, str]],
+    *,
+    source: str = "claude_code",
+    project: str = "/home/u/app",
+    day: int = 28,
+) -> str:
+    """Store one session of ``source`` made of ``(role, text)`` turns (``user`` prompts,
+    ``assistant`` answers) on June ``day`` 2025, a minute apart; returns its session id."""
+    from skillopt_sleep.models import HarvestedMessage, HarvestedSession
+
+    store.sessions.save(
+        HarvestedSession(
+            source=source,
+            key=key,
+            project=project,
+            started_at=f"2025-06-{day:02d}T10:00:00Z",
+            messages=[
+                HarvestedMessage(
+                    uid=f"{key}-{i}",
+                    role=role,
+                    kind="prompt" if role == "user" else "answer",
+                    text=text,
+                    timestamp=f"2025-06-{day:02d}T10:{i:02d}:00Z",
+                )
+                for i, (role, text) in enumerate(turns)
+            ],
+        ),
+        file_path=f"/logs/{source}-{key}.jsonl",
+    )
+    return f"{source}:{key}"

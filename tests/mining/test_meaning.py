@@ -18,9 +18,10 @@ from skillopt_sleep.errors import BudgetExceeded
 from skillopt_sleep.mining import corrections as fb
 from skillopt_sleep.mining.meaning import Reader, compile_reading, material
 from skillopt_sleep.mining.mine import mine
-from skillopt_sleep.models import HarvestedMessage, HarvestedSession, Task
-from skillopt_sleep.simulator.brain import read_followup
+from skillopt_sleep.models import Task
+from skillopt_sleep.simulator.brain import group_requests, read_followup
 from skillopt_sleep.store import Store
+from tests.helpers.store import save_turns
 
 NOW = dt.datetime(2025, 6, 30, 12, 0, tzinfo=dt.UTC)
 PROJ = "/home/u/app"
@@ -38,8 +39,12 @@ class Model:
 
     def __init__(self) -> None:
         self.asked: list[str] = []
+        self.grouped: list[list[str]] = []
 
-    def __call__(self, shown: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, kind: str, shown: dict[str, Any]) -> dict[str, Any]:
+        if kind == "group":
+            self.grouped.append([r["text"] for r in shown["requests"]])
+            return {"groups": group_requests([r["text"] for r in shown["requests"]])}
         self.asked.append(shown["follow_up"])
         return read_followup(shown["follow_up"])
 
@@ -52,26 +57,7 @@ def add(
     source: str = "claude_code",
     day: int = 28,
 ) -> None:
-    msgs = [
-        HarvestedMessage(
-            uid=f"{key}-{i}",
-            role=role,
-            kind="prompt" if role == "user" else "answer",
-            text=text,
-            timestamp=f"2025-06-{day:02d}T10:{i:02d}:00Z",
-        )
-        for i, (role, text) in enumerate(turns)
-    ]
-    store.sessions.save(
-        HarvestedSession(
-            source=source,
-            key=key,
-            project=PROJ,
-            started_at=f"2025-06-{day:02d}T10:00:00Z",
-            messages=msgs,
-        ),
-        file_path=f"/logs/{source}-{key}.jsonl",
-    )
+    save_turns(store, key, turns, source=source, project=PROJ, day=day)
 
 
 def only(tasks: list[Task], fragment: str) -> Task:
@@ -128,7 +114,7 @@ def test_a_reading_keeps_only_checks_of_the_dsl_grounded_in_what_was_said() -> N
 def test_a_follow_up_is_read_once_and_then_from_the_store(store: Store) -> None:
     model = Model()
     first = Reader(store, model, max_calls=10).read(
-        "install the deps", "npm install", "Nein, `pnpm` statt `npm`."
+        "install the deps", "npm install", "Nein, verwende `pnpm` statt `npm`."
     )
     assert first is not None and first.label == "correction"
     assert {(c.kind, c.value) for c in first.checks} == {
@@ -136,11 +122,16 @@ def test_a_follow_up_is_read_once_and_then_from_the_store(store: Store) -> None:
         ("not_contains", "npm"),
     }
     again = Reader(store, model, max_calls=10)
-    assert again.read("install the deps", "npm install", "Nein, `pnpm` statt `npm`.") == first
+    assert (
+        again.read("install the deps", "npm install", "Nein, verwende `pnpm` statt `npm`.") == first
+    )
     assert (again.calls, again.stored, len(model.asked)) == (0, 1, 1)
     # without a model the store still answers; what it never read stays unread
     offline = Reader(store)
-    assert offline.read("install the deps", "npm install", "Nein, `pnpm` statt `npm`.") == first
+    assert (
+        offline.read("install the deps", "npm install", "Nein, verwende `pnpm` statt `npm`.")
+        == first
+    )
     assert offline.read("install the deps", "npm install", "Nein, `yarn`.") is None
     assert (offline.calls, offline.unread) == (0, 1)
 
@@ -152,7 +143,7 @@ def test_the_reading_cap_and_the_nights_call_cap_leave_the_rest_unread(store: St
     assert capped.read("a", "b", "nein, `y`") is None
     assert (capped.calls, capped.unread, len(model.asked)) == (1, 1, 1)
 
-    def broke(shown: dict[str, Any]) -> dict[str, Any]:
+    def broke(kind: str, shown: dict[str, Any]) -> dict[str, Any]:
         raise BudgetExceeded("per-night cap of 3 model calls reached")
 
     spent = Reader(store, broke, max_calls=10)
@@ -372,7 +363,7 @@ def test_mining_without_a_model_reuses_what_a_night_read_and_calls_nothing(store
         [
             ("user", "install the deps"),
             ("assistant", "npm install"),
-            ("user", "Nein, `pnpm` statt `npm`."),
+            ("user", "Nein, verwende `pnpm` statt `npm`."),
             ("assistant", "pnpm install"),
         ],
     )
@@ -383,4 +374,97 @@ def test_mining_without_a_model_reuses_what_a_night_read_and_calls_nothing(store
     # a follow-up never read is no correction until a model reads it
     store.readings.clear()
     plain = mine(store, Settings(min_sessions=1), now=NOW)
-    assert plain.tasks[0].corrections == [] and plain.unread == 1
+    # (unread: the follow-up, and the grouping of the two requests it leaves in the project)
+    assert plain.tasks[0].corrections == [] and plain.unread == 2
+
+
+# ------------------------------------------------------------------ requests by meaning
+def test_the_same_request_in_other_languages_and_words_is_one_task(store: Store) -> None:
+    """A user asks to install the dependencies in German, English and Spanish, in other
+    words each time, across Claude Code, Codex and Copilot, and corrects it in German: one
+    task, every occurrence joined (by meaning, not words), the correction recognised, a
+    validated check; the grouping is read once."""
+    model = Model()
+    asks = [
+        (
+            "claude_code",
+            20,
+            "Installiere die Abhängigkeiten des Projekts",
+            "Nein, verwende `pnpm` statt `npm`.",
+        ),
+        ("codex", 21, "install the dependencies", None),
+        ("copilot", 22, "Instala las dependencias del proyecto", None),
+        ("claude_code", 23, "please install the deps for me", None),
+    ]
+    for i, (source, day, ask, fix) in enumerate(asks):
+        turns = [("user", ask), ("assistant", "Run `npm install`.")]
+        if fix:
+            turns += [("user", fix), ("assistant", "Run `pnpm install`."), ("user", "Danke!")]
+        add(store, f"s{i}", turns, source=source, day=day)
+    report = mine(store, Settings(), now=NOW, reader=Reader(store, model))
+    [task] = [t for t in report.tasks if len(t.occurrences) > 1]
+    assert len(task.occurrences) == 4 and len(report.tasks) == 1
+    assert {o.session_id.split(":")[0] for o in task.occurrences} == {
+        "claude_code",
+        "codex",
+        "copilot",
+    }
+    assert sorted(o.joined for o in task.occurrences) == ["", "meaning", "meaning", "meaning"]
+    assert report.joined == 3
+    assert {("contains", "pnpm"), ("not_contains", "npm")} <= kinds(task)
+    assert task.checks and all(c.controls["negative"] == "pass" for c in task.checks)
+    assert len(model.grouped) == 1
+    again = mine(store, Settings(), now=NOW, reader=Reader(store, model))
+    assert len(model.grouped) == 1 and again.read == 0  # kept: no second reading
+    assert [len(t.occurrences) for t in again.tasks] == [4]
+
+
+def test_requests_for_different_things_are_not_joined(store: Store) -> None:
+    model = Model()
+    for i, ask in enumerate(
+        [
+            "run the integration tests against the staging database",
+            "führe die Tests aus",
+            "run the tests",
+        ]
+    ):
+        add(
+            store,
+            f"s{i}",
+            [
+                ("user", ask),
+                ("assistant", "Run `npm test`."),
+                ("user", "no, use pnpm instead of npm"),
+            ],
+            day=20 + i,
+        )
+    report = mine(store, Settings(), now=NOW, reader=Reader(store, model))
+    by = {t.intent: t for t in report.tasks}
+    # "run the tests" in German and in English are one task; the integration tests another
+    assert len(by["run the integration tests against the staging database"].occurrences) == 1
+    assert len(report.tasks) == 2
+
+
+def test_a_split_keeps_what_a_reading_would_join_apart(store: Store) -> None:
+    from skillopt_sleep.mining.mine import normalise_intent
+
+    model = Model()
+    for i, ask in enumerate(["install the dependencies", "Installiere die Abhängigkeiten"]):
+        add(
+            store,
+            f"s{i}",
+            [
+                ("user", ask),
+                ("assistant", "Run `npm install`."),
+                ("user", "no, use pnpm instead of npm"),
+            ],
+            day=20 + i,
+        )
+    assert len(mine(store, Settings(), now=NOW, reader=Reader(store, model)).tasks) == 1
+    store.mining.link(
+        PROJ,
+        normalise_intent("install the dependencies"),
+        normalise_intent("Installiere die Abhängigkeiten"),
+        "split",
+    )
+    assert len(mine(store, Settings(), now=NOW, reader=Reader(store, model)).tasks) == 2

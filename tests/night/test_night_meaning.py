@@ -70,3 +70,26 @@ def test_a_night_learns_from_corrections_in_another_language_and_rereads_nothing
         assert sum(sim.stats.by_role.values()) == 0, dict(sim.stats.by_role)
         assert again.cost.calls == 0
     assert store.readings.count() == 2
+
+
+def test_a_rubric_whose_judge_cannot_tell_the_corrected_answer_scores_nothing(
+    tmp_path, isolated_home
+):
+    """The simulator's judge scores any answer 1.0 against a rubric without a backticked
+    term, so it fails the transcript's control (the corrected answer must score below 0.5):
+    the task judged by that rubric alone leaves the night instead of certifying noise."""
+    cut = "Schreib einen Test für parse_date"
+    conversations = GERMAN + [
+        ("claude_code", [(cut, "import pytest\n\nclass", "Der Test ist abgeschnitten.")])
+    ]
+    project, target = night_world(tmp_path, isolated_home, "# Regeln\n", conversations)
+    store = Store(paths.db_path())
+    lines: list[str] = []
+    with serve(write_persona(tmp_path, GERMAN_PERSONA)) as sim:
+        settings = night_settings(isolated_home, project, target, sim.url)
+        result = run_night(store, settings, progress=lines.append)
+    (task,) = [t for t in store.tasks.all() if t.intent == cut]
+    assert task.checks == [] and "abgeschnitten" in task.rubric
+    assert any("judge: 'Schreib einen Test" in line and "invalid" in line for line in lines), lines
+    replayed = {r.task_id.split("@")[0] for r in store.rollouts.of_night(result.night_id, None)}
+    assert task.id not in replayed and replayed  # the install task trained, this one did not

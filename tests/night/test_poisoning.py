@@ -21,7 +21,7 @@ from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
 from tests.helpers.cli_run import skillopt_in_process
 from tests.helpers.night import PERSONA, night_settings, night_world, write_persona
-from tests.helpers.store import db_rows, ensure_night, tamper
+from tests.helpers.store import db_rows, ensure_night, save_turns, tamper
 
 #: a live file whose managed block already holds a rule, so each epoch ends in a consolidation
 USER_TEXT = f"# Project rules\n\nWritten by hand.\n\n{BEGIN}\n- Answer in English.\n{END}\n"
@@ -185,32 +185,12 @@ def test_adopt_refuses_a_document_that_adds_a_flagged_rule_unless_allowed(tmp_pa
 
 # ---------------------------------------------------------------------- where corrections come from
 def _session(store: Store, key: str, follow_up: str, day: int) -> None:
-    from skillopt_sleep.models import HarvestedMessage, HarvestedSession
-
     turns = [
         ("user", "install the dependencies"),
         ("assistant", "Run `npm install` in the project root."),
         ("user", follow_up),
     ]
-    store.sessions.save(
-        HarvestedSession(
-            source="claude_code",
-            key=key,
-            project="/home/u/app",
-            started_at=f"2025-06-{day:02d}T10:00:00Z",
-            messages=[
-                HarvestedMessage(
-                    uid=f"{key}-{i}",
-                    role=role,
-                    kind="prompt" if role == "user" else "answer",
-                    text=text,
-                    timestamp=f"2025-06-{day:02d}T10:0{i}:00Z",
-                )
-                for i, (role, text) in enumerate(turns)
-            ],
-        ),
-        file_path=f"/logs/{key}.jsonl",
-    )
+    save_turns(store, key, turns, day=day)
 
 
 @pytest.mark.parametrize(

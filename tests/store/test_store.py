@@ -33,6 +33,8 @@ def test_migrations_apply_once_and_wal(tmp_path):
         "m012_edit_section",
         "m013_night_seq",
         "m014_readings",
+        "m015_wild_judged",
+        "m016_task_links",
     ]
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
