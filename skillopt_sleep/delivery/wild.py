@@ -19,7 +19,9 @@ Whether the document reached a session is judged once, when the session is harve
 (:func:`record_reach`, called after every harvest: the file's state then, not at a later
 ``status``); a session not judged yet is judged on the file's state now, without writing.
 A session's correction is any later prompt of it that
-:func:`skillopt_sleep.mining.corrections.classify` labels a correction.
+:func:`skillopt_sleep.mining.corrections.classify` labels a correction, or the follow-up
+right after its answer that a night's optimizer read as one (``store.readings``, as mining
+reads it: the same classifier, in any language).
 
 An answer is judged as a replay judges it (:func:`~skillopt_sleep.mining.judges.judge_answer`):
 whole first, then the task's checks on the artifact it asks for. A task judged by its rubric
@@ -44,6 +46,8 @@ from skillopt_sleep.delivery.document import SKILL_NAME, Document, read_live
 from skillopt_sleep.delivery.where import where_loaded
 from skillopt_sleep.mining.corrections import classify
 from skillopt_sleep.mining.judges import judge_answer
+from skillopt_sleep.mining.meaning import Reader
+from skillopt_sleep.mining.mine import INTENT_CHARS
 from skillopt_sleep.mining.split import task_of
 from skillopt_sleep.models import Task
 from skillopt_sleep.results import NightSummary, WildCheck
@@ -71,21 +75,40 @@ def _under(project: str | None, root: str | None) -> bool:
     return project == root or project.startswith(root.rstrip("/") + "/")
 
 
-def _first_turn(messages: list[MessageRow]) -> tuple[str, str, list[str], bool]:
+def _first_turn(
+    messages: list[MessageRow], reader: Reader | None = None
+) -> tuple[str, str, list[str], bool]:
     """(first prompt, the first answer text after it, tool names used answering it, a
-    later prompt corrected it)."""
+    later prompt corrected it). A later prompt is a correction by its words
+    (:func:`~skillopt_sleep.mining.corrections.classify`) or, for the one right after the
+    answer, by what a night's optimizer read in it (``reader``: the store's readings, the
+    same as mining's)."""
     prompt, answer, tools, corrected = "", "", [], False
     seen_prompt = False
+    turn: list[str] = []  # the answer's texts, as mining shows them to the reader
+    followups = 0
     for m in messages:
+        if m.is_sidechain:
+            continue
         if m.kind == "prompt":
+            text = (m.text or "").strip()
             if not seen_prompt:
                 prompt, seen_prompt = m.text or "", True
-            elif answer and classify(m.text or "") == "correction":
+                continue
+            if not answer:
+                continue
+            followups += 1
+            if classify(text) == "correction":
                 corrected = True
+            elif followups == 1 and reader is not None and text:
+                read = reader.read(prompt.strip()[:INTENT_CHARS], "\n".join(turn).strip(), text)
+                corrected = corrected or (read is not None and read.label == "correction")
         elif seen_prompt and m.role == "assistant":
             tools += [t for t in m.tool_names or [] if t not in tools]
             if not answer and (m.text or "").strip():
                 answer = m.text or ""
+            if m.text and not followups:
+                turn.append(m.text)
     return prompt, answer, tools, corrected
 
 
@@ -207,6 +230,7 @@ def in_the_wild(
     """One :class:`~skillopt_sleep.results.WildCheck` per adoption in place, newest first. A
     read: sessions not judged yet are judged on the files' state now, and not recorded."""
     sessions = store.sessions.all()
+    reader = Reader(store)  # what the nights read in the user's follow-ups, no call
     out: list[WildCheck] = []
     for a in _adopted(store):
         verdicts = store.wild.verdicts(a.row.id)
@@ -226,7 +250,7 @@ def in_the_wild(
             if None not in projects and not any(_under(s.project, p) for p in projects):
                 continue  # no task of this adoption is from that project: no message read
             messages = store.sessions.messages(s.id)
-            prompt, answer, tools, corrected = _first_turn(messages)
+            prompt, answer, tools, corrected = _first_turn(messages, reader)
             task = _match(prompt, s.project, a.tasks, similarity)
             if task is None:
                 continue

@@ -719,7 +719,8 @@ def join_by_meaning(
     """Join the clusters of one project that are the same request in other words or another
     language: first those the user joined (``links``: ``tasks join``), then those the
     optimizer reads as one (:meth:`Reader.group`, over the project's latest
-    :data:`~.meaning.GROUP_MAX` clusters, in a stable order so the reading is kept). Never
+    :data:`~.meaning.GROUP_MAX` clusters, in a stable order so the reading is kept; only in a
+    project where some request was corrected, as nothing else could train). Never
     two the user split (``tasks split``) or whose corrections contradict. Returns the
     clusters and how many requests joined another's cluster."""
     splits = {(p, a, b) for p, a, b, kind in links if kind == "split"}
@@ -758,8 +759,8 @@ def join_by_meaning(
     if reader is not None:
         for ks in order.values():
             live = [k for k in ks if k not in gone]
-            if len(live) < 2:
-                continue
+            if len(live) < 2 or not any(it.corrections for k in live for it in clusters[k]):
+                continue  # nothing a join could teach: no request of the project was corrected
             latest = sorted(live, key=lambda k: max(i.when for i in clusters[k]), reverse=True)
             shown = sorted(latest[: meaning.GROUP_MAX], key=lambda k: (clusters[k][0].text, k))
             for group in reader.group([clusters[k][0].text for k in shown]) or []:

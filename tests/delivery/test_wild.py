@@ -111,25 +111,31 @@ def test_a_task_judged_by_its_rubric_alone_passes_in_the_wild_once_a_night_judge
         adopt(store, result.proposal_id)
 
         later = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=5)
-        for i, answer in enumerate(
-            ["Führe `make build` und dann `make release` aus.", "Führe `make build` aus."]
+        for i, (answer, followup) in enumerate(
+            [
+                ("Führe `make build` und dann `make release` aus.", None),
+                ("Führe `make build` aus.", None),
+                ("Führe `make build` aus.", fix),  # corrected again, in German
+            ]
         ):
             write_claude_session(
                 isolated_home,
                 project,
-                [(RELEASE, answer, None)],
+                [(RELEASE, answer, followup)],
                 when=later + dt.timedelta(minutes=i),
             )
         harvest(store, settings)
         record_reach(store)
         [wild] = in_the_wild(store)
-        assert (wild.sessions, wild.reached, wild.unjudged) == (2, 0, 2), wild
+        assert (wild.sessions, wild.reached, wild.unjudged) == (3, 0, 3), wild
 
         sim.reset()
-        run_night(store, settings)  # judges the two answers, once
-        assert sim.stats.by_role["judge"] >= 2
+        run_night(store, settings)  # judges the three answers, once
+        assert sim.stats.by_role["judge"] >= 3
         [wild] = in_the_wild(store)
-        assert (wild.sessions, wild.reached, wild.passed, wild.unjudged) == (2, 2, 1, 0), wild
+        assert (wild.sessions, wild.reached, wild.passed, wild.unjudged) == (3, 3, 1, 0), wild
+        # the German correction is one by what the night read in it (the words say nothing)
+        assert wild.corrected == 1, wild
 
         sim.reset()
         run_night(store, settings)

@@ -374,8 +374,8 @@ def test_mining_without_a_model_reuses_what_a_night_read_and_calls_nothing(store
     # a follow-up never read is no correction until a model reads it
     store.readings.clear()
     plain = mine(store, Settings(min_sessions=1), now=NOW)
-    # (unread: the follow-up, and the grouping of the two requests it leaves in the project)
-    assert plain.tasks[0].corrections == [] and plain.unread == 2
+    # (unread: the follow-up; no request corrected, so no grouping of the project's requests)
+    assert plain.tasks[0].corrections == [] and plain.unread == 1
 
 
 # ------------------------------------------------------------------ requests by meaning
