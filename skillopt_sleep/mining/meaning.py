@@ -12,11 +12,13 @@ the optimizer model, which reads the request, the answer and the follow-up and s
   ``regex``, ``max_chars`` …, the structured styles, ``section``) — plus rubric items for
   what no check can express.
 
-A compiled check is only a candidate: :func:`~skillopt_sleep.mining.corrections.validate`
-holds it to the transcript's controls (it fails the corrected answer, passes the accepted one,
-and an answer made of its own words does not pass) before it scores anything, exactly as a
-check the regex layer derived. A value the model names that is nowhere in the user's words or
-the answers is dropped (a model may not invent what the user wants).
+A compiled check is only a candidate. It must be grounded in what was said — what the answer
+must have (a literal, a size, a section) in the user's words, what it must not have in the
+user's words or the corrected answer; anything else is dropped with why (a model may not
+invent what the user wants) — and :func:`~skillopt_sleep.mining.corrections.validate` holds
+it to the transcript's controls (it fails the corrected answer, passes the accepted one, and
+an answer made of its own words does not pass) before it scores anything, exactly as a check
+the regex layer derived.
 
 Readings are kept in the store (``store.readings``) under a hash of what the model was shown:
 a follow-up is read once, a repeat night makes no call, and mining without a model (``tasks``,
@@ -101,16 +103,17 @@ def compile_reading(data: dict[str, Any], shown: dict[str, Any]) -> Reading:
     checks: list[Check] = []
     rubric: list[str] = []
     if label == "correction":
-        said = " ".join(str(v) for v in shown.values()).lower()
         raw = data.get("checks")
         for item in raw if isinstance(raw, list) else []:
-            check, why = _check(item, said, shown["follow_up"])
+            check, why = _check(item, shown)
             if check is not None:
                 if not any(c.kind == check.kind and c.value == check.value for c in checks):
                     checks.append(check)
             elif why:
                 dropped.append(why)
         items = data.get("rubric")
+        if isinstance(items, str):  # one item, not in a list
+            items = [items]
         for r in items if isinstance(items, list) else []:
             r = " ".join(str(r).split())[:200]
             if r and r not in rubric:
@@ -118,7 +121,11 @@ def compile_reading(data: dict[str, Any], shown: dict[str, Any]) -> Reading:
     return Reading(label=label, checks=checks, rubric=rubric, dropped=dropped)
 
 
-def _check(item: Any, said: str, followup: str) -> tuple[Check | None, str]:
+def _check(item: Any, shown: dict[str, Any]) -> tuple[Check | None, str]:
+    """One compiled check, grounded in what was said: what the answer must have, its size
+    and a section come from the user's words (the follow-up); what it must not have from
+    the user's words or the corrected answer."""
+    followup = str(shown["follow_up"])
     if not isinstance(item, dict):
         return None, f"not a check: {str(item)[:60]!r}"
     kind = str(item.get("kind", "")).strip()
@@ -132,6 +139,8 @@ def _check(item: Any, said: str, followup: str) -> tuple[Check | None, str]:
         if not m or int(m.group(0)) <= 0:
             return None, f"{kind} needs a number, got {value!r}"
         value = m.group(0)
+        if not re.search(rf"(?<!\d){value}(?!\d)", followup):
+            return None, f"{kind} {value}: the user named no such number"
     elif not value:
         return None, f"{kind} needs a value"
     elif kind in ("regex", "not_regex"):
@@ -139,12 +148,17 @@ def _check(item: Any, said: str, followup: str) -> tuple[Check | None, str]:
             re.compile(value)
         except re.error:
             return None, f"{kind} {value!r} does not compile"
-    elif value.lower() not in said:
-        return None, f"{kind} {value!r}: nowhere in the user's words or the answer"
+    else:
+        where = followup if kind != "not_contains" else f"{followup}\n{shown['answer']}"
+        if value.lower() not in where.lower():
+            return None, f"{kind} {value!r}: not in the user's words" + (
+                " or the answer" if kind == "not_contains" else ""
+            )
     try:
-        return Check(kind=kind, value=value, origin="reading", evidence=_one_line(followup)), ""
+        check = Check(kind=kind, value=value, origin="reading", evidence=_one_line(followup))
     except ValidationError as exc:  # pragma: no cover - the kinds above are all valid
         return None, str(exc).splitlines()[0]
+    return check, ""
 
 
 def _one_line(text: str, limit: int = 300) -> str:

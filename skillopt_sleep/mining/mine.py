@@ -155,6 +155,9 @@ class Intent:
     norm: str = ""
     tools: set[str] = field(default_factory=set)
     answer: str = ""  # answer text of the latest turn
+    #: the code of every answer to it (commands, block lines): what validates a join by
+    #: meaning (:func:`answers_agree`)
+    code: set[str] = field(default_factory=set)
     answered: bool = False
     corrections: list[fb.Feedback] = field(default_factory=list)
     positives: int = 0
@@ -402,6 +405,7 @@ def _walk(
                 current.answered = True
                 if m.text:
                     current.answer = f"{current.answer}\n{m.text}".strip()
+                    current.code |= code_lines(m.text)
     return intents, prompts
 
 
@@ -711,6 +715,27 @@ def cluster_all_pairs(
     return clusters
 
 
+_CODE = re.compile(r"```[^\n]*\n(.*?)```|`([^`\n]+)`", re.S)
+
+
+def code_lines(text: str) -> set[str]:
+    """The commands and code in ``text`` (inline code, each line of a block), spaced alike."""
+    out: set[str] = set()
+    for fenced, inline in _CODE.findall(text):
+        for line in (fenced or inline).splitlines():
+            line = " ".join(line.split())
+            if len(line) >= 3:
+                out.add(line)
+    return out
+
+
+def answers_agree(a: list[Intent], b: list[Intent]) -> bool:
+    """Whether the agent answered both requests with some of the same code (a command, a line
+    of a block): what validates a join by meaning — the same request in two languages gets
+    the same `npm install`; a request read as the same by mistake does not."""
+    return bool(set().union(*(it.code for it in a)) & set().union(*(it.code for it in b)))
+
+
 def join_by_meaning(
     clusters: list[list[Intent]],
     reader: Reader | None,
@@ -720,7 +745,8 @@ def join_by_meaning(
     language: first those the user joined (``links``: ``tasks join``), then those the
     optimizer reads as one (:meth:`Reader.group`, over the project's latest
     :data:`~.meaning.GROUP_MAX` clusters, in a stable order so the reading is kept; only in a
-    project where some request was corrected, as nothing else could train). Never
+    project where some request was corrected, as nothing else could train), each join held
+    to the transcript (:func:`answers_agree`: the agent answered both with the same code). Never
     two the user split (``tasks split``) or whose corrections contradict. Returns the
     clusters and how many requests joined another's cluster."""
     splits = {(p, a, b) for p, a, b, kind in links if kind == "split"}
@@ -766,7 +792,10 @@ def join_by_meaning(
             for group in reader.group([clusters[k][0].text for k in shown]) or []:
                 ids = sorted(shown[i] for i in group)
                 for k in ids[1:]:
-                    if ids[0] not in gone and k not in gone:
+                    # the transcript's control: the agent answered both with the same code
+                    if ids[0] not in gone and k not in gone and answers_agree(
+                        clusters[ids[0]], clusters[k]
+                    ):
                         merge(ids[0], k, "meaning")
     return [c for k, c in enumerate(clusters) if k not in gone], joined
 

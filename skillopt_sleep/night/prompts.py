@@ -124,22 +124,25 @@ def read_prompt(shown: dict[str, Any]) -> str:
     "rubric"}``."""
     return f"""{READ_MARKER}
 A user asked a coding agent for something, the agent answered, and the user wrote a
-follow-up. Read the follow-up, in whatever language it is written, and label it:
-- "correction": the user says the answer was wrong, unwanted or incomplete, or wants it in
-  another form (another tool or command, style, length, a missing part, it is cut off);
-- "positive": the user approves of the answer;
-- "neutral": a new request, or a question about something else.
-For a correction, turn what the user asked for into checks that a good answer to the same
-request passes and the corrected answer fails. Use only these kinds:
+follow-up (in any language). First decide what the follow-up is:
+- "correction": it says the answer just given is wrong, unwanted or incomplete, or must be
+  changed (another tool or command, style, length, a missing part, it is cut off).
+- "positive": it only thanks or approves ("thanks", "perfect", "danke", "gracias").
+- "neutral": it asks for something new (another function, file, feature or question), even
+  after a thank-you. Most follow-ups are neutral.
+Examples: "no, use yarn" is a correction; "Danke, super!" is positive; "now add a test for
+slugify" and "Jetzt schreib eine Funktion für X" are neutral.
+Only for a correction, turn what the user asked for into checks that a good answer to the
+same request passes and the corrected answer fails. Use only these kinds:
   {{"kind": "contains", "value": "<literal word or command the answer must have>"}}
   {{"kind": "not_contains", "value": "<literal the answer must not have>"}}
   {{"kind": "max_chars" | "min_chars" | "max_words", "value": "<number>"}}
   {{"kind": "imperative"}}  (the message starts with a verb in the imperative mood)
   {{"kind": "no_emoji"}}, {{"kind": "snake_case"}}, {{"kind": "type_hints"}}
   {{"kind": "section", "value": "<heading the answer must have>"}}
-Literals must be words the user or the answer wrote; never a word that describes a style.
-Put what no check can express in "rubric" as short English sentences. Cover everything the
-user asked for.
+Literals must be words the user wrote; never a word that describes a style. Put what no
+check can express in "rubric" as short English sentences. Cover everything the user asked
+for. A positive or neutral follow-up has no checks and no rubric.
 
 {_block(shown)}
 

@@ -72,7 +72,7 @@ def kinds(task: Task) -> set[tuple[str, str]]:
 
 # ------------------------------------------------------------------ compiling a reading
 def test_a_reading_keeps_only_checks_of_the_dsl_grounded_in_what_was_said() -> None:
-    shown = material("install the deps", "npm install", "nein, `pnpm` bitte")
+    shown = material("install the deps", "npm install", "nein, `pnpm` bitte, unter 50 Zeichen")
     reading = compile_reading(
         {
             "label": "correction",
@@ -81,6 +81,9 @@ def test_a_reading_keeps_only_checks_of_the_dsl_grounded_in_what_was_said() -> N
                 {"kind": "contains", "value": "yarn"},  # nobody said it: invented
                 {"kind": "max_chars", "value": "about 50 characters"},
                 {"kind": "max_words", "value": "many"},
+                {"kind": "max_words", "value": "12"},  # a number the user never said
+                {"kind": "contains", "value": "install the deps"},  # the request's, not asked for
+                {"kind": "not_contains", "value": "npm install"},  # the answer's: may be avoided
                 {"kind": "regex", "value": "(unclosed"},
                 {"kind": "exec", "value": "rm -rf /"},
                 {"kind": "imperative", "value": "imperative mood"},
@@ -94,11 +97,14 @@ def test_a_reading_keeps_only_checks_of_the_dsl_grounded_in_what_was_said() -> N
     assert [(c.kind, c.value, c.origin) for c in reading.checks] == [
         ("contains", "pnpm", "reading"),
         ("max_chars", "50", "reading"),
+        ("not_contains", "npm install", "reading"),
         ("imperative", "", "reading"),  # a style is a structured check, its words dropped
     ]
     assert reading.rubric == ["Use pnpm."]
-    assert len(reading.dropped) == 5
-    assert any("'yarn'" in d and "nowhere" in d for d in reading.dropped)
+    assert len(reading.dropped) == 7
+    assert any("max_words 12: the user named no such number" in d for d in reading.dropped)
+    assert any("'install the deps': not in the user's words" in d for d in reading.dropped)
+    assert any("'yarn'" in d and "not in the user's words" in d for d in reading.dropped)
     assert any("unknown check kind 'exec'" in d for d in reading.dropped)
     # an unknown label is no correction, and a non-correction carries no checks
     assert compile_reading({"label": "maybe"}, shown).label == "neutral"
@@ -205,8 +211,8 @@ def test_corrections_in_other_languages_become_validated_checks(
     for c in task.checks:
         assert c.controls["negative"] == "pass" and c.controls["positive"] == "pass", c
     assert task.corrections and followup in task.corrections[0]
-    # the correction and the thanks after the accepted answer were read: one call each
-    assert report.read == 2 and report.dropped["approval_by_meaning"] == 1
+    # the correction was read; the thanks after the accepted answer is one by its words
+    assert report.read == 1 and model.asked == [followup]
 
 
 def test_two_requests_in_one_sentence_both_reach_a_check(store: Store) -> None:
@@ -273,7 +279,8 @@ def test_new_requests_and_thanks_in_another_language_stay_what_they_are(store: S
     report = mine(store, Settings(min_sessions=1), now=NOW, reader=Reader(store, model))
     assert only(report.tasks, "parse_date").corrections == []
     assert only(report.tasks, "slugify").corrections == []  # a new request, not a correction
-    assert "Jetzt füge einen Test für slugify hinzu" in model.asked
+    # both are decided by their words in German (the fast path): nothing to read
+    assert model.asked == []
 
 
 def test_one_users_requests_in_another_language_across_agents_are_one_task_each(
@@ -468,3 +475,36 @@ def test_a_split_keeps_what_a_reading_would_join_apart(store: Store) -> None:
         "split",
     )
     assert len(mine(store, Settings(), now=NOW, reader=Reader(store, model)).tasks) == 2
+
+
+def test_a_join_the_answers_do_not_bear_out_is_refused(store: Store) -> None:
+    """A model that reads every request of the project as one (a small model does): only the
+    requests the agent answered with the same code are joined."""
+
+    class Careless(Model):
+        def __call__(self, kind: str, shown: dict[str, Any]) -> dict[str, Any]:
+            if kind == "group":
+                return {"groups": [[r["id"] for r in shown["requests"]]]}
+            return super().__call__(kind, shown)
+
+    asks = [
+        (
+            "Installiere die Abhängigkeiten",
+            "Führe `npm install` aus.",
+            "no, use pnpm instead of npm",
+        ),
+        ("install the dependencies", "Run `npm install`.", None),
+        (
+            "write a slugify function in utils.py",
+            "```python\ndef slugify(s):\n    return s.lower()\n```",
+            None,
+        ),
+    ]
+    for i, (ask, answer, fix) in enumerate(asks):
+        turns = [("user", ask), ("assistant", answer)] + ([("user", fix)] if fix else [])
+        add(store, f"s{i}", turns, day=20 + i)
+    report = mine(store, Settings(min_sessions=1), now=NOW, reader=Reader(store, Careless()))
+    by = {t.intent: t for t in report.tasks}
+    assert len(by["Installiere die Abhängigkeiten"].occurrences) == 2  # the same `npm install`
+    assert len(by["write a slugify function in utils.py"].occurrences) == 1
+    assert report.joined == 1
