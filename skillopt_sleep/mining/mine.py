@@ -793,8 +793,10 @@ def join_by_meaning(
                 ids = sorted(shown[i] for i in group)
                 for k in ids[1:]:
                     # the transcript's control: the agent answered both with the same code
-                    if ids[0] not in gone and k not in gone and answers_agree(
-                        clusters[ids[0]], clusters[k]
+                    if (
+                        ids[0] not in gone
+                        and k not in gone
+                        and answers_agree(clusters[ids[0]], clusters[k])
                     ):
                         merge(ids[0], k, "meaning")
     return [c for k, c in enumerate(clusters) if k not in gone], joined
