@@ -36,6 +36,7 @@ import re
 import shutil
 import subprocess
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 #: a fenced block: its language tag and body (the closing fence required)
@@ -164,6 +165,13 @@ def _cut_prose(text: str, *, sentence_end: bool = True) -> str | None:
     return None
 
 
+#: the data formats a parser of the standard library reads: their name and loader
+_DATA: dict[str, tuple[str, Callable[[str], object]]] = {
+    "json": ("JSON", json.loads),
+    "toml": ("TOML", tomllib.loads),
+}
+
+
 def _unparsable(lang: str, code: str) -> str | None:
     """Why ``code`` does not parse as ``lang`` (None: it parses, or cannot be checked here)."""
     if lang == "python":
@@ -174,17 +182,12 @@ def _unparsable(lang: str, code: str) -> str | None:
         except ValueError as exc:
             return f"its Python does not parse ({exc})"
         return None
-    if lang == "json":
+    if lang in _DATA:
+        name, load = _DATA[lang]
         try:
-            json.loads(code)
-        except ValueError as exc:
-            return f"its JSON does not parse ({exc})"
-        return None
-    if lang == "toml":
-        try:
-            tomllib.loads(code)
-        except tomllib.TOMLDecodeError as exc:
-            return f"its TOML does not parse ({exc})"
+            load(code)
+        except ValueError as exc:  # json.JSONDecodeError and tomllib.TOMLDecodeError are
+            return f"its {name} does not parse ({exc})"
         return None
     bash = shutil.which("bash")
     if bash is None:

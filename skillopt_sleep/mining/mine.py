@@ -323,7 +323,7 @@ def _walk(
     current: Intent | None = None
     prompts = 0
     session_tools = sorted({t for m in messages for t in m.tool_names})
-    for m in messages:
+    for at, m in enumerate(messages):
         if m.is_sidechain:
             continue
         if m.role == "user" and m.kind == "prompt":
@@ -363,10 +363,13 @@ def _walk(
             ):
                 reading = reader.read(current.text, current.answer, text)
                 if label == "neutral" and reading is not None and reading.label != "neutral":
-                    label = reading.label
-                    dropped[
-                        f"{'correction' if label == 'correction' else 'approval'}_by_meaning"
-                    ] += 1
+                    if reading.label == "correction" and not redoes(
+                        current.answer, _answer_after(messages, at)
+                    ):
+                        dropped["reading_refuted"] += 1  # the agent did something else next
+                    else:
+                        label = reading.label
+                        dropped[f"{label}_by_meaning".replace("positive", "approval")] += 1
             _settle(current, label)
             if label != "neutral":
                 if current is None or not current.answered:
@@ -407,6 +410,33 @@ def _walk(
                     current.answer = f"{current.answer}\n{m.text}".strip()
                     current.code |= code_lines(m.text)
     return intents, prompts
+
+
+def _answer_after(messages: list[MessageRow], at: int) -> str:
+    """The agent's answer to the prompt at ``at``: its texts up to the next prompt."""
+    out: list[str] = []
+    for m in messages[at + 1 :]:
+        if m.is_sidechain:
+            continue
+        if m.role == "user" and m.kind == "prompt":
+            break
+        if m.role == "assistant" and m.text:
+            out.append(m.text)
+    return "\n".join(out)
+
+
+#: how alike (rapidfuzz token-set ratio) a redone answer is to the answer it redoes, at least
+REDO_SIMILARITY = 40
+
+
+def redoes(corrected: str, after: str) -> bool:
+    """The transcript's word on a follow-up read as a correction (the user's next move is the
+    agent's answer to it): the agent redid the answer — its next answer is like the one
+    corrected — or said so without code ("Understood."). Code unlike the corrected answer is
+    another task: the follow-up was a new request."""
+    if not code_lines(after) or not corrected.strip():
+        return True
+    return fuzz.token_set_ratio(corrected.lower(), after.lower()) >= REDO_SIMILARITY
 
 
 def _settle(current: Intent | None, label: str) -> None:

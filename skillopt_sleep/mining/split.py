@@ -135,8 +135,9 @@ def _roles(
                 "",
                 _TWIN.format(role="val", twin="train", key=occs[first].key),
             )
-            if roles[-1] == "test":  # the one distinct later ask gates rather than reports
-                roles[-1] = "val"
+            trained = {k for j, k in enumerate(keys) if roles[j] == "train"}
+            if roles[-1] == "test" and keys[-1] not in trained:
+                roles[-1] = "val"  # the one distinct later ask gates rather than reports
     if roles[-1] == "test":
         twin = next(
             (j for j in range(n - 1) if roles[j] in ("train", "val") and keys[j] == keys[-1]), None

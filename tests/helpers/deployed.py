@@ -184,3 +184,24 @@ def place_of(body: dict[str, Any], rule: str) -> tuple[str, str]:
     at, text = found[0]
     head = re.sub(r"/\S+", "<path>", text.strip().splitlines()[0])
     return at, head
+
+
+def assert_trained_through(
+    store: Any, result: Any, backend: str, *, min_input_tokens: int
+) -> list[dict]:
+    """What a night through a real CLI must show: the derived rule applied and the harmful
+    one rejected, val up, and every replay made through ``backend`` with tokens from the
+    CLI's own output (the fresh ones: more than ``min_input_tokens`` in). Returns the fresh
+    rollouts."""
+    from tests.helpers.store import db_rows
+
+    edits = {e["text"]: e for e in db_rows(store, "edits", "night_id = ?", [result.night_id])}
+    assert edits["Use `pnpm` instead of `npm`."]["status"] == "applied"
+    assert edits["Never mention `pnpm`."]["status"] == "rejected"
+    assert result.val_after is not None and result.val_before is not None
+    assert result.val_after > result.val_before
+    rollouts = db_rows(store, "rollouts", "night_id = ?", [result.night_id])
+    fresh = [r for r in rollouts if not r["cached"]]
+    assert fresh and all(r["backend"] == backend for r in rollouts)
+    assert all(r["input_tokens"] > min_input_tokens and r["output_tokens"] > 0 for r in fresh)
+    return fresh

@@ -508,3 +508,183 @@ def test_a_join_the_answers_do_not_bear_out_is_refused(store: Store) -> None:
     assert len(by["Installiere die Abhängigkeiten"].occurrences) == 2  # the same `npm install`
     assert len(by["write a slugify function in utils.py"].occurrences) == 1
     assert report.joined == 1
+
+
+# (request, corrected answer, follow-up, accepted answer, checks wanted, by the words alone?)
+WORDINGS = [
+    # a complaint about the form: a correction, judged by its rubric and by whole answers
+    (
+        "write a unit test for parse_date",
+        "import pytest\n\nclass",
+        "that test is cut off",
+        None,
+        set(),
+        True,
+    ),
+    (
+        "write a unit test for parse_date",
+        "import pytest\n\nclass",
+        "the answer got truncated",
+        None,
+        set(),
+        True,
+    ),
+    (
+        "write a unit test for parse_date",
+        "import pytest\n\nclass",
+        "it's incomplete",
+        None,
+        set(),
+        True,
+    ),
+    (
+        "write a unit test for parse_date",
+        "import pytest\n\nclass",
+        "Der Test ist abgeschnitten.",
+        None,
+        set(),
+        False,
+    ),
+    (
+        "write a unit test for parse_date",
+        "import pytest\n\nclass",
+        "La respuesta está cortada, incompleta.",
+        None,
+        set(),
+        False,
+    ),
+    (
+        "write a unit test for parse_date",
+        "import pytest\n\nclass",
+        "La réponse est coupée.",
+        None,
+        set(),
+        False,
+    ),
+    # "use X, not Y" for a style
+    (
+        "add a helper that formats dates",
+        "def formatDate(d): ...",
+        "use snake_case, not camelCase",
+        "def format_date(d): ...",
+        {("snake_case", "")},
+        True,
+    ),
+    (
+        "write the commit message",
+        "Added retries",
+        "no, imperative mood please, not past tense",
+        "Add retries",
+        {("imperative", "")},
+        True,
+    ),
+    (
+        "write the commit message",
+        "Added retries",
+        "Nein, im Imperativ, nicht in der Vergangenheit.",
+        "Add retries",
+        {("imperative", "")},
+        False,
+    ),
+    (
+        "write the commit message",
+        "Added retries",
+        "No, en imperativo, no en pasado.",
+        "Add retries",
+        {("imperative", "")},
+        True,
+    ),
+    # two requests in one sentence
+    (
+        "write a test for slugify",
+        "import unittest",
+        "no, use `pytest` and add a `Testing` section",
+        "## Testing\n\nimport pytest\ndef test_a(): assert 1",
+        {("contains", "pytest"), ("section", "Testing")},
+        True,
+    ),
+    (
+        "write a test for slugify",
+        "import unittest",
+        "Nein, verwende `pytest` und füge einen Abschnitt `Tests` hinzu.",
+        "## Tests\n\nimport pytest\ndef test_a(): assert 1",
+        {("contains", "pytest"), ("section", "Tests")},
+        False,
+    ),
+    (
+        "write a test for slugify",
+        "import unittest",
+        "No, usa `pytest` y añade una sección `Pruebas`.",
+        "## Pruebas\n\nimport pytest\ndef test_a(): assert 1",
+        {("contains", "pytest"), ("section", "Pruebas")},
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("request_", "answer", "followup", "accepted", "want", "by_words"), WORDINGS
+)
+def test_corrections_of_each_kind_in_many_wordings_and_languages(
+    store: Store,
+    request_: str,
+    answer: str,
+    followup: str,
+    accepted: str | None,
+    want: set,
+    by_words: bool,
+) -> None:
+    turns = [("user", request_), ("assistant", answer), ("user", followup)]
+    if accepted:
+        turns += [("assistant", accepted), ("user", "thanks")]
+    add(store, "s1", turns)
+    # the words alone recognise the English ones (and the Spanish "No, …")
+    assert (fb.classify(followup) == "correction") == by_words, followup
+    report = mine(store, Settings(min_sessions=1), now=NOW, reader=Reader(store, Model()))
+    task = only(report.tasks, request_)
+    assert task.corrections == [followup]
+    assert want <= kinds(task), (followup, kinds(task))
+    assert all(c.controls["negative"] == "pass" for c in task.checks)
+    assert task.rubric  # and what no check expresses is in its rubric
+
+
+def test_a_reading_the_agents_next_answer_refutes_is_no_correction(store: Store) -> None:
+    """A model that reads every follow-up as a correction (the 1.5B does): the user's next
+    move settles it — a follow-up the agent answered with other code was a new request; one
+    it redid, or acknowledged, stays a correction."""
+
+    class Eager(Model):
+        def __call__(self, kind: str, shown: dict[str, Any]) -> dict[str, Any]:
+            if kind == "read":
+                self.asked.append(shown["follow_up"])
+                return {"label": "correction", "checks": [], "rubric": ["do what was asked"]}
+            return super().__call__(kind, shown)
+
+    add(
+        store,
+        "s1",
+        [
+            ("user", "erkläre die Funktion parse_date"),
+            ("assistant", "Sie liest ein Datum im ISO-Format."),
+            ("user", "und slugify in utils.py?"),  # a new request, read as a correction
+            ("assistant", "```python\ndef slugify(s):\n    return s.lower()\n```"),
+        ],
+    )
+    add(
+        store,
+        "s2",
+        [
+            ("user", "install the deps"),
+            ("assistant", "Run `npm install`."),
+            ("user", "lieber `pnpm`"),  # a correction: the agent redoes the command
+            ("assistant", "Run `pnpm install`."),
+        ],
+        day=29,
+    )
+    model = Eager()
+    report = mine(store, Settings(min_sessions=1), now=NOW, reader=Reader(store, model))
+    assert set(model.asked) == {"und slugify in utils.py?", "lieber `pnpm`"}
+    assert report.dropped["reading_refuted"] == 1
+    assert only(report.tasks, "parse_date").corrections == []
+    assert only(report.tasks, "slugify").occurrences  # a request of its own
+    assert only(report.tasks, "install the deps").corrections == ["lieber `pnpm`"]

@@ -233,3 +233,17 @@ def test_a_test_occurrence_repeating_a_train_or_val_one_is_withheld() -> None:
     assert roles(got) == ["train", "val", ""]
     latest = sorted(got.occurrences, key=lambda o: o.when)[-1]
     assert latest.note.startswith("withheld from test: the same wording and context as val")
+
+
+def test_a_request_always_asked_alike_keeps_its_roles_from_night_to_night() -> None:
+    """Four asks in the same words, seen alike: no later one is a distinct recurrence, so
+    none validates or tests (each would replay as a cache hit of a train one) — and the next
+    night, told what this one replayed, assigns the same roles (a night that gated with a
+    twin of a train ask, then trained on the ask it had withheld, sent the optimizer another
+    prompt on a night with nothing new)."""
+    [first] = assign([task("a", [1, 2, 3, 4], repeated=True)])
+    assert roles(first) == ["train", "train", "", ""]
+    assert all(o.note.startswith("withheld from") for o in first.occurrences if not o.split)
+    replayed = {view_id("a", o): {o.split} for o in first.occurrences if o.split}
+    [second] = assign([task("a", [1, 2, 3, 4], repeated=True)], replayed)
+    assert roles(second) == roles(first)
