@@ -331,8 +331,8 @@ def _print_mining_notes(report: MineReport) -> None:
     if report.unread:
         out.print(
             fitted(
-                f"{report.unread} follow-up(s) the word patterns cannot decide are not read by "
-                "their meaning yet: the next night's optimizer reads them"
+                f"{report.unread} reading(s) by meaning wait for the next night's optimizer "
+                "(follow-ups the word patterns cannot decide, or a project's requests to group)"
             ),
             markup=False,
         )

@@ -11,8 +11,9 @@ checks, every answer of a replay (and of the wild) is read for what makes it no 
 * ``cut`` — the answer stops before its end: a code fence opened and never closed, an
   inline code span or a quotation opened on the last line and never closed, a word broken
   by a hyphen, or prose whose last word cannot end a sentence (an article, a preposition, a
-  conjunction: "… so that the"), or a last sentence of ten words or more with no end
-  (no period, colon, closing quote …). A commit subject without a period is whole.
+  conjunction: "… so that the"), a last word that a word of the task completes ("clie" of
+  "client"), or a last sentence of four words or more ending on a word with no end (no
+  period, colon, closing quote …). A commit subject without a period is whole.
 * ``echo`` — (:func:`~skillopt_sleep.mining.judges.judge_answer`, which knows the task) a
   short answer made only of the words of the user's correction ("Use pnpm", "Use the
   imperative mood"): it games the checks those words gave and does not do the task.
@@ -64,9 +65,13 @@ class Fault:
     why: str
 
 
-def broken(answer: str, kind: str = "answer") -> list[Fault]:
+def broken(
+    answer: str, kind: str = "answer", vocabulary: frozenset[str] = frozenset()
+) -> list[Fault]:
     """Every fault of ``answer`` (empty: the answer is whole); ``kind``: the artifact its task
-    asks for (:func:`~skillopt_sleep.mining.artifact.kind_of`)."""
+    asks for (:func:`~skillopt_sleep.mining.artifact.kind_of`); ``vocabulary``: words of its
+    task (its request, the user's corrections, the transcript's answers), which tell a last
+    word cut short ("clie" of "client")."""
     text = answer.strip()
     if not text:
         return [Fault("empty", "the answer is empty")]
@@ -76,7 +81,7 @@ def broken(answer: str, kind: str = "answer") -> list[Fault]:
             Fault("cut", "a code block is opened and never closed: the answer is cut off")
         )
     else:
-        why = _cut_prose(text, sentence_end=kind != "commit_message")
+        why = _cut_prose(text, sentence_end=kind != "commit_message", vocabulary=vocabulary)
         if why:
             faults.append(Fault("cut", why))
     if kind == "test" and not _TEST_DEFINED.search(answer):
@@ -105,9 +110,11 @@ _TEST_DEFINED = re.compile(
     r"|#\[test\]|\bfunc\s+Test\w*\s*\(|@Test\b|\bassert\w*\b"
 )
 #: words of a last line (prose, not a list item, a table or a heading) from which on it must
-#: end as a sentence does (a period, a colon, a closing quote or code span …); shorter lines
-#: may be labels or terse replies
-LONG_SENTENCE = 10
+#: end as a sentence does (a period, a colon, a closing quote or code span …) when it ends on
+#: a word of letters (a path, a number, a name in code may end a line); shorter lines may be
+#: labels or terse replies. On the real answers of the shared corpus no line is flagged at 3
+#: words or more (docs/benchmarks.md, "Judge quality")
+LONG_SENTENCE = 4
 #: words that cannot end an English sentence: prose that stops on one was cut (prepositions
 #: and pronouns may: "the one to start with", "use this")
 _DANGLING = frozenset(
@@ -139,14 +146,22 @@ _BROKEN_OFF = frozenset(
 )
 
 
-def _cut_prose(text: str, *, sentence_end: bool = True) -> str | None:
+_CODE_LINE = re.compile(r"[=(){};<>\[\]]|->|^\$ ")
+
+
+def _cut_prose(
+    text: str, *, sentence_end: bool = True, vocabulary: frozenset[str] = frozenset()
+) -> str | None:
     """Why ``text`` (no code fence open) stops before its end (None: it ends whole).
-    ``sentence_end``: a long last sentence must end as sentences do (not for a commit
-    message, whose subject has no period)."""
+    ``sentence_end``: a last sentence of prose must end as sentences do (not for a commit
+    message, whose subject has no period); ``vocabulary``: see :func:`broken`."""
     outside = _BLOCK.sub("", text)
-    last = outside.rstrip().splitlines()[-1].strip() if outside.strip() else ""
+    raw = outside.rstrip().splitlines()[-1] if outside.strip() else ""
+    last = raw.strip()
     if not last:
         return None
+    # code (an unfenced file, an indented line, a line of operators) ends as code does
+    code = bool(_PYTHON_START.match(text)) or raw[:1].isspace() or bool(_CODE_LINE.search(last))
     if last.count("`") % 2:
         return "an inline code span is opened and never closed: the answer is cut off"
     if last.count('"') % 2 and not last.endswith('"'):
@@ -160,7 +175,17 @@ def _cut_prose(text: str, *, sentence_end: bool = True) -> str | None:
             return f"the answer stops mid-sentence, after {words[-1]!r}"
         if tail in _BROKEN_OFF:
             return f"the answer stops inside a word ({words[-1]!r})"
-        if sentence_end and len(last.split()) >= LONG_SENTENCE and re.search(r"\w$", last):
+        if tail not in vocabulary and any(
+            len(w) >= len(tail) + 2 and w.startswith(tail) for w in vocabulary if len(tail) >= 2
+        ):
+            return f"the answer stops inside a word ({words[-1]!r})"
+        last_word = last.split()[-1]
+        if (
+            not code
+            and sentence_end
+            and len(last.split()) >= LONG_SENTENCE
+            and re.fullmatch(r"[^\W\d_]+", last_word)
+        ):
             return "the answer stops mid-sentence (its last sentence has no end)"
     return None
 

@@ -53,6 +53,24 @@ def _mentions(answer: str, value: str) -> bool:
     return re.search(pattern, answer, re.I) is not None
 
 
+#: words that, right before a mention, say the answer does not use it ("pnpm, not npm")
+_NEGATED = re.compile(
+    r"(?:\bnot|\bno|\bnever|\bwithout|\binstead\s+of|\brather\s+than|\bavoid(?:ing)?"
+    r"|\bdon'?t\s+use|\bdo\s+not\s+use|\bover)\s+[`'\"]?$",
+    re.I,
+)
+
+
+def _affirmed(answer: str, value: str) -> bool:
+    """Whether ``answer`` mentions ``value`` (as :func:`_mentions`) other than to say it does
+    not use it: "use pnpm, not npm" does not use npm; "run npm install" does."""
+    pattern = r"(?<![\w-])" + re.escape(value.strip()) + r"(?![\w-])"
+    return any(
+        not _NEGATED.search(answer[max(0, m.start() - 40) : m.start()])
+        for m in re.finditer(pattern, answer, re.I)
+    )
+
+
 def first_word(answer: str) -> str:
     """The first word of the answer's first non-empty line (fence, quotes, bullets, a
     conventional-commit ``type(scope):`` prefix skipped), lower-cased; "" when none."""
@@ -160,7 +178,7 @@ def run_check(check: Check, answer: str, tool_calls: list[str]) -> bool:
     if kind == "contains":
         return _mentions(answer, value)
     if kind == "not_contains":
-        return not _mentions(answer, value)
+        return not _affirmed(answer, value)
     if kind in ("regex", "not_regex"):
         try:
             found = re.search(value, answer, re.I | re.M) is not None
@@ -242,8 +260,16 @@ def scored_checks(task: Task) -> list[Check]:
 # --- judging one answer to a task, as a replay, the wild and ``tasks score`` do
 
 
+def vocabulary(task: Task) -> frozenset[str]:
+    """The words of ``task`` — its request, the user's corrections, the transcript's answers
+    (``controls``) — lower-cased: what tells a last word cut short."""
+    texts = [task.intent, task.rubric, *task.corrections]
+    texts += [a for pair in task.controls for a in pair if a]
+    return frozenset(w.lower() for t in texts for w in re.findall(r"[^\W\d_]{3,}", t))
+
+
 #: an answer of at most this many words can be an echo of the user's correction
-ECHO_WORDS = 8
+ECHO_WORDS = 16
 _ECHO_FILLER = frozenset(
     [
         "a",
@@ -317,7 +343,7 @@ def judge_answer(
     its text — then ``checks``
     (the task's :func:`scored_checks` unless given), each on the task's artifact."""
     kind = artifact.kind_of(task.intent)
-    faults = broken(answer, kind) if answer or not tool_calls else []
+    faults = broken(answer, kind, vocabulary(task)) if answer or not tool_calls else []
     if tool_calls:  # an agent that acted may end on a word ("Done."): its tools did the task
         faults = [f for f in faults if f.kind != "bare"]
     if not faults and task.corrections and echoes(artifact.extract(kind, answer), task):

@@ -24,7 +24,9 @@ Readings are kept in the store (``store.readings``) under a hash of what the mod
 a follow-up is read once, a repeat night makes no call, and mining without a model (``tasks``,
 ``mine``) reuses what the nights read. A :class:`Reader` without ``ask`` reads from the store
 only. At most ``max_calls`` follow-ups are read per run (the rest wait for the next night;
-:attr:`Reader.unread` counts them).
+:attr:`Reader.unread` counts them). A model answer that is no JSON object reads as nothing
+(``neutral``, no group) and is kept as such: one bad answer neither fails the night nor
+comes back from the response cache to fail every later one.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field, ValidationError
 
-from skillopt_sleep.errors import BudgetExceeded
+from skillopt_sleep.errors import BackendResponseError, BudgetExceeded
 from skillopt_sleep.models import Check
 from skillopt_sleep.store import Store
 
@@ -118,6 +120,8 @@ def compile_reading(data: dict[str, Any], shown: dict[str, Any]) -> Reading:
             r = " ".join(str(r).split())[:200]
             if r and r not in rubric:
                 rubric.append(r)
+    if data.get("unreadable"):
+        dropped.append(f"the model's answer was no JSON object: {str(data['unreadable'])[:120]}")
     return Reading(label=label, checks=checks, rubric=rubric, dropped=dropped)
 
 
@@ -201,6 +205,8 @@ class Reader:
             self.ask = None
             self.unread += 1
             return None
+        except BackendResponseError as exc:  # prose, no JSON: read as nothing, and kept so
+            data = {"label": "neutral", "unreadable": str(exc)}
         self.calls += 1
         reading = compile_reading(data, shown)
         self.store.readings.put(k, reading.model_dump(), self.model)
@@ -225,6 +231,8 @@ class Reader:
             self.ask = None
             self.unread += 1
             return None
+        except BackendResponseError:  # prose, no JSON: no group, and kept so
+            data = {"groups": []}
         self.calls += 1
         groups = groups_of(data, len(requests))
         self.store.readings.put(k, {"groups": groups}, self.model)

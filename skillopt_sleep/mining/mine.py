@@ -958,10 +958,16 @@ def _build(members: list[Intent], task_id: str) -> Task:
     checks += _common_tool_checks(members, checks)
     rubric: list[str] = []
     texts: list[str] = []
+    said: dict[str, int] = {}  # the user's words -> their rubric line (the fullest reading)
     for it in members:
         for f in it.corrections:
             if f.rubric and f.rubric not in rubric:
-                rubric.append(f.rubric)
+                key = fb.evidence(f.text)
+                if key not in said:
+                    said[key] = len(rubric)
+                    rubric.append(f.rubric)
+                elif len(f.rubric) > len(rubric[said[key]]):
+                    rubric[said[key]] = f.rubric
             if f.text not in texts:
                 texts.append(f.text)
     sessions = list(dict.fromkeys(it.session_id for it in members))

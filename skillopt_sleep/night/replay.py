@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillopt_sleep.backends.base import Backend
-from skillopt_sleep.errors import BudgetExceeded
+from skillopt_sleep.errors import BackendResponseError, BudgetExceeded
 from skillopt_sleep.mining.judges import judge_answer
 from skillopt_sleep.models import (
     Completion,
@@ -241,14 +241,18 @@ def combine(hard: float | None, soft: float | None, metric: str) -> float:
 
 
 def rubric_score(judge: Meter, request: str, rubric: str, answer: str) -> float | None:
-    """The judge's score of ``answer`` against ``rubric`` (0..1; None: it gave none)."""
+    """The judge's score of ``answer`` against ``rubric`` (0..1; None: it gave none, or no
+    JSON object — cached as it is, so a later night gets the same None, not a failure)."""
     req = CompletionRequest(
         prompt=prompts.judge_prompt(task=request, rubric=rubric, answer=answer),
         purpose="judge",
         max_tokens=200,
     )
     comp, _ = judge.complete(req)
-    score = prompts.extract_json(comp.text, backend=judge.backend.name).get("score")
+    try:
+        score = prompts.extract_json(comp.text, backend=judge.backend.name).get("score")
+    except BackendResponseError:  # prose, no score: the rubric says nothing of this answer
+        return None
     try:
         return min(1.0, max(0.0, float(score))) if score is not None else None
     except (TypeError, ValueError):

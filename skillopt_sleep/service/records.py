@@ -114,12 +114,16 @@ class RecordsService:
                         f"{a.id} and {b.id} are tasks of two projects: only one project's "
                         "requests can be one task"
                     )
-                if a.id == b.id:
-                    raise BadArgument(f"{a.id} is one task already")
+                pair = sorted((normalise_intent(a.intent), normalise_intent(b.intent)))
+                if a.id == b.id or (project, *pair, "join") in set(store.mining.links()):
+                    raise BadArgument(f"{a.id} and {b.id} are one task already")
                 store.mining.link(
                     project, normalise_intent(a.intent), normalise_intent(b.intent), "join"
                 )
-                return f"{a.id} and {b.id} are one task from the next mining on"
+                return (
+                    f"{a.id} and {b.id} are one task from the next mining on (unless their "
+                    "corrections contradict: then they stay apart)"
+                )
             joined = [o for o in a.occurrences if o.joined]
             if not joined:
                 raise BadArgument(
@@ -252,7 +256,13 @@ def _occurrence(occ: dict[str, Any], place: Place | None) -> dict[str, Any]:
 def _one_task(tasks: list[Task], task_id: str) -> Task:
     """The task ``task_id`` names (its id or a unique prefix), or a one-line refusal."""
     found = [t for t in tasks if t.id == task_id] or [t for t in tasks if t.id.startswith(task_id)]
-    if len(found) != 1:
-        said = "no stored task" if not found else f"{len(found)} stored tasks"
-        raise BadArgument(f"{said} with the id {task_id!r}; `skillopt-sleep tasks` lists them")
+    if not found:
+        raise BadArgument(
+            f"no stored task with the id {task_id!r}; `skillopt-sleep tasks` lists them"
+        )
+    if len(found) > 1:
+        raise BadArgument(
+            f"{task_id!r} begins the ids of {len(found)} stored tasks: give more of the id "
+            "(`skillopt-sleep tasks` lists them)"
+        )
     return found[0]

@@ -53,8 +53,23 @@ UNITTEST_FILE = (
 )
 
 
-def _task(tid: str, intent: str, correction: str, checks: list[Check]) -> Task:
-    return Task(id=tid, intent=intent, corrections=[correction], checks=checks)
+def _task(
+    tid: str, intent: str, correction: str, checks: list[Check], corrected: str, accepted: str
+) -> Task:
+    """A task as a night holds it: the user's correction, its checks, and the transcript's
+    answers (the corrected one and the one the user accepted)."""
+    return Task(
+        id=tid,
+        intent=intent,
+        corrections=[correction],
+        checks=checks,
+        controls=[(corrected, accepted)],
+    )
+
+
+CORRECTED_COMMIT = (
+    "Added a retry mechanism to the fetch client so that transient failures are retried"
+)
 
 
 TASKS: dict[str, Task] = {
@@ -63,18 +78,24 @@ TASKS: dict[str, Task] = {
         "write a commit message for the retry change",
         "use the imperative mood and keep it under 50 characters",
         [Check(kind="imperative"), Check(kind="max_chars", value="50")],
+        CORRECTED_COMMIT,
+        SUBJECT,
     ),
     "install command": _task(
         "install",
         "how do I install the dependencies?",
         "no, use pnpm instead of npm",
         [Check(kind="contains", value="pnpm"), Check(kind="not_contains", value="npm")],
+        "Run `npm install` in the project root.",
+        "Run `pnpm install` in the project root.",
     ),
     "unit test": _task(
         "test",
         "write a unit test for parse_date",
         "no, use pytest instead of unittest",
         [Check(kind="contains", value="pytest"), Check(kind="not_contains", value="unittest")],
+        "```python\n" + "import unittest\n" + "```",
+        "```python\n" + "import pytest\n" + "```",
     ),
 }
 
@@ -102,16 +123,24 @@ ANSWERS: list[tuple[str, str, str, str]] = [
         "preamble, fenced",
         f"Sure! Suggested message:\n\n```text\n{SUBJECT}\n```\n\nAdjust as needed.",
     ),
-    (
-        "commit message",
-        "corrected",
-        "past tense, long",
-        "Added a retry mechanism to the fetch client so that transient failures are retried",
-    ),
+    ("commit message", "corrected", "past tense, long", CORRECTED_COMMIT),
     ("commit message", "corrected", "third person", "Adds retries to the fetch client"),
     ("commit message", "gamed", "the style's words", "Imperative mood, under 50 characters"),
     ("commit message", "gamed", "the correction echoed", "Use the imperative mood"),
+    (
+        "commit message",
+        "gamed",
+        "the whole correction echoed",
+        "Use the imperative mood and keep it under 50 characters.",
+    ),
     ("commit message", "truncated", "cut inside a word", "Add retries to the fetch client so tha"),
+    (
+        "commit message",
+        "truncated",
+        "cut inside a word of the task",
+        "Add retries to the fetch cli",
+    ),
+    ("commit message", "truncated", "cut inside another word", "Add retry logic to the HTTP clie"),
     ("commit message", "truncated", "cut inside quotes", 'git commit -m "Add retries to the fe'),
     ("commit message", "truncated", "cut inside a fence", f"```\n{SUBJECT}"),
     ("commit message", "truncated", "cut after an article", "Here it is:\nAdd retries to the"),
@@ -144,6 +173,12 @@ ANSWERS: list[tuple[str, str, str, str]] = [
         "indented code",
         "You can install them with:\n\n    pnpm install\n",
     ),
+    (
+        "install command",
+        "good",
+        "naming what it avoids",
+        "This project uses pnpm, not npm: run `pnpm install`.",
+    ),
     ("install command", "corrected", "npm", "Run `npm install` in the project root."),
     ("install command", "gamed", "the check's word", "pnpm"),
     ("install command", "gamed", "the correction echoed", "Use pnpm instead of npm."),
@@ -155,6 +190,13 @@ ANSWERS: list[tuple[str, str, str, str]] = [
         "truncated",
         "cut mid-sentence",
         "Run `pnpm install` in the project root and then start the development serv",
+    ),
+    ("install command", "truncated", "cut inside a word", "Run `pnpm install` in the project ro"),
+    (
+        "install command",
+        "truncated",
+        "cut inside a word of the request",
+        "Run `pnpm install` to install the dependen",
     ),
     ("install command", "bare", "one word", "`pnpm`"),
     ("install command", "empty", "empty", "   "),

@@ -44,7 +44,6 @@ def test_broken_answers_name_their_fault(answer: str, kinds: list[str]) -> None:
     [
         "Run `pnpm install`.",
         "Fix typo",
-        "Add retry to the fetch client",
         'git commit -m "Add retry to the fetch client"',
         GOOD_TEST,
         "Sure, here it is:\n" + GOOD_TEST + "\nRun it with `pytest -q`.",
@@ -52,13 +51,34 @@ def test_broken_answers_name_their_fault(answer: str, kinds: list[str]) -> None:
         '```bash\nfor f in *.py; do echo "$f"; done\n```',
         "```rust\nfn main( {\n```",  # no parser shipped for it: judged by the checks alone
         "def add(a: int, b: int) -> int:\n    return a + b\n",
-        "Add retries to the fetch client",  # a subject has no period, and is whole
         "It parses dates.\n\n- handles ISO\n- handles the",  # a list item may end anywhere
-        "Use the `pnpm` package manager for this",
+        "Use the `pnpm` package manager for this.",
+        "See the docs at https://pnpm.io/cli/install",  # a line may end on a link
     ],
 )
 def test_whole_answers_have_no_fault(answer: str) -> None:
     assert broken(answer) == []
+
+
+@pytest.mark.parametrize(
+    "subject",
+    ["Add retry to the fetch client", "Add retries to the fetch client", "Use pnpm for this"],
+)
+def test_a_commit_subject_needs_no_period(subject: str) -> None:
+    assert broken(subject, "commit_message") == []
+    # the same line as the answer to anything else stops before its sentence ends
+    assert [f.kind for f in broken(subject)] == ["cut"]
+
+
+def test_a_last_word_a_word_of_the_task_completes_was_cut() -> None:
+    words = frozenset({"client", "dependencies"})
+    assert [
+        f.kind for f in broken("Add retry logic to the HTTP clie", "commit_message", words)
+    ] == ["cut"]
+    assert broken("Add retry logic to the HTTP client", "commit_message", words) == []
+    assert [f.kind for f in broken("Run `pnpm install` to get the dependen", vocabulary=words)] == [
+        "cut"
+    ]
 
 
 def test_a_broken_answer_scores_zero_whatever_its_checks_say(tmp_path) -> None:

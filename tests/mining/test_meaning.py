@@ -688,3 +688,26 @@ def test_a_reading_the_agents_next_answer_refutes_is_no_correction(store: Store)
     assert only(report.tasks, "parse_date").corrections == []
     assert only(report.tasks, "slugify").occurrences  # a request of its own
     assert only(report.tasks, "install the deps").corrections == ["lieber `pnpm`"]
+
+
+def test_a_model_answer_that_is_no_json_reads_as_nothing_once(store: Store) -> None:
+    """A model that answers a reading in prose (extract_json refuses it): the follow-up reads
+    as nothing, kept so, and the next run neither asks again nor fails."""
+    from skillopt_sleep.errors import BackendResponseError
+
+    asked: list[str] = []
+
+    def prose(kind: str, shown: dict[str, Any]) -> dict[str, Any]:
+        asked.append(kind)
+        raise BackendResponseError(
+            "expected a JSON object in the answer, got: 'Run npm'", backend="x"
+        )
+
+    reader = Reader(store, prose)
+    got = reader.read("install the deps", "Run `npm install`.", "Nein, `pnpm` bitte")
+    assert got is not None and got.label == "neutral" and "no JSON object" in got.dropped[0]
+    assert reader.group(["install the deps", "Installiere die Abhängigkeiten"]) == []
+    again = Reader(store, prose)
+    assert again.read("install the deps", "Run `npm install`.", "Nein, `pnpm` bitte") == got
+    assert again.group(["install the deps", "Installiere die Abhängigkeiten"]) == []
+    assert asked == ["read", "group"] and again.calls == 0
