@@ -223,9 +223,13 @@ def tasks_score(
     for v in res.verdicts:
         mark = "pass" if v.passed else "FAIL"
         what = f"whole: {v.why}" if v.kind == "whole" else f"{v.kind} {v.value}".strip()
-        out.print(wrap_words(f"  {mark}  {what}"), markup=False)
+        # a wrapped verdict hangs under its text, not under its mark
+        out.print(wrap_words(what, indent=" " * 8, first=f"  {mark}  "), markup=False)
     if res.rubric:
-        out.print(wrap_words(f"  rubric (not judged here): {res.rubric}"), markup=False)
+        out.print(
+            wrap_words(res.rubric, indent=" " * 4, first="  rubric (not judged here): "),
+            markup=False,
+        )
 
 
 def _task_rows(tasks: list[Task]) -> list[list[str]]:

@@ -3,6 +3,8 @@ that a broken one scores 0 whatever its task's checks say."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from skillopt_sleep.mining.integrity import broken
@@ -129,7 +131,6 @@ def test_tasks_score_shows_how_a_task_judges_an_answer(tmp_path) -> None:
     correction ("use pnpm") judges a good answer 1.0, the corrected one lower, a bare keyword
     and an empty answer 0 with their fault said; an unknown id is one line, exit 1."""
     import json
-    import os
     from pathlib import Path
 
     from skillopt_sleep.testing.sessions import write_conversations
@@ -172,6 +173,19 @@ def test_tasks_score_shows_how_a_task_judges_an_answer(tmp_path) -> None:
     said = score("pnpm")
     assert said.returncode == 0 and "0.00 (the answer is not whole)" in said.stdout
     assert "FAIL whole: the whole answer is one word" in " ".join(said.stdout.split())
+    # at 80 columns a wrapped verdict hangs under its text
+    (tmp_path / "answer.txt").write_text("Run `pnpm inst", encoding="utf-8")
+    narrow = skillopt(
+        "tasks",
+        "score",
+        task["id"][:8],
+        "--answer-file",
+        str(tmp_path / "answer.txt"),
+        env=dict(os.environ, COLUMNS="80"),
+    )
+    lines = narrow.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  FAIL  whole: an inline"))
+    assert lines[at + 1].startswith(" " * 8 + "off") and all(len(x) <= 80 for x in lines)
     unknown = skillopt("tasks", "score", "nope", "--answer-file", str(tmp_path / "answer.txt"))
     assert unknown.returncode == 1 and "no stored task with the id 'nope'" in unknown.stderr
     assert len(unknown.stderr.strip().splitlines()) == 1

@@ -93,3 +93,30 @@ def test_a_rubric_whose_judge_cannot_tell_the_corrected_answer_scores_nothing(
     assert any("judge: 'Schreib einen Test" in line and "invalid" in line for line in lines), lines
     replayed = {r.task_id.split("@")[0] for r in store.rollouts.of_night(result.night_id, None)}
     assert task.id not in replayed and replayed  # the install task trained, this one did not
+
+
+def test_a_judge_answer_that_is_no_json_is_no_score_and_no_failure(tmp_path):
+    """A judge that once answered in prose: its answer is in the response cache, and every
+    later night gets it back. It is no score (the rubric says nothing of that answer), not a
+    failed night."""
+    from skillopt_sleep.backends import get_backend
+    from skillopt_sleep.config import BackendConfig
+    from skillopt_sleep.models import CompletionRequest
+    from skillopt_sleep.night import prompts
+    from skillopt_sleep.night.replay import Cost, Meter, rubric_score
+    from skillopt_sleep.store.cache import CachedResponse
+
+    store = Store(tmp_path / "t.db")
+    backend = get_backend(
+        BackendConfig(name="openai_compatible", base_url="http://127.0.0.1:9/v1", api_key="k")
+    )
+    meter = Meter(backend, store, Cost(), max_calls=5, max_tokens=10**6, role="optimizer")
+    req = CompletionRequest(
+        prompt=prompts.judge_prompt(task="install the deps", rubric="use `pnpm`", answer="x"),
+        purpose="judge",
+        max_tokens=200,
+    )
+    store.cache.put(meter.key(req), CachedResponse("I think it is fine.", "[]", 10, 5, 0.1))
+    assert rubric_score(meter, "install the deps", "use `pnpm`", "x") is None
+    assert (meter.cost.calls, meter.cost.cached_calls) == (0, 1)  # the dead port never asked
+    store.close()
