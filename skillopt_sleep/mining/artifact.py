@@ -21,6 +21,7 @@ artifact, never to the whole answer. :func:`kind_of` tells a task's artifact fro
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 _COMMIT = re.compile(
     r"\bcommit\s+(?:message|msg|subject|title)s?\b|\bmessage\s+for\s+(?:the\s+|this\s+)?commit\b",
@@ -59,10 +60,15 @@ SUBJECT_CHECKS = frozenset({"imperative", "max_chars", "min_chars", "max_words",
 
 def text_for(check_kind: str, kind: str, answer: str) -> str:
     """What a check of ``check_kind`` judges in ``answer`` when the task asks for ``kind``."""
-    found = extract(kind, answer)
-    if kind == "commit_message" and check_kind in SUBJECT_CHECKS:
-        return subject_of(found)
-    return found
+    return judged_text(kind, extract(kind, answer))(check_kind)
+
+
+def judged_text(kind: str, found: str) -> Callable[[str], str]:
+    """``text_for`` of every check of one answer whose artifact (:func:`extract`) is
+    ``found``: check kind → the text it judges (a commit message's form checks its subject
+    line)."""
+    subject = subject_of(found) if kind == "commit_message" else found
+    return lambda check_kind: subject if check_kind in SUBJECT_CHECKS else found
 
 
 def extract(kind: str, answer: str) -> str:

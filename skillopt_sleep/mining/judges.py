@@ -346,21 +346,12 @@ def judge_answer(
     faults = broken(answer, kind, vocabulary(task)) if answer or not tool_calls else []
     if tool_calls:  # an agent that acted may end on a word ("Done."): its tools did the task
         faults = [f for f in faults if f.kind != "bare"]
-    if not faults and task.corrections and echoes(artifact.extract(kind, answer), task):
-        faults.append(Fault("echo", "the answer only repeats the words of the user's correction"))
     found = artifact.extract(kind, answer)
-    subject = artifact.subject_of(found) if kind == "commit_message" else found
+    if not faults and task.corrections and echoes(found, task):
+        faults.append(Fault("echo", "the answer only repeats the words of the user's correction"))
+    text = artifact.judged_text(kind, found)
     results = [
-        (
-            c,
-            run_check(
-                c,
-                subject
-                if kind == "commit_message" and c.kind in artifact.SUBJECT_CHECKS
-                else found,
-                tool_calls,
-            ),
-        )
+        (c, run_check(c, text(c.kind), tool_calls))
         for c in (scored_checks(task) if checks is None else checks)
     ]
     return Judged(faults=faults, results=results)

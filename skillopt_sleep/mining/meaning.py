@@ -196,21 +196,30 @@ class Reader:
             if reading is not None:
                 self.stored += 1
                 return reading
+        data = self._answer("read", shown)
+        if data is None:
+            return None
+        reading = compile_reading(data, shown)
+        self.store.readings.put(k, reading.model_dump(), self.model)
+        return reading
+
+    def _answer(self, kind: str, shown: dict[str, Any]) -> dict[str, Any] | None:
+        """The model's answer to a reading not in the store (None: no call may be made — no
+        model, this run's cap, or the night's call cap, after which it asks no more). An
+        answer that is no JSON object reads as nothing (``unreadable``), to be kept so."""
         if self.ask is None or self.calls >= self.max_calls:
             self.unread += 1
             return None
         try:
-            data = self.ask("read", shown)
+            data = self.ask(kind, shown)
         except BudgetExceeded:  # the night's call cap: the rest wait for the next night
             self.ask = None
             self.unread += 1
             return None
         except BackendResponseError as exc:  # prose, no JSON: read as nothing, and kept so
-            data = {"label": "neutral", "unreadable": str(exc)}
+            data = {"label": "neutral", "groups": [], "unreadable": str(exc)}
         self.calls += 1
-        reading = compile_reading(data, shown)
-        self.store.readings.put(k, reading.model_dump(), self.model)
-        return reading
+        return data
 
     def group(self, requests: list[str]) -> list[list[int]] | None:
         """Which of ``requests`` (one project's, each a request mined apart) ask for the same
@@ -222,18 +231,9 @@ class Reader:
         if hit is not None and isinstance(hit.get("groups"), list):
             self.stored += 1
             return groups_of(hit, len(requests))
-        if self.ask is None or self.calls >= self.max_calls:
-            self.unread += 1
+        data = self._answer("group", shown)
+        if data is None:
             return None
-        try:
-            data = self.ask("group", shown)
-        except BudgetExceeded:
-            self.ask = None
-            self.unread += 1
-            return None
-        except BackendResponseError:  # prose, no JSON: no group, and kept so
-            data = {"groups": []}
-        self.calls += 1
         groups = groups_of(data, len(requests))
         self.store.readings.put(k, {"groups": groups}, self.model)
         return groups

@@ -19,14 +19,24 @@ from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_codex_session, write_conversations
 
 
-def test_another_agents_sessions_are_not_evidence_and_raise_no_flag(tmp_path, isolated_home):
+def _world(tmp_path: Path, home: Path, conversations=DEMO_CONVERSATIONS) -> tuple[Path, Store]:
+    """The demo's sessions (or ``conversations``) in ``home`` for ``tmp_path/webapp``, and
+    the store."""
     project = tmp_path / "webapp"
     project.mkdir()
-    write_conversations(isolated_home, project, DEMO_CONVERSATIONS)
-    store = Store(paths.db_path())
+    write_conversations(home, project, conversations)
+    return project, Store(paths.db_path())
+
+
+def _settings(home: Path, project: Path, url: str):
+    """The demo's settings against the simulator at ``url`` (Claude Code's memory file)."""
+    return load_settings(Path("/nonexistent/config.toml"), **demo_settings(home, project, url))
+
+
+def test_another_agents_sessions_are_not_evidence_and_raise_no_flag(tmp_path, isolated_home):
+    project, store = _world(tmp_path, isolated_home)
     with serve("demo") as sim:
-        overrides = demo_settings(isolated_home, project, sim.url)  # Claude Code's memory file
-        settings = load_settings(Path("/nonexistent/config.toml"), **overrides)
+        settings = _settings(isolated_home, project, sim.url)
         result = run_night(store, settings)
     assert result.status == "succeeded" and result.summary.delivery is not None
     assert result.summary.delivery.agent == "claude_code"
@@ -52,13 +62,9 @@ def test_a_broken_answer_in_the_wild_is_no_success(tmp_path, isolated_home):
     keyword that mentions pnpm (the task's check) is no success."""
     from skillopt_sleep.testing.sessions import write_claude_session
 
-    project = tmp_path / "webapp"
-    project.mkdir()
-    write_conversations(isolated_home, project, DEMO_CONVERSATIONS)
-    store = Store(paths.db_path())
+    project, store = _world(tmp_path, isolated_home)
     with serve("demo") as sim:
-        overrides = demo_settings(isolated_home, project, sim.url)
-        settings = load_settings(Path("/nonexistent/config.toml"), **overrides)
+        settings = _settings(isolated_home, project, sim.url)
         result = run_night(store, settings)
     assert result.status == "succeeded"
     adopt(store, result.proposal_id)
@@ -89,18 +95,14 @@ def test_a_task_judged_by_its_rubric_alone_passes_in_the_wild_once_a_night_judge
     the sessions the document reached, once, and ``status`` counts the good one as passed."""
     from skillopt_sleep.testing.sessions import write_claude_session
 
-    project = tmp_path / "webapp"
-    project.mkdir()
     fix = "Das ist unvollständig, `make release` fehlt."
-    write_conversations(
+    project, store = _world(
+        tmp_path,
         isolated_home,
-        project,
         DEMO_CONVERSATIONS + [("claude_code", [(RELEASE, "Führe `make build` aus.", fix)])],
     )
-    store = Store(paths.db_path())
     with serve("demo") as sim:
-        overrides = demo_settings(isolated_home, project, sim.url)
-        settings = load_settings(Path("/nonexistent/config.toml"), **overrides)
+        settings = _settings(isolated_home, project, sim.url)
         result = run_night(store, settings)
         assert result.status == "succeeded"
         (release,) = [t for t in store.tasks.all() if t.intent == RELEASE]

@@ -40,13 +40,6 @@ def hard(checks: list[Check], answer: str) -> float:
     return sum(run_check(c, answer, []) for c in checks) / len(checks)
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    s = Store(tmp_path / "t.db")
-    yield s
-    s.close()
-
-
 def commit_task(store: Store, tmp_path: Path) -> Task:
     path = write_commit_session(tmp_path / "projects", "c0ffee00-0000-4000-8000-000000000001", NOW)
     harvest_file(store, "claude_code", path)

@@ -8,7 +8,6 @@ tests/realmodel/test_reading.py asks the real model."""
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,13 +24,6 @@ from tests.helpers.store import save_turns
 
 NOW = dt.datetime(2025, 6, 30, 12, 0, tzinfo=dt.UTC)
 PROJ = "/home/u/app"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    s = Store(tmp_path / "t.db")
-    yield s
-    s.close()
 
 
 class Model:

@@ -6,8 +6,6 @@ import datetime as dt
 import hashlib
 from pathlib import Path
 
-import pytest
-
 from skillopt_sleep.config import Settings
 from skillopt_sleep.mining.mine import mine, normalise_intent, similar
 from skillopt_sleep.models import HarvestedMessage, HarvestedSession, Task
@@ -17,13 +15,6 @@ from tests.helpers.store import ensure_night
 NOW = dt.datetime(2025, 6, 30, 12, 0, tzinfo=dt.UTC)
 PROJ = "/home/u/app"
 OTHER = "/home/u/other"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    s = Store(tmp_path / "t.db")
-    yield s
-    s.close()
 
 
 def settings(**kw) -> Settings:
