@@ -290,6 +290,14 @@ class Settings(BaseSettings):
     #: Where answers vary: a block with fewer val occurrences than this cannot decide, and
     #: certifies nothing (its night says so).
     gate_min_val: int = Field(3, ge=1)
+    #: The collateral gate (night/probes.py): an edit the val gate accepts is replayed on up to
+    #: this many of the user's other tasks in its block (every task family at least once),
+    #: judged whole against the document before it; 0 = none of them.
+    collateral_tasks: int = Field(6, ge=0, le=30)
+    #: The collateral gate's built-in probe set of everyday coding requests (write a
+    #: function, explain an error, a test, a shell command …), judged whole and doing the
+    #: task against the document before the edit; off = the user's tasks alone.
+    collateral_probes: bool = True
     #: Score rubrics with the optimizer model (soft score); off = rule checks only.
     rubric: bool = True
     #: Mining: follow-ups the optimizer model may read per night (mining/meaning.py): what the

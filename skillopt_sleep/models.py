@@ -90,6 +90,10 @@ class HarvestedSession(_Model):
     self_generated: bool = False
     title: str | None = None
     messages: list[HarvestedMessage] = Field(default_factory=list)
+    #: the marks (:func:`skillopt_sleep.marks.memory_marks`) of the memory the transcript
+    #: shows the agent loaded (Claude Code's ``instructions`` attachment, Codex's AGENTS.md
+    #: message); None when the transcript does not record it
+    loaded: list[str] | None = None
 
 
 class Check(_Model):

@@ -249,6 +249,9 @@ class NightSummary(_Model):
     stopped: str | None = None  # the budget that stopped the night early
     #: edits of proposals the user rejected or rolled back, never proposed or staged again
     user_refused: int | None = None
+    #: what curation did before staging (night/curate.py): a new rule merged into the same
+    #: text the agent already reads in the file, or flagged for contradicting a rule there
+    curation: list[str] = Field(default_factory=list)
     #: the project whose block of a shared memory file the night trained (None: every project)
     section: str | None = None
     #: :func:`~skillopt_sleep.delivery.document.block_hash` of that block in the live file the
@@ -373,6 +376,42 @@ class EditRecord(_Model):
     batch: int | None = None
     val_before: float | None = None
     val_after: float | None = None
+    #: the task family the rule is scoped to ("" unscoped)
+    scope: str = ""
+    #: the replayed views (``<task>@<occurrence>``) the rule was learned from
+    evidence: list[str] = Field(default_factory=list)
+
+
+class RuleEvidence(_Model):
+    """One task a rule was learned from: its request, the user's own words correcting it,
+    and the sessions it was asked in."""
+
+    task_id: str
+    intent: str = ""
+    words: list[str] = Field(default_factory=list)
+    sessions: list[str] = Field(default_factory=list)
+
+
+class ProposalRule(_Model):
+    """One change of a proposal's rules, reviewed on its own (``adopt ID --rules 1,3``,
+    ``reject ID --rule 2``). ``n``: its number (1, 2, …); ``change``: ``adds`` or
+    ``removes``; ``scope``: the task family it holds for ("" every task); ``evidence``:
+    what it was learned from; ``val_before`` / ``val_after`` and ``verdict``: what the gate
+    measured when it was tried; ``tokens``: what it costs in every turn (estimated).
+    ``status`` (as it stands now): ``proposed``, ``refused`` (the user refused it; ``reason``
+    says why) or ``adopted`` / ``not adopted`` once its proposal was."""
+
+    n: int
+    change: Literal["adds", "removes"] = "adds"
+    rule: str
+    scope: str = ""
+    evidence: list[RuleEvidence] = Field(default_factory=list)
+    val_before: float | None = None
+    val_after: float | None = None
+    verdict: str = ""
+    tokens: int = 0
+    status: str = "proposed"
+    reason: str = ""
 
 
 class FlaggedRule(_Model):
@@ -413,6 +452,8 @@ class ProposalReport(_Model):
     scored_as: str = ""
     #: what the document adds that the poisoning screen flags (empty for a clean proposal)
     flagged: list[FlaggedRule] = Field(default_factory=list)
+    #: the proposal's rules one by one, for review (empty in a report written before them)
+    rules: list[ProposalRule] = Field(default_factory=list)
 
     def to_json(self) -> str:
         """The ``report.json`` text (indented, non-ASCII kept)."""
@@ -461,6 +502,23 @@ class AdoptResult(_Model):
     existed_before: bool = True
     #: what the poisoning screen flagged that ``adopt --allow-flagged`` wrote anyway
     allowed_flagged: list[str] = Field(default_factory=list)
+    #: the proposal's rules not written: not chosen (``--rules``) or refused one by one
+    left_out: list[str] = Field(default_factory=list)
+
+
+class RuleRejected(_Model):
+    """One rule of a proposal refused on its own (``reject ID --rule N``): remembered for its
+    document's block (nights never propose it again), its siblings still adoptable.
+    ``status``: the proposal's status after it (``rejected`` once every rule is refused);
+    ``copies``: the other agents' copies it was refused in too."""
+
+    proposal_id: str
+    n: int
+    rule: str
+    reason: str = ""
+    status: str
+    remaining: int
+    copies: list[str] = Field(default_factory=list)
 
 
 class RejectResult(_Model):
@@ -471,6 +529,8 @@ class RejectResult(_Model):
     status: str
     reason: str = ""
     withdrawn: list[str] = Field(default_factory=list)
+    #: when one rule was refused on its own (``reject ID --rule N``): which, and what is left
+    rule: RuleRejected | None = None
 
 
 class RefusalLifted(_Model):
@@ -732,6 +792,34 @@ class WildCheck(_Model):
     #: reached sessions of tasks judged by their rubric alone that no night has judged yet
     #: (not in ``reached``: they are evidence once judged)
     unjudged: int = 0
+    #: of ``reached``, the sessions whose transcript showed the adopted rules among the memory
+    #: the agent loaded (observed; the others are inferred from the file being in place)
+    observed: int = 0
+    #: the adopted rules one by one: helped / no effect / hurt, with the evidence counts
+    rules: list[RuleVerdict] = Field(default_factory=list)
+
+
+class RuleVerdict(_Model):
+    """One adopted rule in the wild (:mod:`skillopt_sleep.delivery.wild`): its own tasks'
+    first answers passed before adopt and in reached sessions since (``own_*``); the user's
+    other requests in the same project (``other_*``: sessions whose first answer was broken or
+    corrected, of all); ``verdict``: ``helped``, ``no effect``, ``hurt`` or ``too few
+    sessions``, and ``why`` in words; ``rollback``: the proposal staged to remove it when it
+    hurt."""
+
+    rule: str
+    scope: str = ""
+    verdict: str = "too few sessions"
+    why: str = ""
+    own_before: int = 0
+    own_before_passed: int = 0
+    own_after: int = 0
+    own_after_passed: int = 0
+    other_before: int = 0
+    other_before_bad: int = 0
+    other_after: int = 0
+    other_after_bad: int = 0
+    rollback: str | None = None
 
 
 class Counts(_Model):
@@ -805,6 +893,8 @@ class ProposalDetail(ProposalSummary):
     cost: NightCost
     summary: NightSummary = Field(default_factory=NightSummary)
     report_uri: str
+    #: the rules one by one, each with its status now (refused ones marked)
+    rules: list[ProposalRule] = Field(default_factory=list)
 
 
 class TaskInfo(_Model):

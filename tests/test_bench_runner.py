@@ -36,7 +36,10 @@ def test_a_quick_run_writes_the_page_from_what_it_measured(tmp_path: Path) -> No
     # learning: one night of the harmful-first persona, computed by the simulator's night
     night = parts["learning"]["result"]["harmful-first"]["nights"][0]
     assert night["status"] == "succeeded", night
-    assert night["applied"] == ["Use `pnpm` instead of `npm`."]
+    # learned from the one install request of day 1: scoped to that task family
+    assert night["applied"] == [
+        "When installing dependencies or adding packages: use `pnpm` instead of `npm`."
+    ]
     assert night["harmful_rejected"] == 2 and night["harmful_applied"] == 0
     assert night["test_before"] < night["test_after"]
     assert (

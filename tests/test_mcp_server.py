@@ -259,6 +259,7 @@ def test_every_tool_against_a_real_night(env: Env) -> None:
                 "status": "rejected",
                 "reason": "not now",
                 "withdrawn": [f"{pid}-codex"],
+                "rule": None,
             }
             assert env.target.read_bytes() == EXISTING.encode()
             # the refusal taken back: staged again with the copy it withdrew; nothing live
@@ -331,6 +332,29 @@ def test_adopt_via_mcp_writes_exactly_what_the_cli_adopt_writes(
             assert "nothing to roll back" in await fails(s, "rollback")
 
     run(undo)
+
+
+def test_a_proposals_rules_are_adopted_or_refused_by_their_number(env: Env) -> None:
+    pid = env.proposal_id
+
+    async def body() -> None:
+        async with connect(env) as s:
+            p = await ok(s, "get_proposal", {"id": pid})
+            [rule] = p["rules"]
+            assert rule["n"] == 1 and rule["change"] == "adds" and rule["evidence"]
+            assert rule["val_after"] > rule["val_before"] and rule["tokens"] > 0
+            base = {"id": pid, "base_hash": p["base_hash"]}
+            assert "has no rule 2" in await fails(s, "adopt_proposal", {**base, "rules": [2]})
+            assert env.target.read_bytes() == EXISTING.encode()
+            got = await ok(s, "reject_proposal", {"id": pid, "rule": 1, "reason": "not this"})
+            # its only rule refused: the proposal is rejected, and its copy refuses it too
+            assert got["status"] == "rejected" and got["rule"]["rule"] == rule["rule"]
+            assert got["rule"]["remaining"] == 0 and got["rule"]["copies"] == [f"{pid}-codex"]
+            again = await ok(s, "get_proposal", {"id": pid})
+            assert again["rules"][0]["status"] == "refused"
+            assert again["rules"][0]["reason"] == "not this"
+
+    run(body)
 
 
 def test_rollback_via_mcp_takes_ids_undoes_one_file_and_names_the_copies(env: Env) -> None:

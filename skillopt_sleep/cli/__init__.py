@@ -456,7 +456,13 @@ def show(proposal_id: str = typer.Argument(..., metavar="ID"), as_json: bool = J
         report = svc.report(proposal_id)
         print_json(
             report.model_dump(mode="json")
-            | {"status": detail.status, "folder": detail.folder, "diff": detail.diff}
+            | {
+                "status": detail.status,
+                "folder": detail.folder,
+                "diff": detail.diff,
+                # each rule's status now (refused one by one, adopted or left out)
+                "rules": [r.model_dump(mode="json") for r in detail.rules],
+            }
         )
         return
     head = f"status: {detail.status}   folder: {detail.folder}"
@@ -475,6 +481,17 @@ def show(proposal_id: str = typer.Argument(..., metavar="ID"), as_json: bool = J
         out.print(head, markup=False)
         # wrapped at the terminal's width (the console's soft wrap would crop the diff's lines)
         out.print(Markdown(text, code_theme="ansi_dark"), soft_wrap=False)
+
+
+def _numbers(said: str, option: str) -> list[int]:
+    """``"1,3"`` as ``[1, 3]``; BadArgument for anything else."""
+    try:
+        nums = [int(x) for x in said.replace(" ", "").split(",") if x]
+    except ValueError:
+        nums = []
+    if not nums or any(n < 1 for n in nums):
+        raise BadArgument(f"{option} takes rule numbers as `show` lists them, e.g. {option} 1,3")
+    return nums
 
 
 @app.command("adopt")
@@ -496,16 +513,26 @@ def adopt_cmd(
         "confirmations, hidden text); each one written is printed. Never allows a target "
         "outside the agents' locations or a document that changed since it was staged.",
     ),
+    rules: str | None = typer.Option(
+        None,
+        "--rules",
+        metavar="N,N",
+        help="Adopt only these of its rules, by the numbers `show` lists (e.g. 1,3); the "
+        "others are left out, not refused (a later night may propose them again).",
+    ),
 ) -> None:
     """Write a staged proposal to its live file (atomically, with a backup)."""
     svc = service()
+    chosen = _numbers(rules, "--rules") if rules is not None else None
     done = (
-        svc.adopt_all_agents(proposal_id, force=force, allow_flagged=allow_flagged)
+        svc.adopt_all_agents(proposal_id, force=force, allow_flagged=allow_flagged, rules=chosen)
         if all_agents
-        else [svc.adopt(proposal_id, force=force, allow_flagged=allow_flagged)]
+        else [svc.adopt(proposal_id, force=force, allow_flagged=allow_flagged, rules=chosen)]
     )
     for a in done:
         out.print(f"adopted {a.proposal_id} -> {a.target_path}", markup=False)
+        for text in a.left_out:
+            out.print(f"  left out: {text}", markup=False)
         for text in a.allowed_flagged:
             out.print(f"  written although flagged (--allow-flagged): {text}", markup=False)
         if a.backup_path:
@@ -535,8 +562,31 @@ def reject_cmd(
         help="Take back a refusal: a proposal you rejected or rolled back is staged again, "
         "and nights may propose its rules again.",
     ),
+    rule: int | None = typer.Option(
+        None,
+        "--rule",
+        metavar="N",
+        help="Refuse only this rule (its number in `show`); the others stay adoptable, and "
+        "nights may still propose them.",
+    ),
 ) -> None:
     """Discard a staged proposal (a refusal: nights do not propose the same again)."""
+    if rule is not None:
+        if undo:
+            raise BadArgument("--rule and --undo cannot go together")
+        got = service().reject_rule(proposal_id, rule, reason)
+        out.print(f"refused rule {got.n} of {proposal_id}: {got.rule}", markup=False)
+        if got.copies:
+            out.print(
+                f"  and in its copies for other agents: {', '.join(got.copies)}", markup=False
+            )
+        if got.status == "rejected":
+            out.print(f"  every rule of {proposal_id} is refused: it is rejected", markup=False)
+        else:
+            out.print(
+                f"  {got.remaining} rule(s) left: skillopt-sleep adopt {proposal_id}", markup=False
+            )
+        return
     if undo:
         if reason:
             raise BadArgument("--undo takes no --reason")
@@ -704,7 +754,18 @@ def _say_in_the_wild(say: _Say, wild: list[WildCheck]) -> None:
             f"{w.before_corrected})"
             + (f"; {w.other_agents} other agents' session(s)" if w.other_agents else "")
             + (f"; {w.unjudged} to be judged by the next night" if w.unjudged else "")
+            + (
+                f"; reach seen in the transcript for {w.observed} of {w.reached}, inferred "
+                "for the others"
+                if w.reached
+                else ""
+            )
         )
+        for r in w.rules:
+            said = f"  rule: {r.rule} — {r.verdict} ({r.why})"
+            if r.rollback:
+                said += f"; removal staged as {r.rollback}"
+            say(said)
         if w.flag:
             say(f"  warning: {w.flag}")
 

@@ -395,6 +395,12 @@ class Edit:
     epoch: int = 0
     batch: int = 0
     id: int | None = field(default=None, compare=False)
+    #: the task family the rule is scoped to ("" unscoped; :func:`scoped`)
+    scope: str = ""
+    #: the tasks (ids) the rule was learned from: the failures the optimizer named
+    evidence: list[str] = field(default_factory=list)
+    #: the scope the optimizer asked for: ``"all"`` (unscoped), a phrase, or "" (none said)
+    asked_scope: str = field(default="", compare=False)
 
     def describe(self) -> str:
         if self.op == "add":
@@ -404,6 +410,39 @@ class Edit:
         if self.op == "describe":
             return f"describe: {self.text}"
         return f"replace: {self.old} -> {self.text}"
+
+
+# ------------------------------------------------------------------ a rule's scope
+#: a scoped rule: ``When <scope>: <rule>`` (the scope names a task family; no ``: `` in it)
+_SCOPED_RE = re.compile(r"^When ([^:\n]{3,120}?): (\S.*)$")
+#: what an optimizer may answer for a rule meant for every task
+UNSCOPED = ("all", "any", "every task", "all tasks", "none", "global")
+
+
+def scope_of(rule: str) -> str:
+    """The task family ``rule`` is scoped to ("" when it holds for every task)."""
+    m = _SCOPED_RE.match(_clean_rule(rule))
+    return m.group(1) if m else ""
+
+
+def unscoped_text(rule: str) -> str:
+    """``rule`` without its scope (what it tells the agent to do)."""
+    m = _SCOPED_RE.match(_clean_rule(rule))
+    return m.group(2) if m else _clean_rule(rule)
+
+
+def scoped(rule: str, scope: str) -> str:
+    """``rule`` scoped to ``scope`` ("When writing a commit message: keep it under 50
+    characters."): the scope in words the agent reads, before the rule. A rule already scoped
+    keeps its own; an empty ``scope`` leaves it unscoped."""
+    rule = _clean_rule(rule)
+    scope = " ".join(scope.replace(":", " ").split())
+    if not scope or scope_of(rule):
+        return rule
+    first = rule[:1]
+    if first.isupper() and rule[1:2].islower():  # "Keep answers …" -> "keep answers …"
+        rule = first.lower() + rule[1:]
+    return f"When {scope}: {rule}"
 
 
 def _clean_rule(text: str) -> str:
@@ -443,6 +482,8 @@ def _similarity(a: str, b: str) -> tuple[float, float] | None:
     when every code span of the other occurs in it as a term; that is held to the plain-text
     threshold."""
     a, b = _clean_rule(a), _clean_rule(b)
+    if scope_of(a).casefold() != scope_of(b).casefold():
+        return None  # the same words for other task families are other rules
     sa, sb = code_spans(a), code_spans(b)
     pa, pb = a.replace("`", ""), b.replace("`", "")
     if sorted(_NUMBER_RE.findall(pa)) != sorted(_NUMBER_RE.findall(pb)):
@@ -471,6 +512,34 @@ def same_rule(a: str, b: str) -> bool:
         return True
     sim = _similarity(a, b)
     return sim is not None and sim[0] >= sim[1]
+
+
+_INSTEAD_RE = re.compile(r"`([^`]+)`\s+instead\s+of\s+`([^`]+)`", re.I)
+
+
+def contradicts(a: str, b: str) -> str:
+    """Why rules ``a`` and ``b`` ask for opposite things ("" when they do not): one says to use
+    `X` instead of `Y` and the other `Y` instead of `X`; the same commands or values, one
+    negated ("Always mention `pnpm`" / "Never mention `pnpm`"); or the same words with other
+    numbers ("under 50 characters" / "under 200 characters"). Rules for different task
+    families (their scopes) never contradict."""
+    if scope_of(a).casefold() != scope_of(b).casefold():
+        return ""
+    ua, ub = unscoped_text(a), unscoped_text(b)
+    ia, ib = _INSTEAD_RE.search(ua), _INSTEAD_RE.search(ub)
+    if ia and ib and (ia.group(1), ia.group(2)) == (ib.group(2), ib.group(1)):
+        return f"`{ia.group(1)}` instead of `{ia.group(2)}` against the reverse"
+    sa, sb = code_spans(ua), code_spans(ub)
+    na = sorted(_NEGATION_RE.findall(ua.replace("`", "").casefold()))
+    nb = sorted(_NEGATION_RE.findall(ub.replace("`", "").casefold()))
+    if sa and sorted(sa) == sorted(sb) and (not na) != (not nb):
+        return f"one says not to, the other to ({', '.join(f'`{x}`' for x in sa)})"
+    pa, pb = _NUMBER_RE.findall(ua), _NUMBER_RE.findall(ub)
+    if pa and pb and pa != pb:
+        words_a, words_b = _NUMBER_RE.sub("#", _fold(ua)), _NUMBER_RE.sub("#", _fold(ub))
+        if fuzz.ratio(words_a, words_b) >= PLAIN_SIMILARITY:
+            return f"{', '.join(pa)} against {', '.join(pb)}"
+    return ""
 
 
 def find_rule(rules: list[str], old: str) -> int | None:
@@ -571,6 +640,7 @@ def parse_edits(data: dict, *, origin: str = "reflect") -> list[Edit]:
     for item in data.get("edits") or []:
         if not isinstance(item, dict) or item.get("op") not in EDIT_OPS:
             continue
+        evidence = item.get("evidence")
         out.append(
             Edit(
                 op=item["op"],
@@ -578,6 +648,11 @@ def parse_edits(data: dict, *, origin: str = "reflect") -> list[Edit]:
                 old=str(item.get("old") or ""),
                 rationale=str(item.get("rationale") or "")[:500],
                 origin=origin,
+                # the failures it is meant to fix, by their number in the reflect material
+                evidence=[str(n) for n in evidence if isinstance(n, int | str)]
+                if isinstance(evidence, list)
+                else [],
+                asked_scope=str(item.get("scope") or "").strip()[:120],
             )
         )
     return out

@@ -36,7 +36,8 @@ not counted.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rapidfuzz import fuzz
@@ -44,13 +45,20 @@ from rapidfuzz import fuzz
 from skillopt_sleep import agents
 from skillopt_sleep.delivery.document import SKILL_NAME, Document, read_live
 from skillopt_sleep.delivery.where import where_loaded
+from skillopt_sleep.marks import rule_mark
 from skillopt_sleep.mining.corrections import classify
 from skillopt_sleep.mining.judges import judge_answer
 from skillopt_sleep.mining.meaning import Reader
 from skillopt_sleep.mining.mine import INTENT_CHARS
 from skillopt_sleep.mining.split import task_of
 from skillopt_sleep.models import Task
-from skillopt_sleep.results import NightSummary, WildCheck
+from skillopt_sleep.results import (
+    NightSummary,
+    ProposalRule,
+    RuleVerdict,
+    WildCheck,
+    load_report_json,
+)
 from skillopt_sleep.store import AdoptionRow, MessageRow, ProposalRow, SessionRow, Store
 
 #: matching sessions the document must have reached at least once before a check is flagged
@@ -126,7 +134,10 @@ def _skill_loaded(messages: list[MessageRow]) -> bool:
 
 @dataclass
 class _Adopted:
-    """One adoption in place, with what judging sessions against it needs."""
+    """One adoption in place, with what judging sessions against it needs: ``rules`` (the
+    rules it wrote, each with its scope and the tasks it was learned from) and ``marks`` (of
+    those rules: what a transcript that shows the memory it loaded must hold,
+    :mod:`skillopt_sleep.marks`)."""
 
     row: AdoptionRow
     tasks: list[Task]
@@ -134,6 +145,8 @@ class _Adopted:
     owner: agents.Agent | None
     intact: bool
     since: dt.datetime | None
+    rules: list[ProposalRule] = field(default_factory=list)
+    marks: list[str] = field(default_factory=list)
 
 
 def _adopted(store: Store) -> list[_Adopted]:
@@ -144,7 +157,9 @@ def _adopted(store: Store) -> list[_Adopted]:
         night_id = proposal.night_id if proposal else None
         # rollouts name the occurrence they replayed (``<task id>@…``): its task
         rows = store.rollouts.of_night(night_id, None) if night_id else []
-        ids = {task_of(r.task_id) for r in rows}
+        # (not the collateral gate's probes: the user's other tasks it replayed are no task of
+        # this adoption's)
+        ids = {task_of(r.task_id) for r in rows if r.split in ("train", "val", "test")}
         target = Path(adoption.target_path)
         summary = NightSummary.model_validate_json((proposal.summary if proposal else None) or "{}")
         if summary.delivery is not None:  # as the night placed it (its own HOME, e.g. a demo)
@@ -153,6 +168,7 @@ def _adopted(store: Store) -> list[_Adopted]:
         else:
             where = where_loaded(target, agent="claude_code")
             mode, agent = (where.mode, where.agent) if where else ("none", None)
+        rules = _adopted_rules(proposal, adoption)
         out.append(
             _Adopted(
                 row=adoption,
@@ -161,9 +177,25 @@ def _adopted(store: Store) -> list[_Adopted]:
                 owner=agents.get_agent(agent) if agent else None,
                 intact=_block_in_place(target, proposal, summary.section),
                 since=_when(adoption.adopted_at),
+                rules=rules,
+                marks=[rule_mark(r.rule) for r in rules],
             )
         )
     return out
+
+
+def _adopted_rules(proposal: ProposalRow | None, adoption: AdoptionRow) -> list[ProposalRule]:
+    """The rules an adoption wrote: its proposal's added rules (report.json), less those it
+    left out (``adopt --rules``, refused one by one)."""
+    if proposal is None:
+        return []
+    try:
+        where = Path(proposal.dir) / "report.json"
+        report = load_report_json(where.read_text("utf-8"), str(where))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return []
+    left = set(json.loads(adoption.left_out or "[]"))
+    return [r for r in report.rules if r.change == "adds" and r.rule not in left]
 
 
 def _block_in_place(target: Path, proposal: ProposalRow | None, section: str | None) -> bool:
@@ -183,12 +215,19 @@ def _block_in_place(target: Path, proposal: ProposalRow | None, section: str | N
     return have.had_block and have.rules == want.rules
 
 
-def _reached(a: _Adopted, session: SessionRow, messages: list[MessageRow]) -> bool:
+def _reached(a: _Adopted, session: SessionRow, messages: list[MessageRow]) -> tuple[bool, bool]:
+    """(whether the adoption reached the session, whether its transcript showed it). A memory
+    file: observed where the transcript records the memory the agent loaded (every adopted
+    rule's mark in it: reached; else not, e.g. a CLI run without user settings); inferred
+    from the file being in place otherwise. A skill: its load is in the transcript."""
     if a.owner is None or session.source not in a.owner.sources:
-        return False
+        return False, False
     if a.mode == "memory":
-        return a.intact
-    return a.mode == "skill" and _skill_loaded(messages)
+        loaded = session.loaded_marks
+        if loaded is not None and a.marks:
+            return all(m in loaded for m in a.marks), True
+        return a.intact, False
+    return a.mode == "skill" and _skill_loaded(messages), a.mode == "skill"
 
 
 def record_reach(store: Store, *, similarity: float = 0.72) -> int:
@@ -215,8 +254,9 @@ def record_reach(store: Store, *, similarity: float = 0.72) -> int:
             prompt = _first_turn(messages)[0]
             if _match(prompt, s.project, a.tasks, similarity) is None:
                 continue
+            reached, observed = _reached(a, s, messages)
             with store.write():
-                store.wild.record(s.id, a.row.id, _reached(a, s, messages))
+                store.wild.record(s.id, a.row.id, reached, observed)
             n += 1
     return n
 
@@ -243,6 +283,8 @@ def in_the_wild(
         )
         projects = {t.project for t in a.tasks}
         judged = store.wild.judged(a.row.id)
+        seen_observed = store.wild.observed(a.row.id)
+        tally = _Tally(a)
         for s in sessions:
             started = _when(s.started_at)
             if started is None or a.since is None:
@@ -252,9 +294,21 @@ def in_the_wild(
             messages = store.sessions.messages(s.id)
             prompt, answer, tools, corrected = _first_turn(messages, reader)
             task = _match(prompt, s.project, a.tasks, similarity)
+            own_agent = a.owner is None or s.source in a.owner.sources
             if task is None:
+                # another request of the user's: what the rules may harm (whole? corrected?)
+                if own_agent and prompt.strip() and answer.strip() and not s.self_generated:
+                    after = started >= a.since
+                    if after:
+                        got = verdicts.get(s.id)
+                        reached = got if got is not None else _reached(a, s, messages)[0]
+                        if not reached:
+                            continue
+                    probe = Task(id="-", intent=prompt)
+                    bad = bool(judge_answer(probe, answer, tools, []).faults) or corrected
+                    tally.other(after, bad)
                 continue
-            if a.owner is not None and s.source not in a.owner.sources:
+            if not own_agent:
                 if started >= a.since:
                     check.other_agents += 1  # another agent's session: this file is not its
                 continue
@@ -272,11 +326,15 @@ def in_the_wild(
                 check.before_sessions += 1
                 check.before_passed += int(bool(passed))
                 check.before_corrected += int(corrected)
+                tally.task(task.id, False, passed, corrected)
                 continue
             check.sessions += 1
-            reached = verdicts.get(s.id)
-            if reached is None:
-                reached = _reached(a, s, messages)
+            recorded = verdicts.get(s.id)
+            reached, observed = (
+                (recorded, s.id in seen_observed)
+                if recorded is not None
+                else _reached(a, s, messages)
+            )
             if not reached:
                 missed += 1
                 continue  # never evidence for (or against) a document that did not reach it
@@ -285,16 +343,127 @@ def in_the_wild(
                 check.unjudged += 1  # the next night judges it
                 continue
             check.reached += 1
+            check.observed += int(observed)
             check.passed += int(passed)
             check.corrected += int(corrected)
+            tally.task(task.id, True, passed, corrected)
         check.pass_rate = check.passed / check.reached if check.reached else None
         check.before_pass_rate = (
             check.before_passed / check.before_sessions if check.before_sessions else None
         )
         if missed >= flag_after:
             check.flag = _fix(a.mode, a.intact, missed)
+        check.rules = tally.verdicts()
+        for v in check.rules:
+            if v.verdict == "hurt":
+                v.rollback = _removal_staged(store, a.row.target_path, v.rule)
         out.append(check)
     return out
+
+
+def _removal_staged(store: Store, target: str, rule: str) -> str | None:
+    """The staged proposal for ``target`` that removes ``rule``, if any."""
+    for p in store.proposals.staged(target):
+        where = Path(p.dir) / "report.json"
+        try:
+            report = load_report_json(where.read_text("utf-8"), str(where))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        if any(r.change == "removes" and r.rule == rule for r in report.rules):
+            return p.id
+    return None
+
+
+#: an adopted rule's verdict needs at least this many reached sessions of its own tasks, or
+#: of the user's other requests, since adopt
+MIN_OWN, MIN_OTHER = 2, 3
+#: how far a pass rate (or a rate of broken or corrected answers) must move to count
+MOVE = 0.25
+
+
+class _Tally:
+    """The sessions of one adoption, counted per adopted rule: its own tasks' (the tasks it
+    was learned from) and every other request's, before adopt and reached since."""
+
+    def __init__(self, a: _Adopted):
+        self.a = a
+        self.own = {r.rule: {ev.task_id for ev in r.evidence} for r in a.rules}
+        self.counts = {r.rule: RuleVerdict(rule=r.rule, scope=r.scope) for r in a.rules}
+
+    def task(self, task_id: str, after: bool, passed: bool | None, corrected: bool) -> None:
+        for rule, v in self.counts.items():
+            if task_id in self.own[rule]:
+                if passed is None:
+                    continue
+                if after:
+                    v.own_after += 1
+                    v.own_after_passed += int(passed)
+                else:
+                    v.own_before += 1
+                    v.own_before_passed += int(passed)
+            else:
+                self._other(v, after, passed is False or corrected)
+
+    def other(self, after: bool, bad: bool) -> None:
+        for v in self.counts.values():
+            self._other(v, after, bad)
+
+    @staticmethod
+    def _other(v: RuleVerdict, after: bool, bad: bool) -> None:
+        if after:
+            v.other_after += 1
+            v.other_after_bad += int(bad)
+        else:
+            v.other_before += 1
+            v.other_before_bad += int(bad)
+
+    def verdicts(self) -> list[RuleVerdict]:
+        return [_verdict(v) for v in self.counts.values()]
+
+
+def _rate(n: int, of: int) -> float:
+    return n / of if of else 0.0
+
+
+def _verdict(v: RuleVerdict) -> RuleVerdict:
+    """helped / no effect / hurt / too few sessions, from the counts (see :data:`MOVE`)."""
+    own_before, own_after = (
+        _rate(v.own_before_passed, v.own_before),
+        _rate(v.own_after_passed, v.own_after),
+    )
+    bad_before, bad_after = (
+        _rate(v.other_before_bad, v.other_before),
+        _rate(v.other_after_bad, v.other_after),
+    )
+    enough_own, enough_other = v.own_after >= MIN_OWN, v.other_after >= MIN_OTHER
+    if enough_other and bad_after - bad_before >= MOVE:
+        v.verdict = "hurt"
+        v.why = (
+            f"your other requests went wrong more often since adopt: {v.other_after_bad} of "
+            f"{v.other_after} broken or corrected, {v.other_before_bad} of {v.other_before} before"
+        )
+    elif enough_own and v.own_before and own_before - own_after >= MOVE:
+        v.verdict = "hurt"
+        v.why = (
+            f"its own tasks passed less often since adopt: {v.own_after_passed} of "
+            f"{v.own_after}, {v.own_before_passed} of {v.own_before} before"
+        )
+    elif enough_own and own_after - own_before >= MOVE:
+        v.verdict = "helped"
+        v.why = (
+            f"its own tasks passed {v.own_after_passed} of {v.own_after} since adopt, "
+            f"{v.own_before_passed} of {v.own_before} before"
+        )
+    elif enough_own or enough_other:
+        v.verdict = "no effect"
+        v.why = "no change beyond chance in its tasks or your other requests"
+    else:
+        v.verdict = "too few sessions"
+        v.why = (
+            f"{v.own_after} reached session(s) of its tasks and {v.other_after} of other "
+            f"requests since adopt (a verdict needs {MIN_OWN} or {MIN_OTHER})"
+        )
+    return v
 
 
 @dataclass(frozen=True)

@@ -187,6 +187,13 @@ def build_server(service: Service | None = None, *, http_token: str | None = Non
 
 
 # ---------------------------------------------------------------------- tools
+def _rule_rejected(got: m.RuleRejected) -> m.RejectResult:
+    """A refusal of one rule as the reject tool answers it."""
+    return m.RejectResult(
+        proposal_id=got.proposal_id, status=got.status, reason=got.reason, rule=got
+    )
+
+
 def _review_tools(tool: Tool, svc: Service) -> None:
     """The reading of what the nights made: status, proposals."""
 
@@ -228,12 +235,19 @@ def _decision_tools(tool: Tool, svc: Service) -> None:
                 description="The proposal's base_hash from get_proposal ('' if the file did not exist)",
             ),
         ],
+        rules: Annotated[
+            list[Annotated[int, Field(ge=1)]] | None,
+            Field(
+                description="Adopt only these of its rules, by their n in get_proposal's "
+                "rules (default: every rule not refused); the others are left out, not refused"
+            ),
+        ] = None,
     ) -> m.AdoptResult:
         """Write a staged proposal to its live file (atomic, with a backup). Refused if the
         file changed since the proposal was made or base_hash does not match. Ask the user first.
         A night's rules may also be staged for other agents (get_proposal's summary.copies:
         one proposal per agent, e.g. p3-codex); adopt each one the user wants."""
-        return _guard(lambda: svc.adopt(id, base_hash=base_hash))
+        return _guard(lambda: svc.adopt(id, base_hash=base_hash, rules=rules))
 
     @tool(EDIT)
     def reject_proposal(
@@ -241,8 +255,19 @@ def _decision_tools(tool: Tool, svc: Service) -> None:
         reason: Annotated[
             str, Field(max_length=2000, description="Why; kept with the proposal")
         ] = "",
+        rule: Annotated[
+            int | None,
+            Field(
+                ge=1,
+                description="Refuse only this rule (its n in get_proposal's rules); the "
+                "proposal's other rules stay adoptable",
+            ),
+        ] = None,
     ) -> m.RejectResult:
-        """Discard a staged proposal (the live file is not touched)."""
+        """Discard a staged proposal (the live file is not touched), or with ``rule`` only one
+        of its rules: nights never propose a refused rule again; its siblings they may."""
+        if rule is not None:
+            return _guard(lambda: _rule_rejected(svc.reject_rule(id, rule, reason)))
         return _guard(lambda: svc.reject(id, reason))
 
     @tool(EDIT)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 _COMMIT = re.compile(
     r"\bcommit\s+(?:message|msg|subject|title)s?\b|\bmessage\s+for\s+(?:the\s+|this\s+)?commit\b",
@@ -107,3 +108,105 @@ def subject_of(message: str) -> str:
         if line:
             return line.strip("`'\"").strip()
     return ""
+
+
+# --- task families: what a rule learned from a task is scoped to
+
+
+@dataclass(frozen=True)
+class Family:
+    """A task family: the kind of request a rule learned from it applies to. ``key``
+    compares families; ``phrase`` is what a scoped rule says to the agent ("When writing a
+    commit message: …", :func:`~skillopt_sleep.delivery.document.scoped`)."""
+
+    key: str
+    phrase: str
+
+
+#: families told by the request's words, in order (after the artifact kinds commit message
+#: and test): (key, phrase, pattern)
+_FAMILIES: tuple[tuple[str, str, re.Pattern[str]], ...] = (
+    (
+        "install",
+        "installing dependencies or adding packages",
+        re.compile(
+            r"\b(?:install\w*|dependenc\w*|deps)\b"
+            r"|\badd\b[^.?!\n]{0,30}?\b(?:package|library|module)s?\b",
+            re.I,
+        ),
+    ),
+    (
+        "run_tests",
+        "running the tests",
+        re.compile(r"\b(?:run\w*|execute)\b[^.?!\n]{0,30}?\b(?:tests?|specs?|suite)\b", re.I),
+    ),
+    (
+        "lint",
+        "linting or formatting code",
+        re.compile(r"\b(?:lint\w*|format(?:ter|ting)?)\b", re.I),
+    ),
+    ("review", "reviewing code", re.compile(r"\breview\w*\b", re.I)),
+    (
+        "docs",
+        "writing documentation",
+        re.compile(r"\b(?:docstrings?|readme|documentation|document\s+(?:the|this))\b", re.I),
+    ),
+)
+_WORDS = re.compile(r"[^\W_][\w.-]*")
+#: words a request's own family phrase leaves out
+_FILLER = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "this",
+        "that",
+        "these",
+        "those",
+        "my",
+        "our",
+        "your",
+        "me",
+        "us",
+        "to",
+        "of",
+        "for",
+        "in",
+        "on",
+        "at",
+        "with",
+        "and",
+        "or",
+        "please",
+        "can",
+        "could",
+        "would",
+        "you",
+        "i",
+        "we",
+        "it",
+        "is",
+        "are",
+        "be",
+        "do",
+    ]
+)
+
+
+def family_of(intent: str) -> Family:
+    """The family of the request ``intent``: its artifact (a commit message, a test), else
+    what its words are about (:data:`_FAMILIES`), else a shell command, else the request
+    itself (its first content words: two requests of one task share them)."""
+    kind = kind_of(intent)
+    if kind == "commit_message":
+        return Family("commit_message", "writing a commit message")
+    if kind == "test":
+        return Family("test", "writing tests")
+    for key, phrase, pattern in _FAMILIES:
+        if pattern.search(intent):
+            return Family(key, phrase)
+    if kind == "command":
+        return Family("command", "giving a shell command")
+    words = [w for w in _WORDS.findall(intent.lower()) if w not in _FILLER][:5]
+    said = " ".join(words) or "this request"
+    return Family("request:" + said, f'asked "{said}"')

@@ -12,20 +12,24 @@ passed the gate) with its copies for the other agents, or say why not.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from skillopt_sleep.delivery.document import Document, Edit, block_hash, delivery_cost, sha256_text
 from skillopt_sleep.errors import BudgetExceeded
 from skillopt_sleep.mining.judges import scorable
+from skillopt_sleep.mining.mine import block_key
 from skillopt_sleep.mining.recall import recall
-from skillopt_sleep.mining.split import HELD_OUT, NOT_DISTINCT, undistinct, views
+from skillopt_sleep.mining.split import HELD_OUT, NOT_DISTINCT, task_of, undistinct, views
 from skillopt_sleep.models import Task
 from skillopt_sleep.night import lifecycle
 from skillopt_sleep.night.context import Ended, PlannedNight
 from skillopt_sleep.night.copies import CopyJob, certify_copies
+from skillopt_sleep.night.curate import curate, other_agents_rules
 from skillopt_sleep.night.lifecycle import NightStatus
 from skillopt_sleep.night.notify import proposal_ready
+from skillopt_sleep.night.probes import everyday, user_probes
 from skillopt_sleep.night.replay import Cost, Scored, mean
 from skillopt_sleep.night.stage import Staging, stage_proposal
 from skillopt_sleep.night.train import Trainer, remembered_rejections, user_refusals
@@ -82,6 +86,9 @@ class Block:
             new_skill=night.is_skill,
             section=section,
         )
+        # a rule that hurt in the wild (its removal staged): the night trains without it
+        dropped = night.removals.dropped.get((str(night.target_path), section), [])
+        self.doc.rules = [r for r in self.doc.rules if r not in dropped]
         self.train_set: list[Task] = []
         self.val: list[Task] = []
         self.test: list[Task] = []
@@ -242,6 +249,15 @@ class Block:
         if rejected:
             say(f"remembering {len(rejected)} edit(s) rejected by earlier nights")
         refused = user_refusals(ctx.store, target_path, self.section)
+        # a rule that hurt in the wild is not learned again while its removal is pending
+        refused += [
+            {
+                "edit": f"add: {rule}",
+                "reason": "it hurt in your sessions since adopt",
+                "proposal": "the wild",
+            }
+            for rule in night.removals.dropped.get((target_path, self.section), [])
+        ]
         if refused:
             self.summary.user_refused = len(refused)
             say(f"remembering {len(refused)} edit(s) the user refused")
@@ -254,7 +270,24 @@ class Block:
             test=self.test,
             rejected=rejected,
             refused=refused,
+            probes=self.probes(),
         )
+
+    def probes(self) -> list[Task]:
+        """The collateral gate's probes (night/probes.py): the user's other tasks of this
+        block that the val gate does not see (mined tonight, with no val occurrence here),
+        and the everyday requests."""
+        s, night = self.ctx.settings, self.night
+        in_val = {task_of(t.id) for t in self.val}
+
+        def here(t: Task) -> bool:
+            if not night.shared or s.project is not None:
+                return True
+            return block_key(str(t.project) if t.project else None) == self.section
+
+        others = [t for t in night.report.tasks if t.id not in in_val and here(t)]
+        out = user_probes(others, s.collateral_tasks)
+        return out + (everyday() if s.collateral_probes else [])
 
     def _val_after(self) -> float | None:
         return mean(self.val_scores) if self.val_scores else None
@@ -368,6 +401,17 @@ class Block:
             summary.reason = (
                 f"stopped: {self.budget_note}; staging what the gate certified before that"
             )
+        elsewhere = other_agents_rules(target_path, ctx.env or os.environ, ctx.home or Path.home())
+        self.rules, summary.curation = curate(
+            night.live, self.section, self.doc.rules, self.rules, elsewhere
+        )
+        for note in summary.curation:
+            ctx.say(f"curation: {note}")
+        if not self.changed:  # every new rule was already said in the file
+            summary.reason = "every rule the gate certified is already in the file: " + "; ".join(
+                summary.curation
+            )
+            return Ended(NightStatus.NO_CHANGE, summary, self.scores)
         new_text = self.trained.render(self.rules)
         summary.delivery = Delivery.model_validate(
             delivery_cost(

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from skillopt_sleep.backends.base import Backend
     from skillopt_sleep.delivery.where import Where
     from skillopt_sleep.mining.mine import MineReport
+    from skillopt_sleep.night.watch import Removals
 
 #: Called once per scored rollout (for progress bars).
 OnRollout = Callable[[Scored], None]
@@ -76,6 +77,7 @@ class PlannedNight(Protocol):
     shared: bool
     warning: str | None
     document_agent: str
+    removals: Removals
 
     def backends(self) -> tuple[Backend, Backend]: ...
 

@@ -23,7 +23,7 @@ from skillopt_sleep.backends import get_backend
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.delivery.document import read_live, resolve_target, sha256_text
 from skillopt_sleep.delivery.where import Where, where_loaded
-from skillopt_sleep.delivery.wild import record_reach, to_judge
+from skillopt_sleep.delivery.wild import in_the_wild, record_reach, to_judge
 from skillopt_sleep.errors import BudgetExceeded
 from skillopt_sleep.mining.judges import scorable
 from skillopt_sleep.mining.meaning import Reader
@@ -35,6 +35,7 @@ from skillopt_sleep.night.block import Block
 from skillopt_sleep.night.context import Ended, NightContext
 from skillopt_sleep.night.lifecycle import NightStatus
 from skillopt_sleep.night.replay import Meter, rubric_score
+from skillopt_sleep.night.watch import Removals, stage_removals
 from skillopt_sleep.results import BlockResult, NightCost, NightResult, NightSummary
 from skillopt_sleep.sources.ingest import harvest
 
@@ -66,6 +67,8 @@ class Night:
         self.warning: str | None = None
         self._backends: tuple[Backend, Backend] | None = None
         self._meter: Meter | None = None
+        #: rules that hurt in the wild, their removal staged (:meth:`watch`)
+        self.removals = Removals()
 
     def run(self) -> NightResult:
         if self.harvest_first:
@@ -111,6 +114,14 @@ class Night:
         if s.rubric and not self.dry_run:
             self.check_judges()
             self.judge_wild()
+        if not self.dry_run:
+            self.watch()
+
+    def watch(self) -> None:
+        """Each adopted rule judged on the user's later sessions; the removal of one that
+        hurt staged (night/watch.py), and left out of the rules this night trains."""
+        checks = in_the_wild(self.ctx.store, similarity=self.ctx.settings.similarity)
+        self.removals = stage_removals(self.ctx, checks)
 
     def check_judges(self) -> None:
         """Hold the rubric judge to each rubric task's transcript (its ``controls``): it must

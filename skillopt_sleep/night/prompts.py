@@ -96,11 +96,14 @@ rejected (do not propose them again).
 {refused}{contrast}
 Propose at most {budget} edits that would make the failing rollouts pass without breaking the
 passing ones. Each edit is one of:
-  {{"op": "add", "text": "<new rule>", "rationale": "..."}}
-  {{"op": "replace", "old": "<existing rule, verbatim>", "text": "<new rule>", "rationale": "..."}}
+  {{"op": "add", "text": "<new rule>", "evidence": [<n of the failures it fixes>], "scope": "<family>", "rationale": "..."}}
+  {{"op": "replace", "old": "<existing rule, verbatim>", "text": "<new rule>", "evidence": [...], "scope": "<family>", "rationale": "..."}}
   {{"op": "delete", "old": "<existing rule, verbatim>", "rationale": "..."}}
 Rules are one line each, imperative, specific, and name concrete commands or values in
-backticks.
+backticks. A rule applies only to the kind of task it was learned from: give as "scope" the
+"family" of the failures it fixes; "all" only when it fixes failures of several families and
+is right for every task the agent does (a length or style limit never is). The scope is
+written before the rule for the agent to read ("When writing a commit message: …").
 {describe}
 {_block(material)}
 

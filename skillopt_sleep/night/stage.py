@@ -18,10 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_sleep import agents, paths
-from skillopt_sleep.delivery.document import Edit, sha256_text
+from skillopt_sleep.delivery.document import (
+    Document,
+    Edit,
+    estimate_tokens,
+    same_rule,
+    scope_of,
+    sha256_text,
+)
 from skillopt_sleep.files import atomic_write
 from skillopt_sleep.mining.judges import context_state
-from skillopt_sleep.mining.split import NOT_DISTINCT
+from skillopt_sleep.mining.split import NOT_DISTINCT, task_of
 from skillopt_sleep.models import Task
 from skillopt_sleep.night.screen import document_flags, visible
 from skillopt_sleep.results import (
@@ -31,6 +38,8 @@ from skillopt_sleep.results import (
     NightCost,
     NightSummary,
     ProposalReport,
+    ProposalRule,
+    RuleEvidence,
     Scores,
     TaskDelta,
 )
@@ -157,6 +166,7 @@ def stage_proposal(
             FlaggedRule(text=f.text, reason=f.reason, where=f.where)
             for f in document_flags(st.base_text, st.new_text)
         ],
+        rules=proposal_rules(st),
     )
     report_text = report.to_json()
     atomic_write(folder / "report.json", report_text)
@@ -245,6 +255,112 @@ def _task_tables(store: Store, st: Staging) -> tuple[list[TaskDelta], list[TaskD
     return table(val_tasks), table(test_tasks)
 
 
+def proposal_rules(st: Staging) -> list[ProposalRule]:
+    """The proposal's rules one by one: each rule its document adds, then each it removes
+    (its block's rules against the base's), with the scope, the edit that brought it (its
+    gate verdict, and the tasks it was learned from: their request, the user's words and
+    sessions) and its cost in every turn."""
+    section = st.summary.section
+    skill = st.target_path.name == "SKILL.md"
+    base = Document.parse(st.base_text, new_skill=skill, section=section).rules
+    new = Document.parse(st.new_text, new_skill=skill, section=section).rules
+    views = {t.id: t for t in st.tasks}
+    applied = [e for e in st.edits if e.status == "applied" and e.op in ("add", "replace")]
+
+    def evidence(e: Edit | None) -> list[RuleEvidence]:
+        out: dict[str, RuleEvidence] = {}
+        for vid in e.evidence if e else []:
+            v = views.get(vid)
+            tid = task_of(vid)
+            got = out.setdefault(
+                tid,
+                RuleEvidence(
+                    task_id=tid,
+                    intent=(v.intent if v else "")[:200],
+                    words=[w[:200] for w in (v.corrections if v else [])[:3]],
+                ),
+            )
+            for o in v.occurrences if v else []:
+                if o.session_id not in got.sessions:
+                    got.sessions.append(o.session_id)
+        return list(out.values())
+
+    def made(rule: str) -> Edit | None:
+        found = [e for e in applied if e.text == rule] or [
+            e for e in applied if same_rule(e.text, rule)
+        ]
+        return found[-1] if found else None
+
+    out: list[ProposalRule] = []
+    for rule in [r for r in new if r not in base]:
+        e = made(rule)
+        out.append(
+            ProposalRule(
+                n=len(out) + 1,
+                rule=rule,
+                scope=scope_of(rule),
+                evidence=evidence(e),
+                val_before=e.val_before if e else None,
+                val_after=e.val_after if e else None,
+                verdict=e.reason if e else "kept by the night's consolidation of its rules",
+                tokens=estimate_tokens(f"- {rule}\n"),
+            )
+        )
+    for rule in [r for r in base if r not in new]:
+        gone = [e for e in st.edits if e.status == "applied" and e.old and same_rule(e.old, rule)]
+        e = gone[-1] if gone else None
+        out.append(
+            ProposalRule(
+                n=len(out) + 1,
+                change="removes",
+                rule=rule,
+                scope=scope_of(rule),
+                evidence=evidence(e),
+                val_before=e.val_before if e else None,
+                val_after=e.val_after if e else None,
+                verdict=e.reason if e else "merged by the night's consolidation of its rules",
+                tokens=-estimate_tokens(f"- {rule}\n"),
+            )
+        )
+    return out
+
+
+RULES_BEGIN, RULES_END = "<!-- rules -->", "<!-- /rules -->"
+
+
+def rules_markdown(rules: list[ProposalRule], pid: str) -> list[str]:
+    """The report's rules section: each rule in plain words with its number (for ``adopt
+    --rules`` / ``reject --rule``), what it holds for, what it was learned from (the user's
+    own words, the sessions), what the gate measured and its cost in every turn, and its
+    status. Between :data:`RULES_BEGIN` and :data:`RULES_END` (rewritten as it stands now
+    when shown: ``proposals/records.py``)."""
+    if not rules:
+        return []
+    lines = ["## Rules", "", RULES_BEGIN]
+    for r in rules:
+        scope = f"when {r.scope}" if r.scope else "every task"
+        status = "" if r.status == "proposed" else f" — **{r.status}**"
+        if r.reason and r.status == "refused":
+            status += f" ({_cell(r.reason)})"
+        lines.append(f"{r.n}. {r.change}: {visible(r.rule)} — holds for {scope}{status}")
+        for ev in r.evidence[:3]:
+            said = "; ".join(f'"{_cell(w)}"' for w in ev.words[:2])
+            asked = _cell(ev.intent[:100])
+            where = ", ".join(f"`skillopt-sleep session show {sid}`" for sid in ev.sessions[:2])
+            lines.append(
+                f'   - learned from "{asked}"'
+                + (f", where you said {said}" if said else "")
+                + (f" ({where})" if where else "")
+            )
+        gate = f"val {_fmt(r.val_before)} → {_fmt(r.val_after)}"
+        lines.append(
+            f"   - {gate}; ~{abs(r.tokens)} tokens {'more' if r.tokens >= 0 else 'fewer'} in "
+            "every turn"
+        )
+    lines += [RULES_END, ""]
+    return lines
+
+
 def _edit_record(e: Edit) -> EditRecord:
     return EditRecord.of(e)
 
@@ -304,6 +420,7 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
         f"{(cost.input_tokens or 0) + (cost.output_tokens or 0)} tokens, "
         f"{cost.seconds or 0.0:.1f} s in model calls",
         "",
+        *rules_markdown(report.rules, report.id),
         report.scored_as,
         "",
         *([report.summary.held_out.capitalize() + ".", ""] if report.summary.held_out else []),
@@ -333,9 +450,25 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
         ),
         *_copy_lines(report),
         *_flag_lines(report),
+        *(
+            [
+                "Curation before staging:",
+                "",
+                *(f"- {visible(n)}" for n in report.summary.curation),
+                "",
+            ]
+            if report.summary.curation
+            else []
+        ),
         f"Adopt with `skillopt-sleep adopt {report.id}"
         + (" --allow-flagged" if report.flagged else "")
-        + f"`, discard with `skillopt-sleep reject {report.id}`.",
+        + f"`, discard with `skillopt-sleep reject {report.id}`."
+        + (
+            f" Adopt some of its rules with `--rules 1,2`, refuse one with "
+            f'`skillopt-sleep reject {report.id} --rule N --reason "…"`.'
+            if len(report.rules) > 1
+            else ""
+        ),
         "",
         "## Edits",
         "",

@@ -44,6 +44,7 @@ from typing import Any
 from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.delivery.document import (
     MAX_DESCRIPTION_CHARS,
+    UNSCOPED,
     Document,
     Edit,
     apply_describe,
@@ -52,13 +53,17 @@ from skillopt_sleep.delivery.document import (
     code_spans,
     parse_edits,
     same_rule,
+    scope_of,
+    scoped,
     sha256_text,
+    unscoped_text,
 )
 from skillopt_sleep.errors import BudgetExceeded
+from skillopt_sleep.mining.artifact import family_of
 from skillopt_sleep.models import CompletionRequest, Placement, Task
-from skillopt_sleep.night import prompts, screen
+from skillopt_sleep.night import probes, prompts, screen
 from skillopt_sleep.night.context import NightContext, OnRollout
-from skillopt_sleep.night.gate import QUIET, Noise, gate
+from skillopt_sleep.night.gate import QUIET, Noise, Verdict, gate
 from skillopt_sleep.night.replay import Meter, Replayer, Scored, mean
 from skillopt_sleep.store import Store, now_iso
 
@@ -94,6 +99,7 @@ class Trainer:
         test: Sequence[Task] = (),
         rejected: Sequence[str] = (),
         refused: Sequence[dict[str, str]] = (),
+        probes: Sequence[Task] = (),
     ):
         """``ctx``: the night's (its cost is the night's one budget). ``place``: where a
         candidate text goes for the agent to find it (None: given as system text).
@@ -149,6 +155,9 @@ class Trainer:
         #: the night found it; set by :meth:`train`)
         self.test: list[Task] = list(test)
         self.test_texts: list[str] = []
+        #: the collateral gate's probes (night/probes.py): the user's other tasks of the
+        #: block and the everyday requests, replayed for an edit the val gate accepts
+        self.probes: list[Task] = list(probes)
 
     # ----------------------------------------------------------------- helpers
     def _counted(self, on_rollout: OnRollout | None) -> OnRollout:
@@ -462,7 +471,13 @@ class Trainer:
                 **loaded,
             }
 
-        failures = [item(t) for t in batch if worst[t.id].score < 1.0]
+        failing = [t for t in batch if worst[t.id].score < 1.0]
+        # each failure numbered and named by its task family: an edit says which it fixes
+        # (``evidence``), and the night scopes it to their families (:meth:`scope_edit`)
+        failures = [
+            {"n": n, "family": family_of(t.intent).phrase, **item(t)}
+            for n, t in enumerate(failing, 1)
+        ]
         successes = [item(t) for t in batch if worst[t.id].score >= 1.0]
         contrasts = [
             {
@@ -495,7 +510,32 @@ class Trainer:
             CompletionRequest(prompt=prompt, purpose="reflect", max_tokens=2000)
         )
         data = prompts.extract_json(comp.text, backend=self.optimizer.backend.name)
-        return parse_edits(data)[: self.s.edit_budget]
+        edits = parse_edits(data)[: self.s.edit_budget]
+        numbered = {str(n): t for n, t in enumerate(failing, 1)}
+        for e in edits:
+            self.scope_edit(e, numbered)
+        return edits
+
+    def scope_edit(self, e: Edit, numbered: dict[str, Task]) -> None:
+        """Scope by construction: an added or rewritten rule carries the task families of its
+        evidence (the failures it names; all of the mini-batch's when it names none) as
+        ``When <family>: …``; it stays unscoped only when the optimizer asked for that and its
+        evidence spans two families or more. A rule the optimizer scoped itself keeps its
+        scope. Sets ``e.scope``, ``e.text`` and ``e.evidence`` (the evidence's view ids)."""
+        named = [numbered[n] for n in dict.fromkeys(e.evidence) if n in numbered]
+        evidence = named or list(numbered.values())
+        e.evidence = [t.id for t in evidence]
+        if e.op not in ("add", "replace") or not e.text.strip():
+            return
+        own = scope_of(e.text)
+        if own:
+            e.scope = own
+            return
+        families = list(dict.fromkeys(family_of(t.intent).phrase for t in evidence))
+        if not families or (e.asked_scope.lower() in UNSCOPED and len(families) >= 2):
+            return
+        e.scope = " or ".join(families)
+        e.text = scoped(e.text, e.scope)
 
     def over_budget(self, rules: list[str], candidate: list[str]) -> str:
         """Why ``candidate`` breaks the managed block's token budget ("" when it does not):
@@ -514,8 +554,25 @@ class Trainer:
         def key(said: str) -> str:
             return " ".join(said.lower().split())
 
+        def written(said: str) -> str | None:
+            """The rule an add or replace (as described) writes."""
+            if said.startswith("add: "):
+                return said[5:]
+            if said.startswith("replace: ") and " -> " in said:
+                return said.split(" -> ", 1)[1]
+            return None
+
+        new = written(e.describe())
         for r in self.refused:
-            if key(r["edit"]) == key(e.describe()):
+            old = written(r["edit"])
+            # a rule refused for every task is refused for each task family too
+            broader = (
+                new is not None
+                and old is not None
+                and not scope_of(old)
+                and key(unscoped_text(old)) == key(unscoped_text(new))
+            )
+            if key(r["edit"]) == key(e.describe()) or broader:
                 return f"the user refused it in {r['proposal']}" + (
                     f": {r['reason']}" if r["reason"] else ""
                 )
@@ -537,6 +594,8 @@ class Trainer:
             val_before=e.val_before,
             val_after=e.val_after,
             section=self.section or "",
+            scope=e.scope,
+            evidence=json.dumps(e.evidence),
             created_at=now_iso(),
         )
 
@@ -660,6 +719,8 @@ class Trainer:
             noise=self.noise,
             margin=self.s.gate_margin,
         )
+        if v.accepted and e.op != "describe":  # what it helps, it must not pay for elsewhere
+            v = self.collateral(v, rules, candidate)
         rules, val_scores = self._settle(
             e, v, rules, val_scores, candidate, cand_scores, verified, cand_doc
         )
@@ -718,6 +779,12 @@ class Trainer:
             e.reason = "the merge adds a rule the night did not accept: " + added
             self.record_edit(e)
             return rules, val_scores
+        widened = sorted({scope_of(r) for r in rules} - {scope_of(m) for m in merged} - {""})
+        if widened:  # a merge may not turn a scoped rule into one for every task
+            e.status = "rejected"
+            e.reason = "the merge drops the scope " + ", ".join(f'"{w}"' for w in widened)
+            self.record_edit(e)
+            return rules, val_scores
         lost = _lost_spans(rules, merged)
         if lost:  # a merge must keep every concrete command and value; no val replay needed
             e.status = "rejected"
@@ -739,9 +806,42 @@ class Trainer:
             noise=self.noise,
             margin=self.s.gate_margin,
         )
+        if v.accepted:
+            v = self.collateral(v, rules, merged)
         rules, val_scores = self._settle(e, v, rules, val_scores, merged, cand, verified, doc)
         self.record_edit(e)
         return rules, val_scores
+
+    def collateral(self, v: Verdict, rules: list[str], candidate: list[str]) -> Verdict:
+        """The collateral gate (night/probes.py) on a candidate the val gate accepted: the
+        probes replayed under ``rules`` (the document before it; cached after the first
+        time) and under ``candidate``; any probe it harms (:func:`probes.harm`) — where the
+        answers vary, harmed again on another sample — rejects it, the verdict naming it."""
+        assert self.doc is not None
+        if not self.probes:
+            return v
+        doc = self.doc
+        before = self.replay(self.probes, doc, rules, "probe", "collateral before")
+        after = self.replay(self.probes, doc, candidate, "probe", "collateral candidate")
+        harmed = {p.id: probes.harm(before[p.id], after[p.id]) for p in self.probes}
+        hit = [p for p in self.probes if harmed[p.id]]
+        if hit and self.noise.varies:  # by chance, or again on another sample?
+            self.report.replaying("collateral check", 2 * len(hit))
+            again_b, again_a = self.replayer.run_many(
+                [(hit, doc.render(rules)), (hit, doc.render(candidate))], samples=[1, 1]
+            )
+            self._record_all(hit, doc.render(rules), "collateral before sample 1", again_b)
+            self._record_all(hit, doc.render(candidate), "collateral candidate sample 1", again_a)
+            hit = [p for p in hit if probes.harm(again_b[p.id], again_a[p.id])]
+        if not hit:
+            return dataclasses.replace(
+                v, reason=f"{v.reason}; no harm to {len(self.probes)} other task(s) and probes"
+            )
+        said = "; ".join(f"{probes.label(p)}: {harmed[p.id]}" for p in hit[:3])
+        more = f" (and {len(hit) - 3} more)" if len(hit) > 3 else ""
+        return dataclasses.replace(
+            v, accepted=False, reason=f"{v.reason}, but it harms {said}{more}"
+        )
 
     def _settle(
         self,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 from skillopt_sleep import paths
@@ -27,6 +28,7 @@ from skillopt_sleep.delivery.document import (
     block_hash,
     decode_live,
     outside_blocks,
+    same_rule,
     sha256_text,
 )
 from skillopt_sleep.errors import DocumentError, ProposalError
@@ -49,6 +51,7 @@ from skillopt_sleep.proposals.records import (
     _created_dirs,
     agent_group,
     get_proposal,
+    load_report,
 )
 from skillopt_sleep.results import AdoptResult, NightSummary
 from skillopt_sleep.store import Store, now_iso
@@ -114,6 +117,7 @@ def adopt_group(
     force: bool = False,
     allow_flagged: bool = False,
     settings: Settings | None = None,
+    rules: Collection[str] | None = None,
 ) -> list[AdoptResult]:
     """Adopt ``proposal_id`` and every staged or rolled-back copy of its rules for other
     agents (:func:`agent_group`), each as :func:`adopt` does. Every member's target is checked
@@ -144,7 +148,14 @@ def adopt_group(
     for pid in group:
         try:
             done.append(
-                adopt(store, pid, force=force, allow_flagged=allow_flagged, settings=settings)
+                adopt(
+                    store,
+                    pid,
+                    force=force,
+                    allow_flagged=allow_flagged,
+                    settings=settings,
+                    rules=rules,
+                )
             )
         except ProposalError as exc:
             kept = ", ".join(a.proposal_id for a in done)
@@ -162,8 +173,12 @@ def adopt(
     force: bool = False,
     allow_flagged: bool = False,
     settings: Settings | None = None,
+    rules: Collection[str] | None = None,
 ) -> AdoptResult:
     """Write the proposal to its target. Returns the adoption.
+
+    ``rules``: adopt only these of its rules (texts, :func:`chosen_text`; None: all but
+    those the user refused one by one).
 
     ``base_hash`` (optional, from an agent reviewing the proposal) must equal the proposal's.
     ``allow_flagged``: write a document that adds rules the poisoning screen flags (listed in
@@ -178,6 +193,7 @@ def adopt(
     row = _adoptable(store, proposal_id, base_hash, settings)
     target = Path(row.target_path)
     new_text = _staged_text(row)
+    new_text, left_out = chosen_text(store, row, new_text, rules)
     live, live_text = _live(target)
     if sha256_text(live_text) != row.base_hash:
         new_text = _onto_changed(row, target, live is None, live_text, new_text, force)
@@ -189,12 +205,37 @@ def adopt(
             f"{first.text[:120]!r} ({first.reason}); nothing was written (review report.md; "
             "`adopt --allow-flagged` writes it anyway)"
         )
-    adoption_id = _write_adopted(store, row, live, live_text, new_text)
+    adoption_id = _write_adopted(store, row, live, live_text, new_text, left_out)
     adopted = store.adoptions.get(adoption_id)
     assert adopted is not None
     done = _adoption(adopted)
     done.allowed_flagged = [f.text for f in flags]
+    done.left_out = left_out
     return done
+
+
+def chosen_text(
+    store: Store, row: ProposalRow, new_text: str, rules: Collection[str] | None
+) -> tuple[str, list[str]]:
+    """The document to write when only some of the proposal's rules are adopted: ``rules``
+    (the rule texts chosen; None: every one) less those the user refused one by one; the
+    staged document itself when that is all of them. A rule change left out stays as in the
+    base (an add not made, a removed rule kept). Returns the text and the rules left out."""
+    changes = load_report(row).rules
+    refused = store.edits.rules_refused(row.id)
+    out = [
+        c
+        for c in changes
+        if c.rule in refused or (rules is not None and not any(same_rule(c.rule, r) for r in rules))
+    ]
+    if not out:
+        return new_text, []
+    section = NightSummary.model_validate_json(row.summary or "{}").section
+    skill = Path(row.target_path).name == "SKILL.md"
+    doc = Document.parse(new_text, new_skill=skill, section=section)
+    dropped = {c.rule for c in out if c.change == "adds"}
+    kept = [c.rule for c in out if c.change == "removes"]
+    return doc.render([r for r in doc.rules if r not in dropped] + kept), [c.rule for c in out]
 
 
 def _adoptable(
@@ -284,6 +325,7 @@ def _write_adopted(
     live: bytes | None,
     live_text: str | None,
     new_text: str,
+    left_out: list[str] | None = None,
 ) -> int:
     """Write ``new_text`` to the proposal's target; the adoption's id. First the folders the
     write creates are recorded (:data:`ADOPTION_RECORD`, so that rollback removes exactly
@@ -322,6 +364,7 @@ def _write_adopted(
                 after_hash=sha256_text(new_text),
                 backup_path=backup_path,
                 rolled_back_at=None,
+                left_out=json.dumps(left_out or []),
             )
             store.proposals.set_status(proposal_id, "adopted", "")  # no stale reason
             # written before the commit: a kill between the commit and the live write

@@ -15,7 +15,14 @@ from typing import Any
 
 from skillopt_sleep.delivery.document import SKILL_NAME
 from skillopt_sleep.errors import ProposalError
-from skillopt_sleep.results import AdoptResult, NightSummary, ProposalReport, load_report_json
+from skillopt_sleep.night.stage import RULES_BEGIN, RULES_END, rules_markdown
+from skillopt_sleep.results import (
+    AdoptResult,
+    NightSummary,
+    ProposalReport,
+    ProposalRule,
+    load_report_json,
+)
 from skillopt_sleep.store import Store
 from skillopt_sleep.store.proposals import AdoptionRow, ProposalRow
 
@@ -66,15 +73,21 @@ def load_report(row: ProposalRow) -> ProposalReport:
 ADOPTABLE = ("staged", "rolled_back")
 
 
-def report_markdown(row: ProposalRow) -> str:
+def report_markdown(row: ProposalRow, rules: list[ProposalRule] | None = None) -> str:
     """The proposal's ``report.md`` as it stands now: a proposal that is no longer staged says
-    so where the staged report says how to adopt it. Raises ProposalError when unreadable."""
+    so where the staged report says how to adopt it; ``rules`` (with their status now) are
+    written over its rules section. Raises ProposalError when unreadable."""
     try:
         text = (Path(row.dir) / "report.md").read_text("utf-8")
     except OSError as exc:
         raise ProposalError(
             f"proposal {row.id}: report unreadable ({exc.strerror or exc})"
         ) from None
+    if rules and RULES_BEGIN in text and RULES_END in text:
+        head, rest = text.split(RULES_BEGIN, 1)
+        tail = rest.split(RULES_END, 1)[1]
+        now = rules_markdown(rules, row.id)
+        text = head + "\n".join(now[now.index(RULES_BEGIN) :]).rstrip("\n") + tail
     if row.status not in ADOPTABLE:
         why = f" ({row.reason})" if row.reason else ""
         text = re.sub(

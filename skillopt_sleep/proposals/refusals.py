@@ -4,10 +4,11 @@ rejection or a rollback back (:func:`lift_refusal`). The live file is never touc
 
 from __future__ import annotations
 
+from skillopt_sleep.delivery.document import same_rule
 from skillopt_sleep.errors import ProposalError
 from skillopt_sleep.proposals.adoption import finish_unfinished
-from skillopt_sleep.proposals.records import _rules_group, agent_group, get_proposal
-from skillopt_sleep.results import NightSummary, RefusalLifted, RejectResult
+from skillopt_sleep.proposals.records import _rules_group, agent_group, get_proposal, load_report
+from skillopt_sleep.results import NightSummary, RefusalLifted, RejectResult, RuleRejected
 from skillopt_sleep.store import Store
 from skillopt_sleep.store.proposals import block_of
 
@@ -41,6 +42,60 @@ def reject(store: Store, proposal_id: str, reason: str = "") -> RejectResult:
         status=row.status,
         reason=row.reason or "",
         withdrawn=withdrawn,
+    )
+
+
+def reject_rule(store: Store, proposal_id: str, n: int, reason: str = "") -> RuleRejected:
+    """Refuse rule ``n`` of a staged proposal on its own (its copies for other agents refuse
+    the same rule): remembered for the document's block, so no night proposes it again, while
+    the proposal's other rules stay adoptable (``adopt`` leaves it out). Once every rule of
+    the proposal is refused, the proposal is rejected. ProposalError for an unknown or no
+    longer staged proposal, or a number it has no rule for."""
+    finish_unfinished(store)
+    row = get_proposal(store, proposal_id)
+    if row.status != "staged":
+        raise ProposalError(f"proposal {proposal_id} is {row.status}, not staged")
+    rules = load_report(row).rules
+    if not rules:
+        raise ProposalError(
+            f"proposal {proposal_id} lists no rules one by one (staged before rules were "
+            "reviewed singly); reject it whole"
+        )
+    picked = next((r for r in rules if r.n == n), None)
+    if picked is None:
+        raise ProposalError(
+            f"proposal {proposal_id} has no rule {n}; its rules are 1 to {len(rules)} "
+            f"(`skillopt-sleep show {proposal_id}` lists them)"
+        )
+    why = reason or "refused by the user"
+    members = [row] + [get_proposal(store, pid) for pid in agent_group(store, proposal_id)[1:]]
+    copies: list[str] = []
+    with store.write():
+        for m in members:
+            same = [r for r in load_report(m).rules if same_rule(r.rule, picked.rule)]
+            if m.id != row.id and not same:
+                continue
+            section = NightSummary.model_validate_json(m.summary or "{}").section
+            for r in same or [picked]:
+                if r.rule not in store.edits.rules_refused(m.id):
+                    store.edits.refuse_rule(m.id, m.target_path, section, r.rule, why)
+            if m.id != row.id:
+                copies.append(m.id)
+            left = [
+                r for r in load_report(m).rules if r.rule not in store.edits.rules_refused(m.id)
+            ]
+            if not left:
+                store.proposals.set_status(m.id, "rejected", f"every rule refused: {why}")
+    after = get_proposal(store, proposal_id)
+    remaining = [r for r in rules if r.rule not in store.edits.rules_refused(proposal_id)]
+    return RuleRejected(
+        proposal_id=proposal_id,
+        n=n,
+        rule=picked.rule,
+        reason=why,
+        status=after.status,
+        remaining=len(remaining),
+        copies=copies,
     )
 
 

@@ -10,10 +10,12 @@ from skillopt_sleep.results import (
     AdoptResult,
     ProposalDetail,
     ProposalReport,
+    ProposalRule,
     ProposalSummary,
     RefusalLifted,
     RejectResult,
     RollbackResult,
+    RuleRejected,
     SkillInfo,
 )
 from skillopt_sleep.service.core import Core
@@ -54,7 +56,10 @@ class ReviewService:
                 diff = fh.read()  # byte-exact: a CRLF file's diff keeps its CRs
         except OSError as exc:
             raise ProposalError(f"proposal {proposal_id}: diff unreadable ({exc})") from None
+        with self.core.use() as store:
+            rules = _rules_now(store, row, report.rules)
         return ProposalDetail(
+            rules=rules,
             **_summary(row.as_dict()).model_dump(),
             new_hash=row.new_hash,
             folder=row.dir,
@@ -79,11 +84,12 @@ class ReviewService:
         """The proposal's ``report.md`` as it stands now (a proposal no longer staged says it
         can no longer be adopted); ``with_status`` adds a first comment line with its status
         and base hash (for agents). A staged one is marked seen, as by :meth:`proposal`."""
-        from skillopt_sleep.proposals.records import get_proposal, report_markdown
+        from skillopt_sleep.proposals.records import get_proposal, load_report, report_markdown
 
         with self.core.use() as store:
             row = get_proposal(store, proposal_id)
-        report = report_markdown(row)
+            rules = _rules_now(store, row, load_report(row).rules)
+        report = report_markdown(row, rules)
         self._receipts.saw(row)
         if not with_status:
             return report
@@ -112,10 +118,12 @@ class ReviewService:
         base_hash: str | None = None,
         force: bool = False,
         allow_flagged: bool = False,
+        rules: list[int] | None = None,
     ) -> AdoptResult:
         """Write a staged proposal to its live file (atomically, with a backup), only where
         the config and the agent registry allow; ``allow_flagged``: even when it adds rules
-        the poisoning screen flags."""
+        the poisoning screen flags; ``rules``: only these of its rules (numbers as ``show``
+        lists them; None: all but those refused one by one)."""
         from skillopt_sleep.proposals.adoption import adopt
 
         settings = self.core.settings()
@@ -127,6 +135,7 @@ class ReviewService:
                 force=force,
                 allow_flagged=allow_flagged,
                 settings=settings,
+                rules=_rule_texts(store, proposal_id, rules),
             )
 
     def agent_copies(self, proposal_id: str) -> list[str]:
@@ -145,16 +154,27 @@ class ReviewService:
             return copy_statuses(store, proposal_id)
 
     def adopt_all_agents(
-        self, proposal_id: str, *, force: bool = False, allow_flagged: bool = False
+        self,
+        proposal_id: str,
+        *,
+        force: bool = False,
+        allow_flagged: bool = False,
+        rules: list[int] | None = None,
     ) -> list[AdoptResult]:
         """Adopt a proposal and the staged copies of its rules for other agents (see
-        :func:`skillopt_sleep.proposals.adopt_group`); the adoptions, ``proposal_id``'s first."""
+        :func:`skillopt_sleep.proposals.adopt_group`); the adoptions, ``proposal_id``'s first.
+        ``rules``: only these of its rules, in every copy too."""
         from skillopt_sleep.proposals.adoption import adopt_group
 
         settings = self.core.settings()
         with self.core.use(check=True) as store:
             return adopt_group(
-                store, proposal_id, force=force, allow_flagged=allow_flagged, settings=settings
+                store,
+                proposal_id,
+                force=force,
+                allow_flagged=allow_flagged,
+                settings=settings,
+                rules=_rule_texts(store, proposal_id, rules),
             )
 
     def reject(self, proposal_id: str, reason: str = "") -> RejectResult:
@@ -162,6 +182,14 @@ class ReviewService:
 
         with self.core.use(check=True) as store:
             return reject(store, proposal_id, reason)
+
+    def reject_rule(self, proposal_id: str, n: int, reason: str = "") -> RuleRejected:
+        """Refuse one rule of a staged proposal (see
+        :func:`skillopt_sleep.proposals.refusals.reject_rule`)."""
+        from skillopt_sleep.proposals.refusals import reject_rule
+
+        with self.core.use(check=True) as store:
+            return reject_rule(store, proposal_id, n, reason)
 
     def lift_refusal(self, proposal_id: str) -> RefusalLifted:
         """Take back the refusal of a rejected or rolled-back proposal (staged again; see
@@ -242,3 +270,40 @@ def _summary(row: dict[str, Any]) -> ProposalSummary:
         {k: row.get(k) for k in ProposalSummary.model_fields}
         | {"base_hash": row.get("base_hash") or "", "block": block_of(row)}
     )
+
+
+def _rule_texts(store: Store, proposal_id: str, numbers: list[int] | None) -> list[str] | None:
+    """The texts of rules ``numbers`` of ``proposal_id`` (None: None, every rule).
+    BadArgument for a number it has no rule for."""
+    if numbers is None:
+        return None
+    from skillopt_sleep.proposals.records import get_proposal, load_report
+
+    rules = load_report(get_proposal(store, proposal_id)).rules
+    by_n = {r.n: r.rule for r in rules}
+    wrong = [n for n in numbers if n not in by_n]
+    if wrong:
+        span = f"1 to {len(rules)}" if rules else "none (it was staged before rules were listed)"
+        raise BadArgument(
+            f"proposal {proposal_id} has no rule {', '.join(map(str, wrong))}; its rules are "
+            f"{span} (`skillopt-sleep show {proposal_id}` lists them)"
+        )
+    return [by_n[n] for n in numbers]
+
+
+def _rules_now(store: Store, row: Any, rules: list[ProposalRule]) -> list[ProposalRule]:
+    """A proposal's rules with their status now: refused one by one (with the reason), or,
+    once it is adopted, whether the live adoption wrote each."""
+    import json
+
+    refused = store.edits.rules_refused(row.id)
+    adopted = store.adoptions.live_of(row.id) if row.status == "adopted" else None
+    left_out = set(json.loads(adopted.left_out or "[]")) if adopted else set()
+    out = []
+    for r in rules:
+        if r.rule in refused:
+            r = r.model_copy(update={"status": "refused", "reason": refused[r.rule]})
+        elif adopted is not None:
+            r = r.model_copy(update={"status": "not adopted" if r.rule in left_out else "adopted"})
+        out.append(r)
+    return out

@@ -187,8 +187,33 @@ class Rules:
     max_chars: int | None = None
 
 
-def parse_rules(text: str) -> Rules:
-    """Read every rule of the rule language in ``text``. The smallest length limit wins."""
+#: a scoped rule line: ``- When <scope>: <rule>`` (see ``delivery.document.scoped``)
+_SCOPED_LINE = re.compile(r"^(\s*(?:[-*]\s+)?)When ([^:\n]{3,120}?): (\S[^\n]*)$", re.M)
+#: words of a scope that say nothing of what it is about
+_SCOPE_FILLER = frozenset({"when", "writing", "giving", "asked", "answering", "running", "doing"})
+
+
+def in_scope(scope: str, asked: str) -> bool:
+    """Whether a literal-minded model takes a rule scoped to ``scope`` to hold for the request
+    ``asked``: a content word of the scope (4+ letters) and a word of the request start alike,
+    on five letters or the whole shorter word ("installing dependencies" holds for "install
+    them"; "writing tests" for "add a test"; "writing a commit message" not for "give me a
+    command")."""
+    words = [w for w in _WORD.findall(scope.lower()) if len(w) >= 4 and w not in STOP_WORDS]
+    words = [w for w in words if w not in _SCOPE_FILLER]
+    said = [w for w in _WORD.findall(asked.lower()) if len(w) >= 4]
+    return any(r.startswith(w[:5]) or w.startswith(r[:5]) for w in words for r in said)
+
+
+def parse_rules(text: str, asked: str | None = None) -> Rules:
+    """Read every rule of the rule language in ``text``. The smallest length limit wins.
+    With ``asked`` (the request), a scoped rule ("When writing a commit message: …") counts
+    only when its scope holds for the request (:func:`in_scope`); without it, every rule
+    counts as if unscoped."""
+    if asked is not None:
+        text = _SCOPED_LINE.sub(
+            lambda m: m.group(1) + m.group(3) if in_scope(m.group(2), asked) else "", text
+        )
     rules = Rules(
         replace=[(m.group(1), m.group(2)) for m in _USE_INSTEAD.finditer(text)],
         always=[m.group(1) for m in _ALWAYS.finditer(text)],
@@ -366,7 +391,7 @@ class Brain:
             text = persona.default_answer.replace("{prompt}", _CONTEXT.sub("", turn.prompt).strip())
         diff = _DIFF_FILE.search(seen)
         text = text.replace("{changed_file}", (diff.group(1) or diff.group(2)) if diff else "files")
-        rules = parse_rules(turn.rule_text())
+        rules = parse_rules(turn.rule_text(), asked)
         text = apply_rules(text, rules)
         if not turn.after_tool or last_load:
             offered = {t.lower(): t for t in turn.tools}
@@ -396,7 +421,7 @@ class Brain:
         return None if best is None else best[1]
 
     # -- reflect ------------------------------------------------------------------------
-    def reflect(self, material: dict[str, Any]) -> list[dict[str, str]]:
+    def reflect(self, material: dict[str, Any]) -> list[dict[str, Any]]:
         """Edits ``[{"op": "add", "text", "rationale"}]`` (see the module docstring); for a
         skill first a ``describe`` edit (:func:`derive_description`)."""
         blocked = {_norm(r) for r in material.get("rules", [])}
@@ -413,7 +438,7 @@ class Brain:
             r = re.sub(r"^(add|delete):\s*", "", r)
             blocked.add(_norm(r.split(" -> ", 1)[-1] if r.startswith("replace:") else r))
         budget = int(material.get("edit_budget", 2) or 0)
-        edits: list[dict[str, str]] = []
+        edits: list[dict[str, Any]] = []
         skill = material.get("skill")
         told = self.persona.describe_as
         if told and isinstance(skill, dict) and budget > 0 and _norm(told) not in described:
@@ -430,20 +455,34 @@ class Brain:
                         "rationale": "the skill was not loaded in failing rollouts",
                     }
                 )
-        groups: dict[str, list[tuple[str, str]]] = {
-            "derived": contrast_edits(material.get("contrasts", []))
-            + derive_edits(material.get("failures", [])),
-            "useless": [(e, "generic advice") for e in self.persona.useless_edits],
+        failures = [f for f in material.get("failures", []) if isinstance(f, dict)]
+        every = [f.get("n") for f in failures if f.get("n") is not None]
+        groups: dict[str, list[tuple[str, str, list[Any]]]] = {
+            "derived": [(t, why, every) for t, why in contrast_edits(material.get("contrasts", []))]
+            + derive_edits(failures),
+            "useless": [(e, "generic advice", every) for e in self.persona.useless_edits],
             "harmful": [
-                (e, "shorter answers are easier to read") for e in self.persona.harmful_edits
+                (e, "shorter answers are easier to read", every) for e in self.persona.harmful_edits
             ],
         }
+        family = {f.get("n"): str(f.get("family", "")) for f in failures}
         for group in self.persona.order:
-            for text, rationale in groups[group]:
+            for text, rationale, evidence in groups[group]:
                 if _norm(text) in blocked or len(edits) >= budget:
                     continue
                 blocked.add(_norm(text))
-                edits.append({"op": "add", "text": text, "rationale": rationale})
+                # a literal-minded optimizer: the families of what it fixes, "all" when several
+                families = {family.get(n, "") for n in evidence}
+                scope = "all" if len(families) != 1 else next(iter(families))
+                edits.append(
+                    {
+                        "op": "add",
+                        "text": text,
+                        "rationale": rationale,
+                        "evidence": evidence,
+                        "scope": scope,
+                    }
+                )
         return edits
 
 
@@ -502,14 +541,16 @@ def contrast_edits(contrasts: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return out
 
 
-def derive_edits(failures: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(rule text, rationale) pairs derived from the failed checks, in failure order.
+def derive_edits(failures: list[dict[str, Any]]) -> list[tuple[str, str, list[Any]]]:
+    """(rule text, rationale, evidence) triples derived from the failed checks, in failure
+    order; the evidence is the numbers (``n``) of the failures that call for the rule.
 
     Within one failure the i-th failed ``contains X`` pairs with the i-th failed
     ``not_contains Y`` into "Use `X` instead of `Y`."; leftovers become "Always mention" /
-    "Never mention"; ``max_chars N`` and ``tool_called T`` have their own rules.
+    "Never mention"; ``max_chars N`` (or, without one, a length in the user's corrections:
+    "under 50 characters") and ``tool_called T`` have their own rules.
     """
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, str, Any]] = []
     for failure in failures:
         checks = failure.get("failed_checks", []) or []
         by_kind: dict[str, list[str]] = {}
@@ -517,19 +558,25 @@ def derive_edits(failures: list[dict[str, Any]]) -> list[tuple[str, str]]:
             by_kind.setdefault(str(check.get("kind")), []).append(str(check.get("value", "")))
         pos, neg = by_kind.get("contains", []), by_kind.get("not_contains", [])
         why = f"fixes task: {str(failure.get('task', ''))[:80]}"
+        n = failure.get("n")
         for x, y in zip(pos, neg, strict=False):  # the extra positives follow
-            out.append((f"Use `{x}` instead of `{y}`.", why))
-        out += [(f"Always mention `{x}`.", why) for x in pos[len(neg) :]]
-        out += [(f"Never mention `{y}`.", why) for y in neg[len(pos) :]]
-        out += [(f"Keep answers under {n} characters.", why) for n in by_kind.get("max_chars", [])]
-        out += [(f"Use the `{t}` tool.", why) for t in by_kind.get("tool_called", [])]
-    seen: set[str] = set()
-    unique = []
-    for text, why in out:
-        if _norm(text) not in seen:
-            seen.add(_norm(text))
-            unique.append((text, why))
-    return unique
+            out.append((f"Use `{x}` instead of `{y}`.", why, n))
+        out += [(f"Always mention `{x}`.", why, n) for x in pos[len(neg) :]]
+        out += [(f"Never mention `{y}`.", why, n) for y in neg[len(pos) :]]
+        limits = by_kind.get("max_chars", [])
+        if not limits:  # a length the user asked for, read from their words (a rubric task)
+            said = " ".join(str(c) for c in failure.get("corrections", []) or [])
+            limits = _READ_LIMIT.findall(said)[:1]
+        out += [(f"Keep answers under {v} characters.", why, n) for v in limits]
+        out += [(f"Use the `{t}` tool.", why, n) for t in by_kind.get("tool_called", [])]
+    unique: dict[str, tuple[str, str, list[Any]]] = {}
+    for text, why, n in out:
+        key = _norm(text)
+        if key not in unique:
+            unique[key] = (text, why, [])
+        if n is not None and n not in unique[key][2]:
+            unique[key][2].append(n)
+    return list(unique.values())
 
 
 def judge_score(rubric: str, answer: str) -> float:
@@ -537,10 +584,12 @@ def judge_score(rubric: str, answer: str) -> float:
 
     A term counts when present, or when ABSENT if a negator (not, never, instead of, avoid,
     without, don't, no) occurs in the few words before it (since the previous term).
-    No terms: 1.0 for a non-empty answer, else 0.0.
+    No terms: 1.0 for a non-empty answer, else 0.0. A length limit ("at most N characters")
+    is one more term, met when the answer's first line is no longer.
     """
     terms = list(re.finditer(r"`([^`]+)`", rubric))
-    if not terms:
+    limits = [int(n) for n in _JUDGE_LIMIT.findall(rubric)]
+    if not terms and not limits:
         return 1.0 if answer.strip() else 0.0
     ok, prev_end = 0, 0
     for m in terms:
@@ -548,7 +597,12 @@ def judge_score(rubric: str, answer: str) -> float:
         negative = bool(_NEGATORS.search(window))
         ok += has_term(answer, m.group(1)) != negative
         prev_end = m.end()
-    return round(ok / len(terms), 3)
+    first = next((line.strip() for line in answer.splitlines() if line.strip()), "")
+    ok += sum(bool(first) and len(first) <= n for n in limits)
+    return round(ok / (len(terms) + len(limits)), 3)
+
+
+_JUDGE_LIMIT = re.compile(r"\bat most (\d+) characters\b", re.I)
 
 
 # A literal-minded reader of follow-ups in four languages (the real model reads any): the

@@ -48,6 +48,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from skillopt_sleep.marks import memory_marks
 from skillopt_sleep.models import CapsuleItem, HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, walk_files, walk_paths
@@ -245,6 +246,15 @@ class ClaudeCodeSource(Source):
 
         for rec in json_records(lines, skipped):
             rtype = rec.get("type")
+            if rtype == "attachment" and _loaded_memory(rec) is not None:
+                # the memory files this session loaded: marked, never stored as text
+                mkey: str = (
+                    path.parent.parent.name
+                    if subagent_file
+                    else (_str(rec.get("sessionId")) or path.stem)
+                )
+                self._remember_loaded(mkey, rec, sessions, messages, raw, per_session)
+                continue
             if rtype not in ("user", "assistant", "custom-title", "ai-title"):
                 skipped[f"ignored_type:{rtype}"] += 1
                 continue
@@ -286,6 +296,25 @@ class ClaudeCodeSource(Source):
         state["s"] = per_session
         result.state = state
         return result
+
+    def _remember_loaded(
+        self,
+        key: str,
+        rec: dict,
+        sessions: dict[str, HarvestedSession],
+        messages: dict[str, dict[str, HarvestedMessage]],
+        raw: dict[str, dict[str, str]],
+        per_session: dict[str, dict],
+    ) -> None:
+        """An ``instructions`` attachment: the marks of the memory the session loaded."""
+        sess = sessions.get(key)
+        if sess is None:
+            sess = sessions[key] = HarvestedSession(source=self.name, key=key)
+            messages[key] = {}
+            raw[key] = {}
+        per_session.setdefault(key, {"fp": False, "self": False, "headless": False})
+        marks = _loaded_memory(rec) or []
+        sess.loaded = list(dict.fromkeys([*(sess.loaded or []), *marks]))
 
     # ------------------------------------------------------------------ records
     @staticmethod
@@ -423,3 +452,17 @@ class ClaudeCodeSource(Source):
             timestamp=ts,
             is_sidechain=sidechain,
         )
+
+
+def _loaded_memory(rec: dict) -> list[str] | None:
+    """The marks of the memory files an ``instructions`` attachment says the session loaded
+    (None: not such an attachment)."""
+    att = rec.get("attachment")
+    if not isinstance(att, dict) or att.get("type") != "instructions":
+        return None
+    files = att.get("files")
+    marks: list[str] = []
+    for f in files if isinstance(files, list) else []:
+        if isinstance(f, dict) and isinstance(f.get("content"), str):
+            marks += memory_marks(f["content"])
+    return marks

@@ -47,6 +47,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from skillopt_sleep.marks import memory_marks
 from skillopt_sleep.models import CapsuleItem, HarvestedMessage, HarvestedSession
 from skillopt_sleep.redact import clean, clean_excerpt
 from skillopt_sleep.sources.base import SELF_MARKER, ParseResult, Source, walk_files, walk_paths
@@ -204,6 +205,8 @@ class CodexSource(Source):
         sess.messages = list(out.values())
         sess.project = sess.project or st.get("cwd")
         sess.headless, sess.self_generated = st["headless"], st["self"]
+        if st.get("loaded") is not None:
+            sess.loaded = st["loaded"]
         result.sessions = [sess]
         result.state = st
         return result
@@ -380,6 +383,9 @@ class _Ctx:
         text = clean_user_text(raw)
         if text is None:
             self.skipped["injected"] += 1
+            stripped = raw.strip()
+            if stripped.startswith(("# AGENTS.md instructions", "<user_instructions>")):
+                self.loaded(stripped)
             return
         self.st["cur"] = None
         if self.duplicate("user", channel, text):
@@ -391,6 +397,19 @@ class _Ctx:
         self.add(
             HarvestedMessage(uid=uid, role="user", kind="prompt", text=cap(clean(text), MAX_TEXT))
         )
+
+    def loaded(self, text: str) -> None:
+        """The AGENTS.md instructions Codex sent the model: marked (never stored as text)."""
+        body = text
+        for open_tag, close_tag in (
+            ("<INSTRUCTIONS>", "</INSTRUCTIONS>"),
+            ("<user_instructions>", "</user_instructions>"),
+        ):
+            if open_tag in body:
+                body = body.split(open_tag, 1)[1].split(close_tag, 1)[0]
+        marks = self.st.get("loaded") or []
+        self.st["loaded"] = list(dict.fromkeys([*marks, *memory_marks(body)]))
+        self.sess.loaded = self.st["loaded"]
 
     def answer(self, raw: str, channel: str) -> None:
         text = raw.strip()

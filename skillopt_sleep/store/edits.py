@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from skillopt_sleep.store._base import Repository
+from skillopt_sleep.store._base import Repository, now_iso
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,49 @@ class EditsRepo(Repository):
             "order by p.created_at desc, p.id desc, e.id",
             [target_path, section or ""],
         ).fetchall()
-        return [
+        out = [
             RefusedEdit(cast(Any, r[0]), r[1] or "", r[2] or "", r[3], r[4], r[5] or "")
             for r in rows
         ]
+        # rules the user refused one by one (``reject ID --rule N``), newest first
+        one_by_one = self.db.execute(
+            "select rule, proposal_id, reason from rule_refusals where target_path = ? "
+            "and coalesce(section, '') = ? order by id desc",
+            [target_path, section or ""],
+        ).fetchall()
+        return [
+            RefusedEdit("add", r[0], "", r[1], "rejected", r[2] or "") for r in one_by_one
+        ] + out
+
+    def refuse_rule(
+        self, proposal_id: str, target_path: str, section: str | None, rule: str, reason: str
+    ) -> None:
+        """Remember that the user refused ``rule`` of ``proposal_id`` on its own."""
+        self._insert(
+            "rule_refusals",
+            {
+                "proposal_id": proposal_id,
+                "target_path": target_path,
+                "section": section or "",
+                "rule": rule,
+                "reason": reason,
+                "created_at": now_iso(),
+            },
+        )
+
+    def rules_refused(self, proposal_id: str) -> dict[str, str]:
+        """The rules of ``proposal_id`` the user refused one by one: rule -> reason."""
+        rows = self.db.execute(
+            "select rule, reason from rule_refusals where proposal_id = ? order by id",
+            [proposal_id],
+        ).fetchall()
+        return {r[0]: r[1] or "" for r in rows}
+
+    def of_night(self, night_id: int, section: str | None) -> list[dict[str, Any]]:
+        """The edits of night ``night_id`` for the block of ``section``, in order."""
+        rows = self.db.execute(
+            "select * from edits where night_id = ? and coalesce(section, '') = ? order by id",
+            [night_id, section or ""],
+        )
+        names = [d[0] for d in rows.description]
+        return [dict(zip(names, r, strict=True)) for r in rows.fetchall()]

@@ -85,7 +85,8 @@ class ForgetRepo(Repository):
     ) -> dict[str, int]:
         """Delete the sessions (their messages, full-text rows via the index's triggers, reach
                 records) and the tasks (their rollouts, and the text the outbox kept of calls that sent
-        their intent); with any task deleted, the response and judge
+        their intent, and the collateral gate's everyday probes of the nights that replayed
+        them); with any task deleted, the response and judge
                 caches are emptied (their keys are hashes of task text). With ``before``, rollouts
                 older than it go too. Returns counts by kind."""
         db = self.db
@@ -97,6 +98,7 @@ class ForgetRepo(Repository):
             "cached": 0,
             "outbox": 0,
         }
+        nights: set[int] = set()
         for chunk in _chunks(session_ids):
             marks = ",".join("?" * len(chunk))
             counts["messages"] += db.execute(
@@ -123,6 +125,17 @@ class ForgetRepo(Repository):
                 counts["outbox"] += db.execute(
                     "update outbox set prompt = '' where instr(prompt, ?) > 0", [intent]
                 ).rowcount
+            # the nights that replayed them: their everyday probes (the collateral gate's, no
+            # task of the user's) were answered under rules learned from these tasks
+            nights.update(
+                r[0]
+                for r in db.execute(
+                    f"select distinct night_id from rollouts where task in ({marks}) or "
+                    "(instr(task_id, '@') > 0 and "
+                    f"substr(task_id, 1, instr(task_id, '@') - 1) in ({marks}))",
+                    chunk * 2,
+                ).fetchall()
+            )
             # a rollout's task_id is the replayed view, ``<task>@<occurrence>``: its task is
             # ``task`` (NULL when the task was not stored), else the view id's head
             counts["rollouts"] += db.execute(
@@ -138,6 +151,10 @@ class ForgetRepo(Repository):
                 ).rowcount
             counts["tasks"] += db.execute(
                 f"delete from tasks where id in ({marks})", chunk
+            ).rowcount
+        for night in sorted(nights):
+            counts["rollouts"] += db.execute(
+                "delete from rollouts where night_id = ? and task_id like 'probe:%'", [night]
             ).rowcount
         if before is not None:
             counts["rollouts"] += db.execute(

@@ -619,3 +619,39 @@ def m016_task_links(db: Database) -> None:
         {"project": str, "a": str, "b": str, "link": str, "created_at": str},
         pk=("project", "a", "b"),
     )
+
+
+@migrations(name="m017_rule_scope_refusals")
+def m017_rule_scope_refusals(db: Database) -> None:
+    """``adoptions.left_out`` (JSON: the proposal's rules an adoption of some of them did not
+    write), ``sessions.loaded`` (JSON: the marks of the memory the transcript shows the agent
+    loaded, :mod:`skillopt_sleep.marks`), ``wild_sessions.observed`` (1: the transcript showed
+    whether the adopted rules reached the session; 0 or NULL: inferred), ``edits.scope`` (the task family a rule was scoped to; "" unscoped) and
+    ``edits.evidence`` (JSON: the replayed views it was learned from), so a proposal's rules
+    are reviewed one by one with their evidence; and ``rule_refusals``: a rule of a proposal
+    the user refused on its own (``reject ID --rule N``), remembered for that document's block
+    without refusing its siblings."""
+    cols = db.table("edits").columns_dict
+    if "scope" not in cols:
+        db.table("edits").add_column("scope", str)
+    if "evidence" not in cols:
+        db.table("edits").add_column("evidence", str)
+    if "left_out" not in db.table("adoptions").columns_dict:  # rules not adopted (JSON)
+        db.table("adoptions").add_column("left_out", str)
+    if "loaded" not in db.table("sessions").columns_dict:  # memory marks (skillopt_sleep.marks)
+        db.table("sessions").add_column("loaded", str)
+    if "observed" not in db.table("wild_sessions").columns_dict:  # reach seen in the transcript
+        db.table("wild_sessions").add_column("observed", int)
+    db.table("rule_refusals").create(
+        {
+            "id": int,
+            "proposal_id": str,
+            "target_path": str,
+            "section": str,
+            "rule": str,
+            "reason": str,
+            "created_at": str,
+        },
+        pk="id",
+        if_not_exists=True,
+    )

@@ -51,6 +51,8 @@ class AdoptionRow:
     before_hash: str
     after_hash: str
     rolled_back_at: str | None
+    #: JSON: the proposal's rules this adoption did not write (m017; None before)
+    left_out: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The row as the dict the table holds (column → value, in column order)."""

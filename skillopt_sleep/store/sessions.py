@@ -44,6 +44,14 @@ class SessionRow:
     self_generated: int
     title: str | None
     n_messages: int | None
+    #: JSON list of the marks of the memory the transcript shows loaded (m017; None: not
+    #: recorded, :mod:`skillopt_sleep.marks`)
+    loaded: str | None = None
+
+    @property
+    def loaded_marks(self) -> set[str] | None:
+        """The marks of the memory the session loaded (None: its transcript does not say)."""
+        return None if self.loaded is None else set(json.loads(self.loaded))
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +108,14 @@ def _opt(text: str | None) -> str | None:
     return redact(text) if text else text
 
 
+def _loaded(old: str | None, new: list[str] | None) -> str | None:
+    """The marks of the memory a session loaded, stored ones and a later pass's together."""
+    if new is None:
+        return old
+    marks = json.loads(old) if old else []
+    return json.dumps(list(dict.fromkeys([*marks, *new])))
+
+
 def _fts_quote(query: str) -> str:
     return " ".join('"' + tok.replace('"', '""') + '"' for tok in query.split())
 
@@ -152,6 +168,7 @@ class SessionsRepo(Repository):
             "self_generated": int(session.self_generated or bool(old.get("self_generated"))),
             "title": _opt(session.title) or old.get("title"),
             "n_messages": old.get("n_messages") or 0,
+            "loaded": _loaded(old.get("loaded"), session.loaded),
         }
         seq = int(row["n_messages"] or 0)
         changed = 0

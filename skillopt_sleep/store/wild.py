@@ -16,13 +16,24 @@ class WildRepo(Repository):
         ).fetchall()
         return {r[0]: bool(r[1]) for r in rows}
 
-    def record(self, session_id: str, adoption_id: int, reached: bool) -> None:
-        """Record a verdict once (a later one for the same pair is ignored)."""
+    def record(
+        self, session_id: str, adoption_id: int, reached: bool, observed: bool = False
+    ) -> None:
+        """Record a verdict once (a later one for the same pair is ignored); ``observed``: the
+        transcript showed it (the memory the agent loaded), not inferred."""
         self.db.execute(
-            "insert or ignore into wild_sessions (session_id, adoption_id, reached, checked_at) "
-            "values (?, ?, ?, ?)",
-            [session_id, adoption_id, int(reached), now_iso()],
+            "insert or ignore into wild_sessions "
+            "(session_id, adoption_id, reached, checked_at, observed) values (?, ?, ?, ?, ?)",
+            [session_id, adoption_id, int(reached), now_iso(), int(observed)],
         )
+
+    def observed(self, adoption_id: int) -> set[str]:
+        """The sessions whose verdict for ``adoption_id`` the transcript showed."""
+        rows = self.db.execute(
+            "select session_id from wild_sessions where adoption_id = ? and observed = 1",
+            [adoption_id],
+        ).fetchall()
+        return {r[0] for r in rows}
 
     def judge(self, session_id: str, adoption_id: int, score: float) -> None:
         """Keep the rubric judge's score of a reached session's first answer."""

@@ -25,11 +25,14 @@ def write_claude_session(
     when: dt.datetime | None = None,
     version: str = "2.1.328",
     entrypoint: str | None = None,
+    loaded: dict[str, str] | None = None,
 ) -> Path:
     """Write one Claude Code transcript (``~/.claude/projects/<slug>/<session>.jsonl``).
 
     Each turn is (prompt, answer, correction|None); a correction is a user record after the
-    answer, followed by a short assistant acknowledgement. ``entrypoint``: the envelope's
+    answer, followed by a short assistant acknowledgement. ``loaded``: the memory files the
+    session loaded (path -> content), recorded first as Claude Code's ``instructions``
+    attachment (None: not recorded, as older versions do). ``entrypoint``: the envelope's
     field (``cli`` interactive; ``sdk-py`` an Agent-SDK program such as a grader; absent when
     None). Returns the file path.
     """
@@ -68,6 +71,22 @@ def write_claude_session(
         rec.update(uuid=u, timestamp=_ts(when, 5 * len(records)))
         records.append(rec)
 
+    if loaded is not None:  # the memory files it loaded, as Claude Code 2.1 records them
+        records.append(
+            {
+                **env,
+                "parentUuid": None,
+                "type": "attachment",
+                "attachment": {
+                    "type": "instructions",
+                    "files": [
+                        {"path": p, "type": "User", "content": text} for p, text in loaded.items()
+                    ],
+                },
+                "uuid": str(uuid.uuid4()),
+                "timestamp": _ts(when, 0),
+            }
+        )
     _play(turns, lambda text: add("user", text), lambda text: add("assistant", text))
     _write_jsonl(path, records)
     return path

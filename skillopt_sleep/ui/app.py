@@ -203,16 +203,27 @@ class _Dashboard:
     async def adopt(self, request: Request) -> Response:
         pid = request.path_params["pid"]
         form = request.state.form
+        # the rules checked on the page (``adopt ID --rules``); none checked adopts none
+        rules = _numbers(form.getlist("rules")) if form.get("chosen") else None
+        if rules == []:
+            return _back(pid, done="no rule checked: nothing adopted")
         if form.get("all_agents"):
-            done = await run_in_threadpool(self.service.adopt_all_agents, pid)
+            done = await run_in_threadpool(lambda: self.service.adopt_all_agents(pid, rules=rules))
         else:
-            done = [await run_in_threadpool(self.service.adopt, pid)]
+            done = [await run_in_threadpool(lambda: self.service.adopt(pid, rules=rules))]
         text = "; ".join(f"adopted {a.proposal_id} → {a.target_path}" for a in done)
+        left = [r for a in done[:1] for r in a.left_out]
+        if left:
+            text += f" (left out: {'; '.join(left)})"
         return _back(pid, done=text)
 
     async def reject(self, request: Request) -> Response:
         pid = request.path_params["pid"]
         reason = str(request.state.form.get("reason", "")).strip()
+        rule = _numbers([request.state.form.get("rule", "")])
+        if rule:
+            got = await run_in_threadpool(self.service.reject_rule, pid, rule[0], reason)
+            return _back(pid, done=f"refused rule {got.n}: {got.rule}")
         await run_in_threadpool(self.service.reject, pid, reason)
         return _back(pid, done=f"rejected {pid}" + (f": {reason}" if reason else ""))
 
@@ -288,3 +299,8 @@ class _Dashboard:
             Route("/nights/start", guard(self.start_night, write=True), methods=["POST"]),
             Route("/{rest:path}", guard(_not_found), methods=["GET"]),  # the token first, even here
         ]
+
+
+def _numbers(values: list[Any]) -> list[int]:
+    """The rule numbers a form sent (anything that is no positive number is dropped)."""
+    return [int(v) for v in values if str(v).strip().isdigit() and int(v) > 0]

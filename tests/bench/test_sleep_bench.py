@@ -80,11 +80,17 @@ def test_a_quick_run_prints_the_arms_and_the_night_learns_what_no_document_canno
     assert off["collateral"] > night["collateral"]
     assert off["tokens_per_turn"] > night["tokens_per_turn"]
 
-    # seed 0 (the optimizer's derived edits first): every habit learnt, and the one item the
-    # full night made worse is the probe that must name pip (its uv rule is that broad)
+    # seed 0 (the optimizer's derived edits first): every habit learnt, and nothing made worse:
+    # the uv rule is scoped to installing dependencies, so the probe that must name pip (to
+    # upgrade pip itself) keeps its answer — the rule for every task broke it (one-shot)
     s0 = night["per_seed"][0]
     assert s0["heldout"] == 1.0
-    assert s0["worse"] == {"maya": [], "ravi": ["probe:upgrade-pip"]}
+    assert s0["worse"] == {"maya": [], "ravi": []}
+    assert (
+        "When installing dependencies or adding packages: use `uv` instead of `pip`."
+        in (s0["rules"]["ravi"])
+    )
+    assert "probe:upgrade-pip" in one["per_seed"][0]["worse"]["ravi"]
     # each night's ending is recorded with the seed (an arm without a night says nothing)
     assert all(said.startswith("succeeded") for said in s0["nights"].values()), s0["nights"]
     assert none["per_seed"][0]["nights"] == {"maya": "", "ravi": ""}

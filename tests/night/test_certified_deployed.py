@@ -43,6 +43,7 @@ from tests.helpers.deployed import (
     place_of,
     write_user_sessions,
 )
+from tests.helpers.night import NO_COLLATERAL
 
 pytestmark = pytest.mark.cli
 
@@ -75,6 +76,7 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
             Path("/nonexistent/config.toml"),
             **{
                 **demo_settings(isolated_home, project, sim.url + "/v1"),
+                **NO_COLLATERAL,
                 # two edits, the persona's order: the derived pnpm rule and the harmful one,
                 # which the gate must reject through this CLI's replays (each further edit is
                 # one more gate of real-CLI replays)
@@ -173,6 +175,7 @@ def test_in_the_wild_the_adopted_memory_is_seen_reaching_real_sessions_and_flagg
             Path("/nonexistent/config.toml"),
             **{
                 **demo_settings(isolated_home, project, sim.url + "/v1"),
+                **NO_COLLATERAL,
                 "document": {"kind": "memory", "agent": "claude_code"},
                 "target": {"name": "claude_code", **backend},
                 "optimizer": {**backend, "name": "openai_compatible", "base_url": sim.url + "/v1"},
@@ -231,6 +234,7 @@ def test_a_task_corrected_in_opencode_and_in_pi_is_mined_as_one_task(
         Path("/nonexistent/config.toml"),
         **{
             **demo_settings(isolated_home, project, "http://127.0.0.1:9/v1"),
+            **NO_COLLATERAL,
             "sources": {"opencode": {}, "pi": {}},
             # `opencode run` sessions are headless (docs/sources.md): this test stands in for
             # the user's own sessions

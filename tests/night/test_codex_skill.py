@@ -22,6 +22,7 @@ from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
 from tests.helpers.clis import require_cli
+from tests.helpers.night import NO_COLLATERAL
 
 pytestmark = pytest.mark.cli
 
@@ -45,6 +46,7 @@ def _night(tmp_path: Path, home: Path, load: str):
             Path("/nonexistent/config.toml"),
             **{
                 **demo_settings(home, project, sim.url),
+                **NO_COLLATERAL,
                 "document": {"kind": "managed_skill", "agent": "codex"},
                 "target": {"name": "codex", "base_url": sim.url + "/v1", "workers": 2, **backend},
                 "optimizer": {"name": "openai_compatible", "base_url": sim.url + "/v1", **backend},

@@ -25,6 +25,7 @@ from skillopt_sleep.simulator.persona import persona_from_dict
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
 from tests.helpers.deployed import MODEL, PERSONA, SIM_KEY, ask, place_of
+from tests.helpers.night import NO_COLLATERAL
 
 pytestmark = pytest.mark.cli
 
@@ -42,6 +43,7 @@ def test_codex_gets_its_own_certified_copy_and_the_real_codex_cli_answers_by_it(
             Path("/nonexistent/config.toml"),
             **{
                 **demo_settings(isolated_home, project, sim.url + "/v1"),
+                **NO_COLLATERAL,
                 "document": {"kind": "memory", "agent": "claude_code"},
                 "target": {"name": "claude_code", "base_url": sim.url, **common},
                 "optimizer": {

@@ -311,7 +311,11 @@ def test_with_no_val_split_an_improvement_is_unverified_and_not_staged(tmp_path,
     assert result.status == "no_change" and result.proposal_id is None
     assert result.summary.reason == "edits improved train only (unverified)"
     statuses = {e["text"]: e["status"] for e in db_rows(store, "edits")}
-    assert statuses["Use `pnpm` instead of `npm`."] == "unverified"
+    # learned from one install request: scoped to that task family
+    assert (
+        statuses["When installing dependencies or adding packages: use `pnpm` instead of `npm`."]
+        == "unverified"
+    )
     assert db_rows(store, "proposals") == [] and target.read_bytes() == USER_TEXT
 
 
@@ -344,7 +348,8 @@ def test_a_task_asked_three_times_is_learned_and_certified_on_its_next_occurrenc
     rows = db_rows(store, "rollouts")
     by_split: dict[str, set[str]] = {}
     for r in rows:
-        by_split.setdefault(r["split"], set()).add(r["task_id"])
+        if r["split"]:  # not the collateral gate's probes (everyday requests, split "")
+            by_split.setdefault(r["split"], set()).add(r["task_id"])
     # no occurrence in two roles: three views, one per role
     assert (
         all(len(ids) == 1 for ids in by_split.values())

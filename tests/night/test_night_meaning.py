@@ -62,7 +62,9 @@ def test_a_night_learns_from_corrections_in_another_language_and_rereads_nothing
             e["text"]: e["status"]
             for e in db_rows(store, "edits", "night_id = ?", [first.night_id])
         }
-        assert edits.get("Use `pnpm` instead of `npm`.") == "applied", edits
+        # learned from the one install request (in German and English): scoped to it
+        rule = "When installing dependencies or adding packages: use `pnpm` instead of `npm`."
+        assert edits.get(rule) == "applied", edits
         assert first.status == "succeeded", first.summary
 
         sim.reset()
@@ -91,7 +93,8 @@ def test_a_rubric_whose_judge_cannot_tell_the_corrected_answer_scores_nothing(
     (task,) = [t for t in store.tasks.all() if t.intent == cut]
     assert task.checks == [] and "abgeschnitten" in task.rubric
     assert any("judge: 'Schreib einen Test" in line and "invalid" in line for line in lines), lines
-    replayed = {r.task_id.split("@")[0] for r in store.rollouts.of_night(result.night_id, None)}
+    rollouts = store.rollouts.of_night(result.night_id, None)
+    replayed = {r.task_id.split("@")[0] for r in rollouts if r.split}
     assert task.id not in replayed and replayed  # the install task trained, this one did not
 
 

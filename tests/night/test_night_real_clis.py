@@ -35,8 +35,8 @@ from skillopt_sleep.store import Store
 from tests.helpers.cli_run import skillopt_in_process
 from tests.helpers.clis import require_cli
 from tests.helpers.net import closed_port
+from tests.helpers.night import NO_COLLATERAL, night_settings, night_world
 from tests.helpers.night import PERSONA as ENGINE_PERSONA
-from tests.helpers.night import night_settings, night_world
 from tests.helpers.store import db_get, db_rows
 
 pytestmark = pytest.mark.cli
@@ -420,6 +420,7 @@ def test_skill_mode_night_through_opencode_and_pi(
     store = Store(paths.db_path())
     with serve(persona, full_log=True) as sim:
         base = demo_settings(isolated_home, project, sim.url)
+        base.update(NO_COLLATERAL)
         base["target"] = {**base["target"], "name": name, "timeout": 90, "max_retries": 0}
         # one edit is all this test needs, the derived pnpm rule (the persona proposes it
         # first): each further edit is one more gate of real-CLI replays

@@ -42,6 +42,7 @@ from tests.helpers.deployed import (
     place_of,
     write_user_sessions,
 )
+from tests.helpers.night import NO_COLLATERAL
 
 pytestmark = pytest.mark.cli
 
@@ -86,6 +87,7 @@ def test_openclaw_sessions_train_its_workspace_agents_md_and_the_adopted_rule_re
                 # OpenClaw works in its workspace, whatever folder it is started in: the
                 # sessions' project is the workspace, and so is the night's
                 **demo_settings(isolated_home, live.parent, sim.url + "/v1"),
+                **NO_COLLATERAL,
                 # two edits, the persona's order: the derived pnpm rule and the harmful one,
                 # which the gate must reject through OpenClaw's replays (each further edit
                 # is one more gate of real-CLI replays)

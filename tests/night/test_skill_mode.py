@@ -31,6 +31,7 @@ from skillopt_sleep.proposals import adopt, reject
 from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
+from tests.helpers.night import NO_COLLATERAL
 from tests.helpers.store import db_rows
 
 BACKENDS = ["openai_compatible", "anthropic"]
@@ -270,6 +271,7 @@ def test_the_real_cli_loads_the_skill_once_its_description_is_trained(
             Path("/nonexistent/config.toml"),
             **{
                 **demo_settings(isolated_home, project, sim.url),
+                **NO_COLLATERAL,
                 "document": {"kind": "managed_skill", "agent": agent},
                 "target": {
                     "name": agent,

@@ -100,22 +100,57 @@ def _failure(task: str, *checks: tuple[str, str]) -> dict:
 
 
 def test_derive_edits_from_failed_checks() -> None:
-    edits = derive_edits(
-        [
-            _failure("install", ("contains", "pnpm"), ("not_contains", "npm")),
-            _failure("lint", ("contains", "--fix")),
-            _failure("secrets", ("not_contains", "sudo")),
-            _failure("short", ("max_chars", "80"), ("tool_called", "Bash"), ("regex", "x")),
-            _failure("again", ("contains", "pnpm"), ("not_contains", "npm")),
-        ]
-    )
-    assert [text for text, _ in edits] == [
-        "Use `pnpm` instead of `npm`.",
-        "Always mention `--fix`.",
-        "Never mention `sudo`.",
-        "Keep answers under 80 characters.",
-        "Use the `Bash` tool.",
+    failures = [
+        _failure("install", ("contains", "pnpm"), ("not_contains", "npm")),
+        _failure("lint", ("contains", "--fix")),
+        _failure("secrets", ("not_contains", "sudo")),
+        _failure("short", ("max_chars", "80"), ("tool_called", "Bash"), ("regex", "x")),
+        _failure("again", ("contains", "pnpm"), ("not_contains", "npm")),
     ]
+    for n, f in enumerate(failures, 1):
+        f["n"] = n
+    edits = derive_edits(failures)
+    # each rule with the failures that call for it (its evidence): one rule for two failures
+    assert [(text, evidence) for text, _, evidence in edits] == [
+        ("Use `pnpm` instead of `npm`.", [1, 5]),
+        ("Always mention `--fix`.", [2]),
+        ("Never mention `sudo`.", [3]),
+        ("Keep answers under 80 characters.", [4]),
+        ("Use the `Bash` tool.", [4]),
+    ]
+
+
+def test_the_optimizer_scopes_a_rule_to_its_evidence_and_a_literal_target_obeys_the_scope(
+    brain: Brain,
+) -> None:
+    failures = [
+        {
+            **_failure("write a commit message", ("max_chars", "50")),
+            "n": 1,
+            "family": "writing a commit message",
+        },
+        {
+            **_failure("install deps", ("contains", "pnpm")),
+            "n": 2,
+            "family": "installing dependencies",
+        },
+        {**_failure("add deps", ("contains", "pnpm")), "n": 3, "family": "installing dependencies"},
+    ]
+    edits = reflect(brain, failures=failures, budget=2)
+    assert [(e["text"], e["evidence"], e["scope"]) for e in edits] == [
+        ("Keep answers under 50 characters.", [1], "writing a commit message"),
+        ("Always mention `pnpm`.", [2, 3], "installing dependencies"),
+    ]
+    # a scoped rule holds where its scope names the request, and nowhere else
+    from skillopt_sleep.simulator.brain import in_scope, parse_rules
+
+    text = "- When writing a commit message: keep answers under 50 characters.\n"
+    assert parse_rules(text, "write a commit message for the fix").max_chars == 50
+    assert parse_rules(text, "give me a shell command to list files").max_chars is None
+    assert parse_rules(text).max_chars == 50  # read without a request: as if unscoped
+    assert in_scope("installing dependencies", "install them with the lockfile")
+    assert in_scope("writing tests", "add a test for the parser")
+    assert not in_scope("writing a commit message", "give me a command")
 
 
 def reflect(brain: Brain, *, rules=(), rejected=(), budget=2, failures=()) -> list[dict]:
@@ -294,5 +329,7 @@ def test_the_optimizer_reads_a_contrast_as_what_the_best_attempt_did(brain: Brai
             "op": "add",
             "text": "Use `pnpm install` instead of `npm install`.",
             "rationale": "the best attempt did it: install",
+            "evidence": [],
+            "scope": "all",
         }
     ]

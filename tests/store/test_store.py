@@ -35,6 +35,7 @@ def test_migrations_apply_once_and_wal(tmp_path):
         "m014_readings",
         "m015_wild_judged",
         "m016_task_links",
+        "m017_rule_scope_refusals",
     ]
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 

@@ -50,10 +50,17 @@ PROPOSAL = ns(
     val_tasks=[ns(task_id="t1", intent=EVIL, before=0.1, after=0.2)], test_tasks=[],
     edits=[ns(op="add", text=EVIL, old=None, status="applied", reason=EVIL, origin="o",
               rationale=EVIL, val_before=0.1, val_after=0.2)],
+    rules=[ns(n=n, change="adds", rule=EVIL, scope=EVIL, val_before=0.1, val_after=0.2,
+              tokens=5, status=st, reason=EVIL,
+              evidence=[ns(task_id="t1", intent=EVIL, words=[EVIL], sessions=["claude:1"])])
+           for n, st in ((1, "proposed"), (2, "refused"))],
     **SCORES,
 )  # fmt: skip
 WILD = ns(proposal_id="p1", target_path=EVIL, mode="file", adopted_at="a", sessions=2, reached=1,
-          pass_rate=0.5, before_pass_rate=None, flag=EVIL)  # fmt: skip
+          pass_rate=0.5, before_pass_rate=None, flag=EVIL,
+          rules=[ns(rule=EVIL, verdict="hurt", why=EVIL, own_before=1, own_before_passed=1,
+                    own_after=2, own_after_passed=0, other_before=0, other_before_bad=0,
+                    other_after=3, other_after_bad=3, rollback="p2")])  # fmt: skip
 TASK = ns(
     id="t1", split="val", intent=EVIL, corrections=[EVIL], project=EVIL, synthetic=False,
     checks=[{"kind": "contains", "value": EVIL, "origin": "correction", "evidence": EVIL}],

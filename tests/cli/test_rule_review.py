@@ -1,0 +1,111 @@
+"""Per-rule review (issue 26): a proposal's rules listed one by one with scope, evidence, val
+effect and cost; adopt some (`--rules`), refuse one (`reject --rule`) without refusing its
+siblings, which the next night may propose again."""
+
+from __future__ import annotations
+
+import json
+
+from skillopt_sleep.delivery.document import Document
+from skillopt_sleep.simulator import serve
+from skillopt_sleep.testing.sessions import write_conversations
+from tests.helpers.cli_run import sim_config
+from tests.helpers.cli_run import skillopt_in_process as skillopt
+from tests.helpers.scope import COMMITS, INSTALLS, PERSONA, SHORTER
+
+COMMIT_RULE = "When writing a commit message: keep answers under 50 characters."
+PNPM_RULE = "When installing dependencies or adding packages: use `pnpm` instead of `npm`."
+
+
+def test_rules_are_reviewed_one_by_one_and_a_refusal_is_of_that_rule_only(tmp_path, isolated_home):
+    project = tmp_path / "webapp"
+    project.mkdir()
+    write_conversations(isolated_home, project, COMMITS + INSTALLS)
+    persona = tmp_path / "persona.toml"
+    persona.write_text(PERSONA, encoding="utf-8")
+    live = project / "AGENTS.md"
+    with serve(persona) as sim:
+        cfg = str(sim_config(tmp_path / "c.toml", isolated_home, project, sim.url + "/v1"))
+        night = json.loads(skillopt("--config", cfg, "run", "--json").stdout)
+        assert night["status"] == "succeeded", night
+        pid = night["proposal_id"]
+
+        # show leads with the rules in plain words: scope, the user's words, val, cost
+        shown = skillopt("--config", cfg, "show", pid)
+        assert shown.returncode == 0, shown.stderr
+        text = shown.stdout
+        assert text.index("## Rules") < text.index("## Edits")
+        rules = json.loads(skillopt("--config", cfg, "show", pid, "--json").stdout)["rules"]
+        by_rule = {r["rule"]: r for r in rules}
+        assert set(by_rule) == {COMMIT_RULE, PNPM_RULE}, list(by_rule)
+        commit = by_rule[COMMIT_RULE]
+        assert (
+            f"{commit['n']}. adds: {COMMIT_RULE} — holds for when writing a commit message" in text
+        )
+        assert f'where you said "{SHORTER}"' in text
+        assert "skillopt-sleep session show" in text
+        assert commit["val_after"] > commit["val_before"] and commit["tokens"] > 0
+
+        # refuse the commit rule alone: the proposal stays staged with the other rule
+        res = skillopt(
+            "--config", cfg, "reject", pid, "--rule", str(commit["n"]), "--reason", "too terse"
+        )
+        assert res.returncode == 0, res.stderr
+        assert f"refused rule {commit['n']} of {pid}: {COMMIT_RULE}" in res.stdout
+        assert "1 rule(s) left" in res.stdout
+        listed = json.loads(skillopt("--config", cfg, "proposals", "--json").stdout)
+        assert [p["status"] for p in listed if p["id"] == pid] == ["staged"]
+        again = skillopt("--config", cfg, "show", pid).stdout
+        assert "— **refused** (too terse)" in again
+        # a number the proposal has no rule for: one line, nothing changed
+        bad = skillopt("--config", cfg, "adopt", pid, "--rules", "7")
+        assert bad.returncode != 0 and "has no rule 7" in bad.stderr and not live.exists()
+
+        # the next night: the refused rule is never tried again; its sibling is proposed again
+        second = json.loads(skillopt("--config", cfg, "run", "--json").stdout)
+        assert second["status"] == "succeeded", second
+        pid2 = second["proposal_id"]
+        rules2 = json.loads(skillopt("--config", cfg, "show", pid2, "--json").stdout)["rules"]
+        assert [r["rule"] for r in rules2] == [PNPM_RULE]
+        edits = json.loads(skillopt("--config", cfg, "show", pid2, "--json").stdout)["edits"]
+        refused = [e for e in edits if e["text"] == COMMIT_RULE]
+        assert refused and all(
+            e["status"] == "rejected" and f"the user refused it in {pid}: too terse" in e["reason"]
+            for e in refused
+        )
+
+    res = skillopt("--config", cfg, "adopt", pid2)
+    assert res.returncode == 0, res.stderr
+    assert Document.parse(live.read_text("utf-8")).rules == [PNPM_RULE]
+
+
+def test_adopting_some_rules_writes_only_those_and_show_says_which(tmp_path, isolated_home):
+    project = tmp_path / "webapp"
+    project.mkdir()
+    write_conversations(isolated_home, project, COMMITS + INSTALLS)
+    persona = tmp_path / "persona.toml"
+    persona.write_text(PERSONA, encoding="utf-8")
+    live = project / "AGENTS.md"
+    with serve(persona) as sim:
+        cfg = str(sim_config(tmp_path / "c.toml", isolated_home, project, sim.url + "/v1"))
+        pid = json.loads(skillopt("--config", cfg, "run", "--json").stdout)["proposal_id"]
+    rules = json.loads(skillopt("--config", cfg, "show", pid, "--json").stdout)["rules"]
+    n = next(r["n"] for r in rules if r["rule"] == PNPM_RULE)
+    for bad in ("x", "0", ""):
+        res = skillopt("--config", cfg, "adopt", pid, "--rules", bad)
+        assert res.returncode != 0 and "--rules takes rule numbers" in res.stderr
+    res = skillopt("--config", cfg, "adopt", pid, "--rules", str(n))
+    assert res.returncode == 0, res.stderr
+    assert f"left out: {COMMIT_RULE}" in res.stdout
+    assert Document.parse(live.read_text("utf-8")).rules == [PNPM_RULE]
+    now = {
+        r["rule"]: r["status"]
+        for r in json.loads(skillopt("--config", cfg, "show", pid, "--json").stdout)["rules"]
+    }
+    assert now == {PNPM_RULE: "adopted", COMMIT_RULE: "not adopted"}
+    detail = skillopt("--config", cfg, "show", pid).stdout
+    assert f"{COMMIT_RULE} — holds for when writing a commit message — **not adopted**" in detail
+    assert (
+        f"{PNPM_RULE} — holds for when installing dependencies or adding packages — **adopted**"
+        in detail
+    )
