@@ -269,6 +269,8 @@ def in_the_wild(
 ) -> list[WildCheck]:
     """One :class:`~skillopt_sleep.results.WildCheck` per adoption in place, newest first. A
     read: sessions not judged yet are judged on the files' state now, and not recorded."""
+    if not store.adoptions.in_place():  # nothing adopted: no session is read
+        return []
     sessions = store.sessions.all()
     reader = Reader(store)  # what the nights read in the user's follow-ups, no call
     out: list[WildCheck] = []
