@@ -489,7 +489,7 @@ def _numbers(said: str, option: str) -> list[int]:
         nums = [int(x) for x in said.replace(" ", "").split(",") if x]
     except ValueError:
         nums = []
-    if not nums or any(n < 1 for n in nums):
+    if not nums or any(n < 0 for n in nums):
         raise BadArgument(f"{option} takes rule numbers as `show` lists them, e.g. {option} 1,3")
     return nums
 
@@ -567,13 +567,23 @@ def reject_cmd(
         "--rule",
         metavar="N",
         help="Refuse only this rule (its number in `show`); the others stay adoptable, and "
-        "nights may still propose them.",
+        "nights may still propose them. With --undo: take that rule's refusal back.",
     ),
 ) -> None:
     """Discard a staged proposal (a refusal: nights do not propose the same again)."""
+    if rule is not None and undo:
+        if reason:
+            raise BadArgument("--undo takes no --reason")
+        back = service().lift_rule_refusal(proposal_id, rule)
+        out.print(
+            f"lifted the refusal of rule {back.n} of {proposal_id}: {back.rule} "
+            f"({proposal_id} is {back.status})",
+            markup=False,
+        )
+        if back.copies:
+            out.print(f"  and in its copies: {', '.join(back.copies)}", markup=False)
+        return
     if rule is not None:
-        if undo:
-            raise BadArgument("--rule and --undo cannot go together")
         got = service().reject_rule(proposal_id, rule, reason)
         out.print(f"refused rule {got.n} of {proposal_id}: {got.rule}", markup=False)
         if got.copies:

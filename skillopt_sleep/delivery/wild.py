@@ -450,15 +450,26 @@ def _verdict(v: RuleVerdict) -> RuleVerdict:
             f"its own tasks passed less often since adopt: {v.own_after_passed} of "
             f"{v.own_after}, {v.own_before_passed} of {v.own_before} before"
         )
-    elif enough_own and own_after - own_before >= MOVE:
+    elif enough_own and v.own_before and own_after - own_before >= MOVE:
         v.verdict = "helped"
         v.why = (
             f"its own tasks passed {v.own_after_passed} of {v.own_after} since adopt, "
             f"{v.own_before_passed} of {v.own_before} before"
         )
+    elif enough_own and not v.own_before and not enough_other:
+        v.verdict = "too few sessions"
+        v.why = (
+            f"its tasks passed {v.own_after_passed} of {v.own_after} since adopt, and were not "
+            "asked before it to compare with"
+        )
     elif enough_own or enough_other:
         v.verdict = "no effect"
-        v.why = "no change beyond chance in its tasks or your other requests"
+        v.why = (
+            f"no move of {MOVE:.2f} or more: its tasks passed {v.own_before_passed} of "
+            f"{v.own_before} before, {v.own_after_passed} of {v.own_after} since; your other "
+            f"requests broken or corrected {v.other_before_bad} of {v.other_before} before, "
+            f"{v.other_after_bad} of {v.other_after} since"
+        )
     else:
         v.verdict = "too few sessions"
         v.why = (

@@ -329,10 +329,16 @@ class Block:
         agents that lack them."""
         trainer, summary = self.trainer, self.summary
         assert trainer is not None
+        harmed = sum("but it harms" in e.reason for e in trainer.edits)
         summary.reason = (
             "edits improved train only (unverified)"
             if self.changed
-            else "no edit passed the val gate"
+            else (
+                f"no edit passed the gates: {harmed} the val gate accepted harmed your other "
+                "tasks or everyday requests (the collateral gate)"
+                if harmed
+                else "no edit passed the val gate"
+            )
             if trainer.edits
             else trainer.undecided or "the optimizer proposed no edit"
         )

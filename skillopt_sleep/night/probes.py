@@ -111,13 +111,16 @@ def user_probes(others: Sequence[Task], limit: int) -> list[Task]:
 
 
 def _faults(sc: Scored) -> list[str]:
-    return [str(c["value"]) for c in sc.checks if c.get("kind") == "whole"]
+    return list(dict.fromkeys(str(c["value"]) for c in sc.checks if c.get("kind") == "whole"))
 
 
-def harm(before: Scored, after: Scored) -> str:
+def harm(before: Scored, after: Scored, cap: int | None = None) -> str:
     """How ``after`` (the answer under the edit) is worse than ``before`` (under the document
     before it): broken where it was whole, or a check failed that passed ("" when it is not
-    worse)."""
+    worse). ``cap``: the target's answer length in tokens; an answer that reached it was cut
+    by the cap, not by the edit, and tells nothing."""
+    if cap and any(sc.usage.output_tokens >= cap for sc in (before, after)):
+        return ""
     was, now = _faults(before), _faults(after)
     if not was and now:
         return "whole before, " + ", ".join(now) + " after"

@@ -338,11 +338,12 @@ def rules_markdown(rules: list[ProposalRule], pid: str) -> list[str]:
         return []
     lines = ["## Rules", "", RULES_BEGIN]
     for r in rules:
-        scope = f"when {r.scope}" if r.scope else "every task"
+        # a scoped rule says its scope first ("When writing a commit message: …")
+        scope = "" if r.scope else " — for every task"
         status = "" if r.status == "proposed" else f" — **{r.status}**"
         if r.reason and r.status == "refused":
             status += f" ({_cell(r.reason)})"
-        lines.append(f"{r.n}. {r.change}: {visible(r.rule)} — holds for {scope}{status}")
+        lines.append(f"{r.n}. {r.change}: {visible(r.rule)}{scope}{status}")
         for ev in r.evidence[:3]:
             said = "; ".join(f'"{_cell(w)}"' for w in ev.words[:2])
             asked = _cell(ev.intent[:100])

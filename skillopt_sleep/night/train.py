@@ -823,7 +823,8 @@ class Trainer:
         doc = self.doc
         before = self.replay(self.probes, doc, rules, "probe", "collateral before")
         after = self.replay(self.probes, doc, candidate, "probe", "collateral candidate")
-        harmed = {p.id: probes.harm(before[p.id], after[p.id]) for p in self.probes}
+        cap = self.target.backend.config.max_tokens
+        harmed = {p.id: probes.harm(before[p.id], after[p.id], cap) for p in self.probes}
         hit = [p for p in self.probes if harmed[p.id]]
         if hit and self.noise.varies:  # by chance, or again on another sample?
             self.report.replaying("collateral check", 2 * len(hit))
@@ -832,10 +833,13 @@ class Trainer:
             )
             self._record_all(hit, doc.render(rules), "collateral before sample 1", again_b)
             self._record_all(hit, doc.render(candidate), "collateral candidate sample 1", again_a)
-            hit = [p for p in hit if probes.harm(again_b[p.id], again_a[p.id])]
+            hit = [p for p in hit if probes.harm(again_b[p.id], again_a[p.id], cap)]
         if not hit:
+            everyday = sum(probes.is_everyday(p.id) for p in self.probes)
             return dataclasses.replace(
-                v, reason=f"{v.reason}; no harm to {len(self.probes)} other task(s) and probes"
+                v,
+                reason=f"{v.reason}; no harm to {len(self.probes) - everyday} other task(s) of "
+                f"yours or {everyday} everyday request(s)",
             )
         said = "; ".join(f"{probes.label(p)}: {harmed[p.id]}" for p in hit[:3])
         more = f" (and {len(hit) - 3} more)" if len(hit) > 3 else ""

@@ -223,6 +223,17 @@ def chosen_text(
     base (an add not made, a removed rule kept). Returns the text and the rules left out."""
     changes = load_report(row).rules
     refused = store.edits.rules_refused(row.id)
+    chosen_refused = [
+        c for c in changes if c.rule in refused and rules is not None and c.rule in rules
+    ]
+    if chosen_refused:
+        c = chosen_refused[0]
+        raise ProposalError(
+            f"rule {c.n} of {row.id} is refused"
+            + (f" ({refused[c.rule]})" if refused[c.rule] else "")
+            + f"; nothing was written (`skillopt-sleep reject {row.id} --rule {c.n} --undo` "
+            "takes the refusal back)"
+        )
     out = [
         c
         for c in changes
@@ -230,6 +241,11 @@ def chosen_text(
     ]
     if not out:
         return new_text, []
+    if changes and len(out) == len(changes):
+        raise ProposalError(
+            f"proposal {row.id}: every rule is refused or left out, so there is nothing to "
+            "adopt; nothing was written"
+        )
     section = NightSummary.model_validate_json(row.summary or "{}").section
     skill = Path(row.target_path).name == "SKILL.md"
     doc = Document.parse(new_text, new_skill=skill, section=section)

@@ -88,6 +88,8 @@ def report_markdown(row: ProposalRow, rules: list[ProposalRule] | None = None) -
         tail = rest.split(RULES_END, 1)[1]
         now = rules_markdown(rules, row.id)
         text = head + "\n".join(now[now.index(RULES_BEGIN) :]).rstrip("\n") + tail
+    # the section's markers are for this rewrite, not for the reader
+    text = text.replace(RULES_BEGIN + "\n", "").replace(RULES_END + "\n", "")
     if row.status not in ADOPTABLE:
         why = f" ({row.reason})" if row.reason else ""
         text = re.sub(

@@ -67,7 +67,14 @@ def reject_rule(store: Store, proposal_id: str, n: int, reason: str = "") -> Rul
             f"proposal {proposal_id} has no rule {n}; its rules are 1 to {len(rules)} "
             f"(`skillopt-sleep show {proposal_id}` lists them)"
         )
-    why = reason or "refused by the user"
+    already = store.edits.rules_refused(proposal_id)
+    if picked.rule in already:
+        said = f" ({already[picked.rule]})" if already[picked.rule] else ""
+        raise ProposalError(
+            f"rule {n} of {proposal_id} is already refused{said}; "
+            f"`skillopt-sleep reject {proposal_id} --rule {n} --undo` takes it back"
+        )
+    why = reason
     members = [row] + [get_proposal(store, pid) for pid in agent_group(store, proposal_id)[1:]]
     copies: list[str] = []
     with store.write():
@@ -85,7 +92,9 @@ def reject_rule(store: Store, proposal_id: str, n: int, reason: str = "") -> Rul
                 r for r in load_report(m).rules if r.rule not in store.edits.rules_refused(m.id)
             ]
             if not left:
-                store.proposals.set_status(m.id, "rejected", f"every rule refused: {why}")
+                store.proposals.set_status(
+                    m.id, "rejected", EVERY_RULE + (f": {why}" if why else "")
+                )
     after = get_proposal(store, proposal_id)
     remaining = [r for r in rules if r.rule not in store.edits.rules_refused(proposal_id)]
     return RuleRejected(
@@ -93,6 +102,43 @@ def reject_rule(store: Store, proposal_id: str, n: int, reason: str = "") -> Rul
         n=n,
         rule=picked.rule,
         reason=why,
+        status=after.status,
+        remaining=len(remaining),
+        copies=copies,
+    )
+
+
+#: the reason of a proposal rejected because the user refused each of its rules
+EVERY_RULE = "every rule refused"
+
+
+def lift_rule_refusal(store: Store, proposal_id: str, n: int) -> RuleRejected:
+    """Take back the refusal of rule ``n`` of ``proposal_id`` (and of the same rule in its
+    copies for other agents): nights may propose it again and ``adopt`` writes it. A
+    proposal (or copy) rejected because every rule was refused is staged again.
+    ProposalError for an unknown proposal, a number it has no rule for, or a rule that is not
+    refused."""
+    finish_unfinished(store)
+    row = get_proposal(store, proposal_id)
+    rules = load_report(row).rules
+    picked = next((r for r in rules if r.n == n), None)
+    if picked is None:
+        raise ProposalError(f"proposal {proposal_id} has no rule {n}")
+    if picked.rule not in store.edits.rules_refused(proposal_id):
+        raise ProposalError(f"rule {n} of {proposal_id} is not refused: there is nothing to undo")
+    copies: list[str] = []
+    with store.write():
+        for m in [row, *_rules_group(store, proposal_id)]:
+            if store.edits.lift_rule_refusals(m.id, picked.rule) and m.id != row.id:
+                copies.append(m.id)
+            if m.status == "rejected" and (m.reason or "").startswith(EVERY_RULE):
+                store.proposals.set_status(m.id, "staged", "a rule's refusal lifted by the user")
+    after = get_proposal(store, proposal_id)
+    remaining = [r for r in rules if r.rule not in store.edits.rules_refused(proposal_id)]
+    return RuleRejected(
+        proposal_id=proposal_id,
+        n=n,
+        rule=picked.rule,
         status=after.status,
         remaining=len(remaining),
         copies=copies,
@@ -118,8 +164,12 @@ def lift_refusal(store: Store, proposal_id: str) -> RefusalLifted:
         for r in _rules_group(store, proposal_id)
         if row.status == "rejected"
         and r.status == "rejected"
-        and (r.reason or "").startswith(withdrawn)
+        and (r.reason or "").startswith((withdrawn, EVERY_RULE))
     ]
+    # its rules refused one by one are no longer refused either
+    with store.write():
+        for r in members:
+            store.edits.lift_rule_refusals(r.id)
     done: dict[str, str] = {}
     with store.write():
         for r in members:

@@ -121,6 +121,7 @@ class Service:
     adopt_all_agents = _Forward("reviews", ReviewService.adopt_all_agents)
     reject = _Forward("reviews", ReviewService.reject)
     reject_rule = _Forward("reviews", ReviewService.reject_rule)
+    lift_rule_refusal = _Forward("reviews", ReviewService.lift_rule_refusal)
     lift_refusal = _Forward("reviews", ReviewService.lift_refusal)
     rollback = _Forward("reviews", ReviewService.rollback)
     skill = _Forward("reviews", ReviewService.skill)

@@ -191,6 +191,14 @@ class ReviewService:
         with self.core.use(check=True) as store:
             return reject_rule(store, proposal_id, n, reason)
 
+    def lift_rule_refusal(self, proposal_id: str, n: int) -> RuleRejected:
+        """Take back the refusal of one rule (see
+        :func:`skillopt_sleep.proposals.refusals.lift_rule_refusal`)."""
+        from skillopt_sleep.proposals.refusals import lift_rule_refusal
+
+        with self.core.use(check=True) as store:
+            return lift_rule_refusal(store, proposal_id, n)
+
     def lift_refusal(self, proposal_id: str) -> RefusalLifted:
         """Take back the refusal of a rejected or rolled-back proposal (staged again; see
         :func:`skillopt_sleep.proposals.lift_refusal`)."""

@@ -188,7 +188,13 @@ def _clean(text: str) -> str:
         text = _OPENCLAW_RUNTIME.sub("", _OPENCLAW_STAMP.sub("", text, count=1))
     if _is_skill_body(text):
         return ""
-    return "" if text.lstrip().startswith(_AGENTS_MD) else text.strip()
+    if text.lstrip().startswith(_AGENTS_MD):
+        # the instructions alone (as Codex sends them, a block of their own) are no prompt;
+        # with the prompt after them in one text (as an HTTP backend frames Codex), the prompt
+        # is what follows them
+        _, closed, rest = text.partition("</INSTRUCTIONS>")
+        return rest.strip() if closed else ""
+    return text.strip()
 
 
 def _text(content: Any) -> str:

@@ -102,6 +102,21 @@ class EditsRepo(Repository):
             },
         )
 
+    def lift_rule_refusals(self, proposal_id: str, rule: str | None = None) -> int:
+        """Forget the user's refusal of ``rule`` of ``proposal_id`` (None: of all its
+        rules); how many were forgotten."""
+        if rule is None:
+            return int(
+                self.db.execute(
+                    "delete from rule_refusals where proposal_id = ?", [proposal_id]
+                ).rowcount
+            )
+        return int(
+            self.db.execute(
+                "delete from rule_refusals where proposal_id = ? and rule = ?", [proposal_id, rule]
+            ).rowcount
+        )
+
     def rules_refused(self, proposal_id: str) -> dict[str, str]:
         """The rules of ``proposal_id`` the user refused one by one: rule -> reason."""
         rows = self.db.execute(

@@ -39,9 +39,7 @@ def test_rules_are_reviewed_one_by_one_and_a_refusal_is_of_that_rule_only(tmp_pa
         by_rule = {r["rule"]: r for r in rules}
         assert set(by_rule) == {COMMIT_RULE, PNPM_RULE}, list(by_rule)
         commit = by_rule[COMMIT_RULE]
-        assert (
-            f"{commit['n']}. adds: {COMMIT_RULE} — holds for when writing a commit message" in text
-        )
+        assert f"{commit['n']}. adds: {COMMIT_RULE}\n" in text  # its scope leads the rule
         assert f'where you said "{SHORTER}"' in text
         assert "skillopt-sleep session show" in text
         assert commit["val_after"] > commit["val_before"] and commit["tokens"] > 0
@@ -57,6 +55,20 @@ def test_rules_are_reviewed_one_by_one_and_a_refusal_is_of_that_rule_only(tmp_pa
         assert [p["status"] for p in listed if p["id"] == pid] == ["staged"]
         again = skillopt("--config", cfg, "show", pid).stdout
         assert "— **refused** (too terse)" in again
+        # refused again: said so, the first reason kept; adopting it: refused, nothing written
+        twice = skillopt("--config", cfg, "reject", pid, "--rule", str(commit["n"]))
+        assert twice.returncode != 0 and "is already refused (too terse)" in twice.stderr
+        chosen = skillopt("--config", cfg, "adopt", pid, "--rules", str(commit["n"]))
+        assert chosen.returncode != 0 and f"rule {commit['n']} of {pid} is refused" in chosen.stderr
+        assert not live.exists()
+        # a rule's refusal taken back, and given again
+        back = skillopt("--config", cfg, "reject", pid, "--rule", str(commit["n"]), "--undo")
+        assert back.returncode == 0 and f"lifted the refusal of rule {commit['n']}" in back.stdout
+        assert "**refused**" not in skillopt("--config", cfg, "show", pid).stdout
+        res = skillopt(
+            "--config", cfg, "reject", pid, "--rule", str(commit["n"]), "--reason", "too terse"
+        )
+        assert res.returncode == 0, res.stderr
         # a number the proposal has no rule for: one line, nothing changed
         bad = skillopt("--config", cfg, "adopt", pid, "--rules", "7")
         assert bad.returncode != 0 and "has no rule 7" in bad.stderr and not live.exists()
@@ -91,7 +103,7 @@ def test_adopting_some_rules_writes_only_those_and_show_says_which(tmp_path, iso
         pid = json.loads(skillopt("--config", cfg, "run", "--json").stdout)["proposal_id"]
     rules = json.loads(skillopt("--config", cfg, "show", pid, "--json").stdout)["rules"]
     n = next(r["n"] for r in rules if r["rule"] == PNPM_RULE)
-    for bad in ("x", "0", ""):
+    for bad in ("x", "", "-1"):
         res = skillopt("--config", cfg, "adopt", pid, "--rules", bad)
         assert res.returncode != 0 and "--rules takes rule numbers" in res.stderr
     res = skillopt("--config", cfg, "adopt", pid, "--rules", str(n))
@@ -104,8 +116,50 @@ def test_adopting_some_rules_writes_only_those_and_show_says_which(tmp_path, iso
     }
     assert now == {PNPM_RULE: "adopted", COMMIT_RULE: "not adopted"}
     detail = skillopt("--config", cfg, "show", pid).stdout
-    assert f"{COMMIT_RULE} — holds for when writing a commit message — **not adopted**" in detail
-    assert (
-        f"{PNPM_RULE} — holds for when installing dependencies or adding packages — **adopted**"
-        in detail
+    assert f"{COMMIT_RULE} — **not adopted**" in detail
+    assert f"{PNPM_RULE} — **adopted**" in detail
+
+
+def test_a_proposal_whose_every_rule_was_refused_comes_back_whole_when_the_refusal_is_lifted(
+    tmp_path, isolated_home
+):
+    project = tmp_path / "webapp"
+    project.mkdir()
+    write_conversations(isolated_home, project, COMMITS + INSTALLS)
+    persona = tmp_path / "persona.toml"
+    persona.write_text(PERSONA, encoding="utf-8")
+    live = project / "AGENTS.md"
+    with serve(persona) as sim:
+        cfg = str(sim_config(tmp_path / "c.toml", isolated_home, project, sim.url + "/v1"))
+        pid = json.loads(skillopt("--config", cfg, "run", "--json").stdout)["proposal_id"]
+    rules = json.loads(skillopt("--config", cfg, "show", pid, "--json").stdout)["rules"]
+    for r in rules:
+        assert skillopt("--config", cfg, "reject", pid, "--rule", str(r["n"])).returncode == 0
+    assert json.loads(skillopt("--config", cfg, "show", pid, "--json").stdout)["status"] == (
+        "rejected"
     )
+    # `reject --undo` takes back the whole refusal, its rules' refusals too: adopt writes them
+    res = skillopt("--config", cfg, "reject", pid, "--undo")
+    assert res.returncode == 0 and "now staged" in res.stdout, res
+    now = json.loads(skillopt("--config", cfg, "show", pid, "--json").stdout)["rules"]
+    assert {r["status"] for r in now} == {"proposed"}
+    assert skillopt("--config", cfg, "adopt", pid).returncode == 0
+    assert sorted(Document.parse(live.read_text("utf-8")).rules) == sorted(r["rule"] for r in rules)
+
+
+def test_adopting_nothing_is_refused_and_writes_nothing(tmp_path, isolated_home):
+    project = tmp_path / "webapp"
+    project.mkdir()
+    write_conversations(isolated_home, project, COMMITS + INSTALLS)
+    persona = tmp_path / "persona.toml"
+    persona.write_text(PERSONA, encoding="utf-8")
+    with serve(persona) as sim:
+        cfg = str(sim_config(tmp_path / "c.toml", isolated_home, project, sim.url + "/v1"))
+        pid = json.loads(skillopt("--config", cfg, "run", "--json").stdout)["proposal_id"]
+    rules = json.loads(skillopt("--config", cfg, "show", pid, "--json").stdout)["rules"]
+    assert skillopt("--config", cfg, "reject", pid, "--rule", str(rules[0]["n"])).returncode == 0
+    # the one rule left, refused: rejected; a refused rule given to --rules is named
+    for bad in ("0", "9"):
+        res = skillopt("--config", cfg, "adopt", pid, "--rules", bad)
+        assert res.returncode != 0 and f"has no rule {bad}" in res.stderr, res.stderr
+    assert not (project / "AGENTS.md").exists()

@@ -160,9 +160,9 @@ def noisy_persona(order: list[str], useless: tuple[str, ...] = ()) -> str:
     )
 
 
-#: Settings for the real-CLI nights whose point is delivery (where a document reaches a slow
-#: agent CLI), not the collateral gate: without it a night makes up to 12 fewer replays per
-#: edit the val gate accepts. The gate itself is tested in-process
+#: Settings for the nights through slow targets (real agent CLIs, the real model) whose point
+#: is delivery or learning, not the collateral gate: without it a night makes up to 12 fewer
+#: replays per edit the val gate accepts. The gate itself is tested in-process
 #: (tests/night/test_rule_scope.py) and through the real claude and codex CLIs
 #: (tests/night/test_scope_real_clis.py, tests/night/test_night_real_clis.py).
 NO_COLLATERAL: dict[str, Any] = {"collateral_tasks": 0, "collateral_probes": False}

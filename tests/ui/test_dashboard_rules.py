@@ -46,7 +46,7 @@ def test_rules_are_refused_one_by_one_and_the_checked_ones_adopted(
         headings = page.locator("main h2").all_inner_texts()
         assert headings[0] == "Rules" and headings.index("Diff") > 0, headings
         listed = page.locator("#sec-rules").inner_text()
-        assert "holds for when writing a commit message" in listed
+        assert COMMIT_RULE in listed and PNPM_RULE in listed
         assert "where you said" in listed and "keep the commit message under 50" in listed
 
         n = rules[COMMIT_RULE]
