@@ -57,7 +57,13 @@ was already rejected (with ``describe_as`` set, that description instead, for an
 then the add edits of ``optimizer.order`` (the ``derived`` group: first what tells each
 dream contrast's best attempt from its worst, :func:`contrast_edits`, then what the failed
 checks say). A consolidation drops duplicate rules (and with
-``lossy_consolidate`` the last rule) and appends ``consolidate_adds``.
+``lossy_consolidate`` the last rule; with ``unscoped_consolidate`` each rule's scope) and
+appends ``consolidate_adds``.
+
+Scope: a rule line ``When <scope>: <rule>`` counts for a target answer only where the scope holds
+for the request (:func:`in_scope`: a literal reading by shared word stems); the optimizer names
+each edit's ``evidence`` (the failures it derives from) and asks for the ``scope`` of their
+``family``, "all" when they span several.
 """
 
 from __future__ import annotations
@@ -355,6 +361,8 @@ class Brain:
             }
         else:
             merged = consolidate(list(material.get("rules", [])))
+            if self.persona.unscoped_consolidate:  # a merge that widens each rule
+                merged = [m.group(3) if (m := _SCOPED_LINE.match(r)) else r for r in merged]
             if self.persona.lossy_consolidate and len(merged) > 1:
                 merged = merged[:-1]  # a merge that loses a rule: the night must refuse it
             merged += [r for r in self.persona.consolidate_adds if r not in merged]

@@ -37,6 +37,8 @@ A persona is a TOML file (see ``personas/demo.toml``)::
                                      # loaded or not; a poisoned description, say)
     consolidate_adds = []            # rules a consolidation adds to its merge (a merge that
                                      # slips in rules the night did not accept)
+    unscoped_consolidate = false     # consolidate by dropping each rule's scope ("When …:"),
+                                     # a merge that widens rules to every task
 
     [skills]                         # as a target: when to load a skill the request lists
     match = "words"                  # "words": its description shares >= min_shared content
@@ -113,6 +115,7 @@ class Persona:
     describe_skills: bool = True
     describe_as: str = ""
     consolidate_adds: tuple[str, ...] = ()
+    unscoped_consolidate: bool = False
     fail_first: int = 0
     fail_status: int = 500
     latency: float = 0.0
@@ -174,6 +177,7 @@ def persona_from_dict(data: dict[str, Any]) -> Persona:
         describe_skills=bool(opt.get("describe_skills", True)),
         describe_as=str(opt.get("describe_as", "")),
         consolidate_adds=tuple(str(e) for e in opt.get("consolidate_adds", [])),
+        unscoped_consolidate=bool(opt.get("unscoped_consolidate", False)),
         fail_first=int(server.get("fail_first", 0)),
         fail_status=int(server.get("fail_status", 500)),
         latency=timing["latency"],

@@ -132,3 +132,23 @@ def test_without_the_collateral_gate_the_unscoped_rule_would_have_entered(
         assert e["status"] == "rejected" and "the everyday request" in e["reason"]
     else:
         assert e["status"] == "applied", e["reason"]
+
+
+def test_a_consolidation_that_widens_a_scoped_rule_to_every_task_is_refused(
+    tmp_path, isolated_home
+):
+    # two scoped rules, and an optimizer whose merge drops their scopes
+    persona = PERSONA.replace(
+        'order = ["derived"]', 'order = ["derived"]\nunscoped_consolidate = true'
+    )
+    store, project, target, sim, _ = _night(tmp_path, isolated_home, COMMITS + INSTALLS, persona)
+    with sim as sim:
+        result = run_night(store, night_settings(isolated_home, project, target, sim.url))
+    assert result.status == "succeeded", result.summary
+    merges = db_rows(store, "edits", "night_id = ? and origin = 'consolidate'", [result.night_id])
+    assert merges and all(e["status"] == "rejected" for e in merges)
+    assert all(e["reason"].startswith("the merge drops the scope ") for e in merges), merges
+    staged = Document.parse(
+        (paths.proposals_dir() / result.proposal_id / "document").read_text("utf-8")
+    )
+    assert all(scope_of(r) for r in staged.rules), staged.rules
