@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from skillopt_sleep.backends.base import Backend
     from skillopt_sleep.delivery.where import Where
     from skillopt_sleep.mining.mine import MineReport
-    from skillopt_sleep.night.watch import Removals
 
 #: Called once per scored rollout (for progress bars).
 OnRollout = Callable[[Scored], None]
@@ -59,6 +58,15 @@ class Ended:
         if self.proposal_id is not None:
             out["proposal_id"] = self.proposal_id
         return out
+
+
+@dataclass
+class Removals:
+    """What :func:`stage_removals` did: ``staged`` (proposal ids) and, per live file and
+    block, the rules the night's training leaves out (``dropped``)."""
+
+    staged: list[str] = field(default_factory=list)
+    dropped: dict[tuple[str, str | None], list[str]] = field(default_factory=dict)
 
 
 class PlannedNight(Protocol):

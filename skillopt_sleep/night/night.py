@@ -32,10 +32,10 @@ from skillopt_sleep.mining.split import HELD_OUT, withhold
 from skillopt_sleep.models import CompletionRequest, Task
 from skillopt_sleep.night import lifecycle, prompts
 from skillopt_sleep.night.block import Block
-from skillopt_sleep.night.context import Ended, NightContext
+from skillopt_sleep.night.context import Ended, NightContext, Removals
 from skillopt_sleep.night.lifecycle import NightStatus
 from skillopt_sleep.night.replay import Meter, rubric_score
-from skillopt_sleep.night.watch import Removals, stage_removals
+from skillopt_sleep.night.watch import stage_removals
 from skillopt_sleep.results import BlockResult, NightCost, NightResult, NightSummary
 from skillopt_sleep.sources.ingest import harvest
 

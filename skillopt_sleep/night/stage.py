@@ -291,35 +291,26 @@ def proposal_rules(st: Staging) -> list[ProposalRule]:
         ]
         return found[-1] if found else None
 
-    out: list[ProposalRule] = []
-    for rule in [r for r in new if r not in base]:
-        e = made(rule)
-        out.append(
-            ProposalRule(
-                n=len(out) + 1,
-                rule=rule,
-                scope=scope_of(rule),
-                evidence=evidence(e),
-                val_before=e.val_before if e else None,
-                val_after=e.val_after if e else None,
-                verdict=e.reason if e else "kept by the night's consolidation of its rules",
-                tokens=estimate_tokens(f"- {rule}\n"),
-            )
-        )
-    for rule in [r for r in base if r not in new]:
+    def removed_by(rule: str) -> Edit | None:
         gone = [e for e in st.edits if e.status == "applied" and e.old and same_rule(e.old, rule)]
-        e = gone[-1] if gone else None
+        return gone[-1] if gone else None
+
+    changes = [("adds", r, made(r), 1) for r in new if r not in base]
+    changes += [("removes", r, removed_by(r), -1) for r in base if r not in new]
+    out: list[ProposalRule] = []
+    for n, (change, rule, e, sign) in enumerate(changes, 1):
+        kept = "kept" if change == "adds" else "merged"
         out.append(
             ProposalRule(
-                n=len(out) + 1,
-                change="removes",
+                n=n,
+                change=change,
                 rule=rule,
                 scope=scope_of(rule),
                 evidence=evidence(e),
                 val_before=e.val_before if e else None,
                 val_after=e.val_after if e else None,
-                verdict=e.reason if e else "merged by the night's consolidation of its rules",
-                tokens=-estimate_tokens(f"- {rule}\n"),
+                verdict=e.reason if e else f"{kept} by the night's consolidation of its rules",
+                tokens=sign * estimate_tokens(f"- {rule}\n"),
             )
         )
     return out

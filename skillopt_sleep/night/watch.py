@@ -12,24 +12,14 @@ A removal the user refused (rejected, or its document rolled back) is not staged
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from skillopt_sleep.delivery.document import Document, Edit, read_live, sha256_text
 from skillopt_sleep.errors import DocumentError
-from skillopt_sleep.night.context import NightContext
+from skillopt_sleep.night.context import NightContext, Removals
 from skillopt_sleep.night.notify import proposal_ready
 from skillopt_sleep.night.stage import Staging, stage_proposal
 from skillopt_sleep.results import NightCost, NightSummary, Scores, WildCheck
-
-
-@dataclass
-class Removals:
-    """What :func:`stage_removals` did: ``staged`` (proposal ids) and, per live file and
-    block, the rules the night's training leaves out (``dropped``)."""
-
-    staged: list[str] = field(default_factory=list)
-    dropped: dict[tuple[str, str | None], list[str]] = field(default_factory=dict)
 
 
 def stage_removals(ctx: NightContext, checks: list[WildCheck]) -> Removals:

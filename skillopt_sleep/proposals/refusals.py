@@ -8,7 +8,13 @@ from skillopt_sleep.delivery.document import same_rule
 from skillopt_sleep.errors import ProposalError
 from skillopt_sleep.proposals.adoption import finish_unfinished
 from skillopt_sleep.proposals.records import _rules_group, agent_group, get_proposal, load_report
-from skillopt_sleep.results import NightSummary, RefusalLifted, RejectResult, RuleRejected
+from skillopt_sleep.results import (
+    NightSummary,
+    ProposalRule,
+    RefusalLifted,
+    RejectResult,
+    RuleRejected,
+)
 from skillopt_sleep.store import Store
 from skillopt_sleep.store.proposals import block_of
 
@@ -61,12 +67,7 @@ def reject_rule(store: Store, proposal_id: str, n: int, reason: str = "") -> Rul
             f"proposal {proposal_id} lists no rules one by one (staged before rules were "
             "reviewed singly); reject it whole"
         )
-    picked = next((r for r in rules if r.n == n), None)
-    if picked is None:
-        raise ProposalError(
-            f"proposal {proposal_id} has no rule {n}; its rules are 1 to {len(rules)} "
-            f"(`skillopt-sleep show {proposal_id}` lists them)"
-        )
+    picked = _rule(proposal_id, rules, n)
     already = store.edits.rules_refused(proposal_id)
     if picked.rule in already:
         said = f" ({already[picked.rule]})" if already[picked.rule] else ""
@@ -95,15 +96,38 @@ def reject_rule(store: Store, proposal_id: str, n: int, reason: str = "") -> Rul
                 store.proposals.set_status(
                     m.id, "rejected", EVERY_RULE + (f": {why}" if why else "")
                 )
-    after = get_proposal(store, proposal_id)
-    remaining = [r for r in rules if r.rule not in store.edits.rules_refused(proposal_id)]
+    return _outcome(store, proposal_id, rules, picked, copies, why)
+
+
+def _rule(proposal_id: str, rules: list[ProposalRule], n: int) -> ProposalRule:
+    """Rule ``n`` of a proposal's ``rules``; ProposalError when it has none."""
+    picked = next((r for r in rules if r.n == n), None)
+    if picked is None:
+        raise ProposalError(
+            f"proposal {proposal_id} has no rule {n}; its rules are 1 to {len(rules)} "
+            f"(`skillopt-sleep show {proposal_id}` lists them)"
+        )
+    return picked
+
+
+def _outcome(
+    store: Store,
+    proposal_id: str,
+    rules: list[ProposalRule],
+    picked: ProposalRule,
+    copies: list[str],
+    reason: str = "",
+) -> RuleRejected:
+    """What refusing (or taking back the refusal of) ``picked`` left: the proposal's status
+    and how many of its rules are not refused."""
+    refused = store.edits.rules_refused(proposal_id)
     return RuleRejected(
         proposal_id=proposal_id,
-        n=n,
+        n=picked.n,
         rule=picked.rule,
-        reason=why,
-        status=after.status,
-        remaining=len(remaining),
+        reason=reason,
+        status=get_proposal(store, proposal_id).status,
+        remaining=sum(r.rule not in refused for r in rules),
         copies=copies,
     )
 
@@ -121,9 +145,7 @@ def lift_rule_refusal(store: Store, proposal_id: str, n: int) -> RuleRejected:
     finish_unfinished(store)
     row = get_proposal(store, proposal_id)
     rules = load_report(row).rules
-    picked = next((r for r in rules if r.n == n), None)
-    if picked is None:
-        raise ProposalError(f"proposal {proposal_id} has no rule {n}")
+    picked = _rule(proposal_id, rules, n)
     if picked.rule not in store.edits.rules_refused(proposal_id):
         raise ProposalError(f"rule {n} of {proposal_id} is not refused: there is nothing to undo")
     copies: list[str] = []
@@ -133,16 +155,7 @@ def lift_rule_refusal(store: Store, proposal_id: str, n: int) -> RuleRejected:
                 copies.append(m.id)
             if m.status == "rejected" and (m.reason or "").startswith(EVERY_RULE):
                 store.proposals.set_status(m.id, "staged", "a rule's refusal lifted by the user")
-    after = get_proposal(store, proposal_id)
-    remaining = [r for r in rules if r.rule not in store.edits.rules_refused(proposal_id)]
-    return RuleRejected(
-        proposal_id=proposal_id,
-        n=n,
-        rule=picked.rule,
-        status=after.status,
-        remaining=len(remaining),
-        copies=copies,
-    )
+    return _outcome(store, proposal_id, rules, picked, copies)
 
 
 def lift_refusal(store: Store, proposal_id: str) -> RefusalLifted:

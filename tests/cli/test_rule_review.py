@@ -5,6 +5,7 @@ siblings, which the next night may propose again."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from skillopt_sleep.delivery.document import Document
 from skillopt_sleep.simulator import serve
@@ -17,12 +18,28 @@ COMMIT_RULE = "When writing a commit message: keep answers under 50 characters."
 PNPM_RULE = "When installing dependencies or adding packages: use `pnpm` instead of `npm`."
 
 
-def test_rules_are_reviewed_one_by_one_and_a_refusal_is_of_that_rule_only(tmp_path, isolated_home):
+def _world(tmp_path: Path, home: Path) -> tuple[Path, Path]:
+    """The user's sessions (commit messages corrected for length, installs for pnpm) of the
+    project ``tmp_path/webapp``, and the literal-minded persona: (project, persona file)."""
     project = tmp_path / "webapp"
     project.mkdir()
-    write_conversations(isolated_home, project, COMMITS + INSTALLS)
+    write_conversations(home, project, COMMITS + INSTALLS)
     persona = tmp_path / "persona.toml"
     persona.write_text(PERSONA, encoding="utf-8")
+    return project, persona
+
+
+def _one_night(tmp_path: Path, home: Path) -> tuple[str, str, Path]:
+    """One night over :func:`_world` through the CLI: (config, its proposal, the live file)."""
+    project, persona = _world(tmp_path, home)
+    with serve(persona) as sim:
+        cfg = str(sim_config(tmp_path / "c.toml", home, project, sim.url + "/v1"))
+        pid = json.loads(skillopt("--config", cfg, "run", "--json").stdout)["proposal_id"]
+    return cfg, pid, project / "AGENTS.md"
+
+
+def test_rules_are_reviewed_one_by_one_and_a_refusal_is_of_that_rule_only(tmp_path, isolated_home):
+    project, persona = _world(tmp_path, isolated_home)
     live = project / "AGENTS.md"
     with serve(persona) as sim:
         cfg = str(sim_config(tmp_path / "c.toml", isolated_home, project, sim.url + "/v1"))
@@ -92,15 +109,7 @@ def test_rules_are_reviewed_one_by_one_and_a_refusal_is_of_that_rule_only(tmp_pa
 
 
 def test_adopting_some_rules_writes_only_those_and_show_says_which(tmp_path, isolated_home):
-    project = tmp_path / "webapp"
-    project.mkdir()
-    write_conversations(isolated_home, project, COMMITS + INSTALLS)
-    persona = tmp_path / "persona.toml"
-    persona.write_text(PERSONA, encoding="utf-8")
-    live = project / "AGENTS.md"
-    with serve(persona) as sim:
-        cfg = str(sim_config(tmp_path / "c.toml", isolated_home, project, sim.url + "/v1"))
-        pid = json.loads(skillopt("--config", cfg, "run", "--json").stdout)["proposal_id"]
+    cfg, pid, live = _one_night(tmp_path, isolated_home)
     rules = json.loads(skillopt("--config", cfg, "show", pid, "--json").stdout)["rules"]
     n = next(r["n"] for r in rules if r["rule"] == PNPM_RULE)
     for bad in ("x", "", "-1"):
@@ -123,15 +132,7 @@ def test_adopting_some_rules_writes_only_those_and_show_says_which(tmp_path, iso
 def test_a_proposal_whose_every_rule_was_refused_comes_back_whole_when_the_refusal_is_lifted(
     tmp_path, isolated_home
 ):
-    project = tmp_path / "webapp"
-    project.mkdir()
-    write_conversations(isolated_home, project, COMMITS + INSTALLS)
-    persona = tmp_path / "persona.toml"
-    persona.write_text(PERSONA, encoding="utf-8")
-    live = project / "AGENTS.md"
-    with serve(persona) as sim:
-        cfg = str(sim_config(tmp_path / "c.toml", isolated_home, project, sim.url + "/v1"))
-        pid = json.loads(skillopt("--config", cfg, "run", "--json").stdout)["proposal_id"]
+    cfg, pid, live = _one_night(tmp_path, isolated_home)
     rules = json.loads(skillopt("--config", cfg, "show", pid, "--json").stdout)["rules"]
     for r in rules:
         assert skillopt("--config", cfg, "reject", pid, "--rule", str(r["n"])).returncode == 0
@@ -148,18 +149,11 @@ def test_a_proposal_whose_every_rule_was_refused_comes_back_whole_when_the_refus
 
 
 def test_adopting_nothing_is_refused_and_writes_nothing(tmp_path, isolated_home):
-    project = tmp_path / "webapp"
-    project.mkdir()
-    write_conversations(isolated_home, project, COMMITS + INSTALLS)
-    persona = tmp_path / "persona.toml"
-    persona.write_text(PERSONA, encoding="utf-8")
-    with serve(persona) as sim:
-        cfg = str(sim_config(tmp_path / "c.toml", isolated_home, project, sim.url + "/v1"))
-        pid = json.loads(skillopt("--config", cfg, "run", "--json").stdout)["proposal_id"]
+    cfg, pid, live = _one_night(tmp_path, isolated_home)
     rules = json.loads(skillopt("--config", cfg, "show", pid, "--json").stdout)["rules"]
     assert skillopt("--config", cfg, "reject", pid, "--rule", str(rules[0]["n"])).returncode == 0
     # the one rule left, refused: rejected; a refused rule given to --rules is named
     for bad in ("0", "9"):
         res = skillopt("--config", cfg, "adopt", pid, "--rules", bad)
         assert res.returncode != 0 and f"has no rule {bad}" in res.stderr, res.stderr
-    assert not (project / "AGENTS.md").exists()
+    assert not live.exists()
