@@ -240,6 +240,13 @@ class Placement(_Model):
     text: str
 
 
+def workdir_name(project: str) -> str:
+    """The name of the folder a replay of an occurrence asked in ``project`` works in: the
+    project folder's own name (a copy of it), ``work`` when it has none usable."""
+    name = project.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    return name if name not in ("", ".", "..") and "\x00" not in name else "work"
+
+
 class CompletionRequest(_Model):
     """One model call.
 
@@ -262,6 +269,10 @@ class CompletionRequest(_Model):
     #: throw-away working folder and shows its outputs with the prompt; an HTTP backend
     #: sends both with the prompt (see :func:`skillopt_sleep.backends.base.with_context`)
     context: ContextCapsule | None = None
+    #: the project folder the replayed occurrence was asked in: an exec backend runs the
+    #: call in a throw-away copy of that name (the scope a project block states covers it:
+    #: :func:`skillopt_sleep.delivery.document.covers`); "" for none
+    workdir: str = ""
     #: a dream rollout's sample index (``dream_samples``): 0 is the one sample a night
     #: without dream rollouts makes; each index is cached apart, and an HTTP backend sends it
     #: as the ``x-skillopt-sample`` header (the simulator answers by it; a real model just
@@ -269,12 +280,42 @@ class CompletionRequest(_Model):
     sample: int = Field(0, ge=0)
 
 
+class Acts(_Model):
+    """What an agent did with its tools in a replay, beside its text: ``files`` it wrote or
+    changed in its working copy (relative path -> the text it left; the copy's files as they
+    were before are not listed), the same as a unified ``diff``, the shell ``commands`` it
+    ran, and what it tried that was ``stopped`` (a write outside its copy, a command its
+    permission mode did not allow: one line each, what was tried and why it was stopped)."""
+
+    files: dict[str, str] = Field(default_factory=dict)
+    diff: str = ""
+    commands: list[str] = Field(default_factory=list)
+    stopped: list[str] = Field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.files or self.commands or self.stopped)
+
+    def shown(self) -> str:
+        """What the agent did, as the text a judge and a report read after the answer
+        ("" when it did nothing)."""
+        parts = []
+        if self.commands:
+            parts.append("Commands run:\n" + "\n".join(f"$ {c}" for c in self.commands))
+        if self.diff:
+            parts.append("Files written:\n```diff\n" + self.diff.rstrip("\n") + "\n```")
+        if self.stopped:
+            parts.append("Stopped:\n" + "\n".join(f"- {s}" for s in self.stopped))
+        return "\n\n".join(parts)
+
+
 class Completion(_Model):
-    """A backend's answer. ``seconds`` is wall time of the call."""
+    """A backend's answer. ``seconds`` is wall time of the call; ``acts``: what an agent CLI
+    did with its tools in its working copy (empty for a call that only answered)."""
 
     text: str
     tool_calls: list[str] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     seconds: float = 0.0
     model: str = ""
+    acts: Acts = Field(default_factory=Acts)
     raw: dict[str, Any] = Field(default_factory=dict, exclude=True)

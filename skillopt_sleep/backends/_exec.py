@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -50,7 +51,13 @@ from skillopt_sleep.errors import (
     BackendTimeout,
     BackendUnreachable,
 )
-from skillopt_sleep.models import Completion, CompletionRequest, Placement, Usage
+from skillopt_sleep.models import (
+    Completion,
+    CompletionRequest,
+    Placement,
+    Usage,
+    workdir_name,
+)
 from skillopt_sleep.redact import redact as _redact  # shared with the harvesters
 from skillopt_sleep.sources.base import SELF_MARKER
 
@@ -354,6 +361,7 @@ class ExecBackend(Backend):
 
     #: sleep between retries (seconds, doubled each attempt); tests shorten it
     base_delay: float = 1.0
+    works_in_folder = True
 
     def __init__(self, config: BackendConfig, *, sleep: Callable[[float], None] = time.sleep):
         super().__init__(config)
@@ -379,6 +387,16 @@ class ExecBackend(Backend):
 
     #: the agent (registry name) this CLI is; a placement for it goes where it loads files
     agent: str = ""
+    #: folders (relative to the working folder) where the CLI keeps its own state: a file
+    #: written there is not the agent's work (:func:`written`)
+    own_files: tuple[str, ...] = ()
+
+    def acts_live(self, request: CompletionRequest) -> bool:
+        """Whether the call offers the tools the live agent offers, under the CLI's own
+        safe permission mode: a replay of the user's task with the document placed where
+        the agent loads it (certified = deployed; its writes and commands are graded). Other
+        calls (an optimizer's, a judge's, a document given as system text) act on nothing."""
+        return self.placed(request) is not None and request.purpose == "target"
 
     # the agent's CLI as the registry names it (agents.py: one home for an agent's facts)
     @property
@@ -561,13 +579,17 @@ class ExecBackend(Backend):
         files: dict[str, str] | None = None,
     ) -> Completion | Failure:
         with tempfile.TemporaryDirectory(prefix="skillopt-sleep-replay-") as tmp:
-            cwd, scratch = Path(tmp) / "work", Path(tmp) / "scratch"
-            cwd.mkdir()
+            # the working folder is a copy of the occurrence's project, named like it: the
+            # scope its block states holds there as it does live (delivery.document.covers)
+            cwd = working_copy(Path(tmp), request.workdir)
+            scratch = Path(tmp) / "scratch"
+            cwd.mkdir(parents=True)
             scratch.mkdir()
             setup = self.build(request, executable, cwd, scratch)
             for name, text in {**(files or {}), **setup.files}.items():
                 (cwd / name).parent.mkdir(parents=True, exist_ok=True)
                 (cwd / name).write_text(text, encoding="utf-8")
+            before = snapshot(cwd)
             try:
                 result = run_process(
                     setup.argv,
@@ -580,7 +602,77 @@ class ExecBackend(Backend):
                 )
             finally:
                 self.cleanup(setup, cwd)
-            return self.parse(result, request, scratch)
+            outcome = self.parse(result, request, scratch)
+            if isinstance(outcome, Completion):
+                files, diff = written(cwd, before, self.own_files)
+                acts = outcome.acts.model_copy(update={"files": files, "diff": diff})
+                outcome = outcome.model_copy(update={"acts": acts})
+            return outcome
+
+
+#: most files an agent's writes report, and characters of one file's text kept
+MAX_WRITTEN_FILES = 20
+MAX_WRITTEN_CHARS = 20_000
+#: a file larger than this is not read back (a build output, not an artifact)
+MAX_SNAPSHOT_BYTES = 1_000_000
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """``{relative path: bytes}`` of the files under ``root`` (symlinks and files over
+    :data:`MAX_SNAPSHOT_BYTES` left out)."""
+    out: dict[str, bytes] = {}
+    for path in root.rglob("*"):
+        try:
+            if path.is_symlink() or not path.is_file():
+                continue
+            if path.stat().st_size > MAX_SNAPSHOT_BYTES:
+                continue
+            out[path.relative_to(root).as_posix()] = path.read_bytes()
+        except OSError:
+            continue
+    return out
+
+
+def written(
+    root: Path, before: dict[str, bytes], own: tuple[str, ...]
+) -> tuple[dict[str, str], str]:
+    """What an agent wrote in its working copy ``root`` since ``before`` (its
+    :func:`snapshot` when the call began): ``({path: text}, unified diff)`` of the files it
+    created, changed or deleted, redacted; paths under one of ``own`` (the CLI's own state
+    folders) are not the agent's work."""
+    after = snapshot(root)
+
+    def mine(path: str) -> bool:
+        return not any(path == o or path.startswith(o.rstrip("/") + "/") for o in own)
+
+    changed = sorted(
+        p for p in set(after) | set(before) if mine(p) and after.get(p) != before.get(p)
+    )[:MAX_WRITTEN_FILES]
+    files: dict[str, str] = {}
+    diff: list[str] = []
+    for path in changed:
+        old = before.get(path)
+        new = after.get(path)
+        new_text = redact(new.decode("utf-8", "replace"))[:MAX_WRITTEN_CHARS] if new else ""
+        if new is not None:
+            files[path] = new_text
+        old_text = redact(old.decode("utf-8", "replace"))[:MAX_WRITTEN_CHARS] if old else ""
+        diff += difflib.unified_diff(
+            old_text.splitlines(keepends=True),
+            new_text.splitlines(keepends=True),
+            fromfile=f"a/{path}" if old is not None else "/dev/null",
+            tofile=f"b/{path}" if new is not None else "/dev/null",
+        )
+        if diff and not diff[-1].endswith("\n"):
+            diff[-1] += "\n"
+    return files, "".join(diff)
+
+
+def working_copy(call_root: Path, workdir: str) -> Path:
+    """The working folder of a call whose temporary folder is ``call_root``: a copy of the
+    project ``workdir``, named like it (``work/<name>``; its sibling ``scratch`` is the call's
+    private folder)."""
+    return call_root / "work" / workdir_name(workdir)
 
 
 def remove_empty_tree(path: Path) -> None:

@@ -204,6 +204,9 @@ class Backend(ABC):
     #: changed when the way this backend replays a skill changes, so answers cached before
     #: (which could not load the skill, or did not say) are not reused
     skill_replays: str = "skill-tool-offered"
+    #: the backend's agent works in a folder (an agent CLI): a request's ``workdir`` names
+    #: it, so it is part of the replay's cache key
+    works_in_folder: bool = False
 
     def __init__(self, config: BackendConfig):
         self.config = config

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from skillopt_sleep.backends._exec import (
     CallSetup,
@@ -45,7 +46,7 @@ from skillopt_sleep.backends._exec import (
     usage_of,
 )
 from skillopt_sleep.backends.base import SKILL_TOOL
-from skillopt_sleep.models import Completion, CompletionRequest
+from skillopt_sleep.models import Acts, Completion, CompletionRequest
 
 #: every flag this backend may pass (checked against ``claude --help`` by the tests)
 FLAGS = (
@@ -80,6 +81,7 @@ class ClaudeCodeBackend(ExecBackend):
     def build(
         self, request: CompletionRequest, executable: str, cwd: Path, scratch: Path
     ) -> CallSetup:
+        live = self.acts_live(request)
         argv = [
             executable,
             "-p",
@@ -89,21 +91,28 @@ class ClaudeCodeBackend(ExecBackend):
             "--no-session-persistence",
             "--strict-mcp-config",
             "--permission-mode",
-            "dontAsk",
+            # a replay acts as the live agent: its own tools, edits inside its working copy
+            # accepted, anything else (a write outside it, a shell command, a fetch) needs an
+            # approval a headless run never gets: stopped, and reported in the result
+            "acceptEdits" if live else "dontAsk",
         ]
         placed = self.placed(request)
         tools = list(request.tools)
         if placed is not None and placed.mode == "skill" and SKILL_TOOL not in tools:
             tools.append(SKILL_TOOL)  # the trained skill is loaded as the live agent loads it
-        if tools:
+        if live:
+            pass  # Claude Code's own tool set, as the live agent offers it
+        elif tools:
             argv += ["--tools", ",".join(tools), "--allowedTools", ",".join(tools)]
         else:
             argv += ["--tools", ""]
         model = request.model or self.config.model
         if model:
             argv += ["--model", model]
-        if placed is None or placed.mode != "skill":
-            argv.append("--disable-slash-commands")  # no skill listing unless a skill is trained
+        if not live and (placed is None or placed.mode != "skill"):
+            # no skill listing unless a skill is trained (a replay lists skills, and offers
+            # the Skill tool, as the live agent does)
+            argv.append("--disable-slash-commands")
         if placed is None and request.system:
             argv += ["--append-system-prompt", request.system]
         env = self.base_env()
@@ -144,12 +153,17 @@ class ClaudeCodeBackend(ExecBackend):
             status = final.get("api_error_status")
             return classify(str(text), status if isinstance(status, int) else None)
         tools: list[str] = []
+        commands: list[str] = []
         for event in events:
             if event.get("type") != "assistant" or event.get("parent_tool_use_id"):
                 continue
             for block in (event.get("message") or {}).get("content") or []:
                 if isinstance(block, dict) and block.get("type") == "tool_use":
                     tools.append(str(block.get("name", "")))
+                    command = (block.get("input") or {}).get("command")
+                    if block.get("name") == "Bash" and isinstance(command, str):
+                        commands.append(command)
+        stopped = [stopped_line(d) for d in final.get("permission_denials") or []]
         usage = final.get("usage") or {}
         inp = sum(
             int(usage.get(k) or 0)
@@ -163,5 +177,21 @@ class ClaudeCodeBackend(ExecBackend):
             usage=usage_of(inp, usage.get("output_tokens")),
             seconds=(seconds / 1000.0) if isinstance(seconds, (int, float)) else result.seconds,
             model=model,
+            acts=Acts(commands=commands, stopped=stopped),
             raw={"session_id": final.get("session_id")},
         )
+
+
+def stopped_line(denial: Any) -> str:
+    """One line for a tool call Claude Code's permission mode stopped (a ``permission_denials``
+    entry): the tool and what it was for."""
+    if not isinstance(denial, dict):
+        return str(denial)
+    name = str(denial.get("tool_name") or "a tool")
+    given = denial.get("tool_input") or {}
+    what = next(
+        (str(given[k]) for k in ("command", "file_path", "path", "url", "pattern") if k in given),
+        "",
+    )
+    what = " ".join(what.split())
+    return f"{name} {what[:200]}".strip() + ": not allowed in the replay's working copy"

@@ -53,6 +53,8 @@ login are used unchanged.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +71,10 @@ from skillopt_sleep.backends._exec import (
     prompt_for,
     stderr_failure,
     usage_of,
+    working_copy,
 )
 from skillopt_sleep.backends.base import SKILL_TOOL
-from skillopt_sleep.models import Completion, CompletionRequest, Placement
+from skillopt_sleep.models import Acts, Completion, CompletionRequest, Placement
 
 FLAGS = (
     "--json",
@@ -100,14 +103,36 @@ OFF_FEATURES = (
 SHELL_FEATURES = ("shell_tool", "unified_exec")
 #: a skill replay's shell: nothing asks for approval, commands see only the core variables
 SKILL_SHELL = ('approval_policy="never"', 'shell_environment_policy.inherit="core"')
-#: the permission profile of a skill replay's shell (see the module doc)
-PROFILE = "skillopt_sleep_skill_replay"
+#: the permission profile of a replay's shell (see the module doc)
+PROFILE = "skillopt_sleep_replay"
 QUIET = (
     "analytics.enabled=false",
     "feedback.enabled=false",
     "check_for_update_on_startup=false",
     'otel.exporter="none"',
 )
+#: what a command's output says when the sandbox stopped it
+SANDBOX_SAID = re.compile(
+    r"Read-only file system|Operation not permitted|Could not resolve host|"
+    r"Network is unreachable|Temporary failure in name resolution"
+)
+#: how Codex runs a command: ``/bin/bash -lc '<command>'``
+_SHELL_WRAP = re.compile(r"^/\S*/(?:ba|z)?sh -l?c (.+)$", re.S)
+
+
+def command_of(item: dict[str, Any]) -> str:
+    """The command a ``command_execution`` item ran, without Codex's shell wrapper."""
+    command = item.get("command")
+    text = command if isinstance(command, str) else shlex.join(map(str, command or []))
+    wrapped = _SHELL_WRAP.match(text)
+    if wrapped:
+        try:
+            return " ".join(shlex.split(wrapped.group(1)))
+        except ValueError:
+            return text
+    return text
+
+
 #: task tool name -> Codex's names for the same capability
 ALIASES = {
     "Bash": ("exec_command", "shell", "command_execution", "local_shell"),
@@ -132,13 +157,17 @@ def _binary_roots(executable: str) -> list[str]:
     return [str(real.parent)]
 
 
-def _skill_files(placed: Placement | None, scratch: Path) -> tuple[str, ...]:
+def _skill_files(placed: Placement | None, scratch: Path, workdir: str) -> tuple[str, ...]:
     """The paths by which a command can name the placed SKILL.md of a skill replay: where
     :meth:`ExecBackend.overlay_home` (user scope) or the working directory (project scope,
     ``scratch``'s sibling ``work``) holds it, as written and resolved. Empty for no skill."""
     if placed is None or placed.mode != "skill":
         return ()
-    root = scratch / f"{placed.agent}-home" if placed.scope == "user" else scratch.parent / "work"
+    root = (
+        scratch / f"{placed.agent}-home"
+        if placed.scope == "user"
+        else working_copy(scratch.parent, workdir)
+    )
     file = root / placed.path
     return tuple(dict.fromkeys((str(file), str(file.resolve()))))
 
@@ -180,21 +209,29 @@ class CodexBackend(ExecBackend):
         wanted = {a for t in request.tools for a in (t, *ALIASES.get(t, ()))}
         placed = self.placed(request)
         skill = placed is not None and placed.mode == "skill"
-        off = list(OFF_FEATURES)
-        if not skill and not wanted & {"exec_command", "shell", "local_shell"}:
+        live = self.acts_live(request)
+        off = [] if live else list(OFF_FEATURES)  # a replay has the live agent's tools
+        if not live and not skill and not wanted & {"exec_command", "shell", "local_shell"}:
             off += SHELL_FEATURES
         for feature in off:
             argv += ["--disable", feature]
-        if "web_search" not in wanted:
+        if not live and "web_search" not in wanted:
             argv += ["-c", 'web_search="disabled"']
-        for item in (*QUIET, *(SKILL_SHELL if skill else ())):
+        for item in (*QUIET, *(SKILL_SHELL if skill or live else ())):
             argv += ["-c", item]
-        if placed is not None and skill:
-            # Codex's permission profile instead of --sandbox (which would override it)
-            readable = [*_binary_roots(executable), str(cwd)]
-            if placed.scope == "user":  # the skill's own folder, not the overlay's auth.json
+        if live:
+            # Codex's permission profile (used instead of --sandbox, which would override
+            # it): commands read the platform's minimal set, Codex's own package, the trained
+            # skill's folder and the working copy, write only in the working copy, and reach
+            # no network; nothing asks for approval, so nothing escalates
+            readable = [*_binary_roots(executable)]
+            if placed is not None and skill and placed.scope == "user":
+                # the skill's own folder, not the overlay's auth.json
                 readable.append(str(scratch / f"{self.agent}-home" / placed.path.rsplit("/", 1)[0]))
-            table = ", ".join(f'{_toml(r)}="read"' for r in [":minimal", *readable])
+            table = ", ".join(
+                [f'{_toml(r)}="read"' for r in [":minimal", *readable]]
+                + [f'{_toml(str(cwd))}="write"']
+            )
             argv += [
                 "-c",
                 f'default_permissions="{PROFILE}"',
@@ -248,7 +285,9 @@ class CodexBackend(ExecBackend):
                 + (result.stderr.strip()[-200:] or "no output")
             )
         texts, tools = [], []
-        files = _skill_files(self.placed(request), scratch)
+        commands: list[str] = []
+        stopped: list[str] = []
+        files = _skill_files(self.placed(request), scratch, request.workdir)
         for event in events:
             if event.get("type") != "item.completed":
                 continue
@@ -257,7 +296,16 @@ class CodexBackend(ExecBackend):
             if kind == "agent_message":
                 texts.append(str(item.get("text") or ""))
             elif kind == "command_execution":
-                tools.append(SKILL_TOOL if files and _reads_skill(item, files) else "exec_command")
+                skill_read = bool(files) and _reads_skill(item, files)
+                tools.append(SKILL_TOOL if skill_read else "exec_command")
+                if not skill_read:
+                    commands.append(command_of(item))
+                    said = SANDBOX_SAID.search(str(item.get("aggregated_output") or ""))
+                    if said and item.get("exit_code") != 0:
+                        stopped.append(
+                            f"exec_command {commands[-1][:200]}: stopped by the sandbox "
+                            f"({said.group(0)})"
+                        )
             elif kind == "mcp_tool_call":
                 tools.append(str(item.get("tool") or item.get("name") or "mcp_tool_call"))
             elif kind == "web_search":
@@ -278,6 +326,7 @@ class CodexBackend(ExecBackend):
             usage=usage_of(inp, out),
             seconds=result.seconds,
             model=request.model or self.model,
+            acts=Acts(commands=commands, stopped=stopped),
             raw={
                 "thread_id": next(
                     (e.get("thread_id") for e in events if e.get("type") == "thread.started"), None

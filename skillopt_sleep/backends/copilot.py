@@ -50,7 +50,7 @@ from skillopt_sleep.backends._exec import (
     stderr_failure,
     usage_of,
 )
-from skillopt_sleep.models import Completion, CompletionRequest
+from skillopt_sleep.models import Acts, Completion, CompletionRequest
 
 FLAGS = (
     "--output-format",
@@ -107,7 +107,12 @@ class CopilotBackend(ExecBackend):
         placed = self.placed(request)
         if placed is not None and placed.mode == "skill" and SKILL_TOOL not in native:
             native.append(SKILL_TOOL)  # the trained skill is loaded as the live agent loads it
-        if native:
+        if self.acts_live(request):
+            # Copilot's own tools, as the live agent offers them; only writes are allowed
+            # (Copilot keeps them inside the working folder), a shell command or a fetch
+            # needs an approval --no-ask-user never gives: stopped
+            argv.append("--allow-tool=write")
+        elif native:
             argv.append("--available-tools=" + ",".join(native))
             for perm in sorted({PERMISSIONS[n] for n in native if n in PERMISSIONS}):
                 argv.append(f"--allow-tool={perm}")
@@ -162,13 +167,28 @@ class CopilotBackend(ExecBackend):
             return stderr_failure(result, "copilot")
         texts: list[str] = []
         tools: list[str] = []
+        commands: list[str] = []
+        stopped: list[str] = []
+        started: dict[str, str] = {}  # tool call id -> "<tool> <what it was for>"
         for event in events:
             etype, data = event.get("type"), event.get("data") or {}
             if etype == "assistant.message" and not data.get("parentToolCallId"):
                 if str(data.get("content") or "").strip():
                     texts.append(str(data["content"]))
             elif etype == "tool.execution_start" and not data.get("parentToolCallId"):
-                tools.append(str(data.get("toolName") or ""))
+                name = str(data.get("toolName") or "")
+                tools.append(name)
+                given = data.get("arguments") or {}
+                given = given if isinstance(given, dict) else {}
+                if name == "bash" and isinstance(given.get("command"), str):
+                    commands.append(given["command"])
+                what = next((str(given[k]) for k in ("command", "path", "url") if k in given), "")
+                started[str(data.get("toolCallId"))] = f"{name} {' '.join(what.split())[:200]}"
+            elif etype == "tool.execution_complete" and not data.get("success"):
+                error = data.get("error") or {}
+                if isinstance(error, dict) and error.get("code") == "denied":
+                    tried = started.get(str(data.get("toolCallId")), "a tool").strip()
+                    stopped.append(f"{tried}: not allowed in the replay's working copy")
         inp = out = 0
         usage_file = scratch / "usage.json"
         if usage_file.exists():
@@ -189,5 +209,6 @@ class CopilotBackend(ExecBackend):
             usage=usage_of(inp, out),
             seconds=ms / 1000.0 if isinstance(ms, (int, float)) else result.seconds,
             model=request.model or self.model,
+            acts=Acts(commands=commands, stopped=stopped),
             raw={"session_id": (final or {}).get("sessionId")},
         )

@@ -57,7 +57,7 @@ from skillopt_sleep.backends._exec import (
     usage_of,
 )
 from skillopt_sleep.errors import BackendResponseError
-from skillopt_sleep.models import Completion, CompletionRequest
+from skillopt_sleep.models import Acts, Completion, CompletionRequest
 
 FLAGS = ("--json", "--message-file", "--cwd", "--config", "--model")
 PROVIDER = "skillopt_sleep"
@@ -136,7 +136,14 @@ class OpenClawBackend(ExecBackend):
         for var in ("OPENCLAW_CONFIG_PATH", "OPENCLAW_HOME"):
             env.pop(var, None)  # the user's overrides would lead out of the sandbox
         config_path = scratch / "openclaw.json"
-        config_path.write_text(json.dumps(self._config(cwd, model)), encoding="utf-8")
+        config = self._config(cwd, model)
+        if self.acts_live(request):
+            # OpenClaw's own tools, as the live agent offers them, under its own policy:
+            # file tools inside the workspace (the call's working copy) only, no shell command
+            tools = config.setdefault("tools", {})
+            tools.setdefault("fs", {})["workspaceOnly"] = True
+            tools.setdefault("exec", {})["mode"] = "deny"
+        config_path.write_text(json.dumps(config), encoding="utf-8")
         config_path.chmod(0o600)
         argv = [executable, "agent", "exec", "--json", "--message-file", "-"]
         argv += ["--cwd", str(cwd), "--config", str(config_path)]
@@ -181,11 +188,23 @@ class OpenClawBackend(ExecBackend):
         if not text.strip() and not tools:
             return no_answer(result, "openclaw agent exec")
         usage = envelope.get("usage") or {}
+        stopped = []
+        failures = summary.get("failures") if isinstance(summary, dict) else 0
+        if isinstance(failures, int) and failures > 0 and self.acts_live(request):
+            # OpenClaw's summary counts the failed calls and names the last one, not why:
+            # under the replay's policy a write outside the working copy and every shell
+            # command fail, and so does a call that was simply wrong
+            last = (summary.get("unresolvedError") or {}).get("toolName") or "a tool"
+            stopped.append(
+                f"{failures} tool call(s) failed or were refused (the last: {last}); OpenClaw "
+                "does not say which were refused by the replay's policy"
+            )
         return Completion(
             text=text,
             tool_calls=map_tool_names(tools, request.tools, ALIASES),
             usage=usage_of(usage.get("input"), usage.get("output")),
             seconds=result.seconds,
             model=request.model or self.model,
+            acts=Acts(stopped=stopped),
             raw={"session_id": envelope.get("sessionId")},
         )

@@ -56,7 +56,7 @@ from skillopt_sleep.backends._exec import (
     stderr_failure,
     usage_of,
 )
-from skillopt_sleep.models import Completion, CompletionRequest
+from skillopt_sleep.models import Acts, Completion, CompletionRequest
 
 FLAGS = ("--format", "--model")
 PROVIDER = "skillopt_sleep"
@@ -72,6 +72,15 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "WebFetch": ("webfetch",),
     "Task": ("task",),
     "Skill": ("skill",),
+}
+#: a replay's permissions (OpenCode's ``permission`` config): edits in the working folder;
+#: a shell command, a fetch, a path outside the folder would ask, which a headless run
+#: cannot answer
+LIVE_PERMISSION = {
+    "edit": "allow",
+    "bash": "ask",
+    "webfetch": "ask",
+    "external_directory": "ask",
 }
 QUIET_ENV = {
     "OPENCODE_DISABLE_AUTOUPDATE": "1",
@@ -110,12 +119,17 @@ class OpenCodeBackend(ExecBackend):
             "share": "disabled",
             "agent": {"title": {"disable": True}},  # no second model call for a title
         }
-        tools: dict[str, bool] = {"*": False}
-        tools.update(dict.fromkeys(native_tools(request.tools, ALIASES, lower=True), True))
         placed = self.placed(request)
-        if placed is not None and placed.mode == "skill":
-            tools["skill"] = True  # a trained skill is loaded the way OpenCode loads skills
-        inline["tools"] = tools
+        if self.acts_live(request):
+            # OpenCode's own tools, as the live agent offers them; edits allowed (inside the
+            # working folder), anything else asks, and `run` answers no one: stopped
+            inline["permission"] = dict(LIVE_PERMISSION)
+        else:
+            tools: dict[str, bool] = {"*": False}
+            tools.update(dict.fromkeys(native_tools(request.tools, ALIASES, lower=True), True))
+            if placed is not None and placed.mode == "skill":
+                tools["skill"] = True  # a trained skill is loaded the way OpenCode loads skills
+            inline["tools"] = tools
         env = self.base_env()
         env.update(QUIET_ENV)
         env["PWD"] = str(cwd)  # OpenCode takes its directory from $PWD, not the process's cwd
@@ -163,6 +177,8 @@ class OpenCodeBackend(ExecBackend):
             return stderr_failure(result, "opencode")
         texts: list[str] = []
         tools: list[str] = []
+        commands: list[str] = []
+        stopped: list[str] = []
         inp = out = 0
         for event in events:
             part = event.get("part") or {}
@@ -172,7 +188,23 @@ class OpenCodeBackend(ExecBackend):
             if kind == "text" and str(part.get("text") or "").strip():
                 texts.append(str(part["text"]))
             elif kind == "tool" and part.get("tool"):
-                tools.append(str(part["tool"]))
+                name = str(part["tool"])
+                tools.append(name)
+                state = part.get("state") or {}
+                given = state.get("input") or {}
+                given = given if isinstance(given, dict) else {}
+                if name == "bash" and isinstance(given.get("command"), str):
+                    commands.append(given["command"])
+                if state.get("status") == "error" and "rejected permission" in str(
+                    state.get("error") or ""
+                ):
+                    what = next(
+                        (str(given[k]) for k in ("command", "filePath", "url") if k in given), ""
+                    )
+                    stopped.append(
+                        f"{name} {' '.join(what.split())[:200]}".strip()
+                        + ": not allowed in the replay's working copy"
+                    )
             elif kind == "step-finish":
                 tokens = part.get("tokens") or {}
                 inp += int(tokens.get("input") or 0)
@@ -185,5 +217,6 @@ class OpenCodeBackend(ExecBackend):
             usage=usage_of(inp, out),
             seconds=result.seconds,
             model=request.model or self.model,
+            acts=Acts(commands=commands, stopped=stopped),
             raw={"session_id": next((e.get("sessionID") for e in events), None)},
         )

@@ -52,7 +52,7 @@ from skillopt_sleep.backends._exec import (
     stderr_failure,
     usage_of,
 )
-from skillopt_sleep.models import Completion, CompletionRequest
+from skillopt_sleep.models import Acts, Completion, CompletionRequest
 
 FLAGS = (
     "-p",
@@ -61,6 +61,8 @@ FLAGS = (
     "--offline",
     "--no-tools",
     "--tools",
+    "--no-extensions",
+    "--extension",
     "--provider",
     "--model",
 )
@@ -77,6 +79,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "LS": ("ls",),
 }
 _STATUS = re.compile(r"^\s*(\d{3})\b")
+#: the permission gate a replay with the live tools loads (a Pi extension)
+GATE = Path(__file__).with_name("pi_gate.ts")
+#: what a tool result blocked by the gate starts with
+STOPPED = "skillopt-sleep: stopped: "
 
 
 class PiBackend(ExecBackend):
@@ -91,7 +97,12 @@ class PiBackend(ExecBackend):
         placed = self.placed(request)
         if placed is not None and placed.mode == "skill" and "read" not in native:
             native.append("read")  # Pi loads a skill by reading its file
-        if native:
+        if self.acts_live(request):
+            # Pi's own tools, as the live agent offers them, behind skillopt-sleep's gate
+            # (Pi asks no permission itself): writes inside the working folder only, no
+            # shell command (pi_gate.ts)
+            argv += ["--no-extensions", "--extension", str(GATE)]
+        elif native:
             argv += ["--tools", ",".join(native)]
         else:
             argv.append("--no-tools")
@@ -149,6 +160,14 @@ class PiBackend(ExecBackend):
             return no_answer(result, "pi -p")
         texts: list[str] = []
         tools: list[str] = []
+        commands: list[str] = []
+        stopped = [
+            f"{e.get('toolName') or 'a tool'}: " + text[len(STOPPED) :]
+            for e in events
+            if e.get("type") == "tool_execution_end" and e.get("isError")
+            for text in [_result_text(e.get("result"))]
+            if text.startswith(STOPPED)
+        ]
         inp = out = 0
         for msg in answers:
             text = ""
@@ -159,6 +178,9 @@ class PiBackend(ExecBackend):
                     text += str(block.get("text") or "")
                 elif block.get("type") == "toolCall" and block.get("name"):
                     tools.append(str(block["name"]))
+                    given = block.get("arguments") or {}
+                    if block["name"] == "bash" and isinstance(given, dict):
+                        commands.append(str(given.get("command") or ""))
             if text.strip():
                 texts.append(text)
             usage = msg.get("usage") or {}
@@ -171,5 +193,17 @@ class PiBackend(ExecBackend):
             usage=usage_of(inp, out),
             seconds=result.seconds,
             model=request.model or self.model,
+            acts=Acts(commands=[c for c in commands if c], stopped=stopped),
             raw={"session_id": session},
         )
+
+
+def _result_text(result: Any) -> str:
+    """The text of a Pi tool result (its text blocks joined)."""
+    if not isinstance(result, dict):
+        return ""
+    return "".join(
+        str(b.get("text") or "")
+        for b in result.get("content") or []
+        if isinstance(b, dict) and b.get("type") == "text"
+    )

@@ -32,6 +32,7 @@ from rapidfuzz import fuzz
 from skillopt_sleep import agents
 from skillopt_sleep.config import DocumentConfig
 from skillopt_sleep.errors import DocumentError, NightError, UnknownNameError
+from skillopt_sleep.models import workdir_name
 
 BEGIN = "<!-- skillopt-sleep:begin — managed by skillopt-sleep; edit with care -->"
 END = "<!-- skillopt-sleep:end -->"
@@ -48,9 +49,39 @@ def begin_marker(section: str | None) -> str:
     return BEGIN.replace("begin —", f"begin project={section} —", 1)
 
 
+def copy_name(section: str) -> str:
+    """The folder name a copy of the project ``section`` has (its last path part): a replay
+    works in a throw-away copy of that name, which the block's scope covers."""
+    return workdir_name(section)
+
+
 def section_heading(section: str) -> str:
-    """The first line inside a project's block: says where its rules apply."""
-    return f"When working in `{section}` (or below it), follow these rules:"
+    """The first line inside a project's block: says where its rules apply, the project's
+    folder or a copy of it (where a night replays it; :func:`covers`)."""
+    return (
+        f"When working in `{section}` (or below it, or in a copy of it named "
+        f"`{copy_name(section)}`), follow these rules:"
+    )
+
+
+#: a project block's heading, as :func:`section_heading` writes it (the copy clause absent
+#: in blocks written before it): the section, and the copy's name
+HEADING_RE = re.compile(
+    r"^When working in `([^`\n]+)` \(or below it(?:, or in a copy of it named `([^`\n]+)`)?\), "
+    r"follow these rules:[ \t]*$",
+    re.M,
+)
+
+
+def covers(section: str, cwd: str, name: str | None = None) -> bool:
+    """Whether the scope a block's heading states for ``section`` holds in the working
+    folder ``cwd``: the project's folder or below it, or (``name``, the copy clause) a folder
+    of that name (a copy of the project) or below it. The one reading of the scope, for the
+    replays that must run inside it and for the simulator, which obeys it."""
+    here, root = cwd.rstrip("/") or "/", section.rstrip("/") or "/"
+    if here == root or here.startswith(root.rstrip("/") + "/"):
+        return True
+    return bool(name) and name in Path(here).parts[1:]
 
 
 _END_RE = re.compile(r"^<!-- skillopt-sleep:end -->[ \t]*(?=\r?$)", re.M)

@@ -16,6 +16,9 @@ artifact, never to the whole answer. :func:`kind_of` tells a task's artifact fro
 * ``test`` — the whole answer (a test file, fenced or not), which must define a test
   (:mod:`~skillopt_sleep.mining.integrity`, ``no_test``).
 * ``answer`` — the whole answer.
+
+An agent that acted with its tools is judged on what it did (:func:`acted`): the test file it
+wrote, the message of the ``git commit`` it ran, before its text.
 """
 
 from __future__ import annotations
@@ -83,6 +86,32 @@ def extract(kind: str, answer: str) -> str:
         inline = _INLINE.search(answer)
         return inline.group(1).strip() if inline else answer.strip()
     return answer
+
+
+#: a file name that holds tests (``test_x.py``, ``x_test.go``, ``x.test.ts``, ``x.spec.js``,
+#: anything in a ``tests`` / ``__tests__`` / ``spec`` folder)
+_TEST_FILE = re.compile(
+    r"(?:^|/)(?:tests?|__tests__|specs?)/|(?:^|/)test_[^/]*$|[^/]*(?:_test|\.test|\.spec|Test)\.\w+$"
+)
+
+
+def acted(kind: str, answer: str, files: dict[str, str], commands: list[str]) -> str | None:
+    """The artifact of ``kind`` in what an agent *did*, when it did it (None: judge the
+    answer): a test file it wrote (fenced with its extension, so a file cut off fails as
+    an answer cut off does), the message of a ``git commit -m`` it ran."""
+    if kind == "test":
+        tests = [p for p in files if _TEST_FILE.search(p) and files[p].strip()]
+        if tests:
+            return "\n\n".join(
+                f"```{p.rsplit('.', 1)[-1] if '.' in p else ''}\n{files[p].rstrip()}\n```"
+                for p in tests
+            )
+    if kind == "commit_message":
+        for command in reversed(commands):
+            m = _GIT_COMMIT_M.search(command)
+            if m:
+                return m.group(2)
+    return None
 
 
 def _message(answer: str) -> str:

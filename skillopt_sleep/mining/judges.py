@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from skillopt_sleep.mining import artifact
 from skillopt_sleep.mining.integrity import Fault, broken
-from skillopt_sleep.models import Check, ContextCapsule, Task
+from skillopt_sleep.models import Acts, Check, ContextCapsule, Task
 
 #: a conventional commit's header (``feat(api)!: add x``)
 CONVENTIONAL_COMMIT = (
@@ -336,17 +336,27 @@ class Judged:
 
 
 def judge_answer(
-    task: Task, answer: str, tool_calls: list[str], checks: list[Check] | None = None
+    task: Task,
+    answer: str,
+    tool_calls: list[str],
+    checks: list[Check] | None = None,
+    acts: Acts | None = None,
 ) -> Judged:
     """Judge ``answer`` (and the tools the agent called) against ``task``: whole first — an
     agent that acted with tools and wrote no text, or one word ("Done."), is not judged on
     its text — then ``checks``
-    (the task's :func:`scored_checks` unless given), each on the task's artifact."""
+    (the task's :func:`scored_checks` unless given), each on the task's artifact. An agent
+    that made the artifact with its tools (``acts``: a test file written, a ``git commit``
+    run) is judged on that artifact (:func:`~skillopt_sleep.mining.artifact.acted`): a test
+    file cut off is broken whatever the text says."""
     kind = artifact.kind_of(task.intent)
+    made = artifact.acted(kind, answer, acts.files, acts.commands) if acts else None
+    if made is not None and kind == "test":
+        answer = made  # the test file is the answer: whole, and defining a test
     faults = broken(answer, kind, vocabulary(task)) if answer or not tool_calls else []
     if tool_calls:  # an agent that acted may end on a word ("Done."): its tools did the task
         faults = [f for f in faults if f.kind != "bare"]
-    found = artifact.extract(kind, answer)
+    found = made if made is not None else artifact.extract(kind, answer)
     if not faults and task.corrections and echoes(found, task):
         faults.append(Fault("echo", "the answer only repeats the words of the user's correction"))
     text = artifact.judged_text(kind, found)

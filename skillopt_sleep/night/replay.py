@@ -35,11 +35,13 @@ from skillopt_sleep.backends.base import Backend
 from skillopt_sleep.errors import BackendResponseError, BudgetExceeded
 from skillopt_sleep.mining.judges import judge_answer
 from skillopt_sleep.models import (
+    Acts,
     Completion,
     CompletionRequest,
     Placement,
     Task,
     Usage,
+    workdir_name,
 )
 from skillopt_sleep.night import prompts
 from skillopt_sleep.redact import redact
@@ -109,6 +111,13 @@ class Meter:
                 ),
                 # the replayed occurrence's context, only when it has some
                 *([req.context.model_dump()] if req.context and req.context.items else []),
+                # the folder an agent CLI works in (its name reaches the model), only when
+                # the backend runs in one
+                *(
+                    [f"workdir:{workdir_name(req.workdir)}"]
+                    if req.workdir and self.backend.works_in_folder
+                    else []
+                ),
                 # a dream rollout's sample index, only past the first (K=1 keys unchanged)
                 *([f"sample:{req.sample}"] if req.sample else []),
                 # the sampling temperature, only when not the default 0 (keys unchanged):
@@ -133,6 +142,7 @@ class Meter:
                         tool_calls=json.loads(hit.tool_calls or "[]"),
                         usage=Usage(input_tokens=hit.input_tokens, output_tokens=hit.output_tokens),
                         seconds=hit.seconds,
+                        acts=Acts.model_validate_json(hit.acts) if hit.acts else Acts(),
                     ),
                     True,
                 )
@@ -175,6 +185,7 @@ class Meter:
                     input_tokens=comp.usage.input_tokens,
                     output_tokens=comp.usage.output_tokens,
                     seconds=elapsed,
+                    acts=comp.acts.model_dump_json() if comp.acts else "",
                 ),
             )
         finally:
@@ -296,6 +307,7 @@ class Replayer:
             placement=placement,
             context=task.context if task.context and task.context.items else None,
             sample=sample,
+            workdir=task.project or "",
         )
         comp, cached = self.target.complete(req)
         return task, placement, comp, cached
@@ -309,7 +321,10 @@ class Replayer:
         # whatever its checks say: scored 0, each fault shown as a failed check; each check
         # judges the artifact the task asks for (a commit message's subject, not the sentence
         # before it)
-        judged = judge_answer(task, comp.text, comp.tool_calls)
+        judged = judge_answer(task, comp.text, comp.tool_calls, acts=comp.acts)
+        # the answer as graded and shown: its text, then what the agent did (the commands
+        # it ran, the files it wrote as a diff, what was stopped)
+        shown = "\n\n".join(x for x in (comp.text, comp.acts.shown()) if x)
         faults = judged.faults
         results: list[dict[str, Any]] = [
             {"kind": "whole", "value": f.kind, "evidence": f.why, "passed": False} for f in faults
@@ -323,10 +338,10 @@ class Replayer:
         if faults:
             hard = 0.0
         elif self.judge is not None and task.rubric and not task.judge.startswith("invalid"):
-            soft = rubric_score(self.judge, task.intent, task.rubric, comp.text)
+            soft = rubric_score(self.judge, task.intent, task.rubric, shown)
         scored = Scored(
             task_id=task.id,
-            answer=redact(comp.text),
+            answer=redact(shown),
             tool_calls=comp.tool_calls,
             hard=hard,
             soft=soft,

@@ -76,6 +76,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from skillopt_sleep.delivery import document
 from skillopt_sleep.night import prompts
 from skillopt_sleep.simulator.persona import Persona, SkillRule
 
@@ -159,10 +160,23 @@ class Turn:
     def all_text(self) -> str:
         return "\n".join([self.system, *(text for _, text in self.messages)])
 
+    def working_folder(self) -> str | None:
+        """The working folder the agent CLI states in its request (Claude Code's "Primary
+        working directory", Codex's ``<cwd>``, Copilot's and Pi's "Current working directory",
+        OpenCode's and OpenClaw's "Working directory"); None when none is stated (a bare HTTP
+        call)."""
+        found = _CWD.search(self.all_text())
+        return (found.group(1) or found.group(2)).strip() if found else None
+
     def rule_text(self) -> str:
         """The text the rule language reads: :meth:`all_text` without the skill listing's
-        entries and without the front matter of a skill file a tool read. Equal to
-        :meth:`all_text` when no skill is listed."""
+        entries and without the front matter of a skill file a tool read, and without a
+        project's block of rules whose stated scope does not hold in the working folder the
+        request states (a literal-minded model obeys "When working in `X` …" only there).
+        Equal to :meth:`all_text` when no skill is listed and every block is in scope."""
+        return _in_scope_blocks(self._rule_text(), self.working_folder())
+
+    def _rule_text(self) -> str:
         if not self.skills:
             return self.all_text()
         parts = [self.system]
@@ -172,6 +186,31 @@ class Turn:
             if skill.entry:
                 text = text.replace(skill.entry, "")
         return text
+
+
+#: the working folder an agent CLI's request states (see :meth:`Turn.working_folder`)
+_CWD = re.compile(
+    r"(?:Primary working directory|[Cc]urrent working directory|Working directory):[ \t]*"
+    r"([^\n]+?)[ \t]*$|<cwd>([^<\n]+)</cwd>",
+    re.M,
+)
+#: the end of a managed block
+_BLOCK_END = re.compile(r"^<!-- skillopt-sleep:end -->", re.M)
+
+
+def _in_scope_blocks(text: str, cwd: str | None) -> str:
+    """``text`` without the rules of each project block whose heading's scope does not hold
+    in ``cwd`` (from the heading to the block's end marker); unchanged without a ``cwd``."""
+    if cwd is None:
+        return text
+    out, at = [], 0
+    for head in document.HEADING_RE.finditer(text):
+        if head.start() < at or document.covers(head.group(1), cwd, head.group(2)):
+            continue
+        end = _BLOCK_END.search(text, head.end())
+        out.append(text[at : head.start()])
+        at = end.start() if end else len(text)
+    return "".join(out) + text[at:]
 
 
 @dataclass

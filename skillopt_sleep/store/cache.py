@@ -10,13 +10,15 @@ from skillopt_sleep.store._base import Repository, now_iso
 @dataclass(frozen=True)
 class CachedResponse:
     """A stored model response. ``tool_calls`` is JSON text; ``seconds`` the original wall
-    time of the call."""
+    time of the call; ``acts`` JSON text of what an agent CLI did with its tools ("" when it
+    only answered; m018)."""
 
     text: str
     tool_calls: str
     input_tokens: int
     output_tokens: int
     seconds: float
+    acts: str = ""
 
 
 class ResponseCache(Repository):
@@ -33,6 +35,7 @@ class ResponseCache(Repository):
             input_tokens=r["input_tokens"] or 0,
             output_tokens=r["output_tokens"] or 0,
             seconds=r["seconds"] or 0.0,
+            acts=r.get("acts") or "",
         )
 
     def put(self, key: str, response: CachedResponse) -> None:
@@ -45,6 +48,7 @@ class ResponseCache(Repository):
                 "input_tokens": response.input_tokens,
                 "output_tokens": response.output_tokens,
                 "seconds": response.seconds,
+                "acts": response.acts or None,
                 "created_at": now_iso(),
             },
             pk="key",

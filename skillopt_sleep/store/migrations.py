@@ -655,3 +655,12 @@ def m017_rule_scope_refusals(db: Database) -> None:
         pk="id",
         if_not_exists=True,
     )
+
+
+@migrations(name="m018_rollout_acts")
+def m018_rollout_acts(db: Database) -> None:
+    """``rollout_cache.acts`` (JSON: what an agent CLI did with its tools in a replay: the
+    files it wrote, as text and diff, the commands it ran, what was stopped; NULL: it only
+    answered), so a cached replay is graded on what it did, as the first one was."""
+    if "acts" not in db.table("rollout_cache").columns_dict:
+        db.table("rollout_cache").add_column("acts", str)

@@ -37,7 +37,7 @@ PATHS = {"user": "skills/python-tests/SKILL.md", "project": ".codex/skills/pytho
 def _request(mode: str = "skill", scope: str = "user", tools: list[str] | None = None):
     path = PATHS[scope] if mode == "skill" else "AGENTS.md"
     placement = Placement(agent="codex", scope=scope, path=path, mode=mode, text=SKILL)
-    return CompletionRequest(prompt=ASK, placement=placement, tools=tools or [])
+    return CompletionRequest(prompt=ASK, placement=placement, tools=tools or [], workdir="/u/work")
 
 
 def _argv(request: CompletionRequest, tmp_path: Path) -> list[str]:
@@ -59,21 +59,36 @@ def test_a_skill_replay_keeps_the_shell_on_with_the_least_power(scope, tmp_path,
     settings = _flags(argv, "-c")
     assert 'approval_policy="never"' in settings
     assert 'shell_environment_policy.inherit="core"' in settings
-    # a permission profile reading the skill's folder and the work dir, not --sandbox
+    # a permission profile reading the skill's folder, writing only the working copy, not
+    # --sandbox
     assert _flags(argv, "--sandbox") == []
     assert f'default_permissions="{PROFILE}"' in settings
     [table] = [x for x in settings if x.startswith(f"permissions.{PROFILE}.filesystem=")]
-    assert '":minimal"="read"' in table and f'"{tmp_path / "work"}"="read"' in table
+    assert '":minimal"="read"' in table and f'"{tmp_path / "work"}"="write"' in table
     home = tmp_path / "scratch" / "codex-home"
     if scope == "user":
         assert f'"{home / "skills" / "python-tests"}"="read"' in table
     assert f'"{home}"=' not in table  # not the overlay's auth.json
-    assert '"write"' not in table and "network" not in table
+    assert table.count('"write"') == 1 and "network" not in table
     assert "--dangerously-bypass-approvals-and-sandbox" not in argv and "--add-dir" not in argv
 
 
-def test_a_memory_replay_keeps_the_shell_off(tmp_path, isolated_home):
+def test_a_memory_replay_offers_the_live_tools_under_the_same_profile(tmp_path, isolated_home):
     argv = _argv(_request("memory"), tmp_path)
+    # no tool switched off (the live agent's tool set), web search as Codex configures it
+    assert _flags(argv, "--disable") == ["unbounded_connection_retries"]
+    assert not [s for s in _flags(argv, "-c") if s.startswith("web_search")]
+    settings = _flags(argv, "-c")
+    assert 'approval_policy="never"' in settings
+    assert 'shell_environment_policy.inherit="core"' in settings
+    assert _flags(argv, "--sandbox") == []
+    [table] = [x for x in settings if x.startswith(f"permissions.{PROFILE}.filesystem=")]
+    assert f'"{tmp_path / "work"}"="write"' in table and table.count('"write"') == 1
+
+
+def test_a_call_that_is_not_a_replay_keeps_the_shell_off(tmp_path, isolated_home):
+    """An optimizer's or judge's call through Codex (no placement) acts on nothing."""
+    argv = _argv(CompletionRequest(prompt=ASK, purpose="reflect"), tmp_path)
     assert _flags(argv, "--sandbox") == ["read-only"]
     assert {"shell_tool", "unified_exec"} <= set(_flags(argv, "--disable"))
     settings = _flags(argv, "-c")
@@ -183,9 +198,10 @@ def test_a_skill_replays_shell_reads_the_skill_and_nothing_else(tmp_path, isolat
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
     port = listener.getsockname()[1]
-    # run in the replay's work dir; the overlay CODEX_HOME is its sibling ../scratch/codex-home
+    # run in the replay's working copy (work/<name>); the overlay CODEX_HOME is in the
+    # call's scratch folder, ../../scratch/codex-home
     command = (
-        f"cat {secret}; cat $PWD/../scratch/codex-home/config.toml; "
+        f"cat {secret}; cat $PWD/../../scratch/codex-home/config.toml; "
         "echo KEY=[$SKILLOPT_CODEX_API_KEY]; echo w > ./w && echo WROTE-WORK; "
         f"echo w > {isolated_home}/w && echo WROTE-HOME; "
         f"(echo > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo NET-OPEN || echo NET-CLOSED"
@@ -227,7 +243,9 @@ def test_a_skill_replays_shell_reads_the_skill_and_nothing_else(tmp_path, isolat
         json.dumps(i["output"]) for i in last["input"] if i.get("type") == "function_call_output"
     ]
     assert "Use `pytest` instead of `unittest`." in skill  # the skill was read
-    assert "KEY=[]" in other and "NET-CLOSED" in other  # the command ran, confined
-    for leak in ("TOPSECRET", "MARKER-user-codex-config", KEY, "WROTE", "NET-OPEN"):
+    # the command ran, confined: it wrote in its working copy (a replay acts as the live
+    # agent does), and nowhere else
+    assert "KEY=[]" in other and "NET-CLOSED" in other and "WROTE-WORK" in other
+    for leak in ("TOPSECRET", "MARKER-user-codex-config", KEY, "WROTE-HOME", "NET-OPEN"):
         assert leak not in other
     assert not (isolated_home / "w").exists()

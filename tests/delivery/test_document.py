@@ -302,7 +302,10 @@ def test_a_project_section_is_its_own_block_and_keeps_the_others():
     assert once.startswith(text.rstrip("\n"))  # everything before is kept byte for byte
     again = Document.parse(once, section="/src/web")
     assert again.had_block and again.rules == ["Use `pnpm` instead of `npm`."]
-    assert "When working in `/src/web` (or below it), follow these rules:" in once
+    assert (
+        "When working in `/src/web` (or below it, or in a copy of it named `web`), follow "
+        "these rules:" in once
+    )
     # the other project's block and the global one are untouched, and parse separately
     assert Document.parse(once, section="/src/other").rules == ["Other rule."]
     assert Document.parse(once).rules == ["Global rule."]

@@ -205,3 +205,61 @@ def assert_trained_through(
     assert fresh and all(r["backend"] == backend for r in rollouts)
     assert all(r["input_tokens"] > min_input_tokens and r["output_tokens"] > 0 for r in fresh)
     return fresh
+
+
+#: how each CLI states its working folder in a model request: Claude Code's environment
+#: section, Codex's <environment_context>, Copilot's and Pi's system prompt, OpenCode's <env>,
+#: OpenClaw's runtime section (measured against the pinned CLIs)
+_FOLDER = re.compile(
+    r"(?:Primary working directory|Current working directory|Working directory):[ \t]*"
+    r"([^\n]+?)[ \t]*(?:\n|$)|<cwd>([^<\n]+)</cwd>"
+)
+
+
+def stated_folder(body: dict[str, Any]) -> str:
+    """The working folder a CLI's request states (exactly one, however often it is said)."""
+    found = {
+        (m.group(1) or m.group(2)).strip()
+        for _, text in _texts(body)
+        for m in _FOLDER.finditer(text)
+    }
+    assert len(found) == 1, f"one working folder should be stated: {found}"
+    return found.pop()
+
+
+def tool_names(body: dict[str, Any]) -> set[str]:
+    """The names of the tools a request offers (Anthropic ``name``, Responses ``name`` or
+    ``type``, Chat Completions ``function.name``)."""
+    names = set()
+    for tool in body.get("tools") or []:
+        fn = tool.get("function")
+        names.add(
+            str(
+                (fn or {}).get("name")
+                if isinstance(fn, dict)
+                else tool.get("name") or tool.get("type")
+            )
+        )
+    return names
+
+
+def assert_in_scope_with_live_tools(
+    replays: list[dict[str, Any]],
+    live: dict[str, Any],
+    rule: str,
+    live_only: frozenset[str] = frozenset(),
+) -> None:
+    """Every replay request that carried ``rule`` states a working folder its block's scope
+    covers (the heading the agent reads, as it reads it) and offers the tool names the live
+    request offers (but ``live_only``, named by the caller with the reason)."""
+    from skillopt_sleep.delivery.document import HEADING_RE, covers
+
+    assert replays
+    for body in replays:
+        text = next(t for _, t in _texts(body) if rule in t)
+        head = HEADING_RE.search(text)
+        assert head is not None, text[:400]
+        folder = stated_folder(body)
+        assert covers(head.group(1), folder, head.group(2)), (head.group(0), folder)
+        assert tool_names(body) == tool_names(live), tool_names(body) ^ tool_names(live)
+    assert tool_names(live), "the live request offers tools"

@@ -39,8 +39,10 @@ from tests.helpers.deployed import (
     TIMEOUT,
     USER_SESSIONS,
     ask,
+    assert_in_scope_with_live_tools,
     assert_trained_through,
     place_of,
+    stated_folder,
     write_user_sessions,
 )
 from tests.helpers.night import NO_COLLATERAL
@@ -142,6 +144,10 @@ def test_the_adopted_memory_reaches_the_real_cli_as_the_night_replayed_it(
         assert bodies and all(rule in json.dumps(b) for b in bodies)
         assert place_of(bodies[0], rule) == replay_place  # the same place, the same framing
         assert "pnpm" in answer, answer
+        # each replay ran where the block's scope holds (a copy of the project, named like
+        # it), with the tools the live agent has
+        assert stated_folder(bodies[0]) == str(project)
+        assert_in_scope_with_live_tools(replays, bodies[0], rule)
 
         # the same text where the CLI does not look: the rule never reaches the model
         live.rename(live.with_name("NOT-LOADED.md"))

@@ -38,8 +38,10 @@ from tests.helpers.deployed import (
     SIM_KEY,
     USER_SESSIONS,
     ask,
+    assert_in_scope_with_live_tools,
     assert_trained_through,
     place_of,
+    stated_folder,
     write_user_sessions,
 )
 from tests.helpers.night import NO_COLLATERAL
@@ -148,6 +150,13 @@ def test_openclaw_sessions_train_its_workspace_agents_md_and_the_adopted_rule_re
         assert bodies and all(rule in json.dumps(b) for b in bodies)
         assert place_of(bodies[0], rule) == replay_place  # the same place, the same framing
         assert "pnpm" in answer, answer
+        # OpenClaw works in its workspace: the live request names it, the block is scoped
+        # to it, and each replay ran in a copy of it, with the tools the live agent has
+        assert stated_folder(bodies[0]) == workspace
+        assert result.summary.section == workspace
+        # (but `openclaw`, the tool an `openclaw agent` turn asks OpenClaw's own config and
+        # lifecycle changes with: an isolated `agent exec` turn does not offer it)
+        assert_in_scope_with_live_tools(replays, bodies[0], rule, frozenset({"openclaw"}))
 
         # the same text where OpenClaw does not look: the rule never reaches the model
         live.rename(live.with_name("NOT-LOADED.md"))

@@ -36,6 +36,7 @@ def test_migrations_apply_once_and_wal(tmp_path):
         "m015_wild_judged",
         "m016_task_links",
         "m017_rule_scope_refusals",
+        "m018_rollout_acts",
     ]
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
