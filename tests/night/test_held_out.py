@@ -116,3 +116,36 @@ def test_no_test_score_is_said_in_one_line_with_the_withheld_ask_named(night):
     text = " ".join(shown.stdout.split())
     assert f"- {why}" in text and "test score: —" not in text
     assert f"- `{latest.key}` (task `{tests.id}`): withheld from test" in text
+
+
+def test_a_report_without_a_test_score_says_why_in_one_line():
+    """Every reason, as the report gives it: the split's (no test occurrence) and a budget cap
+    met before the test was scored; a scored test keeps its scores."""
+    from skillopt_sleep.night.stage import render_markdown
+    from skillopt_sleep.results import NightSummary, ProposalReport, Scores
+
+    def test_lines(summary: NightSummary, scores: Scores | None = None) -> list[str]:
+        report = ProposalReport(
+            id="p1",
+            night_id=1,
+            created_at="2026-01-06T00:00:00Z",
+            target="/t/CLAUDE.md",
+            base_hash="",
+            new_hash="h",
+            summary=summary,
+            scores=scores or Scores(val_before=0.0, val_after=1.0),
+        )
+        md = render_markdown(report, "")
+        return [line for line in md.splitlines() if "test score" in line]
+
+    fewer = (
+        "no test score: every task was asked fewer than 3 times (the latest of 3 asks or more "
+        "is the test)"
+    )
+    assert test_lines(NightSummary(test_note=fewer)) == [f"- {fewer}"]
+    assert test_lines(NightSummary(test_note="not scored: the cap of 9 model calls was met")) == [
+        "- no test score: the cap of 9 model calls was met"
+    ]
+    assert test_lines(NightSummary(), Scores(test_before=0.25, test_after=0.75)) == [
+        "- test score: 0.250 → 0.750 (held out; report only)"
+    ]
