@@ -204,6 +204,22 @@ class BlockResult(_Model):
     test_before: float | None = None
     test_after: float | None = None
     reason: str | None = None
+    #: why the block has no test score (:attr:`NightSummary.test_note`)
+    test_note: str | None = None
+
+
+#: at most this many withheld occurrences are named one by one (a report, a night's output)
+WITHHELD_SHOWN = 10
+
+
+class WithheldOccurrence(_Model):
+    """An occurrence a night did not replay as held out (``mining/split.py``, rules 5 and 7):
+    its task, its key (``<session id>#<seq>``) and why (``withheld from test: the same wording
+    and context as train occurrence …``)."""
+
+    task_id: str
+    occurrence: str
+    why: str
 
 
 class NightSummary(_Model):
@@ -240,7 +256,11 @@ class NightSummary(_Model):
     edits: EditCounts | None = None
     reason: str | None = None  # why the night ended as it did
     warning: str | None = None
-    test_note: str | None = None  # why the test split has no score
+    #: why the test split has no score: ``no test score: …`` (no test occurrence), or ``not
+    #: scored: …`` (a budget cap met before it was scored)
+    test_note: str | None = None
+    #: the occurrences withheld from val or test, each with its task and why (None: none)
+    withheld: list[WithheldOccurrence] | None = None
     unverified: str | None = None  # why the gate could not certify (no val split)
     #: how the val scores moved by chance (None: the target's answers did not vary)
     noise: GateNoise | None = None
@@ -274,6 +294,15 @@ class NightSummary(_Model):
     def dump(self) -> dict[str, Any]:
         """The stored JSON form: absent texts are left out."""
         return self.model_dump(mode="json", exclude_none=True)
+
+    def no_test_line(self, scores: Any) -> str | None:
+        """The one line a night or proposal without a test score says instead of "test — →
+        —" (``scores``: its val / test scores); None when it has one or nothing says why."""
+        if getattr(scores, "test_before", None) is not None or not self.test_note:
+            return None
+        if self.test_note.startswith("no test score"):
+            return self.test_note
+        return "no test score: " + self.test_note.removeprefix("not scored: ")
 
     def staged_proposals(self, first: str | None) -> list[str]:
         """Every proposal the night staged for its document: one per block of a night that

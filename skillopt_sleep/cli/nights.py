@@ -12,6 +12,7 @@ import typer
 from skillopt_sleep.cli.console import err, out
 from skillopt_sleep.cli.console import fmt_score as _fmt
 from skillopt_sleep.results import (
+    WITHHELD_SHOWN,
     Dispatch,
     NightOutcome,
     NightResult,
@@ -153,8 +154,13 @@ def print_night(r: NightResult, by: str = "") -> None:
             f"  {summary.not_distinct} task(s) asked again only in the same words with the same "
             "context: not yet validated on a distinct recurrence"
         )
-    if summary.test_note:
-        _line(f"  test {summary.test_note}")
+    for w in (summary.withheld or [])[:WITHHELD_SHOWN]:
+        _line(f"  {w.occurrence} (task {w.task_id}): {w.why}")
+    if len(summary.withheld or []) > WITHHELD_SHOWN:
+        _line(f"  … and {len(summary.withheld or []) - WITHHELD_SHOWN} more withheld")
+    no_test = summary.no_test_line(r)
+    if no_test:
+        _line(f"  {no_test}")
     if summary.noise is not None:
         _line(
             f"  the target's answers vary: val scored on {summary.noise.samples} sample(s) per "
@@ -166,7 +172,11 @@ def print_night(r: NightResult, by: str = "") -> None:
         else:
             out.print(
                 f"  val {_fmt(r.val_before)} -> {_fmt(r.val_after)}, "
-                f"test {_fmt(r.test_before)} -> {_fmt(r.test_after)}"
+                + (
+                    "no test score (above)"
+                    if no_test
+                    else f"test {_fmt(r.test_before)} -> {_fmt(r.test_after)}"
+                )
             )
         tokens = (cost.input_tokens or 0) + (cost.output_tokens or 0)
         # the same numbers the proposal's report gives (its "cost" line), then the night's time
@@ -187,6 +197,7 @@ def print_night(r: NightResult, by: str = "") -> None:
                 else f" (no val occurrence: train {_fmt(b.val_before)} -> {_fmt(b.val_after)}, "
                 "unverified)"
             )
+            + (f"; {b.test_note}" if b.test_note and b.test_before is None else "")
         )
     staged = [b.proposal_id for b in summary.blocks if b.proposal_id][1:]
     if r.proposal_id and staged:

@@ -236,8 +236,8 @@ def similar(a: str, b: str, threshold: float) -> float:
 
 def near_duplicate(a: str, b: str, threshold: float) -> float:
     """:func:`similar` without the length rule: whether one's content words are (nearly) a
-    subset of the other's. What keeps a held-out prompt from being a near-copy of another
-    task's train prompt (:mod:`skillopt_sleep.mining.split`, rule 5)."""
+    subset of the other's. What keeps a recalled train prompt from being a near-copy of a
+    held-out one (:mod:`skillopt_sleep.mining.recall`)."""
     # compare content words only: shared filler ("how do I … the") must not make
     # "how do I lint the project" look like "how do I run the tests"
     wa, wb = _content_text(a), _content_text(b)
@@ -1114,7 +1114,8 @@ def mine(
     kept = _recurring(clusters, settings, dropped)
     tasks = _tasks_of(kept, store, threshold)
     # each task's occurrences get roles by time (held out = the next time the user asked);
-    # an occurrence replayed for training or gating by an earlier night is never test
+    # an occurrence replayed for training or gating by an earlier night is never test, nor
+    # a literal repeat of a train (or val) occurrence of its task or of another task
     judge_ok = settings.rubric
     replayed = store.rollouts.splits_of([view_id(t.id, o) for t in tasks for o in t.occurrences])
     tasks = assign_splits(
@@ -1123,7 +1124,6 @@ def mine(
         settings.val_fraction,
         settings.test_fraction,
         is_scorable=lambda t: scorable(t, judge_ok),
-        near=lambda a, b: bool(near_duplicate(normalise_intent(a), normalise_intent(b), threshold)),
         # a night without a project trains one block per project (night/night.py)
         block_of=(lambda t: block_key(t.project)) if settings.project is None else None,
     )

@@ -14,24 +14,33 @@ occurrence a role, oldest first:
    the gate judges an edit on the next time the user asked.
 3. With three or more, the latest is ``test`` — unless it was ever replayed for training or
    gating (``replayed``: the roles each occurrence was replayed in by earlier nights), so the
-   test score uses only occurrences never replayed for training or gating. A task asked once
-   trains only, and the night's report says it is not yet validated on a recurrence.
+   test score uses only occurrences never replayed for training or gating (its ``note`` then
+   says so), or it is a literal repeat (rules 5 and 7). A task asked once trains only, and
+   the night's report says it is not yet validated on a recurrence.
 4. ``val_fraction`` / ``test_fraction`` of 0 switch that held-out role off (its occurrences
    train); any other value leaves the rule above as it is.
-5. Near-duplicates never serve as each other's held-out copy across *different* tasks: a
-   val or test occurrence whose prompt is a near-duplicate (``near``) of another task's
-   train occurrence is withheld (role ``""``, with a ``note`` saying which) — when both
-   train the same block: the default night trains one block per project
-   (:func:`withhold`), so another project's task never withholds or validates it.
+5. A held-out occurrence is no literal repeat of *another* task's occurrence either: a val
+   occurrence with the same wording and context (:func:`replay_key`) as another task's train
+   occurrence, or a test occurrence with those of another task's train or val occurrence, is
+   withheld (role ``""``, its ``note`` names the twin) — when both train the same block: the
+   default night trains one block per project (``block_of``), so another project's task
+   never withholds this one's (:func:`withhold`). Only a literal repeat: its replay is the
+   same request as the train (or val) replay, a cache hit of it, so it would report what
+   training (or gating) already saw. A near-duplicate in other words is not withheld: it is
+   a later ask of a like request, no closer to the train prompts than a task's own
+   recurrences are to its earlier asks (mining clusters near-copies into one task), which is
+   what held out measures.
 6. Synthetic tasks (no occurrences) are ``train``.
 7. A held-out occurrence is a *distinct* recurrence: one with the same wording (:func:`wording`:
-   case and spacing aside)
-   and the same context (its capsule) as a train occurrence of its task would be replayed as
-   a cache hit of that train replay, so it is no held-out evidence. Val is then the latest
-   earlier occurrence that is distinct, else the test occurrence (which then is val, not
-   test); with none, the task has no val ("not yet validated on a distinct recurrence",
-   :func:`undistinct`). Such a twin of a train (or val) occurrence is withheld (role ``""``,
-   its ``note`` names the twin).
+   case and spacing aside) and the same context (its capsule) as a train occurrence of its
+   task would be replayed as a cache hit of that train replay, so it is no held-out evidence.
+   Val is then the latest earlier occurrence (before the test) that is distinct; with none,
+   the task has no val ("not yet validated on a distinct recurrence", :func:`undistinct`) and
+   the test stays the test. Such a twin of a train (or val) occurrence is withheld (role
+   ``""``, its ``note`` names the twin and says it is a literal repeat).
+
+:func:`no_test` says in one line why a block has no test occurrence; :func:`withheld` lists
+the occurrences withheld from val or test, for the night's report.
 
 No occurrence has two roles in one night, by construction: each has exactly one ``split``.
 :func:`views` turns the tasks into what a night replays: one task per occurrence with a
@@ -96,10 +105,15 @@ def replay_key(task: Task, occurrence: Occurrence) -> str:
     return json.dumps([wording(occurrence.prompt or task.intent), items], ensure_ascii=False)
 
 
-#: the note of a held-out occurrence withheld as a twin of a train or val one (rule 7)
+#: the note of a held-out occurrence withheld as a twin of a train or val one (rules 5 and 7)
 _TWIN = (
-    "withheld from {role}: the same wording and context as {twin} occurrence {key} (its replay "
-    "would be a cache hit of that one's, no held-out evidence)"
+    "withheld from {role}: the same wording and context as {twin} occurrence {key} (a literal "
+    "repeat: its replay would be a cache hit of that one's, no held-out evidence)"
+)
+#: the note of a latest occurrence an earlier night replayed for training or gating (rule 3)
+_REPLAYED = (
+    "not the test: an earlier night replayed it for {role} (the test uses only occurrences "
+    "never replayed for training or gating)"
 )
 
 
@@ -112,8 +126,10 @@ def _roles(
     n = len(occs)
     keys = [replay_key(task, o) for o in occs]
     if n >= 3 and test_on:
-        latest = view_id(task.id, occs[-1])
-        if not replayed.get(latest, set()) & {"train", "val"}:
+        before = replayed.get(view_id(task.id, occs[-1]), set()) & {"train", "val"}
+        if before:
+            notes[-1] = _REPLAYED.format(role=" and ".join(sorted(before)))
+        else:
             roles[-1] = "test"
     if n >= 2 and val_on:
         last = n - 2 if roles[-1] == "test" else n - 1
@@ -129,15 +145,12 @@ def _roles(
         )
         if at is not None:
             roles[at] = "val"
-        else:
+        else:  # no distinct recurrence to validate on (the test, if any, stays the test)
             first = next(j for j in range(last) if keys[j] == keys[last])
             roles[last], notes[last] = (
                 "",
                 _TWIN.format(role="val", twin="train", key=occs[first].key),
             )
-            trained = {k for j, k in enumerate(keys) if roles[j] == "train"}
-            if roles[-1] == "test" and keys[-1] not in trained:
-                roles[-1] = "val"  # the one distinct later ask gates rather than reports
     if roles[-1] == "test":
         twin = next(
             (j for j in range(n - 1) if roles[j] in ("train", "val") and keys[j] == keys[-1]), None
@@ -155,8 +168,8 @@ def _roles(
 
 def undistinct(task: Task) -> bool:
     """A scorable task asked more than once whose val role rule 7 left empty: every later
-    occurrence is worded and seen like a train one, so it is not yet validated on a distinct
-    recurrence."""
+    occurrence before the test is worded and seen like a train one, so it is not yet
+    validated on a distinct recurrence."""
     return (
         bool(task.split)
         and len(task.occurrences) >= 2
@@ -171,16 +184,15 @@ def assign_splits(
     val_fraction: float,
     test_fraction: float,
     is_scorable: Callable[[Task], bool] | None = None,
-    near: Callable[[str, str], bool] | None = None,
     block_of: Callable[[Task], object] | None = None,
 ) -> list[Task]:
     """Return copies of ``tasks`` (same order) with ``split`` and every occurrence's role set
-    by the module's rule.
+    by the module's rules.
 
     ``replayed`` maps view ids (:func:`view_id`) to the splits earlier nights replayed them
-    in. ``is_scorable`` says which tasks the night can score (default: all). ``near(a, b)``
-    says whether two prompts are near-duplicates (default: never); ``block_of`` which block
-    a task trains (see :func:`withhold`)."""
+    in. ``is_scorable`` says which tasks the night can score (default: all); ``block_of``
+    which block a task trains (rule 5: a literal repeat of another task's occurrence is
+    withheld within a block; None: one block for all)."""
     out: list[Task] = []
     for t in tasks:
         if is_scorable is not None and not is_scorable(t):
@@ -191,28 +203,21 @@ def assign_splits(
         else:
             occs = _roles(t, replayed, val_fraction > 0, test_fraction > 0)
             out.append(t.model_copy(update={"split": "train", "occurrences": occs}))
-    if near is None:
-        return out
-    return withhold(out, near, block_of)
+    return withhold(out, block_of)
 
 
-def withhold(
-    tasks: list[Task],
-    near: Callable[[str, str], bool],
-    block_of: Callable[[Task], object] | None = None,
-) -> list[Task]:
-    """Rule 5 on ``tasks`` (roles assigned): copies with every val or test occurrence that
-    is a near-copy (``near``) of another task's train occurrence *training the same block*
-    withheld. ``block_of(task)`` names the block a task trains (the default night trains one
-    block per project: another project's task neither withholds nor validates this one's
-    held-out occurrence); None: one block for all."""
+def withhold(tasks: list[Task], block_of: Callable[[Task], object] | None = None) -> list[Task]:
+    """Rule 5 on ``tasks`` (roles assigned): copies with every val occurrence that is a
+    literal repeat (:func:`replay_key`) of another task's train occurrence, and every test
+    occurrence that is one of another task's train or val occurrence, withheld — tasks
+    training the same block (``block_of``; None: one block for all) only."""
     out = list(tasks)
-    trained = [
-        (t.id, block_of(t) if block_of else None, o.prompt)
-        for t in out
-        for o in t.occurrences
-        if o.split == "train"
-    ]
+    seen: dict[tuple[object, str], list[tuple[str, str, str]]] = {}
+    for t in out:
+        block = block_of(t) if block_of else None
+        for o in t.occurrences:
+            if o.split in ("train", "val"):
+                seen.setdefault((block, replay_key(t, o)), []).append((t.id, o.split, o.key))
     for i, t in enumerate(out):
         occs = list(t.occurrences)
         changed = False
@@ -220,22 +225,71 @@ def withhold(
         for j, o in enumerate(occs):
             if o.split not in ("val", "test"):
                 continue
+            roles = ("train",) if o.split == "val" else ("train", "val")
             twin = next(
-                (tid for tid, b, p in trained if tid != t.id and b == block and near(o.prompt, p)),
+                (
+                    (tid, role, key)
+                    for tid, role, key in seen.get((block, replay_key(t, o)), [])
+                    if tid != t.id and role in roles
+                ),
                 None,
             )
             if twin is not None:
-                occs[j] = o.model_copy(
-                    update={
-                        "split": "",
-                        "note": f"withheld from {o.split}: a near-duplicate of task {twin}'s "
-                        "train occurrence",
-                    }
-                )
+                tid, role, key = twin
+                note = _TWIN.format(role=o.split, twin=f"task {tid}'s {role}", key=key)
+                occs[j] = o.model_copy(update={"split": "", "note": note})
                 changed = True
         if changed:
             out[i] = t.model_copy(update={"occurrences": occs})
     return out
+
+
+def withheld(tasks: list[Task]) -> list[tuple[str, Occurrence]]:
+    """The occurrences of ``tasks`` withheld from val or test (rules 5 and 7), each with its
+    task id, oldest first within a task: what the night's report names, with its ``note``."""
+    return [
+        (t.id, o)
+        for t in tasks
+        if t.split
+        for o in _ordered(t.occurrences)
+        if not o.split and o.note
+    ]
+
+
+def no_test(tasks: list[Task], test_on: bool = True) -> str | None:
+    """Why ``tasks`` (roles assigned) have no test occurrence, in one line (``no test score:
+    …``); None when one has."""
+    scored = [t for t in tasks if t.split and t.occurrences]
+    if any(o.split == "test" for t in scored for o in t.occurrences):
+        return None
+    if not test_on:
+        return "no test score: the test split is off (test_fraction = 0)"
+    asked = [t for t in scored if len(t.occurrences) >= 3]
+    if not asked:
+        return (
+            "no test score: every task was asked fewer than 3 times (the latest of 3 asks or "
+            "more is the test)"
+        )
+    why: list[str] = []
+    for t in asked:
+        latest = _ordered(t.occurrences)[-1]
+        if latest.note.startswith("withheld from test: the same wording and context as "):
+            twin = latest.note.removeprefix("withheld from test: the same wording and context as ")
+            twin = twin.split(" (", 1)[0]
+            why.append(
+                f"the latest occurrence of task {t.id} ({latest.key}) repeats {twin} word for "
+                "word, with the same context"
+            )
+        elif latest.note.startswith("not the test: "):
+            role = latest.note.split("replayed it for ", 1)[-1].split(" (", 1)[0]
+            why.append(
+                f"the latest occurrence of task {t.id} ({latest.key}) was replayed for {role} by "
+                "an earlier night"
+            )
+    if not why:
+        return None
+    more = f"; and {len(why) - 2} more task(s) alike" if len(why) > 2 else ""
+    return "no test score: " + "; ".join(why[:2]) + more
 
 
 def views(tasks: list[Task]) -> list[Task]:

@@ -21,7 +21,15 @@ from skillopt_sleep.errors import BudgetExceeded
 from skillopt_sleep.mining.judges import scorable
 from skillopt_sleep.mining.mine import block_key
 from skillopt_sleep.mining.recall import recall
-from skillopt_sleep.mining.split import HELD_OUT, NOT_DISTINCT, task_of, undistinct, views
+from skillopt_sleep.mining.split import (
+    HELD_OUT,
+    NOT_DISTINCT,
+    no_test,
+    task_of,
+    undistinct,
+    views,
+    withheld,
+)
 from skillopt_sleep.models import Task
 from skillopt_sleep.night import lifecycle
 from skillopt_sleep.night.context import Ended, PlannedNight
@@ -40,6 +48,7 @@ from skillopt_sleep.results import (
     NightCost,
     NightSummary,
     Scores,
+    WithheldOccurrence,
 )
 
 
@@ -154,6 +163,10 @@ class Block:
         mined = night.report.tasks
         once = sum(1 for t in self.tasks if len(t.occurrences) == 1)
         repeats = sum(1 for t in self.tasks if undistinct(t))
+        held = [
+            WithheldOccurrence(task_id=tid, occurrence=o.key, why=o.note)
+            for tid, o in withheld(self.tasks)
+        ]
         self.summary = NightSummary(
             tasks=len(mined) if self.alone else len(self.tasks),
             scorable=len(self.tasks),
@@ -171,6 +184,11 @@ class Block:
             not_distinct=repeats or None,
             recalled=len(self.recalled) or None,
             warning=night.warning,
+            # no test occurrence: why, in one line
+            test_note=no_test(self.tasks, self.ctx.settings.test_fraction > 0)
+            if not self.test
+            else None,
+            withheld=held or None,
         )
         if self.section is not None:
             say(f"the rules go in the block for {self.section} of the shared memory file")
@@ -192,6 +210,13 @@ class Block:
             say(f"{once} task(s) asked once: they train, not yet validated on a recurrence")
         if repeats:
             say(f"{repeats} task(s) {NOT_DISTINCT}")
+        if held:
+            say(
+                f"{len(held)} occurrence(s) withheld from val or test as literal repeats "
+                "(the report names them)"
+            )
+        if self.summary.test_note:
+            say(self.summary.test_note)
         if self.recalled:
             say(f"dream recall: {len(self.recalled)} similar past task(s) train too")
 

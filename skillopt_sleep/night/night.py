@@ -27,8 +27,8 @@ from skillopt_sleep.delivery.wild import in_the_wild, record_reach, to_judge
 from skillopt_sleep.errors import BudgetExceeded
 from skillopt_sleep.mining.judges import scorable
 from skillopt_sleep.mining.meaning import Reader
-from skillopt_sleep.mining.mine import MineReport, block_key, mine, near_duplicate, normalise_intent
-from skillopt_sleep.mining.split import HELD_OUT, withhold
+from skillopt_sleep.mining.mine import MineReport, block_key, mine
+from skillopt_sleep.mining.split import HELD_OUT, no_test, withhold
 from skillopt_sleep.models import CompletionRequest, Task
 from skillopt_sleep.night import lifecycle, prompts
 from skillopt_sleep.night.block import Block
@@ -232,13 +232,7 @@ class Night:
         if not self.shared and s.project is None and len({t.project for t in self.tasks}) > 1:
             # one block for every project (a skill, a file no agent loads): rule 5 across them
             # all, as mining applied it within each project (mining/split.py)
-            threshold = s.similarity * 100
-            self.tasks = withhold(
-                self.tasks,
-                lambda a, b: bool(
-                    near_duplicate(normalise_intent(a), normalise_intent(b), threshold)
-                ),
-            )
+            self.tasks = withhold(self.tasks)
             self.blocks = {None: self.tasks}
         self.warning = self._warning()
         if self.warning:
@@ -360,7 +354,10 @@ class Night:
             )
             or None,
             copies=[c for x in summaries for c in x.copies],
+            withheld=[w for x in summaries for w in x.withheld or []] or None,
         )
+        if ended and not out.test:  # no block has a test occurrence: why, over them all
+            out.test_note = no_test(self.tasks, self.ctx.settings.test_fraction > 0)
         out.stopped = next((x.stopped for x in summaries if x.stopped), None)
         for e in ended:
             x, sc = e.summary, e.scores
@@ -375,6 +372,7 @@ class Night:
                     test=x.test,
                     **(sc.model_dump() if sc is not None else {}),
                     reason=x.reason,
+                    test_note=x.test_note,
                 )
             )
         out.reason = blocks_reason(out.blocks)

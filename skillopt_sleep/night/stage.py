@@ -32,6 +32,7 @@ from skillopt_sleep.mining.split import NOT_DISTINCT, task_of
 from skillopt_sleep.models import Task
 from skillopt_sleep.night.screen import document_flags, visible
 from skillopt_sleep.results import (
+    WITHHELD_SHOWN,
     Delivery,
     EditRecord,
     FlaggedRule,
@@ -396,6 +397,29 @@ def _noise_line(summary: NightSummary) -> list[str]:
     ]
 
 
+def _test_line(report: ProposalReport) -> str:
+    """The report's test line: the scores before and after, or why there are none."""
+    sc = report.scores
+    said = report.summary.no_test_line(sc)
+    if said is not None:
+        return f"- {visible(said)}"
+    return f"- test score: {_fmt(sc.test_before)} → {_fmt(sc.test_after)} (held out; report only)"
+
+
+def _withheld_lines(summary: NightSummary) -> list[str]:
+    """The occurrences withheld from val or test: each with its task and why."""
+    held = summary.withheld or []
+    if not held:
+        return []
+    lines = ["Withheld from val or test (not replayed as held out):", ""]
+    lines += [
+        f"- `{w.occurrence}` (task `{w.task_id}`): {_cell(w.why)}" for w in held[:WITHHELD_SHOWN]
+    ]
+    if len(held) > WITHHELD_SHOWN:
+        lines.append(f"- … and {len(held) - WITHHELD_SHOWN} more")
+    return [*lines, ""]
+
+
 def render_markdown(report: ProposalReport, diff: str) -> str:
     sc, cost = report.scores, report.cost
     lines = [
@@ -406,7 +430,7 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
         f"- night: {report.night_id} ({report.created_at})",
         f"- val score: {_fmt(sc.val_before)} → {_fmt(sc.val_after)}",
         *_noise_line(report.summary),
-        f"- test score: {_fmt(sc.test_before)} → {_fmt(sc.test_after)} (held out; report only)",
+        _test_line(report),
         f"- cost: {cost.calls or 0} model calls "
         f"({cost.cached_calls or 0} cached), "
         f"{(cost.input_tokens or 0) + (cost.output_tokens or 0)} tokens, "
@@ -430,6 +454,7 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
             if report.summary.not_distinct
             else []
         ),
+        *_withheld_lines(report.summary),
         *(_delivery_lines(report.summary.delivery) if report.summary.delivery else []),
         *(
             [

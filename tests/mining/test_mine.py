@@ -880,8 +880,9 @@ def test_a_repeat_in_the_same_words_is_not_held_out_and_the_report_says_so(
     store: Store,
 ) -> None:
     """Asked again in the same words and seen alike (no tool before answering): the repeat's
-    replay would be a cache hit of the train replay, so it is not held out; the next distinct
-    ask validates; a task with none is "not yet validated on a distinct recurrence"."""
+    replay would be a cache hit of the train replay, so it is not held out; a distinct third
+    ask is the test (the latest of three), a distinct one before the latest validates; a task
+    with none is "not yet validated on a distinct recurrence"."""
     from skillopt_sleep.mining.split import NOT_DISTINCT, views
     from skillopt_sleep.night.stage import render_markdown
     from skillopt_sleep.results import NightSummary, ProposalReport
@@ -902,7 +903,8 @@ def test_a_repeat_in_the_same_words_is_not_held_out_and_the_report_says_so(
     )
     assert report.tasks_undistinct == 1
     assert [v.split for v in views(report.tasks)] == ["train"]
-    # asked once more in other words: that one validates, and the task is validated
+    # asked once more in other words: the latest of three asks is the test (it was made the
+    # val before, and the test split was empty); still no distinct ask to validate on
     add(
         store,
         "c",
@@ -911,7 +913,18 @@ def test_a_repeat_in_the_same_words_is_not_held_out_and_the_report_says_so(
     )
     report = mine(store, settings(), now=NOW)
     [task] = report.tasks
-    assert roles(task) == ["train", "", "val"] and report.tasks_undistinct == 0
+    assert roles(task) == ["train", "", "test"] and report.tasks_undistinct == 1
+    # and once more: the third ask validates, the fourth is the test, the task is validated
+    # (the repeat, no longer needed as val, trains)
+    add(
+        store,
+        "d",
+        [("user", "please install the dependencies"), ("assistant", "Run `npm install`.")],
+        day=23,
+    )
+    report = mine(store, settings(), now=NOW)
+    [task] = report.tasks
+    assert roles(task) == ["train", "train", "val", "test"] and report.tasks_undistinct == 0
     # the proposal's report says it when a night had such tasks
     md = render_markdown(
         ProposalReport(

@@ -4,7 +4,16 @@ validates, the latest is test (when there are enough); the invariants of
 
 from __future__ import annotations
 
-from skillopt_sleep.mining.split import assign_splits, undistinct, view_id, views, wording
+from skillopt_sleep.mining.split import (
+    assign_splits,
+    no_test,
+    undistinct,
+    view_id,
+    views,
+    withheld,
+    withhold,
+    wording,
+)
 from skillopt_sleep.models import CapsuleItem, Check, ContextCapsule, Occurrence, Task
 from skillopt_sleep.night.gate import gate
 from skillopt_sleep.night.replay import Scored
@@ -26,13 +35,15 @@ def task(
     tid: str, days: list[int], prompt: str = "run the tests", *, repeated: bool = False, **kw
 ) -> Task:
     """A task asked on ``days`` in the same words; each time its agent saw a different
-    ``git status`` (distinct recurrences) unless ``repeated`` (the same request seen alike)."""
+    ``git status`` (distinct recurrences, and none seen by another task: no literal repeat
+    across tasks either) unless ``repeated`` (the same request seen alike)."""
     return Task(
         id=tid,
         intent=prompt,
         checks=[Check(kind="contains", value="pnpm")],
         occurrences=[
-            occ(f"{tid}-s{d}", d, prompt, "" if repeated else f"modified: day{d}.py") for d in days
+            occ(f"{tid}-s{d}", d, prompt, "" if repeated else f"modified: {tid}/day{d}.py")
+            for d in days
         ],
         **kw,
     )
@@ -87,6 +98,33 @@ def test_the_test_score_uses_only_occurrences_never_replayed_for_training_or_gat
     assert roles(got) == ["train", "val", "test"]
 
 
+def test_no_test_occurrence_is_said_in_one_line_with_its_reason() -> None:
+    """Why a block has no test occurrence: every task asked fewer than 3 times, the test
+    split switched off, the latest occurrence replayed by an earlier night (its note says
+    so), or a literal repeat (above)."""
+    tasks = assign([task("a", [1]), task("b", [1, 2])])
+    assert no_test(tasks) == (
+        "no test score: every task was asked fewer than 3 times (the latest of 3 asks or more "
+        "is the test)"
+    )
+    assert no_test(assign([task("a", [1, 2, 3])], tf=0.0), test_on=False) == (
+        "no test score: the test split is off (test_fraction = 0)"
+    )
+    t = task("a", [1, 2, 3])
+    [got] = assign([t], {view_id("a", t.occurrences[2]): {"val"}})
+    latest = sorted(got.occurrences, key=lambda o: o.when)[-1]
+    assert latest.split == "val" and latest.note.startswith(
+        "not the test: an earlier night replayed it for val"
+    )
+    assert withheld([got]) == []  # not withheld: it validates
+    assert no_test([got, *tasks]) == (
+        "no test score: the latest occurrence of task a (a-s3#0) was replayed for val by an "
+        "earlier night"
+    )
+    # one task's test is enough for a test score
+    assert no_test([got, *assign([task("c", [1, 2, 3])])]) is None
+
+
 def test_a_recurring_corrected_task_is_never_locked_out_of_learning() -> None:
     """The pnpm task, corrected in two sessions of two agents, arrives over several nights:
     it trains every night (before, a task-level split could keep it in test for good)."""
@@ -96,38 +134,107 @@ def test_a_recurring_corrected_task_is_never_locked_out_of_learning() -> None:
         assert any(v.split == "train" for v in views([t]))
 
 
-def test_near_duplicates_never_serve_as_each_others_held_out_copy_across_tasks() -> None:
-    near = lambda a, b: a.split()[:4] == b.split()[:4]
-    a = task("a", [1, 2], prompt="add a unit test for parse_date")
-    b = task("b", [3, 4], prompt="add a unit test for parse_date in the other project")
-    c = task("c", [1, 2], prompt="bump the version")
-    got = {t.id: t for t in assign([a, b, c], near=near)}
-    # b's val occurrence is a near-copy of a's train one (and the other way round): withheld
-    assert roles(got["a"]) == ["train", ""] and roles(got["b"]) == ["train", ""]
-    held = [o for o in got["b"].occurrences if o.note]
-    assert held and "near-duplicate of task a" in held[0].note
-    assert roles(got["c"]) == ["train", "val"]  # unrelated: untouched
-    # within one task a recurrence is its own held-out copy: that is the point
-    [same] = assign([task("a", [1, 2])], near=near)
-    assert roles(same) == ["train", "val"]
+def test_a_near_duplicate_of_another_tasks_train_occurrence_is_held_out_still() -> None:
+    """Another task's like request in other words is a later ask, no closer to the train
+    prompts than a task's own recurrences: both tasks keep their val and their test (before,
+    each withheld the other's, and the test split was empty)."""
+    a = task("a", [1, 2, 3], prompt="add a unit test for parse_date")
+    b = task("b", [4, 5, 6], prompt="add a unit test for parse_date in the other project")
+    got = {t.id: t for t in assign([a, b])}
+    assert roles(got["a"]) == ["train", "val", "test"]
+    assert roles(got["b"]) == ["train", "val", "test"]
+    assert not any(o.note for t in got.values() for o in t.occurrences)
+    assert withheld(list(got.values())) == [] and no_test(list(got.values())) is None
 
 
-def test_another_projects_task_neither_withholds_nor_validates_a_held_out_occurrence() -> None:
+def repeat(o: Occurrence, session: str, day: int, prompt: str | None = None) -> Occurrence:
+    """``o`` asked again on ``day`` in ``session``: its wording (``prompt``: the same words,
+    case and spacing aside) and context."""
+    return o.model_copy(
+        update={
+            "session_id": session,
+            "when": f"2025-06-{day:02d}T10:00:00Z",
+            "prompt": prompt if prompt is not None else o.prompt,
+        }
+    )
+
+
+def test_a_literal_repeat_of_another_tasks_occurrence_is_withheld_and_named() -> None:
+    """The same words and context as another task's train (or, for a test, val) occurrence:
+    the replay is the same request, a cache hit of the one training or gating replayed, so it
+    is withheld, and its note names the twin."""
+    a = task("a", [1, 2, 3])  # a-s1 train, a-s2 val, a-s3 test
+    b = task("b", [4, 5, 6], prompt="Run the  tests")
+    b.occurrences[2] = repeat(a.occurrences[0], "b-s6", 6, "RUN the tests")
+    got = {t.id: t for t in assign([a, b])}
+    assert roles(got["a"]) == ["train", "val", "test"]
+    assert roles(got["b"]) == ["train", "val", ""]
+    [(tid, held)] = withheld(list(got.values()))
+    assert tid == "b" and held.key == "b-s6#0"
+    assert held.note == (
+        "withheld from test: the same wording and context as task a's train occurrence a-s1#0 "
+        "(a literal repeat: its replay would be a cache hit of that one's, no held-out evidence)"
+    )
+    # b alone has no test occurrence: the one line says why
+    assert no_test([got["b"]]) == (
+        "no test score: the latest occurrence of task b (b-s6#0) repeats task a's train "
+        "occurrence a-s1#0 word for word, with the same context"
+    )
+    # a val repeating another task's train ask is withheld; one repeating its val ask is no
+    # leak (both gate); a test repeating that val ask is withheld
+    c = task("c", [7, 8])
+    c.occurrences[1] = repeat(a.occurrences[0], "c-s8", 8)
+    e = task("e", [7, 8])
+    e.occurrences[1] = repeat(a.occurrences[1], "e-s8", 8)
+    d = task("d", [9, 10, 11])
+    d.occurrences[2] = repeat(a.occurrences[1], "d-s11", 11)
+    got = {t.id: t for t in assign([a, c, e, d])}
+    assert roles(got["c"]) == ["train", ""]
+    assert (
+        got["c"]
+        .occurrences[1]
+        .note.startswith(
+            "withheld from val: the same wording and context as task a's train occurrence a-s1#0"
+        )
+    )
+    assert roles(got["e"]) == ["train", "val"]
+    assert roles(got["d"]) == ["train", "val", ""]
+    assert (
+        got["d"]
+        .occurrences[2]
+        .note.startswith(
+            "withheld from test: the same wording and context as task a's val occurrence a-s2#0"
+        )
+    )
+    assert [(tid, o.key) for tid, o in withheld(list(got.values()))] == [
+        ("c", "c-s8#0"),
+        ("d", "d-s11#0"),
+    ]
+
+
+def test_another_projects_literal_repeat_withholds_nothing() -> None:
     """The default night trains one block per project: rule 5 applies within a block only.
-    The same request in two projects keeps each its own val occurrence; a near-copy in the
-    same project is still withheld."""
-    near = lambda a, b: a.split()[:4] == b.split()[:4]
-    web = task("web", [1, 2], prompt="install the dependencies please", project="/src/web")
-    api = task("api", [3, 4], prompt="install the dependencies please", project="/src/api")
-    twin = task("twin", [5, 6], prompt="install the dependencies please now", project="/src/api")
-    got = {t.id: t for t in assign([web, api, twin], near=near, block_of=lambda t: t.project)}
-    assert roles(got["web"]) == ["train", "val"]  # api's train occurrences do not withhold it
-    assert roles(got["api"]) == ["train", ""] and roles(got["twin"]) == ["train", ""]
-    held = [o.note for o in got["api"].occurrences if o.note]
-    assert held and "near-duplicate of task twin" in held[0]
+    The same request in two projects keeps each its own held-out occurrences; a literal repeat
+    in the same project is withheld."""
+    web = task("web", [1, 2, 3], project="/src/web")
+    api = task("api", [4, 5, 6], project="/src/api")
+    api.occurrences[2] = repeat(web.occurrences[0], "api-s6", 6)
+    twin = task("twin", [7, 8, 9], project="/src/web")
+    twin.occurrences[2] = repeat(web.occurrences[0], "twin-s9", 9)
+    got = {t.id: t for t in assign([web, api, twin], block_of=lambda t: t.project)}
+    assert roles(got["web"]) == ["train", "val", "test"]
+    assert roles(got["api"]) == ["train", "val", "test"]  # web's train ask: another block
+    assert roles(got["twin"]) == ["train", "val", ""]  # web's train ask: the same block
+    [(tid, held)] = withheld(list(got.values()))
+    assert tid == "twin" and "as task web's train occurrence web-s1#0" in held.note
     # one block for all (a night with a project, or a skill): withheld across projects too
-    one = {t.id: t for t in assign([web, api], near=near)}
-    assert roles(one["web"]) == ["train", ""] and roles(one["api"]) == ["train", ""]
+    one = {t.id: t for t in assign([web, api])}
+    assert roles(one["api"]) == ["train", "val", ""]
+    assert roles(withhold(assign([web, api], block_of=lambda t: t.project))[1]) == [
+        "train",
+        "val",
+        "",
+    ]
 
 
 def test_the_gate_still_refuses_an_edit_that_makes_any_other_val_task_worse() -> None:
@@ -212,11 +319,13 @@ def test_val_moves_to_the_latest_distinct_occurrence() -> None:
     # by time day 3 would be val, but it repeats day 1: day 2 validates, day 3 trains
     assert roles(got) == ["train", "val", "train", "test"]
     assert not any(o.note for o in got.occurrences) and not undistinct(got)
-    # no distinct earlier one: the latest, distinct, validates (a gate over a report)
+    # no distinct earlier one: the latest, distinct, stays the test (it was made the val
+    # before, and the test split was empty); the task is not yet validated
     t = task("b", [1, 2, 3], repeated=True)
     t.occurrences[2] = occ("b-s3", 3, "run the tests and the linter")
     [got] = assign([t])
-    assert roles(got) == ["train", "", "val"] and not undistinct(got)
+    assert roles(got) == ["train", "", "test"] and undistinct(got)
+    assert [o.key for _, o in withheld([got])] == ["b-s2#0"] and no_test([got]) is None
 
 
 def test_a_test_occurrence_repeating_a_train_or_val_one_is_withheld() -> None:

@@ -35,11 +35,13 @@ YARN_CONVERSATIONS = [
     (agent, [(ask, answer, fix.replace("pnpm", "yarn") if fix else None) for ask, answer, fix in t])
     for agent, t in DEMO_CONVERSATIONS
 ]
-#: a request asked in no project (in Claude Code's own folder), corrected to bun
+#: a request asked in no project (in Claude Code's own folder), corrected to bun: three times
+#: in other words (train, val, test; a second ask word for word as the first would be no val,
+#: and the block could certify nothing)
 DOCS = "build the documentation site"
 NO_PROJECT = [
     ("claude_code", [(DOCS, "Run `npm run docs`.", "no, use bun instead of npm")]),
-    ("claude_code", [(DOCS, "Run `npm run docs`.", "no, use bun instead of npm")]),
+    ("claude_code", [(f"could you {DOCS}?", "Run `npm run docs`.", "no, use bun instead of npm")]),
     ("claude_code", [(DOCS + " please", "Run `npm run docs`.", None)]),
 ]
 DOCS_PERSONA = PERSONA + f'\n[[answers]]\nmatch = "{DOCS}"\ntext = "Run `npm run docs`."\n'
@@ -163,13 +165,13 @@ def test_the_default_night_trains_one_block_per_project_and_stages_each(
         assert f"- block: {in_md}" in (folder / "report.md").read_text()
         assert said in pages.proposal(Service(), pid, "csrf")  # the dashboard's proposal page
 
-    # another project's identical request withheld no held-out occurrence: every note of a
-    # near-duplicate withheld occurrence names a task of the same project (a repeat in the
-    # same words is withheld within its own task)
+    # another project's identical request withheld no held-out occurrence: every note of an
+    # occurrence withheld as a literal repeat of another task's names a task of the same
+    # project (a repeat of its own task's ask is withheld within that task)
     for t in tasks.values():
         for o in t.occurrences:
-            if o.note.startswith("withheld") and "near-duplicate of task" in o.note:
-                twin = o.note.split("task ", 1)[1].split("'", 1)[0]
+            if o.note.startswith("withheld") and "context as task " in o.note:
+                twin = o.note.split("context as task ", 1)[1].split("'", 1)[0]
                 assert tasks[twin].project == t.project, (t.project, o.note)
 
     # adopting every proposal (no --force: each changes only its own block) keeps every
