@@ -190,7 +190,9 @@ class BlockResult(_Model):
     """One block of a night that trained several (the default night over a shared memory
     file: one block per project, the project-less requests in the block every project reads):
     the ``section`` it trained (None: that global block), its tasks and occurrences, how it
-    ended (a night status) and the proposal it staged (None when it staged none)."""
+    ended (a night status) and the proposal it staged (None when it staged none);
+    ``inputs``: the block's fingerprint (:attr:`NightSummary.inputs`), so a later night on the
+    same inputs knows the block's rejected edits as its own (None: the block was not trained)."""
 
     section: str | None = None
     status: NightStatus
@@ -204,6 +206,7 @@ class BlockResult(_Model):
     test_before: float | None = None
     test_after: float | None = None
     reason: str | None = None
+    inputs: str | None = None
 
 
 class NightSummary(_Model):

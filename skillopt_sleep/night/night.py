@@ -375,6 +375,7 @@ class Night:
                     test=x.test,
                     **(sc.model_dump() if sc is not None else {}),
                     reason=x.reason,
+                    inputs=x.inputs or None,
                 )
             )
         out.reason = blocks_reason(out.blocks)
