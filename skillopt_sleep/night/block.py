@@ -170,6 +170,7 @@ class Block:
             not_validated=once,
             not_distinct=repeats or None,
             recalled=len(self.recalled) or None,
+            unread=(night.unread or None) if self.alone else None,
             warning=night.warning,
         )
         if self.section is not None:
