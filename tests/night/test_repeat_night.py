@@ -20,14 +20,8 @@ from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.corpus_gen import generate_corpus
 from skillopt_sleep.testing.sessions import write_conversations
-from tests.helpers.night import write_persona
+from tests.helpers.night import YARN_CONVERSATIONS, write_persona
 from tests.helpers.store import db_rows
-
-#: the demo's requests in a second project, corrected to yarn there
-YARN_CONVERSATIONS = [
-    (agent, [(ask, answer, fix.replace("pnpm", "yarn") if fix else None) for ask, answer, fix in t])
-    for agent, t in DEMO_CONVERSATIONS
-]
 
 
 def test_a_repeat_night_over_a_generated_corpus_makes_no_model_call(
