@@ -250,8 +250,9 @@ class NightSummary(_Model):
     #: why the gate could not decide: too few val occurrences where the answers vary
     undecided: str | None = None
     stopped: str | None = None  # the budget that stopped the night early
-    #: follow-ups (and requests to group) mining left unread, over ``read_calls`` or the
-    #: night's call cap: the next night reads them, even with nothing new (None: none)
+    #: readings by meaning (follow-ups, requests to group) mining left for the next night,
+    #: over ``read_calls`` or the night's call cap: that night makes them, even with nothing
+    #: new (None: none)
     unread: int | None = None
     #: edits of proposals the user rejected or rolled back, never proposed or staged again
     user_refused: int | None = None

@@ -116,8 +116,8 @@ class Night:
             # a cap was met (read_calls, or the night's call cap): the rest wait
             self.unread = reader.unread
             say(
-                f"mine: {reader.unread} follow-up(s) left unread (read_calls = {s.read_calls} "
-                "a night, or the night's call cap): the next night reads them"
+                f"mine: {reader.unread} reading(s) by meaning left for the next night "
+                f"(read_calls = {s.read_calls} a night, or the night's call cap)"
             )
         self.tasks = [t for t in self.report.tasks if scorable(t, s.rubric)]
         if s.rubric and not self.dry_run:
