@@ -4,10 +4,10 @@ costs after the nights before it. Not a timed test: it returns numbers;
 
 The world: the harvest benchmark's corpus (:func:`~skillopt_sleep.testing.corpus_gen.
 generate_corpus`, 2,000 Claude Code and Codex sessions in 50 projects, seed 14, size scale
-0.25, its 30 days ending an hour before the run so the night's lookback holds them) plus the
-demo's requests corrected in two more projects (to pnpm in one, to yarn in the other: no
-check can be derived from the corpus's own follow-ups, so alone it trains nothing), in a
-HOME of its own. The night is the default one: every project's sessions, Claude Code's user
+0.25, its 30 days ending an hour before the run; the night looks back 31 days, so it holds
+them all) plus the demo's requests corrected in two more projects (to pnpm in one, to yarn
+in the other: no check can be derived from the corpus's own follow-ups, so alone it trains
+nothing), in a HOME of its own. The night is the default one: every project's sessions, Claude Code's user
 memory file (one block per project), the shipped training settings, the simulator as target
 and optimizer (its optimizer proposes the edits the failures suggest, then a harmful and a
 useless one, which the gate rejects). Raised from their defaults: ``max_tasks`` to
@@ -107,6 +107,9 @@ def run_benchmark(
             # readings would take four nights, each with something left to read)
             overrides["read_calls"] = READ_CALLS
             overrides["max_calls_per_night"] = MAX_CALLS
+            # the corpus's 30 days end an hour ago: none of its sessions leaves the lookback
+            # between the nights
+            overrides["lookback_days"] = 31
             settings = load_settings(Path("/nonexistent/config.toml"), **overrides)
             first = _night(run_night, store, settings, sim)
             catch_up: list[dict[str, Any]] = []

@@ -981,7 +981,8 @@ def _repeat_section(p: dict[str, Any] | None) -> list[str]:
     lines += [
         f"The harvest's corpus ({f(c['sessions'])} sessions: {f(c['claude_sessions'])} Claude "
         f"Code, {f(c['codex_sessions'])} Codex; seed {c['seed']}, size scale {c['size_scale']}, "
-        "ending an hour before the run) plus the demo's requests corrected in "
+        "ending an hour before the run, the night looking back 31 days) plus the demo's requests "
+        "corrected in "
         f"{c['corrected_projects']} more projects; the default night (every project, Claude "
         "Code's user memory file: a block per project; the shipped training settings) against "
         "the simulator as target and optimizer, with `max_tasks` "

@@ -43,6 +43,8 @@ def test_a_repeat_night_over_a_generated_corpus_makes_no_model_call(
         overrides = demo_settings(isolated_home, web, sim.url)
         del overrides["project"]  # the default night: every project's sessions
         overrides["document"] = {"kind": "memory", "agent": "claude_code"}
+        # the corpus's 30 days end an hour ago: no session leaves the lookback between nights
+        overrides["lookback_days"] = 31
         settings = load_settings(Path("/nonexistent/config.toml"), **overrides)
         first = run_night(store, settings)
         assert first.status == "succeeded", first.summary
