@@ -190,7 +190,9 @@ class BlockResult(_Model):
     """One block of a night that trained several (the default night over a shared memory
     file: one block per project, the project-less requests in the block every project reads):
     the ``section`` it trained (None: that global block), its tasks and occurrences, how it
-    ended (a night status) and the proposal it staged (None when it staged none)."""
+    ended (a night status) and the proposal it staged (None when it staged none);
+    ``inputs``: the block's fingerprint (:attr:`NightSummary.inputs`), so a later night on the
+    same inputs knows the block's rejected edits as its own (None: the block was not trained)."""
 
     section: str | None = None
     status: NightStatus
@@ -206,6 +208,9 @@ class BlockResult(_Model):
     reason: str | None = None
     #: why the block has no test score (:attr:`NightSummary.test_note`)
     test_note: str | None = None
+    #: the fingerprint of this block's inputs (what a later night compares to tell a
+    #: rejection made on the very same inputs; None: not recorded)
+    inputs: str | None = None
 
 
 #: at most this many withheld occurrences are named one by one (a report, a night's output)
@@ -267,6 +272,10 @@ class NightSummary(_Model):
     #: why the gate could not decide: too few val occurrences where the answers vary
     undecided: str | None = None
     stopped: str | None = None  # the budget that stopped the night early
+    #: readings by meaning (follow-ups, requests to group) mining left for the next night,
+    #: over ``read_calls`` or the night's call cap: that night makes them, even with nothing
+    #: new (None: none)
+    unread: int | None = None
     #: edits of proposals the user rejected or rolled back, never proposed or staged again
     user_refused: int | None = None
     #: what curation did before staging (night/curate.py): a new rule merged into the same

@@ -183,6 +183,7 @@ class Block:
             not_validated=once,
             not_distinct=repeats or None,
             recalled=len(self.recalled) or None,
+            unread=(night.unread or None) if self.alone else None,
             warning=night.warning,
             # no test occurrence: why, in one line
             test_note=no_test(self.tasks, self.ctx.settings.test_fraction > 0)

@@ -86,6 +86,7 @@ class PlannedNight(Protocol):
     warning: str | None
     document_agent: str
     removals: Removals
+    unread: int
 
     def backends(self) -> tuple[Backend, Backend]: ...
 

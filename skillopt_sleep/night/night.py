@@ -69,6 +69,8 @@ class Night:
         self._meter: Meter | None = None
         #: rules that hurt in the wild, their removal staged (:meth:`watch`)
         self.removals = Removals()
+        #: follow-ups mining left for the next night to read (:meth:`mine`)
+        self.unread = 0
 
     def run(self) -> NightResult:
         if self.harvest_first:
@@ -110,6 +112,13 @@ class Night:
         self.report = mine(ctx.store, s, on_progress=say.relay, reader=reader)
         if reader.calls:
             say(f"mine: the optimizer read {reader.calls} follow-up(s) by their meaning")
+        if reader.unread and s.read_calls and not self.dry_run:
+            # a cap was met (read_calls, or the night's call cap): the rest wait
+            self.unread = reader.unread
+            say(
+                f"mine: {reader.unread} reading(s) by meaning left for the next night "
+                f"(read_calls = {s.read_calls} a night, or the night's call cap)"
+            )
         self.tasks = [t for t in self.report.tasks if scorable(t, s.rubric)]
         if s.rubric and not self.dry_run:
             self.check_judges()
@@ -348,6 +357,7 @@ class Night:
             base_hash=self.base_hash,
             held_out=HELD_OUT,
             not_validated=sum(x.not_validated or 0 for x in summaries),
+            unread=self.unread or None,
             warning=self.warning,
             notified="; ".join(
                 f"{e.proposal_id}: {e.summary.notified}" for e in ended if e.summary.notified
@@ -373,6 +383,7 @@ class Night:
                     **(sc.model_dump() if sc is not None else {}),
                     reason=x.reason,
                     test_note=x.test_note,
+                    inputs=x.inputs or None,
                 )
             )
         out.reason = blocks_reason(out.blocks)

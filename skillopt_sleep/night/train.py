@@ -880,17 +880,31 @@ def remembered_rejections(
     so be served from the cache)."""
     out: list[str] = []
     for r in store.edits.rejected_for(target_path, section):
-        try:
-            if json.loads(r.night_summary or "{}").get("inputs") == inputs:
-                continue
-        except ValueError:
-            pass
+        if inputs in _night_inputs(r.night_summary, section):
+            continue
         said = Edit(op=r.op, text=r.text, old=r.old).describe()
         if said not in out:
             out.append(said)
         if len(out) >= REMEMBERED_REJECTIONS:
             break
     return out
+
+
+def _night_inputs(summary: str, section: str | None) -> set[str]:
+    """The fingerprints (``inputs``) of a recorded night's block for ``section``: the night's
+    own, and for a night that trained several blocks, that block's (its row's summary is the
+    night's, whose ``inputs`` is empty)."""
+    try:
+        data = json.loads(summary or "{}")
+    except ValueError:
+        return set()
+    if not isinstance(data, dict):
+        return set()
+    out = {data.get("inputs") or ""}
+    for b in data.get("blocks") or []:
+        if isinstance(b, dict) and b.get("section") == section and b.get("inputs"):
+            out.add(b["inputs"])
+    return out - {""}
 
 
 def _screened(e: Edit) -> str:

@@ -14,8 +14,9 @@ Parts: ``harvest`` (ours vs the reference ``skillopt==0.2.0``, installed by pip 
 virtualenv under ``~/.cache/skillopt-sleep-bench`` on first use: ``--no-reference`` leaves it
 out), ``mining`` (``tests/bench/bench_mining.py`` when present; else ``mining_sizes.py`` times this
 checkout's miner at growing sizes), ``daemon``
-(``bench_daemon.py``), ``workers`` (``bench_workers.py``) and ``learning``
-(``bench_learning.py``).
+(``bench_daemon.py``), ``workers`` (``bench_workers.py``), ``learning``
+(``bench_learning.py``) and ``repeat`` (``bench_repeat.py``: a repeat night on the 2,000-session
+corpus).
 
 The page's ``## sleep-bench`` section is not this runner's: ``python -m
 tests.bench.sleep_bench --quick --write-docs`` writes its tables, and this runner keeps the
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-PARTS = ("harvest", "mining", "daemon", "workers", "learning")
+PARTS = ("harvest", "mining", "daemon", "workers", "learning", "repeat")
 COMMAND = "python -m tests.bench.run_all"
 
 #: per-part settings: the full run, and --quick
@@ -52,6 +53,7 @@ FULL: dict[str, dict[str, Any]] = {
     "daemon": {"window": 10.0, "writes": 30},
     "workers": {"latency": 1.0},
     "learning": {"nights": 5, "personas": ["derived-first", "harmful-first"]},
+    "repeat": {"sessions": 2000, "size_scale": 0.25},
 }
 QUICK: dict[str, dict[str, Any]] = {
     "harvest": {"sessions": 30, "size_scale": 0.05, "repeats": 1, "incremental": 1},
@@ -59,11 +61,19 @@ QUICK: dict[str, dict[str, Any]] = {
     "daemon": {"window": 1.0, "writes": 3},
     "workers": {"latency": 0.02},
     "learning": {"nights": 2, "personas": ["harmful-first"]},
+    "repeat": {"sessions": 40, "size_scale": 0.03},
 }
 #: a part is not started when less than this many seconds of the budget remain
-NEEDS = {"harvest": 240, "mining": 60, "daemon": 60, "workers": 150, "learning": 60}
+NEEDS = {"harvest": 240, "mining": 60, "daemon": 60, "workers": 150, "learning": 60, "repeat": 90}
 #: and is stopped after this many (a hung part must not eat the others' time)
-CAPS = {"harvest": 480, "mining": 240, "daemon": 180, "workers": 300, "learning": 300}
+CAPS = {
+    "harvest": 480,
+    "mining": 240,
+    "daemon": 180,
+    "workers": 300,
+    "learning": 300,
+    "repeat": 300,
+}
 
 
 # ------------------------------------------------------------------------------ one part
@@ -116,6 +126,12 @@ def _run_part(name: str, params: dict[str, Any], root: Path) -> Any:
 
         return bench_learning.run_benchmark(
             root, nights=int(params["nights"]), personas=tuple(params["personas"])
+        )
+    if name == "repeat":
+        from tests.bench import bench_repeat
+
+        return bench_repeat.run_benchmark(
+            root, sessions=int(params["sessions"]), size_scale=float(params["size_scale"])
         )
     raise SystemExit(f"unknown part {name!r}")
 
@@ -475,6 +491,12 @@ def _nights(parts: dict[str, Any]) -> tuple[int, int]:
     workers = parts.get("workers")
     if workers and not _missing(workers):
         total += len(workers["result"]["rows"])
+    repeat = parts.get("repeat")
+    if repeat and not _missing(repeat):
+        res = repeat["result"]
+        for n in [res["first"], *res["catch_up"], res["repeat"]]:
+            total += 1
+            failed += n["status"] == "failed"
     return failed, total
 
 
@@ -521,6 +543,7 @@ def render(parts: dict[str, Any], facts: dict[str, Any], args: argparse.Namespac
     lines += _daemon_section(parts.get("daemon"))
     lines += _workers_section(parts.get("workers"))
     lines += _learning_section(parts.get("learning"))
+    lines += _repeat_section(parts.get("repeat"))
     lines += kept_sections(Path(args.out)) if getattr(args, "out", None) else []
     lines += SIMULATOR_NOTES
     lines += ["## Run times of the parts", ""]
@@ -944,6 +967,40 @@ def _learning_section(p: dict[str, Any] | None) -> list[str]:
             "",
         ]
         lines += _dream_lines(res)
+    return lines
+
+
+def _repeat_section(p: dict[str, Any] | None) -> list[str]:
+    lines = ["## A repeat night on the 2,000-session corpus", ""]
+    why = _missing(p)
+    if why:
+        return [*lines, f"Repeat night: {why}.", ""]
+    assert p is not None
+    res = p["result"]
+    c = res["corpus"]
+    lines += [
+        f"The harvest's corpus ({f(c['sessions'])} sessions: {f(c['claude_sessions'])} Claude "
+        f"Code, {f(c['codex_sessions'])} Codex; seed {c['seed']}, size scale {c['size_scale']}, "
+        "ending an hour before the run, the night looking back 31 days) plus the demo's requests "
+        "corrected in "
+        f"{c['corrected_projects']} more projects; the default night (every project, Claude "
+        "Code's user memory file: a block per project; the shipped training settings) against "
+        "the simulator as target and optimizer, with `max_tasks` "
+        f"{f(c['max_tasks'])}, `read_calls` {f(c['read_calls'])} and `max_calls_per_night` "
+        f"{f(c['max_calls_per_night'])} so the first night does all its work "
+        "(`tests/bench/bench_repeat.py`). Then the same night again, nothing new. Calls are "
+        "the model calls the simulator answered, by role.",
+        "",
+    ]
+
+    def row(label: str, n: dict[str, Any]) -> list[str]:
+        roles = ", ".join(f"{k} {v}" for k, v in sorted(n["by_role"].items())) or "—"
+        return [label, n["status"], f(n["calls"]), roles, f(n["cached_calls"]), f(n["seconds"], 1)]
+
+    rows = [row("first", res["first"])]
+    rows += [row(f"catch-up {i}", n) for i, n in enumerate(res["catch_up"], 1)]
+    rows.append(row("repeat, nothing new", res["repeat"]))
+    lines += table(["night", "status", "model calls", "by role", "cached", "s"], rows)
     return lines
 
 

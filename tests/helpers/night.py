@@ -60,6 +60,13 @@ WIDER_PERSONA = PERSONA + "".join(
 )
 
 
+#: the demo's requests in a second project, corrected to yarn there
+YARN_CONVERSATIONS = [
+    (agent, [(ask, answer, fix.replace("pnpm", "yarn") if fix else None) for ask, answer, fix in t])
+    for agent, t in DEMO_CONVERSATIONS
+]
+
+
 def night_world(
     tmp_path: Path,
     home: Path,

@@ -26,15 +26,10 @@ from skillopt_sleep.simulator import serve
 from skillopt_sleep.store import Store
 from skillopt_sleep.testing.sessions import write_conversations
 from skillopt_sleep.ui import pages
-from tests.helpers.night import PERSONA, write_persona
+from tests.helpers.night import PERSONA, YARN_CONVERSATIONS, write_persona
 
 USER_TEXT = "# My rules for every project\n\nWritten by hand \u2014 keep me exactly.\n"
 
-#: the same requests in a second project, corrected to yarn there
-YARN_CONVERSATIONS = [
-    (agent, [(ask, answer, fix.replace("pnpm", "yarn") if fix else None) for ask, answer, fix in t])
-    for agent, t in DEMO_CONVERSATIONS
-]
 #: a request asked in no project (in Claude Code's own folder), corrected to bun: three times
 #: in other words (train, val, test; a second ask word for word as the first would be no val,
 #: and the block could certify nothing)

@@ -74,6 +74,30 @@ def test_a_night_learns_from_corrections_in_another_language_and_rereads_nothing
     assert store.readings.count() == 2
 
 
+def test_readings_over_read_calls_are_said_left_and_read_by_the_next_night(tmp_path, isolated_home):
+    """A night that meets ``read_calls`` says how many readings it left for the next night and
+    records it: the next night reads them (calls with nothing new), the one after makes none."""
+    project, target = night_world(tmp_path, isolated_home, "# Regeln\n", GERMAN)
+    store = Store(paths.db_path())
+    lines: list[str] = []
+    with serve(write_persona(tmp_path, GERMAN_PERSONA)) as sim:
+        settings = night_settings(isolated_home, project, target, sim.url, read_calls=1)
+        first = run_night(store, settings, progress=lines.append)
+        assert sim.stats.by_role["read"] == 1
+        unread = first.summary.unread
+        assert unread and unread >= 1
+        said = f"mine: {unread} reading(s) by meaning left for the next night (read_calls = 1"
+        assert any(said in line for line in lines), lines
+        sim.reset()
+        second = run_night(store, settings)
+        assert sim.stats.by_role["read"] == 1 and second.summary.unread is None
+        sim.reset()
+        third = run_night(store, settings)
+        assert sum(sim.stats.by_role.values()) == 0, dict(sim.stats.by_role)
+        assert third.summary.unread is None
+    store.close()
+
+
 def test_a_rubric_whose_judge_cannot_tell_the_corrected_answer_scores_nothing(
     tmp_path, isolated_home
 ):
