@@ -229,6 +229,9 @@ class Agent:
     #: or ``user`` (before the prompt in the first user message); the template's ``{path}``,
     #: ``{label}`` (user / project) and ``{text}`` are filled in. None: given as system text.
     memory_framing: tuple[str, str] | None = None
+    #: how the agent's request states its working folder (``{path}``), measured against the
+    #: pinned CLIs; an HTTP replay states the occurrence's project so (None: not measured)
+    folder_line: str | None = None
     #: where the facts above come from and what is not verified
     notes: str = ""
     #: ``(env, home) -> the home folder`` (see :meth:`home`)
@@ -355,6 +358,7 @@ AGENTS: tuple[Agent, ...] = (
             "behavior and you MUST follow them exactly as written.\n\nContents of {path} "
             "({label}):\n\n{text}\n</system-reminder>\n",
         ),
+        folder_line="# Environment\n - Primary working directory: {path}",
         notes="Home ~/.claude or $CLAUDE_CONFIG_DIR (transcripts in projects/, skills in "
         "skills/). Memory files and their framing measured with claude 2.1.328 "
         "(docs/agents.md; rules/*.md are loaded too).",
@@ -382,6 +386,7 @@ AGENTS: tuple[Agent, ...] = (
             "user",
             "# AGENTS.md instructions\n\n<INSTRUCTIONS>\n{text}\n</INSTRUCTIONS>\n",
         ),
+        folder_line="<environment_context>\n  <cwd>{path}</cwd>\n</environment_context>",
         notes="Home ~/.codex or $CODEX_HOME (rollouts in sessions/ and archived_sessions/). "
         "Memory files and their framing measured with codex 0.169.0 (docs/agents.md); "
         "AGENTS.override.md replaces AGENTS.md and is never written.",
@@ -406,6 +411,7 @@ AGENTS: tuple[Agent, ...] = (
         project_memory=(".github/copilot-instructions.md", "AGENTS.md", "CLAUDE.md", "GEMINI.md"),
         auth_files=("config.json",),
         memory_framing=("system", "<custom_instruction>\n{text}\n\n</custom_instruction>"),
+        folder_line="* Current working directory: {path}",
         notes="Copilot CLI home ~/.copilot or $COPILOT_HOME (session-state/); the VS Code "
         "extension's logs are in VS Code's user folders (source copilot_vscode). Memory files "
         "and their framing measured with copilot 1.0.102 (docs/agents.md).",
@@ -457,6 +463,7 @@ AGENTS: tuple[Agent, ...] = (
         project_memory=("AGENTS.md",),
         auth_files=("opencode.json", "opencode.jsonc", "config.json"),
         memory_framing=("system", "Instructions from: {path}\n{text}"),
+        folder_line="<env>\n  Working directory: {path}\n</env>",
         notes="XDG layout on every OS: config $XDG_CONFIG_HOME/opencode (~/.config/opencode), "
         "data $XDG_DATA_HOME/opencode (~/.local/share/opencode: opencode.db, auth.json). "
         "Memory file, its framing and the skills listing measured with opencode 1.18.33 "
@@ -487,6 +494,7 @@ AGENTS: tuple[Agent, ...] = (
             "# Project Context\n\nProject-specific instructions and guidelines:\n\n"
             "## {path}\n\n{text}\n\n",
         ),
+        folder_line="Current working directory: {path}",
         notes="Pi coding agent (npm @mariozechner/pi-coding-agent): home ~/.pi/agent or "
         "$PI_CODING_AGENT_DIR; sessions in <home>/sessions/--<cwd>--/*.jsonl or "
         "$PI_CODING_AGENT_SESSION_DIR. Memory file, its framing and the skills listing "
@@ -518,6 +526,7 @@ AGENTS: tuple[Agent, ...] = (
         user_memory=("workspace/AGENTS.md",),
         auth_files=("openclaw.json",),
         memory_framing=("system", "## {path}\n{text}\n"),
+        folder_line="Working directory: {path}",
         notes="State folder ~/.openclaw ($OPENCLAW_HOME/.openclaw) or $OPENCLAW_STATE_DIR; "
         "2026.9.6 keeps each agent's sessions in agents/<id>/agent/openclaw-agent.sqlite "
         "(older builds: agents/<id>/sessions/*.jsonl). It needs Node >= 24.16. The workspace "
@@ -659,6 +668,12 @@ MEMORY_LABELS = {
     "user": "user's private global instructions for all projects",
     "project": "project instructions, checked into the codebase",
 }
+
+
+def folder_statement(agent: str, folder: str) -> str:
+    """How ``agent``'s request states that it works in ``folder`` ("" when not measured)."""
+    line = get_agent(agent).folder_line
+    return line.format(path=folder) if line else ""
 
 
 def frame_memory(agent: str, path: str, scope: str, text: str) -> tuple[str, str]:

@@ -165,8 +165,9 @@ class Delivery(_Model):
 class AgentCopy(_Model):
     """What a night did for another agent whose sessions its tasks came from (config
     ``deliver``): that agent's own document with the night's rules, certified through that
-    agent's backend on held-out tasks (``certified_on``: the test split, or val when the night
-    has no test split) before it is staged as a proposal of its own.
+    agent's backend on the held-out views of the tasks the user asked that agent, each its
+    val view where it has one, else its test view (``certified_on``: ``val``, ``test`` or
+    ``val+test``), before it is staged as a proposal of its own.
 
     ``status``: ``staged`` (``proposal_id`` set), ``same`` (an earlier staged proposal already
     holds it), ``not_staged`` (``reason`` says why: no gain, a task got worse, no backend, the
@@ -179,7 +180,7 @@ class AgentCopy(_Model):
     status: Literal["staged", "same", "not_staged"]
     proposal_id: str | None = None
     reason: str = ""
-    certified_on: Literal["test", "val"] | None = None
+    certified_on: str | None = None
     tasks: int = 0
     before: float | None = None
     after: float | None = None

@@ -483,3 +483,22 @@ def test_document_of_names_the_agent_and_kind_of_a_place(tmp_path: Path) -> None
     assert of(tmp_path / "proj" / "AGENTS.md", prefer="copilot") == ("copilot", "memory")
     assert of(tmp_path / "proj" / "AGENTS.md", prefer="claude_code", only=True) is None
     assert of(tmp_path / "notes.md") is None
+
+
+@pytest.mark.parametrize("agent", [a.name for a in agents.AGENTS if a.memory_framing])
+def test_an_http_replay_states_the_project_as_the_agent_states_its_working_folder(agent):
+    """A model call framed as an agent frames its memory file says where it works, in that
+    agent's words, so a project block's scope holds there as in the live request; the
+    simulator, which obeys a block only inside its scope, reads it."""
+    from skillopt_sleep.backends.base import framed
+    from skillopt_sleep.delivery.document import END, begin_marker, section_heading
+    from skillopt_sleep.models import CompletionRequest, Placement
+    from skillopt_sleep.simulator.brain import Turn
+
+    text = f"{begin_marker('/src/web')}\n{section_heading('/src/web')}\n- Use `pnpm`.\n{END}\n"
+    placed = Placement(agent=agent, scope="user", path="AGENTS.md", mode="memory", text=text)
+    for workdir, stated in (("/src/web", "/src/web"), ("", None)):
+        req = CompletionRequest(prompt="install it", placement=placed, workdir=workdir)
+        system, prompt, _ = framed(req)
+        turn = Turn(system=system, messages=[("user", prompt)], prompt="install it")
+        assert turn.working_folder() == stated, (agent, system[:300])

@@ -5,7 +5,11 @@
   CLI's default name on ``PATH``; a clear :class:`BackendUnreachable` naming the install
   command when absent.
 * **Process hygiene:** every call runs in its own session / process group
-  (``start_new_session``) inside a fresh, empty temporary working directory. On timeout the
+  (``start_new_session``) inside a fresh temporary working directory, a copy of the replayed
+  occurrence's project named like it (:func:`working_copy`), where the scope a project's
+  block states holds. A replay of the user's task offers the live agent's tools under the
+  CLI's own safe permission mode (:meth:`ExecBackend.acts_live`), and what the agent wrote
+  there is read back (:func:`written`) into :attr:`Completion.acts`. On timeout the
   whole group gets SIGTERM, then SIGKILL; after a normal exit any process the CLI left behind
   in its group is killed too, so no orphan survives a call.
 * **Retries:** bounded (``config.max_retries``), exponential backoff, transient failures only

@@ -117,7 +117,14 @@ def framed(request: CompletionRequest) -> tuple[str, str, SkillOffer | None]:
         )
         return "\n\n".join(x for x in (request.system, listing) if x), request.prompt, offer
     system, prefix = agents.frame_memory(p.agent, p.path, p.scope, p.text)
-    return "\n\n".join(x for x in (request.system, system) if x), prefix + request.prompt, None
+    # where the agent works, stated as it states it: the occurrence's project, so a project
+    # block's scope holds as in the live request
+    folder = agents.folder_statement(p.agent, request.workdir) if request.workdir else ""
+    return (
+        "\n\n".join(x for x in (request.system, folder, system) if x),
+        prefix + request.prompt,
+        None,
+    )
 
 
 @dataclass(frozen=True)

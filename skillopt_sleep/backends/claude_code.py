@@ -3,8 +3,10 @@
 One call is::
 
     claude -p --output-format stream-json --verbose --no-session-persistence
-           --disable-slash-commands --strict-mcp-config --permission-mode dontAsk
-           --tools <T…|""> [--allowedTools <T…>] [--model M]
+           --strict-mcp-config
+           (--permission-mode acceptEdits    # a replay: the live agent's tools
+            | --disable-slash-commands --permission-mode dontAsk
+              --tools <T…|""> [--allowedTools <T…>])  [--model M]
            [--append-system-prompt <a document no agent loads by itself>]
 
 with the prompt (first line :data:`SELF_MARKER`) on stdin, in an empty temporary working
@@ -12,9 +14,12 @@ directory. A placed document (``request.placement``) goes where Claude Code find
 adopt: a user-level file into a throw-away ``CLAUDE_CONFIG_DIR`` (only ``.credentials.json``
 copied), a project file into the working directory; ``--disable-slash-commands`` (no skill
 listing) is passed unless a skill is trained. Only a document without a placement arrives
-through ``--append-system-prompt``. Plain calls run with no tools (``--tools ""``); a
-task that needs tools runs with exactly those tools available and pre-approved (``dontAsk``
-denies everything else); a trained skill adds the ``Skill`` tool, through which Claude Code
+through ``--append-system-prompt``. A replay of the user's task (a placed target call) runs
+with Claude Code's own tools, skills listed, in ``--permission-mode acceptEdits``: edits in
+the working copy are accepted, anything else needing an approval (a write outside it, a
+shell command, a fetch) is denied and listed in the result's ``permission_denials``
+(``Acts.stopped``). Other calls run with no tools (``--tools ""``) or exactly a task's tools,
+pre-approved (``dontAsk``); a trained skill adds the ``Skill`` tool, through which Claude Code
 loads it. The answer, the tool calls (``tool_use`` blocks of the assistant
 events), the usage and the duration come from the ``stream-json`` events.
 

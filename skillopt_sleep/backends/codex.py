@@ -3,18 +3,19 @@
 One call is::
 
     codex exec --json -o <scratch>/last.txt --skip-git-repo-check
-               --ephemeral -C <empty temp dir> [-m MODEL]
+               --ephemeral -C <the working copy> [-m MODEL]
                --disable unbounded_connection_retries
-               --disable multi_agent … [--disable shell_tool --disable unified_exec]
-               (the shell tools only when the task needs a shell, or a skill is trained)
-               [-c developer_instructions=<a document no agent loads by itself>]
                -c analytics.enabled=false -c check_for_update_on_startup=false …
-               --sandbox read-only
-               | (a trained skill: Codex loads it with a shell command)
+               ( a replay of the user's task: Codex's own tools, nothing disabled, and
                  -c approval_policy="never" -c shell_environment_policy.inherit="core"
-                 -c default_permissions="skillopt_sleep_skill_replay"
-                 -c permissions.skillopt_sleep_skill_replay.filesystem={":minimal"="read",
-                    <codex's own package>="read", <work dir>="read", <skill folder>="read"}
+                 -c default_permissions="skillopt_sleep_replay"
+                 -c permissions.skillopt_sleep_replay.filesystem={":minimal"="read",
+                    <codex's own package>="read", [<skill folder>="read"],
+                    <the working copy>="write"}
+               | any other call: --disable multi_agent … --disable shell_tool
+                 --disable unified_exec (unless the task needs a shell)
+                 [-c developer_instructions=<a document no agent loads by itself>]
+                 --sandbox read-only )
                [-c model_providers.skillopt_sleep={…} -c model_provider="skillopt_sleep"]
                -
 
@@ -27,17 +28,21 @@ without a placement is sent as ``developer_instructions``. The answer is the
 ``mcp_tool_call`` / ``web_search`` / ``file_change`` items of the ``--json`` event stream,
 usage is ``turn.completed.usage``; a ``turn.failed`` / ``error`` event is a failure.
 
-A trained skill (``placement.mode == "skill"``) is listed by Codex itself in its
-``<skills_instructions>``, and the live Codex loads it by reading the file with its shell tool
-(``exec_command`` ``cat <path>/SKILL.md``). So a skill replay keeps the shell tools on, with
-the least power that reads the skill: a Codex permission profile (``default_permissions``,
-used instead of ``--sandbox``, which would override it) whose commands may read only the
-platform's minimal set (``:minimal``: system binaries and libraries), Codex's own package (on
-Linux Codex runs its binary again inside the sandbox), the empty working directory and the
-placed skill's folder (in the throw-away ``CODEX_HOME``, not its ``auth.json`` copy), and
-write nothing, with no network; approvals never (a command the sandbox refuses fails,
-nothing escalates); the shell's environment reduced to the core variables (``HOME``,
-``PATH``, …: no key reaches a command). Every other replay keeps ``--sandbox read-only``.
+A replay of the user's task (a placed target call) offers Codex's own tools, as the live
+Codex does, with the least power that acts in the working copy: a Codex permission profile
+(``default_permissions``, used instead of ``--sandbox``, which would override it) whose
+commands may read only the platform's minimal set (``:minimal``: system binaries and
+libraries), Codex's own package (on Linux Codex runs its binary again inside the sandbox) and,
+for a trained skill, the placed skill's folder (in the throw-away ``CODEX_HOME``, not its
+``auth.json`` copy), and may write only the working copy, with no network; approvals never (a
+command the sandbox refuses fails, nothing escalates); the shell's environment reduced to the
+core variables (``HOME``, ``PATH``, …: no key reaches a command). A trained skill
+(``placement.mode == "skill"``) is listed by Codex itself in its ``<skills_instructions>``,
+and the live Codex loads it by reading the file with its shell tool (``exec_command`` ``cat
+<path>/SKILL.md``). The commands a replay ran are kept (``Acts.commands``); a command whose
+output says the sandbox stopped it, when Codex reports it, is listed as stopped (``codex exec
+--json`` reports no item for a command that failed). Every other call keeps ``--sandbox
+read-only``.
 A ``command_execution`` item that names the placed SKILL.md (its path in the throw-away
 ``CODEX_HOME`` or working directory, as listed or resolved) and exited 0 is reported as the
 tool :data:`~skillopt_sleep.backends.base.SKILL_TOOL` (``Skill``, the task vocabulary's

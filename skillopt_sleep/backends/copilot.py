@@ -15,7 +15,11 @@ goes in on piped stdin (Copilot 1.0.102 reads a piped prompt as ``-p`` would), n
 ``-p`` argument: one argument is capped at 128 KiB on Linux (``MAX_ARG_STRLEN``), which a
 reflect prompt can exceed.
 
-Tools: plain calls see no tool at all (``--available-tools`` naming a tool that does not exist
+Tools: a replay of the user's task (a placed target call) offers Copilot's own tools, as the
+live agent does (no ``--available-tools``), and allows writes only (``--allow-tool=write``:
+Copilot keeps them to the working folder and its temporary folder, which is pointed into the
+call's scratch folder); a shell command or a fetch needs an approval ``--no-ask-user`` never
+gives, and a denied call is listed (``Acts.stopped``). Other calls: plain calls see no tool at all (``--available-tools`` naming a tool that does not exist
 hides every tool); a task that needs tools sees exactly those (``Bash`` → ``bash``, ``Read``
 → ``view``, …) and only their permissions are granted (``shell`` for ``bash``, ``write`` for
 edits) — never ``--allow-all``; a trained skill adds the ``skill`` tool, through which
@@ -124,6 +128,13 @@ class CopilotBackend(ExecBackend):
         env = self.base_env()
         env.update({"COPILOT_AUTO_UPDATE": "false", "NO_COLOR": "1"})
         env.pop("COPILOT_ALLOW_ALL", None)  # never allow-all, whatever the user's shell says
+        if self.acts_live(request):
+            # Copilot lets its tools write in the system's temporary folder as well as the
+            # working folder: that folder is the call's own, so a write outside the copy
+            # lands nowhere the user has anything
+            tmp = scratch / "tmp"
+            tmp.mkdir(exist_ok=True)
+            env.update({"TMPDIR": str(tmp), "TMP": str(tmp), "TEMP": str(tmp)})
         if placed is not None and placed.scope == "user":
             # the user's login is kept (config.json) unless the provider comes from base_url
             home = self.overlay_home(placed, scratch, copy_auth=not self.config.base_url)

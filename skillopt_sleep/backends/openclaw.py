@@ -22,6 +22,11 @@ written back as JSON) with the workspace
 pointed at the call's working folder; provider keys in the environment (``OPENAI_API_KEY`` …)
 pass through. Login profiles that OpenClaw keeps in its agent database are not copied.
 
+A replay of the user's task offers OpenClaw's own tools with its config's
+``tools.fs.workspaceOnly: true`` (file tools inside the working folder, the call's
+workspace) and ``tools.exec.mode: "deny"`` (no shell command); OpenClaw's summary counts the
+failed calls without saying why, and that count is what is listed as stopped.
+
 A placed document (``request.placement``) goes where OpenClaw loads it: the workspace's
 ``AGENTS.md`` (registry: ``workspace/AGENTS.md`` of the state folder, sent every turn) into the
 working folder, which is the call's workspace; a managed skill (``skills/<name>/SKILL.md``)

@@ -15,7 +15,10 @@ the data folder) are copied in only when no ``base_url`` is set.
 
 ``OPENCODE_CONFIG_CONTENT`` (OpenCode's inline config, merged over the files) carries what a
 replay needs: no autoupdate, no sharing, no session title (OpenCode would ask the model for
-one in a second request), tools off unless the task asks for them (``"*":
+one in a second request); for a replay of the user's task OpenCode's own tools under a
+``permission`` that allows edits (in the working folder) and asks for a shell command, a
+fetch or a path outside it, which ``run`` rejects (listed as stopped); for other calls tools
+off unless the task asks for them (``"*":
 false`` then only the wanted ones on; the ``skill`` tool on when a skill is trained: it lists
 the skill's folder with ripgrep, ``rg`` on ``PATH`` or a download), and with ``base_url`` a provider ``skillopt_sleep``
 (``@ai-sdk/openai-compatible``, bundled in the binary) with the configured model; the key

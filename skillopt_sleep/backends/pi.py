@@ -6,7 +6,10 @@ One call is (the prompt on piped stdin, which ``pi -p`` reads as the message)::
     pi -p --mode json --no-session --offline (--no-tools | --tools <t,…>)
        [--provider skillopt_sleep] [--model M]
 
-(``--tools`` names ``read`` too when a skill is trained: Pi loads a skill by reading its file),
+(``--tools`` names ``read`` too when a skill is trained: Pi loads a skill by reading its file;
+a replay of the user's task instead offers Pi's own tools behind skillopt-sleep's permission
+gate, ``--no-extensions --extension pi_gate.ts``: Pi asks no permission itself, and the gate
+blocks a write outside the working folder and every shell command, listed as stopped),
 run in an empty temporary working directory with ``PI_CODING_AGENT_DIR`` set to a throw-away
 copy of Pi's home folder: ``--no-session`` keeps the run from writing a session file at all
 (and the prompt's first line is :data:`SELF_MARKER` all the same). The user's

@@ -550,6 +550,9 @@ def adopt_cmd(
                 f"(adopt {proposal_id} --all-agents, or each by its id)",
                 markup=False,
             )
+    else:
+        for c in svc.copies_not_staged(proposal_id):
+            out.print(f"  no copy for {c.agent} to adopt: {c.reason}", markup=False)
 
 
 @app.command("reject")

@@ -13,6 +13,7 @@ from skillopt_sleep.cli.console import err, out
 from skillopt_sleep.cli.console import fmt_score as _fmt
 from skillopt_sleep.results import (
     WITHHELD_SHOWN,
+    AgentCopy,
     Dispatch,
     NightOutcome,
     NightResult,
@@ -127,6 +128,24 @@ def _line(text: str) -> None:
     out.print(text, markup=False)
 
 
+def copy_lines(copies: list[AgentCopy]) -> list[str]:
+    """One line per other agent the night's tasks came from: its copy staged (certified on
+    which of its own tasks, through which backend), or why not and what to do."""
+    out = []
+    for c in copies:
+        on = f"{c.tasks} {c.certified_on} task(s) of its own" if c.certified_on else ""
+        if c.status == "staged":
+            out.append(
+                f"{c.agent}'s copy: {c.proposal_id} staged, certified through {c.backend} on "
+                f"{on} ({_fmt(c.before)} -> {_fmt(c.after)})"
+            )
+        elif c.status == "same":
+            out.append(f"{c.agent}'s copy: {c.reason}")
+        else:
+            out.append(f"{c.agent}'s copy not staged: {c.reason}")
+    return out
+
+
 def print_night(r: NightResult, by: str = "") -> None:
     """A night's outcome (from this process or the daemon)."""
     summary, cost = r.summary, r.cost
@@ -207,6 +226,8 @@ def print_night(r: NightResult, by: str = "") -> None:
         )
     elif r.proposal_id:
         _line(f"  proposal {r.proposal_id} staged for {r.target_path}")
+    for line in copy_lines(summary.copies):
+        _line(f"  {line}")
     if r.proposal_id:
         if summary.notified:
             _line(f"  desktop notification: {summary.notified}")

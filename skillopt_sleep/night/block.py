@@ -400,10 +400,10 @@ class Block:
             )
 
     def copies(self, copy_of: str | None, rules: list[str], edits: list[Edit]) -> None:
-        """Certify and stage the other agents' copies of ``rules`` (:mod:`.copies`) on the
-        block's test split (its val split when it has no test split)."""
+        """Certify and stage the other agents' copies of ``rules`` (:mod:`.copies`), each on
+        the held-out views of the tasks the user asked that agent."""
         night = self.night
-        held_out, held_split = (self.test, "test") if self.test else (self.val, "val")
+        held_out = self.val + self.test
         kind = night.copy_kind()
         if not (kind and held_out and rules and self.verified) or self.budget_note:
             return
@@ -417,8 +417,7 @@ class Block:
             rules=rules,
             edits=edits,
             tasks=self.scored,
-            held_out=held_out,
-            certified_on=held_split,
+            views=held_out,
         )
         assert self.trainer is not None
         self.summary.copies = certify_copies(self.ctx, job, self.trainer.optimizer.backend)

@@ -39,6 +39,7 @@ from skillopt_sleep.delivery.document import (
 )
 from skillopt_sleep.delivery.where import Where, where_loaded
 from skillopt_sleep.errors import BudgetExceeded, NightError, SkilloptError, one_line
+from skillopt_sleep.mining.split import task_of
 from skillopt_sleep.models import Task
 from skillopt_sleep.night.context import NightContext
 from skillopt_sleep.night.replay import mean
@@ -48,6 +49,11 @@ from skillopt_sleep.results import AgentCopy, Delivery, NightCost, NightSummary,
 from skillopt_sleep.store import Store
 
 Say = Callable[[str], None]
+#: a copy's certification: mean before, mean after, tasks made worse, and per split
+#: (``val`` / ``test``) its mean before, after and number of tasks
+Certified = tuple[
+    float | None, float | None, int, dict[str, tuple[float | None, float | None, int]]
+]
 #: the phases a copy's certification replays are recorded under (rollouts.phase)
 BEFORE, AFTER = "certify before {agent}", "certify after {agent}"
 
@@ -66,6 +72,41 @@ def session_agents(store: Store, tasks: list[Task]) -> list[str]:
             except SkilloptError:
                 continue
     return [a.name for a in agents.AGENTS if a.name in seen]
+
+
+def agent_tasks(store: Store, tasks: list[Task], agent: str) -> set[str]:
+    """The ids of ``tasks`` some occurrence of which the user asked ``agent`` (its sessions'
+    source), by the task of each view (a view's id names its task)."""
+    out: set[str] = set()
+    for t in tasks:
+        sessions = [o.session_id for o in t.occurrences] or list(t.sessions)
+        for sid in sessions:
+            row = store.sessions.get(sid)
+            try:
+                if row is not None and agents.agent_of_source(row.source).name == agent:
+                    out.add(task_of(t.id))
+                    break
+            except SkilloptError:
+                continue
+    return out
+
+
+def held_out_for(store: Store, job: CopyJob, agent: str) -> tuple[list[Task], str, int]:
+    """What ``agent``'s copy is certified on: for every task of the block the user asked
+    that agent (:func:`agent_tasks`), its val view where it has one, else its test view.
+    Returns (the views, the splits they are, as ``val`` / ``test`` / ``val+test``, how many of
+    the agent's tasks have neither: asked once, never held out)."""
+    mine = agent_tasks(store, job.tasks, agent)
+    by_task: dict[str, dict[str, Task]] = {}
+    for v in job.views:
+        by_task.setdefault(task_of(v.id), {}).setdefault(v.split, v)
+    chosen = [
+        (by_task.get(tid) or {}).get("val") or (by_task.get(tid) or {}).get("test")
+        for tid in sorted(mine)
+    ]
+    views = [v for v in chosen if v is not None]
+    splits = [x for x in ("val", "test") if any(v.split == x for v in views)]
+    return views, "+".join(splits), len(chosen) - len(views)
 
 
 def copy_rules(
@@ -127,8 +168,9 @@ class CopyJob:
     document's, no proposal staged tonight); ``kind``: ``memory`` or ``managed_skill``;
     ``section``: the project block (None: the global block); ``base_rules``: the block's rules
     as the night found them, ``rules`` as certified, ``edits`` the night's; ``tasks``: the
-    block's tasks (whose sessions name the agents); ``held_out``: the tasks each copy is
-    certified on (``certified_on``: ``test`` or ``val``)."""
+    block's tasks (whose sessions name the agents); ``views``: the block's held-out views
+    (val and test), from which each agent's copy takes those of its own tasks
+    (:func:`held_out_for`)."""
 
     primary_agent: str
     proposal_id: str | None
@@ -138,8 +180,7 @@ class CopyJob:
     rules: list[str]
     edits: list[Edit]
     tasks: list[Task]
-    held_out: list[Task]
-    certified_on: str
+    views: list[Task]
 
 
 @dataclass
@@ -191,10 +232,20 @@ def certify_copies(ctx: NightContext, job: CopyJob, optimizer: Backend) -> list[
 def _one_copy(
     ctx: NightContext, job: CopyJob, agent: agents.Agent, optimizer: Backend
 ) -> AgentCopy:
-    """One agent's copy: built, certified through that agent's backend, staged."""
+    """One agent's copy: built, certified through that agent's backend on that agent's own
+    tasks, staged."""
     draft = _draft(ctx, job, agent)
     if isinstance(draft, AgentCopy):
         return draft
+    held_out, split, never = held_out_for(ctx.store, job, agent.name)
+    if not held_out:
+        return AgentCopy(
+            agent=agent.name,
+            status="not_staged",
+            target=str(draft.target),
+            reason=f"none of the {never} task(s) asked in {agent.name} was asked again "
+            "(nothing held out to certify its copy on); it is certified once one is",
+        )
     cfg, why = backend_for(ctx.settings, agent, ctx.env, ctx.home)
     if cfg is None:
         return AgentCopy(
@@ -210,19 +261,21 @@ def _one_copy(
         "agent": agent.name,
         "target": str(draft.target),
         "backend": cfg.name,
-        "certified_on": job.certified_on,
-        "tasks": len(job.held_out),
+        "certified_on": split,
+        "tasks": len(held_out),
         "delivery": delivery,
     }
     spent = ctx.cost.as_dict()
-    scored = _certify(ctx, job, draft, cfg, optimizer)
+    scored = _certify(ctx, draft, cfg, optimizer, held_out, split, job.section)
     if isinstance(scored, str):
         return AgentCopy(**base, status="not_staged", reason=scored)
-    mb, ma, worse = scored
+    mb, ma, worse, by_split = scored
     base |= {"before": mb, "after": ma}
     if worse:
         return AgentCopy(
-            **base, status="not_staged", reason=f"{worse} {job.certified_on} task(s) got worse"
+            **base,
+            status="not_staged",
+            reason=f"{worse} of {agent.name}'s {split} task(s) got worse",
         )
     if not (ma is not None and mb is not None and ma > mb):
         return AgentCopy(
@@ -230,7 +283,7 @@ def _one_copy(
             status="not_staged",
             reason=f"no gain through {cfg.name} ({_fmt(mb)} → {_fmt(ma)})",
         )
-    return _stage_copy(ctx, job, draft, cfg.name, base, spent)
+    return _stage_copy(ctx, job, draft, cfg.name, base, spent, by_split)
 
 
 def _draft(ctx: NightContext, job: CopyJob, agent: agents.Agent) -> _Draft | AgentCopy:
@@ -279,10 +332,17 @@ def _draft(ctx: NightContext, job: CopyJob, agent: agents.Agent) -> _Draft | Age
 
 
 def _certify(
-    ctx: NightContext, job: CopyJob, draft: _Draft, cfg: BackendConfig, optimizer: Backend
-) -> tuple[float | None, float | None, int] | str:
-    """Replay ``job``'s held-out tasks through ``cfg`` with the agent's document as it is and
-    with the copy: (mean before, mean after, tasks made worse), or why it could not."""
+    ctx: NightContext,
+    draft: _Draft,
+    cfg: BackendConfig,
+    optimizer: Backend,
+    held_out: list[Task],
+    split: str,
+    section: str | None,
+) -> Certified | str:
+    """Replay ``held_out`` through ``cfg`` with the agent's document as it is and with the
+    copy: (mean before, mean after, tasks made worse, the means per split), or why it
+    could not."""
     name = draft.agent.name
     try:
         backend = get_backend(cfg)
@@ -290,24 +350,30 @@ def _certify(
     except SkilloptError as exc:
         return f"{cfg.name}: {one_line(str(exc))}"
     ctx.say(
-        f"certifying {name}'s copy through {cfg.name} on {len(job.held_out)} "
-        f"{job.certified_on} task(s)"
+        f"certifying {name}'s copy through {cfg.name} on {len(held_out)} of its own {split} task(s)"
     )
-    trainer = Trainer(ctx, backend, optimizer, place=draft.where.place, section=job.section)
-    split = job.certified_on
+    trainer = Trainer(ctx, backend, optimizer, place=draft.where.place, section=section)
     try:
         before = trainer.replay(
-            job.held_out, draft.doc, draft.doc.rules, split, BEFORE.format(agent=name)
+            held_out, draft.doc, draft.doc.rules, split, BEFORE.format(agent=name)
         )
         after = trainer.replay(
-            job.held_out, draft.trained, draft.rules, split, AFTER.format(agent=name)
+            held_out, draft.trained, draft.rules, split, AFTER.format(agent=name)
         )
     except BudgetExceeded as exc:
         return f"stopped: {exc}"
     except SkilloptError as exc:
         return f"{cfg.name}: {one_line(str(exc))}"
     worse = sum(1 for tid in before if after[tid].score < before[tid].score)
-    return mean(before), mean(after), worse
+    by_split: dict[str, tuple[float | None, float | None, int]] = {
+        x: (
+            mean({t.id: before[t.id] for t in held_out if t.split == x}),
+            mean({t.id: after[t.id] for t in held_out if t.split == x}),
+            sum(1 for t in held_out if t.split == x),
+        )
+        for x in split.split("+")
+    }
+    return mean(before), mean(after), worse, by_split
 
 
 def _stage_copy(
@@ -317,6 +383,7 @@ def _stage_copy(
     backend: str,
     base: dict[str, Any],
     spent: dict[str, Any],
+    by_split: dict[str, tuple[float | None, float | None, int]],
 ) -> AgentCopy:
     """Stage a certified copy (``base``: its :class:`AgentCopy` fields so far; ``spent``: the
     night's cost before its certification), or name the staged proposal that already says
@@ -339,12 +406,14 @@ def _stage_copy(
             proposal_id=same[0].id,
             reason=f"same document as the staged proposal {same[0].id}",
         )
-    split, n = job.certified_on, len(job.held_out)
+    split, n = base["certified_on"], base["tasks"]
+    vb, va, nv = by_split.get("val", (None, None, 0))
+    tb, ta, nt = by_split.get("test", (None, None, 0))
     summary = NightSummary(
         tasks=len(job.tasks),
         scorable=len(job.tasks),
-        test=n if split == "test" else 0,
-        val=n if split == "val" else 0,
+        test=nt,
+        val=nv,
         rules_before=len(draft.doc.rules),
         rules_after=len(draft.rules),
         base_hash=base_hash,
@@ -354,10 +423,9 @@ def _stage_copy(
         copy_of=pid_of,
         reason=(
             f"the rules of {pid_of or 'the live ' + job.primary_agent + ' document'}, "
-            f"certified through {backend} on {n} held-out {split} task(s)"
+            f"certified through {backend} on {n} held-out {split} task(s) of {name}'s own"
         ),
     )
-    mb, ma = base["before"], base["after"]
     stage_proposal(
         store,
         Staging(
@@ -372,12 +440,7 @@ def _stage_copy(
             tasks=job.tasks,
             cost=NightCost.model_validate({k: v - spent[k] for k, v in ctx.cost.as_dict().items()}),
             summary=summary,
-            scores=Scores(
-                val_before=mb if split == "val" else None,
-                val_after=ma if split == "val" else None,
-                test_before=mb if split == "test" else None,
-                test_after=ma if split == "test" else None,
-            ),
+            scores=Scores(val_before=vb, val_after=va, test_before=tb, test_after=ta),
             held_out=(split, BEFORE.format(agent=name), AFTER.format(agent=name)),
             agent=name,
             kind=job.kind,

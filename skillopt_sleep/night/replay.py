@@ -113,9 +113,12 @@ class Meter:
                 *([req.context.model_dump()] if req.context and req.context.items else []),
                 # the folder an agent CLI works in (its name reaches the model), only when
                 # the backend runs in one
+                # and an HTTP replay states the project it was asked in
                 *(
                     [f"workdir:{workdir_name(req.workdir)}"]
                     if req.workdir and self.backend.works_in_folder
+                    else [f"project:{req.workdir}"]
+                    if req.workdir and req.placement and req.placement.mode == "memory"
                     else []
                 ),
                 # a dream rollout's sample index, only past the first (K=1 keys unchanged)

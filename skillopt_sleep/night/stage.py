@@ -234,10 +234,14 @@ def _task_tables(store: Store, st: Staging) -> tuple[list[TaskDelta], list[TaskD
         for tid in sorted(val_base)
     ]
     test_tasks = per_task_deltas(store, st.night_id, "test", "test before", "test after")
-    if st.held_out is not None:  # an agent's copy: certified on one split, through its backend
+    if st.held_out is not None:  # an agent's copy: certified on its own held-out views
         split, before_phase, after_phase = st.held_out
-        certified = per_task_deltas(store, st.night_id, split, before_phase, after_phase)
-        val_tasks, test_tasks = (certified, []) if split == "val" else ([], certified)
+        val_tasks, test_tasks = [
+            per_task_deltas(store, st.night_id, x, before_phase, after_phase)
+            if x in split.split("+")
+            else []
+            for x in ("val", "test")
+        ]
     contexts = {t.id: context_state(t) for t in st.tasks}
 
     def table(rows: list[dict[str, Any]]) -> list[TaskDelta]:

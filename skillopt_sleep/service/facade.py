@@ -117,6 +117,7 @@ class Service:
     latest_report = _Forward("reviews", ReviewService.latest_report)
     adopt = _Forward("reviews", ReviewService.adopt)
     agent_copies = _Forward("reviews", ReviewService.agent_copies)
+    copies_not_staged = _Forward("reviews", ReviewService.copies_not_staged)
     copy_statuses = _Forward("reviews", ReviewService.copy_statuses)
     adopt_all_agents = _Forward("reviews", ReviewService.adopt_all_agents)
     reject = _Forward("reviews", ReviewService.reject)

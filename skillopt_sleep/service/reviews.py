@@ -8,6 +8,7 @@ from typing import Any
 from skillopt_sleep.errors import BadArgument, ProposalError
 from skillopt_sleep.results import (
     AdoptResult,
+    AgentCopy,
     ProposalDetail,
     ProposalReport,
     ProposalRule,
@@ -144,6 +145,15 @@ class ReviewService:
 
         with self.core.use() as store:
             return agent_group(store, proposal_id)[1:]
+
+    def copies_not_staged(self, proposal_id: str) -> list[AgentCopy]:
+        """The other agents ``proposal_id``'s night made no copy for, each with why (from its
+        report; [] for a copy itself or a report without copies)."""
+        from skillopt_sleep.proposals.records import get_proposal, load_report
+
+        with self.core.use() as store:
+            report = load_report(get_proposal(store, proposal_id))
+        return [c for c in report.summary.copies if c.status == "not_staged"]
 
     def copy_statuses(self, proposal_id: str) -> dict[str, str]:
         """The other proposals carrying the same night's rules for other agents (whatever

@@ -417,3 +417,24 @@ def test_parse_edits_reads_describe():
     )
     assert [(e.op, e.text) for e in edits] == [("describe", "Rules for tests.")]
     assert MAX_DESCRIPTION_CHARS == 300
+
+
+def test_a_project_blocks_scope_covers_its_folder_and_a_copy_named_like_it():
+    from skillopt_sleep.delivery.document import HEADING_RE, covers, section_heading
+
+    heading = HEADING_RE.search(section_heading("/src/web"))
+    assert heading is not None and heading.groups() == ("/src/web", "web")
+    for cwd, inside in [
+        ("/src/web", True),
+        ("/src/web/api", True),
+        ("/tmp/skillopt-sleep-replay-x/work/web", True),  # a replay's copy
+        ("/tmp/skillopt-sleep-replay-x/work/web/src", True),
+        ("/src/webapp", False),
+        ("/src", False),
+        ("/tmp/skillopt-sleep-replay-x/work/work", False),
+    ]:
+        assert covers("/src/web", cwd, "web") is inside, cwd
+    # a block written before the copy clause: its folder only
+    old = HEADING_RE.search("When working in `/src/web` (or below it), follow these rules:")
+    assert old is not None and old.group(2) is None
+    assert not covers("/src/web", "/tmp/x/work/web", old.group(2))

@@ -68,7 +68,9 @@ def test_a_rule_learned_from_two_agents_sessions_is_certified_and_staged_for_eac
     assert copy.agent == "codex" and copy.status == "staged"
     assert copy.proposal_id == f"{result.proposal_id}-codex"
     assert copy.target == str(codex_memory)
-    assert copy.certified_on == "test" and copy.tasks == result.summary.test
+    # on codex's own tasks (installing, running the tests, adding a package): each its val
+    # ask (every one has one)
+    assert copy.certified_on == "val" and copy.tasks == 3
     assert copy.before is not None and copy.after is not None and copy.after > copy.before
     # what it costs codex every turn, apart from Claude Code's own figure
     assert copy.delivery is not None and copy.delivery.agent == "codex"
@@ -352,3 +354,91 @@ def test_a_rollback_undoes_one_file_and_says_which_copies_stay_adopted(tmp_path,
     # an unknown id is named as one
     proc = skillopt("rollback", "p99-codex", cwd=tmp_path)
     assert proc.returncode == 1 and "no proposal 'p99-codex'" in proc.stderr
+
+
+LINT, TESTS, FIX = (
+    "Run `npm run lint`.",
+    "Run `npm test` to run the suite.",
+    "no, use pnpm instead of npm",
+)
+#: the linter asked three times in Claude Code (train, val, test); the tests asked twice, only
+#: in Codex (train, val): the block's only test occurrence is a task Codex never saw
+OWN_TASKS = [
+    (agent, [(ask, answer, FIX)])
+    for agent, ask, answer in (
+        ("claude_code", "run the linter", LINT),
+        ("claude_code", "please run the linter for me", LINT),
+        ("claude_code", "could you run the linter now?", LINT),
+        ("codex", "run the tests", TESTS),
+        ("codex", "please run the tests for me", TESTS),
+    )
+]
+
+
+def test_a_copy_is_certified_on_the_tasks_the_user_asked_that_agent_val_where_there_is_one(
+    tmp_path, isolated_home, capsys
+):
+    from skillopt_sleep.cli.nights import print_night
+    from skillopt_sleep.mining.split import task_of
+
+    project = (tmp_path / "webapp").resolve()
+    project.mkdir()
+    write_conversations(isolated_home, project, OWN_TASKS)
+    store = Store(paths.db_path())
+    with serve(write_persona(tmp_path)) as sim:
+        result = run_night(store, _settings(isolated_home, project, sim.url))
+    assert result.status == "succeeded", result.summary
+    tasks = {t.id: t for t in store.tasks.all() if t.split}
+    codex_task = next(t for t in tasks.values() if "tests" in t.intent)
+    lint_task = next(t for t in tasks.values() if "lint" in t.intent)
+    assert [o.split for o in lint_task.occurrences] == ["train", "val", "test"]
+    assert [o.split for o in codex_task.occurrences] == ["train", "val"]
+    [copy] = result.summary.copies
+    # certified through codex's framing on codex's own task, its val ask, not on the test
+    # ask of a task codex never saw
+    assert copy.agent == "codex" and copy.status == "staged", copy
+    assert copy.certified_on == "val" and copy.tasks == 1
+    certified = {
+        r["task_id"]
+        for r in db_rows(store, "rollouts", "night_id = ?", [result.night_id])
+        if r["phase"] == "certify after codex"
+    }
+    assert {task_of(t) for t in certified} == {codex_task.id}
+    [view] = certified
+    assert view != codex_task.id and "@" in view  # one view: its val ask
+    row = store.proposals.get(copy.proposal_id)
+    assert row is not None and NightSummary.model_validate_json(row.summary or "{}").val == 1
+    # `run` says what each other agent got
+    capsys.readouterr()
+    print_night(result)
+    printed = " ".join(capsys.readouterr().out.split())
+    assert (
+        f"codex's copy: {copy.proposal_id} staged, certified through openai_compatible on 1 "
+        "val task(s) of its own" in printed
+    )
+
+
+def test_a_copy_that_is_not_staged_says_why_in_run_and_in_adopt_all_agents(
+    tmp_path, isolated_home, capsys
+):
+    from skillopt_sleep.cli.nights import print_night
+
+    project = (tmp_path / "webapp").resolve()
+    project.mkdir()
+    # codex asked the tests once: nothing of codex's is held out to certify a copy on
+    write_conversations(isolated_home, project, OWN_TASKS[:4])
+    store = Store(paths.db_path())
+    with serve(write_persona(tmp_path)) as sim:
+        result = run_night(store, _settings(isolated_home, project, sim.url))
+    assert result.status == "succeeded", result.summary
+    [copy] = result.summary.copies
+    assert copy.status == "not_staged"
+    why = "none of the 1 task(s) asked in codex was asked again"
+    assert copy.reason.startswith(why)
+    capsys.readouterr()
+    print_night(result)
+    assert f"codex's copy not staged: {why}" in " ".join(capsys.readouterr().out.split())
+    proc = skillopt("adopt", str(result.proposal_id), "--all-agents")
+    assert proc.returncode == 0, proc.stderr
+    assert f"no copy for codex to adopt: {why}" in " ".join(proc.stdout.split())
+    assert not (isolated_home / ".codex" / "AGENTS.md").exists()

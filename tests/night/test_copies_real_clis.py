@@ -61,6 +61,13 @@ def test_codex_gets_its_own_certified_copy_and_the_real_codex_cli_answers_by_it(
         night_log = list(sim.stats.requests)
         [copy] = result.summary.copies
         assert copy.agent == "codex" and copy.backend == "codex" and copy.status == "staged"
+        # certified on the tasks the user asked Codex, each its val ask
+        certified = {
+            r.task_id
+            for r in store.rollouts.of_night(result.night_id, "val")
+            if r.phase == "certify after codex"
+        }
+        assert copy.certified_on == "val" and len(certified) == copy.tasks == 3
         assert copy.before is not None and copy.after is not None and copy.after > copy.before
 
         adopted = adopt_group(store, str(result.proposal_id))

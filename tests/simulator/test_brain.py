@@ -333,3 +333,24 @@ def test_the_optimizer_reads_a_contrast_as_what_the_best_attempt_did(brain: Brai
             "scope": "all",
         }
     ]
+
+
+@pytest.mark.parametrize(
+    ("stated", "obeyed"),
+    [
+        (" - Primary working directory: /src/web/api", True),  # Claude Code, below the folder
+        ("<cwd>/tmp/skillopt-sleep-replay-x/work/web</cwd>", True),  # Codex, a replay's copy
+        ("* Current working directory: /src/other", False),  # Copilot, another project
+        ("Working directory: /tmp/skillopt-sleep-replay-x/work/work", False),  # no copy of it
+        ("", True),  # a bare model call states no folder: the rules read as written
+    ],
+)
+def test_a_project_block_is_obeyed_only_where_the_request_says_it_works(
+    brain: Brain, stated: str, obeyed: bool
+) -> None:
+    from skillopt_sleep.delivery.document import END, begin_marker, section_heading
+
+    block = f"{begin_marker('/src/web')}\n{section_heading('/src/web')}\n"
+    block += f"- Use `pnpm` instead of `npm`.\n{END}\n"
+    reply = brain.respond(turn("install dependencies", system=f"{stated}\n\n{block}"))
+    assert ("pnpm" in reply.text) is obeyed, reply.text
