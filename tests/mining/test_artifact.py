@@ -56,3 +56,39 @@ def test_a_good_subject_passes_in_every_shape(answer: str) -> None:
 )
 def test_a_bad_subject_fails_in_every_shape(answer: str) -> None:
     assert score(answer) < 1.0
+
+
+def test_an_agent_that_acted_is_judged_on_the_artifact_it_made():
+    """A test file the agent wrote is the answer (whole or cut off, whatever the text says);
+    the message of the ``git commit -m`` it ran is the commit message."""
+    from skillopt_sleep.mining.judges import judge_answer
+    from skillopt_sleep.models import Acts, Task
+
+    test = Task(
+        id="t",
+        intent="add a unit test for slugify",
+        checks=[Check(kind="contains", value="slugify")],
+    )
+    whole = Acts(
+        files={"tests/test_slug.py": "def test_slugify():\n    assert slugify('A') == 'a'\n"}
+    )
+    cut = Acts(
+        files={"tests/test_slug.py": "def test_slugify():\n    assert slugify('A') == ('a'\n"}
+    )
+    other = Acts(files={"notes.md": "def test_slugify(): pass\n"})  # not a test file
+    assert judge_answer(test, "Done.", ["Write"], acts=whole).passed
+    assert not judge_answer(test, "Done.", ["Write"], acts=cut).passed
+    assert not judge_answer(test, "Done.", ["Write"], acts=other).passed
+    assert not judge_answer(test, "Done.", ["Write"]).passed  # the text alone defines no test
+
+    commit = Task(
+        id="c",
+        intent=PROMPT,
+        checks=[Check(kind="max_chars", value="50"), Check(kind="imperative")],
+    )
+    ran = Acts(commands=['git add -A && git commit -m "Add retries to the fetch client"'])
+    long = Acts(
+        commands=['git commit -m "Added retries to the fetch client because it failed often"']
+    )
+    assert judge_answer(commit, "Committed.", ["Bash"], acts=ran).passed
+    assert not judge_answer(commit, "Committed.", ["Bash"], acts=long).passed
