@@ -399,6 +399,9 @@ class TaskDelta(_Model):
     before: float | None = None
     after: float | None = None
     context: str = ""
+    #: what the agent did with its tools in the replay of the proposed document (commands
+    #: run, files written as a diff, what was stopped; "" when it only answered)
+    acts: str = ""
 
 
 class EditRecord(_Model):

@@ -313,7 +313,11 @@ class Block:
 
         others = [t for t in night.report.tasks if t.id not in in_val and here(t)]
         out = user_probes(others, s.collateral_tasks)
-        return out + (everyday() if s.collateral_probes else [])
+        # the everyday requests are asked where the block's rules apply (its project, in a
+        # copy of it), as the user would ask them there
+        where = self.section if self.section is not None else s.project
+        daily = [t.model_copy(update={"project": str(where)}) if where else t for t in everyday()]
+        return out + (daily if s.collateral_probes else [])
 
     def _val_after(self) -> float | None:
         return mean(self.val_scores) if self.val_scores else None
@@ -356,6 +360,7 @@ class Block:
         trainer, summary = self.trainer, self.summary
         assert trainer is not None
         harmed = sum("but it harms" in e.reason for e in trainer.edits)
+        unmatched = [e for e in trainer.edits if e.status == "unmatched"]
         summary.reason = (
             "edits improved train only (unverified)"
             if self.changed
@@ -363,6 +368,10 @@ class Block:
                 f"no edit passed the gates: {harmed} the val gate accepted harmed your other "
                 "tasks or everyday requests (the collateral gate)"
                 if harmed
+                # nothing reached a gate: every edit named a rule the document does not have
+                else f"no edit could be applied: the optimizer's {len(unmatched)} edit(s) "
+                f"changed rules the document does not have ({unmatched[0].reason})"
+                if len(unmatched) == len(trainer.edits)
                 else "no edit passed the val gate"
             )
             if trainer.edits

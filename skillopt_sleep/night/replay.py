@@ -243,6 +243,9 @@ class Scored:
     #: a skill replay: whether the agent loaded the skill (None: not a skill, or the backend
     #: cannot tell; see :meth:`~skillopt_sleep.backends.base.Backend.skill_loaded`)
     skill_loaded: bool | None = None
+    #: what the agent did with its tools, as shown after its text (``Acts.shown``; "" when
+    #: it only answered)
+    acts: str = ""
 
 
 def combine(hard: float | None, soft: float | None, metric: str) -> float:
@@ -345,6 +348,7 @@ class Replayer:
         scored = Scored(
             task_id=task.id,
             answer=redact(shown),
+            acts=redact(comp.acts.shown()),
             tool_calls=comp.tool_calls,
             hard=hard,
             soft=soft,

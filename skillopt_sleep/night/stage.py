@@ -79,13 +79,20 @@ def per_task_deltas(
     rows = store.rollouts.of_night(night_id, split)
     before: dict[str, float] = {}
     after: dict[str, float] = {}
+    acts: dict[str, str] = {}
     for r in rows:
         if r.phase == before_phase:
             before.setdefault(r.task_id, r.score)
         if r.phase == after_phase:
             after[r.task_id] = r.score
+            acts[r.task_id] = r.acts or ""
     return [
-        {"task_id": tid, "before": before.get(tid), "after": after.get(tid, before.get(tid))}
+        {
+            "task_id": tid,
+            "before": before.get(tid),
+            "after": after.get(tid, before.get(tid)),
+            "acts": acts.get(tid, ""),
+        }
         for tid in sorted(set(before) | set(after))
     ]
 
@@ -229,8 +236,14 @@ def _task_tables(store: Store, st: Staging) -> tuple[list[TaskDelta], list[TaskD
     val_rows = [r for r in store.rollouts.of_night(st.night_id, "val") if mine(r.task_id)]
     val_base = {r.task_id: r.score for r in val_rows if r.phase == "val baseline"}
     val_new = {r.task_id: r.score for r in val_rows if r.doc_hash == new_hash}
+    val_acts = {r.task_id: r.acts or "" for r in val_rows if r.doc_hash == new_hash}
     val_tasks = [
-        {"task_id": tid, "before": val_base.get(tid), "after": val_new.get(tid, val_base.get(tid))}
+        {
+            "task_id": tid,
+            "before": val_base.get(tid),
+            "after": val_new.get(tid, val_base.get(tid)),
+            "acts": val_acts.get(tid, ""),
+        }
         for tid in sorted(val_base)
     ]
     test_tasks = per_task_deltas(store, st.night_id, "test", "test before", "test after")
@@ -510,8 +523,28 @@ def render_markdown(report: ProposalReport, diff: str) -> str:
             if t.context.startswith("not rebuilt"):
                 intent += f" ({_cell(t.context)}: scored without the checks that need it)"
             lines.append(f"| {intent} | {_fmt(t.before)} | {_fmt(t.after)} |")
+    lines += _acts_lines(report.val_tasks + report.test_tasks)
     lines += ["", "## Diff", "", "```diff", diff.rstrip("\n"), "```", ""]
     return "\n".join(lines)
+
+
+#: characters of one task's acts a report shows (the rest is in the rollouts)
+ACTS_SHOWN = 3000
+
+
+def _acts_lines(deltas: list[TaskDelta]) -> list[str]:
+    """For report.md: what the agent did with its tools in the replays of the proposed
+    document (the commands it ran, the files it wrote as a diff, what was stopped), per
+    held-out task that acted; none when no replay acted."""
+    acted = [t for t in deltas if t.acts]
+    if not acted:
+        return []
+    lines = ["", "## What the agent did (replays of the proposed document)"]
+    for t in acted:
+        intent = visible(t.intent.replace("\n", " "))[:80]
+        text = t.acts if len(t.acts) <= ACTS_SHOWN else t.acts[:ACTS_SHOWN] + "\n…"
+        lines += ["", f"**{intent}** (after {_fmt(t.after)})", "", "````text", text, "````"]
+    return lines
 
 
 def _block_line(sm: NightSummary) -> list[str]:

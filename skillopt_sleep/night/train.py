@@ -207,6 +207,7 @@ class Trainer:
             output_tokens=sc.usage.output_tokens,
             seconds=sc.seconds,
             created_at=now_iso(),
+            acts=sc.acts or None,
         )
 
     def ahead(self, jobs: list[tuple[list[Task], str]]) -> None:

@@ -661,6 +661,10 @@ def m017_rule_scope_refusals(db: Database) -> None:
 def m018_rollout_acts(db: Database) -> None:
     """``rollout_cache.acts`` (JSON: what an agent CLI did with its tools in a replay: the
     files it wrote, as text and diff, the commands it ran, what was stopped; NULL: it only
-    answered), so a cached replay is graded on what it did, as the first one was."""
+    answered), so a cached replay is graded on what it did, as the first one was; and
+    ``rollouts.acts`` (the same as the reports show it: commands run, files written as a diff,
+    what was stopped; NULL: it only answered)."""
     if "acts" not in db.table("rollout_cache").columns_dict:
         db.table("rollout_cache").add_column("acts", str)
+    if "acts" not in db.table("rollouts").columns_dict:
+        db.table("rollouts").add_column("acts", str)

@@ -34,6 +34,7 @@ class RolloutRow:
     created_at: str | None
     task: str | None
     occurrence: str | None
+    acts: str | None = None  # what the agent did, as shown (m018)
 
 
 class RolloutsRepo(Repository):
@@ -47,7 +48,7 @@ class RolloutsRepo(Repository):
 
     def add(self, **fields: Any) -> int:
         """Record one rollout (its answer and tool calls redacted); returns its id."""
-        for name in ("answer", "tool_calls"):
+        for name in ("answer", "tool_calls", "acts"):
             if isinstance(fields.get(name), str):
                 fields[name] = redact(fields[name])
         view = str(fields.get("task_id") or "")

@@ -8,6 +8,7 @@ temporary HOME, the ``openai_compatible`` backend against the simulator on loopb
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -60,14 +61,26 @@ def test_the_default_night_trains_one_block_per_project_and_stages_each(
     live = isolated_home / ".claude" / "CLAUDE.md"
     live.write_text(USER_TEXT, encoding="utf-8")
     store = Store(paths.db_path())
-    with serve(write_persona(tmp_path, DOCS_PERSONA)) as sim:
+    with serve(write_persona(tmp_path, DOCS_PERSONA), full_log=True) as sim:
         overrides = demo_settings(isolated_home, web, sim.url)
         del overrides["project"]  # the default night: every project's sessions
         overrides["document"] = {"kind": "memory", "agent": "claude_code"}
         settings = load_settings(Path("/nonexistent/config.toml"), **overrides)
         assert settings.project is None
         result = run_night(store, settings)
+        requests = list(sim.stats.requests)
     assert result.status == "succeeded", result.summary
+    # every replay states the project it was asked in (as Claude Code states its working
+    # folder), the collateral gate's everyday requests included: each project's block's scope
+    # holds in the replays that certify it
+    probe = "Write a Python function"
+    stated = {
+        folder
+        for r in requests
+        if r.get("role") == "target" and probe in json.dumps(r.get("body") or {})
+        for folder in re.findall(r"Primary working directory: ([^\\\n\"]+)", json.dumps(r["body"]))
+    }
+    assert {str(web), str(api)} <= stated, stated
 
     # one block per project, and the block every project reads for the project-less request
     blocks = {b.section: b for b in result.summary.blocks}

@@ -133,3 +133,70 @@ def test_a_written_test_file_is_graded_and_a_write_outside_the_copy_is_stopped(
     else:
         assert "Stopped:" in notes.answer and "notes.md" in notes.answer, notes.answer
     store.close()
+
+
+def test_the_report_shows_what_the_agent_did_in_the_replays_of_the_proposed_document(
+    tmp_path: Path, isolated_home: Path, cli_path: None
+) -> None:
+    """A night through the real ``claude``: the user's recurring task is answered by writing
+    a test file; the proposal's report (and so ``show``) lists what the agent did in the val
+    replay of the proposed document, the file's diff among it."""
+    import json as _json
+
+    from skillopt_sleep import paths
+    from skillopt_sleep.config import load_settings
+    from skillopt_sleep.demo import DEMO_CONVERSATIONS, demo_settings
+    from skillopt_sleep.night.run import run_night
+    from skillopt_sleep.testing.sessions import write_conversations
+    from tests.helpers.deployed import MODEL, PERSONA
+    from tests.helpers.night import NO_COLLATERAL
+
+    require_cli("claude")
+    project = (tmp_path / "webapp").resolve()
+    project.mkdir()
+    ask = "add a unit test for slugify"
+    write_conversations(
+        isolated_home,
+        project,
+        [
+            *DEMO_CONVERSATIONS,
+            ("claude_code", [(ask, "Done.", "no, use pnpm instead of npm and write the test")]),
+            ("claude_code", [(f"please {ask}", "Done.", "no, use pnpm instead of npm")]),
+        ],
+    )
+    persona = _json.loads(_json.dumps(PERSONA))
+    persona["answers"].insert(
+        0,
+        {
+            "match": "unit test for slugify",
+            "text": "Done: run it with `npm test`.",
+            "tool": ["Write"],
+            "tool_input": {"file_path": "test_slugify.py", "content": WHOLE},
+        },
+    )
+    store = Store(paths.db_path())
+    with serve(persona_from_dict(persona), api_key=KEY) as sim:
+        common = {"model": MODEL, "api_key": KEY, "max_retries": 0, "timeout": 90}
+        settings = load_settings(
+            Path("/nonexistent/config.toml"),
+            **{
+                **demo_settings(isolated_home, project, sim.url + "/v1"),
+                **NO_COLLATERAL,
+                "edit_budget": 1,
+                "gate_samples": 1,
+                "document": {"kind": "memory", "agent": "claude_code"},
+                "deliver": {"agents": "document"},
+                "target": {"name": "claude_code", "base_url": sim.url, **common},
+                "optimizer": {"name": "openai_compatible", "base_url": sim.url + "/v1", **common},
+            },
+        )
+        result = run_night(store, settings)
+    assert result.status == "succeeded", (result.summary, result.error)
+    row = store.proposals.get(str(result.proposal_id))
+    assert row is not None
+    report = (Path(row.dir) / "report.md").read_text("utf-8")
+    assert "## What the agent did (replays of the proposed document)" in report
+    section = report.split("## What the agent did", 1)[1].split("## Diff", 1)[0]
+    assert "unit test for slugify" in section and "+++ b/test_slugify.py" in section
+    assert "def test_slugify" in section
+    store.close()
