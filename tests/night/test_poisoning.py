@@ -95,7 +95,12 @@ def test_poisoned_edits_and_consolidations_never_reach_a_staged_document_or_the_
     project, target = night_world(
         tmp_path, isolated_home, USER_TEXT, DEMO_CONVERSATIONS + POISONING_TRANSCRIPTS
     )
-    persona = _persona(tmp_path, harmful_edits=POISONED, consolidate_adds=POISONED[:3])
+    # the optimizer proposes as many poisoned rules as one reflect may (the edit budget's
+    # maximum, 20), so every one is proposed in the night's first reflect however its batches
+    # fall (task ids come from random session ids: with all 24, a night that reflected once
+    # left four unproposed); the other four are the screen's unit test's above
+    proposed = POISONED[:20]
+    persona = _persona(tmp_path, harmful_edits=proposed, consolidate_adds=POISONED[:3])
     store = Store(paths.db_path())
     with serve(persona) as sim:
         settings = night_settings(
@@ -106,7 +111,7 @@ def test_poisoned_edits_and_consolidations_never_reach_a_staged_document_or_the_
     edits = db_rows(store, "edits")
     flagged = {e["text"] for e in edits if e["status"] == "flagged"}
     # every poisoned rule was proposed and refused by the screen, never replayed
-    assert set(POISONED) <= flagged
+    assert set(proposed) <= flagged
     assert all(
         e["val_after"] is None and e["reason"].startswith("poisoning screen: ")
         for e in edits
