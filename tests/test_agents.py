@@ -490,15 +490,22 @@ def test_an_http_replay_states_the_project_as_the_agent_states_its_working_folde
     """A model call framed as an agent frames its memory file says where it works, in that
     agent's words, so a project block's scope holds there as in the live request; the
     simulator, which obeys a block only inside its scope, reads it."""
-    from skillopt_sleep.backends.base import framed
+    from skillopt_sleep.backends.base import PROJECT_BLOCK, framed
     from skillopt_sleep.delivery.document import END, begin_marker, section_heading
     from skillopt_sleep.models import CompletionRequest, Placement
     from skillopt_sleep.simulator.brain import Turn
 
     text = f"{begin_marker('/src/web')}\n{section_heading('/src/web')}\n- Use `pnpm`.\n{END}\n"
     placed = Placement(agent=agent, scope="user", path="AGENTS.md", mode="memory", text=text)
-    for workdir, stated in (("/src/web", "/src/web"), ("", None)):
-        req = CompletionRequest(prompt="install it", placement=placed, workdir=workdir)
+    unscoped = placed.model_copy(update={"text": "- Use `pnpm`.\n"})
+    assert begin_marker("/src/web").startswith(PROJECT_BLOCK)
+    # a document without a project's block: no scope to hold, no folder stated (as before)
+    for doc, workdir, stated in (
+        (placed, "/src/web", "/src/web"),
+        (placed, "", None),
+        (unscoped, "/src/web", None),
+    ):
+        req = CompletionRequest(prompt="install it", placement=doc, workdir=workdir)
         system, prompt, _ = framed(req)
         turn = Turn(system=system, messages=[("user", prompt)], prompt="install it")
         assert turn.working_folder() == stated, (agent, system[:300])

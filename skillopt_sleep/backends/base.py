@@ -90,6 +90,20 @@ def workspace_files(capsule: ContextCapsule | None) -> dict[str, str]:
     return out
 
 
+#: how a managed block scoped to one project begins (``delivery.document.begin_marker``)
+PROJECT_BLOCK = "<!-- skillopt-sleep:begin project="
+
+
+def states_folder(request: CompletionRequest) -> bool:
+    """Whether an HTTP replay of ``request`` states its working folder (as its agent does):
+    a memory document placed with a block scoped to a project, replayed for an occurrence
+    asked in one. Other replays say nothing of a folder, as before (no scope to hold)."""
+    p = request.placement
+    return bool(
+        request.workdir and p is not None and p.mode == "memory" and PROJECT_BLOCK in p.text
+    )
+
+
 def framed(request: CompletionRequest) -> tuple[str, str, SkillOffer | None]:
     """``(system, prompt, skill)`` for an HTTP model call: a placed memory document framed as
     its agent frames it (:func:`skillopt_sleep.agents.frame_memory`: Claude Code's system
@@ -117,9 +131,9 @@ def framed(request: CompletionRequest) -> tuple[str, str, SkillOffer | None]:
         )
         return "\n\n".join(x for x in (request.system, listing) if x), request.prompt, offer
     system, prefix = agents.frame_memory(p.agent, p.path, p.scope, p.text)
-    # where the agent works, stated as it states it: the occurrence's project, so a project
-    # block's scope holds as in the live request
-    folder = agents.folder_statement(p.agent, request.workdir) if request.workdir else ""
+    # where the agent works, stated as it states it, when the document scopes rules to a
+    # project: the occurrence's project, so that block's scope holds as in the live request
+    folder = agents.folder_statement(p.agent, request.workdir) if states_folder(request) else ""
     return (
         "\n\n".join(x for x in (request.system, folder, system) if x),
         prefix + request.prompt,

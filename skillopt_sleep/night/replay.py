@@ -31,7 +31,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillopt_sleep.backends.base import Backend
+from skillopt_sleep.backends.base import Backend, states_folder
 from skillopt_sleep.errors import BackendResponseError, BudgetExceeded
 from skillopt_sleep.mining.judges import judge_answer
 from skillopt_sleep.models import (
@@ -118,7 +118,7 @@ class Meter:
                     [f"workdir:{workdir_name(req.workdir)}"]
                     if req.workdir and self.backend.works_in_folder
                     else [f"project:{req.workdir}"]
-                    if req.workdir and req.placement and req.placement.mode == "memory"
+                    if states_folder(req)
                     else []
                 ),
                 # a dream rollout's sample index, only past the first (K=1 keys unchanged)
